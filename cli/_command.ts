@@ -1,0 +1,82 @@
+import type { ArgsDef, CommandDef } from 'citty';
+
+/** A failure the user should read: printed as one line, `ctl <command>: <message>`, with exit status 1. */
+export class CliError extends Error {}
+
+let current = '';
+
+/** The command being run, for error messages (`supervisor stop`). */
+export function currentCommand(): string {
+  return current;
+}
+
+/**
+ * A leaf command: citty accepts unknown flags silently, which would let a typo change nothing and succeed;
+ * here every flag must be declared.
+ */
+export function leafCommand<T extends ArgsDef>(path: string, def: CommandDef<T>): CommandDef<T> {
+  return {
+    ...def,
+    setup: async (context) => {
+      current = path;
+      const args = (typeof def.args === 'function' ? await def.args() : await def.args) ?? {};
+      rejectUnknownFlags(context.rawArgs, args);
+      await def.setup?.(context);
+    },
+  };
+}
+
+function rejectUnknownFlags(rawArgs: string[], args: ArgsDef): void {
+  const known = new Set<string>();
+  for (const [name, def] of Object.entries(args)) {
+    if (def.type === 'positional') continue;
+    known.add(name);
+    known.add(name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`));
+    const aliases = 'alias' in def && def.alias ? (Array.isArray(def.alias) ? def.alias : [def.alias]) : [];
+    for (const alias of aliases) known.add(alias);
+  }
+  for (const raw of rawArgs) {
+    if (raw === '--') break;
+    if (!raw.startsWith('-') || raw === '-') continue;
+    const flag = raw.replace(/^--?/, '').split('=')[0].replace(/^no-/, '');
+    if (!known.has(flag)) throw new CliError(`unknown flag ${raw.split('=')[0]}`);
+  }
+  const positionals = Object.values(args).filter((d) => d.type === 'positional').length;
+  const given = countPositionals(rawArgs, args);
+  if (given > positionals)
+    throw new CliError(`unexpected argument ${JSON.stringify(extraPositional(rawArgs, args, positionals))}`);
+}
+
+function positionalArgs(rawArgs: string[], args: ArgsDef): string[] {
+  const out: string[] = [];
+  const valued = new Set<string>();
+  for (const [name, def] of Object.entries(args)) {
+    if (def.type === 'string' || def.type === 'enum') {
+      valued.add(name);
+      valued.add(name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`));
+      const aliases = def.alias ? (Array.isArray(def.alias) ? def.alias : [def.alias]) : [];
+      for (const alias of aliases) valued.add(alias);
+    }
+  }
+  for (let i = 0; i < rawArgs.length; i++) {
+    const raw = rawArgs[i];
+    if (raw === '--') {
+      out.push(...rawArgs.slice(i + 1));
+      break;
+    }
+    if (raw.startsWith('-') && raw !== '-') {
+      if (!raw.includes('=') && valued.has(raw.replace(/^--?/, ''))) i++;
+      continue;
+    }
+    out.push(raw);
+  }
+  return out;
+}
+
+function countPositionals(rawArgs: string[], args: ArgsDef): number {
+  return positionalArgs(rawArgs, args).length;
+}
+
+function extraPositional(rawArgs: string[], args: ArgsDef, allowed: number): string {
+  return positionalArgs(rawArgs, args)[allowed] ?? '';
+}

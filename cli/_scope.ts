@@ -1,0 +1,49 @@
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import type { CityInfo } from '../shared/dto/cities.js';
+import { call, type Api } from './_api.js';
+import { CliError } from './_command.js';
+
+/** The nearest directory at or above `start` holding `city.toml`. */
+export function findCityRoot(start: string): string | undefined {
+  let dir = resolve(start);
+  for (;;) {
+    if (existsSync(join(dir, 'city.toml'))) return dir;
+    const parent = dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
+}
+
+export async function listCities(api: Api): Promise<CityInfo[]> {
+  const { data } = await call(api, api.client.GET('/v0/cities'));
+  return data.items;
+}
+
+/**
+ * The registered city a command is about: `ref` (a registered name, or a path to a city directory), else
+ * `CTL_CITY`, else the city the working directory is in. Undefined when none applies.
+ */
+export async function resolveCity(api: Api, ref: string | undefined): Promise<CityInfo | undefined> {
+  const given = ref ?? process.env.CTL_CITY;
+  const cities = await listCities(api);
+  if (given !== undefined && given !== '') {
+    const byName = cities.find((c) => c.name === given);
+    const asPath = resolve(given);
+    const byPath = cities.find((c) => c.path === asPath);
+    if (byName && byPath && byName !== byPath) {
+      throw new CliError(`${JSON.stringify(given)} is ambiguous: a city named so, and another city at ${asPath}`);
+    }
+    const city = byPath ?? byName;
+    if (city) return city;
+    if (existsSync(asPath) && (given.includes('/') || given.startsWith('.'))) {
+      throw new CliError(`no registered city at ${asPath}; run "ctl cities" to see registered cities`);
+    }
+    throw new CliError(`no registered city named ${given}; run "ctl cities" to see registered cities`);
+  }
+  const root = findCityRoot(process.cwd());
+  if (!root) return undefined;
+  const city = cities.find((c) => c.path === root);
+  if (!city) throw new CliError(`the city at ${root} is not registered; run "ctl register"`);
+  return city;
+}

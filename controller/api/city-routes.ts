@@ -1,0 +1,169 @@
+import { Controller, Get, Path, Query, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
+import type { CityGetResponse } from '../../shared/dto/cities.js';
+import type { ConfigResponse } from '../../shared/dto/config.js';
+import type { ErrorModel } from '../../shared/dto/errors.js';
+import type { HealthOutputBody, StatusBody } from '../../shared/dto/health.js';
+import type { ProviderReadinessResponse, ReadinessResponse } from '../../shared/dto/readiness.js';
+import {
+  DEFAULT_PROVIDERS,
+  DEFAULT_READINESS_ITEMS,
+  parseProbeList,
+  SUPPORTED_PROVIDERS,
+} from '../../shared/readiness.js';
+import { VERSION } from '../../shared/version.js';
+import type { CityRuntime } from '../city-runtime.js';
+
+/**
+ * @param cityName City name.
+ * @pattern cityName \S
+ */
+@Route('v0/city/{cityName}')
+@Tags('City')
+@Response<ErrorModel>(404, 'City not found or not running (`not_found: city not found or not running: <name>`)')
+export class CityRoutes extends Controller {
+  constructor(private readonly city: CityRuntime) {
+    super();
+  }
+
+  /**
+   * The city's identity and configuration summary, from its controller.
+   * @summary City detail
+   */
+  @Get('')
+  public getCity(@Path() cityName: string): CityGetResponse {
+    const { config } = this.city;
+    const body: CityGetResponse = {
+      name: cityName,
+      path: this.city.root,
+      suspended: config.workspace.suspended,
+      uptime_sec: this.city.uptimeSec(),
+      agent_count: config.agents.length,
+      rig_count: config.rigs.length,
+      version: VERSION,
+    };
+    if (config.workspace.provider) body.provider = config.workspace.provider;
+    if (config.workspace.startCommand) body.start_command = config.workspace.startCommand;
+    return body;
+  }
+
+  /**
+   * Controller liveness.
+   * @summary City health
+   */
+  @Get('health')
+  public getCityHealth(@Path() cityName: string): HealthOutputBody {
+    return {
+      status: 'ok',
+      uptime_sec: this.city.uptimeSec(),
+      version: VERSION,
+      city: cityName,
+      path: this.city.root,
+      pid: process.pid,
+    };
+  }
+
+  /**
+   * Counts of the city's agents, rigs, work and mail, and its event head (also in `X-CTL-Index`).
+   * @summary City status
+   */
+  @Get('status')
+  @SuccessResponse<{ 'X-CTL-Index': string }>(200, 'OK')
+  public getCityStatus(@Path() cityName: string): StatusBody {
+    const { config } = this.city;
+    const head = this.city.log.head();
+    this.setHeader('X-CTL-Index', String(head));
+    const suspendedAgents = config.agents.filter((a) => a.suspended).length;
+    return {
+      name: cityName,
+      path: this.city.root,
+      uptime_sec: this.city.uptimeSec(),
+      suspended: config.workspace.suspended,
+      agent_count: config.agents.length,
+      rig_count: config.rigs.length,
+      running: 0,
+      agents: { total: config.agents.length, running: 0, suspended: suspendedAgents, quarantined: 0 },
+      rigs: { total: config.rigs.length, suspended: config.rigs.filter((r) => r.suspended).length },
+      work: { in_progress: 0, ready: 0, open: 0 },
+      mail: { unread: 0, total: 0 },
+      version: VERSION,
+      event_head: head,
+    };
+  }
+
+  /**
+   * Probes the provider and tools this city can use, on the controller's PATH. Defaults to the city's own
+   * provider (if it names one) and `github_cli`.
+   * @summary City readiness
+   * @param items Comma-separated items.
+   * @param fresh Probe again, bypassing the 2 s cache.
+   */
+  @Get('readiness')
+  @Response<ErrorModel>(400, 'Unknown item')
+  public async getCityReadiness(
+    @Path() cityName: string,
+    @Query() items?: string,
+    @Query() fresh?: boolean,
+  ): Promise<ReadinessResponse> {
+    const own = this.city.config.workspace.provider;
+    const fallback = own && SUPPORTED_PROVIDERS.includes(own) ? [own, 'github_cli'] : DEFAULT_READINESS_ITEMS;
+    const names = parseProbeList(items, fallback, 'items', (n) => this.city.prober.isKnown(n));
+    return { items: await this.city.prober.probeAll(names, fresh === true) };
+  }
+
+  /**
+   * Probes provider command-line tools only, on the controller's PATH.
+   * @summary City provider readiness
+   * @param providers Comma-separated providers (default `claude,codex,gemini`).
+   * @param fresh Probe again, bypassing the 2 s cache.
+   */
+  @Get('provider-readiness')
+  @Response<ErrorModel>(400, 'Unknown provider')
+  public async getCityProviderReadiness(
+    @Path() cityName: string,
+    @Query() providers?: string,
+    @Query() fresh?: boolean,
+  ): Promise<ProviderReadinessResponse> {
+    const names = parseProbeList(providers, DEFAULT_PROVIDERS, 'providers', (n) => SUPPORTED_PROVIDERS.includes(n));
+    const items = await this.city.prober.probeAll(names, fresh === true);
+    return {
+      providers: Object.fromEntries(
+        Object.values(items).map((i) => [
+          i.name,
+          { display_name: i.display_name, status: i.status, ...(i.detail ? { detail: i.detail } : {}) },
+        ]),
+      ),
+    };
+  }
+
+  /**
+   * The city's `city.toml` as JSON, as the controller read it at startup.
+   * @summary City config
+   */
+  @Get('config')
+  public getCityConfig(@Path() cityName: string): ConfigResponse {
+    const { config } = this.city;
+    const workspace: ConfigResponse['workspace'] = { name: cityName, suspended: config.workspace.suspended };
+    if (config.workspace.name !== undefined) workspace.declared_name = config.workspace.name;
+    if (config.workspace.prefix !== undefined) workspace.prefix = config.workspace.prefix;
+    if (config.workspace.provider !== undefined) workspace.provider = config.workspace.provider;
+    if (config.workspace.startCommand !== undefined) workspace.start_command = config.workspace.startCommand;
+    return {
+      workspace,
+      agents: config.agents.map((a) => ({
+        name: a.name,
+        suspended: a.suspended,
+        ...(a.dir ? { dir: a.dir } : {}),
+        ...(a.provider ? { provider: a.provider } : {}),
+        ...(a.scope ? { scope: a.scope } : {}),
+      })),
+      rigs: config.rigs.map((r) => ({
+        name: r.name,
+        suspended: r.suspended,
+        ...(r.prefix ? { prefix: r.prefix } : {}),
+      })),
+      providers: config.providers,
+      services: config.services.map((s) => ({ name: s.name, url: s.url })),
+      patches: { agent_count: 0, provider_count: 0, rig_count: 0 },
+    };
+  }
+}

@@ -1,0 +1,95 @@
+import { Body, Controller, Get, Path, Post, Query, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
+import type { ErrorModel } from '../../shared/dto/errors.js';
+import type { EventEmitRequest, EventEmitResponse, ListBodyWireEvent } from '../../shared/dto/events.js';
+import { parseDuration } from '../../shared/duration.js';
+import { decodePageToken, encodePageToken } from '../../shared/events/cursor.js';
+import type { EventRecord } from '../../shared/events/record.js';
+import { toWireEvent } from '../../shared/events/wire.js';
+import { Problem } from '../../shared/http/problem.js';
+import type { CityRuntime } from '../city-runtime.js';
+
+/**
+ * @param cityName City name.
+ * @pattern cityName \S
+ */
+@Route('v0/city/{cityName}/events')
+@Tags('City events')
+@Response<ErrorModel>(404, 'City not found or not running (`not_found: city not found or not running: <name>`)')
+export class CityEventsRoutes extends Controller {
+  constructor(private readonly city: CityRuntime) {
+    super();
+  }
+
+  /**
+   * The city's events, newest first, in pages. `X-CTL-Index` carries the log's head seq (0 when empty).
+   * Reading a page costs the same however long the log is.
+   * @summary List city events
+   * @param type Only events of this type.
+   * @param actor Only events by this actor.
+   * @param since Only events at most this old (a duration such as `5m`, `1h30m`).
+   * @param limit Page size, 1–1000 (default 100; 0 means the default).
+   * @param cursor `next_cursor` of the previous page.
+   * @isInt limit
+   * @minimum limit 0
+   * @maximum limit 1000
+   */
+  @Get('')
+  @SuccessResponse<{ 'X-CTL-Index': string }>(200, 'OK')
+  @Response<ErrorModel>(400, 'Invalid `since` or `cursor`')
+  @Response<ErrorModel>(422, 'Invalid `limit`')
+  public listCityEvents(
+    @Path() cityName: string,
+    @Query() type?: string,
+    @Query() actor?: string,
+    @Query() since?: string,
+    @Query() limit?: number,
+    @Query() cursor?: string,
+  ): ListBodyWireEvent {
+    let sinceMs: number | undefined;
+    if (since !== undefined && since.trim() !== '') {
+      try {
+        sinceMs = Date.now() - parseDuration(since);
+      } catch (err) {
+        throw new Problem('invalid-request', `invalid since duration: ${(err as Error).message}`);
+      }
+    }
+    const beforeSeq = cursor !== undefined && cursor !== '' ? decodePageToken(cursor) : undefined;
+    const filtered = type !== undefined || actor !== undefined || sinceMs !== undefined;
+    const filter = filtered
+      ? (r: EventRecord) =>
+          (type === undefined || r.type === type) &&
+          (actor === undefined || r.actor === actor) &&
+          (sinceMs === undefined || Date.parse(r.ts) >= sinceMs)
+      : undefined;
+    const head = this.city.log.head();
+    const page = this.city.log.newest({ limit: limit || 100, beforeSeq, filter });
+    this.setHeader('X-CTL-Index', String(head));
+    const body: ListBodyWireEvent = {
+      items: page.records.map(toWireEvent),
+      total: filtered ? page.records.length : head,
+    };
+    const oldest = page.records.at(-1);
+    if (page.more && oldest) body.next_cursor = encodePageToken(oldest.seq);
+    return body;
+  }
+
+  /**
+   * Records an event of any type in the city's log (201 with its seq). The way for scripts, tools and tests to
+   * put events on the bus.
+   * @summary Record an event
+   */
+  @Post('')
+  @SuccessResponse(201, 'Recorded')
+  @Response<ErrorModel>(422, 'Invalid body')
+  public async emitCityEvent(@Path() cityName: string, @Body() body: EventEmitRequest): Promise<EventEmitResponse> {
+    const record = await this.city.log.append({
+      type: body.type,
+      actor: body.actor,
+      subject: body.subject,
+      message: body.message,
+      payload: body.payload,
+    });
+    this.setStatus(201);
+    return { status: 'recorded', seq: record.seq };
+  }
+}

@@ -1,0 +1,33 @@
+import Router from '@koa/router';
+import type Koa from 'koa';
+import type { Logger } from 'pino';
+import { createApp } from '../shared/http/app.js';
+import { jsonBody } from '../shared/http/json-body.js';
+import { serveOpenApi } from '../shared/openapi/document.js';
+import { provideRuntime } from './api/ioc.js';
+import type { CityRuntime } from './city-runtime.js';
+import { cityScope } from './city-scope.js';
+import { RegisterRoutes } from './generated/routes.js';
+import { serviceProxy } from './service-proxy.js';
+
+/** The controller's HTTP application: the shared conventions, then its city's routes at their public paths. */
+export function createControllerApp(city: CityRuntime, logger: Logger): Koa {
+  provideRuntime(city);
+  const app = createApp({
+    logger,
+    allowedHosts: [],
+    allowedOrigins: [],
+    readOnly: false,
+    // Behind the supervisor, keep its request id so one request has one id in both logs.
+    trustUpstreamRequestId: true,
+  });
+  app.use(serveOpenApi());
+  app.use(cityScope(city.name));
+  app.use(serviceProxy(city.name, city.config.services));
+  app.use(jsonBody());
+  const router = new Router();
+  RegisterRoutes(router);
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+  return app;
+}

@@ -1,0 +1,26 @@
+import type { CityConfig } from '../shared/config/city-config.js';
+import type { EventLog } from '../shared/events/event-log.js';
+import type { CityPaths } from '../shared/paths.js';
+import { ReadinessProber } from '../shared/readiness.js';
+
+/** Everything the controller holds for its one city once it is running. */
+export class CityRuntime {
+  readonly startedAt = Date.now();
+  readonly prober = new ReadinessProber();
+
+  constructor(
+    /** The name this controller serves: the registered one when the supervisor started it. */
+    readonly name: string,
+    readonly paths: CityPaths,
+    readonly config: CityConfig,
+    readonly log: EventLog,
+  ) {}
+
+  get root(): string {
+    return this.paths.root;
+  }
+
+  uptimeSec(): number {
+    return Math.floor((Date.now() - this.startedAt) / 1000);
+  }
+}

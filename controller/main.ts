@@ -1,0 +1,155 @@
+import { chmodSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { dirname, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import { writeFileAtomic } from '../shared/atomic-write.js';
+import { declaredCityName, readCityConfig } from '../shared/config/city-config.js';
+import { CONTROLLER_PHASES, type ControllerMessage, type ControllerPidFile } from '../shared/controller-ipc.js';
+import { EventLog } from '../shared/events/event-log.js';
+import { FileLock } from '../shared/events/file-lock.js';
+import { createLogger } from '../shared/log.js';
+import { cityPaths } from '../shared/paths.js';
+import type { ControllerRunOptions } from '../shared/run-options.js';
+import { handlerOf } from '../shared/http/app.js';
+import { createControllerApp } from './app.js';
+import { CityRuntime } from './city-runtime.js';
+
+/** Why startup stopped, in words for the person or supervisor that started us. */
+class StartupError extends Error {}
+
+function report(message: ControllerMessage): void {
+  if (process.send && process.connected) process.send(message);
+}
+
+/**
+ * `ctl controller run --city DIR [--name N] [--listen PATH|PORT]`: serve one city until SIGTERM or SIGINT.
+ * The supervisor spawns exactly this, so what runs in production is what a person debugs by hand.
+ */
+export async function run(options: ControllerRunOptions): Promise<void> {
+  const root = resolve(options.city);
+  const paths = cityPaths(root);
+  const logger = createLogger({ name: 'controller' }).child({ city: root });
+  // A supervisor that dies leaves us running, to be adopted by the next one; its channel must not hold us.
+  process.channel?.unref();
+  process.on('disconnect', () => logger.warn('supervisor channel closed; continuing'));
+
+  const completed: string[] = [];
+  const phaseDelay = Number(process.env.CTL_CONTROLLER_PHASE_DELAY_MS ?? 0);
+  const enter = async (phase: (typeof CONTROLLER_PHASES)[number]) => {
+    report({ kind: 'phase', phase, completed: [...completed] });
+    logger.info({ phase }, `phase ${phase}`);
+    // A debugging knob (and a test hook) to make startup phases observable.
+    if (phaseDelay > 0) await sleep(phaseDelay);
+  };
+
+  let lock: FileLock | undefined;
+  let server: Server | undefined;
+  try {
+    mkdirSync(paths.runtimeDir, { recursive: true });
+    lock = new FileLock(paths.controllerLock);
+    if (!lock.tryAcquire()) {
+      throw new StartupError(`another controller is already running for ${root}${describeHolder(paths.controllerPid)}`);
+    }
+
+    await enter('loading_config');
+    const config = readCityConfig(paths.config);
+    const name = options.name ?? declaredCityName(root, config);
+    completed.push('loading_config');
+
+    await enter('opening_event_log');
+    const log = EventLog.at(paths.events, paths.eventsLock);
+    log.head();
+    completed.push('opening_event_log');
+
+    await enter('starting_api');
+    const city = new CityRuntime(name, paths, config, log);
+    const app = createControllerApp(city, logger);
+    server = createServer(handlerOf(app));
+    server.keepAliveTimeout = 65_000;
+    const listen = options.listen ?? paths.socket;
+    await listenOn(server, listen);
+    completed.push('starting_api');
+
+    const pidFile: ControllerPidFile = {
+      pid: process.pid,
+      name,
+      socket: listen,
+      started_at: new Date(city.startedAt).toISOString(),
+    };
+    writeFileAtomic(paths.controllerPid, JSON.stringify(pidFile) + '\n');
+    await log.append({ type: 'controller.started', actor: 'ctl', subject: name, payload: {} });
+    logger.info({ name, listen, pid: process.pid }, 'controller ready');
+    report({ kind: 'ready', pid: process.pid });
+
+    installShutdown({ server, log, name, lock, logger, socket: /^\d+$/.test(listen) ? undefined : listen, paths });
+  } catch (err) {
+    const message =
+      err instanceof StartupError || (err as Error).name === 'ConfigError' ? (err as Error).message : String(err);
+    report({ kind: 'failed', error: message });
+    logger.error({ err }, `startup failed: ${message}`);
+    process.stderr.write(`ctl controller run: ${message}\n`);
+    server?.close();
+    process.exitCode = 1;
+    // Leave at once: nothing we started may keep the process alive.
+    setImmediate(() => process.exit(1));
+  }
+}
+
+async function listenOn(server: Server, listen: string): Promise<void> {
+  const port = /^\d+$/.test(listen) ? Number(listen) : undefined;
+  if (port === undefined) {
+    mkdirSync(dirname(listen), { recursive: true, mode: 0o700 });
+    // We hold the city's controller lock, so a socket file left here belongs to a dead controller.
+    rmSync(listen, { force: true });
+  }
+  await new Promise<void>((resolveListen, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(new StartupError(`cannot listen on ${listen}: ${err.code ?? err.message}`)),
+    );
+    if (port !== undefined) server.listen(port, '127.0.0.1', resolveListen);
+    else server.listen(listen, resolveListen);
+  });
+  if (port === undefined) chmodSync(listen, 0o600);
+}
+
+function describeHolder(pidPath: string): string {
+  try {
+    const holder = JSON.parse(readFileSync(pidPath, 'utf8')) as ControllerPidFile;
+    return ` (pid ${holder.pid})`;
+  } catch {
+    return '';
+  }
+}
+
+function installShutdown(o: {
+  server: Server;
+  log: EventLog;
+  name: string;
+  lock: FileLock;
+  logger: Logger;
+  socket: string | undefined;
+  paths: ReturnType<typeof cityPaths>;
+}): void {
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    o.logger.info({ signal }, 'stopping');
+    // Bounded: whatever happens below, we are gone in 5 s.
+    setTimeout(() => process.exit(0), 5000).unref();
+    o.server.close();
+    o.server.closeAllConnections();
+    void o.log
+      .append({ type: 'controller.stopped', actor: 'ctl', subject: o.name, payload: {} })
+      .catch((err: unknown) => o.logger.error({ err }, 'could not record controller.stopped'))
+      .finally(() => {
+        if (o.socket) rmSync(o.socket, { force: true });
+        rmSync(o.paths.controllerPid, { force: true });
+        o.lock.release();
+        process.exit(0);
+      });
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}

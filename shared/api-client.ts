@@ -1,0 +1,47 @@
+import createClient, { type Client } from 'openapi-fetch';
+import { readSupervisorConfig } from './config/supervisor-config.js';
+import type { ErrorModel } from './dto/errors.js';
+import type { paths } from './generated/api-types.js';
+import { ctlHome, homePaths } from './paths.js';
+
+export type ApiClient = Client<paths>;
+
+/**
+ * The supervisor's base URL: `--api`, else `CTL_API`, else `[supervisor] bind`/`port` of
+ * `$CTL_HOME/supervisor.toml` (a wildcard bind means loopback), else `http://127.0.0.1:8372`.
+ */
+export function resolveApiBase(explicit: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  const chosen = explicit?.trim() || env.CTL_API?.trim();
+  if (chosen) return chosen.replace(/\/+$/, '');
+  const config = readSupervisorConfig(homePaths(ctlHome(env)).config, env);
+  let host = config.bind;
+  if (host === '0.0.0.0') host = '127.0.0.1';
+  if (host === '::' || host === '[::]') host = '[::1]';
+  if (host.includes(':') && !host.startsWith('[')) host = `[${host}]`;
+  return `http://${host}:${config.port}`;
+}
+
+/** A typed client for the control plane (generated from our OpenAPI document). Every request is CSRF-marked. */
+export function createApiClient(baseUrl: string): ApiClient {
+  return createClient<paths>({ baseUrl, headers: { 'X-CTL-Request': 'ctl' } });
+}
+
+/** The human text of a problem response: its `detail`, else its title, else the status. */
+export function problemText(error: unknown, response: Response): string {
+  const problem = error as ErrorModel | undefined;
+  if (problem && typeof problem === 'object') {
+    if (problem.detail) return problem.detail;
+    if (problem.title) return problem.title;
+  }
+  return `API returned HTTP ${response.status}`;
+}
+
+/** A transport failure (no HTTP answer) as one line. */
+export function transportText(err: unknown, baseUrl: string): string {
+  const cause = (err as { cause?: { code?: string } }).cause;
+  const code = cause?.code ?? (err as { code?: string }).code;
+  if (code === 'ECONNREFUSED' || code === 'ENOENT') {
+    return `cannot reach the supervisor at ${baseUrl} (connection refused); start it with "ctl supervisor start" or pass --api`;
+  }
+  return `request to ${baseUrl} failed: ${code ?? (err as Error).message}`;
+}

@@ -1,0 +1,2 @@
+/** A configuration file that cannot be used; the message names the file and the key. */
+export class ConfigError extends Error {}

@@ -1,0 +1,92 @@
+import { readFileSync } from 'node:fs';
+import { parse } from 'smol-toml';
+import { parseDuration } from '../duration.js';
+import { ConfigError } from './config-error.js';
+
+export const DEFAULT_BIND = '127.0.0.1';
+export const DEFAULT_PORT = 8372;
+
+/** `$CTL_HOME/supervisor.toml`, `[supervisor]` table; a missing file means every default. */
+export interface SupervisorConfig {
+  bind: string;
+  port: number;
+  allowMutations: boolean;
+  allowedHosts: string[];
+  allowedOrigins: string[];
+  /** Period of the reconciler's periodic pass. */
+  patrolIntervalMs: number;
+  /** Interval between SSE heartbeat frames. */
+  sseHeartbeatMs: number;
+}
+
+export function readSupervisorConfig(path: string, env: NodeJS.ProcessEnv = process.env): SupervisorConfig {
+  let text = '';
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  let table: Record<string, unknown>;
+  try {
+    const doc = parse(text);
+    table = (doc.supervisor ?? {}) as Record<string, unknown>;
+  } catch (err) {
+    throw new ConfigError(`${path}: ${(err as Error).message.split('\n')[0]}`);
+  }
+  const heartbeatEnv = env.CTL_SSE_HEARTBEAT_MS;
+  return {
+    bind: stringOr(table, 'bind', DEFAULT_BIND, path),
+    port: intOr(table, 'port', DEFAULT_PORT, path),
+    allowMutations: boolOr(table, 'allow_mutations', false, path),
+    allowedHosts: stringsOr(table, 'allowed_hosts', path),
+    allowedOrigins: stringsOr(table, 'allowed_origins', path),
+    patrolIntervalMs: durationOr(table, 'patrol_interval', 10_000, path),
+    sseHeartbeatMs: heartbeatEnv ? Number(heartbeatEnv) : intOr(table, 'sse_heartbeat_ms', 15_000, path),
+  };
+}
+
+function stringOr(t: Record<string, unknown>, key: string, fallback: string, path: string): string {
+  const v = t[key];
+  if (v === undefined) return fallback;
+  if (typeof v !== 'string' || v.trim() === '') throw new ConfigError(`${path}: supervisor.${key} must be a string`);
+  return v;
+}
+
+function intOr(t: Record<string, unknown>, key: string, fallback: number, path: string): number {
+  const v = t[key];
+  if (v === undefined) return fallback;
+  const n = typeof v === 'bigint' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) {
+    throw new ConfigError(`${path}: supervisor.${key} must be a non-negative integer`);
+  }
+  return n;
+}
+
+function boolOr(t: Record<string, unknown>, key: string, fallback: boolean, path: string): boolean {
+  const v = t[key];
+  if (v === undefined) return fallback;
+  if (typeof v !== 'boolean') throw new ConfigError(`${path}: supervisor.${key} must be true or false`);
+  return v;
+}
+
+function stringsOr(t: Record<string, unknown>, key: string, path: string): string[] {
+  const v = t[key];
+  if (v === undefined) return [];
+  if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) {
+    throw new ConfigError(`${path}: supervisor.${key} must be an array of strings`);
+  }
+  return v as string[];
+}
+
+function durationOr(t: Record<string, unknown>, key: string, fallback: number, path: string): number {
+  const v = t[key];
+  if (v === undefined) return fallback;
+  try {
+    if (typeof v !== 'string') throw new Error('must be a duration string such as "10s"');
+    const ms = parseDuration(v);
+    if (ms <= 0) throw new Error('must be positive');
+    return ms;
+  } catch (err) {
+    throw new ConfigError(`${path}: supervisor.${key}: ${(err as Error).message}`);
+  }
+}

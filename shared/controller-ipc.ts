@@ -1,0 +1,21 @@
+// What a controller tells the supervisor that spawned it, over the Node IPC channel. A controller run by
+// hand has no channel and sends nothing; everything here is also visible through its HTTP API.
+
+export type ControllerMessage =
+  /** Entered a startup phase; `completed` lists the phases before it. */
+  | { kind: 'phase'; phase: string; completed: string[] }
+  /** Serving the API: the city is running. */
+  | { kind: 'ready'; pid: number }
+  /** Startup failed; the controller exits right after. */
+  | { kind: 'failed'; error: string };
+
+/** The controller's startup phases, in order. */
+export const CONTROLLER_PHASES = ['loading_config', 'opening_event_log', 'starting_api'] as const;
+
+/** Contents of `<city>/.ctl/controller.pid`, written by the controller for a later supervisor to find it. */
+export interface ControllerPidFile {
+  pid: number;
+  name: string;
+  socket: string;
+  started_at: string;
+}

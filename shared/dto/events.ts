@@ -1,0 +1,190 @@
+/** Payload of `city.created` and `city.unregister_requested`. */
+export interface CityLifecyclePayload {
+  /** Resolved city name. */
+  name: string;
+  /** Absolute city directory. */
+  path: string;
+}
+
+/** Payload of `request.result.city.create`. */
+export interface CityCreateSucceededPayload {
+  /** Correlation id from the 202 response. */
+  request_id: string;
+  /** Resolved city name. */
+  name: string;
+  /** Absolute city directory. */
+  path: string;
+}
+
+/** Payload of `request.result.city.unregister`. */
+export interface CityUnregisterSucceededPayload {
+  /** Correlation id from the 202 response. */
+  request_id: string;
+  /** Name the city was registered under. */
+  name: string;
+  /** Absolute city directory, left on disk as it was. */
+  path: string;
+}
+
+/** Asynchronous operations that end in a `request.result.*` or `request.failed` event. */
+export type AsyncOperation =
+  'city.create' | 'city.unregister' | 'session.create' | 'session.message' | 'session.submit' | 'rig.create';
+
+/** Payload of `request.failed`. */
+export interface RequestFailedPayload {
+  /** Correlation id from the 202 response. */
+  request_id: string;
+  /** Which operation failed. */
+  operation: AsyncOperation;
+  /** Machine-readable error code, e.g. `city_init_failed`, `city_unregister_failed`, `internal_error`. */
+  error_code: string;
+  /** Human-readable description. */
+  error_message: string;
+}
+
+/** Payload of `controller.crashed`: a city controller exited without being asked to. */
+export interface ControllerCrashedPayload {
+  /**
+   * Process id of the controller that exited.
+   * @isInt
+   */
+  pid: number;
+  /**
+   * Exit code, when it exited by itself; null when a signal ended it or the process was adopted (code unknown).
+   * @isInt
+   */
+  exit_code: number | null;
+  /** Signal that ended it, when one did. */
+  signal: string | null;
+  /**
+   * Consecutive crashes without a healthy minute in between, this one included.
+   * @isInt
+   */
+  restarts: number;
+  /**
+   * Back-off before the next start.
+   * @isInt
+   */
+  restart_in_ms: number;
+}
+
+/** Payload of `supervisor.started`. */
+export interface SupervisorStartedPayload {
+  /** How the previous supervisor of this home ended: `clean`, `crash` (it left its pid file behind) or `unknown`. */
+  previous_exit: 'clean' | 'crash' | 'unknown';
+}
+
+/** Payload of `supervisor.shutdown_requested`. */
+export interface SupervisorShutdownPayload {
+  /** Always `destructive`: every controller is stopped. */
+  mode: 'destructive' | 'preserve_sessions' | 'unknown';
+  /** What asked for the shutdown. */
+  source: 'signal' | 'socket_stop';
+  /** The signal, when a signal asked. */
+  signal?: string;
+}
+
+/** Events without a payload carry `{}`. */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- the schema of `{}` (tsoa needs an interface)
+export interface NoPayload {}
+
+/** Payload of an event type this product does not define (recorded through `POST /v0/city/{cityName}/events`). */
+export interface CustomEventPayload {
+  [key: string]: unknown;
+}
+
+/** Any event payload. */
+export type EventPayload =
+  | CityLifecyclePayload
+  | CityCreateSucceededPayload
+  | CityUnregisterSucceededPayload
+  | RequestFailedPayload
+  | ControllerCrashedPayload
+  | SupervisorStartedPayload
+  | SupervisorShutdownPayload
+  | NoPayload
+  | CustomEventPayload;
+
+/** One event of a city log, as listed. */
+export interface WireEvent {
+  /**
+   * Sequence number within its log, from 1, gap-free.
+   * @isInt
+   */
+  seq: number;
+  /** Semantic event kind, e.g. `city.created`. */
+  type: string;
+  /** RFC 3339 timestamp with UTC offset. */
+  ts: string;
+  /** Who caused the event. */
+  actor: string;
+  /** What the event is about. */
+  subject?: string;
+  /** Free text. */
+  message?: string;
+  /** Type-specific object; `{}` when the event has none. */
+  payload: EventPayload;
+}
+
+/** One event of the supervisor's merged view: a `WireEvent` tagged with its city. */
+export interface WireTaggedEvent extends WireEvent {
+  /** Originating city; `__supervisor__` for the supervisor's own events, except request results, which name their city. */
+  city: string;
+}
+
+/** Body of `GET /v0/city/{cityName}/events`. */
+export interface ListBodyWireEvent {
+  /** Newest first. */
+  items: WireEvent[];
+  /**
+   * Unfiltered: the head seq. Filtered: the number of matches seen by this scan.
+   * @isInt
+   */
+  total: number;
+  /** Present when older matching events exist; pass it back as `cursor`. */
+  next_cursor?: string;
+}
+
+/** Body of `GET /v0/events`. */
+export interface SupervisorEventListOutputBody {
+  /** Composite cursor captured before listing; pass it as `after_cursor` to continue live without gaps. */
+  event_cursor: string;
+  /** Oldest first, by timestamp, then city, then seq. */
+  items: WireTaggedEvent[];
+  /**
+   * Number of matches.
+   * @isInt
+   */
+  total: number;
+}
+
+/** Body of `POST /v0/city/{cityName}/events`: record an event of any type. */
+export interface EventEmitRequest {
+  /**
+   * Event type.
+   * @minLength 1
+   */
+  type: string;
+  /**
+   * Who caused it.
+   * @minLength 1
+   */
+  actor: string;
+  /** What it is about. */
+  subject?: string;
+  /** Free text. */
+  message?: string;
+  /** Type-specific object. */
+  payload?: CustomEventPayload;
+}
+
+/** Body of a `201` from `POST /v0/city/{cityName}/events`. */
+export interface EventEmitResponse {
+  /** Always `recorded`. */
+  status: string;
+  /**
+   * The seq the event was recorded under.
+   * @isInt
+   */
+  seq: number;
+}

@@ -1,0 +1,146 @@
+/** Reconciler liveness, so that a wedged reconciler shows in `/health`. */
+export interface ReconcilerHealth {
+  /**
+   * Milliseconds since the reconciler last finished a pass.
+   * @isInt
+   */
+  last_tick_age_ms: number;
+  /**
+   * Passes completed since the supervisor started.
+   * @isInt
+   */
+  ticks: number;
+  /**
+   * Configured period of the periodic pass.
+   * @isInt
+   */
+  interval_ms: number;
+  /** False when the last pass is older than three periods. */
+  healthy: boolean;
+}
+
+/** Body of `GET /health` (supervisor). */
+export interface SupervisorHealthOutputBody {
+  /** `ok`, or `degraded` when the reconciler is not keeping up. */
+  status: string;
+  /** Supervisor version. */
+  version: string;
+  /**
+   * Supervisor uptime in seconds.
+   * @isInt
+   */
+  uptime_sec: number;
+  /**
+   * Registered cities.
+   * @isInt
+   */
+  cities_total: number;
+  /**
+   * Cities whose controller is ready.
+   * @isInt
+   */
+  cities_running: number;
+  /**
+   * Supervisor process id.
+   * @isInt
+   */
+  pid: number;
+  /** The supervisor's home directory (`$CTL_HOME`). */
+  home: string;
+  reconciler: ReconcilerHealth;
+}
+
+/** Body of `GET /v0/city/{cityName}/health` (controller). */
+export interface HealthOutputBody {
+  /** `ok`. */
+  status: string;
+  /**
+   * Controller uptime in seconds.
+   * @isInt
+   */
+  uptime_sec: number;
+  /** Controller version. */
+  version?: string;
+  /** City name. */
+  city?: string;
+  /** Absolute city directory. */
+  path?: string;
+  /**
+   * Controller process id.
+   * @isInt
+   */
+  pid?: number;
+}
+
+/** Agent counts of a city. */
+export interface StatusAgentCounts {
+  /** @isInt */
+  total: number;
+  /** @isInt */
+  running: number;
+  /** @isInt */
+  suspended: number;
+  /** @isInt */
+  quarantined: number;
+}
+
+export interface StatusRigCounts {
+  /** @isInt */
+  total: number;
+  /** @isInt */
+  suspended: number;
+}
+
+export interface StatusWorkCounts {
+  /** @isInt */
+  in_progress: number;
+  /** @isInt */
+  ready: number;
+  /** @isInt */
+  open: number;
+}
+
+export interface StatusMailCounts {
+  /** @isInt */
+  unread: number;
+  /** @isInt */
+  total: number;
+}
+
+/** Body of `GET /v0/city/{cityName}/status`. */
+export interface StatusBody {
+  name: string;
+  path: string;
+  /**
+   * Controller uptime in seconds.
+   * @isInt
+   */
+  uptime_sec: number;
+  suspended: boolean;
+  /**
+   * Agents configured (deprecated; use `agents.total`).
+   * @isInt
+   */
+  agent_count: number;
+  /**
+   * Rigs configured (deprecated; use `rigs.total`).
+   * @isInt
+   */
+  rig_count: number;
+  /**
+   * Number of running agent processes.
+   * @isInt
+   */
+  running: number;
+  agents: StatusAgentCounts;
+  rigs: StatusRigCounts;
+  work: StatusWorkCounts;
+  mail: StatusMailCounts;
+  /** Controller version. */
+  version?: string;
+  /**
+   * The city event log's head seq.
+   * @isInt
+   */
+  event_head?: number;
+}

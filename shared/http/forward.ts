@@ -1,0 +1,112 @@
+import { request, type Agent, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
+import type { Context } from 'koa';
+import { Problem } from './problem.js';
+import { REQUEST_ID_HEADER } from './request-id.js';
+
+// Hop-by-hop headers (RFC 9110 §7.6.1) belong to one connection and are never forwarded.
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'proxy-connection',
+]);
+
+export interface ForwardTarget {
+  /** A Unix socket, or a TCP host and port. */
+  socketPath?: string;
+  host?: string;
+  port?: number;
+  /** Path and query to request upstream. */
+  path: string;
+  agent?: Agent;
+  /** Host header to send upstream. */
+  hostHeader: string;
+}
+
+function strip(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined && !HOP_BY_HOP.has(name)) out[name] = value;
+  }
+  return out;
+}
+
+/**
+ * Forwards the request as it is, body streaming in both directions with nothing buffered: a chunk the
+ * upstream writes reaches the client at once (SSE works through it), and a client that disconnects
+ * aborts the upstream request. Errors before the upstream answers become a 502 problem; a GET or HEAD
+ * that lost a race with a closing keep-alive connection is retried once on a fresh one.
+ */
+export function forward(ctx: Context, target: ForwardTarget): Promise<void> {
+  const retriable = ctx.method === 'GET' || ctx.method === 'HEAD';
+  return attempt(ctx, target, retriable).catch((err: unknown) => {
+    if (err instanceof RetryableError) return attempt(ctx, { ...target, agent: undefined }, false);
+    throw err;
+  });
+}
+
+class RetryableError extends Error {}
+
+function attempt(ctx: Context, target: ForwardTarget, retriable: boolean): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const headers = strip(ctx.req.headers);
+    headers.host = target.hostHeader;
+    headers[REQUEST_ID_HEADER.toLowerCase()] = ctx.state.requestId as string;
+    const upstream = request({
+      socketPath: target.socketPath,
+      host: target.host,
+      port: target.port,
+      method: ctx.method,
+      path: target.path,
+      headers,
+      agent: target.agent,
+    });
+    let answered = false;
+    const clientGone = () => {
+      if (!ctx.res.writableFinished) upstream.destroy();
+    };
+    ctx.res.once('close', clientGone);
+
+    upstream.on('response', (res) => {
+      answered = true;
+      ctx.respond = false;
+      const out: OutgoingHttpHeaders = { ...strip(res.headers) };
+      // Our own headers (request id, CORS, Vary) win over the upstream's.
+      for (const [name, value] of Object.entries(ctx.response.headers)) out[name] = value;
+      ctx.res.writeHead(res.statusCode ?? 502, res.statusMessage, out);
+      ctx.res.flushHeaders();
+      res.pipe(ctx.res);
+      res.on('error', () => ctx.res.destroy());
+      res.on('aborted', () => ctx.res.destroy());
+      res.on('close', () => {
+        if (!res.complete) ctx.res.destroy();
+        ctx.res.off('close', clientGone);
+        resolve();
+      });
+    });
+    upstream.on('error', (err: NodeJS.ErrnoException) => {
+      ctx.res.off('close', clientGone);
+      if (answered) {
+        ctx.res.destroy();
+        resolve();
+        return;
+      }
+      if (ctx.res.destroyed || ctx.req.destroyed) {
+        resolve();
+        return;
+      }
+      if (retriable && (err.code === 'ECONNRESET' || err.code === 'EPIPE') && upstream.reusedSocket) {
+        reject(new RetryableError(err.message));
+        return;
+      }
+      reject(new Problem('bad-gateway', `bad_gateway: upstream did not answer: ${err.code ?? err.message}`));
+    });
+    if (ctx.req.readableEnded) upstream.end();
+    else ctx.req.pipe(upstream);
+  });
+}

@@ -1,0 +1,37 @@
+import type { Middleware } from 'koa';
+import { koaBody } from 'koa-body';
+import { Problem } from './problem.js';
+import { MUTATION_METHODS } from './mutation-guard.js';
+
+export const BODY_LIMIT = '1mb';
+
+/** Parses JSON request bodies up to 1 MiB; any other content type with a body is a 415. */
+export function jsonBody(): Middleware {
+  const parse = koaBody({
+    json: true,
+    urlencoded: false,
+    text: false,
+    multipart: false,
+    jsonLimit: BODY_LIMIT,
+    jsonStrict: true,
+    onError: (err) => {
+      const status = (err as { status?: number }).status;
+      if (status === 413) throw new Problem('payload-too-large', 'too_large: request body exceeds the 1 MiB limit');
+      throw new Problem('invalid-request', `invalid: request body is not valid JSON: ${err.message}`);
+    },
+  });
+  return async (ctx, next) => {
+    if (MUTATION_METHODS.has(ctx.method) && hasBody(ctx.req.headers) && !ctx.is('application/json', '+json')) {
+      throw new Problem(
+        'unsupported-media-type',
+        `unsupported_media_type: request body must be application/json, got ${ctx.get('Content-Type') || 'none'}`,
+      );
+    }
+    await parse(ctx, next);
+  };
+}
+
+function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
+  const length = headers['content-length'];
+  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}

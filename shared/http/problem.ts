@@ -1,0 +1,90 @@
+import { STATUS_CODES } from 'node:http';
+import type { Context } from 'koa';
+import type { ErrorDetail, ErrorModel } from '../dto/errors.js';
+
+/** Every problem code either process answers with; documented in the OpenAPI document under `x-ctl-problem-types`. */
+export const PROBLEM_CODES = {
+  'invalid-request': 400,
+  'invalid-cursor': 400,
+  forbidden: 403,
+  'city-not-found': 404,
+  'route-not-found': 404,
+  'service-not-found': 404,
+  'method-not-allowed': 405,
+  'conflict-wrong-state': 409,
+  'operation-in-progress': 409,
+  'payload-too-large': 413,
+  'unsupported-media-type': 415,
+  'host-not-allowed': 421,
+  'validation-failed': 422,
+  internal: 500,
+  'not-implemented': 501,
+  'bad-gateway': 502,
+  'service-unavailable': 503,
+  'provider-not-ready': 503,
+  'gateway-timeout': 504,
+} as const;
+
+export type ProblemCode = keyof typeof PROBLEM_CODES;
+
+const TITLES: Partial<Record<ProblemCode, string>> = {
+  'city-not-found': 'City Not Found',
+  'route-not-found': 'Not Found',
+  'service-not-found': 'Service Not Found',
+  'conflict-wrong-state': 'Conflict',
+  'operation-in-progress': 'Operation In Progress',
+  'validation-failed': 'Validation Failed',
+  'invalid-cursor': 'Invalid Cursor',
+  'provider-not-ready': 'Provider Not Ready',
+};
+
+/**
+ * An error that becomes an RFC 9457 problem response. Throw it from anywhere in a request; the problem
+ * middleware renders it. `detail` keeps the spec's `prefix: text` form.
+ */
+export class Problem extends Error {
+  readonly status: number;
+
+  constructor(
+    readonly code: ProblemCode,
+    readonly detail: string,
+    options: { status?: number; errors?: ErrorDetail[]; headers?: Record<string, string> } = {},
+  ) {
+    super(detail);
+    this.status = options.status ?? PROBLEM_CODES[code];
+    this.errors = options.errors;
+    this.headers = options.headers;
+  }
+
+  readonly errors: ErrorDetail[] | undefined;
+  readonly headers: Record<string, string> | undefined;
+
+  toBody(instance?: string): ErrorModel {
+    return {
+      type: `urn:ctl:error:${this.code}`,
+      title: TITLES[this.code] ?? STATUS_CODES[this.status] ?? 'Error',
+      status: this.status,
+      detail: this.detail,
+      ...(instance ? { instance } : {}),
+      ...(this.errors ? { errors: this.errors } : {}),
+      code: this.code,
+    };
+  }
+}
+
+/** `404 not_found: city not found or not running: <name>`, the answer of every typed per-city route until it runs. */
+export function cityNotRunning(name: string): Problem {
+  return new Problem('city-not-found', `not_found: city not found or not running: ${name}`);
+}
+
+/** The static detail the raw `svc/*` proxy answers while a city is not running. */
+export function serviceProxyCityNotRunning(): Problem {
+  return new Problem('city-not-found', 'not_found: city not found or not running');
+}
+
+export function sendProblem(ctx: Context, problem: Problem): void {
+  ctx.status = problem.status;
+  if (problem.headers) ctx.set(problem.headers);
+  ctx.type = 'application/problem+json';
+  ctx.body = problem.toBody(ctx.path);
+}

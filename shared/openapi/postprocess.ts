@@ -1,0 +1,196 @@
+// Turns tsoa's OpenAPI 3.0 output into the 3.1 document we publish. tsoa 6 writes 3.0 only (`nullable`,
+// `example`), and it cannot describe what our middleware does for every operation (the X-CTL-Request header,
+// the X-CTL-Request-Id response header, the problem responses of the shared conventions). One pure function,
+// unit-tested, run by `npm run gen`.
+
+import { PROBLEM_CODES } from '../http/problem.js';
+
+type Json = Record<string, unknown>;
+
+const MUTATIONS = new Set(['post', 'put', 'patch', 'delete']);
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+
+export interface PostprocessOptions {
+  /** Extra paths (hand-written routes tsoa cannot describe, such as SSE streams), merged as they are. */
+  extraPaths?: Record<string, Json>;
+  /** Extra component schemas, merged as they are. */
+  extraSchemas?: Record<string, Json>;
+}
+
+export function postprocess(input: Json, options: PostprocessOptions = {}): Json {
+  const doc = structuredClone(input);
+  doc.openapi = '3.1.0';
+  const info = (doc.info ?? {}) as Json;
+  delete info.license;
+  if (info.contact && Object.keys(info.contact).length === 0) delete info.contact;
+  doc.servers = [{ url: 'http://127.0.0.1:8372', description: 'Default supervisor address' }];
+
+  const components = (doc.components ?? {}) as Json;
+  doc.components = components;
+  const schemas = (components.schemas ?? {}) as Json;
+  components.schemas = schemas;
+  Object.assign(schemas, options.extraSchemas ?? {});
+  for (const [name, schema] of Object.entries(schemas)) schemas[name] = upgradeSchema(schema);
+
+  components.headers = {
+    'X-CTL-Request-Id': {
+      description: 'Opaque per-response id (16 hex characters) for log correlation. Every response carries it.',
+      schema: { type: 'string', pattern: '^[0-9a-f]{16}$' },
+    },
+    'X-CTL-Index': {
+      description: "The city event log's head seq; pass it back as `index` for a blocking query.",
+      schema: { type: 'integer', minimum: 0 },
+    },
+  };
+  components.parameters = {
+    ...(components.parameters ?? {}),
+    'X-CTL-Request': {
+      name: 'X-CTL-Request',
+      in: 'header',
+      required: true,
+      description: 'Anti-CSRF guard: any non-empty value. Mutations without it answer 403 `csrf: …`.',
+      schema: { type: 'string', minLength: 1 },
+    },
+  };
+  const problemTypes = Object.keys(PROBLEM_CODES).map((code) => `urn:ctl:error:${code}`);
+  const errorModel = schemas.ErrorModel as Json | undefined;
+  if (errorModel) {
+    const typeProp = (errorModel.properties as Json).type as Json;
+    typeProp.format = 'uri';
+    typeProp.default = 'about:blank';
+    typeProp['x-ctl-problem-types'] = problemTypes;
+  }
+
+  const paths = (doc.paths ?? {}) as Json;
+  Object.assign(paths, options.extraPaths ?? {});
+  doc.paths = paths;
+  for (const [path, item] of Object.entries(paths)) {
+    for (const method of METHODS) {
+      const op = (item as Json)[method] as Json | undefined;
+      if (!op) continue;
+      upgradeOperation(op, method, path);
+    }
+  }
+  for (const key of Object.keys(components)) {
+    const map = components[key] as Json;
+    if (map && typeof map === 'object' && Object.keys(map).length === 0) delete components[key];
+  }
+  delete components.securitySchemes;
+  return sortKeysOf(doc, ['openapi', 'info', 'servers', 'tags', 'paths', 'components']);
+}
+
+function upgradeOperation(op: Json, method: string, path: string): void {
+  if (typeof op.operationId !== 'string' || !op.operationId.includes('-'))
+    op.operationId = operationIdFor(method, path);
+  const params = ((op.parameters as Json[] | undefined) ?? []).filter(
+    (p) => String(p.name).toLowerCase() !== 'x-ctl-request',
+  );
+  for (const p of params) if (p.schema) p.schema = upgradeSchema(p.schema);
+  if (MUTATIONS.has(method)) params.unshift({ $ref: '#/components/parameters/X-CTL-Request' });
+  if (params.length) op.parameters = params;
+  else delete op.parameters;
+
+  const body = op.requestBody as Json | undefined;
+  if (body) upgradeContent(body.content as Json | undefined);
+
+  const responses = (op.responses ?? {}) as Json;
+  op.responses = responses;
+  if (MUTATIONS.has(method)) {
+    responses['403'] ??= problemResponse(
+      'Forbidden: `csrf:` without X-CTL-Request, or `read_only:` on a read-only server',
+    );
+  }
+  responses['421'] ??= problemResponse('Misdirected Request: the Host header is not a loopback name or allowed host');
+  responses['500'] ??= problemResponse('Internal Server Error');
+  for (const [status, response] of Object.entries(responses)) {
+    const r = response as Json;
+    if (r.$ref) continue;
+    const isError = status === 'default' || Number(status) >= 400;
+    if (isError) {
+      r.content = { 'application/problem+json': { schema: { $ref: '#/components/schemas/ErrorModel' } } };
+    } else {
+      upgradeContent(r.content as Json | undefined);
+    }
+    const headers = (r.headers ?? {}) as Json;
+    for (const [name, header] of Object.entries(headers)) {
+      const h = header as Json;
+      if (h.schema) h.schema = upgradeSchema(h.schema);
+      if (name.toLowerCase() === 'x-ctl-index') headers[name] = { $ref: '#/components/headers/X-CTL-Index' };
+    }
+    r.headers = { 'X-CTL-Request-Id': { $ref: '#/components/headers/X-CTL-Request-Id' }, ...headers };
+  }
+}
+
+function problemResponse(description: string): Json {
+  return { description };
+}
+
+function upgradeContent(content: Json | undefined): void {
+  if (!content) return;
+  for (const media of Object.values(content)) {
+    const m = media as Json;
+    if (m.schema) m.schema = upgradeSchema(m.schema);
+  }
+}
+
+/** `get-v0-city-by-city-name-status` from `GET /v0/city/{cityName}/status`, the reference's naming. */
+export function operationIdFor(method: string, path: string): string {
+  const parts = path
+    .split('/')
+    .filter(Boolean)
+    .map((seg) => {
+      const param = /^\{(.+)\}$/.exec(seg);
+      const word = param ? `by-${param[1]}` : seg;
+      return word
+        .replace(/([a-z0-9])([A-Z])/g, '$1-$2')
+        .replace(/[^a-zA-Z0-9]+/g, '-')
+        .toLowerCase();
+    });
+  return [method, ...parts].join('-').replace(/-+/g, '-');
+}
+
+/** 3.0 → 3.1 for one schema, recursively: `nullable`, `example`, boolean exclusive bounds. */
+export function upgradeSchema(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(upgradeSchema);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const s: Json = {};
+  for (const [key, value] of Object.entries(schema as Json)) {
+    s[key] =
+      key === 'enum' || key === 'const' || key === 'examples' || key === 'default' ? value : upgradeSchema(value);
+  }
+  if ('example' in s) {
+    s.examples = [s.example];
+    delete s.example;
+  }
+  for (const bound of ['exclusiveMinimum', 'exclusiveMaximum'] as const) {
+    if (typeof s[bound] === 'boolean') {
+      const plain = bound === 'exclusiveMinimum' ? 'minimum' : 'maximum';
+      if (s[bound] === true && typeof s[plain] === 'number') s[bound] = s[plain];
+      else delete s[bound];
+      if (typeof s[bound] === 'number') delete s[plain];
+    }
+  }
+  const nullable = s.nullable === true;
+  delete s.nullable;
+  if (!nullable) return s;
+  if (typeof s.type === 'string') {
+    s.type = [s.type, 'null'];
+    if (Array.isArray(s.enum) && !s.enum.includes(null)) s.enum = [...(s.enum as unknown[]), null];
+    return s;
+  }
+  if (Array.isArray(s.allOf) && s.allOf.length === 1 && Object.keys(s).length === 1) {
+    return { anyOf: [s.allOf[0], { type: 'null' }] };
+  }
+  if (Array.isArray(s.anyOf)) {
+    s.anyOf = [...(s.anyOf as unknown[]), { type: 'null' }];
+    return s;
+  }
+  return { anyOf: [s, { type: 'null' }] };
+}
+
+function sortKeysOf(doc: Json, order: string[]): Json {
+  const out: Json = {};
+  for (const key of order) if (key in doc) out[key] = doc[key];
+  for (const key of Object.keys(doc)) if (!(key in out)) out[key] = doc[key];
+  return out;
+}

@@ -1,0 +1,188 @@
+import { accessSync, constants, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { execa } from 'execa';
+import type { ReadinessItem } from './dto/readiness.js';
+import { Problem } from './http/problem.js';
+
+// Real probes of the agent command-line tools a city can use: is the binary on PATH, and is it signed in.
+
+interface ProbeSpec {
+  kind: 'provider' | 'tool';
+  displayName: string;
+  binary: string;
+  /** Whether the installed tool is authenticated; absent when we know no way to tell. */
+  auth?: (binary: string, env: NodeJS.ProcessEnv) => Promise<{ status: string; detail: string }>;
+}
+
+const PROBES: Record<string, ProbeSpec> = {
+  antigravity: { kind: 'provider', displayName: 'Antigravity', binary: 'antigravity' },
+  claude: { kind: 'provider', displayName: 'Claude Code', binary: 'claude', auth: claudeAuth },
+  codex: { kind: 'provider', displayName: 'Codex CLI', binary: 'codex', auth: codexAuth },
+  gemini: { kind: 'provider', displayName: 'Gemini CLI', binary: 'gemini', auth: geminiAuth },
+  mimocode: { kind: 'provider', displayName: 'MimoCode', binary: 'mimocode' },
+  pi: { kind: 'provider', displayName: 'Pi', binary: 'pi' },
+  github_cli: { kind: 'tool', displayName: 'GitHub CLI', binary: 'gh', auth: githubAuth },
+};
+
+export const SUPPORTED_PROVIDERS = Object.keys(PROBES).filter((name) => PROBES[name].kind === 'provider');
+export const READINESS_ITEMS = Object.keys(PROBES);
+export const DEFAULT_READINESS_ITEMS = ['claude', 'codex', 'gemini', 'github_cli'];
+export const DEFAULT_PROVIDERS = ['claude', 'codex', 'gemini'];
+
+const PROBE_TIMEOUT_MS = 5000;
+
+/** Probes with a short cache (2 s by default), since a page of readiness calls should not spawn tools each time. */
+export class ReadinessProber {
+  private readonly cache = new Map<string, { at: number; item: Promise<ReadinessItem> }>();
+
+  constructor(
+    private readonly env: NodeJS.ProcessEnv = process.env,
+    private readonly cacheMs = 2000,
+  ) {}
+
+  isKnown(name: string): boolean {
+    return name in PROBES;
+  }
+
+  probe(name: string, fresh = false): Promise<ReadinessItem> {
+    const cached = this.cache.get(name);
+    if (!fresh && cached && Date.now() - cached.at < this.cacheMs) return cached.item;
+    const item = probe(name, this.env);
+    this.cache.set(name, { at: Date.now(), item });
+    return item;
+  }
+
+  async probeAll(names: string[], fresh = false): Promise<Record<string, ReadinessItem>> {
+    const items = await Promise.all(names.map((name) => this.probe(name, fresh)));
+    return Object.fromEntries(items.map((item) => [item.name, item]));
+  }
+}
+
+async function probe(name: string, env: NodeJS.ProcessEnv): Promise<ReadinessItem> {
+  const spec = PROBES[name];
+  if (!spec) throw new Error(`unknown readiness item ${name}`);
+  const base = { name, kind: spec.kind, display_name: spec.displayName };
+  const binary = findOnPath(spec.binary, env.PATH ?? '');
+  if (!binary) {
+    return { ...base, status: 'not_installed', detail: `${spec.binary} not found on PATH` };
+  }
+  if (!spec.auth) {
+    return { ...base, status: 'configured', detail: `${binary}; authentication is not checked for this tool` };
+  }
+  try {
+    return { ...base, ...(await spec.auth(binary, env)) };
+  } catch (err) {
+    return { ...base, status: 'probe_error', detail: (err as Error).message.split('\n')[0] };
+  }
+}
+
+/** The first executable named `binary` on a PATH string. */
+export function findOnPath(binary: string, path: string): string | undefined {
+  for (const dir of path.split(delimiter)) {
+    if (!dir) continue;
+    const candidate = join(dir, binary);
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+function homeOf(env: NodeJS.ProcessEnv): string {
+  return env.HOME ?? homedir();
+}
+
+async function claudeAuth(binary: string, env: NodeJS.ProcessEnv) {
+  const result = await execa(binary, ['auth', 'status', '--json'], {
+    env,
+    extendEnv: false,
+    reject: false,
+    timeout: PROBE_TIMEOUT_MS,
+    stdin: 'ignore',
+  });
+  if (result.timedOut) return { status: 'probe_error', detail: `claude auth status timed out` };
+  if (result.exitCode !== 0) {
+    return { status: 'needs_auth', detail: firstLine(result.stderr || result.stdout) || 'not signed in' };
+  }
+  try {
+    const status = JSON.parse(result.stdout) as { loggedIn?: boolean };
+    if (status.loggedIn === false) return { status: 'needs_auth', detail: 'claude reports it is not signed in' };
+  } catch {
+    // Older versions print text; a zero exit is what counts.
+  }
+  return { status: 'configured', detail: binary };
+}
+
+async function codexAuth(binary: string, env: NodeJS.ProcessEnv) {
+  if (env.OPENAI_API_KEY) return { status: 'configured', detail: `${binary}; OPENAI_API_KEY set` };
+  const file = join(homeOf(env), '.codex', 'auth.json');
+  const auth = readJson(file);
+  if (auth === undefined) return { status: 'needs_auth', detail: `${file} not found; run codex login` };
+  const tokens = (auth as { tokens?: unknown; OPENAI_API_KEY?: unknown }) ?? {};
+  if (tokens.tokens || tokens.OPENAI_API_KEY) return { status: 'configured', detail: binary };
+  return { status: 'needs_auth', detail: `${file} holds no credentials; run codex login` };
+}
+
+async function geminiAuth(binary: string, env: NodeJS.ProcessEnv) {
+  if (env.GEMINI_API_KEY || env.GOOGLE_API_KEY) return { status: 'configured', detail: `${binary}; API key set` };
+  const file = join(homeOf(env), '.gemini', 'settings.json');
+  const settings = readJson(file) as
+    { selectedAuthType?: string; security?: { auth?: { selectedType?: string } } } | undefined;
+  const selected = settings?.selectedAuthType ?? settings?.security?.auth?.selectedType;
+  if (selected) return { status: 'configured', detail: `${binary}; auth ${selected}` };
+  return { status: 'needs_auth', detail: `no authentication selected in ${file}` };
+}
+
+async function githubAuth(binary: string, env: NodeJS.ProcessEnv) {
+  const result = await execa(binary, ['auth', 'status'], {
+    env,
+    extendEnv: false,
+    reject: false,
+    timeout: PROBE_TIMEOUT_MS,
+    stdin: 'ignore',
+  });
+  if (result.timedOut) return { status: 'probe_error', detail: 'gh auth status timed out' };
+  if (result.exitCode === 0) return { status: 'configured', detail: binary };
+  return {
+    status: 'needs_auth',
+    detail: firstLine(result.stderr || result.stdout) || 'not signed in; run gh auth login',
+  };
+}
+
+function readJson(file: string): unknown {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new Error(`${file}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+function firstLine(text: string): string {
+  return text.trim().split('\n')[0] ?? '';
+}
+
+/** A comma-separated list of probe names from a query parameter; unknown names are a 400. */
+export function parseProbeList(
+  value: string | undefined,
+  fallback: string[],
+  what: string,
+  known: (name: string) => boolean,
+): string[] {
+  if (value === undefined || value.trim() === '') return fallback;
+  const names = [
+    ...new Set(
+      value
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
+  ];
+  const unknown = names.filter((n) => !known(n));
+  if (unknown.length) throw new Problem('invalid-request', `invalid: unknown ${what}: ${unknown.join(', ')}`);
+  return names;
+}

@@ -1,0 +1,27 @@
+import type { IocContainer, Newable } from '@tsoa/runtime';
+import type { SupervisorHealthOutputBody } from '../../shared/dto/health.js';
+import type { ReadinessProber } from '../../shared/readiness.js';
+import type { CityOperations } from '../city-operations.js';
+import type { EventView } from '../event-view.js';
+
+/** What the supervisor's route classes work with. */
+export interface SupervisorServices {
+  cities: CityOperations;
+  events: EventView;
+  prober: ReadinessProber;
+  health(): SupervisorHealthOutputBody;
+}
+
+let services: SupervisorServices | undefined;
+
+export function provideServices(value: SupervisorServices): void {
+  services = value;
+}
+
+/** tsoa's container: a fresh route object per request (tsoa keeps response status and headers on it). */
+export const iocContainer: IocContainer = {
+  get<T>(controller: unknown): T {
+    if (!services) throw new Error('supervisor services are not ready');
+    return new (controller as Newable<T, [SupervisorServices]>)(services);
+  },
+};

@@ -1,0 +1,44 @@
+import Router from '@koa/router';
+import type Koa from 'koa';
+import type { Logger } from 'pino';
+import { createApp } from '../shared/http/app.js';
+import { jsonBody } from '../shared/http/json-body.js';
+import { serveOpenApi } from '../shared/openapi/document.js';
+import { provideServices, type SupervisorServices } from './api/ioc.js';
+import { cityProxy } from './city-proxy.js';
+import { RegisterRoutes } from './generated/routes.js';
+import type { Reconciler } from './reconciler.js';
+import type { Registry } from './registry.js';
+
+export interface SupervisorAppOptions {
+  logger: Logger;
+  services: SupervisorServices;
+  registry: Registry;
+  reconciler: Reconciler;
+  allowedHosts: string[];
+  allowedOrigins: string[];
+  readOnly: boolean;
+}
+
+/**
+ * The supervisor's HTTP application: shared conventions, then the per-city proxy (before body parsing, so
+ * proxied bodies stream through untouched), then the supervisor's own routes.
+ */
+export function createSupervisorApp(o: SupervisorAppOptions): Koa {
+  provideServices(o.services);
+  const app = createApp({
+    logger: o.logger,
+    allowedHosts: o.allowedHosts,
+    allowedOrigins: o.allowedOrigins,
+    readOnly: o.readOnly,
+    trustUpstreamRequestId: false,
+  });
+  app.use(serveOpenApi());
+  app.use(cityProxy(o.registry, o.reconciler));
+  app.use(jsonBody());
+  const router = new Router();
+  RegisterRoutes(router);
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+  return app;
+}

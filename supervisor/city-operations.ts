@@ -1,0 +1,323 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { basename, isAbsolute, resolve } from 'node:path';
+import type { Logger } from 'pino';
+import { CITY_NAME_PATTERN, declaredCityName, readCityConfig, type CityConfig } from '../shared/config/city-config.js';
+import { ConfigError } from '../shared/config/config-error.js';
+import type { AsyncAcceptedResponse } from '../shared/dto/common.js';
+import type { CityCreateRequest, CityInfo, CityRegisterRequest } from '../shared/dto/cities.js';
+import type { CityLifecyclePayload, RequestFailedPayload } from '../shared/dto/events.js';
+import { formatCursor } from '../shared/events/cursor.js';
+import type { EventLog } from '../shared/events/event-log.js';
+import { Problem } from '../shared/http/problem.js';
+import { SUPPORTED_PROVIDERS, type ReadinessProber } from '../shared/readiness.js';
+import { cityLog, type EventView } from './event-view.js';
+import type { Reconciler } from './reconciler.js';
+import type { PendingRequest, Registry } from './registry.js';
+import { ensureRuntimeLayout, isCityDirectory, scaffoldCity } from './scaffold.js';
+
+export interface CityOperationsOptions {
+  registry: Registry;
+  reconciler: Reconciler;
+  events: EventView;
+  supervisorLog: EventLog;
+  prober: ReadinessProber;
+  logger: Logger;
+  /** How long `start` and `stop` wait for the controller. */
+  startTimeoutMs: number;
+  stopTimeoutMs: number;
+}
+
+/** `req-` + 24 lowercase hex characters: the correlation id of an asynchronous request. */
+export function newAsyncRequestId(): string {
+  return `req-${randomBytes(12).toString('hex')}`;
+}
+
+/**
+ * The supervisor's city mutations: create, register, unregister, start, stop. Each validates, changes the
+ * registry (serialised: one at a time, so two requests cannot both pass the same check), records its events
+ * and wakes the reconciler, which does the slow part.
+ */
+export class CityOperations {
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly o: CityOperationsOptions) {}
+
+  list(): CityInfo[] {
+    return this.o.registry.cities
+      .map((city) => this.info(city.name))
+      .filter((info): info is CityInfo => info !== undefined)
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  info(name: string): CityInfo | undefined {
+    const city = this.o.registry.cityNamed(name);
+    if (!city) return undefined;
+    const slot = this.o.reconciler.slots.get(city.path);
+    if (!slot)
+      return { name: city.name, path: city.path, running: false, status: city.stopped ? 'stopped' : 'starting' };
+    const info = slot.info();
+    info.name = city.name;
+    return info;
+  }
+
+  create(body: CityCreateRequest): Promise<AsyncAcceptedResponse> {
+    return this.serialised(async () => {
+      const { registry } = this.o;
+      const provider = body.provider;
+      const startCommand = body.start_command;
+      if ((provider === undefined) === (startCommand === undefined)) {
+        const message = 'exactly one of provider and start_command is required';
+        throw new Problem('validation-failed', `invalid: ${message}`, {
+          errors: [
+            { location: 'body.provider', message, value: provider },
+            { location: 'body.start_command', message, value: startCommand },
+          ],
+        });
+      }
+      if (provider !== undefined && !SUPPORTED_PROVIDERS.includes(provider)) {
+        const message = `unknown provider ${JSON.stringify(provider)}; supported: ${SUPPORTED_PROVIDERS.join(', ')}`;
+        throw new Problem('validation-failed', `invalid: ${message}`, {
+          errors: [{ location: 'body.provider', message, value: provider }],
+        });
+      }
+      const path = resolve(homedir(), body.dir);
+      const name = basename(path);
+      if (!CITY_NAME_PATTERN.test(name)) {
+        const message = `directory name ${JSON.stringify(name)} cannot name a city (letters, digits, '.', '_', '-'; not starting with a symbol)`;
+        throw new Problem('validation-failed', `invalid: ${message}`, {
+          errors: [{ location: 'body.dir', message, value: body.dir }],
+        });
+      }
+      if (existsSync(path) && !statSync(path).isDirectory()) {
+        const message = `${path} exists and is not a directory`;
+        throw new Problem('validation-failed', `invalid: ${message}`, {
+          errors: [{ location: 'body.dir', message, value: body.dir }],
+        });
+      }
+      if (registry.pending.some((p) => p.path === path)) {
+        throw new Problem('operation-in-progress', `conflict: city initialization already in progress at ${path}`);
+      }
+      if (isCityDirectory(path))
+        throw new Problem('conflict-wrong-state', `conflict: city already initialized at ${path}`);
+      const holder = registry.cityNamed(name);
+      if (holder) {
+        throw new Problem(
+          'conflict-wrong-state',
+          `conflict: city name ${name} is already registered for ${holder.path}`,
+        );
+      }
+      if (provider !== undefined) {
+        const readiness = await this.o.prober.probe(provider);
+        if (readiness.status !== 'configured') {
+          throw new Problem(
+            'provider-not-ready',
+            `provider_not_ready: provider ${provider} is ${readiness.status}: ${readiness.detail ?? ''}`.trim(),
+          );
+        }
+      }
+
+      const cursor = this.o.events.captureCursor();
+      cursor.set(name, 0);
+      const requestId = newAsyncRequestId();
+      const profile = body.bootstrap_profile === undefined ? undefined : normaliseProfile(body.bootstrap_profile);
+      try {
+        scaffoldCity(path, { provider, startCommand, bootstrapProfile: profile });
+      } catch (err) {
+        this.o.logger.error({ err, path }, 'city scaffold failed');
+        throw new Problem('internal', `internal: could not scaffold city at ${path}: ${(err as Error).message}`);
+      }
+      const pending: PendingRequest = {
+        request_id: requestId,
+        operation: 'city.create',
+        name,
+        path,
+        supervisor_seq: cursor.get('__supervisor__') ?? 0,
+        accepted_at: new Date().toISOString(),
+      };
+      await registry.update((draft) => {
+        draft.cities.push({ name, path, stopped: false });
+        draft.pending.push(pending);
+      });
+      await this.recordLifecycle(name, path, 'city.created', pending);
+      this.o.reconciler.wake();
+      return { request_id: requestId, event_cursor: formatCursor(cursor) };
+    });
+  }
+
+  register(body: CityRegisterRequest): Promise<{ created: boolean; city: CityInfo }> {
+    return this.serialised(async () => {
+      const { registry } = this.o;
+      if (!isAbsolute(body.path)) {
+        const message = 'must be an absolute path';
+        throw new Problem('validation-failed', `invalid: path ${message}`, {
+          errors: [{ location: 'body.path', message, value: body.path }],
+        });
+      }
+      const path = resolve(body.path);
+      let config: CityConfig;
+      try {
+        config = readCityConfig(`${path}/city.toml`);
+      } catch (err) {
+        const message =
+          err instanceof ConfigError && err.message.endsWith('no city.toml found')
+            ? `${path} is not a city directory (no city.toml found)`
+            : (err as Error).message;
+        throw new Problem('validation-failed', `invalid: ${message}`, {
+          errors: [{ location: 'body.path', message, value: body.path }],
+        });
+      }
+      const name = body.name ?? declaredCityName(path, config);
+      if (!CITY_NAME_PATTERN.test(name)) {
+        const message = `${JSON.stringify(name)} cannot name a city; pass a name`;
+        throw new Problem('validation-failed', `invalid: ${message}`, {
+          errors: [{ location: 'body.name', message, value: name }],
+        });
+      }
+      if (registry.pending.some((p) => p.path === path)) {
+        throw new Problem('operation-in-progress', `conflict: an operation is already in progress for ${path}`);
+      }
+      const holder = registry.cityNamed(name);
+      if (holder && holder.path !== path) {
+        throw new Problem(
+          'conflict-wrong-state',
+          `conflict: city name ${name} is already registered for ${holder.path}`,
+        );
+      }
+      const existing = registry.cityAt(path);
+      if (existing && existing.name === name) return { created: false, city: this.info(name)! };
+      ensureRuntimeLayout(path);
+      await registry.update((draft) => {
+        draft.cities = draft.cities.filter((c) => c.path !== path);
+        draft.cities.push({ name, path, stopped: false });
+      });
+      await this.recordLifecycle(name, path, 'city.registered');
+      this.o.reconciler.wake();
+      return { created: existing === undefined, city: this.info(name)! };
+    });
+  }
+
+  unregister(name: string): Promise<AsyncAcceptedResponse> {
+    return this.serialised(async () => {
+      const { registry } = this.o;
+      const city = registry.cityNamed(name);
+      if (!city) throw new Problem('city-not-found', `not_found: city not registered with supervisor: ${name}`);
+      if (registry.pending.some((p) => p.path === city.path)) {
+        throw new Problem('operation-in-progress', `conflict: an operation is already in progress for city ${name}`);
+      }
+      const cursor = this.o.events.captureCursor();
+      const pending: PendingRequest = {
+        request_id: newAsyncRequestId(),
+        operation: 'city.unregister',
+        name,
+        path: city.path,
+        supervisor_seq: cursor.get('__supervisor__') ?? 0,
+        accepted_at: new Date().toISOString(),
+      };
+      await this.recordLifecycle(name, city.path, 'city.unregister_requested');
+      await registry.update((draft) => {
+        draft.cities = draft.cities.filter((c) => c.path !== city.path);
+        draft.pending.push(pending);
+      });
+      this.o.reconciler.wake();
+      return { request_id: pending.request_id, event_cursor: formatCursor(cursor) };
+    });
+  }
+
+  async stop(name: string): Promise<CityInfo> {
+    const city = await this.serialised(async () => {
+      const registered = this.requireRegistered(name);
+      if (!registered.stopped) {
+        await this.o.registry.update((draft) => {
+          const entry = draft.cities.find((c) => c.path === registered.path);
+          if (entry) entry.stopped = true;
+        });
+      }
+      return registered;
+    });
+    const { reconciler } = this.o;
+    reconciler.wake();
+    const stopped = await reconciler.waitFor(() => !reconciler.slots.get(city.path)?.process, this.o.stopTimeoutMs);
+    if (!stopped) {
+      throw new Problem('gateway-timeout', `timeout: the controller of ${name} did not stop in time`);
+    }
+    return this.info(name) ?? { name, path: city.path, running: false, status: 'stopped' };
+  }
+
+  async start(name: string): Promise<CityInfo> {
+    const city = await this.serialised(async () => {
+      const registered = this.requireRegistered(name);
+      if (registered.stopped) {
+        await this.o.registry.update((draft) => {
+          const entry = draft.cities.find((c) => c.path === registered.path);
+          if (entry) entry.stopped = false;
+        });
+      }
+      return registered;
+    });
+    const { reconciler } = this.o;
+    const slot = reconciler.slots.get(city.path);
+    const failuresBefore = slot?.failedStarts ?? 0;
+    if (slot && !slot.process) {
+      // A person asked: skip any crash back-off.
+      slot.nextStartAt = 0;
+    }
+    reconciler.wake();
+    const settled = await reconciler.waitFor(() => {
+      const s = reconciler.slots.get(city.path);
+      return s !== undefined && (s.running || (!s.process && s.failedStarts > failuresBefore));
+    }, this.o.startTimeoutMs);
+    const current = reconciler.slots.get(city.path);
+    if (current?.running) return this.info(name)!;
+    if (settled) {
+      throw new Problem(
+        'service-unavailable',
+        `start_failed: ${name}: ${current?.lastError ?? 'controller failed to start'}`,
+      );
+    }
+    throw new Problem(
+      'gateway-timeout',
+      `timeout: ${name} did not become ready within ${this.o.startTimeoutMs / 1000}s (status: ${current?.info().status ?? 'unknown'})`,
+    );
+  }
+
+  private requireRegistered(name: string) {
+    const city = this.o.registry.cityNamed(name);
+    if (!city) throw new Problem('city-not-found', `not_found: city not registered with supervisor: ${name}`);
+    return city;
+  }
+
+  /** Records a lifecycle event in the city's own log. A create whose event cannot be recorded fails at once. */
+  private async recordLifecycle(name: string, path: string, type: string, pending?: PendingRequest): Promise<void> {
+    const payload: CityLifecyclePayload = { name, path };
+    try {
+      await cityLog(path).append({ type, actor: 'ctl', subject: name, payload });
+    } catch (err) {
+      this.o.logger.error({ err, city: name }, `could not record ${type}`);
+      if (!pending) return;
+      const failed: RequestFailedPayload = {
+        request_id: pending.request_id,
+        operation: 'city.create',
+        error_code: 'city_init_failed',
+        error_message: `could not record ${type}: ${(err as Error).message}`,
+      };
+      await this.o.supervisorLog.append({ type: 'request.failed', actor: 'api', subject: name, payload: failed });
+      await this.o.registry.update((draft) => {
+        draft.pending = draft.pending.filter((p) => p.request_id !== pending.request_id);
+      });
+    }
+  }
+
+  private serialised<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(task, task);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+}
+
+function normaliseProfile(
+  profile: NonNullable<CityCreateRequest['bootstrap_profile']>,
+): 'k8s-cell' | 'single-host-compat' {
+  return profile === 'single-host-compat' ? 'single-host-compat' : 'k8s-cell';
+}

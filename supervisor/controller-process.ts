@@ -1,0 +1,233 @@
+import { EventEmitter } from 'node:events';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { execa } from 'execa';
+import type { ControllerMessage } from '../shared/controller-ipc.js';
+
+export interface ControllerLaunch {
+  name: string;
+  root: string;
+  socket: string;
+  logFile: string;
+  /** The `ctl` entry script; the controller runs as `ctl controller run …`, exactly as a person would. */
+  entry: string;
+  env: NodeJS.ProcessEnv;
+  /** Give up on a start that has not become ready in this time. */
+  startupTimeoutMs: number;
+}
+
+export interface ControllerExit {
+  /** Null when a signal ended it, or when it was adopted and its status is unknowable. */
+  code: number | null;
+  signal: string | null;
+  /** We asked it to stop. */
+  requested: boolean;
+  /** It exited before becoming ready; the controller's own reason when it sent one. */
+  startupError?: string;
+}
+
+type Events = { phase: [string]; ready: []; exit: [ControllerExit] };
+
+/**
+ * One city controller process: spawned by us (a child, in its own process group, reaped by Node) or
+ * adopted from a previous supervisor (not our child; watched by polling its pid). Either way we only
+ * learn about it through events: `phase`, `ready` and, exactly once, `exit`.
+ */
+export class ControllerProcess extends EventEmitter<Events> {
+  phase = 'starting';
+  phasesCompleted: string[] = [];
+  ready = false;
+  readyAt = 0;
+  readonly startedAt = Date.now();
+  readonly exited: Promise<ControllerExit>;
+  private exitInfo: ControllerExit | undefined;
+  private stopRequested = false;
+  private startupError: string | undefined;
+  private resolveExit!: (exit: ControllerExit) => void;
+
+  private constructor(
+    readonly pid: number,
+    readonly name: string,
+    readonly adopted: boolean,
+  ) {
+    super();
+    this.exited = new Promise((resolve) => (this.resolveExit = resolve));
+  }
+
+  static spawn(launch: ControllerLaunch): ControllerProcess {
+    // The controller writes its log file itself (an inherited fd, not a pipe through us), so it keeps
+    // logging after a supervisor crash. execa's types only list fds 1–9 here; any open fd works.
+    const log = openSync(launch.logFile, 'a') as 1;
+    const options = {
+      detached: true,
+      cleanup: false,
+      reject: false,
+      ipc: true,
+      serialization: 'json',
+      stdin: 'ignore',
+      stdout: log,
+      stderr: log,
+      env: launch.env,
+      extendEnv: false,
+      buffer: false,
+    } as const;
+    let subprocess;
+    try {
+      subprocess = execa(
+        process.execPath,
+        [launch.entry, 'controller', 'run', '--city', launch.root, '--name', launch.name, '--listen', launch.socket],
+        options,
+      );
+    } finally {
+      closeSync(log);
+    }
+    if (subprocess.pid === undefined) {
+      throw new Error(`could not start the controller for ${launch.name}`);
+    }
+    const proc = new ControllerProcess(subprocess.pid, launch.name, false);
+    subprocess.on('message', (message: unknown) => proc.onMessage(message as ControllerMessage));
+    void subprocess.then((result) => {
+      proc.finish({ code: result.exitCode ?? null, signal: result.signal ?? null });
+    });
+    const timer = setTimeout(() => {
+      if (!proc.ready && !proc.exitInfo) {
+        proc.startupError = `controller did not become ready within ${launch.startupTimeoutMs} ms`;
+        proc.signalGroup('SIGKILL');
+      }
+    }, launch.startupTimeoutMs);
+    timer.unref();
+    void proc.exited.then(() => clearTimeout(timer));
+    return proc;
+  }
+
+  /**
+   * Takes over a controller a previous supervisor left running. It counts as ready once its socket answers
+   * health for this city; until then it is `starting`.
+   */
+  static adopt(pid: number, name: string, socket: string, startupTimeoutMs: number): ControllerProcess {
+    const proc = new ControllerProcess(pid, name, true);
+    const deadline = Date.now() + startupTimeoutMs;
+    const poll = setInterval(() => {
+      if (!isAlive(pid)) {
+        clearInterval(poll);
+        proc.finish({ code: null, signal: null });
+        return;
+      }
+      if (!proc.ready) {
+        if (Date.now() > deadline) {
+          proc.startupError = `adopted controller did not answer within ${startupTimeoutMs} ms`;
+          proc.signalGroup('SIGKILL');
+          return;
+        }
+        void probeHealth(socket, name).then((ok) => {
+          if (ok && !proc.ready && !proc.exitInfo) proc.markReady();
+        });
+      }
+    }, 200);
+    void proc.exited.then(() => clearInterval(poll));
+    return proc;
+  }
+
+  /** SIGTERM to the whole process group, SIGKILL after `graceMs`; resolves once the controller is gone. */
+  async stop(graceMs: number): Promise<ControllerExit> {
+    if (this.exitInfo) return this.exitInfo;
+    this.stopRequested = true;
+    this.signalGroup('SIGTERM');
+    const timer = setTimeout(() => this.signalGroup('SIGKILL'), graceMs);
+    const exit = await this.exited;
+    clearTimeout(timer);
+    // Anything the controller started and left behind in its group goes with it.
+    this.signalGroup('SIGKILL');
+    return exit;
+  }
+
+  get running(): boolean {
+    return this.exitInfo === undefined;
+  }
+
+  private onMessage(message: ControllerMessage): void {
+    if (message.kind === 'phase') {
+      this.phase = message.phase;
+      this.phasesCompleted = message.completed;
+      this.emit('phase', message.phase);
+    } else if (message.kind === 'ready') {
+      this.markReady();
+    } else if (message.kind === 'failed') {
+      this.startupError = message.error;
+    }
+  }
+
+  private markReady(): void {
+    this.ready = true;
+    this.readyAt = Date.now();
+    this.phase = 'running';
+    this.emit('ready');
+  }
+
+  private finish(exit: { code: number | null; signal: string | null }): void {
+    if (this.exitInfo) return;
+    this.exitInfo = {
+      ...exit,
+      requested: this.stopRequested,
+      ...(!this.ready ? { startupError: this.startupError ?? describeExit(exit.code, exit.signal) } : {}),
+    };
+    this.ready = false;
+    this.resolveExit(this.exitInfo);
+    this.emit('exit', this.exitInfo);
+  }
+
+  private signalGroup(signal: NodeJS.Signals): void {
+    try {
+      process.kill(-this.pid, signal);
+    } catch {
+      // ESRCH: the group is already gone.
+    }
+  }
+}
+
+export function describeExit(code: number | null, signal: string | null): string {
+  if (signal) return `controller was killed by ${signal}`;
+  if (code !== null) return `controller exited with code ${code}`;
+  return 'controller exited';
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** True when `/proc/<pid>/cmdline` is a `ctl controller run` for this city directory. */
+export function isControllerOf(pid: number, root: string): boolean {
+  try {
+    const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    const city = args.indexOf('--city');
+    return args.includes('controller') && args.includes('run') && city >= 0 && args[city + 1] === root;
+  } catch {
+    return false;
+  }
+}
+
+/** Asks a controller socket for this city's health; true on a 200 within a second. */
+export function probeHealth(socket: string, name: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = request(
+      {
+        socketPath: socket,
+        path: `/v0/city/${encodeURIComponent(name)}/health`,
+        headers: { host: 'localhost' },
+        timeout: 1000,
+      },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode === 200);
+      },
+    );
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(false));
+    req.end();
+  });
+}

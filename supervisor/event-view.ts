@@ -1,0 +1,102 @@
+import type { SupervisorEventListOutputBody, WireTaggedEvent } from '../shared/dto/events.js';
+import { formatCursor, type CompositeCursor } from '../shared/events/cursor.js';
+import { EventLog } from '../shared/events/event-log.js';
+import type { EventRecord } from '../shared/events/record.js';
+import { toWireEvent } from '../shared/events/wire.js';
+import { cityPaths, SUPERVISOR_SCOPE } from '../shared/paths.js';
+import type { Reconciler } from './reconciler.js';
+import type { Registry } from './registry.js';
+
+export interface EventSource {
+  /** Cursor key: a city name, or `__supervisor__`. */
+  scope: string;
+  log: EventLog;
+}
+
+export interface EventQuery {
+  type?: string;
+  actor?: string;
+  /** Only events at or after this time (ms since the epoch). */
+  sinceMs?: number;
+  /** Keep the newest `limit` matches; 0 keeps all. */
+  limit: number;
+}
+
+const RESULT_TYPES = new Set(['request.result.city.create', 'request.result.city.unregister', 'request.failed']);
+
+/**
+ * The supervisor's merged view of every event log it knows: its own, every registered city's (running or
+ * not), and those of cities unregistered in the last two minutes.
+ */
+export class EventView {
+  constructor(
+    private readonly registry: Registry,
+    private readonly reconciler: Reconciler,
+    private readonly supervisorLog: EventLog,
+  ) {}
+
+  sources(): EventSource[] {
+    const sources: EventSource[] = [{ scope: SUPERVISOR_SCOPE, log: this.supervisorLog }];
+    const seen = new Set<string>();
+    for (const city of this.registry.cities) {
+      seen.add(city.name);
+      sources.push({ scope: city.name, log: cityLog(city.path) });
+    }
+    for (const [name, gone] of this.reconciler.recentlyUnregistered) {
+      if (!seen.has(name)) sources.push({ scope: name, log: cityLog(gone.path) });
+    }
+    return sources;
+  }
+
+  /** The head of every log: where "now" is, for a client that wants only what happens next. */
+  captureCursor(): CompositeCursor {
+    return new Map(this.sources().map((s) => [s.scope, s.log.head()]));
+  }
+
+  list(query: EventQuery): SupervisorEventListOutputBody {
+    const cursor = this.captureCursor();
+    const filtered = query.type !== undefined || query.actor !== undefined || query.sinceMs !== undefined;
+    const matches = (r: EventRecord) =>
+      (query.type === undefined || r.type === query.type) &&
+      (query.actor === undefined || r.actor === query.actor) &&
+      (query.sinceMs === undefined || Date.parse(r.ts) >= query.sinceMs);
+    const items: WireTaggedEvent[] = [];
+    for (const source of this.sources()) {
+      const records =
+        !filtered && query.limit > 0
+          ? source.log.newest({ limit: query.limit }).records
+          : source.log.after(0).filter(matches);
+      for (const record of records) items.push(tagEvent(source.scope, record));
+    }
+    items.sort(byTimeCitySeq);
+    const total = filtered ? items.length : [...cursor.values()].reduce((sum, seq) => sum + seq, 0);
+    return {
+      event_cursor: formatCursor(cursor),
+      items: query.limit > 0 ? items.slice(-query.limit) : items,
+      total,
+    };
+  }
+}
+
+export function cityLog(root: string): EventLog {
+  const paths = cityPaths(root);
+  return EventLog.at(paths.events, paths.eventsLock);
+}
+
+/** A record of `scope`'s log as a tagged event: request results name the city they are about. */
+export function tagEvent(scope: string, record: EventRecord): WireTaggedEvent {
+  let city = scope;
+  if (scope === SUPERVISOR_SCOPE && RESULT_TYPES.has(record.type)) {
+    const payloadName = (record.payload as { name?: unknown } | undefined)?.name;
+    city = record.subject || (typeof payloadName === 'string' && payloadName) || SUPERVISOR_SCOPE;
+  }
+  return { ...toWireEvent(record), city };
+}
+
+function byTimeCitySeq(a: WireTaggedEvent, b: WireTaggedEvent): number {
+  const ta = Date.parse(a.ts);
+  const tb = Date.parse(b.ts);
+  if (ta !== tb) return ta - tb;
+  if (a.city !== b.city) return a.city < b.city ? -1 : 1;
+  return a.seq - b.seq;
+}

@@ -1,0 +1,140 @@
+import { createServer } from 'node:http';
+import { handlerOf } from '../shared/http/app.js';
+import { isLoopbackHost } from '../shared/http/host-guard.js';
+import { readSupervisorConfig } from '../shared/config/supervisor-config.js';
+import type { SupervisorShutdownPayload, SupervisorStartedPayload } from '../shared/dto/events.js';
+import { EventLog } from '../shared/events/event-log.js';
+import { createLogger } from '../shared/log.js';
+import { ctlEntryPath, ctlHome, homePaths } from '../shared/paths.js';
+import { ReadinessProber } from '../shared/readiness.js';
+import type { SupervisorRunOptions } from '../shared/run-options.js';
+import { VERSION } from '../shared/version.js';
+import { createSupervisorApp } from './app.js';
+import { CityOperations } from './city-operations.js';
+import { EventView } from './event-view.js';
+import { HomeLock } from './home-lock.js';
+import { Reconciler } from './reconciler.js';
+import { Registry } from './registry.js';
+
+/** Every controller and its children are gone within this long after SIGTERM, then the supervisor exits. */
+const SHUTDOWN_DEADLINE_MS = 10_000;
+const STOP_GRACE_MS = 7_000;
+
+/**
+ * `ctl supervisor run`: one supervisor per `$CTL_HOME`, in the foreground, until SIGTERM or SIGINT.
+ * Throws (with a one-line message) when it cannot start.
+ */
+export async function run(options: SupervisorRunOptions): Promise<void> {
+  const paths = homePaths(ctlHome());
+  const config = readSupervisorConfig(paths.config);
+  const bind = options.host ?? config.bind;
+  const port = options.port ?? config.port;
+  const homeLock = new HomeLock(paths);
+  const previousExit = homeLock.acquire();
+  // `ctl supervisor start` points our stderr at the log file already; then we write the file only once.
+  const logger = createLogger({ name: 'supervisor', file: paths.log, stderr: process.env.CTL_LOG_STDERR !== '0' });
+  const startedAt = Date.now();
+
+  try {
+    const registry = new Registry(paths.registry);
+    registry.load();
+    const supervisorLog = EventLog.at(paths.events, paths.eventsLock);
+    const reconciler = new Reconciler({
+      registry,
+      supervisorLog,
+      logger,
+      entry: ctlEntryPath(),
+      env: process.env,
+      intervalMs: config.patrolIntervalMs,
+      startupTimeoutMs: 60_000,
+      stopGraceMs: STOP_GRACE_MS,
+    });
+    const events = new EventView(registry, reconciler, supervisorLog);
+    const prober = new ReadinessProber();
+    const cities = new CityOperations({
+      registry,
+      reconciler,
+      events,
+      supervisorLog,
+      prober,
+      logger,
+      startTimeoutMs: 30_000,
+      stopTimeoutMs: STOP_GRACE_MS + 2_000,
+    });
+    const health = () => {
+      const age = Date.now() - reconciler.lastPassAt;
+      const healthy = age < 3 * config.patrolIntervalMs;
+      const list = cities.list();
+      return {
+        status: healthy ? 'ok' : 'degraded',
+        version: VERSION,
+        uptime_sec: Math.floor((Date.now() - startedAt) / 1000),
+        cities_total: list.length,
+        cities_running: list.filter((c) => c.running).length,
+        pid: process.pid,
+        home: paths.home,
+        reconciler: {
+          last_tick_age_ms: age,
+          ticks: reconciler.passes,
+          interval_ms: config.patrolIntervalMs,
+          healthy,
+        },
+      };
+    };
+    const app = createSupervisorApp({
+      logger,
+      services: { cities, events, prober, health },
+      registry,
+      reconciler,
+      allowedHosts: config.allowedHosts,
+      allowedOrigins: config.allowedOrigins,
+      readOnly: !isLoopbackHost(bind.toLowerCase()) && !config.allowMutations,
+    });
+    const server = createServer(handlerOf(app));
+    server.keepAliveTimeout = 65_000;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', (err: NodeJS.ErrnoException) =>
+        reject(new Error(`cannot listen on ${bind}:${port}: ${err.code ?? err.message}`)),
+      );
+      server.listen(port, bind, resolve);
+    });
+    const address = server.address();
+    const boundPort = typeof address === 'object' && address ? address.port : port;
+    const started: SupervisorStartedPayload = { previous_exit: previousExit };
+    await supervisorLog.append({ type: 'supervisor.started', actor: 'ctl', payload: started });
+    await reconciler.start();
+    logger.info({ home: paths.home, url: `http://${bind}:${boundPort}`, pid: process.pid }, 'supervisor listening');
+
+    let stopping = false;
+    const shutdown = (signal: NodeJS.Signals) => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, 'supervisor stopping');
+      setTimeout(() => {
+        logger.error('shutdown deadline passed; exiting');
+        homeLock.release();
+        process.exit(1);
+      }, SHUTDOWN_DEADLINE_MS).unref();
+      const payload: SupervisorShutdownPayload = { mode: 'destructive', source: 'signal', signal };
+      void supervisorLog
+        .append({ type: 'supervisor.shutdown_requested', actor: 'ctl', payload })
+        .catch(() => undefined)
+        .then(() => {
+          server.close();
+          server.closeAllConnections();
+          return reconciler.shutdown();
+        })
+        .finally(() => {
+          logger.info('supervisor stopped');
+          homeLock.release();
+          process.exit(0);
+        });
+    };
+    process.on('SIGTERM', shutdown);
+    process.on('SIGINT', shutdown);
+  } catch (err) {
+    logger.error({ err }, 'supervisor failed to start');
+    homeLock.release();
+    throw err;
+  }
+}
