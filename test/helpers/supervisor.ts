@@ -1,0 +1,192 @@
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa, type ResultPromise } from 'execa';
+import { createApiClient, type ApiClient } from '../../shared/api-client.js';
+import type { WireTaggedEvent } from '../../shared/dto/events.js';
+import { ctlEntryPath } from '../../shared/paths.js';
+import { runCtl, type CliResult } from './cli.js';
+import { isAlive, killAllMentioning } from './processes.js';
+import { waitUntil } from './wait.js';
+
+export const CSRF = { 'X-CTL-Request': 'test' } as const;
+
+/** A free TCP port on 127.0.0.1 (bound, read, released). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** A temporary directory (realpath'd, so comparisons with server-side paths hold). */
+export function tempDir(prefix = 'ctl-test-'): string {
+  return realpathSync(mkdtempSync(join(tmpdir(), prefix)));
+}
+
+export interface SupervisorOptions {
+  /** Extra `[supervisor]` settings, as TOML lines. */
+  config?: string[];
+  env?: NodeJS.ProcessEnv;
+  /** Reuse this test root (home and cities) instead of a new one, e.g. to restart a supervisor. */
+  root?: string;
+  port?: number;
+}
+
+/**
+ * A real supervisor process (`ctl supervisor run`) on a free loopback port, with its own `CTL_HOME` and a
+ * directory for cities, both under one temporary root that `cleanup()` removes after killing every process
+ * whose command line mentions it.
+ */
+export class TestSupervisor {
+  readonly home: string;
+  readonly citiesDir: string;
+  readonly base: string;
+  readonly api: ApiClient;
+  readonly env: NodeJS.ProcessEnv;
+  process: ResultPromise | undefined;
+  output = '';
+
+  private constructor(
+    readonly root: string,
+    readonly port: number,
+    env: NodeJS.ProcessEnv,
+  ) {
+    this.home = join(root, 'home');
+    this.citiesDir = join(root, 'cities');
+    this.base = `http://127.0.0.1:${port}`;
+    this.api = createApiClient(this.base);
+    this.env = { ...process.env, CTL_HOME: this.home, CTL_API: this.base, HOME: root, ...env };
+  }
+
+  static async start(options: SupervisorOptions = {}): Promise<TestSupervisor> {
+    const root = options.root ?? tempDir();
+    const port = options.port ?? (await freePort());
+    const sup = new TestSupervisor(root, port, {
+      CTL_SSE_HEARTBEAT_MS: '15000',
+      ...options.env,
+    });
+    mkdirSync(sup.home, { recursive: true });
+    mkdirSync(sup.citiesDir, { recursive: true });
+    writeFileSync(
+      join(sup.home, 'supervisor.toml'),
+      ['[supervisor]', `port = ${port}`, 'patrol_interval = "1s"', ...(options.config ?? [])].join('\n') + '\n',
+    );
+    await sup.launch();
+    return sup;
+  }
+
+  /** Starts (or restarts) the supervisor process and waits until it answers. */
+  async launch(): Promise<void> {
+    const child = execa(process.execPath, [ctlEntryPath(), 'supervisor', 'run'], {
+      env: this.env,
+      reject: false,
+      stdin: 'ignore',
+      all: true,
+      buffer: false,
+    });
+    this.process = child;
+    child.all?.on('data', (chunk: Buffer) => {
+      this.output += chunk.toString();
+    });
+    let exited = false;
+    void child.then(() => (exited = true));
+    await waitUntil(
+      'the supervisor to answer /health',
+      async () => {
+        if (exited) throw new Error(`supervisor exited:\n${this.output}`);
+        const res = await fetch(`${this.base}/health`);
+        if (!res.ok) return false;
+        const health = (await res.json()) as { pid: number };
+        return health.pid === child.pid;
+      },
+      15_000,
+    );
+  }
+
+  get pid(): number {
+    return this.process!.pid!;
+  }
+
+  /** SIGTERM and wait for exit; resolves with the exit code. */
+  async stop(): Promise<number | undefined> {
+    const child = this.process;
+    if (!child || !isAlive(child.pid!)) return undefined;
+    child.kill('SIGTERM');
+    const result = await child;
+    return result.exitCode;
+  }
+
+  /** SIGKILL: a supervisor crash. Its controllers are left running. */
+  async kill9(): Promise<void> {
+    const child = this.process;
+    if (!child) return;
+    child.kill('SIGKILL');
+    await child;
+  }
+
+  async cleanup(): Promise<void> {
+    try {
+      await Promise.race([this.stop(), new Promise((resolve) => setTimeout(resolve, 12_000))]);
+    } finally {
+      killAllMentioning(this.root);
+      rmSync(this.root, { recursive: true, force: true });
+    }
+  }
+
+  ctl(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<CliResult> {
+    return runCtl(args, { env: { ...this.env, ...options.env }, cwd: options.cwd ?? this.root });
+  }
+
+  cityDir(name: string): string {
+    return join(this.citiesDir, name);
+  }
+
+  async events(query: { type?: string; limit?: number } = {}): Promise<WireTaggedEvent[]> {
+    const { data, error } = await this.api.GET('/v0/events', { params: { query } });
+    if (error || !data) throw new Error(`GET /v0/events failed: ${JSON.stringify(error)}`);
+    return data.items;
+  }
+
+  /** The terminal event of an asynchronous request, once recorded. */
+  async terminalEvent(requestId: string, timeoutMs = 15_000): Promise<WireTaggedEvent> {
+    return waitUntil(
+      `the terminal event of ${requestId}`,
+      async () =>
+        (await this.events()).find(
+          (e) =>
+            (e.type.startsWith('request.result.') || e.type === 'request.failed') &&
+            (e.payload as { request_id?: string }).request_id === requestId,
+        ),
+      timeoutMs,
+    );
+  }
+
+  /** Creates a city with a start command and waits until it runs; returns its 202 body. */
+  async createCity(
+    name: string,
+    body: { start_command?: string; provider?: string } = { start_command: 'sleep 3600' },
+  ): Promise<{ request_id: string; event_cursor: string }> {
+    const { data, error, response } = await this.api.POST('/v0/city', {
+      params: { header: CSRF },
+      body: { dir: this.cityDir(name), ...body },
+    });
+    if (!data) throw new Error(`POST /v0/city ${response.status}: ${JSON.stringify(error)}`);
+    const terminal = await this.terminalEvent(data.request_id);
+    if (terminal.type !== 'request.result.city.create') {
+      throw new Error(`create failed: ${JSON.stringify(terminal.payload)}`);
+    }
+    return data;
+  }
+
+  async city(name: string) {
+    const { data } = await this.api.GET('/v0/cities');
+    return data?.items.find((c) => c.name === name);
+  }
+}
