@@ -1,6 +1,6 @@
 import { chmodSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { dirname, resolve } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { writeFileAtomic } from '../shared/atomic-write.js';
@@ -34,6 +34,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
   process.channel?.unref();
   process.on('disconnect', () => logger.warn('supervisor channel closed; continuing'));
 
+  const startedAt = Date.now();
   const completed: string[] = [];
   const phaseDelay = Number(process.env.CTL_CONTROLLER_PHASE_DELAY_MS ?? 0);
   const enter = async (phase: (typeof CONTROLLER_PHASES)[number]) => {
@@ -52,9 +53,23 @@ export async function run(options: ControllerRunOptions): Promise<void> {
       throw new StartupError(`another controller is already running for ${root}${describeHolder(paths.controllerPid)}`);
     }
 
+    const listen = options.listen ?? paths.socket;
+    // Written as soon as we hold the lock, so that a supervisor restarted while we start can find and adopt us.
+    const writePidFile = (name: string) => {
+      const pidFile: ControllerPidFile = {
+        pid: process.pid,
+        name,
+        socket: listen,
+        started_at: new Date(startedAt).toISOString(),
+      };
+      writeFileAtomic(paths.controllerPid, JSON.stringify(pidFile) + '\n');
+    };
+    writePidFile(options.name ?? basename(root));
+
     await enter('loading_config');
     const config = readCityConfig(paths.config);
     const name = options.name ?? declaredCityName(root, config);
+    if (name !== (options.name ?? basename(root))) writePidFile(name);
     completed.push('loading_config');
 
     await enter('opening_event_log');
@@ -67,17 +82,9 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     const app = createControllerApp(city, logger);
     server = createServer(handlerOf(app));
     server.keepAliveTimeout = 65_000;
-    const listen = options.listen ?? paths.socket;
     await listenOn(server, listen);
     completed.push('starting_api');
 
-    const pidFile: ControllerPidFile = {
-      pid: process.pid,
-      name,
-      socket: listen,
-      started_at: new Date(city.startedAt).toISOString(),
-    };
-    writeFileAtomic(paths.controllerPid, JSON.stringify(pidFile) + '\n');
     await log.append({ type: 'controller.started', actor: 'ctl', subject: name, payload: {} });
     logger.info({ name, listen, pid: process.pid }, 'controller ready');
     report({ kind: 'ready', pid: process.pid });

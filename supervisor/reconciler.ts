@@ -206,6 +206,9 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
   }
 
   private startSlot(slot: CitySlot): void {
+    // A controller from a previous supervisor may still hold the city (it would refuse a second one).
+    this.adoptLeftover(slot);
+    if (slot.process) return;
     const paths = cityPaths(slot.path);
     let proc: ControllerProcess;
     try {

@@ -3,6 +3,7 @@ import { parse, stringify } from 'smol-toml';
 import { writeFileAtomic } from '../shared/atomic-write.js';
 import { ConfigError } from '../shared/config/config-error.js';
 import type { AsyncOperation } from '../shared/dto/events.js';
+import { Problem } from '../shared/http/problem.js';
 
 /** One `[[cities]]` entry. */
 export interface RegisteredCity {
@@ -99,7 +100,11 @@ export class Registry {
     const run = this.writing.then(() => {
       const draft = structuredClone(this.data);
       change(draft);
-      writeFileAtomic(this.path, render(draft));
+      try {
+        writeFileAtomic(this.path, render(draft));
+      } catch (err) {
+        throw new Problem('internal', `internal: could not write the registry ${this.path}: ${(err as Error).message}`);
+      }
       this.data = draft;
     });
     this.writing = run.catch(() => undefined);

@@ -1,0 +1,228 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import type { WireEvent } from '../shared/dto/events.js';
+import { isAlive, processesMentioning, zombieChildrenOf } from './helpers/processes.js';
+import { CSRF, TestSupervisor } from './helpers/supervisor.js';
+import { waitUntil } from './helpers/wait.js';
+
+function controllerPid(sup: TestSupervisor, name: string): number {
+  return (JSON.parse(readFileSync(join(sup.cityDir(name), '.ctl', 'controller.pid'), 'utf8')) as { pid: number }).pid;
+}
+
+/** Live `ctl controller run` processes for one city directory. */
+function controllersOf(dir: string): number[] {
+  return processesMentioning(dir).filter((pid) => {
+    try {
+      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      return args.includes('controller') && args[args.indexOf('--city') + 1] === dir;
+    } catch {
+      return false;
+    }
+  });
+}
+
+async function cityEvents(sup: TestSupervisor, name: string): Promise<WireEvent[]> {
+  const { data } = await sup.api.GET('/v0/city/{cityName}/events', {
+    params: { path: { cityName: name }, query: { limit: 1000 } },
+  });
+  return data?.items ?? [];
+}
+
+describe('controller processes', function () {
+  describe('crash and restart', function () {
+    let sup: TestSupervisor;
+    before(async function () {
+      sup = await TestSupervisor.start();
+      await sup.createCity('alpha');
+    });
+    after(async function () {
+      await sup?.cleanup();
+    });
+
+    it('restarts a controller killed with -9, records the crash, and reaps it', async function () {
+      const first = controllerPid(sup, 'alpha');
+      process.kill(first, 'SIGKILL');
+      const info = await waitUntil('alpha to run again with a new controller', async () => {
+        const city = await sup.city('alpha');
+        return city?.running && city.pid !== first ? city : undefined;
+      });
+      expect(info.pid).to.not.equal(first);
+      expect(isAlive(first)).to.equal(false);
+      expect(zombieChildrenOf(sup.pid)).to.deep.equal([]);
+      const crash = (await cityEvents(sup, 'alpha')).find((e) => e.type === 'controller.crashed');
+      expect(crash, 'controller.crashed event').to.not.equal(undefined);
+      expect(crash!.payload).to.deep.include({
+        pid: first,
+        exit_code: null,
+        signal: 'SIGKILL',
+        restarts: 1,
+        restart_in_ms: 500,
+      });
+      expect(controllersOf(sup.cityDir('alpha'))).to.deep.equal([info.pid]);
+    });
+
+    it('backs off: consecutive crashes double the delay', async function () {
+      const second = controllerPid(sup, 'alpha');
+      process.kill(second, 'SIGKILL');
+      await waitUntil('a restart', async () => {
+        const city = await sup.city('alpha');
+        return city?.running && city.pid !== second;
+      });
+      const crashes = (await cityEvents(sup, 'alpha')).filter((e) => e.type === 'controller.crashed');
+      expect((crashes[0]!.payload as { restarts: number }).restarts).to.equal(2);
+      expect((crashes[0]!.payload as { restart_in_ms: number }).restart_in_ms).to.equal(1000);
+    });
+
+    it('stop keeps the city registered and stopped (across a supervisor restart), start brings it back', async function () {
+      const pid = controllerPid(sup, 'alpha');
+      const { data, response } = await sup.api.POST('/v0/city/{cityName}/stop', {
+        params: { header: CSRF, path: { cityName: 'alpha' } },
+      });
+      expect(response.status).to.equal(200);
+      expect(data).to.include({ name: 'alpha', running: false, status: 'stopped' });
+      expect(isAlive(pid)).to.equal(false);
+      expect(readFileSync(join(sup.home, 'cities.toml'), 'utf8')).to.match(/stopped = true/);
+      const proxied = await fetch(`${sup.base}/v0/city/alpha/status`);
+      expect(proxied.status).to.equal(404);
+
+      await sup.stop();
+      await sup.launch();
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await sup.city('alpha')).to.include({ running: false, status: 'stopped' });
+      expect(controllersOf(sup.cityDir('alpha'))).to.deep.equal([]);
+
+      const started = await sup.api.POST('/v0/city/{cityName}/start', {
+        params: { header: CSRF, path: { cityName: 'alpha' } },
+      });
+      expect(started.response.status).to.equal(200);
+      expect(started.data).to.include({ name: 'alpha', running: true });
+    });
+
+    it('reports the age of the last reconciler pass in /health', async function () {
+      const { data } = await sup.api.GET('/health');
+      expect(data!.status).to.equal('ok');
+      expect(data!.reconciler.healthy).to.equal(true);
+      expect(data!.reconciler.ticks).to.be.greaterThan(0);
+      expect(data!.reconciler.last_tick_age_ms).to.be.lessThan(3 * data!.reconciler.interval_ms);
+    });
+  });
+
+  describe('startup phases and failures', function () {
+    let sup: TestSupervisor;
+    before(async function () {
+      sup = await TestSupervisor.start({ env: { CTL_CONTROLLER_PHASE_DELAY_MS: '400' } });
+    });
+    after(async function () {
+      await sup?.cleanup();
+    });
+
+    it('lists a starting city with running=false and its phase, and answers 404 on its routes until it runs', async function () {
+      const { data } = await sup.api.POST('/v0/city', {
+        params: { header: CSRF },
+        body: { dir: sup.cityDir('slow'), start_command: 'sleep 3600' },
+      });
+      const seen = new Set<string>();
+      await waitUntil('slow to run', async () => {
+        const city = await sup.city('slow');
+        if (city && !city.running) {
+          seen.add(city.status!);
+          const res = await fetch(`${sup.base}/v0/city/slow/health`);
+          if (city.status !== 'starting_api') {
+            expect(res.status).to.equal(404);
+            expect((await res.json()).detail).to.equal('not_found: city not found or not running: slow');
+          }
+        }
+        return city?.running;
+      });
+      expect([...seen]).to.include.members(['loading_config', 'opening_event_log', 'starting_api']);
+      const terminal = await sup.terminalEvent(data!.request_id);
+      expect(terminal.type).to.equal('request.result.city.create');
+    });
+
+    it('fails a create whose controller cannot start with request.failed and status init_failed', async function () {
+      const dir = sup.cityDir('broken');
+      const { data } = await sup.api.POST('/v0/city', {
+        params: { header: CSRF },
+        body: { dir, start_command: 'sleep 3600' },
+      });
+      // Break the config before the controller reads it (its first phase is delayed).
+      writeFileSync(join(dir, 'city.toml'), '[workspace\nbroken = ');
+      const terminal = await sup.terminalEvent(data!.request_id);
+      expect(terminal.type).to.equal('request.failed');
+      expect(terminal.city).to.equal('broken');
+      expect(terminal.payload).to.deep.include({
+        request_id: data!.request_id,
+        operation: 'city.create',
+        error_code: 'city_init_failed',
+      });
+      expect((terminal.payload as { error_message: string }).error_message).to.include('city.toml');
+      const city = await sup.city('broken');
+      expect(city).to.include({ running: false, status: 'init_failed' });
+      expect(city!.error).to.include('city.toml');
+    });
+  });
+
+  describe('supervisor crash and restart', function () {
+    let sup: TestSupervisor;
+    before(async function () {
+      sup = await TestSupervisor.start({ env: { CTL_CONTROLLER_PHASE_DELAY_MS: '300' } });
+      await sup.createCity('steady');
+    });
+    after(async function () {
+      await sup?.cleanup();
+    });
+
+    it('after kill -9 with a pending create: one controller per city and exactly one terminal event', async function () {
+      const steadyPid = controllerPid(sup, 'steady');
+      const { data } = await sup.api.POST('/v0/city', {
+        params: { header: CSRF },
+        body: { dir: sup.cityDir('pending'), start_command: 'sleep 3600' },
+      });
+      await sup.kill9();
+      expect(readFileSync(join(sup.home, 'cities.toml'), 'utf8')).to.include(data!.request_id);
+      await sup.launch();
+      const terminal = await sup.terminalEvent(data!.request_id);
+      expect(terminal.type).to.equal('request.result.city.create');
+      await waitUntil(
+        'both cities running',
+        async () => (await sup.city('pending'))?.running && (await sup.city('steady'))?.running,
+      );
+      // The running controller was adopted, not replaced.
+      expect((await sup.city('steady'))!.pid).to.equal(steadyPid);
+      expect(controllersOf(sup.cityDir('steady'))).to.deep.equal([steadyPid]);
+      expect(controllersOf(sup.cityDir('pending'))).to.have.length(1);
+      await new Promise((r) => setTimeout(r, 1500));
+      const terminals = (await sup.events()).filter(
+        (e) => (e.payload as { request_id?: string }).request_id === data!.request_id,
+      );
+      expect(terminals).to.have.length(1);
+      expect(readFileSync(join(sup.home, 'cities.toml'), 'utf8')).to.not.include(data!.request_id);
+      const started = (await sup.events({ type: 'supervisor.started' })).at(-1)!;
+      expect(started.payload).to.deep.equal({ previous_exit: 'crash' });
+    });
+
+    it('after kill -9 with a pending unregister: the controller is stopped and the result recorded once', async function () {
+      const pid = controllerPid(sup, 'pending');
+      const { data } = await sup.api.POST('/v0/city/{cityName}/unregister', {
+        params: { header: CSRF, path: { cityName: 'pending' } },
+      });
+      await sup.kill9();
+      await sup.launch();
+      const terminal = await sup.terminalEvent(data!.request_id);
+      expect(terminal.type).to.equal('request.result.city.unregister');
+      await waitUntil('the old controller to be gone', () => !isAlive(pid));
+      expect(controllersOf(sup.cityDir('pending'))).to.deep.equal([]);
+    });
+
+    it('stops every controller on SIGTERM and exits', async function () {
+      const pid = controllerPid(sup, 'steady');
+      const code = await sup.stop();
+      expect(code).to.equal(0);
+      expect(isAlive(pid)).to.equal(false);
+      expect(processesMentioning(sup.root)).to.deep.equal([]);
+      const log = readFileSync(join(sup.cityDir('steady'), '.ctl', 'events.jsonl'), 'utf8');
+      expect(log).to.include('"controller.stopped"');
+    });
+  });
+});
