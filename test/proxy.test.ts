@@ -1,0 +1,136 @@
+import { once } from 'node:events';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { CSRF, TestSupervisor } from './helpers/supervisor.js';
+import { waitUntil } from './helpers/wait.js';
+
+/** A workspace service in the test process, so the test sees what arrives upstream. */
+class Upstream {
+  server: Server;
+  port = 0;
+  release: (() => void) | undefined;
+  closedRequests = 0;
+  lastRequest: { method: string; url: string; headers: IncomingMessage['headers'] } | undefined;
+
+  constructor() {
+    this.server = createServer((req, res) => void this.handle(req, res));
+  }
+
+  async start(): Promise<void> {
+    this.server.listen(0, '127.0.0.1');
+    await once(this.server, 'listening');
+    this.port = (this.server.address() as { port: number }).port;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.lastRequest = { method: req.method!, url: req.url!, headers: req.headers };
+    res.on('close', () => {
+      if (!res.writableFinished) this.closedRequests++;
+    });
+    if (req.url === '/stream') {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('first\n');
+      await new Promise<void>((resolve) => (this.release = resolve));
+      res.end('second\n');
+    } else if (req.url === '/forever') {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('tick\n');
+    } else if (req.url?.startsWith('/echo')) {
+      let size = 0;
+      req.on('data', (chunk: Buffer) => (size += chunk.length));
+      await once(req, 'end');
+      res.writeHead(201, { 'x-upstream': 'yes', 'content-type': 'application/json' });
+      res.end(JSON.stringify({ size, url: req.url }));
+    } else {
+      res.writeHead(404).end();
+    }
+  }
+}
+
+describe('the supervisor proxy and the raw svc/* proxy', function () {
+  let sup: TestSupervisor;
+  const upstream = new Upstream();
+
+  before(async function () {
+    await upstream.start();
+    // Debug logs record each request's id, in the supervisor's log and in the controller's.
+    sup = await TestSupervisor.start({ env: { CTL_LOG_LEVEL: 'debug' } });
+    const dir = sup.cityDir('web');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      join(dir, 'city.toml'),
+      `[workspace]\nstart_command = "true"\n\n[[service]]\nname = "app"\nurl = "http://127.0.0.1:${upstream.port}"\n`,
+    );
+    const { response } = await sup.api.POST('/v0/cities/register', { params: { header: CSRF }, body: { path: dir } });
+    expect(response.status).to.equal(201);
+    await waitUntil('web to run', async () => (await sup.city('web'))?.running);
+  });
+
+  after(async function () {
+    upstream.server.closeAllConnections();
+    upstream.server.close();
+    await sup?.cleanup();
+  });
+
+  it('streams a response chunk by chunk, without buffering it', async function () {
+    const res = await fetch(`${sup.base}/v0/city/web/svc/app/stream`);
+    expect(res.status).to.equal(200);
+    expect(res.headers.get('x-ctl-request-id')).to.match(/^[0-9a-f]{16}$/);
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    // The upstream has not finished: the first chunk arrived on its own.
+    expect(Buffer.from(first.value!).toString()).to.equal('first\n');
+    upstream.release!();
+    let rest = '';
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
+      rest += Buffer.from(chunk.value).toString();
+    expect(rest).to.equal('second\n');
+  });
+
+  it('passes a client disconnect through to the service', async function () {
+    const before = upstream.closedRequests;
+    const abort = new AbortController();
+    const res = await fetch(`${sup.base}/v0/city/web/svc/app/forever`, { signal: abort.signal });
+    const reader = res.body!.getReader();
+    expect(Buffer.from((await reader.read()).value!).toString()).to.equal('tick\n');
+    abort.abort();
+    await waitUntil('the upstream to see the disconnect', () => upstream.closedRequests > before);
+  });
+
+  it('forwards method, query, a large body, status and headers unchanged', async function () {
+    const body = Buffer.alloc(3 * 1024 * 1024, 'x');
+    const res = await fetch(`${sup.base}/v0/city/web/svc/app/echo?a=1&b=two`, {
+      method: 'POST',
+      headers: { 'X-CTL-Request': 'test', 'content-type': 'application/octet-stream' },
+      body,
+    });
+    expect(res.status).to.equal(201);
+    expect(res.headers.get('x-upstream')).to.equal('yes');
+    expect(await res.json()).to.deep.equal({ size: body.length, url: '/echo?a=1&b=two' });
+    expect(upstream.lastRequest!.method).to.equal('POST');
+  });
+
+  it('refuses mutations without X-CTL-Request, and unknown services with 404', async function () {
+    const csrf = await fetch(`${sup.base}/v0/city/web/svc/app/echo`, { method: 'POST', body: 'x' });
+    expect(csrf.status).to.equal(403);
+    const missing = await fetch(`${sup.base}/v0/city/web/svc/nope/x`);
+    expect(missing.status).to.equal(404);
+    expect(await missing.json()).to.include({
+      code: 'service-not-found',
+      detail: 'not_found: service not found: nope',
+    });
+  });
+
+  it('keeps one request id from the supervisor to the controller', async function () {
+    const res = await fetch(`${sup.base}/v0/city/web/health`);
+    expect(res.status).to.equal(200);
+    const id = res.headers.get('x-ctl-request-id')!;
+    expect(id).to.match(/^[0-9a-f]{16}$/);
+    const controllerLog = join(sup.cityDir('web'), '.ctl', 'controller.log');
+    await waitUntil('the controller to log the request', () =>
+      readFileSync(controllerLog, 'utf8').includes(`"requestId":"${id}"`),
+    );
+  });
+});
