@@ -310,7 +310,7 @@ export class CityOperations {
   }
 
   private serialised<T>(task: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(task, task);
+    const run = this.queue.then(task);
     this.queue = run.catch(() => undefined);
     return run;
   }

@@ -28,7 +28,7 @@ export interface ForwardTarget {
   hostHeader: string;
 }
 
-function strip(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+function requestHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value !== undefined && !HOP_BY_HOP.has(name)) out[name] = value;
@@ -54,7 +54,7 @@ class RetryableError extends Error {}
 
 function attempt(ctx: Context, target: ForwardTarget, retriable: boolean): Promise<void> {
   return new Promise((resolve, reject) => {
-    const headers = strip(ctx.req.headers);
+    const headers = requestHeaders(ctx.req.headers);
     headers.host = target.hostHeader;
     headers[REQUEST_ID_HEADER.toLowerCase()] = ctx.state.requestId as string;
     const upstream = request({
@@ -75,10 +75,21 @@ function attempt(ctx: Context, target: ForwardTarget, retriable: boolean): Promi
     upstream.on('response', (res) => {
       answered = true;
       ctx.respond = false;
-      const out: OutgoingHttpHeaders = { ...strip(res.headers) };
-      // Our own headers (request id, CORS, Vary) win over the upstream's.
-      for (const [name, value] of Object.entries(ctx.response.headers)) out[name] = value;
-      ctx.res.writeHead(res.statusCode ?? 502, res.statusMessage, out);
+      // The upstream's headers as it spelled them; our own (request id, CORS, Vary) win.
+      const ours = new Set(ctx.res.getHeaderNames());
+      const upstreamHeaders = new Map<string, { name: string; values: string[] }>();
+      for (let i = 0; i < res.rawHeaders.length; i += 2) {
+        const name = res.rawHeaders[i]!;
+        const lower = name.toLowerCase();
+        if (HOP_BY_HOP.has(lower) || ours.has(lower)) continue;
+        const entry = upstreamHeaders.get(lower) ?? { name, values: [] };
+        entry.values.push(res.rawHeaders[i + 1]!);
+        upstreamHeaders.set(lower, entry);
+      }
+      for (const { name, values } of upstreamHeaders.values()) {
+        ctx.res.setHeader(name, values.length === 1 ? values[0]! : values);
+      }
+      ctx.res.writeHead(res.statusCode ?? 502, res.statusMessage);
       ctx.res.flushHeaders();
       res.pipe(ctx.res);
       res.on('error', () => ctx.res.destroy());
