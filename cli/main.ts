@@ -22,28 +22,36 @@ const main = defineCommand({
   },
 });
 
-/** The command a raw argument list names, for `--help` (e.g. `ctl city start --help`). */
-async function commandFor(rawArgs: string[]): Promise<[CommandDef, CommandDef | undefined]> {
+/** The command a raw argument list names, with the words that name it (`['city', 'start']`). */
+async function commandFor(rawArgs: string[]): Promise<{ cmd: CommandDef; path: string[] }> {
   let cmd: CommandDef = main;
-  let parent: CommandDef | undefined;
+  const path: string[] = [];
   for (const arg of rawArgs) {
     if (arg.startsWith('-')) break;
     const subs = (typeof cmd.subCommands === 'function' ? await cmd.subCommands() : await cmd.subCommands) ?? {};
     const next = subs[arg];
     if (!next) break;
-    parent = cmd;
+    path.push(arg);
     cmd = (typeof next === 'function' ? await next() : await next) as CommandDef;
   }
-  return [cmd, parent];
+  return { cmd, path };
 }
 
-const stripAnsi = stripVTControlCharacters;
+async function usage(rawArgs: string[]): Promise<string> {
+  const { cmd, path } = await commandFor(rawArgs);
+  // citty names a command by its parent's name and its own; give it the whole chain.
+  const parent = path.length ? { meta: { name: ['ctl', ...path.slice(0, -1)].join(' ') } } : undefined;
+  return stripVTControlCharacters(await renderUsage(cmd, parent)) + '\n';
+}
 
 async function mainEntry(): Promise<void> {
   const rawArgs = process.argv.slice(2);
-  if (rawArgs.includes('--help') || rawArgs.includes('-h')) {
-    const [cmd, parent] = await commandFor(rawArgs);
-    process.stdout.write(stripAnsi(await renderUsage(cmd, parent)) + '\n');
+  const { cmd, path } = await commandFor(rawArgs);
+  const wantsHelp = rawArgs.includes('--help') || rawArgs.includes('-h');
+  // A command group without a subcommand (`ctl`, `ctl city`) shows what it offers.
+  const bareGroup = cmd.subCommands !== undefined && rawArgs.every((a) => path.includes(a));
+  if (wantsHelp || bareGroup) {
+    process.stdout.write(await usage(rawArgs));
     return;
   }
   if (rawArgs.length === 1 && (rawArgs[0] === '--version' || rawArgs[0] === '-v')) {
@@ -53,14 +61,13 @@ async function mainEntry(): Promise<void> {
   try {
     await runCommand(main, { rawArgs });
   } catch (err) {
-    const command = currentCommand();
+    const command = currentCommand() || path.join(' ');
     const prefix = command ? `ctl ${command}` : 'ctl';
-    const message =
-      err instanceof CliError
-        ? err.message
-        : (err as { code?: string }).code?.startsWith('E_')
-          ? `${stripAnsi((err as Error).message)}; see "ctl --help"`
-          : String((err as Error).message ?? err);
+    let message: string;
+    if (err instanceof CliError) message = err.message;
+    else if ((err as { code?: string }).code?.startsWith('E_')) {
+      message = `${stripVTControlCharacters((err as Error).message).replace(/\.$/, '')}; see "${prefix} --help"`;
+    } else message = String((err as Error).message ?? err);
     process.stderr.write(`${prefix}: ${message}\n`);
     process.exitCode = 1;
   }

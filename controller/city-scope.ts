@@ -1,3 +1,4 @@
+import { decodeSegment } from '../shared/http/path-segment.js';
 import type { Middleware } from 'koa';
 import { cityNotRunning, serviceProxyCityNotRunning } from '../shared/http/problem.js';
 
@@ -8,7 +9,7 @@ export function cityScope(name: string): Middleware {
   return async (ctx, next) => {
     const match = CITY_PATH.exec(ctx.path);
     if (match) {
-      const requested = decodeURIComponent(match[1]);
+      const requested = decodeSegment(match[1]);
       if (requested !== name) {
         const rest = match[2] ?? '';
         throw rest === '/svc' || rest.startsWith('/svc/') ? serviceProxyCityNotRunning() : cityNotRunning(requested);

@@ -5,7 +5,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { writeFileAtomic } from '../shared/atomic-write.js';
 import { declaredCityName, readCityConfig } from '../shared/config/city-config.js';
-import { CONTROLLER_PHASES, type ControllerMessage, type ControllerPidFile } from '../shared/controller-ipc.js';
+import {
+  CITY_LOCKED_EXIT_CODE,
+  CONTROLLER_PHASES,
+  type ControllerMessage,
+  type ControllerPidFile,
+} from '../shared/controller-ipc.js';
 import { EventLog } from '../shared/events/event-log.js';
 import { FileLock } from '../shared/events/file-lock.js';
 import { createLogger } from '../shared/log.js';
@@ -16,7 +21,14 @@ import { createControllerApp } from './app.js';
 import { CityRuntime } from './city-runtime.js';
 
 /** Why startup stopped, in words for the person or supervisor that started us. */
-class StartupError extends Error {}
+class StartupError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
+    super(message);
+  }
+}
 
 function report(message: ControllerMessage): void {
   if (process.send && process.connected) process.send(message);
@@ -50,7 +62,10 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     mkdirSync(paths.runtimeDir, { recursive: true });
     lock = new FileLock(paths.controllerLock);
     if (!lock.tryAcquire()) {
-      throw new StartupError(`another controller is already running for ${root}${describeHolder(paths.controllerPid)}`);
+      throw new StartupError(
+        `another controller is already running for ${root}${describeHolder(paths.controllerPid)}`,
+        CITY_LOCKED_EXIT_CODE,
+      );
     }
 
     const listen = options.listen ?? paths.socket;
@@ -97,9 +112,10 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     logger.error({ err }, `startup failed: ${message}`);
     process.stderr.write(`ctl controller run: ${message}\n`);
     server?.close();
-    process.exitCode = 1;
+    const code = err instanceof StartupError ? err.exitCode : 1;
+    process.exitCode = code;
     // Leave at once: nothing we started may keep the process alive.
-    setImmediate(() => process.exit(1));
+    setImmediate(() => process.exit(code));
   }
 }
 

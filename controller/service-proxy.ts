@@ -1,3 +1,4 @@
+import { decodeSegment } from '../shared/http/path-segment.js';
 import { Agent } from 'node:http';
 import type { Middleware } from 'koa';
 import type { CityServiceConfig } from '../shared/config/city-config.js';
@@ -18,7 +19,7 @@ export function serviceProxy(cityName: string, services: CityServiceConfig[]): M
     }
     const rest = ctx.path.slice(prefix.length + 1);
     const slash = rest.indexOf('/');
-    const serviceName = decodeURIComponent(slash < 0 ? rest : rest.slice(0, slash));
+    const serviceName = decodeSegment(slash < 0 ? rest : rest.slice(0, slash));
     const service = services.find((s) => s.name === serviceName);
     if (!service) {
       throw new Problem('service-not-found', `not_found: service not found: ${serviceName || '(none)'}`);

@@ -9,6 +9,9 @@ export type ControllerMessage =
   /** Startup failed; the controller exits right after. */
   | { kind: 'failed'; error: string };
 
+/** Exit status of a controller that found its city's lock held by another (EX_TEMPFAIL): not a crash. */
+export const CITY_LOCKED_EXIT_CODE = 75;
+
 /** The controller's startup phases, in order. */
 export const CONTROLLER_PHASES = ['loading_config', 'opening_event_log', 'starting_api'] as const;
 

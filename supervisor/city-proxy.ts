@@ -1,3 +1,4 @@
+import { decodeSegment } from '../shared/http/path-segment.js';
 import { Agent } from 'node:http';
 import type { Middleware } from 'koa';
 import { forward } from '../shared/http/forward.js';
@@ -28,7 +29,7 @@ export function cityProxy(registry: Registry, reconciler: Reconciler): Middlewar
       await next();
       return;
     }
-    const name = decodeURIComponent(match[1]);
+    const name = decodeSegment(match[1]);
     const city = registry.cityNamed(name);
     const slot = city ? reconciler.slots.get(city.path) : undefined;
     if (!city || !slot?.running || slot.name !== name) {

@@ -133,7 +133,8 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
     process.on('SIGTERM', shutdown);
     process.on('SIGINT', shutdown);
   } catch (err) {
-    logger.error({ err }, 'supervisor failed to start');
+    // The caller prints the one-line reason on stderr; the log file keeps the details.
+    createLogger({ name: 'supervisor', file: paths.log, stderr: false }).error({ err }, 'supervisor failed to start');
     homeLock.release();
     throw err;
   }

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
-import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
-import type { ControllerPidFile } from '../shared/controller-ipc.js';
+import { writeFileAtomic } from '../shared/atomic-write.js';
+import { CITY_LOCKED_EXIT_CODE, type ControllerPidFile } from '../shared/controller-ipc.js';
 import type {
   CityCreateSucceededPayload,
   CityUnregisterSucceededPayload,
@@ -11,7 +11,8 @@ import type {
 import { EventLog } from '../shared/events/event-log.js';
 import { cityPaths } from '../shared/paths.js';
 import { CitySlot, HEALTHY_RUN_MS, restartDelayMs } from './city-slot.js';
-import { ControllerProcess, describeExit, isAlive, isControllerOf } from './controller-process.js';
+import { ControllerProcess, describeExit } from './controller-process.js';
+import { findLeftoverController } from './leftover-controller.js';
 import type { PendingRequest, Registry } from './registry.js';
 
 export interface ReconcilerOptions {
@@ -229,25 +230,36 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
       this.options.logger.error({ err, city: slot.name }, 'could not spawn controller');
       return;
     }
+    // Recorded now, not only once the controller has booted, so that a supervisor restarted in between finds it.
+    this.writePidFile(slot.path, proc, slot.name, paths.socket);
     this.options.logger.info({ city: slot.name, pid: proc.pid }, 'controller starting');
     this.attach(slot, proc);
   }
 
-  /** Finds a controller a previous supervisor left running for this city, and adopts it. */
+  /** Finds a controller a previous supervisor left running for this city (or one still starting), and adopts it. */
   private adoptLeftover(slot: CitySlot): void {
-    const paths = cityPaths(slot.path);
-    let pidFile: ControllerPidFile;
-    try {
-      pidFile = JSON.parse(readFileSync(paths.controllerPid, 'utf8')) as ControllerPidFile;
-    } catch {
-      return;
-    }
-    if (!isAlive(pidFile.pid) || !isControllerOf(pidFile.pid, slot.path)) return;
-    const proc = ControllerProcess.adopt(pidFile.pid, pidFile.name, pidFile.socket, this.options.startupTimeoutMs);
+    const leftover = findLeftoverController(slot.path, slot.name);
+    if (!leftover) return;
+    const proc = ControllerProcess.adopt(leftover.pid, leftover.name, leftover.socket, this.options.startupTimeoutMs);
+    if (!leftover.fromPidFile) this.writePidFile(slot.path, proc, leftover.name, leftover.socket);
     // It serves the name it was started with; a pass restarts it if the registry now says otherwise.
-    slot.name = pidFile.name;
+    slot.name = leftover.name;
     this.options.logger.info({ city: slot.name, pid: proc.pid }, 'adopted running controller');
     this.attach(slot, proc);
+  }
+
+  private writePidFile(root: string, proc: ControllerProcess, name: string, socket: string): void {
+    const pidFile: ControllerPidFile = {
+      pid: proc.pid,
+      name,
+      socket,
+      started_at: new Date(proc.startedAt).toISOString(),
+    };
+    try {
+      writeFileAtomic(cityPaths(root).controllerPid, JSON.stringify(pidFile) + '\n');
+    } catch (err) {
+      this.options.logger.warn({ err, city: name }, 'could not write the controller pid file');
+    }
   }
 
   private attach(slot: CitySlot, proc: ControllerProcess): void {
@@ -264,6 +276,10 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
       slot.stopping = false;
       if (exit.requested) {
         this.options.logger.info({ city: slot.name, pid: proc.pid }, 'controller stopped');
+      } else if (exit.code === CITY_LOCKED_EXIT_CODE && !proc.readyAt) {
+        // Another controller holds the city: the next start adopts it instead of counting a failure.
+        this.options.logger.warn({ city: slot.name, pid: proc.pid }, exit.startupError ?? 'city locked');
+        slot.nextStartAt = Date.now() + 200;
       } else {
         const now = Date.now();
         if (proc.readyAt && now - proc.readyAt >= HEALTHY_RUN_MS) slot.restarts = 0;

@@ -30,7 +30,7 @@ describe('city lifecycle (real supervisor and controllers)', function () {
     const log = readFileSync(join(dir, '.ctl', 'events.jsonl'), 'utf8')
       .trim()
       .split('\n');
-    const created = JSON.parse(log[0]!);
+    const created = JSON.parse(log[0]);
     expect(created).to.include({ seq: 1, type: 'city.created', subject: 'alpha' });
     expect(created.payload).to.deep.equal({ name: 'alpha', path: dir });
     expect(readFileSync(join(sup.home, 'cities.toml'), 'utf8')).to.include(dir);

@@ -130,9 +130,11 @@ describe("the spec's error table", function () {
   it('typed per-city routes 404 with the city name, svc/* with the static detail', async function () {
     const typed = await fetch(`${sup.base}/v0/city/ghost/status`);
     expect(typed.status).to.equal(404);
-    expect((await typed.json()).detail).to.equal('not_found: city not found or not running: ghost');
+    expect(((await typed.json()) as { detail: string }).detail).to.equal(
+      'not_found: city not found or not running: ghost',
+    );
     const svc = await fetch(`${sup.base}/v0/city/ghost/svc/web/index.html`);
     expect(svc.status).to.equal(404);
-    expect((await svc.json()).detail).to.equal('not_found: city not found or not running');
+    expect(((await svc.json()) as { detail: string }).detail).to.equal('not_found: city not found or not running');
   });
 });

@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import type { WireEvent } from '../shared/dto/events.js';
@@ -70,8 +70,8 @@ describe('controller processes', function () {
         return city?.running && city.pid !== second;
       });
       const crashes = (await cityEvents(sup, 'alpha')).filter((e) => e.type === 'controller.crashed');
-      expect((crashes[0]!.payload as { restarts: number }).restarts).to.equal(2);
-      expect((crashes[0]!.payload as { restart_in_ms: number }).restart_in_ms).to.equal(1000);
+      expect((crashes[0].payload as { restarts: number }).restarts).to.equal(2);
+      expect((crashes[0].payload as { restart_in_ms: number }).restart_in_ms).to.equal(1000);
     });
 
     it('stop keeps the city registered and stopped (across a supervisor restart), start brings it back', async function () {
@@ -130,7 +130,9 @@ describe('controller processes', function () {
           const res = await fetch(`${sup.base}/v0/city/slow/health`);
           if (city.status !== 'starting_api') {
             expect(res.status).to.equal(404);
-            expect((await res.json()).detail).to.equal('not_found: city not found or not running: slow');
+            expect(((await res.json()) as { detail: string }).detail).to.equal(
+              'not_found: city not found or not running: slow',
+            );
           }
         }
         return city?.running;
@@ -213,6 +215,16 @@ describe('controller processes', function () {
       expect(terminal.type).to.equal('request.result.city.unregister');
       await waitUntil('the old controller to be gone', () => !isAlive(pid));
       expect(controllersOf(sup.cityDir('pending'))).to.deep.equal([]);
+    });
+
+    it('adopts a leftover controller found only by who holds its city lock', async function () {
+      const pid = controllerPid(sup, 'steady');
+      await sup.kill9();
+      rmSync(join(sup.cityDir('steady'), '.ctl', 'controller.pid'));
+      await sup.launch();
+      await waitUntil('steady to be listed running', async () => (await sup.city('steady'))?.running);
+      expect((await sup.city('steady'))!.pid).to.equal(pid);
+      expect(controllersOf(sup.cityDir('steady'))).to.deep.equal([pid]);
     });
 
     it('stops every controller on SIGTERM and exits', async function () {

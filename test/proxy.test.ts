@@ -81,7 +81,7 @@ describe('the supervisor proxy and the raw svc/* proxy', function () {
     const reader = res.body!.getReader();
     const first = await reader.read();
     // The upstream has not finished: the first chunk arrived on its own.
-    expect(Buffer.from(first.value!).toString()).to.equal('first\n');
+    expect(Buffer.from(first.value).toString()).to.equal('first\n');
     upstream.release!();
     let rest = '';
     for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
@@ -94,7 +94,7 @@ describe('the supervisor proxy and the raw svc/* proxy', function () {
     const abort = new AbortController();
     const res = await fetch(`${sup.base}/v0/city/web/svc/app/forever`, { signal: abort.signal });
     const reader = res.body!.getReader();
-    expect(Buffer.from((await reader.read()).value!).toString()).to.equal('tick\n');
+    expect(Buffer.from((await reader.read()).value).toString()).to.equal('tick\n');
     abort.abort();
     await waitUntil('the upstream to see the disconnect', () => upstream.closedRequests > before);
   });

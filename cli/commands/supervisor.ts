@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { defineCommand } from 'citty';
 import { execa } from 'execa';
 import type { SupervisorHealthOutputBody } from '../../shared/dto/health.js';
+import { FileLock } from '../../shared/events/file-lock.js';
 import { ctlEntryPath, ctlHome, homePaths } from '../../shared/paths.js';
 import type { ProgramEntry, SupervisorRunOptions } from '../../shared/run-options.js';
 import { apiArg, call, connect } from '../_api.js';
@@ -45,12 +46,25 @@ const run = leafCommand('supervisor run', {
   },
 });
 
+/**
+ * The pid of the supervisor running for `$CTL_HOME`, if one is. The supervisor holds an flock on
+ * `supervisor.lock` for as long as it runs, so a free lock means none runs, whatever a stale pid file says.
+ */
 function supervisorPid(): number | undefined {
+  const paths = homePaths(ctlHome());
+  if (!existsSync(paths.lock)) return undefined;
+  const lock = new FileLock(paths.lock);
   try {
-    const pid = Number(readFileSync(homePaths(ctlHome()).pid, 'utf8').trim());
-    if (!Number.isInteger(pid) || pid <= 0) return undefined;
-    process.kill(pid, 0);
-    return pid;
+    if (lock.tryAcquire()) {
+      lock.release();
+      return undefined;
+    }
+  } finally {
+    lock.close();
+  }
+  try {
+    const pid = Number(readFileSync(paths.pid, 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
   } catch {
     return undefined;
   }
@@ -98,7 +112,7 @@ const start = leafCommand('supervisor start', {
     while (Date.now() < deadline) {
       if (exited) throw new CliError(`supervisor exited during startup: ${lastLogError(paths.log)}`);
       try {
-        const res = await fetch(`${api.base}/health`);
+        const res = await fetch(`${api.base}/health`, { signal: AbortSignal.timeout(1000) });
         if (res.ok) {
           const health = (await res.json()) as SupervisorHealthOutputBody;
           if (health.pid === child.pid) {
@@ -142,6 +156,7 @@ const stop = leafCommand('supervisor stop', {
       throw new CliError(`--timeout ${args.timeout}: not a number of seconds`);
     const pid = supervisorPid();
     if (!pid) throw new CliError('supervisor is not running');
+    // The lock is held, so this pid file is the live supervisor's.
     process.kill(pid, 'SIGTERM');
     const deadline = Date.now() + timeoutSec * 1000;
     while (Date.now() < deadline) {

@@ -50,7 +50,7 @@ export class CityEventsRoutes extends Controller {
       try {
         sinceMs = Date.now() - parseDuration(since);
       } catch (err) {
-        throw new Problem('invalid-request', `invalid since duration: ${(err as Error).message}`);
+        throw new Problem('invalid-request', `invalid: since: ${(err as Error).message}`);
       }
     }
     const beforeSeq = cursor !== undefined && cursor !== '' ? decodePageToken(cursor) : undefined;

@@ -79,15 +79,15 @@ function attempt(ctx: Context, target: ForwardTarget, retriable: boolean): Promi
       const ours = new Set(ctx.res.getHeaderNames());
       const upstreamHeaders = new Map<string, { name: string; values: string[] }>();
       for (let i = 0; i < res.rawHeaders.length; i += 2) {
-        const name = res.rawHeaders[i]!;
+        const name = res.rawHeaders[i];
         const lower = name.toLowerCase();
         if (HOP_BY_HOP.has(lower) || ours.has(lower)) continue;
         const entry = upstreamHeaders.get(lower) ?? { name, values: [] };
-        entry.values.push(res.rawHeaders[i + 1]!);
+        entry.values.push(res.rawHeaders[i + 1]);
         upstreamHeaders.set(lower, entry);
       }
       for (const { name, values } of upstreamHeaders.values()) {
-        ctx.res.setHeader(name, values.length === 1 ? values[0]! : values);
+        ctx.res.setHeader(name, values.length === 1 ? values[0] : values);
       }
       ctx.res.writeHead(res.statusCode ?? 502, res.statusMessage);
       ctx.res.flushHeaders();

@@ -61,6 +61,12 @@ export function postprocess(input: Json, options: PostprocessOptions = {}): Json
     typeProp['x-ctl-problem-types'] = problemTypes;
   }
 
+  for (const response of Object.values((components.responses ?? {}) as Json)) {
+    const r = response as Json;
+    const isError = r.content !== undefined && Object.keys(r.content as Json).some((t) => t.includes('problem'));
+    upgradeResponse(r, isError);
+  }
+
   const paths = (doc.paths ?? {}) as Json;
   Object.assign(paths, options.extraPaths ?? {});
   doc.paths = paths;
@@ -83,7 +89,7 @@ function upgradeOperation(op: Json, method: string, path: string): void {
   if (typeof op.operationId !== 'string' || !op.operationId.includes('-'))
     op.operationId = operationIdFor(method, path);
   const params = ((op.parameters as Json[] | undefined) ?? []).filter(
-    (p) => String(p.name).toLowerCase() !== 'x-ctl-request',
+    (p) => String(p.name).toLowerCase() !== 'x-ctl-request' && p.$ref !== '#/components/parameters/X-CTL-Request',
   );
   for (const p of params) if (p.schema) p.schema = upgradeSchema(p.schema);
   if (MUTATIONS.has(method)) params.unshift({ $ref: '#/components/parameters/X-CTL-Request' });
@@ -104,21 +110,24 @@ function upgradeOperation(op: Json, method: string, path: string): void {
   responses['500'] ??= problemResponse('Internal Server Error');
   for (const [status, response] of Object.entries(responses)) {
     const r = response as Json;
-    if (r.$ref) continue;
-    const isError = status === 'default' || Number(status) >= 400;
-    if (isError) {
-      r.content = { 'application/problem+json': { schema: { $ref: '#/components/schemas/ErrorModel' } } };
-    } else {
-      upgradeContent(r.content as Json | undefined);
-    }
-    const headers = (r.headers ?? {}) as Json;
-    for (const [name, header] of Object.entries(headers)) {
-      const h = header as Json;
-      if (h.schema) h.schema = upgradeSchema(h.schema);
-      if (name.toLowerCase() === 'x-ctl-index') headers[name] = { $ref: '#/components/headers/X-CTL-Index' };
-    }
-    r.headers = { 'X-CTL-Request-Id': { $ref: '#/components/headers/X-CTL-Request-Id' }, ...headers };
+    if (r.$ref) continue; // a components.responses entry, upgraded on its own
+    upgradeResponse(r, status === 'default' || Number(status) >= 400);
   }
+}
+
+function upgradeResponse(r: Json, isError: boolean): void {
+  if (isError) {
+    r.content = { 'application/problem+json': { schema: { $ref: '#/components/schemas/ErrorModel' } } };
+  } else {
+    upgradeContent(r.content as Json | undefined);
+  }
+  const headers = (r.headers ?? {}) as Json;
+  for (const [name, header] of Object.entries(headers)) {
+    const h = header as Json;
+    if (h.schema) h.schema = upgradeSchema(h.schema);
+    if (name.toLowerCase() === 'x-ctl-index') headers[name] = { $ref: '#/components/headers/X-CTL-Index' };
+  }
+  r.headers = { 'X-CTL-Request-Id': { $ref: '#/components/headers/X-CTL-Request-Id' }, ...headers };
 }
 
 function problemResponse(description: string): Json {
@@ -149,14 +158,22 @@ export function operationIdFor(method: string, path: string): string {
   return [method, ...parts].join('-').replace(/-+/g, '-');
 }
 
+const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas']);
+
 /** 3.0 → 3.1 for one schema, recursively: `nullable`, `example`, boolean exclusive bounds. */
 export function upgradeSchema(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(upgradeSchema);
   if (typeof schema !== 'object' || schema === null) return schema;
   const s: Json = {};
   for (const [key, value] of Object.entries(schema as Json)) {
-    s[key] =
-      key === 'enum' || key === 'const' || key === 'examples' || key === 'default' ? value : upgradeSchema(value);
+    if (key === 'enum' || key === 'const' || key === 'examples' || key === 'default' || key === 'example') {
+      s[key] = value;
+    } else if (SCHEMA_MAPS.has(key) && typeof value === 'object' && value !== null && !Array.isArray(value)) {
+      // A map from names to schemas: its keys are names (a property may be called `nullable`), not keywords.
+      s[key] = Object.fromEntries(Object.entries(value as Json).map(([name, sub]) => [name, upgradeSchema(sub)]));
+    } else {
+      s[key] = upgradeSchema(value);
+    }
   }
   if ('example' in s) {
     s.examples = [s.example];

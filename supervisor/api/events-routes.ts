@@ -37,7 +37,7 @@ export class EventsRoutes extends Controller {
       try {
         sinceMs = Date.now() - parseDuration(since);
       } catch (err) {
-        throw new Problem('invalid-request', `invalid since duration: ${(err as Error).message}`);
+        throw new Problem('invalid-request', `invalid: since: ${(err as Error).message}`);
       }
     }
     return this.services.events.list({ type, actor, sinceMs, limit: limit ?? 0 });

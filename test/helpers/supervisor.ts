@@ -132,9 +132,11 @@ export class TestSupervisor {
   }
 
   async cleanup(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
     try {
-      await Promise.race([this.stop(), new Promise((resolve) => setTimeout(resolve, 12_000))]);
+      await Promise.race([this.stop(), new Promise((resolve) => (timer = setTimeout(resolve, 12_000)))]);
     } finally {
+      clearTimeout(timer);
       killAllMentioning(this.root);
       rmSync(this.root, { recursive: true, force: true });
     }

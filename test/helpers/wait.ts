@@ -8,16 +8,16 @@ export async function waitUntil<T>(
   intervalMs = 25,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
-  let last: unknown;
+  let last: Error | undefined;
   for (;;) {
     try {
       const value = await check();
       if (value !== undefined && value !== false) return value;
     } catch (err) {
-      last = err;
+      last = err instanceof Error ? err : new Error(String(err));
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last.message}` : ''}`);
     }
     await sleep(intervalMs);
   }

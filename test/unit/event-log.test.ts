@@ -33,12 +33,12 @@ describe('EventLog', function () {
     expect(page.records.map((r) => r.seq)).to.deep.equal([25, 24, 23, 22, 21, 20, 19, 18, 17, 16]);
     expect(page.more).to.equal(true);
     const next = log.newest({ limit: 10, beforeSeq: 16 });
-    expect(next.records[0]!.seq).to.equal(15);
+    expect(next.records[0].seq).to.equal(15);
     expect(log.newest({ limit: 10, beforeSeq: 6 })).to.deep.include({ more: false });
     expect(log.after(20).map((r) => r.seq)).to.deep.equal([21, 22, 23, 24, 25]);
     expect(log.after(0, 3).map((r) => r.seq)).to.deep.equal([1, 2, 3]);
     // payload is stored, `{}` when empty
-    expect(records[3]!.payload).to.deep.equal({ i: 3 });
+    expect(records[3].payload).to.deep.equal({ i: 3 });
   });
 
   it('writes a newline first after a torn last line, and skips torn and garbage lines', async function () {
