@@ -3,22 +3,19 @@ import { stripVTControlCharacters } from 'node:util';
 import { defineCommand, renderUsage, runCommand, type CommandDef } from 'citty';
 import { VERSION } from '../shared/version.js';
 import { CliError, currentCommand } from './_command.js';
-import { cityCommand, citiesCommand, initCommand, registerCommand, unregisterCommand } from './commands/cities.js';
-import { controllerCommand } from './commands/controller.js';
-import { statusCommand } from './commands/status.js';
-import { supervisorCommand } from './commands/supervisor.js';
 
 const main = defineCommand({
   meta: { name: 'ctl', version: VERSION, description: 'Supervisor and control plane for cities of AI coding agents' },
+  // Loaded when used: `ctl controller run`, which every city's controller is, loads only what it needs.
   subCommands: {
-    supervisor: supervisorCommand,
-    init: initCommand,
-    cities: citiesCommand,
-    register: registerCommand,
-    unregister: unregisterCommand,
-    city: cityCommand,
-    status: statusCommand,
-    controller: controllerCommand,
+    supervisor: () => import('./commands/supervisor.js').then((m) => m.supervisorCommand),
+    init: () => import('./commands/cities.js').then((m) => m.initCommand),
+    cities: () => import('./commands/cities.js').then((m) => m.citiesCommand),
+    register: () => import('./commands/cities.js').then((m) => m.registerCommand),
+    unregister: () => import('./commands/cities.js').then((m) => m.unregisterCommand),
+    city: () => import('./commands/cities.js').then((m) => m.cityCommand),
+    status: () => import('./commands/status.js').then((m) => m.statusCommand),
+    controller: () => import('./commands/controller.js').then((m) => m.controllerCommand),
   },
 });
 

@@ -1,7 +1,6 @@
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { execa } from 'execa';
 import type { ReadinessItem } from './dto/readiness.js';
 import { Problem } from './http/problem.js';
 
@@ -97,6 +96,8 @@ function homeOf(env: NodeJS.ProcessEnv): string {
 }
 
 async function claudeAuth(binary: string, env: NodeJS.ProcessEnv) {
+  // Loaded on first use: most processes that import this module never probe a tool.
+  const { execa } = await import('execa');
   const result = await execa(binary, ['auth', 'status', '--json'], {
     env,
     extendEnv: false,
@@ -138,6 +139,8 @@ async function geminiAuth(binary: string, env: NodeJS.ProcessEnv) {
 }
 
 async function githubAuth(binary: string, env: NodeJS.ProcessEnv) {
+  // Loaded on first use: most processes that import this module never probe a tool.
+  const { execa } = await import('execa');
   const result = await execa(binary, ['auth', 'status'], {
     env,
     extendEnv: false,

@@ -56,16 +56,21 @@ export class EventView {
   list(query: EventQuery): SupervisorEventListOutputBody {
     const cursor = this.captureCursor();
     const filtered = query.type !== undefined || query.actor !== undefined || query.sinceMs !== undefined;
-    const matches = (r: EventRecord) =>
-      (query.type === undefined || r.type === query.type) &&
-      (query.actor === undefined || r.actor === query.actor) &&
-      (query.sinceMs === undefined || Date.parse(r.ts) >= query.sinceMs);
+    const filter =
+      query.type !== undefined || query.actor !== undefined
+        ? (r: EventRecord) =>
+            (query.type === undefined || r.type === query.type) &&
+            (query.actor === undefined || r.actor === query.actor)
+        : undefined;
     const items: WireTaggedEvent[] = [];
     for (const source of this.sources()) {
-      const records =
-        !filtered && query.limit > 0
-          ? source.log.newest({ limit: query.limit }).records
-          : source.log.after(0).filter(matches);
+      // Each log, newest first, stopping at `limit` matches or at `since`: the newest `limit` overall are
+      // among the newest `limit` of each log.
+      const { records } = source.log.newest({
+        limit: query.limit > 0 ? query.limit : Infinity,
+        filter,
+        sinceMs: query.sinceMs,
+      });
       for (const record of records) items.push(tagEvent(source.scope, record));
     }
     items.sort(byTimeCitySeq);

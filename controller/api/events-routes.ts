@@ -55,14 +55,12 @@ export class CityEventsRoutes extends Controller {
     }
     const beforeSeq = cursor !== undefined && cursor !== '' ? decodePageToken(cursor) : undefined;
     const filtered = type !== undefined || actor !== undefined || sinceMs !== undefined;
-    const filter = filtered
-      ? (r: EventRecord) =>
-          (type === undefined || r.type === type) &&
-          (actor === undefined || r.actor === actor) &&
-          (sinceMs === undefined || Date.parse(r.ts) >= sinceMs)
-      : undefined;
+    const filter =
+      type !== undefined || actor !== undefined
+        ? (r: EventRecord) => (type === undefined || r.type === type) && (actor === undefined || r.actor === actor)
+        : undefined;
     const head = this.city.log.head();
-    const page = this.city.log.newest({ limit: limit || 100, beforeSeq, filter });
+    const page = this.city.log.newest({ limit: limit || 100, beforeSeq, filter, sinceMs });
     this.setHeader('X-CTL-Index', String(head));
     const body: ListBodyWireEvent = {
       items: page.records.map(toWireEvent),

@@ -81,14 +81,18 @@ export class EventLog {
     return this.lastSeq;
   }
 
-  /** A page of records, newest first, with seq below `beforeSeq` when given. */
-  newest(options: { limit: number; beforeSeq?: number; filter?: EventFilter }): NewestPage {
+  /**
+   * A page of records, newest first, with seq below `beforeSeq` when given. With `sinceMs` the scan stops at
+   * the first record older than that: the writer stamps `ts` under the lock, so a log is in time order.
+   */
+  newest(options: { limit: number; beforeSeq?: number; filter?: EventFilter; sinceMs?: number }): NewestPage {
     const records: EventRecord[] = [];
     if (!this.ensureOpen(false)) return { records, more: false };
     this.refresh();
     let end = this.scanned;
     if (options.beforeSeq !== undefined) end = offsetAfterSeq(this.fd, options.beforeSeq - 1, end);
     for (const { record } of recordsBackward(this.fd, end)) {
+      if (options.sinceMs !== undefined && Date.parse(record.ts) < options.sinceMs) break;
       if (options.filter && !options.filter(record)) continue;
       if (records.length === options.limit) return { records, more: true };
       records.push(record);

@@ -90,7 +90,8 @@ function attempt(ctx: Context, target: ForwardTarget, retriable: boolean): Promi
         ctx.res.setHeader(name, values.length === 1 ? values[0] : values);
       }
       ctx.res.writeHead(res.statusCode ?? 502, res.statusMessage);
-      ctx.res.flushHeaders();
+      // A stream (no length: SSE, chunked) shows its headers at once; a sized body goes out with them.
+      if (res.headers['content-length'] === undefined) ctx.res.flushHeaders();
       res.pipe(ctx.res);
       res.on('error', () => ctx.res.destroy());
       res.on('aborted', () => ctx.res.destroy());
