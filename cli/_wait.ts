@@ -23,12 +23,18 @@ export async function waitForRequest(
   city: string,
   timeoutMs: number,
 ): Promise<WireTaggedEvent> {
-  const deadline = Date.now() + timeoutMs;
+  const started = Date.now();
+  const deadline = started + timeoutMs;
   const resultType = `request.result.${operation}`;
   let lastStatus = '';
   while (Date.now() < deadline) {
     for (const type of [resultType, 'request.failed']) {
-      const { data } = await call(api, api.client.GET('/v0/events', { params: { query: { type, limit: 200 } } }));
+      // Bounded by time so each poll reads only the recent end of the logs (with room for clock skew).
+      const since = `${Math.ceil((Date.now() - started) / 1000) + 300}s`;
+      const { data } = await call(
+        api,
+        api.client.GET('/v0/events', { params: { query: { type, since, limit: 200 } } }),
+      );
       const event = data.items.find((e) => (e.payload as { request_id?: string }).request_id === requestId);
       if (event && event.type === 'request.failed') {
         const failed = event.payload as { error_message?: string; error_code?: string };

@@ -282,9 +282,13 @@ export class CityOperations {
     );
   }
 
+  /** A registered city with no asynchronous request in flight (start and stop would race its outcome). */
   private requireRegistered(name: string) {
     const city = this.o.registry.cityNamed(name);
     if (!city) throw new Problem('city-not-found', `not_found: city not registered with supervisor: ${name}`);
+    if (this.o.registry.pending.some((p) => p.path === city.path)) {
+      throw new Problem('operation-in-progress', `conflict: an operation is already in progress for city ${name}`);
+    }
     return city;
   }
 

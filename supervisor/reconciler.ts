@@ -195,7 +195,13 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
       }
     }
     for (const [name, gone] of this.recentlyUnregistered) {
-      if (now - gone.at > UNREGISTERED_LINGER_MS || registry.cityNamed(name)) this.recentlyUnregistered.delete(name);
+      if (now - gone.at > UNREGISTERED_LINGER_MS || registry.cityNamed(name)) {
+        this.recentlyUnregistered.delete(name);
+        if (!registry.cityAt(gone.path)) {
+          const paths = cityPaths(gone.path);
+          EventLog.at(paths.events, paths.eventsLock).close();
+        }
+      }
     }
 
     for (const pending of registry.pending) await this.settle(pending, now);

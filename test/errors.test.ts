@@ -60,6 +60,12 @@ describe("the spec's error table", function () {
       expect(again.status).to.equal(409);
       expect(again.problem.code).to.equal('operation-in-progress');
       expect(again.problem.detail).to.match(/^conflict: /);
+      // Starting, stopping or unregistering it before its create has finished would race the outcome.
+      for (const action of ['stop', 'start', 'unregister']) {
+        const busy = await post(slow, `/v0/city/busy/${action}`);
+        expect(busy.status, action).to.equal(409);
+        expect(busy.problem.code).to.equal('operation-in-progress');
+      }
     } finally {
       await slow.cleanup();
     }
