@@ -3,10 +3,12 @@ import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { createApp } from '../shared/http/app.js';
 import { jsonBody } from '../shared/http/json-body.js';
+import { streamSettings } from '../shared/events/stream-settings.js';
 import { serveOpenApi } from '../shared/openapi/document.js';
 import { provideRuntime } from './api/ioc.js';
 import type { CityRuntime } from './city-runtime.js';
 import { cityScope } from './city-scope.js';
+import { cityEventStream } from './event-stream.js';
 import { RegisterRoutes } from './generated/routes.js';
 import { serviceProxy } from './service-proxy.js';
 
@@ -24,6 +26,7 @@ export function createControllerApp(city: CityRuntime, logger: Logger): Koa {
   app.use(serveOpenApi());
   app.use(cityScope(city.name));
   app.use(serviceProxy(city.name, city.config.services));
+  app.use(cityEventStream(city, streamSettings()));
   app.use(jsonBody());
   const router = new Router();
   RegisterRoutes(router);

@@ -1,5 +1,6 @@
 import type { CityConfig } from '../shared/config/city-config.js';
 import type { EventLog } from '../shared/events/event-log.js';
+import type { LogTail } from '../shared/events/log-tail.js';
 import type { CityPaths } from '../shared/paths.js';
 import { ReadinessProber } from '../shared/readiness.js';
 
@@ -14,6 +15,8 @@ export class CityRuntime {
     readonly paths: CityPaths,
     readonly config: CityConfig,
     readonly log: EventLog,
+    /** Follows the log for streams and blocking queries, whoever appends. */
+    readonly tail: LogTail,
   ) {}
 
   get root(): string {

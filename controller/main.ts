@@ -13,11 +13,13 @@ import {
 } from '../shared/controller-ipc.js';
 import { EventLog } from '../shared/events/event-log.js';
 import { FileLock } from '../shared/events/file-lock.js';
+import { LogTail } from '../shared/events/log-tail.js';
 import { createLogger } from '../shared/log.js';
 import { cityPaths } from '../shared/paths.js';
 import type { ControllerRunOptions } from '../shared/run-options.js';
 import { handlerOf } from '../shared/http/app.js';
 import { createControllerApp } from './app.js';
+import { DEFAULT_ROTATION_MAX_BYTES, rotateWhenLarge } from './auto-rotate.js';
 import { CityRuntime } from './city-runtime.js';
 
 /** Why startup stopped, in words for the person or supervisor that started us. */
@@ -89,11 +91,16 @@ export async function run(options: ControllerRunOptions): Promise<void> {
 
     await enter('opening_event_log');
     const log = EventLog.at(paths.events, paths.eventsLock);
+    await log.sweep();
     log.head();
+    const tail = new LogTail(paths.events);
+    // Our own appends reach the tail at once, without waiting for the file watcher.
+    log.onAppend(() => tail.poke());
+    rotateWhenLarge(log, config.eventsRotationMaxBytes ?? DEFAULT_ROTATION_MAX_BYTES, logger);
     completed.push('opening_event_log');
 
     await enter('starting_api');
-    const city = new CityRuntime(name, paths, config, log);
+    const city = new CityRuntime(name, paths, config, log, tail);
     const app = createControllerApp(city, logger);
     server = createServer(handlerOf(app));
     server.keepAliveTimeout = 65_000;

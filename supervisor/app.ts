@@ -1,11 +1,14 @@
 import Router from '@koa/router';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
+import type { StreamSettings } from '../shared/events/stream-settings.js';
 import { createApp } from '../shared/http/app.js';
 import { jsonBody } from '../shared/http/json-body.js';
 import { serveOpenApi } from '../shared/openapi/document.js';
 import { provideServices, type SupervisorServices } from './api/ioc.js';
 import { cityProxy } from './city-proxy.js';
+import type { EventHub } from './event-hub.js';
+import { supervisorEventStream } from './event-stream.js';
 import { RegisterRoutes } from './generated/routes.js';
 import type { Reconciler } from './reconciler.js';
 import type { Registry } from './registry.js';
@@ -15,6 +18,8 @@ export interface SupervisorAppOptions {
   services: SupervisorServices;
   registry: Registry;
   reconciler: Reconciler;
+  hub: EventHub;
+  streams: StreamSettings;
   allowedHosts: string[];
   allowedOrigins: string[];
   readOnly: boolean;
@@ -34,6 +39,7 @@ export function createSupervisorApp(o: SupervisorAppOptions): Koa {
     trustUpstreamRequestId: false,
   });
   app.use(serveOpenApi());
+  app.use(supervisorEventStream(o.hub, o.streams));
   app.use(cityProxy(o.registry, o.reconciler));
   app.use(jsonBody());
   const router = new Router();

@@ -42,8 +42,16 @@ export class EventView {
       seen.add(city.name);
       sources.push({ scope: city.name, log: cityLog(city.path) });
     }
+    // A city being unregistered, or unregistered in the last two minutes, still shows its last events.
+    for (const pending of this.registry.pending) {
+      if (pending.operation !== 'city.unregister' || seen.has(pending.name)) continue;
+      seen.add(pending.name);
+      sources.push({ scope: pending.name, log: cityLog(pending.path) });
+    }
     for (const [name, gone] of this.reconciler.recentlyUnregistered) {
-      if (!seen.has(name)) sources.push({ scope: name, log: cityLog(gone.path) });
+      if (seen.has(name)) continue;
+      seen.add(name);
+      sources.push({ scope: name, log: cityLog(gone.path) });
     }
     return sources;
   }

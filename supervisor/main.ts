@@ -4,6 +4,7 @@ import { isLoopbackHost } from '../shared/http/host-guard.js';
 import { readSupervisorConfig } from '../shared/config/supervisor-config.js';
 import type { SupervisorShutdownPayload, SupervisorStartedPayload } from '../shared/dto/events.js';
 import { EventLog } from '../shared/events/event-log.js';
+import { streamSettings } from '../shared/events/stream-settings.js';
 import { createLogger } from '../shared/log.js';
 import { ctlEntryPath, ctlHome, homePaths } from '../shared/paths.js';
 import { ReadinessProber } from '../shared/readiness.js';
@@ -11,6 +12,7 @@ import type { SupervisorRunOptions } from '../shared/run-options.js';
 import { VERSION } from '../shared/version.js';
 import { createSupervisorApp } from './app.js';
 import { CityOperations } from './city-operations.js';
+import { EventHub } from './event-hub.js';
 import { EventView } from './event-view.js';
 import { HomeLock } from './home-lock.js';
 import { Reconciler } from './reconciler.js';
@@ -44,12 +46,15 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
       supervisorLog,
       logger,
       entry: ctlEntryPath(),
-      env: process.env,
+      // Controllers stream with the supervisor's heartbeat interval.
+      env: { ...process.env, CTL_SSE_HEARTBEAT_MS: String(config.sseHeartbeatMs) },
       intervalMs: config.patrolIntervalMs,
       startupTimeoutMs: 60_000,
       stopGraceMs: STOP_GRACE_MS,
     });
     const events = new EventView(registry, reconciler, supervisorLog);
+    const hub = new EventHub(events);
+    reconciler.on('changed', () => hub.sync());
     const prober = new ReadinessProber();
     const cities = new CityOperations({
       registry,
@@ -86,6 +91,8 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
       services: { cities, events, prober, health },
       registry,
       reconciler,
+      hub,
+      streams: streamSettings(process.env, config.sseHeartbeatMs),
       allowedHosts: config.allowedHosts,
       allowedOrigins: config.allowedOrigins,
       readOnly: !isLoopbackHost(bind.toLowerCase()) && !config.allowMutations,
@@ -122,6 +129,7 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
         .then(() => {
           server.close();
           server.closeAllConnections();
+          void hub.close();
           return reconciler.shutdown();
         })
         .finally(() => {

@@ -1,6 +1,11 @@
 import { Body, Controller, Get, Path, Post, Query, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
 import type { ErrorModel } from '../../shared/dto/errors.js';
-import type { EventEmitRequest, EventEmitResponse, ListBodyWireEvent } from '../../shared/dto/events.js';
+import type {
+  EventEmitRequest,
+  EventEmitResponse,
+  EventRotateResponse,
+  ListBodyWireEvent,
+} from '../../shared/dto/events.js';
 import { parseDuration } from '../../shared/duration.js';
 import { decodePageToken, encodePageToken } from '../../shared/events/cursor.js';
 import type { EventRecord } from '../../shared/events/record.js';
@@ -29,22 +34,28 @@ export class CityEventsRoutes extends Controller {
    * @param since Only events at most this old (a duration such as `5m`, `1h30m`).
    * @param limit Page size, 1–1000 (default 100; 0 means the default).
    * @param cursor `next_cursor` of the previous page.
+   * @param index Blocking query: when the head is at most this seq, wait for a newer event (or `wait`) first.
+   * @param wait How long a blocking query may wait (a duration, default `30s`, at most `2m`).
    * @isInt limit
    * @minimum limit 0
    * @maximum limit 1000
+   * @isInt index
+   * @minimum index 0
    */
   @Get('')
   @SuccessResponse<{ 'X-CTL-Index': string }>(200, 'OK')
   @Response<ErrorModel>(400, 'Invalid `since` or `cursor`')
-  @Response<ErrorModel>(422, 'Invalid `limit`')
-  public listCityEvents(
+  @Response<ErrorModel>(422, 'Invalid `limit`, `index` or `wait`')
+  public async listCityEvents(
     @Path() cityName: string,
     @Query() type?: string,
     @Query() actor?: string,
     @Query() since?: string,
     @Query() limit?: number,
     @Query() cursor?: string,
-  ): ListBodyWireEvent {
+    @Query() index?: number,
+    @Query() wait?: string,
+  ): Promise<ListBodyWireEvent> {
     let sinceMs: number | undefined;
     if (since !== undefined && since.trim() !== '') {
       try {
@@ -54,6 +65,8 @@ export class CityEventsRoutes extends Controller {
       }
     }
     const beforeSeq = cursor !== undefined && cursor !== '' ? decodePageToken(cursor) : undefined;
+    const waitMs = parseWait(wait);
+    if (index !== undefined && this.city.log.head() <= index) await this.city.tail.waitFor(index + 1, waitMs);
     const filtered = type !== undefined || actor !== undefined || sinceMs !== undefined;
     const filter =
       type !== undefined || actor !== undefined
@@ -69,6 +82,39 @@ export class CityEventsRoutes extends Controller {
     const oldest = page.records.at(-1);
     if (page.more && oldest) body.next_cursor = encodePageToken(oldest.seq);
     return body;
+  }
+
+  /**
+   * Rotates the city's event log: the active file becomes a compressed archive and a new one starts with an
+   * `events.rotated` anchor event (its seq continues the numbering). Lists, streams and resumes read across
+   * archives. An empty log is not rotated. `wait=true` waits (up to 30 s) for the compression.
+   * @summary Rotate the city event log
+   * @param wait Wait for the archive to be compressed.
+   */
+  @Post('rotate')
+  public async rotateCityEvents(@Path() cityName: string, @Query() wait?: boolean): Promise<EventRotateResponse> {
+    const result = await this.city.log.rotate();
+    if (!result.rotated || !result.archive || !result.anchor) {
+      return { rotated: false, reason: result.reason ?? 'not rotated' };
+    }
+    let status: 'pending' | 'complete' = 'pending';
+    if (wait === true && result.compressed) {
+      const done = await Promise.race([
+        result.compressed.then(() => true).catch(() => false),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ROTATE_WAIT_MS).unref()),
+      ]);
+      if (done) status = 'complete';
+    }
+    return {
+      rotated: true,
+      archive: {
+        path: result.archive.path,
+        first_seq: result.archive.firstSeq,
+        last_seq: result.archive.lastSeq,
+        compression_status: status,
+      },
+      anchor_event: { seq: result.anchor.seq, type: result.anchor.type, ts: result.anchor.ts },
+    };
   }
 
   /**
@@ -90,4 +136,26 @@ export class CityEventsRoutes extends Controller {
     this.setStatus(201);
     return { status: 'recorded', seq: record.seq };
   }
+}
+
+const ROTATE_WAIT_MS = 30_000;
+const DEFAULT_WAIT_MS = 30_000;
+const MAX_WAIT_MS = 120_000;
+
+/** A blocking query's `wait`: a positive duration, at most 2 minutes; anything else is a 422. */
+function parseWait(wait: string | undefined): number {
+  if (wait === undefined || wait.trim() === '') return DEFAULT_WAIT_MS;
+  let ms = Number.NaN;
+  try {
+    ms = parseDuration(wait);
+  } catch {
+    // reported below
+  }
+  if (!(ms > 0)) {
+    const message = `must be a positive duration such as 30s, got ${JSON.stringify(wait)}`;
+    throw new Problem('validation-failed', `invalid: wait ${message}`, {
+      errors: [{ location: 'query.wait', message, value: wait }],
+    });
+  }
+  return Math.min(ms, MAX_WAIT_MS);
 }

@@ -102,6 +102,7 @@ export type EventPayload =
   | ControllerCrashedPayload
   | SupervisorStartedPayload
   | SupervisorShutdownPayload
+  | RotatedPayload
   | NoPayload
   | CustomEventPayload;
 
@@ -187,4 +188,43 @@ export interface EventEmitResponse {
    * @isInt
    */
   seq: number;
+}
+
+/** The archive a rotation produced. */
+export interface EventRotateArchive {
+  /** Absolute path of the compressed archive. */
+  path: string;
+  /** @isInt */
+  first_seq: number;
+  /** @isInt */
+  last_seq: number;
+  /** `complete` once the archive is compressed; `pending` while that runs (it is readable either way). */
+  compression_status: 'pending' | 'complete';
+}
+
+/** The anchor event that starts the new active log. */
+export interface EventRotateAnchor {
+  /** @isInt */
+  seq: number;
+  type: string;
+  ts: string;
+}
+
+/** Body of `POST /v0/city/{cityName}/events/rotate`. */
+export interface EventRotateResponse {
+  rotated: boolean;
+  /** Why nothing was rotated (`active log is empty`). */
+  reason?: string;
+  archive?: EventRotateArchive;
+  anchor_event?: EventRotateAnchor;
+}
+
+/** Payload of `events.rotated`, the first event of a log after a rotation. */
+export interface RotatedPayload {
+  /** Absolute path of the archive holding the events before this one. */
+  prior_archive: string;
+  /** @isInt */
+  prior_first_seq: number;
+  /** @isInt */
+  prior_last_seq: number;
 }

@@ -1,6 +1,35 @@
-import { closeSync, fstatSync, openSync, statSync, writeSync } from 'node:fs';
+import {
+  createReadStream,
+  createWriteStream,
+  closeSync,
+  fstatSync,
+  openSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
+import { basename } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { createGzip } from 'node:zlib';
+import {
+  archivedHead,
+  archivePath,
+  listArchives,
+  openArchive,
+  rotatingPath,
+  utcStamp,
+  type Archive,
+} from './archives.js';
 import { FileLock } from './file-lock.js';
-import { completeEnd, lastRecord, offsetAfterSeq, recordsBackward, recordsForward } from './log-file.js';
+import {
+  completeEnd,
+  lastRecord,
+  offsetAfterSeq,
+  recordsBackward,
+  recordsForward,
+  type ByteSource,
+} from './log-file.js';
 import { formatEventLine, type EventRecord, type NewEvent } from './record.js';
 
 export type EventFilter = (record: EventRecord) => boolean;
@@ -10,6 +39,15 @@ export interface NewestPage {
   records: EventRecord[];
   /** True when older matching records exist below this page. */
   more: boolean;
+}
+
+export interface RotateResult {
+  rotated: boolean;
+  reason?: string;
+  archive?: { path: string; firstSeq: number; lastSeq: number };
+  anchor?: EventRecord;
+  /** Settles when the archive is compressed (it is readable, plain, before that). */
+  compressed?: Promise<void>;
 }
 
 interface PendingAppend {
@@ -23,7 +61,8 @@ interface PendingAppend {
  *
  * Seqs are assigned under an flock on a sibling lock file, from the highest well-formed seq at the file's
  * tail, so any number of processes can append to one log and still produce unique, gap-free seqs. Appends
- * queued while a write is in flight go out together in one write under one lock.
+ * queued while a write is in flight go out together in one write under one lock. Reads cover the rotated
+ * archives too, so a rotation is invisible to readers but for its `events.rotated` anchor.
  */
 export class EventLog {
   private static readonly open = new Map<string, EventLog>();
@@ -76,9 +115,18 @@ export class EventLog {
 
   /** The highest seq in the log (0 when it is empty or missing), including other processes' appends. */
   head(): number {
-    if (!this.ensureOpen(false)) return 0;
+    if (!this.ensureOpen(false)) return archivedHead(this.path);
     this.refresh();
     return this.lastSeq;
+  }
+
+  /** Size of the active file in bytes (0 when missing). */
+  size(): number {
+    try {
+      return statSync(this.path).size;
+    } catch {
+      return 0;
+    }
   }
 
   /**
@@ -87,39 +135,136 @@ export class EventLog {
    */
   newest(options: { limit: number; beforeSeq?: number; filter?: EventFilter; sinceMs?: number }): NewestPage {
     const records: EventRecord[] = [];
-    if (!this.ensureOpen(false)) return { records, more: false };
-    this.refresh();
-    let end = this.scanned;
-    if (options.beforeSeq !== undefined) end = offsetAfterSeq(this.fd, options.beforeSeq - 1, end);
-    for (const { record } of recordsBackward(this.fd, end)) {
-      if (options.sinceMs !== undefined && Date.parse(record.ts) < options.sinceMs) break;
-      if (options.filter && !options.filter(record)) continue;
-      if (records.length === options.limit) return { records, more: true };
-      records.push(record);
+    const below = options.beforeSeq ?? Infinity;
+    let floor = below;
+    let outcome: 'more' | 'stop' | 'continue' = 'continue';
+    const visit = (src: ByteSource, end: number) => {
+      for (const { record } of recordsBackward(src, end)) {
+        if (record.seq >= floor) continue;
+        floor = record.seq;
+        if (options.sinceMs !== undefined && Date.parse(record.ts) < options.sinceMs) return 'stop';
+        if (options.filter && !options.filter(record)) continue;
+        if (records.length === options.limit) return 'more';
+        records.push(record);
+      }
+      return 'continue';
+    };
+    if (this.ensureOpen(false)) {
+      this.refresh();
+      const end = below === Infinity ? this.scanned : offsetAfterSeq(this.fd, below - 1, this.scanned);
+      outcome = visit(this.fd, end);
     }
-    return { records, more: false };
+    if (outcome === 'continue') {
+      for (const archive of listArchives(this.path).reverse()) {
+        if (archive.firstSeq >= floor) continue;
+        outcome = this.withArchive(archive, (src, size) =>
+          visit(src, below === Infinity ? size : offsetAfterSeq(src, below - 1, size)),
+        );
+        if (outcome !== 'continue') break;
+      }
+    }
+    return { records, more: outcome === 'more' };
   }
 
   /** Records with seq greater than `afterSeq`, oldest first, at most `limit` of them. */
   after(afterSeq: number, limit = Infinity): EventRecord[] {
     const records: EventRecord[] = [];
-    if (!this.ensureOpen(false)) return records;
-    this.refresh();
-    const start = afterSeq <= 0 ? 0 : offsetAfterSeq(this.fd, afterSeq, this.scanned);
-    for (const { record } of recordsForward(this.fd, start, this.scanned)) {
-      if (record.seq <= afterSeq) continue;
-      records.push(record);
-      if (records.length >= limit) break;
+    let last = afterSeq;
+    const visit = (src: ByteSource, end: number) => {
+      const start = last <= 0 ? 0 : offsetAfterSeq(src, last, end);
+      for (const { record } of recordsForward(src, start, end)) {
+        if (record.seq <= last) continue;
+        records.push(record);
+        last = record.seq;
+        if (records.length >= limit) return;
+      }
+    };
+    for (const archive of listArchives(this.path)) {
+      if (archive.lastSeq <= last || records.length >= limit) continue;
+      this.withArchive(archive, (src, size) => visit(src, size));
+    }
+    if (records.length < limit && this.ensureOpen(false)) {
+      this.refresh();
+      visit(this.fd, this.scanned);
     }
     return records;
+  }
+
+  /**
+   * Rotates the log: the active file becomes an archive (compressed in the background) and a fresh one
+   * starts with an `events.rotated` anchor, whose seq continues the numbering. Other writers notice the new
+   * file under the lock and carry on in it.
+   */
+  async rotate(): Promise<RotateResult> {
+    this.lock ??= new FileLock(this.lockPath);
+    await this.lock.acquire();
+    let rotated: RotateResult;
+    try {
+      this.ensureOpen(true);
+      this.refresh();
+      const first = recordsForward(this.fd, 0, this.scanned).next();
+      if (first.done) return { rotated: false, reason: 'active log is empty' };
+      const firstSeq = first.value.record.seq;
+      const lastSeq = this.lastSeq;
+      const stamp = utcStamp(new Date());
+      const plain = rotatingPath(this.path, stamp, firstSeq, lastSeq);
+      const archive = archivePath(this.path, stamp, firstSeq, lastSeq);
+      renameSync(this.path, plain);
+      this.ensureOpen(true);
+      const [anchor] = this.writeRecords([
+        {
+          type: 'events.rotated',
+          actor: 'events',
+          message: `rotated to ${basename(archive)}`,
+          payload: { prior_archive: archive, prior_first_seq: firstSeq, prior_last_seq: lastSeq },
+        },
+      ]);
+      const compressed = compress(plain, archive);
+      // Nobody may be waiting for it; a failure leaves the plain archive, which readers read just as well.
+      compressed.catch(() => undefined);
+      rotated = { rotated: true, archive: { path: archive, firstSeq, lastSeq }, anchor, compressed };
+    } finally {
+      this.lock.release();
+    }
+    for (const listener of this.listeners) listener([rotated.anchor!]);
+    return rotated;
+  }
+
+  /** Finishes what a rotation interrupted by a crash left: compresses leftover plain archives, drops temp files. */
+  async sweep(): Promise<void> {
+    for (const archive of listArchives(this.path)) {
+      if (!archive.compressed) {
+        const stamp = /\.rotating-(\d{8}T\d{6}Z)-/.exec(archive.path)?.[1] ?? utcStamp(new Date());
+        await compress(archive.path, archivePath(this.path, stamp, archive.firstSeq, archive.lastSeq));
+      }
+    }
   }
 
   close(): void {
     if (this.fd >= 0) closeSync(this.fd);
     this.fd = -1;
+    this.ino = -1;
     this.lock?.close();
     this.lock = undefined;
     EventLog.open.delete(this.path);
+  }
+
+  private withArchive<T>(archive: Archive, read: (src: ByteSource, size: number) => T): T {
+    let opened;
+    try {
+      opened = openArchive(archive);
+    } catch (err) {
+      // Compressed and removed between listing and opening: read the compressed copy.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || archive.compressed) throw err;
+      const gz = listArchives(this.path).find((a) => a.firstSeq === archive.firstSeq && a.compressed);
+      if (!gz) throw err;
+      opened = openArchive(gz);
+    }
+    try {
+      return read(opened.src, opened.size);
+    } finally {
+      opened.close();
+    }
   }
 
   private async drain(): Promise<void> {
@@ -150,31 +295,36 @@ export class EventLog {
     try {
       this.ensureOpen(true);
       this.refresh();
-      const now = new Date().toISOString();
-      const records: EventRecord[] = [];
-      let text = this.endsWithNewline ? '' : '\n';
-      for (const event of events) {
-        const record: EventRecord = {
-          seq: ++this.lastSeq,
-          type: event.type,
-          ts: event.ts ?? now,
-          actor: event.actor,
-          ...(event.subject ? { subject: event.subject } : {}),
-          ...(event.message ? { message: event.message } : {}),
-          payload: event.payload ?? {},
-        };
-        records.push(record);
-        text += formatEventLine(record);
-      }
-      const bytes = Buffer.from(text);
-      let written = 0;
-      while (written < bytes.length) written += writeSync(this.fd, bytes, written);
-      this.scanned += bytes.length;
-      this.endsWithNewline = true;
-      return records;
+      return this.writeRecords(events);
     } finally {
       this.lock.release();
     }
+  }
+
+  /** Assigns seqs and appends; the caller holds the lock and has refreshed. */
+  private writeRecords(events: NewEvent[]): EventRecord[] {
+    const now = new Date().toISOString();
+    const records: EventRecord[] = [];
+    let text = this.endsWithNewline ? '' : '\n';
+    for (const event of events) {
+      const record: EventRecord = {
+        seq: ++this.lastSeq,
+        type: event.type,
+        ts: event.ts ?? now,
+        actor: event.actor,
+        ...(event.subject ? { subject: event.subject } : {}),
+        ...(event.message ? { message: event.message } : {}),
+        payload: event.payload ?? {},
+      };
+      records.push(record);
+      text += formatEventLine(record);
+    }
+    const bytes = Buffer.from(text);
+    let written = 0;
+    while (written < bytes.length) written += writeSync(this.fd, bytes, written);
+    this.scanned += bytes.length;
+    this.endsWithNewline = true;
+    return records;
   }
 
   /** Opens (or reopens, after the path was replaced) the file; false when it does not exist and `create` is off. */
@@ -183,10 +333,8 @@ export class EventLog {
     try {
       ino = statSync(this.path).ino;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || !create) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-        throw err;
-      }
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      if (!create) return false;
       ino = -2;
     }
     if (this.fd >= 0 && ino === this.ino && (this.writable || !create)) return true;
@@ -195,7 +343,7 @@ export class EventLog {
     this.writable = create;
     const st = fstatSync(this.fd);
     if (st.ino !== this.ino) {
-      // A different file (first open, or the log was replaced): account for it from the start.
+      // A different file (first open, or the log was rotated or replaced): account for it from the start.
       this.scanned = 0;
       this.endsWithNewline = true;
     }
@@ -206,9 +354,10 @@ export class EventLog {
   /** Brings lastSeq up to date with bytes appended since the last look, by this or any other process. */
   private refresh(): void {
     const size = fstatSync(this.fd).size;
-    if (size < this.scanned) {
-      this.scanned = 0;
-      this.lastSeq = 0;
+    if (size < this.scanned) this.scanned = 0;
+    if (this.scanned === 0) {
+      // A new file: numbering continues after the archives (a rotation's anchor, or a crash right after one).
+      this.lastSeq = Math.max(this.lastSeq, archivedHead(this.path));
     }
     if (size === this.scanned) {
       this.endsWithNewline = true;
@@ -219,4 +368,12 @@ export class EventLog {
     this.scanned = completeEnd(this.fd, size, this.scanned);
     this.endsWithNewline = this.scanned === size;
   }
+}
+
+/** Gzips a plain archive to `target` (through a temp file) and removes the plain one. */
+async function compress(plain: string, target: string): Promise<void> {
+  const tmp = `${target}.tmp`;
+  await pipeline(createReadStream(plain), createGzip(), createWriteStream(tmp));
+  renameSync(tmp, target);
+  rmSync(plain, { force: true });
 }

@@ -8,6 +8,9 @@ import { parseEventLine, type EventRecord } from './record.js';
 const CHUNK = 64 * 1024;
 const NEWLINE = 0x0a;
 
+/** Where the bytes are: an open file descriptor, or a buffer (a decompressed archive). */
+export type ByteSource = number | Buffer;
+
 export interface LocatedRecord {
   record: EventRecord;
   /** Offset of the line's first byte. */
@@ -16,7 +19,9 @@ export interface LocatedRecord {
   end: number;
 }
 
-function readRange(fd: number, start: number, end: number): Buffer {
+function readRange(src: ByteSource, start: number, end: number): Buffer {
+  if (typeof src !== 'number') return src.subarray(start, Math.min(end, src.length));
+  const fd = src;
   const buf = Buffer.allocUnsafe(end - start);
   let done = 0;
   while (done < buf.length) {
@@ -28,11 +33,11 @@ function readRange(fd: number, start: number, end: number): Buffer {
 }
 
 /** The offset just past the last "\n" in [floor, end); `floor` when there is none. */
-export function completeEnd(fd: number, end: number, floor = 0): number {
+export function completeEnd(src: ByteSource, end: number, floor = 0): number {
   let pos = end;
   while (pos > floor) {
     const from = Math.max(floor, pos - CHUNK);
-    const buf = readRange(fd, from, pos);
+    const buf = readRange(src, from, pos);
     const i = buf.lastIndexOf(NEWLINE);
     if (i >= 0) return from + i + 1;
     pos = from;
@@ -41,8 +46,8 @@ export function completeEnd(fd: number, end: number, floor = 0): number {
 }
 
 /** Complete lines of [floor, end), newest (highest offset) first. `floor` must be a line start. */
-export function* recordsBackward(fd: number, end: number, floor = 0): Generator<LocatedRecord> {
-  let bufEnd = completeEnd(fd, end, floor);
+export function* recordsBackward(src: ByteSource, end: number, floor = 0): Generator<LocatedRecord> {
+  let bufEnd = completeEnd(src, end, floor);
   let bufStart = bufEnd;
   let buf: Buffer = Buffer.alloc(0);
   while (bufEnd > floor) {
@@ -50,7 +55,7 @@ export function* recordsBackward(fd: number, end: number, floor = 0): Generator<
     const j = buf.length >= 2 ? buf.lastIndexOf(NEWLINE, buf.length - 2) : -1;
     if (j < 0 && bufStart > floor) {
       const from = Math.max(floor, bufStart - CHUNK);
-      buf = Buffer.concat([readRange(fd, from, bufStart), buf]);
+      buf = Buffer.concat([readRange(src, from, bufStart), buf]);
       bufStart = from;
       continue;
     }
@@ -64,12 +69,12 @@ export function* recordsBackward(fd: number, end: number, floor = 0): Generator<
 }
 
 /** Complete lines of [start, end), oldest first. `start` must be a line start. */
-export function* recordsForward(fd: number, start: number, end: number): Generator<LocatedRecord> {
+export function* recordsForward(src: ByteSource, start: number, end: number): Generator<LocatedRecord> {
   let pos = start;
   let carry: Buffer = Buffer.alloc(0);
   let carryStart = start;
   while (pos < end) {
-    const chunk = readRange(fd, pos, Math.min(end, pos + CHUNK));
+    const chunk = readRange(src, pos, Math.min(end, pos + CHUNK));
     if (chunk.length === 0) break;
     pos += chunk.length;
     const buf = carry.length ? Buffer.concat([carry, chunk]) : chunk;
@@ -85,22 +90,22 @@ export function* recordsForward(fd: number, start: number, end: number): Generat
 }
 
 /** The last well-formed record in [floor, end), or undefined. */
-export function lastRecord(fd: number, end: number, floor = 0): LocatedRecord | undefined {
-  for (const located of recordsBackward(fd, end, floor)) return located;
+export function lastRecord(src: ByteSource, end: number, floor = 0): LocatedRecord | undefined {
+  for (const located of recordsBackward(src, end, floor)) return located;
   return undefined;
 }
 
 /** The first well-formed record that starts at or after `offset` (and before `end`). */
-function firstRecordFrom(fd: number, offset: number, end: number): LocatedRecord | undefined {
+function firstRecordFrom(src: ByteSource, offset: number, end: number): LocatedRecord | undefined {
   let start = offset;
   if (offset > 0) {
     // Move to the start of the next line unless `offset` already is one.
-    const before = readRange(fd, offset - 1, offset);
+    const before = readRange(src, offset - 1, offset);
     if (before[0] !== NEWLINE) {
       let pos = offset;
       start = -1;
       while (pos < end) {
-        const buf = readRange(fd, pos, Math.min(end, pos + 4096));
+        const buf = readRange(src, pos, Math.min(end, pos + 4096));
         const i = buf.indexOf(NEWLINE);
         if (i >= 0) {
           start = pos + i + 1;
@@ -112,7 +117,7 @@ function firstRecordFrom(fd: number, offset: number, end: number): LocatedRecord
       if (start < 0) return undefined;
     }
   }
-  for (const located of recordsForward(fd, start, end)) return located;
+  for (const located of recordsForward(src, start, end)) return located;
   return undefined;
 }
 
@@ -120,12 +125,12 @@ function firstRecordFrom(fd: number, offset: number, end: number): LocatedRecord
  * The offset of the first line whose seq is greater than `seq` (or `end` when none is), found by binary
  * search over byte offsets: O(log n) small reads however long the file.
  */
-export function offsetAfterSeq(fd: number, seq: number, end: number, floor = 0): number {
+export function offsetAfterSeq(src: ByteSource, seq: number, end: number, floor = 0): number {
   let lo = floor;
   let hi = end;
   while (hi - lo > CHUNK) {
     const mid = lo + Math.floor((hi - lo) / 2);
-    const probe = firstRecordFrom(fd, mid, hi);
+    const probe = firstRecordFrom(src, mid, hi);
     if (!probe) {
       hi = mid;
     } else if (probe.record.seq <= seq) {
@@ -134,7 +139,7 @@ export function offsetAfterSeq(fd: number, seq: number, end: number, floor = 0):
       hi = probe.start;
     }
   }
-  for (const located of recordsForward(fd, lo, end)) {
+  for (const located of recordsForward(src, lo, end)) {
     if (located.record.seq > seq) return located.start;
   }
   return end;

@@ -1,0 +1,164 @@
+import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
+import { watch, type FSWatcher } from 'chokidar';
+import { archivedHead } from './archives.js';
+import { completeEnd, lastRecord } from './log-file.js';
+import { parseEventLine, type EventRecord } from './record.js';
+
+const READ_CHUNK = 1024 * 1024;
+const NEWLINE = 0x0a;
+
+export type TailListener = (records: EventRecord[]) => void;
+
+/**
+ * Follows one log as it grows: reads only the bytes appended since the last read, keeps a line split across
+ * two writes until its newline arrives, follows the log into its new file after a rotation, and hands each
+ * batch of new records to every listener (one read, any number of readers).
+ *
+ * chokidar watches the file; we act on its `raw` events, which arrive for every write (its `change` events
+ * are throttled to one per 50 ms, and the rest dropped). A slow poll backs the watcher up, and writers in
+ * this process `poke()` it directly.
+ */
+export class LogTail {
+  private fd = -1;
+  private ino = -1;
+  /** Offset of the first byte not yet consumed: always just past a "\n". */
+  private offset = 0;
+  private lastSeq = 0;
+  private scheduled = false;
+  private closed = false;
+  private readonly listeners = new Set<TailListener>();
+  private readonly watcher: FSWatcher;
+  private readonly poll: NodeJS.Timeout;
+
+  constructor(
+    readonly path: string,
+    pollMs = 1000,
+  ) {
+    // Start at the end: what is already there is history, read through EventLog.
+    this.openCurrent(true);
+    this.watcher = watch(path, { ignoreInitial: true, atomic: false, persistent: false });
+    this.watcher.on('raw', () => this.poke());
+    this.watcher.on('add', () => this.poke());
+    this.watcher.on('error', () => undefined);
+    this.poll = setInterval(() => this.poke(), pollMs);
+    this.poll.unref();
+  }
+
+  /** The highest seq handed to listeners (or present when the tail started). */
+  get head(): number {
+    return this.lastSeq;
+  }
+
+  subscribe(listener: TailListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Resolves once a record with seq >= `seq` has been seen, or after `timeoutMs`; true if it was seen. */
+  waitFor(seq: number, timeoutMs: number): Promise<boolean> {
+    if (this.lastSeq >= seq) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const unsubscribe = this.subscribe(() => {
+        if (this.lastSeq < seq) return;
+        clearTimeout(timer);
+        unsubscribe();
+        resolve(true);
+      });
+      const timer = setTimeout(() => {
+        unsubscribe();
+        resolve(this.lastSeq >= seq);
+      }, timeoutMs);
+      this.poke();
+    });
+  }
+
+  /** Reads what is new, soon (coalescing bursts of notifications into one read). */
+  poke(): void {
+    if (this.scheduled || this.closed) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      if (!this.closed) this.read();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.poll);
+    this.listeners.clear();
+    if (this.fd >= 0) closeSync(this.fd);
+    this.fd = -1;
+    await this.watcher.close();
+  }
+
+  private read(): void {
+    let ino: number | undefined;
+    try {
+      ino = statSync(this.path).ino;
+    } catch {
+      ino = undefined;
+    }
+    if (this.fd >= 0) {
+      // Finish the file we have open first: after a rotation its last records are still ours to deliver.
+      this.drain();
+      if (ino !== this.ino) {
+        closeSync(this.fd);
+        this.fd = -1;
+      }
+    }
+    if (this.fd < 0 && ino !== undefined) {
+      this.openCurrent(false);
+      this.drain();
+    }
+  }
+
+  private openCurrent(atEnd: boolean): void {
+    try {
+      this.fd = openSync(this.path, 'r');
+    } catch {
+      this.fd = -1;
+      if (atEnd) this.lastSeq = archivedHead(this.path);
+      return;
+    }
+    this.ino = fstatSync(this.fd).ino;
+    this.offset = 0;
+    if (atEnd) {
+      const size = fstatSync(this.fd).size;
+      this.offset = completeEnd(this.fd, size);
+      this.lastSeq = lastRecord(this.fd, this.offset)?.record.seq ?? archivedHead(this.path);
+    }
+  }
+
+  private drain(): void {
+    let size = fstatSync(this.fd).size;
+    if (size < this.offset) this.offset = 0;
+    let want = READ_CHUNK;
+    while (size > this.offset) {
+      const length = Math.min(want, size - this.offset);
+      const buf = Buffer.allocUnsafe(length);
+      const n = readSync(this.fd, buf, 0, length, this.offset);
+      if (n <= 0) break;
+      const end = buf.lastIndexOf(NEWLINE, n - 1);
+      if (end < 0) {
+        // A line still being written (wait for its newline), or one longer than the buffer (read more).
+        if (this.offset + n >= size) break;
+        want *= 2;
+        continue;
+      }
+      want = READ_CHUNK;
+      const records: EventRecord[] = [];
+      let start = 0;
+      for (let i = buf.indexOf(NEWLINE, 0); i >= 0 && i <= end; i = buf.indexOf(NEWLINE, start)) {
+        const record = parseEventLine(buf.toString('utf8', start, i));
+        if (record && record.seq > this.lastSeq) {
+          records.push(record);
+          this.lastSeq = record.seq;
+        }
+        start = i + 1;
+      }
+      this.offset += end + 1;
+      if (records.length) for (const listener of [...this.listeners]) listener(records);
+      size = fstatSync(this.fd).size;
+    }
+  }
+}

@@ -1,0 +1,20 @@
+/** SSE settings shared by the supervisor and the controllers it starts (which inherit its environment). */
+export interface StreamSettings {
+  heartbeatMs: number;
+  /** Unread bytes after which a slow subscriber is disconnected (it resumes by its last id). */
+  maxBufferedBytes: number;
+  /** Live events held for a subscriber while it replays history, before it is disconnected instead. */
+  maxQueuedEvents: number;
+}
+
+export function streamSettings(env: NodeJS.ProcessEnv = process.env, heartbeatMs?: number): StreamSettings {
+  const number = (value: string | undefined, fallback: number) => {
+    const n = Number(value);
+    return value !== undefined && Number.isFinite(n) && n > 0 ? n : fallback;
+  };
+  return {
+    heartbeatMs: heartbeatMs ?? number(env.CTL_SSE_HEARTBEAT_MS, 15_000),
+    maxBufferedBytes: number(env.CTL_SSE_MAX_BUFFERED_BYTES, 8 * 1024 * 1024),
+    maxQueuedEvents: number(env.CTL_SSE_MAX_QUEUED_EVENTS, 100_000),
+  };
+}

@@ -1,0 +1,119 @@
+import type { Middleware } from 'koa';
+import { formatCursor, parseCursor, REPLAY_ALL } from '../shared/events/cursor.js';
+import type { EventRecord } from '../shared/events/record.js';
+import type { StreamSettings } from '../shared/events/stream-settings.js';
+import { Problem } from '../shared/http/problem.js';
+import { SseStream } from '../shared/http/sse.js';
+import { SUPERVISOR_SCOPE } from '../shared/paths.js';
+import type { EventHub, HubSubscriber } from './event-hub.js';
+import { tagEvent, type EventSource } from './event-view.js';
+
+const REPLAY_BATCH = 500;
+
+/**
+ * `GET /v0/events/stream`: every log merged as SSE (`event: tagged_event`), each frame's `id:` the whole
+ * composite cursor after it. Resumes after `Last-Event-ID` (wins) or `after_cursor`: a log the cursor names
+ * resumes after its seq, a log it does not name starts at its head, `0` replays everything; a city
+ * registered while the stream is open joins it from its first event. History is replayed merged by time,
+ * then events flow live as the hub reads them.
+ */
+export function supervisorEventStream(hub: EventHub, settings: StreamSettings): Middleware {
+  return async (ctx, next) => {
+    if (ctx.path !== '/v0/events/stream' || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) {
+      await next();
+      return;
+    }
+    hub.sync();
+    const sources = hub.sources();
+    if (!sources.some((s) => s.scope !== SUPERVISOR_SCOPE)) {
+      throw new Problem(
+        'service-unavailable',
+        'no_providers: no city is registered, so no event provider is available; create one with POST /v0/city',
+      );
+    }
+    const header = ctx.get('Last-Event-ID');
+    const query = ctx.query.after_cursor;
+    if (Array.isArray(query)) throw new Problem('invalid-cursor', 'invalid_cursor: after_cursor given more than once');
+    const given = header.trim() !== '' ? header : (query ?? '');
+    const cursor =
+      given.trim() === '' ? undefined : parseCursor(given, header.trim() !== '' ? 'Last-Event-ID' : 'after_cursor');
+
+    const positions = new Map<string, number>();
+    if (cursor instanceof Map) for (const [scope, seq] of cursor) positions.set(scope, seq);
+    for (const source of sources) {
+      if (cursor === REPLAY_ALL) positions.set(source.scope, 0);
+      else if (!positions.has(source.scope)) positions.set(source.scope, source.log.head());
+    }
+
+    const stream = new SseStream(ctx, settings);
+    const emit = (scope: string, record: EventRecord) => {
+      positions.set(scope, record.seq);
+      return stream.send('tagged_event', JSON.stringify(tagEvent(scope, record)), formatCursor(positions));
+    };
+    const deliver = (scope: string, records: EventRecord[]) => {
+      for (const record of records) {
+        if (record.seq <= (positions.get(scope) ?? 0)) continue;
+        if (!emit(scope, record)) return;
+      }
+    };
+    // While history replays, live records wait here (bounded), so nothing overtakes the replay.
+    let queue: [string, EventRecord[]][] | undefined = [];
+    let queued = 0;
+    const subscriber: HubSubscriber = {
+      records(scope, records) {
+        if (!queue) return deliver(scope, records);
+        queue.push([scope, records]);
+        queued += records.length;
+        if (queued > settings.maxQueuedEvents) stream.close();
+      },
+      sourceAdded(source) {
+        // A city registered while we stream: from its first event, unless the cursor said otherwise.
+        if (!positions.has(source.scope)) positions.set(source.scope, 0);
+        const backlog = source.log.after(positions.get(source.scope)!);
+        if (queue) queue.push([source.scope, backlog]);
+        else deliver(source.scope, backlog);
+      },
+    };
+    const unsubscribe = hub.subscribe(subscriber);
+    stream.onClose(unsubscribe);
+
+    await replay(sources, positions, stream, emit);
+    const pending = queue;
+    queue = undefined;
+    for (const [scope, records] of pending) deliver(scope, records);
+  };
+}
+
+/** History after each log's position, merged by (time, city, seq), in batches paced by the client. */
+async function replay(
+  sources: EventSource[],
+  positions: Map<string, number>,
+  stream: SseStream,
+  emit: (scope: string, record: EventRecord) => boolean,
+): Promise<void> {
+  const buffers = new Map<string, { source: EventSource; records: EventRecord[]; done: boolean }>();
+  for (const source of sources) buffers.set(source.scope, { source, records: [], done: false });
+  let sent = 0;
+  while (!stream.isClosed) {
+    let best: { scope: string; record: EventRecord } | undefined;
+    for (const [scope, buffer] of buffers) {
+      if (buffer.records.length === 0 && !buffer.done) {
+        buffer.records = buffer.source.log.after(positions.get(scope) ?? 0, REPLAY_BATCH);
+        if (buffer.records.length === 0) buffer.done = true;
+      }
+      const head = buffer.records[0];
+      if (head && (!best || before(scope, head, best.scope, best.record))) best = { scope, record: head };
+    }
+    if (!best) return;
+    buffers.get(best.scope)!.records.shift();
+    if (!emit(best.scope, best.record)) return;
+    if (++sent % REPLAY_BATCH === 0) await stream.drained();
+  }
+}
+
+function before(scopeA: string, a: EventRecord, scopeB: string, b: EventRecord): boolean {
+  const ta = Date.parse(a.ts);
+  const tb = Date.parse(b.ts);
+  if (ta !== tb) return ta < tb;
+  return scopeA < scopeB;
+}
