@@ -1,5 +1,223 @@
-// Paths and schemas the generated document needs that tsoa cannot derive from route classes.
+// What the generated document needs that tsoa cannot derive from route classes: the typed event envelopes
+// (one variant per event type we record, plus a custom one), the SSE stream operations and their frames.
 
-export const extraPaths: Record<string, Record<string, unknown>> = {};
+import { EVENT_PAYLOADS } from '../events/event-types.js';
 
-export const extraSchemas: Record<string, Record<string, unknown>> = {};
+type Json = Record<string, unknown>;
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+
+/** `city.created` → `CityCreated`, `request.result.city.create` → `RequestResultCityCreate`. */
+function pascal(type: string): string {
+  return type
+    .split(/[._-]/)
+    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
+    .join('');
+}
+
+function envelopeProperties(tagged: boolean, payload: Json, type: Json): Json {
+  return {
+    seq: { type: 'integer', minimum: 1, description: 'Sequence number within its log, from 1, gap-free.' },
+    type,
+    ts: { type: 'string', format: 'date-time', description: 'RFC 3339 timestamp with UTC offset.' },
+    actor: { type: 'string', description: 'Who caused the event.' },
+    subject: { type: 'string', description: 'What the event is about.' },
+    message: { type: 'string', description: 'Free text.' },
+    payload,
+    ...(tagged
+      ? {
+          city: {
+            type: 'string',
+            description:
+              "Originating city; `__supervisor__` for the supervisor's own events, except request results, which name their city.",
+          },
+        }
+      : {}),
+  };
+}
+
+function envelope(tagged: boolean, payload: Json, type: Json, description: string): Json {
+  return {
+    type: 'object',
+    description,
+    additionalProperties: false,
+    properties: envelopeProperties(tagged, payload, type),
+    required: ['seq', 'type', 'ts', 'actor', 'payload', ...(tagged ? ['city'] : [])],
+  };
+}
+
+function typedFamily(family: string, tagged: boolean): Record<string, Json> {
+  const schemas: Record<string, Json> = {};
+  const variants: Json[] = [];
+  const mapping: Record<string, string> = {};
+  const known = Object.keys(EVENT_PAYLOADS);
+  for (const [type, payload] of Object.entries(EVENT_PAYLOADS)) {
+    const name = `${family}${pascal(type)}`;
+    schemas[name] = envelope(tagged, ref(payload), { type: 'string', const: type }, `A \`${type}\` event.`);
+    variants.push(ref(name));
+    mapping[type] = `#/components/schemas/${name}`;
+  }
+  const custom = `${family}Custom`;
+  schemas[custom] = envelope(
+    tagged,
+    { type: 'object', description: 'Any object (custom events carry what their writer gave).' },
+    { type: 'string', not: { enum: known }, description: 'Any type this product does not define.' },
+    'An event of a custom type, recorded through `POST /v0/city/{cityName}/events`.',
+  );
+  variants.push(ref(custom));
+  schemas[family] = {
+    title: tagged ? 'Typed supervisor event stream envelope' : 'Typed city event stream envelope',
+    description: `One event${tagged ? ' tagged with its city' : ''}, its payload typed by \`type\`.`,
+    oneOf: variants,
+    discriminator: { propertyName: 'type', mapping },
+  };
+  return schemas;
+}
+
+export const extraSchemas: Record<string, Json> = {
+  EventStreamEnvelope: envelope(
+    false,
+    ref('EventPayload'),
+    { type: 'string', description: 'Semantic event kind, e.g. `city.created`.' },
+    'The data of an `event` frame of the city stream.',
+  ),
+  TaggedEventStreamEnvelope: envelope(
+    true,
+    ref('EventPayload'),
+    { type: 'string', description: 'Semantic event kind, e.g. `city.created`.' },
+    'The data of a `tagged_event` frame of the supervisor stream.',
+  ),
+  ...typedFamily('TypedEventStreamEnvelope', false),
+  ...typedFamily('TypedTaggedEventStreamEnvelope', true),
+  HeartbeatEvent: {
+    type: 'object',
+    description: "The data of a `heartbeat` frame (no `id:` line, so a client's resume point stays).",
+    additionalProperties: false,
+    properties: { timestamp: { type: 'string', format: 'date-time', description: 'RFC 3339, UTC, whole seconds.' } },
+    required: ['timestamp'],
+  },
+  // The list items are the typed envelopes.
+  WireEvent: { ...ref('TypedEventStreamEnvelope'), description: 'One event of a city log, as listed.' },
+  WireTaggedEvent: {
+    ...ref('TypedTaggedEventStreamEnvelope'),
+    description: "One event of the supervisor's merged view, tagged with its city.",
+  },
+};
+
+function frame(event: string, data: string, idDescription?: string): Json {
+  return {
+    title: `${event} frame`,
+    type: 'object',
+    properties: {
+      ...(idDescription ? { id: { type: 'string', description: idDescription } } : {}),
+      event: { type: 'string', const: event, description: 'The SSE `event:` line.' },
+      data: { ...ref(data), description: 'The SSE `data:` line (one line of JSON).' },
+    },
+    required: idDescription ? ['id', 'event', 'data'] : ['event', 'data'],
+  };
+}
+
+function sseResponse(frames: Json[], description: string): Json {
+  return {
+    description,
+    content: {
+      'text/event-stream': {
+        schema: {
+          type: 'array',
+          description: 'The stream, one SSE frame per item: `id:` (when present), `event:`, `data:`, a blank line.',
+          items: { oneOf: frames },
+        },
+      },
+    },
+  };
+}
+
+const problem = (description: string) => ({
+  description,
+  content: { 'application/problem+json': { schema: ref('ErrorModel') } },
+});
+
+const lastEventId = (description: string) => ({
+  name: 'Last-Event-ID',
+  in: 'header',
+  required: false,
+  description,
+  schema: { type: 'string' },
+});
+
+export const extraPaths: Record<string, Json> = {
+  '/v0/events/stream': {
+    get: {
+      operationId: 'stream-supervisor-events',
+      summary: 'Stream supervisor events',
+      tags: ['Events'],
+      description:
+        "Every registered city's log and the supervisor's own, merged, as Server-Sent Events. Each `tagged_event` " +
+        "frame's `id:` is the whole composite cursor after that event (`__supervisor__:N,alpha:M`, sorted by name). " +
+        'Resumes after `Last-Event-ID` (wins) or `after_cursor`, exclusively: a log the cursor names resumes after ' +
+        'its seq, a log it does not name starts at its head, and `0` replays every log from its start; with neither, ' +
+        'the stream starts at the head. A city registered while the stream is open joins it from its first event. ' +
+        'Heartbeat frames come every 15 s (`sse_heartbeat_ms`). A client that falls too far behind is disconnected ' +
+        'and resumes from its last id without loss. Answers 503 `no_providers:` (before any 200) when no city is ' +
+        'registered.',
+      parameters: [
+        lastEventId('Resume cursor: the last `id:` received. Wins over `after_cursor`.'),
+        {
+          name: 'after_cursor',
+          in: 'query',
+          required: false,
+          description: 'Resume cursor (for clients that cannot set headers), e.g. the `event_cursor` of a 202.',
+          schema: { type: 'string' },
+        },
+      ],
+      responses: {
+        '200': sseResponse(
+          [
+            frame('tagged_event', 'TaggedEventStreamEnvelope', 'The composite cursor after this event.'),
+            frame('heartbeat', 'HeartbeatEvent'),
+          ],
+          'The event stream; headers are sent before the first frame.',
+        ),
+        '400': problem('Malformed cursor (`invalid_cursor: …`)'),
+        '503': problem('No city is registered (`no_providers: …`)'),
+      },
+    },
+  },
+  '/v0/city/{cityName}/events/stream': {
+    get: {
+      operationId: 'stream-events',
+      summary: 'Stream city events',
+      tags: ['City events'],
+      description:
+        "The city's events as Server-Sent Events: `event` frames with `id:` = the event's seq. Resumes after " +
+        '`Last-Event-ID` (wins) or `after_seq`, exclusively (events with a greater seq); with neither, the stream ' +
+        'starts at the head. Reads across rotated archives. Heartbeat frames come every 15 s. Answers 404 while the ' +
+        'city is not running, 400 for a malformed position, before any 200.',
+      parameters: [
+        {
+          name: 'cityName',
+          in: 'path',
+          required: true,
+          description: 'City name.',
+          schema: { type: 'string', pattern: '\\S' },
+        },
+        lastEventId('Resume position: the last `id:` (seq) received. Wins over `after_seq`.'),
+        {
+          name: 'after_seq',
+          in: 'query',
+          required: false,
+          description: 'Resume position (for clients that cannot set headers); `0` replays the whole log.',
+          schema: { type: 'string', pattern: '^\\d+$' },
+        },
+      ],
+      responses: {
+        '200': sseResponse(
+          [frame('event', 'EventStreamEnvelope', "The event's seq."), frame('heartbeat', 'HeartbeatEvent')],
+          'The event stream; headers are sent before the first frame.',
+        ),
+        '400': problem('Malformed position (`invalid_cursor: …`)'),
+        '404': problem('City not found or not running (`not_found: city not found or not running: <name>`)'),
+      },
+    },
+  },
+};

@@ -6,17 +6,32 @@ import { packageRoot } from '../paths.js';
 /** Where `npm run gen` writes the OpenAPI document. */
 export const OPENAPI_PATH = join(packageRoot, 'shared', 'generated', 'openapi.json');
 
-let documentText: string | undefined;
+/** The JSON Schema of one `ctl events` output line; it refers into the OpenAPI document. */
+export const EVENTS_SCHEMA_PATH = join(packageRoot, 'docs', 'schema', 'events.json');
 
-/** Serves `GET /openapi.json`: the contract both processes implement. */
+let documentText: string | undefined;
+let eventsSchema: Record<string, unknown> | undefined;
+
+/**
+ * Serves the contract both processes implement: `GET /openapi.json` (also at `/schema/openapi.json`) and the
+ * events line schema at `GET /schema/events.json`, its `$id` set to where it was fetched from, so that its
+ * `openapi.json#…` references resolve to this server's document.
+ */
 export function serveOpenApi(): Middleware {
   return async (ctx, next) => {
-    if (ctx.path !== '/openapi.json' || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) {
-      await next();
+    const isRead = ctx.method === 'GET' || ctx.method === 'HEAD';
+    if (isRead && (ctx.path === '/openapi.json' || ctx.path === '/schema/openapi.json')) {
+      documentText ??= readFileSync(OPENAPI_PATH, 'utf8');
+      ctx.type = 'application/json';
+      ctx.body = documentText;
       return;
     }
-    documentText ??= readFileSync(OPENAPI_PATH, 'utf8');
-    ctx.type = 'application/json';
-    ctx.body = documentText;
+    if (isRead && ctx.path === '/schema/events.json') {
+      eventsSchema ??= JSON.parse(readFileSync(EVENTS_SCHEMA_PATH, 'utf8')) as Record<string, unknown>;
+      ctx.type = 'application/schema+json';
+      ctx.body = { ...eventsSchema, $id: `${ctx.protocol}://${ctx.host}/schema/events.json` };
+      return;
+    }
+    await next();
   };
 }

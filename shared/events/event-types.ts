@@ -1,0 +1,21 @@
+/**
+ * Every event type this product records, with the schema of its payload (a component of the OpenAPI
+ * document). The document's typed envelopes are built from this table; any other type is a custom event
+ * (recorded through `POST /v0/city/{cityName}/events`) whose payload is any object.
+ */
+export const EVENT_PAYLOADS = {
+  'city.created': 'CityLifecyclePayload',
+  'city.registered': 'CityLifecyclePayload',
+  'city.unregister_requested': 'CityLifecyclePayload',
+  'request.result.city.create': 'CityCreateSucceededPayload',
+  'request.result.city.unregister': 'CityUnregisterSucceededPayload',
+  'request.failed': 'RequestFailedPayload',
+  'controller.started': 'NoPayload',
+  'controller.stopped': 'NoPayload',
+  'controller.crashed': 'ControllerCrashedPayload',
+  'supervisor.started': 'SupervisorStartedPayload',
+  'supervisor.shutdown_requested': 'SupervisorShutdownPayload',
+  'events.rotated': 'RotatedPayload',
+} as const satisfies Record<string, string>;
+
+export type KnownEventType = keyof typeof EVENT_PAYLOADS;
