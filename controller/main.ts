@@ -19,6 +19,7 @@ import { cityPaths } from '../shared/paths.js';
 import type { ControllerRunOptions } from '../shared/run-options.js';
 import { handlerOf } from '../shared/http/app.js';
 import { createControllerApp } from './app.js';
+import { checkAgents } from './agents.js';
 import { DEFAULT_ROTATION_MAX_BYTES, rotateWhenLarge } from './auto-rotate.js';
 import { CityRuntime } from './city-runtime.js';
 
@@ -98,6 +99,10 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     log.onAppend(() => tail.poke());
     rotateWhenLarge(log, config.eventsRotationMaxBytes ?? DEFAULT_ROTATION_MAX_BYTES, logger);
     completed.push('opening_event_log');
+
+    await enter('starting_agents');
+    checkAgents(config, paths.config);
+    completed.push('starting_agents');
 
     await enter('starting_api');
     const city = new CityRuntime(name, paths, config, log, tail);

@@ -189,3 +189,17 @@ export function parseProbeList(
   if (unknown.length) throw new Problem('invalid-request', `invalid: unknown ${what}: ${unknown.join(', ')}`);
   return names;
 }
+
+/** The body of a provider-readiness answer, from probe results. */
+export function providerReadinessBody(items: Record<string, ReadinessItem>): {
+  providers: Record<string, { display_name: string; status: string; detail?: string }>;
+} {
+  return {
+    providers: Object.fromEntries(
+      Object.values(items).map((i) => [
+        i.name,
+        { display_name: i.display_name, status: i.status, ...(i.detail ? { detail: i.detail } : {}) },
+      ]),
+    ),
+  };
+}

@@ -7,9 +7,8 @@ import { CITY_NAME_PATTERN, declaredCityName, readCityConfig, type CityConfig } 
 import { ConfigError } from '../shared/config/config-error.js';
 import type { AsyncAcceptedResponse } from '../shared/dto/common.js';
 import type { CityCreateRequest, CityInfo, CityRegisterRequest } from '../shared/dto/cities.js';
-import type { CityLifecyclePayload, RequestFailedPayload } from '../shared/dto/events.js';
+import type { CityLifecyclePayload } from '../shared/dto/events.js';
 import { formatCursor } from '../shared/events/cursor.js';
-import type { EventLog } from '../shared/events/event-log.js';
 import { Problem } from '../shared/http/problem.js';
 import { SUPPORTED_PROVIDERS, type ReadinessProber } from '../shared/readiness.js';
 import { cityLog, type EventView } from './event-view.js';
@@ -21,7 +20,6 @@ export interface CityOperationsOptions {
   registry: Registry;
   reconciler: Reconciler;
   events: EventView;
-  supervisorLog: EventLog;
   prober: ReadinessProber;
   logger: Logger;
   /** How long `start` and `stop` wait for the controller. */
@@ -122,8 +120,9 @@ export class CityOperations {
       cursor.set(name, 0);
       const requestId = newAsyncRequestId();
       const profile = body.bootstrap_profile === undefined ? undefined : normaliseProfile(body.bootstrap_profile);
+      let undoScaffold: () => void;
       try {
-        scaffoldCity(path, { provider, startCommand, bootstrapProfile: profile });
+        undoScaffold = scaffoldCity(path, { provider, startCommand, bootstrapProfile: profile });
       } catch (err) {
         this.o.logger.error({ err, path }, 'city scaffold failed');
         throw new Problem('internal', `internal: could not scaffold city at ${path}: ${(err as Error).message}`);
@@ -136,11 +135,26 @@ export class CityOperations {
         supervisor_seq: cursor.get('__supervisor__') ?? 0,
         accepted_at: new Date().toISOString(),
       };
-      await registry.update((draft) => {
-        draft.cities.push({ name, path, stopped: false });
-        draft.pending.push(pending);
-      });
-      await this.recordLifecycle(name, path, 'city.created', pending);
+      try {
+        await registry.update((draft) => {
+          draft.cities.push({ name, path, stopped: false });
+          draft.pending.push(pending);
+        });
+      } catch (err) {
+        undoScaffold();
+        throw err;
+      }
+      try {
+        await this.recordLifecycle(name, path, 'city.created');
+      } catch (err) {
+        // Without its city.created the create did not happen: take it all back.
+        await registry.update((draft) => {
+          draft.cities = draft.cities.filter((c) => c.path !== path);
+          draft.pending = draft.pending.filter((p) => p.request_id !== requestId);
+        });
+        undoScaffold();
+        throw new Problem('internal', `internal: could not record city.created for ${path}: ${(err as Error).message}`);
+      }
       this.o.reconciler.wake();
       return { request_id: requestId, event_cursor: formatCursor(cursor) };
     });
@@ -292,25 +306,10 @@ export class CityOperations {
     return city;
   }
 
-  /** Records a lifecycle event in the city's own log. A create whose event cannot be recorded fails at once. */
-  private async recordLifecycle(name: string, path: string, type: string, pending?: PendingRequest): Promise<void> {
+  /** Records a lifecycle event in the city's own log. */
+  private async recordLifecycle(name: string, path: string, type: string): Promise<void> {
     const payload: CityLifecyclePayload = { name, path };
-    try {
-      await cityLog(path).append({ type, actor: 'ctl', subject: name, payload });
-    } catch (err) {
-      this.o.logger.error({ err, city: name }, `could not record ${type}`);
-      if (!pending) return;
-      const failed: RequestFailedPayload = {
-        request_id: pending.request_id,
-        operation: 'city.create',
-        error_code: 'city_init_failed',
-        error_message: `could not record ${type}: ${(err as Error).message}`,
-      };
-      await this.o.supervisorLog.append({ type: 'request.failed', actor: 'api', subject: name, payload: failed });
-      await this.o.registry.update((draft) => {
-        draft.pending = draft.pending.filter((p) => p.request_id !== pending.request_id);
-      });
-    }
+    await cityLog(path).append({ type, actor: 'ctl', subject: name, payload });
   }
 
   private serialised<T>(task: () => Promise<T>): Promise<T> {

@@ -26,6 +26,8 @@ export class CitySlot {
   stoppedByRequest = false;
   /** A stop was requested and the controller has not exited yet. */
   stopping = false;
+  /** Our last start found the city lock held by this process (0: holder unknown), which we could not adopt. */
+  lockedBy: number | undefined;
 
   constructor(
     public name: string,
@@ -46,6 +48,8 @@ export class CitySlot {
       if (proc.phasesCompleted.length) info.phases_completed = [...proc.phasesCompleted];
     } else if (this.stoppedByRequest) {
       info.status = 'stopped';
+    } else if (this.lockedBy !== undefined) {
+      info.status = 'locked';
     } else if (this.restarts > 0 || this.failedStarts > 0) {
       info.status = this.everReady ? 'restarting' : 'init_failed';
     } else {

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readlinkSync } from 'node:fs';
 import { request } from 'node:http';
+import { isAbsolute, resolve } from 'node:path';
 import { execa } from 'execa';
 import type { ControllerMessage } from '../shared/controller-ipc.js';
 
@@ -28,6 +29,14 @@ export interface ControllerExit {
 
 type Events = { phase: [string]; ready: []; exit: [ControllerExit] };
 
+/** Where a controller's API listens: a Unix socket, or a TCP port on 127.0.0.1 (a controller run by hand). */
+export type ControllerEndpoint = { socketPath: string } | { host: '127.0.0.1'; port: number };
+
+/** The endpoint of a `--listen PATH|PORT` value. */
+export function endpointOf(listen: string): ControllerEndpoint {
+  return /^\d+$/.test(listen) ? { host: '127.0.0.1', port: Number(listen) } : { socketPath: listen };
+}
+
 /**
  * One city controller process: spawned by us (a child, in its own process group, reaped by Node) or
  * adopted from a previous supervisor (not our child; watched by polling its pid). Either way we only
@@ -49,6 +58,7 @@ export class ControllerProcess extends EventEmitter<Events> {
     readonly pid: number,
     readonly name: string,
     readonly adopted: boolean,
+    readonly endpoint: ControllerEndpoint,
   ) {
     super();
     this.exited = new Promise((resolve) => (this.resolveExit = resolve));
@@ -84,7 +94,7 @@ export class ControllerProcess extends EventEmitter<Events> {
     if (subprocess.pid === undefined) {
       throw new Error(`could not start the controller for ${launch.name}`);
     }
-    const proc = new ControllerProcess(subprocess.pid, launch.name, false);
+    const proc = new ControllerProcess(subprocess.pid, launch.name, false, { socketPath: launch.socket });
     subprocess.on('message', (message: unknown) => proc.onMessage(message as ControllerMessage));
     void subprocess.then((result) => {
       proc.finish({ code: result.exitCode ?? null, signal: result.signal ?? null });
@@ -101,12 +111,21 @@ export class ControllerProcess extends EventEmitter<Events> {
   }
 
   /**
-   * Takes over a controller a previous supervisor left running. It counts as ready once its socket answers
-   * health for this city; until then it is `starting`.
+   * Takes over a controller a previous supervisor left running. It counts as ready once its API answers
+   * health for this city (`firstProbe` settles after the first try); until then it is `starting`.
    */
-  static adopt(pid: number, name: string, socket: string, startupTimeoutMs: number): ControllerProcess {
-    const proc = new ControllerProcess(pid, name, true);
+  static adopt(
+    pid: number,
+    name: string,
+    endpoint: ControllerEndpoint,
+    startupTimeoutMs: number,
+  ): { proc: ControllerProcess; firstProbe: Promise<void> } {
+    const proc = new ControllerProcess(pid, name, true, endpoint);
     const deadline = Date.now() + startupTimeoutMs;
+    const probe = async () => {
+      const ok = await probeHealth(endpoint, name);
+      if (ok && !proc.ready && !proc.exitInfo) proc.markReady();
+    };
     const poll = setInterval(() => {
       if (!isAlive(pid)) {
         clearInterval(poll);
@@ -119,13 +138,11 @@ export class ControllerProcess extends EventEmitter<Events> {
           proc.signalGroup('SIGKILL');
           return;
         }
-        void probeHealth(socket, name).then((ok) => {
-          if (ok && !proc.ready && !proc.exitInfo) proc.markReady();
-        });
+        void probe();
       }
     }, 200);
     void proc.exited.then(() => clearInterval(poll));
-    return proc;
+    return { proc, firstProbe: probe() };
   }
 
   /** SIGTERM to the whole process group, SIGKILL after `graceMs`; resolves once the controller is gone. */
@@ -176,11 +193,21 @@ export class ControllerProcess extends EventEmitter<Events> {
     this.emit('exit', this.exitInfo);
   }
 
+  /**
+   * Signals the controller's process group (it and what it started). A controller run by hand from a shell
+   * without job control leads no group of its own; then the process alone.
+   */
   private signalGroup(signal: NodeJS.Signals): void {
     try {
       process.kill(-this.pid, signal);
+      return;
     } catch {
-      // ESRCH: the group is already gone.
+      // ESRCH: no such group (gone, or never a group leader)
+    }
+    try {
+      process.kill(this.pid, signal);
+    } catch {
+      // ESRCH: gone
     }
   }
 }
@@ -200,23 +227,30 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-/** True when `/proc/<pid>/cmdline` is a `ctl controller run` for this city directory. */
+/**
+ * True when `/proc/<pid>/cmdline` is a `ctl controller run` for this city directory (a relative `--city`,
+ * as a person may type it, resolved against that process's working directory).
+ */
 export function isControllerOf(pid: number, root: string): boolean {
   try {
     const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    const city = args.indexOf('--city');
-    return args.includes('controller') && args.includes('run') && city >= 0 && args[city + 1] === root;
+    const flag = args.findIndex((a) => a === '--city' || a.startsWith('--city='));
+    if (!args.includes('controller') || !args.includes('run') || flag < 0) return false;
+    const city = args[flag].startsWith('--city=') ? args[flag].slice('--city='.length) : args[flag + 1];
+    if (city === undefined) return false;
+    const absolute = isAbsolute(city) ? resolve(city) : resolve(readlinkSync(`/proc/${pid}/cwd`), city);
+    return absolute === root;
   } catch {
     return false;
   }
 }
 
-/** Asks a controller socket for this city's health; true on a 200 within a second. */
-export function probeHealth(socket: string, name: string): Promise<boolean> {
+/** Asks a controller for this city's health; true on a 200 within a second. */
+export function probeHealth(endpoint: ControllerEndpoint, name: string): Promise<boolean> {
   return new Promise((resolve) => {
     const req = request(
       {
-        socketPath: socket,
+        ...endpoint,
         path: `/v0/city/${encodeURIComponent(name)}/health`,
         headers: { host: 'localhost' },
         timeout: 1000,

@@ -1,6 +1,7 @@
 import type { SupervisorEventListOutputBody, WireTaggedEvent } from '../shared/dto/events.js';
 import { formatCursor, type CompositeCursor } from '../shared/events/cursor.js';
 import { EventLog } from '../shared/events/event-log.js';
+import type { EventQuery } from '../shared/events/event-query.js';
 import type { EventRecord } from '../shared/events/record.js';
 import { toWireEvent } from '../shared/events/wire.js';
 import { cityPaths, SUPERVISOR_SCOPE } from '../shared/paths.js';
@@ -11,15 +12,6 @@ export interface EventSource {
   /** Cursor key: a city name, or `__supervisor__`. */
   scope: string;
   log: EventLog;
-}
-
-export interface EventQuery {
-  type?: string;
-  actor?: string;
-  /** Only events at or after this time (ms since the epoch). */
-  sinceMs?: number;
-  /** Keep the newest `limit` matches; 0 keeps all. */
-  limit: number;
 }
 
 const RESULT_TYPES = new Set(['request.result.city.create', 'request.result.city.unregister', 'request.failed']);
@@ -61,31 +53,25 @@ export class EventView {
     return new Map(this.sources().map((s) => [s.scope, s.log.head()]));
   }
 
-  list(query: EventQuery): SupervisorEventListOutputBody {
+  /** Matching events of every log, oldest first; `limit` keeps the newest that many (0: all). */
+  list(query: EventQuery, limit: number): SupervisorEventListOutputBody {
     const cursor = this.captureCursor();
-    const filtered = query.type !== undefined || query.actor !== undefined || query.sinceMs !== undefined;
-    const filter =
-      query.type !== undefined || query.actor !== undefined
-        ? (r: EventRecord) =>
-            (query.type === undefined || r.type === query.type) &&
-            (query.actor === undefined || r.actor === query.actor)
-        : undefined;
     const items: WireTaggedEvent[] = [];
     for (const source of this.sources()) {
       // Each log, newest first, stopping at `limit` matches or at `since`: the newest `limit` overall are
       // among the newest `limit` of each log.
       const { records } = source.log.newest({
-        limit: query.limit > 0 ? query.limit : Infinity,
-        filter,
+        limit: limit > 0 ? limit : Infinity,
+        filter: query.filter,
         sinceMs: query.sinceMs,
       });
       for (const record of records) items.push(tagEvent(source.scope, record));
     }
     items.sort(byTimeCitySeq);
-    const total = filtered ? items.length : [...cursor.values()].reduce((sum, seq) => sum + seq, 0);
+    const total = query.filtered ? items.length : [...cursor.values()].reduce((sum, seq) => sum + seq, 0);
     return {
       event_cursor: formatCursor(cursor),
-      items: query.limit > 0 ? items.slice(-query.limit) : items,
+      items: limit > 0 ? items.slice(-limit) : items,
       total,
     };
   }

@@ -6,9 +6,8 @@ import { isAlive, isControllerOf } from './controller-process.js';
 export interface LeftoverController {
   pid: number;
   name: string;
-  socket: string;
-  /** Found through its pid file (else through the lock, and the pid file needs writing again). */
-  fromPidFile: boolean;
+  /** Where it listens: what its pid file says, else the default socket. */
+  listen: string;
 }
 
 /**
@@ -31,8 +30,7 @@ export function findLeftoverController(root: string, name: string): LeftoverCont
     return {
       pid,
       name: fromFile && pidFile.name ? pidFile.name : name,
-      socket: fromFile && pidFile.socket ? pidFile.socket : paths.socket,
-      fromPidFile: fromFile,
+      listen: fromFile && pidFile.socket ? pidFile.socket : paths.socket,
     };
   }
   return undefined;

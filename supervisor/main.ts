@@ -15,6 +15,7 @@ import { CityOperations } from './city-operations.js';
 import { EventHub } from './event-hub.js';
 import { EventView } from './event-view.js';
 import { HomeLock } from './home-lock.js';
+import { HEALTHY_RUN_MS } from './city-slot.js';
 import { Reconciler } from './reconciler.js';
 import { Registry } from './registry.js';
 
@@ -51,6 +52,7 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
       intervalMs: config.patrolIntervalMs,
       startupTimeoutMs: 60_000,
       stopGraceMs: STOP_GRACE_MS,
+      healthyRunMs: Number(process.env.CTL_HEALTHY_RUN_MS) || HEALTHY_RUN_MS,
     });
     const events = new EventView(registry, reconciler, supervisorLog);
     const hub = new EventHub(events);
@@ -60,7 +62,6 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
       registry,
       reconciler,
       events,
-      supervisorLog,
       prober,
       logger,
       startTimeoutMs: 30_000,
@@ -99,6 +100,8 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
     });
     const server = createServer(handlerOf(app));
     server.keepAliveTimeout = 65_000;
+    // Adopt what a previous supervisor left running before answering, so the first answers are right.
+    await reconciler.adoptLeftovers();
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err: NodeJS.ErrnoException) =>
         reject(new Error(`cannot listen on ${bind}:${port}: ${err.code ?? err.message}`)),
@@ -109,7 +112,7 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
     const boundPort = typeof address === 'object' && address ? address.port : port;
     const started: SupervisorStartedPayload = { previous_exit: previousExit };
     await supervisorLog.append({ type: 'supervisor.started', actor: 'ctl', payload: started });
-    await reconciler.start();
+    reconciler.start();
     logger.info({ home: paths.home, url: `http://${bind}:${boundPort}`, pid: process.pid }, 'supervisor listening');
 
     let stopping = false;

@@ -1,18 +1,18 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
-import { writeFileAtomic } from '../shared/atomic-write.js';
-import { CITY_LOCKED_EXIT_CODE, type ControllerPidFile } from '../shared/controller-ipc.js';
+import { CITY_LOCKED_EXIT_CODE } from '../shared/controller-ipc.js';
 import type {
   CityCreateSucceededPayload,
   CityUnregisterSucceededPayload,
   ControllerCrashedPayload,
   RequestFailedPayload,
 } from '../shared/dto/events.js';
-import { EventLog } from '../shared/events/event-log.js';
+import type { EventLog } from '../shared/events/event-log.js';
 import { cityPaths } from '../shared/paths.js';
-import { CitySlot, HEALTHY_RUN_MS, restartDelayMs } from './city-slot.js';
-import { ControllerProcess, describeExit } from './controller-process.js';
-import { findLeftoverController } from './leftover-controller.js';
+import { CitySlot, restartDelayMs } from './city-slot.js';
+import { ControllerProcess, describeExit, endpointOf } from './controller-process.js';
+import { cityLog } from './event-view.js';
+import { findLeftoverController, flockHolder } from './leftover-controller.js';
 import type { PendingRequest, Registry } from './registry.js';
 
 export interface ReconcilerOptions {
@@ -28,6 +28,8 @@ export interface ReconcilerOptions {
   startupTimeoutMs: number;
   /** How long a controller gets after SIGTERM before SIGKILL. */
   stopGraceMs: number;
+  /** A crash after running this long counts as a fresh start: the back-off resets. */
+  healthyRunMs: number;
 }
 
 /** How long an unregistered city's log still feeds the supervisor's event view. */
@@ -35,6 +37,9 @@ export const UNREGISTERED_LINGER_MS = 120_000;
 
 /** An unregister whose controller has not gone after this long fails. */
 const UNREGISTER_DEADLINE_MS = 30_000;
+
+/** How long `adoptLeftovers` waits for adopted controllers to answer before the API opens. */
+const ADOPT_PROBE_MS = 2000;
 
 /**
  * Makes the running controllers match the registry: starts what should run (with back-off after crashes),
@@ -50,42 +55,54 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
   passes = 0;
   private interval: NodeJS.Timeout | undefined;
   private wakeTimer: NodeJS.Timeout | undefined;
-  private passing = false;
+  private running: Promise<void> | undefined;
   private passAgain = false;
   private closed = false;
-  private readonly settling = new Set<string>();
+  /** Requests whose terminal event is in the supervisor log; only forgetting them may remain to do. */
+  private readonly settled = new Set<string>();
 
   constructor(private readonly options: ReconcilerOptions) {
     super();
     this.setMaxListeners(0);
   }
 
-  async start(): Promise<void> {
+  /**
+   * Before the API opens: learns which pending requests already have their terminal event (a previous
+   * supervisor died between recording it and forgetting the request), and adopts the controllers a previous
+   * supervisor left running, waiting briefly for them to answer, so the first city list is already right.
+   */
+  async adoptLeftovers(): Promise<void> {
     const { registry, supervisorLog } = this.options;
-    // A previous supervisor may have recorded a terminal event and died before forgetting the request.
-    const settled = registry.pending.filter((pending) =>
-      supervisorLog
-        .after(pending.supervisor_seq)
-        .some((e) => isTerminal(e.type) && (e.payload as { request_id?: string }).request_id === pending.request_id),
-    );
-    if (settled.length) {
-      const ids = new Set(settled.map((p) => p.request_id));
-      await registry.update((draft) => {
-        draft.pending = draft.pending.filter((p) => !ids.has(p.request_id));
-      });
+    const first = Math.min(...registry.pending.map((p) => p.supervisor_seq));
+    if (registry.pending.length) {
+      const ids = new Set(registry.pending.map((p) => p.request_id));
+      for (const event of supervisorLog.after(first)) {
+        const id = (event.payload as { request_id?: unknown }).request_id;
+        if (isTerminal(event.type) && typeof id === 'string' && ids.has(id)) this.settled.add(id);
+      }
     }
+    const probes: Promise<void>[] = [];
+    const adopt = (slot: CitySlot) => {
+      const probe = this.adoptLeftover(slot);
+      if (probe) probes.push(probe);
+    };
     for (const city of registry.cities) {
       const slot = new CitySlot(city.name, city.path);
       this.slots.set(city.path, slot);
-      this.adoptLeftover(slot);
+      adopt(slot);
     }
     for (const pending of registry.pending) {
       if (pending.operation === 'city.unregister' && !this.slots.has(pending.path)) {
         const slot = new CitySlot(pending.name, pending.path);
-        this.adoptLeftover(slot);
+        adopt(slot);
         if (slot.process) this.slots.set(pending.path, slot);
       }
     }
+    await Promise.race([Promise.all(probes), new Promise((resolve) => setTimeout(resolve, ADOPT_PROBE_MS).unref())]);
+  }
+
+  /** Starts the periodic pass and runs one now. */
+  start(): void {
     this.interval = setInterval(() => this.wake(), this.options.intervalMs);
     this.wake();
   }
@@ -93,12 +110,11 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
   /** Runs a pass as soon as possible (passes never overlap; wakes during a pass cause one more). */
   wake(): void {
     if (this.closed) return;
-    if (this.passing) {
+    if (this.running) {
       this.passAgain = true;
       return;
     }
-    this.passing = true;
-    setImmediate(() => void this.runPasses());
+    this.running = new Promise((resolve) => setImmediate(resolve)).then(() => this.runPasses());
   }
 
   slotNamed(name: string): CitySlot | undefined {
@@ -127,13 +143,17 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
     });
   }
 
-  /** Stops the reconciler and every controller, concurrently; bounded by the stop grace period. */
+  /**
+   * Stops the reconciler (after any pass in flight, so nothing starts behind our back) and every
+   * controller, concurrently; bounded by the stop grace period.
+   */
   async shutdown(): Promise<void> {
     this.closed = true;
     clearInterval(this.interval);
     clearTimeout(this.wakeTimer);
-    const stops = [...this.slots.values()].map((slot) =>
-      slot.process ? slot.process.stop(this.options.stopGraceMs) : Promise.resolve(undefined),
+    await this.running;
+    const stops = [...this.slots.values()].map(
+      (slot) => slot.process?.stop(this.options.stopGraceMs) ?? Promise.resolve(),
     );
     await Promise.all(stops);
   }
@@ -152,11 +172,12 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
         this.emit('changed');
       } while (this.passAgain && !this.closed);
     } finally {
-      this.passing = false;
+      this.running = undefined;
     }
   }
 
   private async pass(): Promise<void> {
+    if (this.closed) return;
     const { registry } = this.options;
     const now = Date.now();
     let nextWake = Infinity;
@@ -197,10 +218,7 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
     for (const [name, gone] of this.recentlyUnregistered) {
       if (now - gone.at > UNREGISTERED_LINGER_MS || registry.cityNamed(name)) {
         this.recentlyUnregistered.delete(name);
-        if (!registry.cityAt(gone.path)) {
-          const paths = cityPaths(gone.path);
-          EventLog.at(paths.events, paths.eventsLock).close();
-        }
+        if (!registry.cityAt(gone.path)) cityLog(gone.path).close();
       }
     }
 
@@ -213,9 +231,8 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
   }
 
   private startSlot(slot: CitySlot): void {
-    // A controller from a previous supervisor may still hold the city (it would refuse a second one).
-    this.adoptLeftover(slot);
-    if (slot.process) return;
+    // A controller from a previous supervisor (or one run by hand) may hold the city: adopt it instead.
+    if (this.closed || this.adoptLeftover(slot)) return;
     const paths = cityPaths(slot.path);
     let proc: ControllerProcess;
     try {
@@ -236,36 +253,29 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
       this.options.logger.error({ err, city: slot.name }, 'could not spawn controller');
       return;
     }
-    // Recorded now, not only once the controller has booted, so that a supervisor restarted in between finds it.
-    this.writePidFile(slot.path, proc, slot.name, paths.socket);
     this.options.logger.info({ city: slot.name, pid: proc.pid }, 'controller starting');
     this.attach(slot, proc);
   }
 
-  /** Finds a controller a previous supervisor left running for this city (or one still starting), and adopts it. */
-  private adoptLeftover(slot: CitySlot): void {
+  /**
+   * Adopts a controller already running for this city (left by a previous supervisor, or run by hand), if
+   * there is one; resolves the returned promise after its first health probe.
+   */
+  private adoptLeftover(slot: CitySlot): Promise<void> | undefined {
     const leftover = findLeftoverController(slot.path, slot.name);
-    if (!leftover) return;
-    const proc = ControllerProcess.adopt(leftover.pid, leftover.name, leftover.socket, this.options.startupTimeoutMs);
-    if (!leftover.fromPidFile) this.writePidFile(slot.path, proc, leftover.name, leftover.socket);
+    if (!leftover) return undefined;
+    const { proc, firstProbe } = ControllerProcess.adopt(
+      leftover.pid,
+      leftover.name,
+      endpointOf(leftover.listen),
+      this.options.startupTimeoutMs,
+    );
     // It serves the name it was started with; a pass restarts it if the registry now says otherwise.
     slot.name = leftover.name;
-    this.options.logger.info({ city: slot.name, pid: proc.pid }, 'adopted running controller');
+    slot.lockedBy = undefined;
+    this.options.logger.info({ city: slot.name, pid: proc.pid, listen: leftover.listen }, 'adopted running controller');
     this.attach(slot, proc);
-  }
-
-  private writePidFile(root: string, proc: ControllerProcess, name: string, socket: string): void {
-    const pidFile: ControllerPidFile = {
-      pid: proc.pid,
-      name,
-      socket,
-      started_at: new Date(proc.startedAt).toISOString(),
-    };
-    try {
-      writeFileAtomic(cityPaths(root).controllerPid, JSON.stringify(pidFile) + '\n');
-    } catch (err) {
-      this.options.logger.warn({ err, city: name }, 'could not write the controller pid file');
-    }
+    return firstProbe;
   }
 
   private attach(slot: CitySlot, proc: ControllerProcess): void {
@@ -274,21 +284,26 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
     proc.on('ready', () => {
       slot.everReady = true;
       slot.lastError = undefined;
+      slot.lockedBy = undefined;
       this.options.logger.info({ city: slot.name, pid: proc.pid }, 'controller ready');
       this.wake();
     });
     proc.on('exit', (exit) => {
       slot.process = undefined;
       slot.stopping = false;
+      const now = Date.now();
       if (exit.requested) {
         this.options.logger.info({ city: slot.name, pid: proc.pid }, 'controller stopped');
       } else if (exit.code === CITY_LOCKED_EXIT_CODE && !proc.readyAt) {
-        // Another controller holds the city: the next start adopts it instead of counting a failure.
-        this.options.logger.warn({ city: slot.name, pid: proc.pid }, exit.startupError ?? 'city locked');
-        slot.nextStartAt = Date.now() + 200;
+        // Another process holds the city lock. Not a crash of this city: back off and, on the next start,
+        // adopt the holder if it is a controller of this city.
+        slot.restarts++;
+        slot.nextStartAt = now + restartDelayMs(slot.restarts);
+        slot.lockedBy = flockHolder(cityPaths(slot.path).controllerLock) ?? 0;
+        slot.lastError = exit.startupError ?? 'another process holds the city lock';
+        this.options.logger.warn({ city: slot.name, holder: slot.lockedBy }, slot.lastError);
       } else {
-        const now = Date.now();
-        if (proc.readyAt && now - proc.readyAt >= HEALTHY_RUN_MS) slot.restarts = 0;
+        if (proc.readyAt && now - proc.readyAt >= this.options.healthyRunMs) slot.restarts = 0;
         slot.restarts++;
         if (!proc.readyAt) slot.failedStarts++;
         const delay = restartDelayMs(slot.restarts);
@@ -305,8 +320,7 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
           restarts: slot.restarts,
           restart_in_ms: delay,
         };
-        const paths = cityPaths(slot.path);
-        EventLog.at(paths.events, paths.eventsLock)
+        cityLog(slot.path)
           .append({ type: 'controller.crashed', actor: 'ctl', subject: slot.name, message: slot.lastError, payload })
           .catch((err: unknown) => this.options.logger.error({ err }, 'could not record controller.crashed'));
       }
@@ -320,12 +334,28 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
     void slot.process.stop(this.options.stopGraceMs);
   }
 
-  /** Emits the terminal event of a pending request once its outcome is known, then forgets the request. */
+  /**
+   * Records the terminal event of a pending request once its outcome is known, then forgets the request.
+   * A request whose event is recorded is never recorded again, even when forgetting it fails and is retried.
+   */
   private async settle(pending: PendingRequest, now: number): Promise<void> {
-    if (this.settling.has(pending.request_id)) return;
+    if (!this.settled.has(pending.request_id)) {
+      const outcome = this.outcomeOf(pending, now);
+      if (!outcome) return;
+      await this.options.supervisorLog.append({
+        type: outcome.type,
+        actor: 'api',
+        subject: pending.name,
+        payload: outcome.payload,
+      });
+      this.settled.add(pending.request_id);
+    }
+    await this.options.registry.forget(pending.request_id);
+    this.settled.delete(pending.request_id);
+  }
+
+  private outcomeOf(pending: PendingRequest, now: number): { type: string; payload: object } | undefined {
     const slot = this.slots.get(pending.path);
-    const registered = this.options.registry.cityAt(pending.path);
-    let outcome: { type: string; payload: object } | undefined;
     if (pending.operation === 'city.create') {
       if (slot?.running) {
         const payload: CityCreateSucceededPayload = {
@@ -333,37 +363,28 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
           name: slot.name,
           path: pending.path,
         };
-        outcome = { type: 'request.result.city.create', payload };
-      } else if (!registered) {
-        outcome = failure(pending, 'city_init_failed', 'the city was unregistered before its controller started');
-      } else if (slot && slot.failedStarts > 0 && !slot.process) {
-        outcome = failure(pending, 'city_init_failed', slot.lastError ?? 'the controller failed to start');
+        return { type: 'request.result.city.create', payload };
       }
-    } else if (!slot?.process) {
+      if (!this.options.registry.cityAt(pending.path)) {
+        return failure(pending, 'city_init_failed', 'the city was unregistered before its controller started');
+      }
+      if (slot && slot.failedStarts > 0 && !slot.process) {
+        return failure(pending, 'city_init_failed', slot.lastError ?? 'the controller failed to start');
+      }
+      return undefined;
+    }
+    if (!slot?.process) {
       const payload: CityUnregisterSucceededPayload = {
         request_id: pending.request_id,
         name: pending.name,
         path: pending.path,
       };
-      outcome = { type: 'request.result.city.unregister', payload };
-    } else if (now - Date.parse(pending.accepted_at) > UNREGISTER_DEADLINE_MS) {
-      outcome = failure(pending, 'city_unregister_failed', `controller (pid ${slot.process.pid}) did not stop`);
+      return { type: 'request.result.city.unregister', payload };
     }
-    if (!outcome) return;
-    this.settling.add(pending.request_id);
-    try {
-      await this.options.supervisorLog.append({
-        type: outcome.type,
-        actor: 'api',
-        subject: pending.name,
-        payload: outcome.payload,
-      });
-      await this.options.registry.update((draft) => {
-        draft.pending = draft.pending.filter((p) => p.request_id !== pending.request_id);
-      });
-    } finally {
-      this.settling.delete(pending.request_id);
+    if (now - Date.parse(pending.accepted_at) > UNREGISTER_DEADLINE_MS) {
+      return failure(pending, 'city_unregister_failed', `controller (pid ${slot.process.pid}) did not stop`);
     }
+    return undefined;
   }
 }
 

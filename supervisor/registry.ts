@@ -92,6 +92,13 @@ export class Registry {
     return this.data.cities.find((c) => c.path === path);
   }
 
+  /** Forgets a pending request (its terminal event is recorded). */
+  forget(requestId: string): Promise<void> {
+    return this.update((draft) => {
+      draft.pending = draft.pending.filter((p) => p.request_id !== requestId);
+    });
+  }
+
   /**
    * Applies a change and writes it out; changes are serialised, and the in-memory view changes only once the
    * file holds the new content (a failed write leaves both as they were).

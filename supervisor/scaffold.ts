@@ -17,14 +17,18 @@ export function ensureRuntimeLayout(root: string): void {
 
 /**
  * Creates a city on disk: the directory (if needed), `city.toml`, `.ctl/` and an empty `.ctl/events.jsonl`.
- * On failure, removes whatever it created, so a failed create leaves the directory as it found it.
+ * On failure, removes whatever it created, so a failed create leaves the directory as it found it; the
+ * returned function does the same for a create that fails later.
  */
 export function scaffoldCity(
   root: string,
   options: { provider?: string; startCommand?: string; bootstrapProfile?: 'k8s-cell' | 'single-host-compat' },
-): void {
+): () => void {
   const paths = cityPaths(root);
   const created: string[] = [];
+  const undo = () => {
+    for (const path of created.reverse()) rmSync(path, { recursive: true, force: true });
+  };
   try {
     if (!existsSync(root)) {
       mkdirSync(root, { recursive: true });
@@ -39,8 +43,10 @@ export function scaffoldCity(
       created.push(paths.runtimeDir);
     }
     writeFileSync(paths.events, '', { flag: 'wx' });
+    created.push(paths.events);
   } catch (err) {
-    for (const path of created.reverse()) rmSync(path, { recursive: true, force: true });
+    undo();
     throw err;
   }
+  return undo;
 }

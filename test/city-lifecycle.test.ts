@@ -61,6 +61,8 @@ describe('city lifecycle (real supervisor and controllers)', function () {
   it('unregister leaves the directory exactly as it was, and register attaches it again', async function () {
     const dir = sup.cityDir('alpha');
     const before = listTree(dir);
+    const configBefore = readFileSync(join(dir, 'city.toml'));
+    const logBefore = readFileSync(join(dir, '.ctl', 'events.jsonl'));
     const { data, response } = await sup.api.POST('/v0/city/{cityName}/unregister', {
       params: { header: CSRF, path: { cityName: 'alpha' } },
     });
@@ -76,6 +78,10 @@ describe('city lifecycle (real supervisor and controllers)', function () {
     expect(after.filter((f) => !/controller\.(sock|pid)$/.test(f))).to.deep.equal(
       before.filter((f) => !/controller\.(sock|pid)$/.test(f)),
     );
+    expect(readFileSync(join(dir, 'city.toml')).equals(configBefore)).to.equal(true);
+    // The log only grew (the controller's stop, the unregister request): what was there is unchanged.
+    const logAfter = readFileSync(join(dir, '.ctl', 'events.jsonl'));
+    expect(logAfter.subarray(0, logBefore.length).equals(logBefore)).to.equal(true);
 
     const registered = await sup.ctl(['register', dir]);
     expect(registered.stderr).to.equal('');

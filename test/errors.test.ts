@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { CSRF, TestSupervisor, tempDir } from './helpers/supervisor.js';
@@ -101,14 +101,35 @@ describe("the spec's error table", function () {
     expect((await sup.terminalEvent(data!.request_id)).type).to.equal('request.result.city.create');
   });
 
-  it('POST /v0/city 500 when the scaffold fails, leaving nothing behind', async function () {
-    const file = join(sup.root, 'a-file');
-    writeFileSync(file, 'not a directory');
-    const { status, problem } = await post(sup, '/v0/city', { dir: join(file, 'city'), start_command: 'true' });
+  it('POST /v0/city 500 when the scaffold fails half way, leaving the directory as it was', async function () {
+    // city.toml can be written, but `.ctl` is taken by a file, so the event log cannot be created.
+    const dir = sup.cityDir('halfway');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, '.ctl'), 'in the way');
+    const { status, problem } = await post(sup, '/v0/city', { dir, start_command: 'true' });
     expect(status).to.equal(500);
     expect(problem.detail).to.match(/^internal: could not scaffold city at /);
+    expect(readdirSync(dir)).to.deep.equal(['.ctl']);
     const { data } = await sup.api.GET('/v0/cities');
-    expect(data!.items.map((c) => c.name)).to.not.include('city');
+    expect(data!.items.map((c) => c.name)).to.not.include('halfway');
+  });
+
+  it('POST /v0/city 500 when the registry cannot be written, undoing the scaffold', async function () {
+    const blocker = join(sup.home, `cities.toml.tmp-${sup.pid}`);
+    mkdirSync(blocker);
+    try {
+      const { status, problem } = await post(sup, '/v0/city', { dir: sup.cityDir('unwritten'), start_command: 'true' });
+      expect(status).to.equal(500);
+      expect(problem.detail).to.match(/^internal: could not write the registry/);
+    } finally {
+      rmSync(blocker, { recursive: true });
+    }
+    expect(readdirSync(sup.citiesDir)).to.not.include('unwritten');
+    const retry = await sup.api.POST('/v0/city', {
+      params: { header: CSRF },
+      body: { dir: sup.cityDir('unwritten'), start_command: 'true' },
+    });
+    expect(retry.response.status).to.equal(202);
   });
 
   it('POST /v0/city/{cityName}/unregister 404 for a city not in the registry', async function () {

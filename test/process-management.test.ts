@@ -137,7 +137,7 @@ describe('controller processes', function () {
         }
         return city?.running;
       });
-      expect([...seen]).to.include.members(['loading_config', 'opening_event_log', 'starting_api']);
+      expect([...seen]).to.include.members(['loading_config', 'opening_event_log', 'starting_agents', 'starting_api']);
       const terminal = await sup.terminalEvent(data!.request_id);
       expect(terminal.type).to.equal('request.result.city.create');
     });
@@ -228,7 +228,7 @@ describe('controller processes', function () {
     });
 
     it('stops every controller on SIGTERM and exits', async function () {
-      const pid = controllerPid(sup, 'steady');
+      const pid = (await sup.city('steady'))!.pid!;
       const code = await sup.stop();
       expect(code).to.equal(0);
       expect(isAlive(pid)).to.equal(false);

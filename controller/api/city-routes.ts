@@ -8,6 +8,7 @@ import {
   DEFAULT_PROVIDERS,
   DEFAULT_READINESS_ITEMS,
   parseProbeList,
+  providerReadinessBody,
   SUPPORTED_PROVIDERS,
 } from '../../shared/readiness.js';
 import { VERSION } from '../../shared/version.js';
@@ -125,14 +126,7 @@ export class CityRoutes extends Controller {
   ): Promise<ProviderReadinessResponse> {
     const names = parseProbeList(providers, DEFAULT_PROVIDERS, 'providers', (n) => SUPPORTED_PROVIDERS.includes(n));
     const items = await this.city.prober.probeAll(names, fresh === true);
-    return {
-      providers: Object.fromEntries(
-        Object.values(items).map((i) => [
-          i.name,
-          { display_name: i.display_name, status: i.status, ...(i.detail ? { detail: i.detail } : {}) },
-        ]),
-      ),
-    };
+    return providerReadinessBody(items);
   }
 
   /**

@@ -8,7 +8,7 @@ import type {
 } from '../../shared/dto/events.js';
 import { parseDuration } from '../../shared/duration.js';
 import { decodePageToken, encodePageToken } from '../../shared/events/cursor.js';
-import type { EventRecord } from '../../shared/events/record.js';
+import { eventQuery } from '../../shared/events/event-query.js';
 import { toWireEvent } from '../../shared/events/wire.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { CityRuntime } from '../city-runtime.js';
@@ -56,28 +56,16 @@ export class CityEventsRoutes extends Controller {
     @Query() index?: number,
     @Query() wait?: string,
   ): Promise<ListBodyWireEvent> {
-    let sinceMs: number | undefined;
-    if (since !== undefined && since.trim() !== '') {
-      try {
-        sinceMs = Date.now() - parseDuration(since);
-      } catch (err) {
-        throw new Problem('invalid-request', `invalid: since: ${(err as Error).message}`);
-      }
-    }
+    const query = eventQuery({ type, actor, since });
     const beforeSeq = cursor !== undefined && cursor !== '' ? decodePageToken(cursor) : undefined;
     const waitMs = parseWait(wait);
     if (index !== undefined && this.city.log.head() <= index) await this.city.tail.waitFor(index + 1, waitMs);
-    const filtered = type !== undefined || actor !== undefined || sinceMs !== undefined;
-    const filter =
-      type !== undefined || actor !== undefined
-        ? (r: EventRecord) => (type === undefined || r.type === type) && (actor === undefined || r.actor === actor)
-        : undefined;
     const head = this.city.log.head();
-    const page = this.city.log.newest({ limit: limit || 100, beforeSeq, filter, sinceMs });
+    const page = this.city.log.newest({ limit: limit || 100, beforeSeq, filter: query.filter, sinceMs: query.sinceMs });
     this.setHeader('X-CTL-Index', String(head));
     const body: ListBodyWireEvent = {
       items: page.records.map(toWireEvent),
-      total: filtered ? page.records.length : head,
+      total: query.filtered ? page.records.length : head,
     };
     const oldest = page.records.at(-1);
     if (page.more && oldest) body.next_cursor = encodePageToken(oldest.seq);

@@ -211,6 +211,7 @@ export class EventLog {
       const archive = archivePath(this.path, stamp, firstSeq, lastSeq);
       renameSync(this.path, plain);
       this.ensureOpen(true);
+      this.refresh();
       const [anchor] = this.writeRecords([
         {
           type: 'events.rotated',
@@ -344,7 +345,10 @@ export class EventLog {
     const st = fstatSync(this.fd);
     if (st.ino !== this.ino) {
       // A different file (first open, or the log was rotated or replaced): account for it from the start.
+      // Numbering continues from what is on disk (its archives, after a rotation), not from memory: a city
+      // removed and created again starts at 1.
       this.scanned = 0;
+      this.lastSeq = 0;
       this.endsWithNewline = true;
     }
     this.ino = st.ino;
@@ -357,7 +361,7 @@ export class EventLog {
     if (size < this.scanned) this.scanned = 0;
     if (this.scanned === 0) {
       // A new file: numbering continues after the archives (a rotation's anchor, or a crash right after one).
-      this.lastSeq = Math.max(this.lastSeq, archivedHead(this.path));
+      this.lastSeq = archivedHead(this.path);
     }
     if (size === this.scanned) {
       this.endsWithNewline = true;

@@ -1,4 +1,4 @@
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, statSync } from 'node:fs';
 import fsExt from 'fs-ext';
 
 /**
@@ -7,14 +7,28 @@ import fsExt from 'fs-ext';
  * the reason we take a native addon (fs-ext) over lock files that need stale-lock guessing.
  */
 export class FileLock {
-  private readonly fd: number;
+  private fd: number;
 
-  constructor(path: string) {
+  constructor(private readonly path: string) {
     this.fd = openSync(path, 'a');
   }
 
-  /** Takes the lock, without blocking the event loop when another process holds it. */
+  /**
+   * Takes the lock, without blocking the event loop when another process holds it. A lock file that was
+   * deleted and created again (a city directory removed and re-created) is reopened, so that every process
+   * locks the same file.
+   */
   async acquire(): Promise<void> {
+    for (;;) {
+      await this.lockHeldFile();
+      if (this.isCurrentFile()) return;
+      fsExt.flockSync(this.fd, 'un');
+      closeSync(this.fd);
+      this.fd = openSync(this.path, 'a');
+    }
+  }
+
+  private async lockHeldFile(): Promise<void> {
     try {
       fsExt.flockSync(this.fd, 'exnb');
       return;
@@ -26,6 +40,14 @@ export class FileLock {
     await new Promise<void>((resolve, reject) => {
       fsExt.flock(this.fd, 'ex', (err) => (err ? reject(err) : resolve()));
     });
+  }
+
+  private isCurrentFile(): boolean {
+    try {
+      return statSync(this.path).ino === fstatSync(this.fd).ino;
+    } catch {
+      return false;
+    }
   }
 
   /** Takes the lock if it is free; false when another open file description holds it. */

@@ -1,8 +1,7 @@
 import { Controller, Get, Query, Response, Route, Tags } from '@tsoa/runtime';
 import type { ErrorModel } from '../../shared/dto/errors.js';
 import type { SupervisorEventListOutputBody } from '../../shared/dto/events.js';
-import { parseDuration } from '../../shared/duration.js';
-import { Problem } from '../../shared/http/problem.js';
+import { eventQuery } from '../../shared/events/event-query.js';
 import type { SupervisorServices } from './ioc.js';
 
 @Route('v0')
@@ -32,14 +31,6 @@ export class EventsRoutes extends Controller {
     @Query() since?: string,
     @Query() limit?: number,
   ): SupervisorEventListOutputBody {
-    let sinceMs: number | undefined;
-    if (since !== undefined && since.trim() !== '') {
-      try {
-        sinceMs = Date.now() - parseDuration(since);
-      } catch (err) {
-        throw new Problem('invalid-request', `invalid: since: ${(err as Error).message}`);
-      }
-    }
-    return this.services.events.list({ type, actor, sinceMs, limit: limit ?? 0 });
+    return this.services.events.list(eventQuery({ type, actor, since }), limit ?? 0);
   }
 }

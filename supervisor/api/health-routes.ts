@@ -6,6 +6,7 @@ import {
   DEFAULT_PROVIDERS,
   DEFAULT_READINESS_ITEMS,
   parseProbeList,
+  providerReadinessBody,
   SUPPORTED_PROVIDERS,
 } from '../../shared/readiness.js';
 import type { SupervisorServices } from './ioc.js';
@@ -55,13 +56,6 @@ export class HealthRoutes extends Controller {
   ): Promise<ProviderReadinessResponse> {
     const names = parseProbeList(providers, DEFAULT_PROVIDERS, 'providers', (n) => SUPPORTED_PROVIDERS.includes(n));
     const items = await this.services.prober.probeAll(names, fresh === true);
-    return {
-      providers: Object.fromEntries(
-        Object.values(items).map((i) => [
-          i.name,
-          { display_name: i.display_name, status: i.status, ...(i.detail ? { detail: i.detail } : {}) },
-        ]),
-      ),
-    };
+    return providerReadinessBody(items);
   }
 }

@@ -90,6 +90,8 @@ export class TestSupervisor {
       stdin: 'ignore',
       all: true,
       buffer: false,
+      // We measure the supervisor's own bounded shutdown; execa must not SIGKILL it after 5 s.
+      forceKillAfterDelay: false,
     });
     this.process = child;
     child.all?.on('data', (chunk: Buffer) => {
