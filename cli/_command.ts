@@ -18,8 +18,13 @@ export function leafCommand<T extends ArgsDef>(path: string, def: CommandDef<T>)
   return {
     ...def,
     setup: async (context) => {
-      current = path;
       const args = (typeof def.args === 'function' ? await def.args() : await def.args) ?? {};
+      // A command with subcommands of its own (`ctl events rotate`) leaves their flags to them.
+      const subCommands =
+        (typeof def.subCommands === 'function' ? await def.subCommands() : await def.subCommands) ?? {};
+      const first = positionalArgs(context.rawArgs, args)[0];
+      if (first !== undefined && first in subCommands) return;
+      current = path;
       rejectUnknownFlags(context.rawArgs, args);
       await def.setup?.(context);
     },

@@ -16,6 +16,7 @@ const main = defineCommand({
     city: () => import('./commands/cities.js').then((m) => m.cityCommand),
     status: () => import('./commands/status.js').then((m) => m.statusCommand),
     controller: () => import('./commands/controller.js').then((m) => m.controllerCommand),
+    events: () => import('./commands/events.js').then((m) => m.eventsCommand),
   },
 });
 
@@ -46,7 +47,7 @@ async function mainEntry(): Promise<void> {
   const { cmd, path } = await commandFor(rawArgs);
   const wantsHelp = rawArgs.includes('--help') || rawArgs.includes('-h');
   // A command group without a subcommand (`ctl`, `ctl city`) shows what it offers.
-  const bareGroup = cmd.subCommands !== undefined && rawArgs.every((a) => path.includes(a));
+  const bareGroup = cmd.subCommands !== undefined && !cmd.run && rawArgs.every((a) => path.includes(a));
   if (wantsHelp || bareGroup) {
     process.stdout.write(await usage(rawArgs));
     return;

@@ -121,9 +121,7 @@ describe('robustness', function () {
       await sup.terminalEvent(data!.request_id);
       rmSync(sup.cityDir('again'), { recursive: true, force: true });
       await sup.createCity('again');
-      const first = JSON.parse(
-        readFileSync(join(sup.cityDir('again'), '.ctl', 'events.jsonl'), 'utf8').split('\n')[0],
-      );
+      const first = JSON.parse(readFileSync(join(sup.cityDir('again'), '.ctl', 'events.jsonl'), 'utf8').split('\n')[0]);
       expect(first).to.include({ seq: 1, type: 'city.created' });
     });
 
