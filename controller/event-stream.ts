@@ -9,6 +9,18 @@ import type { CityRuntime } from './city-runtime.js';
 
 const REPLAY_BATCH = 1000;
 
+/** Each record's frame data, serialised once however many subscribers it goes to. */
+const frameData = new WeakMap<EventRecord, string>();
+
+function dataOf(record: EventRecord): string {
+  let data = frameData.get(record);
+  if (data === undefined) {
+    data = JSON.stringify(toWireEvent(record));
+    frameData.set(record, data);
+  }
+  return data;
+}
+
 /** Where a city stream starts: after `Last-Event-ID` (wins), else after `after_seq`, else at the head. */
 export function streamStart(lastEventId: string, afterSeq: unknown, head: () => number): number {
   if (lastEventId.trim() !== '') return parseSeq(lastEventId, 'Last-Event-ID');
@@ -38,7 +50,7 @@ export function cityEventStream(city: CityRuntime, settings: StreamSettings): Mi
       for (const record of records) {
         if (record.seq <= last) continue;
         last = record.seq;
-        if (!stream.send('event', JSON.stringify(toWireEvent(record)), String(record.seq))) return;
+        if (!stream.send('event', dataOf(record), String(record.seq))) return;
       }
     };
     const unsubscribe = city.tail.subscribe((records) => {

@@ -10,6 +10,18 @@ import { tagEvent, type EventSource } from './event-view.js';
 
 const REPLAY_BATCH = 500;
 
+/** Each record's frame data, serialised once however many subscribers it goes to. */
+const frameData = new WeakMap<EventRecord, string>();
+
+function dataOf(scope: string, record: EventRecord): string {
+  let data = frameData.get(record);
+  if (data === undefined) {
+    data = JSON.stringify(tagEvent(scope, record));
+    frameData.set(record, data);
+  }
+  return data;
+}
+
 /**
  * `GET /v0/events/stream`: every log merged as SSE (`event: tagged_event`), each frame's `id:` the whole
  * composite cursor after it. Resumes after `Last-Event-ID` (wins) or `after_cursor`: a log the cursor names
@@ -48,7 +60,7 @@ export function supervisorEventStream(hub: EventHub, settings: StreamSettings): 
     const stream = new SseStream(ctx, settings);
     const emit = (scope: string, record: EventRecord) => {
       positions.set(scope, record.seq);
-      return stream.send('tagged_event', JSON.stringify(tagEvent(scope, record)), formatCursor(positions));
+      return stream.send('tagged_event', dataOf(scope, record), formatCursor(positions));
     };
     const deliver = (scope: string, records: EventRecord[]) => {
       for (const record of records) {
@@ -91,21 +103,22 @@ async function replay(
   stream: SseStream,
   emit: (scope: string, record: EventRecord) => boolean,
 ): Promise<void> {
-  const buffers = new Map<string, { source: EventSource; records: EventRecord[]; done: boolean }>();
-  for (const source of sources) buffers.set(source.scope, { source, records: [], done: false });
+  const buffers = new Map<string, { source: EventSource; records: EventRecord[]; next: number; done: boolean }>();
+  for (const source of sources) buffers.set(source.scope, { source, records: [], next: 0, done: false });
   let sent = 0;
   while (!stream.isClosed) {
     let best: { scope: string; record: EventRecord } | undefined;
     for (const [scope, buffer] of buffers) {
-      if (buffer.records.length === 0 && !buffer.done) {
+      if (buffer.next === buffer.records.length && !buffer.done) {
         buffer.records = buffer.source.log.after(positions.get(scope) ?? 0, REPLAY_BATCH);
+        buffer.next = 0;
         if (buffer.records.length === 0) buffer.done = true;
       }
-      const head = buffer.records[0];
+      const head = buffer.records[buffer.next];
       if (head && (!best || before(scope, head, best.scope, best.record))) best = { scope, record: head };
     }
     if (!best) return;
-    buffers.get(best.scope)!.records.shift();
+    buffers.get(best.scope)!.next++;
     if (!emit(best.scope, best.record)) return;
     if (++sent % REPLAY_BATCH === 0) await stream.drained();
   }
