@@ -65,6 +65,8 @@ const eventsDef = defineCommand({
   meta: { name: 'events', description: 'List, watch or follow events (JSON Lines), or print the current position' },
   args,
   async run({ args: a, rawArgs }) {
+    // citty runs a command's own `run` after its subcommand's: `ctl events rotate` is done by then.
+    if (rawArgs[0] === 'rotate') return;
     // Flag combinations first, then local values: they fail the same way with or without a supervisor.
     const hasAfter = a.after !== undefined;
     const hasAfterCursor = a.afterCursor !== undefined && a.afterCursor.trim() !== '';
@@ -219,9 +221,11 @@ async function stream(
     if (connection.status !== 200 || !connection.frames) {
       const detail =
         connection.problem?.detail ?? connection.problem?.title ?? `API returned HTTP ${connection.status}`;
-      // Following a city that is restarting, or a supervisor that is busy, is worth waiting for.
+      // Following a city that is restarting, or a supervisor that is busy, is worth waiting for; a stream
+      // that cannot exist (no city registered at all) is not.
       const transient =
-        connection.status === 429 || connection.status >= 500 || (connection.status === 404 && city !== undefined);
+        !detail.startsWith('no_providers:') &&
+        (connection.status === 429 || connection.status >= 500 || (connection.status === 404 && city !== undefined));
       if (!o.follow || !transient) throw new CliError(detail);
       await retry(`transient HTTP ${connection.status}, reconnecting: ${detail}`, connection.retryAfterMs ?? backoff);
       continue;
@@ -230,11 +234,13 @@ async function stream(
     let printed = false;
     try {
       for await (const frame of connection.frames) {
-        if (frame.event !== frameName) continue;
+        // A frame without an `event:` line is a data frame too; heartbeats and other names are not ours.
+        if ((frame.event ?? frameName) !== frameName) continue;
         if (frame.id !== undefined) {
           position = frame.id;
           advanced = true;
         }
+        if (frame.data === '') continue;
         let envelope: { type?: unknown; payload?: unknown };
         try {
           envelope = JSON.parse(frame.data) as typeof envelope;
@@ -308,7 +314,8 @@ function describeFetchError(err: unknown): string {
   return cause?.code ?? cause?.message ?? (err as Error).message;
 }
 
-const rotate = leafCommand('events rotate', {
+// Its errors say `ctl events:`, as the events command's own do.
+const rotate = leafCommand('events', {
   meta: { name: 'rotate', description: "Rotate the city's event log (prints the result as one JSON line)" },
   args: {
     wait: { type: 'boolean', description: 'Wait (up to 30 s) for the archive to be compressed' },
