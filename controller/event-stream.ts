@@ -55,21 +55,26 @@ export function cityEventStream(city: CityRuntime, settings: StreamSettings): Mi
     };
     const unsubscribe = city.tail.subscribe((records) => {
       if (!queue) {
-        deliver(records);
+        if (stream.keepingUp()) deliver(records);
       } else if (queue.push(...records) > settings.maxQueuedEvents) {
         stream.close();
       }
     });
     stream.onClose(unsubscribe);
+    // History, paced by the client; then what arrived meanwhile; then live.
     while (!stream.isClosed) {
       const batch = city.log.after(last, REPLAY_BATCH);
       if (batch.length === 0) break;
-      deliver(batch);
-      await stream.drained();
+      for (const record of batch) {
+        deliver([record]);
+        await stream.paced();
+      }
     }
-    const queued = queue;
+    while (queue.length && !stream.isClosed) {
+      deliver(queue.splice(0));
+      await stream.paced();
+    }
     queue = undefined;
-    deliver(queued);
     city.tail.poke();
   };
 }

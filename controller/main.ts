@@ -94,7 +94,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     const log = EventLog.at(paths.events, paths.eventsLock);
     await log.sweep();
     log.head();
-    const tail = new LogTail(paths.events);
+    const tail = new LogTail(log);
     // Our own appends reach the tail at once, without waiting for the file watcher.
     log.onAppend(() => tail.poke());
     rotateWhenLarge(log, config.eventsRotationMaxBytes ?? DEFAULT_ROTATION_MAX_BYTES, logger);

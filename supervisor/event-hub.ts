@@ -43,7 +43,7 @@ export class EventHub {
     }
     for (const [scope, source] of current) {
       if (this.tails.has(scope)) continue;
-      const tail = new LogTail(source.log.path);
+      const tail = new LogTail(source.log);
       const unsubscribe = tail.subscribe((records) => {
         for (const subscriber of this.subscribers) subscriber.records(scope, records);
       });

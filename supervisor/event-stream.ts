@@ -73,7 +73,10 @@ export function supervisorEventStream(hub: EventHub, settings: StreamSettings): 
     let queued = 0;
     const subscriber: HubSubscriber = {
       records(scope, records) {
-        if (!queue) return deliver(scope, records);
+        if (!queue) {
+          if (stream.keepingUp()) deliver(scope, records);
+          return;
+        }
         queue.push([scope, records]);
         queued += records.length;
         if (queued > settings.maxQueuedEvents) stream.close();
@@ -90,9 +93,12 @@ export function supervisorEventStream(hub: EventHub, settings: StreamSettings): 
     stream.onClose(unsubscribe);
 
     await replay(sources, positions, stream, emit);
-    const pending = queue;
+    while (queue.length && !stream.isClosed) {
+      const [scope, records] = queue.shift()!;
+      deliver(scope, records);
+      await stream.paced();
+    }
     queue = undefined;
-    for (const [scope, records] of pending) deliver(scope, records);
   };
 }
 
@@ -105,7 +111,6 @@ async function replay(
 ): Promise<void> {
   const buffers = new Map<string, { source: EventSource; records: EventRecord[]; next: number; done: boolean }>();
   for (const source of sources) buffers.set(source.scope, { source, records: [], next: 0, done: false });
-  let sent = 0;
   while (!stream.isClosed) {
     let best: { scope: string; record: EventRecord } | undefined;
     for (const [scope, buffer] of buffers) {
@@ -120,7 +125,7 @@ async function replay(
     if (!best) return;
     buffers.get(best.scope)!.next++;
     if (!emit(best.scope, best.record)) return;
-    if (++sent % REPLAY_BATCH === 0) await stream.drained();
+    await stream.paced();
   }
 }
 

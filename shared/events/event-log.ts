@@ -87,6 +87,8 @@ export class EventLog {
   private endsWithNewline = true;
   private queue: PendingAppend[] = [];
   private draining = false;
+  /** Serialises this process's writes and rotations: they share one flock, which does not exclude itself. */
+  private exclusive: Promise<unknown> = Promise.resolve();
   private readonly listeners = new Set<(records: EventRecord[]) => void>();
 
   private constructor(
@@ -134,6 +136,15 @@ export class EventLog {
    * the first record older than that: the writer stamps `ts` under the lock, so a log is in time order.
    */
   newest(options: { limit: number; beforeSeq?: number; filter?: EventFilter; sinceMs?: number }): NewestPage {
+    return this.consistent(() => this.readNewest(options));
+  }
+
+  private readNewest(options: {
+    limit: number;
+    beforeSeq?: number;
+    filter?: EventFilter;
+    sinceMs?: number;
+  }): NewestPage {
     const records: EventRecord[] = [];
     const below = options.beforeSeq ?? Infinity;
     let floor = below;
@@ -168,6 +179,33 @@ export class EventLog {
 
   /** Records with seq greater than `afterSeq`, oldest first, at most `limit` of them. */
   after(afterSeq: number, limit = Infinity): EventRecord[] {
+    return this.consistent(() => this.readAfter(afterSeq, limit));
+  }
+
+  /**
+   * Runs a read again when a rotation (in any process) overlapped it: the archives it listed and the active
+   * file it then read would not fit together, and records rotated away in between would be missed.
+   */
+  private consistent<T>(read: () => T): T {
+    for (let attempt = 0; ; attempt++) {
+      const before = this.generation();
+      const result = read();
+      if (this.generation() === before || attempt >= 10) return result;
+    }
+  }
+
+  /** Changes with every rotation: the active file's inode and the highest archived seq. */
+  private generation(): string {
+    let ino = -1;
+    try {
+      ino = statSync(this.path).ino;
+    } catch {
+      // mid-rotation
+    }
+    return `${ino}:${archivedHead(this.path)}`;
+  }
+
+  private readAfter(afterSeq: number, limit: number): EventRecord[] {
     const records: EventRecord[] = [];
     let last = afterSeq;
     const visit = (src: ByteSource, end: number) => {
@@ -195,7 +233,11 @@ export class EventLog {
    * starts with an `events.rotated` anchor, whose seq continues the numbering. Other writers notice the new
    * file under the lock and carry on in it.
    */
-  async rotate(): Promise<RotateResult> {
+  rotate(): Promise<RotateResult> {
+    return this.serialise(() => this.rotateLocked());
+  }
+
+  private async rotateLocked(): Promise<RotateResult> {
     this.lock ??= new FileLock(this.lockPath);
     await this.lock.acquire();
     let rotated: RotateResult;
@@ -290,7 +332,17 @@ export class EventLog {
     }
   }
 
-  private async writeBatch(events: NewEvent[]): Promise<EventRecord[]> {
+  private serialise<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.exclusive.then(task);
+    this.exclusive = run.catch(() => undefined);
+    return run;
+  }
+
+  private writeBatch(events: NewEvent[]): Promise<EventRecord[]> {
+    return this.serialise(() => this.writeBatchLocked(events));
+  }
+
+  private async writeBatchLocked(events: NewEvent[]): Promise<EventRecord[]> {
     this.lock ??= new FileLock(this.lockPath);
     await this.lock.acquire();
     try {
@@ -340,7 +392,15 @@ export class EventLog {
     }
     if (this.fd >= 0 && ino === this.ino && (this.writable || !create)) return true;
     if (this.fd >= 0) closeSync(this.fd);
-    this.fd = openSync(this.path, create ? 'a+' : 'r');
+    this.fd = -1;
+    try {
+      this.fd = openSync(this.path, create ? 'a+' : 'r');
+    } catch (err) {
+      // Renamed away between stat and open (a rotation in another process): no active file this instant.
+      if (create || (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      this.ino = -1;
+      return false;
+    }
     this.writable = create;
     const st = fstatSync(this.fd);
     if (st.ino !== this.ino) {

@@ -1,6 +1,7 @@
 import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import { watch, type FSWatcher } from 'chokidar';
 import { archivedHead } from './archives.js';
+import type { EventLog } from './event-log.js';
 import { completeEnd, lastRecord } from './log-file.js';
 import { parseEventLine, type EventRecord } from './record.js';
 
@@ -30,13 +31,17 @@ export class LogTail {
   private readonly watcher: FSWatcher;
   private readonly poll: NodeJS.Timeout;
 
+  readonly path: string;
+
   constructor(
-    readonly path: string,
+    /** The log followed; read through it to catch up across rotations. */
+    private readonly log: EventLog,
     pollMs = 1000,
   ) {
+    this.path = log.path;
     // Start at the end: what is already there is history, read through EventLog.
     this.openCurrent(true);
-    this.watcher = watch(path, { ignoreInitial: true, atomic: false, persistent: false });
+    this.watcher = watch(this.path, { ignoreInitial: true, atomic: false, persistent: false });
     this.watcher.on('raw', () => this.poke());
     this.watcher.on('add', () => this.poke());
     this.watcher.on('error', () => undefined);
@@ -78,7 +83,12 @@ export class LogTail {
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      if (!this.closed) this.read();
+      if (this.closed) return;
+      try {
+        this.read();
+      } catch {
+        // The file was between renames (a rotation): the next notification or poll reads again.
+      }
     });
   }
 
@@ -101,15 +111,32 @@ export class LogTail {
     if (this.fd >= 0) {
       // Finish the file we have open first: after a rotation its last records are still ours to deliver.
       this.drain();
-      if (ino !== this.ino) {
-        closeSync(this.fd);
-        this.fd = -1;
-      }
+      if (ino === this.ino) return;
+      closeSync(this.fd);
+      this.fd = -1;
     }
-    if (this.fd < 0 && ino !== undefined) {
-      this.openCurrent(false);
-      this.drain();
+    if (ino === undefined) return;
+    this.openCurrent(false);
+    if (this.fd < 0) return;
+    // The log may have rotated more than once since we last read: whatever went into archives we never
+    // had open comes from the log's own reader, then we follow the new file from where that left off.
+    let missed;
+    let end;
+    try {
+      end = completeEnd(this.fd, fstatSync(this.fd).size);
+      missed = this.log.after(this.lastSeq);
+    } catch (err) {
+      // Caught mid-rotation: forget the new file, so that the next read makes the whole switch again.
+      closeSync(this.fd);
+      this.fd = -1;
+      throw err;
     }
+    if (missed.length) {
+      this.lastSeq = missed.at(-1)!.seq;
+      for (const listener of [...this.listeners]) listener(missed);
+    }
+    this.offset = end;
+    this.drain();
   }
 
   private openCurrent(atEnd: boolean): void {

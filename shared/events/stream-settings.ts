@@ -5,6 +5,8 @@ export interface StreamSettings {
   maxBufferedBytes: number;
   /** Live events held for a subscriber while it replays history, before it is disconnected instead. */
   maxQueuedEvents: number;
+  /** A replaying subscriber that takes nothing for this long is disconnected (it resumes by its last id). */
+  stallMs: number;
 }
 
 export function streamSettings(env: NodeJS.ProcessEnv = process.env, heartbeatMs?: number): StreamSettings {
@@ -16,5 +18,6 @@ export function streamSettings(env: NodeJS.ProcessEnv = process.env, heartbeatMs
     heartbeatMs: heartbeatMs ?? number(env.CTL_SSE_HEARTBEAT_MS, 15_000),
     maxBufferedBytes: number(env.CTL_SSE_MAX_BUFFERED_BYTES, 8 * 1024 * 1024),
     maxQueuedEvents: number(env.CTL_SSE_MAX_QUEUED_EVENTS, 100_000),
+    stallMs: number(env.CTL_SSE_STALL_MS, 60_000),
   };
 }

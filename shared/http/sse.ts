@@ -12,7 +12,12 @@ export interface SseOptions {
    * rather than buffered without bound; it resumes from its last `id:` without loss.
    */
   maxBufferedBytes: number;
+  /** A replay waiting this long for the client to take anything hangs up. */
+  stallMs: number;
 }
+
+/** Replays pause for the client once this much is waiting to be sent. */
+const REPLAY_HIGH_WATER = 64 * 1024;
 
 /**
  * One Server-Sent Events response. Headers go out at once, before any frame; frames are
@@ -62,12 +67,38 @@ export class SseStream {
     return this.write(`${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${data}\n\n`);
   }
 
-  /** Resolves when the client has taken what was written (for long replays), or the stream closed. */
+  /**
+   * Before live frames: hangs up (false) on a client that has not taken what it was sent before — more than
+   * `maxBufferedBytes` still unread since an earlier batch. Checked per batch, not per frame, so a burst
+   * written in one go never counts against a client that keeps up.
+   */
+  keepingUp(): boolean {
+    if (this.closed) return false;
+    if (this.ctx.res.writableLength <= this.options.maxBufferedBytes) return true;
+    this.ctx.res.destroy();
+    this.close();
+    return false;
+  }
+
+  /** During a replay: resolves at once, or once the client has taken enough of what was written. */
+  paced(): Promise<void> {
+    return this.ctx.res.writableLength >= REPLAY_HIGH_WATER ? this.drained() : Promise.resolve();
+  }
+
+  /**
+   * Resolves when the client has taken what was written, or the stream closed; a client that takes nothing
+   * for `stallMs` is hung up on (it resumes by its last id).
+   */
   drained(): Promise<void> {
     const res = this.ctx.res;
     if (this.closed || res.writableLength === 0 || !res.writableNeedDrain) return Promise.resolve();
     return new Promise((resolve) => {
+      const stalled = setTimeout(() => {
+        res.destroy();
+        this.close();
+      }, this.options.stallMs);
       const done = () => {
+        clearTimeout(stalled);
         res.off('drain', done);
         res.off('close', done);
         resolve();
@@ -93,12 +124,6 @@ export class SseStream {
   private write(text: string): boolean {
     if (this.closed) return false;
     this.ctx.res.write(text);
-    if (this.ctx.res.writableLength > this.options.maxBufferedBytes) {
-      // Too far behind: hang up; the client resumes from its last id.
-      this.ctx.res.destroy();
-      this.close();
-      return false;
-    }
     return true;
   }
 }

@@ -1,0 +1,165 @@
+/** A dependency edge: `issue_id` depends on `depends_on_id`. */
+export interface Dep {
+  issue_id: string;
+  depends_on_id: string;
+  /** `blocks` (default), `waits-for`, `conditional-blocks` (these three hold a bead out of ready), `tracks`, `parent-child`, `relates-to`. */
+  type: string;
+}
+
+/** A work unit. */
+export interface Bead {
+  /** `<prefix>-<n>`: the city's prefix and a number never reused. */
+  id: string;
+  title: string;
+  /** `open`, `in_progress` or `closed`. */
+  status: string;
+  /** The bead's type (`task`, `bug`, `feature`, `chore`, `epic`, `message`, `convoy`, …). */
+  issue_type: string;
+  /** @format date-time */
+  created_at: string;
+  /** @format date-time */
+  updated_at?: string;
+  assignee?: string;
+  description?: string;
+  /**
+   * 0 (highest) to 4.
+   * @isInt
+   */
+  priority?: number;
+  labels?: string[];
+  metadata?: { [key: string]: string };
+  /** Parent bead id. */
+  parent?: string;
+  /** Ids of the beads this one waits for (its blocking dependencies). */
+  needs?: string[];
+  dependencies?: Dep[];
+  /** An open blocking dependency holds it back. */
+  is_blocked?: boolean;
+  /**
+   * Hidden from ready until this time.
+   * @format date-time
+   */
+  defer_until?: string;
+  /** Kept out of ready and normal lists (mail). */
+  ephemeral?: boolean;
+  /** Sender, for messages. */
+  from?: string;
+  ref?: string;
+}
+
+/** Body of `POST /v0/city/{cityName}/beads`. */
+export interface BeadCreateInputBody {
+  /** @minLength 1 */
+  title: string;
+  /** Type (default `task`). */
+  type?: string;
+  description?: string;
+  /**
+   * @isInt
+   * @minimum 0
+   * @maximum 4
+   */
+  priority?: number;
+  assignee?: string;
+  labels?: string[];
+  metadata?: { [key: string]: string };
+  /** Parent bead id (it must exist). */
+  parent?: string;
+  /** Rig name, recorded as metadata `rig`. */
+  rig?: string;
+  /**
+   * Hidden from ready until this time.
+   * @format date-time
+   */
+  defer_until?: string;
+}
+
+/** Body of `PATCH /v0/city/{cityName}/bead/{id}` (and `POST …/update`). Absent fields are left as they are. */
+export interface BeadUpdateBody {
+  /** @minLength 1 */
+  title?: string;
+  /** `open`, `in_progress` or `closed` (closing records `bead.closed`). */
+  status?: string;
+  type?: string;
+  /**
+   * @isInt
+   * @minimum 0
+   * @maximum 4
+   */
+  priority?: number;
+  assignee?: string;
+  description?: string;
+  /** Labels to add (labels are appended, never replaced). */
+  labels?: string[];
+  /** Labels to remove. */
+  remove_labels?: string[];
+  /** Keys to set (merged into the existing metadata; an empty value removes the key). */
+  metadata?: { [key: string]: string };
+  /** Parent bead id; null or "" clears it. */
+  parent?: string | null;
+  /**
+   * @format date-time
+   */
+  defer_until?: string | null;
+}
+
+/** Body of `POST /v0/city/{cityName}/bead/{id}/assign`. */
+export interface BeadAssignInputBody {
+  /** Assignee; empty clears it. */
+  assignee?: string;
+}
+
+/** Body of `POST /v0/city/{cityName}/bead/{id}/deps`. */
+export interface BeadDepInputBody {
+  /**
+   * The bead this one depends on.
+   * @minLength 1
+   */
+  depends_on: string;
+  /** Kind of dependency (default `blocks`). */
+  type?: 'blocks' | 'waits-for' | 'conditional-blocks' | 'tracks' | 'parent-child' | 'relates-to';
+}
+
+/** Body of `GET /v0/city/{cityName}/bead/{id}/deps`. */
+export interface BeadDepsResponse {
+  /** The bead's own dependency edges. */
+  dependencies: Dep[];
+  /** Beads this one depends on. */
+  depends_on: Bead[];
+  /** Beads that depend on this one. */
+  dependents: Bead[];
+  /** Beads whose parent is this one. */
+  children: Bead[];
+}
+
+/** A page of beads. */
+export interface ListBodyBead {
+  items: Bead[];
+  /**
+   * Number of beads matching the query.
+   * @isInt
+   */
+  total: number;
+  /** Present when there are more; pass it back as `cursor`. */
+  next_cursor?: string;
+}
+
+export interface WorkflowDepResponse {
+  from: string;
+  to: string;
+  kind?: string;
+}
+
+/** Body of `GET /v0/city/{cityName}/beads/graph/{rootID}`. */
+export interface BeadGraphResponse {
+  root: Bead;
+  beads: Bead[];
+  deps: WorkflowDepResponse[];
+  /** Which beads are in `beads`: the root, those with metadata `ctl.root_bead_id` = root, a convoy root's members, and the parent-child closure of all of them. */
+  membership: 'direct-root-id+parent-closure' | 'direct-root-id+parent-closure+convoy-members';
+}
+
+/** Payload of `bead.created`, `bead.updated`, `bead.closed` and `bead.deleted`. */
+export interface BeadEventPayload {
+  bead: Bead;
+}
