@@ -3,6 +3,9 @@ import type { EventLog } from '../shared/events/event-log.js';
 import type { LogTail } from '../shared/events/log-tail.js';
 import type { CityPaths } from '../shared/paths.js';
 import { ReadinessProber } from '../shared/readiness.js';
+import type { BeadsService } from './beads/beads-service.js';
+import { ConvoysService } from './beads/convoys.js';
+import { MailService } from './beads/mail.js';
 
 /** Everything the controller holds for its one city once it is running. */
 export class CityRuntime {
@@ -17,7 +20,15 @@ export class CityRuntime {
     readonly log: EventLog,
     /** Follows the log for streams and blocking queries, whoever appends. */
     readonly tail: LogTail,
-  ) {}
+    /** The city's work units, over its bead store. */
+    readonly beads: BeadsService,
+  ) {
+    this.mail = new MailService(beads);
+    this.convoys = new ConvoysService(beads);
+  }
+
+  readonly mail: MailService;
+  readonly convoys: ConvoysService;
 
   get root(): string {
     return this.paths.root;

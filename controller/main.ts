@@ -20,6 +20,9 @@ import type { ControllerRunOptions } from '../shared/run-options.js';
 import { handlerOf } from '../shared/http/app.js';
 import { createControllerApp } from './app.js';
 import { checkAgents } from './agents.js';
+import { BeadsService } from './beads/beads-service.js';
+import { beadPrefix } from './beads/prefix.js';
+import { JournalBeadStore } from './beads/journal-store.js';
 import { DEFAULT_ROTATION_MAX_BYTES, rotateWhenLarge } from './auto-rotate.js';
 import { CityRuntime } from './city-runtime.js';
 
@@ -100,12 +103,17 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     rotateWhenLarge(log, config.eventsRotationMaxBytes ?? DEFAULT_ROTATION_MAX_BYTES, logger);
     completed.push('opening_event_log');
 
+    await enter('starting_bead_store');
+    const store = JournalBeadStore.open(paths.runtimeDir, beadPrefix(name, config.workspace.prefix));
+    logger.info({ beads: store.size }, 'bead store open');
+    completed.push('starting_bead_store');
+
     await enter('starting_agents');
     checkAgents(config, paths.config);
     completed.push('starting_agents');
 
     await enter('starting_api');
-    const city = new CityRuntime(name, paths, config, log, tail);
+    const city = new CityRuntime(name, paths, config, log, tail, new BeadsService(store, log));
     const app = createControllerApp(city, logger);
     server = createServer(handlerOf(app));
     server.keepAliveTimeout = 65_000;

@@ -13,7 +13,13 @@ export type ControllerMessage =
 export const CITY_LOCKED_EXIT_CODE = 75;
 
 /** The controller's startup phases, in order. */
-export const CONTROLLER_PHASES = ['loading_config', 'opening_event_log', 'starting_agents', 'starting_api'] as const;
+export const CONTROLLER_PHASES = [
+  'loading_config',
+  'opening_event_log',
+  'starting_bead_store',
+  'starting_agents',
+  'starting_api',
+] as const;
 
 /** Contents of `<city>/.ctl/controller.pid`, written by the controller for a later supervisor to find it. */
 export interface ControllerPidFile {

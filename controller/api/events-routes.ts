@@ -6,12 +6,11 @@ import type {
   EventRotateResponse,
   ListBodyWireEvent,
 } from '../../shared/dto/events.js';
-import { parseDuration } from '../../shared/duration.js';
 import { decodePageToken, encodePageToken } from '../../shared/events/cursor.js';
 import { eventQuery } from '../../shared/events/event-query.js';
 import { toWireEvent } from '../../shared/events/wire.js';
-import { Problem } from '../../shared/http/problem.js';
 import type { CityRuntime } from '../city-runtime.js';
+import { blockUntilChanged } from './blocking.js';
 
 /**
  * @param cityName City name.
@@ -58,9 +57,7 @@ export class CityEventsRoutes extends Controller {
   ): Promise<ListBodyWireEvent> {
     const query = eventQuery({ type, actor, since });
     const beforeSeq = cursor !== undefined && cursor !== '' ? decodePageToken(cursor) : undefined;
-    const waitMs = parseWait(wait);
-    if (index !== undefined && this.city.log.head() <= index) await this.city.tail.waitFor(index + 1, waitMs);
-    const head = this.city.log.head();
+    const head = await blockUntilChanged(this.city, index, wait);
     const page = this.city.log.newest({ limit: limit || 100, beforeSeq, filter: query.filter, sinceMs: query.sinceMs });
     this.setHeader('X-CTL-Index', String(head));
     const body: ListBodyWireEvent = {
@@ -127,23 +124,3 @@ export class CityEventsRoutes extends Controller {
 }
 
 const ROTATE_WAIT_MS = 30_000;
-const DEFAULT_WAIT_MS = 30_000;
-const MAX_WAIT_MS = 120_000;
-
-/** A blocking query's `wait`: a positive duration, at most 2 minutes; anything else is a 422. */
-function parseWait(wait: string | undefined): number {
-  if (wait === undefined || wait.trim() === '') return DEFAULT_WAIT_MS;
-  let ms = Number.NaN;
-  try {
-    ms = parseDuration(wait);
-  } catch {
-    // reported below
-  }
-  if (!(ms > 0)) {
-    const message = `must be a positive duration such as 30s, got ${JSON.stringify(wait)}`;
-    throw new Problem('validation-failed', `invalid: wait ${message}`, {
-      errors: [{ location: 'query.wait', message, value: wait }],
-    });
-  }
-  return Math.min(ms, MAX_WAIT_MS);
-}

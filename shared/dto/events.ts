@@ -1,3 +1,6 @@
+import type { BeadEventPayload } from './beads.js';
+import type { MailEventPayload } from './mail.js';
+
 /** Payload of `city.created` and `city.unregister_requested`. */
 export interface CityLifecyclePayload {
   /** Resolved city name. */
@@ -103,6 +106,8 @@ export type EventPayload =
   | SupervisorStartedPayload
   | SupervisorShutdownPayload
   | RotatedPayload
+  | BeadEventPayload
+  | MailEventPayload
   | NoPayload
   | CustomEventPayload;
 

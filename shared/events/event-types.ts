@@ -16,6 +16,18 @@ export const EVENT_PAYLOADS = {
   'supervisor.started': 'SupervisorStartedPayload',
   'supervisor.shutdown_requested': 'SupervisorShutdownPayload',
   'events.rotated': 'RotatedPayload',
+  'bead.created': 'BeadEventPayload',
+  'bead.updated': 'BeadEventPayload',
+  'bead.closed': 'BeadEventPayload',
+  'bead.deleted': 'BeadEventPayload',
+  'mail.sent': 'MailEventPayload',
+  'mail.read': 'MailEventPayload',
+  'mail.marked_unread': 'MailEventPayload',
+  'mail.archived': 'MailEventPayload',
+  'mail.replied': 'MailEventPayload',
+  'mail.deleted': 'MailEventPayload',
+  'convoy.created': 'NoPayload',
+  'convoy.closed': 'NoPayload',
 } as const satisfies Record<string, string>;
 
 export type KnownEventType = keyof typeof EVENT_PAYLOADS;

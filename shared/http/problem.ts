@@ -8,6 +8,9 @@ export const PROBLEM_CODES = {
   'invalid-cursor': 400,
   forbidden: 403,
   'city-not-found': 404,
+  'bead-not-found': 404,
+  'mail-not-found': 404,
+  'convoy-not-found': 404,
   'route-not-found': 404,
   'service-not-found': 404,
   'method-not-allowed': 405,
@@ -17,6 +20,7 @@ export const PROBLEM_CODES = {
   'unsupported-media-type': 415,
   'host-not-allowed': 421,
   'validation-failed': 422,
+  'idempotency-mismatch': 422,
   internal: 500,
   'not-implemented': 501,
   'bad-gateway': 502,
@@ -29,6 +33,10 @@ export type ProblemCode = keyof typeof PROBLEM_CODES;
 
 const TITLES: Partial<Record<ProblemCode, string>> = {
   'city-not-found': 'City Not Found',
+  'bead-not-found': 'Bead Not Found',
+  'mail-not-found': 'Mail Not Found',
+  'convoy-not-found': 'Convoy Not Found',
+  'idempotency-mismatch': 'Idempotency Mismatch',
   'route-not-found': 'Not Found',
   'service-not-found': 'Service Not Found',
   'conflict-wrong-state': 'Conflict',

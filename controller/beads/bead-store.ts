@@ -1,0 +1,117 @@
+import type { Bead } from '../../shared/dto/beads.js';
+
+/** Dependency kinds; the first three hold a bead out of ready while their target is not closed. */
+export const DEP_KINDS = ['blocks', 'waits-for', 'conditional-blocks', 'tracks', 'parent-child', 'relates-to'] as const;
+export type DepKind = (typeof DEP_KINDS)[number];
+export const BLOCKING_KINDS: ReadonlySet<string> = new Set(['blocks', 'waits-for', 'conditional-blocks']);
+
+export const STATUSES = ['open', 'in_progress', 'closed'] as const;
+
+/** Types that are containers or records, never ready work. */
+export const NOT_WORK_TYPES: ReadonlySet<string> = new Set([
+  'message',
+  'convoy',
+  'molecule',
+  'wisp',
+  'step',
+  'session',
+  'gate',
+  'wait',
+  'merge-request',
+  'agent',
+  'role',
+  'rig',
+]);
+/** Labels that mark a bead as bookkeeping, never ready work. */
+export const NOT_WORK_LABELS: ReadonlySet<string> = new Set(['order-tracking', 'ctl:order-tracking']);
+
+export interface NewBead {
+  title: string;
+  type?: string;
+  description?: string;
+  priority?: number;
+  assignee?: string;
+  labels?: string[];
+  metadata?: Record<string, string>;
+  parent?: string;
+  deferUntil?: string;
+  ephemeral?: boolean;
+  from?: string;
+}
+
+/** A change to a bead; absent fields stay as they are. */
+export interface BeadChange {
+  title?: string;
+  status?: string;
+  type?: string;
+  priority?: number;
+  assignee?: string;
+  description?: string;
+  addLabels?: string[];
+  removeLabels?: string[];
+  /** Merged in; an empty value removes the key. */
+  metadata?: Record<string, string>;
+  /** null clears it. */
+  parent?: string | null;
+  /** null clears it. */
+  deferUntil?: string | null;
+}
+
+export interface BeadQuery {
+  status?: string;
+  type?: string;
+  label?: string;
+  assignee?: string;
+  parent?: string;
+  /** Include closed beads (otherwise open and in-progress only, unless `status` asks for closed). */
+  includeClosed?: boolean;
+  /** Include ephemeral beads (mail). */
+  includeEphemeral?: boolean;
+  /** Any further condition (checked after the indexes narrowed the candidates). */
+  where?: (bead: Bead) => boolean;
+  limit: number;
+  /** Keyset position: beads created before this one. */
+  before?: string;
+}
+
+export interface BeadPage {
+  /** Newest first. */
+  items: Bead[];
+  /** Beads matching the query in all. */
+  total: number;
+  more: boolean;
+}
+
+export type BeadErrorCode = 'not-found' | 'invalid' | 'cycle' | 'missing-dependency';
+
+export class BeadError extends Error {
+  constructor(
+    readonly code: BeadErrorCode,
+    message: string,
+    /** The request field at fault, for validation errors. */
+    readonly field?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** What a bead store does; the unit suite runs against this, so another backend can be tested the same way. */
+export interface BeadStore {
+  readonly size: number;
+  get(id: string): Bead | undefined;
+  create(bead: NewBead, idempotency?: { key: string; hash: string }): Bead;
+  update(id: string, change: BeadChange): Bead;
+  delete(id: string): Bead;
+  addDependency(id: string, dependsOn: string, kind: DepKind): Bead;
+  removeDependency(id: string, dependsOn: string, kind?: DepKind): Bead;
+  list(query: BeadQuery): BeadPage;
+  /** Open, not deferred, not a container or record, and every blocking dependency closed; oldest first. */
+  ready(query: { assignee?: string; limit?: number }): Bead[];
+  /** Beads with a dependency on this one. */
+  dependents(id: string): Bead[];
+  /** Beads whose parent is this one. */
+  children(id: string): Bead[];
+  /** The bead created under an idempotency key (in the last 30 minutes), with the request's body hash. */
+  idempotent(key: string): { bead: Bead; hash: string } | undefined;
+  close(): void;
+}

@@ -1,0 +1,198 @@
+import { createHash } from 'node:crypto';
+import type { Bead, BeadGraphResponse } from '../../shared/dto/beads.js';
+import type { EventLog } from '../../shared/events/event-log.js';
+import { Problem } from '../../shared/http/problem.js';
+import { BeadError, type BeadChange, type BeadStore, type NewBead } from './bead-store.js';
+
+/** A request body's identity for idempotency: the hash of its JSON with keys sorted. */
+export function bodyHash(body: unknown): string {
+  return createHash('sha256')
+    .update(JSON.stringify(sortKeys(body)))
+    .digest('hex');
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]),
+  );
+}
+
+/** The problem a store error becomes, with the spec's detail prefixes. */
+export function problemOf(
+  err: unknown,
+  notFound: 'bead-not-found' | 'mail-not-found' | 'convoy-not-found' = 'bead-not-found',
+): unknown {
+  if (!(err instanceof BeadError)) return err;
+  if (err.code === 'not-found') return new Problem(notFound, `not_found: ${err.message}`);
+  const location = err.field ? `body.${err.field}` : 'body';
+  return new Problem('validation-failed', `invalid: ${err.message}`, { errors: [{ location, message: err.message }] });
+}
+
+/**
+ * The bead operations of the API: the store's changes, each recorded in the city's event log as
+ * `bead.created|updated|closed|deleted` with the bead as payload, and store errors as problems.
+ */
+export class BeadsService {
+  constructor(
+    readonly store: BeadStore,
+    private readonly log: EventLog,
+  ) {}
+
+  get(id: string, notFound: 'bead-not-found' | 'mail-not-found' | 'convoy-not-found' = 'bead-not-found'): Bead {
+    const bead = this.store.get(id);
+    if (!bead) {
+      const what = notFound === 'bead-not-found' ? 'bead' : notFound === 'mail-not-found' ? 'message' : 'convoy';
+      throw new Problem(notFound, `not_found: ${what} not found: ${id}`);
+    }
+    return bead;
+  }
+
+  /**
+   * Creates a bead. With an idempotency key, a repeat of the same request answers with the bead the first
+   * one created (`replayed`), and a different body under the same key is a 422.
+   */
+  async create(input: NewBead, key?: { key: string; body: unknown }): Promise<{ bead: Bead; replayed: boolean }> {
+    let idempotency: { key: string; hash: string } | undefined;
+    if (key) {
+      const hash = bodyHash(key.body);
+      const earlier = this.store.idempotent(key.key);
+      if (earlier) {
+        if (earlier.hash !== hash) {
+          throw new Problem(
+            'idempotency-mismatch',
+            'idempotency_mismatch: this Idempotency-Key was used with a different request body',
+          );
+        }
+        return { bead: earlier.bead, replayed: true };
+      }
+      idempotency = { key: key.key, hash };
+    }
+    const bead = this.run(() => this.store.create(input, idempotency));
+    await this.record('bead.created', bead);
+    return { bead, replayed: false };
+  }
+
+  /** Applies a change; records `bead.closed` when it closes the bead, else `bead.updated`. */
+  async update(id: string, change: BeadChange): Promise<Bead> {
+    const before = this.get(id);
+    const bead = this.run(() => this.store.update(id, change));
+    await this.record(before.status !== 'closed' && bead.status === 'closed' ? 'bead.closed' : 'bead.updated', bead);
+    return bead;
+  }
+
+  /** Closes a bead; closing a closed bead changes and records nothing. */
+  async close(id: string): Promise<Bead> {
+    const bead = this.get(id);
+    if (bead.status === 'closed') return bead;
+    return this.update(id, { status: 'closed' });
+  }
+
+  async reopen(id: string): Promise<Bead> {
+    const bead = this.get(id);
+    if (bead.status !== 'closed') {
+      throw new Problem('conflict-wrong-state', `conflict: bead ${id} is ${bead.status}, not closed`);
+    }
+    return this.update(id, { status: 'open' });
+  }
+
+  async delete(id: string): Promise<Bead> {
+    this.get(id);
+    const dependents = [...this.store.dependents(id), ...this.store.children(id)].map((b) => b.id);
+    const bead = this.run(() => this.store.delete(id));
+    await this.record('bead.deleted', bead);
+    // Beads that lost an edge or their parent with it changed too.
+    for (const other of new Set(dependents)) {
+      const changed = this.store.get(other);
+      if (changed) await this.record('bead.updated', changed);
+    }
+    return bead;
+  }
+
+  async addDependency(id: string, dependsOn: string, kind: Parameters<BeadStore['addDependency']>[2]): Promise<Bead> {
+    this.get(id);
+    const bead = this.run(() => this.store.addDependency(id, dependsOn, kind));
+    await this.record('bead.updated', bead);
+    return bead;
+  }
+
+  async removeDependency(
+    id: string,
+    dependsOn: string,
+    kind?: Parameters<BeadStore['removeDependency']>[2],
+  ): Promise<Bead> {
+    this.get(id);
+    const bead = this.run(() => this.store.removeDependency(id, dependsOn, kind));
+    await this.record('bead.updated', bead);
+    return bead;
+  }
+
+  /**
+   * A root bead and what hangs from it: beads whose metadata `ctl.root_bead_id` names it, a convoy root's
+   * tracked beads, and the parent-child closure of those; with the dependency edges among them.
+   */
+  graph(rootId: string): BeadGraphResponse {
+    const root = this.get(rootId);
+    const members = new Map<string, Bead>([[root.id, root]]);
+    for (const bead of this.store.list({
+      includeClosed: true,
+      includeEphemeral: true,
+      limit: Number.MAX_SAFE_INTEGER,
+      where: (b) => b.metadata?.['ctl.root_bead_id'] === rootId,
+    }).items) {
+      members.set(bead.id, bead);
+    }
+    const isConvoy = root.issue_type === 'convoy';
+    if (isConvoy) {
+      for (const dep of root.dependencies ?? []) {
+        const tracked = dep.type === 'tracks' ? this.store.get(dep.depends_on_id) : undefined;
+        if (tracked) members.set(tracked.id, tracked);
+      }
+    }
+    const stack = [...members.keys()];
+    while (stack.length) {
+      for (const child of this.store.children(stack.pop()!)) {
+        if (members.has(child.id)) continue;
+        members.set(child.id, child);
+        stack.push(child.id);
+      }
+    }
+    const beads = [...members.values()];
+    const deps = beads.flatMap((b) =>
+      (b.dependencies ?? [])
+        .filter((d) => members.has(d.depends_on_id))
+        .map((d) => ({ from: d.issue_id, to: d.depends_on_id, kind: d.type })),
+    );
+    for (const bead of beads) {
+      if (bead.parent && members.has(bead.parent)) deps.push({ from: bead.id, to: bead.parent, kind: 'parent-child' });
+    }
+    return {
+      root,
+      beads,
+      deps,
+      membership: isConvoy ? 'direct-root-id+parent-closure+convoy-members' : 'direct-root-id+parent-closure',
+    };
+  }
+
+  /** Records a `bead.*` event: the bead as payload. */
+  async record(type: string, bead: Bead): Promise<void> {
+    await this.log.append({ type, actor: 'api', subject: bead.id, payload: { bead } });
+  }
+
+  /** Records any other event about beads (`mail.*`, `convoy.*`). */
+  async recordEvent(event: { type: string; actor: string; subject: string; payload: object }): Promise<void> {
+    await this.log.append(event);
+  }
+
+  /** Runs a store call, its errors as problems. */
+  run<T>(call: () => T): T {
+    try {
+      return call();
+    } catch (err) {
+      throw problemOf(err);
+    }
+  }
+}

@@ -1,0 +1,567 @@
+import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { writeFileAtomic } from '../../shared/atomic-write.js';
+import type { Bead, Dep } from '../../shared/dto/beads.js';
+import {
+  BeadError,
+  BLOCKING_KINDS,
+  DEP_KINDS,
+  NOT_WORK_LABELS,
+  NOT_WORK_TYPES,
+  STATUSES,
+  type BeadChange,
+  type BeadPage,
+  type BeadQuery,
+  type BeadStore,
+  type DepKind,
+  type NewBead,
+} from './bead-store.js';
+
+/** How long an idempotency key keeps answering with the bead it created. */
+const IDEMPOTENCY_TTL_MS = 30 * 60 * 1000;
+
+interface Journal {
+  /** A bead's whole state after a create or change. */
+  put?: Bead;
+  /** A deleted bead's id. */
+  del?: string;
+  /** The idempotency key a create was made under. */
+  idem?: { key: string; hash: string; at: number };
+}
+
+interface Snapshot {
+  version: 1;
+  next: number;
+  beads: Bead[];
+  idem: { key: string; id: string; hash: string; at: number }[];
+}
+
+/**
+ * The embedded bead store: an append-only journal (`beads.jsonl`, one line per mutation holding the bead's
+ * whole new state) over a snapshot (`beads.snapshot.json`), with every bead and index in memory.
+ *
+ * A mutation is one `write` of one line, done before the call returns, so an acknowledged change survives
+ * kill -9; a torn last line (a write the process died in) was never acknowledged and is dropped on open.
+ * When the journal outgrows the live data it is folded into a new snapshot (written aside, then renamed).
+ * Lists and `ready` are served from indexes by status, type, label, assignee and parent, and from a
+ * maintained count of each bead's open blocking dependencies.
+ */
+export class JournalBeadStore implements BeadStore {
+  private readonly beads = new Map<string, Bead>();
+  /** Creation number of each id (`prefix-<n>`), for newest-first order. */
+  private readonly numbers = new Map<string, number>();
+  private next = 1;
+  private readonly byStatus = new Map<string, Set<string>>();
+  private readonly byType = new Map<string, Set<string>>();
+  private readonly byLabel = new Map<string, Set<string>>();
+  private readonly byAssignee = new Map<string, Set<string>>();
+  private readonly byParent = new Map<string, Set<string>>();
+  /** Target id → ids with a dependency on it. */
+  private readonly dependentsOf = new Map<string, Set<string>>();
+  /** Id → how many of its blocking dependencies are not closed. */
+  private readonly openBlockers = new Map<string, number>();
+  private readonly idempotency = new Map<string, { id: string; hash: string; at: number }>();
+  private fd = -1;
+  private journalLines = 0;
+
+  private constructor(
+    private readonly journalPath: string,
+    private readonly snapshotPath: string,
+    private readonly prefix: string,
+  ) {}
+
+  /** Opens (creating if needed) the store in `dir`, with ids `<prefix>-<n>`. */
+  static open(dir: string, prefix: string): JournalBeadStore {
+    const store = new JournalBeadStore(`${dir}/beads.jsonl`, `${dir}/beads.snapshot.json`, prefix);
+    store.load();
+    return store;
+  }
+
+  get size(): number {
+    return this.beads.size;
+  }
+
+  get(id: string): Bead | undefined {
+    const bead = this.beads.get(id);
+    return bead && this.view(bead);
+  }
+
+  create(input: NewBead, idempotency?: { key: string; hash: string }): Bead {
+    const title = input.title.trim();
+    if (title === '') throw new BeadError('invalid', 'title must not be empty', 'title');
+    const type = (input.type ?? 'task').trim();
+    if (type === '') throw new BeadError('invalid', 'type must not be empty', 'type');
+    checkPriority(input.priority);
+    const deferUntil = input.deferUntil === undefined ? undefined : checkTime(input.deferUntil, 'defer_until');
+    if (input.parent !== undefined && input.parent !== '') this.require(input.parent, 'parent');
+    const now = new Date().toISOString();
+    const number = this.next;
+    const bead: Bead = {
+      id: `${this.prefix}-${number}`,
+      title,
+      status: 'open',
+      issue_type: type,
+      created_at: now,
+      updated_at: now,
+      labels: uniqueLabels(input.labels ?? []),
+      metadata: cleanMetadata(input.metadata ?? {}),
+      dependencies: [],
+    };
+    if (input.description) bead.description = input.description;
+    if (input.priority !== undefined) bead.priority = input.priority;
+    if (input.assignee) bead.assignee = input.assignee;
+    if (input.parent) bead.parent = input.parent;
+    if (deferUntil) bead.defer_until = deferUntil;
+    if (input.ephemeral) bead.ephemeral = true;
+    if (input.from) bead.from = input.from;
+    const idem = idempotency ? { ...idempotency, at: Date.now() } : undefined;
+    this.write({ put: bead, ...(idem ? { idem } : {}) });
+    this.next = number + 1;
+    this.apply(bead);
+    if (idem && idempotency) this.idempotency.set(idempotency.key, { id: bead.id, hash: idem.hash, at: idem.at });
+    this.settle();
+    return this.view(bead);
+  }
+
+  update(id: string, change: BeadChange): Bead {
+    const current = this.require(id);
+    const bead: Bead = structuredClone(current);
+    if (change.title !== undefined) {
+      if (change.title.trim() === '') throw new BeadError('invalid', 'title must not be empty', 'title');
+      bead.title = change.title.trim();
+    }
+    if (change.status !== undefined) {
+      if (!(STATUSES as readonly string[]).includes(change.status)) {
+        throw new BeadError('invalid', `status must be one of ${STATUSES.join(', ')}`, 'status');
+      }
+      bead.status = change.status;
+    }
+    if (change.type !== undefined) {
+      if (change.type.trim() === '') throw new BeadError('invalid', 'type must not be empty', 'type');
+      bead.issue_type = change.type.trim();
+    }
+    if (change.priority !== undefined) {
+      checkPriority(change.priority);
+      bead.priority = change.priority;
+    }
+    if (change.assignee !== undefined) {
+      if (change.assignee === '') delete bead.assignee;
+      else bead.assignee = change.assignee;
+    }
+    if (change.description !== undefined) {
+      if (change.description === '') delete bead.description;
+      else bead.description = change.description;
+    }
+    if (change.addLabels || change.removeLabels) {
+      const remove = new Set(change.removeLabels ?? []);
+      bead.labels = uniqueLabels([...(bead.labels ?? []), ...(change.addLabels ?? [])]).filter((l) => !remove.has(l));
+    }
+    if (change.metadata) {
+      const metadata = { ...(bead.metadata ?? {}) };
+      for (const [key, value] of Object.entries(change.metadata)) {
+        if (value === '') delete metadata[key];
+        else metadata[key] = value;
+      }
+      bead.metadata = metadata;
+    }
+    if (change.parent !== undefined) {
+      if (change.parent === null || change.parent === '') {
+        delete bead.parent;
+      } else {
+        this.require(change.parent, 'parent');
+        if (this.ancestorsOf(change.parent).has(id) || change.parent === id) {
+          throw new BeadError('cycle', `making ${change.parent} the parent of ${id} would create a cycle`, 'parent');
+        }
+        bead.parent = change.parent;
+      }
+    }
+    if (change.deferUntil !== undefined) {
+      if (change.deferUntil === null || change.deferUntil === '') delete bead.defer_until;
+      else bead.defer_until = checkTime(change.deferUntil, 'defer_until');
+    }
+    bead.updated_at = new Date().toISOString();
+    this.write({ put: bead });
+    this.apply(bead);
+    this.settle();
+    return this.view(bead);
+  }
+
+  delete(id: string): Bead {
+    const bead = this.require(id);
+    const view = this.view(bead);
+    // Edges pointing at it go too: a dependency on a bead that no longer exists would block forever.
+    for (const dependentId of [...(this.dependentsOf.get(id) ?? [])]) {
+      const dependent = structuredClone(this.beads.get(dependentId)!);
+      dependent.dependencies = (dependent.dependencies ?? []).filter((d) => d.depends_on_id !== id);
+      dependent.updated_at = new Date().toISOString();
+      this.write({ put: dependent });
+      this.apply(dependent);
+    }
+    for (const childId of [...(this.byParent.get(id) ?? [])]) {
+      const child = structuredClone(this.beads.get(childId)!);
+      delete child.parent;
+      child.updated_at = new Date().toISOString();
+      this.write({ put: child });
+      this.apply(child);
+    }
+    this.write({ del: id });
+    this.remove(id);
+    this.settle();
+    return view;
+  }
+
+  addDependency(id: string, dependsOn: string, kind: DepKind): Bead {
+    const bead = this.require(id);
+    if (!(DEP_KINDS as readonly string[]).includes(kind)) {
+      throw new BeadError('invalid', `dependency type must be one of ${DEP_KINDS.join(', ')}`, 'type');
+    }
+    if (!this.beads.has(dependsOn)) {
+      throw new BeadError('missing-dependency', `${id} cannot depend on ${dependsOn}: no such bead`, 'depends_on');
+    }
+    if (dependsOn === id) throw new BeadError('cycle', `${id} cannot depend on itself`, 'depends_on');
+    if ((bead.dependencies ?? []).some((d) => d.depends_on_id === dependsOn && d.type === kind)) return this.view(bead);
+    if (orders(kind) && this.reaches(dependsOn, id)) {
+      throw new BeadError('cycle', `${id} → ${dependsOn} would create a dependency cycle`, 'depends_on');
+    }
+    const next = structuredClone(bead);
+    next.dependencies = [...(next.dependencies ?? []), { issue_id: id, depends_on_id: dependsOn, type: kind }];
+    next.updated_at = new Date().toISOString();
+    this.write({ put: next });
+    this.apply(next);
+    this.settle();
+    return this.view(next);
+  }
+
+  removeDependency(id: string, dependsOn: string, kind?: DepKind): Bead {
+    const bead = this.require(id);
+    const keep = (d: Dep) => d.depends_on_id !== dependsOn || (kind !== undefined && d.type !== kind);
+    if ((bead.dependencies ?? []).every(keep)) {
+      throw new BeadError('not-found', `${id} has no ${kind ?? ''} dependency on ${dependsOn}`.replace('  ', ' '));
+    }
+    const next = structuredClone(bead);
+    next.dependencies = (next.dependencies ?? []).filter(keep);
+    next.updated_at = new Date().toISOString();
+    this.write({ put: next });
+    this.apply(next);
+    this.settle();
+    return this.view(next);
+  }
+
+  list(query: BeadQuery): BeadPage {
+    const wantsClosed = query.includeClosed === true || query.status === 'closed';
+    const sets: Set<string>[] = [];
+    if (query.status !== undefined) sets.push(this.byStatus.get(query.status) ?? new Set());
+    if (query.type !== undefined) sets.push(this.byType.get(query.type) ?? new Set());
+    if (query.label !== undefined) sets.push(this.byLabel.get(query.label) ?? new Set());
+    if (query.assignee !== undefined) sets.push(this.byAssignee.get(query.assignee) ?? new Set());
+    if (query.parent !== undefined) sets.push(this.byParent.get(query.parent) ?? new Set());
+    if (sets.length === 0 && !wantsClosed) {
+      sets.push(union(this.byStatus.get('open'), this.byStatus.get('in_progress')));
+    }
+    // Start from the smallest index set; check the rest per bead.
+    sets.sort((a, b) => a.size - b.size);
+    const candidates = sets.length ? [...sets[0]] : [...this.beads.keys()];
+    const rest = sets.slice(1);
+    const matching = candidates.filter((id) => {
+      if (!rest.every((s) => s.has(id))) return false;
+      const bead = this.beads.get(id)!;
+      if (!wantsClosed && bead.status === 'closed') return false;
+      if (bead.ephemeral && !query.includeEphemeral) return false;
+      return query.where === undefined || query.where(bead);
+    });
+    matching.sort((a, b) => this.numbers.get(b)! - this.numbers.get(a)!);
+    let start = 0;
+    if (query.before !== undefined) {
+      const boundary = this.numberOf(query.before);
+      start = matching.findIndex((id) => this.numbers.get(id)! < boundary);
+      if (start < 0) start = matching.length;
+    }
+    const page = matching.slice(start, start + query.limit);
+    return {
+      items: page.map((id) => this.view(this.beads.get(id)!)),
+      total: matching.length,
+      more: start + query.limit < matching.length,
+    };
+  }
+
+  ready(query: { assignee?: string; limit?: number }): Bead[] {
+    const now = Date.now();
+    const out: Bead[] = [];
+    const ids = [...(this.byStatus.get('open') ?? [])].sort((a, b) => this.numbers.get(a)! - this.numbers.get(b)!);
+    for (const id of ids) {
+      const bead = this.beads.get(id)!;
+      if (!this.isReady(bead, now)) continue;
+      if (query.assignee !== undefined && bead.assignee !== query.assignee) continue;
+      out.push(this.view(bead));
+      if (query.limit !== undefined && out.length >= query.limit) break;
+    }
+    return out;
+  }
+
+  dependents(id: string): Bead[] {
+    this.require(id);
+    return this.sorted(this.dependentsOf.get(id));
+  }
+
+  children(id: string): Bead[] {
+    this.require(id);
+    return this.sorted(this.byParent.get(id));
+  }
+
+  idempotent(key: string): { bead: Bead; hash: string } | undefined {
+    const entry = this.idempotency.get(key);
+    if (!entry) return undefined;
+    if (Date.now() - entry.at > IDEMPOTENCY_TTL_MS) {
+      this.idempotency.delete(key);
+      return undefined;
+    }
+    const bead = this.beads.get(entry.id);
+    return bead ? { bead: this.view(bead), hash: entry.hash } : undefined;
+  }
+
+  close(): void {
+    if (this.fd >= 0) closeSync(this.fd);
+    this.fd = -1;
+  }
+
+  // --- derived fields and the ready rule ---
+
+  private view(bead: Bead): Bead {
+    const copy = structuredClone(bead);
+    copy.needs = (bead.dependencies ?? []).filter((d) => BLOCKING_KINDS.has(d.type)).map((d) => d.depends_on_id);
+    copy.is_blocked = (this.openBlockers.get(bead.id) ?? 0) > 0;
+    return copy;
+  }
+
+  private isReady(bead: Bead, now: number): boolean {
+    if (bead.status !== 'open' || bead.ephemeral || NOT_WORK_TYPES.has(bead.issue_type)) return false;
+    if ((bead.labels ?? []).some((l) => NOT_WORK_LABELS.has(l))) return false;
+    if (bead.defer_until !== undefined && Date.parse(bead.defer_until) > now) return false;
+    return (this.openBlockers.get(bead.id) ?? 0) === 0;
+  }
+
+  // --- indexes ---
+
+  private apply(bead: Bead): void {
+    const previous = this.beads.get(bead.id);
+    if (previous) this.unindex(previous);
+    this.beads.set(bead.id, bead);
+    if (!this.numbers.has(bead.id)) this.numbers.set(bead.id, this.numberOf(bead.id));
+    this.index(bead);
+    // A bead that closes or reopens changes how many open blockers its dependents have.
+    const wasClosed = previous?.status === 'closed';
+    const isClosed = bead.status === 'closed';
+    if (previous && wasClosed !== isClosed) {
+      for (const dependentId of this.dependentsOf.get(bead.id) ?? []) this.recount(dependentId);
+    }
+    this.recount(bead.id);
+  }
+
+  private remove(id: string): void {
+    const bead = this.beads.get(id);
+    if (!bead) return;
+    this.unindex(bead);
+    this.beads.delete(id);
+    this.openBlockers.delete(id);
+  }
+
+  private index(bead: Bead): void {
+    add(this.byStatus, bead.status, bead.id);
+    add(this.byType, bead.issue_type, bead.id);
+    for (const label of bead.labels ?? []) add(this.byLabel, label, bead.id);
+    if (bead.assignee) add(this.byAssignee, bead.assignee, bead.id);
+    if (bead.parent) add(this.byParent, bead.parent, bead.id);
+    for (const dep of bead.dependencies ?? []) add(this.dependentsOf, dep.depends_on_id, bead.id);
+  }
+
+  private unindex(bead: Bead): void {
+    drop(this.byStatus, bead.status, bead.id);
+    drop(this.byType, bead.issue_type, bead.id);
+    for (const label of bead.labels ?? []) drop(this.byLabel, label, bead.id);
+    if (bead.assignee) drop(this.byAssignee, bead.assignee, bead.id);
+    if (bead.parent) drop(this.byParent, bead.parent, bead.id);
+    for (const dep of bead.dependencies ?? []) drop(this.dependentsOf, dep.depends_on_id, bead.id);
+  }
+
+  private recount(id: string): void {
+    const bead = this.beads.get(id);
+    if (!bead) return;
+    let open = 0;
+    for (const dep of bead.dependencies ?? []) {
+      if (!BLOCKING_KINDS.has(dep.type)) continue;
+      const target = this.beads.get(dep.depends_on_id);
+      if (!target || target.status !== 'closed') open++;
+    }
+    if (open) this.openBlockers.set(id, open);
+    else this.openBlockers.delete(id);
+  }
+
+  // --- graph checks ---
+
+  /** True when `to` is reachable from `from` along ordering dependencies. */
+  private reaches(from: string, to: string): boolean {
+    const seen = new Set<string>();
+    const stack = [from];
+    while (stack.length) {
+      const id = stack.pop()!;
+      if (id === to) return true;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      for (const dep of this.beads.get(id)?.dependencies ?? []) if (orders(dep.type)) stack.push(dep.depends_on_id);
+    }
+    return false;
+  }
+
+  private ancestorsOf(id: string): Set<string> {
+    const seen = new Set<string>();
+    for (let at = this.beads.get(id)?.parent; at && !seen.has(at); at = this.beads.get(at)?.parent) seen.add(at);
+    return seen;
+  }
+
+  private require(id: string, field?: string): Bead {
+    const bead = this.beads.get(id);
+    if (!bead) {
+      if (field) throw new BeadError('missing-dependency', `no such bead: ${id}`, field);
+      throw new BeadError('not-found', `bead not found: ${id}`);
+    }
+    return bead;
+  }
+
+  private sorted(ids: Set<string> | undefined): Bead[] {
+    return [...(ids ?? [])]
+      .sort((a, b) => this.numbers.get(a)! - this.numbers.get(b)!)
+      .map((id) => this.view(this.beads.get(id)!));
+  }
+
+  private numberOf(id: string): number {
+    const n = Number(id.slice(id.lastIndexOf('-') + 1));
+    return Number.isSafeInteger(n) ? n : 0;
+  }
+
+  // --- disk ---
+
+  private write(entry: Journal): void {
+    const line = Buffer.from(JSON.stringify(entry) + '\n');
+    let written = 0;
+    while (written < line.length) written += writeSync(this.fd, line, written);
+    this.journalLines++;
+  }
+
+  /** Called once a mutation is written and applied: folds the journal when it outgrows the live data. */
+  private settle(): void {
+    if (this.journalLines > Math.max(50_000, 2 * this.beads.size)) this.compact();
+  }
+
+  private load(): void {
+    if (existsSync(this.snapshotPath)) {
+      const snapshot = JSON.parse(readFileSync(this.snapshotPath, 'utf8')) as Snapshot;
+      for (const bead of snapshot.beads) this.beads.set(bead.id, bead);
+      this.next = snapshot.next;
+      for (const entry of snapshot.idem)
+        this.idempotency.set(entry.key, { id: entry.id, hash: entry.hash, at: entry.at });
+    }
+    this.fd = openSync(this.journalPath, 'a+');
+    const text = readFileSync(this.journalPath, 'utf8');
+    const complete = text.lastIndexOf('\n') + 1;
+    if (complete < Buffer.byteLength(text)) {
+      // The last line was being written when the process died: it was never acknowledged.
+      ftruncateSync(this.fd, Buffer.byteLength(text.slice(0, complete)));
+    }
+    let start = 0;
+    for (let end = text.indexOf('\n'); end >= 0 && end < complete; end = text.indexOf('\n', start)) {
+      const line = text.slice(start, end);
+      start = end + 1;
+      if (line === '') continue;
+      let entry: Journal;
+      try {
+        entry = JSON.parse(line) as Journal;
+      } catch {
+        continue;
+      }
+      this.journalLines++;
+      if (entry.put) {
+        this.beads.set(entry.put.id, entry.put);
+        this.next = Math.max(this.next, this.numberOf(entry.put.id) + 1);
+        if (entry.idem)
+          this.idempotency.set(entry.idem.key, { id: entry.put.id, hash: entry.idem.hash, at: entry.idem.at });
+      } else if (entry.del) {
+        this.beads.delete(entry.del);
+        this.next = Math.max(this.next, this.numberOf(entry.del) + 1);
+      }
+    }
+    for (const bead of this.beads.values()) {
+      this.numbers.set(bead.id, this.numberOf(bead.id));
+      this.next = Math.max(this.next, this.numberOf(bead.id) + 1);
+      this.index(bead);
+    }
+    for (const id of this.beads.keys()) this.recount(id);
+    const cutoff = Date.now() - IDEMPOTENCY_TTL_MS;
+    for (const [key, entry] of this.idempotency) if (entry.at < cutoff) this.idempotency.delete(key);
+  }
+
+  /** Folds the journal into a new snapshot: written aside and renamed, then the journal starts over. */
+  private compact(): void {
+    const snapshot: Snapshot = {
+      version: 1,
+      next: this.next,
+      beads: [...this.beads.values()],
+      idem: [...this.idempotency].map(([key, e]) => ({ key, id: e.id, hash: e.hash, at: e.at })),
+    };
+    writeFileAtomic(this.snapshotPath, JSON.stringify(snapshot));
+    // Replaying the old journal over the new snapshot would change nothing, so a crash here is harmless.
+    ftruncateSync(this.fd, 0);
+    this.journalLines = 0;
+  }
+
+  /** Bytes in the journal (for tests and diagnostics). */
+  journalSize(): number {
+    return fstatSync(this.fd).size;
+  }
+}
+
+/** Kinds whose edges order beads (a cycle among them could never resolve). */
+function orders(kind: string): boolean {
+  return BLOCKING_KINDS.has(kind) || kind === 'parent-child';
+}
+
+function add(index: Map<string, Set<string>>, key: string, id: string): void {
+  let set = index.get(key);
+  if (!set) index.set(key, (set = new Set()));
+  set.add(id);
+}
+
+function drop(index: Map<string, Set<string>>, key: string, id: string): void {
+  const set = index.get(key);
+  if (!set) return;
+  set.delete(id);
+  if (set.size === 0) index.delete(key);
+}
+
+function union(a: Set<string> | undefined, b: Set<string> | undefined): Set<string> {
+  return new Set([...(a ?? []), ...(b ?? [])]);
+}
+
+function uniqueLabels(labels: string[]): string[] {
+  const out: string[] = [];
+  for (const label of labels) {
+    const trimmed = label.trim();
+    if (trimmed === '') throw new BeadError('invalid', 'labels must not be empty', 'labels');
+    if (!out.includes(trimmed)) out.push(trimmed);
+  }
+  return out;
+}
+
+function cleanMetadata(metadata: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(metadata).filter(([, v]) => v !== ''));
+}
+
+function checkPriority(priority: number | undefined): void {
+  if (priority !== undefined && (!Number.isInteger(priority) || priority < 0 || priority > 4)) {
+    throw new BeadError('invalid', 'priority must be an integer from 0 to 4', 'priority');
+  }
+}
+
+function checkTime(value: string, field: string): string {
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) throw new BeadError('invalid', `${field} must be an RFC 3339 time`, field);
+  return new Date(ms).toISOString();
+}

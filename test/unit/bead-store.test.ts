@@ -1,0 +1,225 @@
+// The bead store suite, written against the BeadStore interface: another backend runs the same tests by
+// adding its factory to BACKENDS.
+import { appendFileSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { BeadError, type BeadStore } from '../../controller/beads/bead-store.js';
+import { JournalBeadStore } from '../../controller/beads/journal-store.js';
+import { tempDir } from '../helpers/supervisor.js';
+
+interface Backend {
+  name: string;
+  /** Opens the store kept in `dir` (again, after a close or a crash, when it already exists). */
+  open(dir: string): BeadStore;
+}
+
+const BACKENDS: Backend[] = [{ name: 'journal', open: (dir) => JournalBeadStore.open(dir, 'tc') }];
+
+function errorCode(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof BeadError) return err.code;
+    throw err;
+  }
+  return undefined;
+}
+
+for (const backend of BACKENDS) {
+  describe(`bead store (${backend.name})`, function () {
+    let dir: string;
+    let store: BeadStore;
+
+    beforeEach(function () {
+      dir = tempDir('ctl-beads-');
+      store = backend.open(dir);
+    });
+    afterEach(function () {
+      store.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('creates open beads with the prefix, a default type and sequential ids never reused', function () {
+      const a = store.create({ title: 'first' });
+      const b = store.create({ title: 'second', type: 'bug', priority: 1, labels: ['x', 'x', 'y'] });
+      expect(a).to.include({ id: 'tc-1', status: 'open', issue_type: 'task', title: 'first' });
+      expect(b).to.include({ id: 'tc-2', issue_type: 'bug', priority: 1 });
+      expect(b.labels).to.deep.equal(['x', 'y']);
+      store.delete('tc-2');
+      expect(store.create({ title: 'third' }).id).to.equal('tc-3');
+      store.close();
+      store = backend.open(dir);
+      expect(store.create({ title: 'fourth' }).id).to.equal('tc-4');
+      expect(store.get('tc-2')).to.equal(undefined);
+    });
+
+    it('validates input', function () {
+      expect(errorCode(() => store.create({ title: '  ' }))).to.equal('invalid');
+      expect(errorCode(() => store.create({ title: 'x', priority: 9 }))).to.equal('invalid');
+      expect(errorCode(() => store.create({ title: 'x', parent: 'tc-404' }))).to.equal('missing-dependency');
+      expect(errorCode(() => store.update('tc-404', { title: 'y' }))).to.equal('not-found');
+      const a = store.create({ title: 'x' });
+      expect(errorCode(() => store.update(a.id, { status: 'done' }))).to.equal('invalid');
+      expect(errorCode(() => store.create({ title: 'x', deferUntil: 'soon' }))).to.equal('invalid');
+    });
+
+    it('appends labels, removes listed ones, merges metadata, sets and clears the parent', function () {
+      const parent = store.create({ title: 'parent' });
+      const a = store.create({ title: 'a', labels: ['one'], metadata: { k: 'v', keep: '1' } });
+      const b = store.update(a.id, {
+        addLabels: ['two', 'one'],
+        removeLabels: ['one'],
+        metadata: { k: 'w', keep: '', added: 'yes' },
+        parent: parent.id,
+      });
+      expect(b.labels).to.deep.equal(['two']);
+      expect(b.metadata).to.deep.equal({ k: 'w', added: 'yes' });
+      expect(b.parent).to.equal(parent.id);
+      expect(store.children(parent.id).map((c) => c.id)).to.deep.equal([a.id]);
+      expect(store.update(a.id, { parent: null }).parent).to.equal(undefined);
+      expect(store.children(parent.id)).to.deep.equal([]);
+      expect(errorCode(() => store.update(parent.id, { parent: parent.id }))).to.equal('cycle');
+    });
+
+    it('keeps a bead out of ready while a blocking dependency is not closed, edge by edge', function () {
+      const dep = store.create({ title: 'dependency' });
+      const waiter = store.create({ title: 'waiter' });
+      const ids = () => store.ready({}).map((b) => b.id);
+      expect(ids()).to.deep.equal([dep.id, waiter.id]);
+      for (const kind of ['blocks', 'waits-for', 'conditional-blocks'] as const) {
+        store.addDependency(waiter.id, dep.id, kind);
+        expect(ids(), kind).to.deep.equal([dep.id]);
+        expect(store.get(waiter.id)!.is_blocked).to.equal(true);
+        expect(store.get(waiter.id)!.needs).to.deep.equal([dep.id]);
+        store.removeDependency(waiter.id, dep.id, kind);
+        expect(ids(), kind).to.deep.equal([dep.id, waiter.id]);
+      }
+      for (const kind of ['tracks', 'relates-to', 'parent-child'] as const) {
+        store.addDependency(waiter.id, dep.id, kind);
+        expect(ids(), kind).to.deep.equal([dep.id, waiter.id]);
+        store.removeDependency(waiter.id, dep.id, kind);
+      }
+      store.addDependency(waiter.id, dep.id, 'blocks');
+      store.update(dep.id, { status: 'in_progress' });
+      expect(ids()).to.deep.equal([]);
+      store.update(dep.id, { status: 'closed' });
+      expect(ids()).to.deep.equal([waiter.id]);
+      store.update(dep.id, { status: 'open' });
+      expect(ids()).to.deep.equal([dep.id]);
+    });
+
+    it('leaves deferred beads, containers, messages and bookkeeping out of ready', function () {
+      const future = new Date(Date.now() + 3600_000).toISOString();
+      const past = new Date(Date.now() - 1000).toISOString();
+      store.create({ title: 'deferred', deferUntil: future });
+      const due = store.create({ title: 'due', deferUntil: past });
+      store.create({ title: 'convoy', type: 'convoy' });
+      store.create({ title: 'mail', type: 'message', ephemeral: true });
+      store.create({ title: 'tracking', labels: ['order-tracking'] });
+      const busy = store.create({ title: 'busy' });
+      store.update(busy.id, { status: 'in_progress' });
+      expect(store.ready({}).map((b) => b.id)).to.deep.equal([due.id]);
+      expect(store.ready({ assignee: 'nobody' })).to.deep.equal([]);
+    });
+
+    it('refuses dependency cycles and dependencies on missing beads', function () {
+      const a = store.create({ title: 'a' });
+      const b = store.create({ title: 'b' });
+      const c = store.create({ title: 'c' });
+      store.addDependency(a.id, b.id, 'blocks');
+      store.addDependency(b.id, c.id, 'waits-for');
+      expect(errorCode(() => store.addDependency(c.id, a.id, 'blocks'))).to.equal('cycle');
+      expect(errorCode(() => store.addDependency(a.id, a.id, 'blocks'))).to.equal('cycle');
+      expect(errorCode(() => store.addDependency(a.id, 'tc-404', 'blocks'))).to.equal('missing-dependency');
+      // A non-ordering edge may point back.
+      expect(store.addDependency(c.id, a.id, 'relates-to').dependencies).to.have.length(1);
+      expect(store.dependents(b.id).map((x) => x.id)).to.deep.equal([a.id]);
+    });
+
+    it('lists newest first with filters, and pages by key without skipping or repeating', function () {
+      for (let i = 0; i < 25; i++)
+        store.create({ title: `t${i}`, type: i % 2 ? 'bug' : 'task', assignee: i % 3 ? 'ann' : 'bob' });
+      const closed = store.create({ title: 'closed' });
+      store.update(closed.id, { status: 'closed' });
+      expect(store.list({ limit: 100 }).total).to.equal(25);
+      expect(store.list({ limit: 100, includeClosed: true }).total).to.equal(26);
+      expect(store.list({ limit: 100, status: 'closed' }).items.map((b) => b.id)).to.deep.equal([closed.id]);
+      const bugs = store.list({ limit: 100, type: 'bug', assignee: 'bob' }).items;
+      expect(bugs.every((b) => b.issue_type === 'bug' && b.assignee === 'bob')).to.equal(true);
+      const seen: string[] = [];
+      let before: string | undefined;
+      for (;;) {
+        const page = store.list({ limit: 7, before });
+        seen.push(...page.items.map((b) => b.id));
+        if (!page.more) break;
+        before = page.items.at(-1)!.id;
+        store.create({ title: 'arrives while paging' }); // newer: never on a later page
+      }
+      expect(seen).to.deep.equal(Array.from({ length: 25 }, (_, i) => `tc-${25 - i}`));
+    });
+
+    it('deletes a bead with the edges that pointed at it', function () {
+      const a = store.create({ title: 'a' });
+      const b = store.create({ title: 'b' });
+      store.addDependency(b.id, a.id, 'blocks');
+      store.update(b.id, { parent: a.id });
+      store.delete(a.id);
+      expect(store.get(b.id)!.dependencies).to.deep.equal([]);
+      expect(store.get(b.id)!.parent).to.equal(undefined);
+      expect(store.ready({}).map((x) => x.id)).to.deep.equal([b.id]);
+      expect(errorCode(() => store.delete(a.id))).to.equal('not-found');
+    });
+
+    it('answers an idempotency key with the bead it created, across a reopen', function () {
+      const bead = store.create({ title: 'once' }, { key: 'k1', hash: 'h1' });
+      expect(store.idempotent('k1')).to.deep.include({ hash: 'h1' });
+      expect(store.idempotent('k1')!.bead.id).to.equal(bead.id);
+      store.close();
+      store = backend.open(dir);
+      expect(store.idempotent('k1')!.bead.id).to.equal(bead.id);
+      expect(store.idempotent('k2')).to.equal(undefined);
+    });
+
+    it('keeps every acknowledged change across a reopen, and drops a torn last write', function () {
+      const a = store.create({ title: 'a' });
+      store.update(a.id, { addLabels: ['l'], metadata: { m: '1' } });
+      const b = store.create({ title: 'b' });
+      store.addDependency(b.id, a.id, 'blocks');
+      store.close();
+      if (backend.name === 'journal') appendFileSync(join(dir, 'beads.jsonl'), '{"put":{"id":"tc-3","title":"torn');
+      store = backend.open(dir);
+      expect(store.size).to.equal(2);
+      expect(store.get(a.id)).to.deep.include({ labels: ['l'], metadata: { m: '1' } });
+      expect(store.get(b.id)!.is_blocked).to.equal(true);
+      expect(store.create({ title: 'c' }).id).to.equal('tc-3');
+      store.close();
+      store = backend.open(dir);
+      expect(store.get('tc-3')!.title).to.equal('c');
+    });
+  });
+}
+
+describe('journal bead store compaction', function () {
+  it('folds a long journal into a snapshot and keeps the state', function () {
+    this.timeout(60_000);
+    const dir = tempDir('ctl-beads-');
+    try {
+      let store = JournalBeadStore.open(dir, 'cx');
+      for (let i = 0; i < 30_000; i++) store.create({ title: `bead ${i}` });
+      for (let i = 1; i <= 30_000; i++) store.update(`cx-${i}`, { status: 'in_progress' });
+      for (let i = 1; i <= 30_000; i++) store.update(`cx-${i}`, { status: i % 2 ? 'closed' : 'in_progress' });
+      // 90,000 writes over 30,000 beads: the journal was folded into a snapshot on the way.
+      expect(JSON.parse(readFileSync(join(dir, 'beads.snapshot.json'), 'utf8')).beads).to.have.length(30_000);
+      expect(store.journalSize()).to.be.below(30_000 * 300);
+      store.close();
+      store = JournalBeadStore.open(dir, 'cx');
+      expect(store.size).to.equal(30_000);
+      expect(store.get('cx-1')!.status).to.equal('closed');
+      expect(store.get('cx-30000')!.status).to.equal('in_progress');
+      expect(store.create({ title: 'next' }).id).to.equal('cx-30001');
+      store.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
