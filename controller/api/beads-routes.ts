@@ -25,7 +25,7 @@ import type {
 } from '../../shared/dto/beads.js';
 import type { OKResponseBody } from '../../shared/dto/common.js';
 import type { ErrorModel } from '../../shared/dto/errors.js';
-import type { BeadChange, DepKind } from '../beads/bead-store.js';
+import type { BeadChange } from '../beads/bead-store.js';
 import { decodeBeadCursor, encodeBeadCursor } from '../beads/page-token.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { blockUntilChanged } from './blocking.js';
