@@ -282,7 +282,7 @@ export class BeadsRoutes extends Controller {
     @Path() id: string,
     @Body() body: BeadDepInputBody,
   ): Promise<Bead> {
-    return this.city.beads.addDependency(id, body.depends_on, (body.type ?? 'blocks'));
+    return this.city.beads.addDependency(id, body.depends_on, body.type ?? 'blocks');
   }
 
   /**

@@ -102,10 +102,11 @@ export class JournalBeadStore implements BeadStore {
       issue_type: type,
       created_at: now,
       updated_at: now,
-      labels: uniqueLabels(input.labels ?? []),
-      metadata: cleanMetadata(input.metadata ?? {}),
-      dependencies: [],
     };
+    const labels = uniqueLabels(input.labels ?? []);
+    if (labels.length) bead.labels = labels;
+    const metadata = cleanMetadata(input.metadata ?? {});
+    if (Object.keys(metadata).length) bead.metadata = metadata;
     if (input.description) bead.description = input.description;
     if (input.priority !== undefined) bead.priority = input.priority;
     if (input.assignee) bead.assignee = input.assignee;
@@ -124,7 +125,7 @@ export class JournalBeadStore implements BeadStore {
 
   update(id: string, change: BeadChange): Bead {
     const current = this.require(id);
-    const bead: Bead = structuredClone(current);
+    const bead: Bead = copyOf(current);
     if (change.title !== undefined) {
       if (change.title.trim() === '') throw new BeadError('invalid', 'title must not be empty', 'title');
       bead.title = change.title.trim();
@@ -190,14 +191,14 @@ export class JournalBeadStore implements BeadStore {
     const view = this.view(bead);
     // Edges pointing at it go too: a dependency on a bead that no longer exists would block forever.
     for (const dependentId of [...(this.dependentsOf.get(id) ?? [])]) {
-      const dependent = structuredClone(this.beads.get(dependentId)!);
+      const dependent = copyOf(this.beads.get(dependentId)!);
       dependent.dependencies = (dependent.dependencies ?? []).filter((d) => d.depends_on_id !== id);
       dependent.updated_at = new Date().toISOString();
       this.write({ put: dependent });
       this.apply(dependent);
     }
     for (const childId of [...(this.byParent.get(id) ?? [])]) {
-      const child = structuredClone(this.beads.get(childId)!);
+      const child = copyOf(this.beads.get(childId)!);
       delete child.parent;
       child.updated_at = new Date().toISOString();
       this.write({ put: child });
@@ -222,7 +223,7 @@ export class JournalBeadStore implements BeadStore {
     if (orders(kind) && this.reaches(dependsOn, id)) {
       throw new BeadError('cycle', `${id} → ${dependsOn} would create a dependency cycle`, 'depends_on');
     }
-    const next = structuredClone(bead);
+    const next = copyOf(bead);
     next.dependencies = [...(next.dependencies ?? []), { issue_id: id, depends_on_id: dependsOn, type: kind }];
     next.updated_at = new Date().toISOString();
     this.write({ put: next });
@@ -237,7 +238,7 @@ export class JournalBeadStore implements BeadStore {
     if ((bead.dependencies ?? []).every(keep)) {
       throw new BeadError('not-found', `${id} has no ${kind ?? ''} dependency on ${dependsOn}`.replace('  ', ' '));
     }
-    const next = structuredClone(bead);
+    const next = copyOf(bead);
     next.dependencies = (next.dependencies ?? []).filter(keep);
     next.updated_at = new Date().toISOString();
     this.write({ put: next });
@@ -259,16 +260,24 @@ export class JournalBeadStore implements BeadStore {
     }
     // Start from the smallest index set; check the rest per bead.
     sets.sort((a, b) => a.size - b.size);
-    const candidates = sets.length ? [...sets[0]] : [...this.beads.keys()];
     const rest = sets.slice(1);
-    const matching = candidates.filter((id) => {
+    const matches = (id: string) => {
       if (!rest.every((s) => s.has(id))) return false;
       const bead = this.beads.get(id)!;
       if (!wantsClosed && bead.status === 'closed') return false;
       if (bead.ephemeral && !query.includeEphemeral) return false;
       return query.where === undefined || query.where(bead);
-    });
-    matching.sort((a, b) => this.numbers.get(b)! - this.numbers.get(a)!);
+    };
+    let matching: string[];
+    if (sets.length) {
+      matching = [...sets[0]!].filter(matches);
+      matching.sort((a, b) => this.numbers.get(b)! - this.numbers.get(a)!);
+    } else {
+      // Every bead: the map holds them in creation order already.
+      matching = [];
+      for (const id of this.beads.keys()) if (matches(id)) matching.push(id);
+      matching.reverse();
+    }
     let start = 0;
     if (query.before !== undefined) {
       const boundary = this.numberOf(query.before);
@@ -325,9 +334,13 @@ export class JournalBeadStore implements BeadStore {
 
   // --- derived fields and the ready rule ---
 
+  /** What callers get: a copy (the store's own objects never leave it), with the derived fields. */
   private view(bead: Bead): Bead {
-    const copy = structuredClone(bead);
-    copy.needs = (bead.dependencies ?? []).filter((d) => BLOCKING_KINDS.has(d.type)).map((d) => d.depends_on_id);
+    const copy = copyOf(bead);
+    copy.labels ??= [];
+    copy.metadata ??= {};
+    copy.dependencies ??= [];
+    copy.needs = copy.dependencies.filter((d) => BLOCKING_KINDS.has(d.type)).map((d) => d.depends_on_id);
     copy.is_blocked = (this.openBlockers.get(bead.id) ?? 0) > 0;
     return copy;
   }
@@ -448,7 +461,7 @@ export class JournalBeadStore implements BeadStore {
 
   /** Called once a mutation is written and applied: folds the journal when it outgrows the live data. */
   private settle(): void {
-    if (this.journalLines > Math.max(50_000, 2 * this.beads.size)) this.compact();
+    if (this.journalLines > Math.max(10_000, this.beads.size)) this.compact();
   }
 
   private load(): void {
@@ -496,6 +509,8 @@ export class JournalBeadStore implements BeadStore {
     for (const id of this.beads.keys()) this.recount(id);
     const cutoff = Date.now() - IDEMPOTENCY_TTL_MS;
     for (const [key, entry] of this.idempotency) if (entry.at < cutoff) this.idempotency.delete(key);
+    // Start from a snapshot next time rather than replaying a long journal.
+    this.settle();
   }
 
   /** Folds the journal into a new snapshot: written aside and renamed, then the journal starts over. */
@@ -521,6 +536,20 @@ export class JournalBeadStore implements BeadStore {
 /** Kinds whose edges order beads (a cycle among them could never resolve). */
 function orders(kind: string): boolean {
   return BLOCKING_KINDS.has(kind) || kind === 'parent-child';
+}
+
+/** A copy of a stored bead (its arrays and metadata too), without the derived fields. Stored beads leave out
+ * what is empty, to keep a hundred thousand of them small. */
+function copyOf(bead: Bead): Bead {
+  const copy: Bead = { ...bead };
+  delete copy.needs;
+  delete copy.is_blocked;
+  if (bead.labels) copy.labels = bead.labels.length ? [...bead.labels] : undefined;
+  if (bead.metadata) copy.metadata = Object.keys(bead.metadata).length ? { ...bead.metadata } : undefined;
+  if (bead.dependencies)
+    copy.dependencies = bead.dependencies.length ? bead.dependencies.map((d) => ({ ...d })) : undefined;
+  for (const key of ['labels', 'metadata', 'dependencies'] as const) if (copy[key] === undefined) delete copy[key];
+  return copy;
 }
 
 function add(index: Map<string, Set<string>>, key: string, id: string): void {
