@@ -22,7 +22,8 @@ import { createControllerApp } from './app.js';
 import { checkAgents } from './agents.js';
 import { BeadsService } from './beads/beads-service.js';
 import { beadPrefix } from './beads/prefix.js';
-import { JournalBeadStore } from './beads/journal-store.js';
+import type { BeadStore } from './beads/bead-store.js';
+import { openBeadStore } from './beads/open-store.js';
 import { DEFAULT_ROTATION_MAX_BYTES, rotateWhenLarge } from './auto-rotate.js';
 import { CityRuntime } from './city-runtime.js';
 
@@ -104,8 +105,13 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     completed.push('opening_event_log');
 
     await enter('starting_bead_store');
-    const store = JournalBeadStore.open(paths.runtimeDir, beadPrefix(name, config.workspace.prefix));
-    logger.info({ beads: store.size }, 'bead store open');
+    const { store, backend } = await openBeadStore(
+      paths.runtimeDir,
+      beadPrefix(name, config.workspace.prefix),
+      config.beadsBackend,
+      logger,
+    );
+    logger.info({ beads: store.size, backend }, 'bead store open');
     completed.push('starting_bead_store');
 
     await enter('starting_agents');
@@ -124,7 +130,16 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     logger.info({ name, listen, pid: process.pid }, 'controller ready');
     report({ kind: 'ready', pid: process.pid });
 
-    installShutdown({ server, log, name, lock, logger, socket: /^\d+$/.test(listen) ? undefined : listen, paths });
+    installShutdown({
+      server,
+      log,
+      name,
+      lock,
+      logger,
+      socket: /^\d+$/.test(listen) ? undefined : listen,
+      paths,
+      store,
+    });
   } catch (err) {
     const message =
       err instanceof StartupError || (err as Error).name === 'ConfigError' ? (err as Error).message : String(err);
@@ -173,6 +188,7 @@ function installShutdown(o: {
   logger: Logger;
   socket: string | undefined;
   paths: ReturnType<typeof cityPaths>;
+  store: BeadStore;
 }): void {
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
@@ -187,6 +203,7 @@ function installShutdown(o: {
       .append({ type: 'controller.stopped', actor: 'ctl', subject: o.name, payload: {} })
       .catch((err: unknown) => o.logger.error({ err }, 'could not record controller.stopped'))
       .finally(() => {
+        o.store.close();
         if (o.socket) rmSync(o.socket, { force: true });
         rmSync(o.paths.controllerPid, { force: true });
         o.lock.release();

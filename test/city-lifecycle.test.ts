@@ -73,11 +73,11 @@ describe('city lifecycle (real supervisor and controllers)', function () {
     expect(await sup.city('alpha')).to.equal(undefined);
     const log = readFileSync(join(dir, '.ctl', 'events.jsonl'), 'utf8');
     expect(log).to.include('"city.unregister_requested"');
-    // Same files (the controller's socket and pid file go with it), same config.
+    // Same files (what exists only while a controller runs goes with it: its socket, pid file, and the
+    // bead database's write-ahead log), same config.
+    const runtimeOnly = (f: string) => /controller\.(sock|pid)$|beads\.db-(wal|shm)$/.test(f);
     const after = listTree(dir);
-    expect(after.filter((f) => !/controller\.(sock|pid)$/.test(f))).to.deep.equal(
-      before.filter((f) => !/controller\.(sock|pid)$/.test(f)),
-    );
+    expect(after.filter((f) => !runtimeOnly(f))).to.deep.equal(before.filter((f) => !runtimeOnly(f)));
     expect(readFileSync(join(dir, 'city.toml')).equals(configBefore)).to.equal(true);
     // The log only grew (the controller's stop, the unregister request): what was there is unchanged.
     const logAfter = readFileSync(join(dir, '.ctl', 'events.jsonl'));

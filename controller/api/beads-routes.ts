@@ -91,7 +91,7 @@ export class BeadsRoutes extends Controller {
       includeClosed: all === true,
       limit: limit || 100,
       before,
-      where: rig === undefined ? undefined : (b) => b.metadata?.rig === rig,
+      metadata: rig === undefined ? undefined : { rig },
     });
     return pageBody(page);
   }

@@ -67,8 +67,10 @@ export interface BeadQuery {
   includeClosed?: boolean;
   /** Include ephemeral beads (mail). */
   includeEphemeral?: boolean;
-  /** Any further condition (checked after the indexes narrowed the candidates). */
-  where?: (bead: Bead) => boolean;
+  /** Beads without this label (unread mail: without `read`). */
+  withoutLabel?: string;
+  /** Beads whose metadata has each of these key/value pairs. */
+  metadata?: Record<string, string>;
   limit: number;
   /** Keyset position: beads created before this one. */
   before?: string;

@@ -141,7 +141,7 @@ export class BeadsService {
       includeClosed: true,
       includeEphemeral: true,
       limit: Number.MAX_SAFE_INTEGER,
-      where: (b) => b.metadata?.['ctl.root_bead_id'] === rootId,
+      metadata: { 'ctl.root_bead_id': rootId },
     }).items) {
       members.set(bead.id, bead);
     }

@@ -15,6 +15,7 @@ import {
   type DepKind,
   type NewBead,
 } from './bead-store.js';
+import { checkPriority, checkTime, cleanMetadata, isOrdering, numberOf, uniqueLabels } from './bead-rules.js';
 
 /** How long an idempotency key keeps answering with the bead it created. */
 const IDEMPOTENCY_TTL_MS = 30 * 60 * 1000;
@@ -220,7 +221,7 @@ export class JournalBeadStore implements BeadStore {
     }
     if (dependsOn === id) throw new BeadError('cycle', `${id} cannot depend on itself`, 'depends_on');
     if ((bead.dependencies ?? []).some((d) => d.depends_on_id === dependsOn && d.type === kind)) return this.view(bead);
-    if (orders(kind) && this.reaches(dependsOn, id)) {
+    if (isOrdering(kind) && this.reaches(dependsOn, id)) {
       throw new BeadError('cycle', `${id} → ${dependsOn} would create a dependency cycle`, 'depends_on');
     }
     const next = copyOf(bead);
@@ -266,11 +267,13 @@ export class JournalBeadStore implements BeadStore {
       const bead = this.beads.get(id)!;
       if (!wantsClosed && bead.status === 'closed') return false;
       if (bead.ephemeral && !query.includeEphemeral) return false;
-      return query.where === undefined || query.where(bead);
+      if (query.withoutLabel !== undefined && bead.labels?.includes(query.withoutLabel)) return false;
+      for (const [key, value] of Object.entries(query.metadata ?? {})) if (bead.metadata?.[key] !== value) return false;
+      return true;
     };
     let matching: string[];
     if (sets.length) {
-      matching = [...sets[0]!].filter(matches);
+      matching = [...sets[0]].filter(matches);
       matching.sort((a, b) => this.numbers.get(b)! - this.numbers.get(a)!);
     } else {
       // Every bead: the map holds them in creation order already.
@@ -280,7 +283,7 @@ export class JournalBeadStore implements BeadStore {
     }
     let start = 0;
     if (query.before !== undefined) {
-      const boundary = this.numberOf(query.before);
+      const boundary = numberOf(query.before);
       start = matching.findIndex((id) => this.numbers.get(id)! < boundary);
       if (start < 0) start = matching.length;
     }
@@ -358,7 +361,7 @@ export class JournalBeadStore implements BeadStore {
     const previous = this.beads.get(bead.id);
     if (previous) this.unindex(previous);
     this.beads.set(bead.id, bead);
-    if (!this.numbers.has(bead.id)) this.numbers.set(bead.id, this.numberOf(bead.id));
+    if (!this.numbers.has(bead.id)) this.numbers.set(bead.id, numberOf(bead.id));
     this.index(bead);
     // A bead that closes or reopens changes how many open blockers its dependents have.
     const wasClosed = previous?.status === 'closed';
@@ -419,7 +422,7 @@ export class JournalBeadStore implements BeadStore {
       if (id === to) return true;
       if (seen.has(id)) continue;
       seen.add(id);
-      for (const dep of this.beads.get(id)?.dependencies ?? []) if (orders(dep.type)) stack.push(dep.depends_on_id);
+      for (const dep of this.beads.get(id)?.dependencies ?? []) if (isOrdering(dep.type)) stack.push(dep.depends_on_id);
     }
     return false;
   }
@@ -443,11 +446,6 @@ export class JournalBeadStore implements BeadStore {
     return [...(ids ?? [])]
       .sort((a, b) => this.numbers.get(a)! - this.numbers.get(b)!)
       .map((id) => this.view(this.beads.get(id)!));
-  }
-
-  private numberOf(id: string): number {
-    const n = Number(id.slice(id.lastIndexOf('-') + 1));
-    return Number.isSafeInteger(n) ? n : 0;
   }
 
   // --- disk ---
@@ -493,17 +491,17 @@ export class JournalBeadStore implements BeadStore {
       this.journalLines++;
       if (entry.put) {
         this.beads.set(entry.put.id, entry.put);
-        this.next = Math.max(this.next, this.numberOf(entry.put.id) + 1);
+        this.next = Math.max(this.next, numberOf(entry.put.id) + 1);
         if (entry.idem)
           this.idempotency.set(entry.idem.key, { id: entry.put.id, hash: entry.idem.hash, at: entry.idem.at });
       } else if (entry.del) {
         this.beads.delete(entry.del);
-        this.next = Math.max(this.next, this.numberOf(entry.del) + 1);
+        this.next = Math.max(this.next, numberOf(entry.del) + 1);
       }
     }
     for (const bead of this.beads.values()) {
-      this.numbers.set(bead.id, this.numberOf(bead.id));
-      this.next = Math.max(this.next, this.numberOf(bead.id) + 1);
+      this.numbers.set(bead.id, numberOf(bead.id));
+      this.next = Math.max(this.next, numberOf(bead.id) + 1);
       this.index(bead);
     }
     for (const id of this.beads.keys()) this.recount(id);
@@ -531,11 +529,6 @@ export class JournalBeadStore implements BeadStore {
   journalSize(): number {
     return fstatSync(this.fd).size;
   }
-}
-
-/** Kinds whose edges order beads (a cycle among them could never resolve). */
-function orders(kind: string): boolean {
-  return BLOCKING_KINDS.has(kind) || kind === 'parent-child';
 }
 
 /** A copy of a stored bead (its arrays and metadata too), without the derived fields. Stored beads leave out
@@ -567,30 +560,4 @@ function drop(index: Map<string, Set<string>>, key: string, id: string): void {
 
 function union(a: Set<string> | undefined, b: Set<string> | undefined): Set<string> {
   return new Set([...(a ?? []), ...(b ?? [])]);
-}
-
-function uniqueLabels(labels: string[]): string[] {
-  const out: string[] = [];
-  for (const label of labels) {
-    const trimmed = label.trim();
-    if (trimmed === '') throw new BeadError('invalid', 'labels must not be empty', 'labels');
-    if (!out.includes(trimmed)) out.push(trimmed);
-  }
-  return out;
-}
-
-function cleanMetadata(metadata: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(metadata).filter(([, v]) => v !== ''));
-}
-
-function checkPriority(priority: number | undefined): void {
-  if (priority !== undefined && (!Number.isInteger(priority) || priority < 0 || priority > 4)) {
-    throw new BeadError('invalid', 'priority must be an integer from 0 to 4', 'priority');
-  }
-}
-
-function checkTime(value: string, field: string): string {
-  const ms = Date.parse(value);
-  if (Number.isNaN(ms)) throw new BeadError('invalid', `${field} must be an RFC 3339 time`, field);
-  return new Date(ms).toISOString();
 }

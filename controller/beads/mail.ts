@@ -101,8 +101,8 @@ export class MailService {
       includeEphemeral: true,
       limit: query.limit,
       before: query.before,
-      where: (b) =>
-        (!unreadOnly || !b.labels?.includes(READ)) && (query.rig === undefined || b.metadata?.rig === query.rig),
+      withoutLabel: unreadOnly ? READ : undefined,
+      metadata: query.rig === undefined ? undefined : { rig: query.rig },
     });
     return { items: page.items.map(toMessage), total: page.total, more: page.more };
   }
@@ -113,14 +113,15 @@ export class MailService {
       assignee: query.agent,
       includeEphemeral: true,
       limit: 0,
-      where: (b) => query.rig === undefined || b.metadata?.rig === query.rig,
+      metadata: query.rig === undefined ? undefined : { rig: query.rig },
     });
     const unread = this.beads.store.list({
       type: 'message',
       assignee: query.agent,
       includeEphemeral: true,
       limit: 0,
-      where: (b) => !b.labels?.includes(READ) && (query.rig === undefined || b.metadata?.rig === query.rig),
+      withoutLabel: READ,
+      metadata: query.rig === undefined ? undefined : { rig: query.rig },
     });
     return { total: all.total, unread: unread.total };
   }

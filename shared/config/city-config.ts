@@ -42,6 +42,8 @@ export interface CityConfig {
   services: CityServiceConfig[];
   /** `[events] rotation_max_bytes`: rotate the event log once it reaches this size. */
   eventsRotationMaxBytes?: number;
+  /** `[beads] backend`: `sqlite` (the default) or `journal`. */
+  beadsBackend?: 'sqlite' | 'journal';
 }
 
 export function readCityConfig(path: string): CityConfig {
@@ -107,6 +109,13 @@ export function readCityConfig(path: string): CityConfig {
     }
     if (parsed.protocol !== 'http:') throw new ConfigError(`${at('url')} must be an http:// URL`);
     cfg.services.push({ name: reqString(service, 'name', at('name')), url: url.replace(/\/+$/, '') });
+  }
+  const beads = table(doc, 'beads', where);
+  if (beads.backend !== undefined) {
+    if (beads.backend !== 'sqlite' && beads.backend !== 'journal') {
+      throw new ConfigError(`${where('beads.backend')} must be "sqlite" or "journal"`);
+    }
+    cfg.beadsBackend = beads.backend;
   }
   const events = table(doc, 'events', where);
   const rotation = events.rotation_max_bytes;

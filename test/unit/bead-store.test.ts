@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { BeadError, type BeadStore } from '../../controller/beads/bead-store.js';
 import { JournalBeadStore } from '../../controller/beads/journal-store.js';
+import { SqliteBeadStore } from '../../controller/beads/sqlite-store.js';
 import { tempDir } from '../helpers/supervisor.js';
 
 interface Backend {
@@ -13,7 +14,10 @@ interface Backend {
   open(dir: string): BeadStore;
 }
 
-const BACKENDS: Backend[] = [{ name: 'journal', open: (dir) => JournalBeadStore.open(dir, 'tc') }];
+const BACKENDS: Backend[] = [
+  { name: 'sqlite', open: (dir) => SqliteBeadStore.open(dir, 'tc') },
+  { name: 'journal', open: (dir) => JournalBeadStore.open(dir, 'tc') },
+];
 
 function errorCode(fn: () => unknown): string | undefined {
   try {

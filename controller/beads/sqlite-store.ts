@@ -1,0 +1,485 @@
+import Database from 'better-sqlite3';
+import type { Bead, Dep } from '../../shared/dto/beads.js';
+import {
+  BeadError,
+  BLOCKING_KINDS,
+  DEP_KINDS,
+  NOT_WORK_LABELS,
+  NOT_WORK_TYPES,
+  STATUSES,
+  type BeadChange,
+  type BeadPage,
+  type BeadQuery,
+  type BeadStore,
+  type DepKind,
+  type NewBead,
+} from './bead-store.js';
+import { checkPriority, checkTime, cleanMetadata, isOrdering, numberOf, uniqueLabels } from './bead-rules.js';
+
+/** How long an idempotency key keeps answering with the bead it created. */
+const IDEMPOTENCY_TTL_MS = 30 * 60 * 1000;
+
+const BLOCKING = [...BLOCKING_KINDS].map((k) => `'${k}'`).join(',');
+const ORDERING = [...BLOCKING_KINDS, 'parent-child'].map((k) => `'${k}'`).join(',');
+const NOT_WORK = [...NOT_WORK_TYPES].map((t) => `'${t}'`).join(',');
+const BOOKKEEPING = [...NOT_WORK_LABELS].map((l) => `'${l}'`).join(',');
+
+/** Open blocking dependencies of the bead in row `b`. */
+const BLOCKERS = `(select count(*) from deps d join beads t on t.n = d.target where d.n = b.n and d.kind in (${BLOCKING}) and t.status != 'closed')`;
+
+const SCHEMA = `
+create table if not exists beads (
+  n integer primary key,            -- creation number: the id is <prefix>-<n>; newest first = n desc
+  id text not null unique,
+  status text not null,
+  type text not null,
+  assignee text,
+  parent text,
+  ephemeral integer not null default 0,
+  defer_until text,
+  doc text not null                 -- the bead as JSON, as the API shows it (without derived fields)
+);
+create index if not exists beads_status on beads(status, n);
+create index if not exists beads_type on beads(type, n);
+create index if not exists beads_assignee on beads(assignee, n);
+create index if not exists beads_parent on beads(parent, n);
+create table if not exists labels (n integer not null, label text not null, primary key (label, n));
+create index if not exists labels_n on labels(n);
+create table if not exists metadata (n integer not null, key text not null, value text not null, primary key (key, value, n));
+create index if not exists metadata_n on metadata(n);
+create table if not exists deps (n integer not null, target integer not null, kind text not null, primary key (n, target, kind));
+create index if not exists deps_target on deps(target);
+create table if not exists counters (name text primary key, value integer not null);
+create table if not exists idempotency (key text primary key, id text not null, hash text not null, at integer not null);
+`;
+
+interface Row {
+  n: number;
+  doc: string;
+  blockers: number;
+}
+
+/**
+ * The bead store on SQLite (better-sqlite3): one file, `beads.db`, in WAL mode. Every mutation is one
+ * transaction, committed before the call returns, so an acknowledged change survives kill -9 and a write
+ * the process died in is rolled back; a write touches only its rows. Indexes serve lists by status, type,
+ * label, assignee, parent and metadata, and the ready rule is one indexed query. Opening costs nothing
+ * however many beads there are: nothing is loaded into memory.
+ */
+export class SqliteBeadStore implements BeadStore {
+  private readonly db: Database.Database;
+  private readonly statements = new Map<string, Database.Statement>();
+
+  private constructor(
+    path: string,
+    private readonly prefix: string,
+  ) {
+    this.db = new Database(path);
+    // NORMAL: a commit survives the process dying (not a power cut) without an fsync per transaction.
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.exec(SCHEMA);
+  }
+
+  /** Opens (creating if needed) the store in `dir`, with ids `<prefix>-<n>`. */
+  static open(dir: string, prefix: string): SqliteBeadStore {
+    return new SqliteBeadStore(`${dir}/beads.db`, prefix);
+  }
+
+  get size(): number {
+    return (this.sql('select count(*) as c from beads').get() as { c: number }).c;
+  }
+
+  get(id: string): Bead | undefined {
+    const row = this.sql(`select n, doc, ${BLOCKERS} as blockers from beads b where id = ?`).get(id) as Row | undefined;
+    return row && view(row);
+  }
+
+  create(input: NewBead, idempotency?: { key: string; hash: string }): Bead {
+    const title = input.title.trim();
+    if (title === '') throw new BeadError('invalid', 'title must not be empty', 'title');
+    const type = (input.type ?? 'task').trim();
+    if (type === '') throw new BeadError('invalid', 'type must not be empty', 'type');
+    checkPriority(input.priority);
+    const deferUntil = input.deferUntil === undefined ? undefined : checkTime(input.deferUntil, 'defer_until');
+    return this.db.transaction(() => {
+      if (input.parent) this.require(input.parent, 'parent');
+      const n = this.nextNumber();
+      const now = new Date().toISOString();
+      const bead: Bead = {
+        id: `${this.prefix}-${n}`,
+        title,
+        status: 'open',
+        issue_type: type,
+        created_at: now,
+        updated_at: now,
+      };
+      const labels = uniqueLabels(input.labels ?? []);
+      if (labels.length) bead.labels = labels;
+      const metadata = cleanMetadata(input.metadata ?? {});
+      if (Object.keys(metadata).length) bead.metadata = metadata;
+      if (input.description) bead.description = input.description;
+      if (input.priority !== undefined) bead.priority = input.priority;
+      if (input.assignee) bead.assignee = input.assignee;
+      if (input.parent) bead.parent = input.parent;
+      if (deferUntil) bead.defer_until = deferUntil;
+      if (input.ephemeral) bead.ephemeral = true;
+      if (input.from) bead.from = input.from;
+      this.sql('insert into beads (n, id, status, type, doc) values (?, ?, ?, ?, ?)').run(
+        n,
+        bead.id,
+        'open',
+        type,
+        '{}',
+      );
+      this.save(n, bead, undefined);
+      if (idempotency) {
+        this.sql('insert or replace into idempotency (key, id, hash, at) values (?, ?, ?, ?)').run(
+          idempotency.key,
+          bead.id,
+          idempotency.hash,
+          Date.now(),
+        );
+      }
+      // A new bead has no dependencies: nothing blocks it.
+      return view({ n, doc: JSON.stringify(bead), blockers: 0 });
+    })();
+  }
+
+  update(id: string, change: BeadChange): Bead {
+    return this.db.transaction(() => {
+      const { n, bead } = this.require(id);
+      const before = structuredClone(bead);
+      if (change.title !== undefined) {
+        if (change.title.trim() === '') throw new BeadError('invalid', 'title must not be empty', 'title');
+        bead.title = change.title.trim();
+      }
+      if (change.status !== undefined) {
+        if (!(STATUSES as readonly string[]).includes(change.status)) {
+          throw new BeadError('invalid', `status must be one of ${STATUSES.join(', ')}`, 'status');
+        }
+        bead.status = change.status;
+      }
+      if (change.type !== undefined) {
+        if (change.type.trim() === '') throw new BeadError('invalid', 'type must not be empty', 'type');
+        bead.issue_type = change.type.trim();
+      }
+      if (change.priority !== undefined) {
+        checkPriority(change.priority);
+        bead.priority = change.priority;
+      }
+      if (change.assignee !== undefined) {
+        if (change.assignee === '') delete bead.assignee;
+        else bead.assignee = change.assignee;
+      }
+      if (change.description !== undefined) {
+        if (change.description === '') delete bead.description;
+        else bead.description = change.description;
+      }
+      if (change.addLabels || change.removeLabels) {
+        const remove = new Set(change.removeLabels ?? []);
+        const labels = uniqueLabels([...(bead.labels ?? []), ...(change.addLabels ?? [])]).filter(
+          (l) => !remove.has(l),
+        );
+        if (labels.length) bead.labels = labels;
+        else delete bead.labels;
+      }
+      if (change.metadata) {
+        const metadata = { ...(bead.metadata ?? {}) };
+        for (const [key, value] of Object.entries(change.metadata)) {
+          if (value === '') delete metadata[key];
+          else metadata[key] = value;
+        }
+        if (Object.keys(metadata).length) bead.metadata = metadata;
+        else delete bead.metadata;
+      }
+      if (change.parent !== undefined) {
+        if (change.parent === null || change.parent === '') {
+          delete bead.parent;
+        } else {
+          this.require(change.parent, 'parent');
+          if (change.parent === id || this.ancestorsOf(change.parent).has(id)) {
+            throw new BeadError('cycle', `making ${change.parent} the parent of ${id} would create a cycle`, 'parent');
+          }
+          bead.parent = change.parent;
+        }
+      }
+      if (change.deferUntil !== undefined) {
+        if (change.deferUntil === null || change.deferUntil === '') delete bead.defer_until;
+        else bead.defer_until = checkTime(change.deferUntil, 'defer_until');
+      }
+      bead.updated_at = new Date().toISOString();
+      this.save(n, bead, before);
+      return this.get(id)!;
+    })();
+  }
+
+  delete(id: string): Bead {
+    return this.db.transaction(() => {
+      const before = this.get(id);
+      const { n } = this.require(id);
+      // Edges and parent links pointing at it go too: a dependency on a missing bead would block forever.
+      const now = new Date().toISOString();
+      for (const dependent of this.sql('select distinct n from deps where target = ?').all(n) as { n: number }[]) {
+        const other = this.byNumber(dependent.n);
+        const previous = structuredClone(other);
+        other.dependencies = (other.dependencies ?? []).filter((d) => d.depends_on_id !== id);
+        other.updated_at = now;
+        this.save(dependent.n, other, previous);
+      }
+      for (const child of this.sql('select n from beads where parent = ?').all(id) as { n: number }[]) {
+        const other = this.byNumber(child.n);
+        const previous = structuredClone(other);
+        delete other.parent;
+        other.updated_at = now;
+        this.save(child.n, other, previous);
+      }
+      for (const table of ['labels', 'metadata', 'deps']) this.sql(`delete from ${table} where n = ?`).run(n);
+      this.sql('delete from beads where n = ?').run(n);
+      return before!;
+    })();
+  }
+
+  addDependency(id: string, dependsOn: string, kind: DepKind): Bead {
+    return this.db.transaction(() => {
+      const { n, bead } = this.require(id);
+      if (!(DEP_KINDS as readonly string[]).includes(kind)) {
+        throw new BeadError('invalid', `dependency type must be one of ${DEP_KINDS.join(', ')}`, 'type');
+      }
+      const target = this.find(dependsOn);
+      if (!target)
+        throw new BeadError('missing-dependency', `${id} cannot depend on ${dependsOn}: no such bead`, 'depends_on');
+      if (dependsOn === id) throw new BeadError('cycle', `${id} cannot depend on itself`, 'depends_on');
+      if ((bead.dependencies ?? []).some((d) => d.depends_on_id === dependsOn && d.type === kind)) return this.get(id)!;
+      if (isOrdering(kind) && this.reaches(target.n, n)) {
+        throw new BeadError('cycle', `${id} → ${dependsOn} would create a dependency cycle`, 'depends_on');
+      }
+      const before = structuredClone(bead);
+      bead.dependencies = [...(bead.dependencies ?? []), { issue_id: id, depends_on_id: dependsOn, type: kind }];
+      bead.updated_at = new Date().toISOString();
+      this.save(n, bead, before);
+      return this.get(id)!;
+    })();
+  }
+
+  removeDependency(id: string, dependsOn: string, kind?: DepKind): Bead {
+    return this.db.transaction(() => {
+      const { n, bead } = this.require(id);
+      const keep = (d: Dep) => d.depends_on_id !== dependsOn || (kind !== undefined && d.type !== kind);
+      if ((bead.dependencies ?? []).every(keep)) {
+        throw new BeadError('not-found', `${id} has no ${kind ? `${kind} ` : ''}dependency on ${dependsOn}`);
+      }
+      const before = structuredClone(bead);
+      const dependencies = (bead.dependencies ?? []).filter(keep);
+      if (dependencies.length) bead.dependencies = dependencies;
+      else delete bead.dependencies;
+      bead.updated_at = new Date().toISOString();
+      this.save(n, bead, before);
+      return this.get(id)!;
+    })();
+  }
+
+  list(query: BeadQuery): BeadPage {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (query.status !== undefined) {
+      where.push('b.status = ?');
+      params.push(query.status);
+    } else if (query.includeClosed !== true) {
+      where.push("b.status != 'closed'");
+    }
+    if (query.type !== undefined) {
+      where.push('b.type = ?');
+      params.push(query.type);
+    }
+    if (query.assignee !== undefined) {
+      where.push('b.assignee = ?');
+      params.push(query.assignee);
+    }
+    if (query.parent !== undefined) {
+      where.push('b.parent = ?');
+      params.push(query.parent);
+    }
+    if (query.label !== undefined) {
+      where.push('exists (select 1 from labels l where l.label = ? and l.n = b.n)');
+      params.push(query.label);
+    }
+    if (query.withoutLabel !== undefined) {
+      where.push('not exists (select 1 from labels l where l.label = ? and l.n = b.n)');
+      params.push(query.withoutLabel);
+    }
+    for (const [key, value] of Object.entries(query.metadata ?? {})) {
+      where.push('exists (select 1 from metadata m where m.key = ? and m.value = ? and m.n = b.n)');
+      params.push(key, value);
+    }
+    if (!query.includeEphemeral) where.push('b.ephemeral = 0');
+    const filter = where.length ? `where ${where.join(' and ')}` : '';
+    const total = (this.sql(`select count(*) as c from beads b ${filter}`).get(...params) as { c: number }).c;
+    const page: string[] = [...where];
+    const pageParams = [...params];
+    if (query.before !== undefined) {
+      page.push('b.n < ?');
+      pageParams.push(numberOf(query.before));
+    }
+    const rows = this.sql(
+      `select b.n, b.doc, ${BLOCKERS} as blockers from beads b ${page.length ? `where ${page.join(' and ')}` : ''} order by b.n desc limit ?`,
+    ).all(...pageParams, query.limit + 1) as Row[];
+    return { items: rows.slice(0, query.limit).map(view), total, more: rows.length > query.limit };
+  }
+
+  ready(query: { assignee?: string; limit?: number }): Bead[] {
+    const params: unknown[] = [new Date().toISOString()];
+    let assignee = '';
+    if (query.assignee !== undefined) {
+      assignee = 'and b.assignee = ?';
+      params.push(query.assignee);
+    }
+    const rows = this.sql(
+      `select b.n, b.doc, 0 as blockers from beads b
+       where b.status = 'open' and b.ephemeral = 0 and b.type not in (${NOT_WORK})
+         and (b.defer_until is null or b.defer_until <= ?) ${assignee}
+         and not exists (select 1 from labels l where l.n = b.n and l.label in (${BOOKKEEPING}))
+         and ${BLOCKERS} = 0
+       order by b.n limit ?`,
+    ).all(...params, query.limit ?? -1) as Row[];
+    return rows.map(view);
+  }
+
+  dependents(id: string): Bead[] {
+    const { n } = this.require(id);
+    const rows = this.sql(
+      `select b.n, b.doc, ${BLOCKERS} as blockers from beads b where b.n in (select n from deps where target = ?) order by b.n`,
+    ).all(n) as Row[];
+    return rows.map(view);
+  }
+
+  children(id: string): Bead[] {
+    this.require(id);
+    const rows = this.sql(
+      `select b.n, b.doc, ${BLOCKERS} as blockers from beads b where b.parent = ? order by b.n`,
+    ).all(id) as Row[];
+    return rows.map(view);
+  }
+
+  idempotent(key: string): { bead: Bead; hash: string } | undefined {
+    const entry = this.sql('select id, hash, at from idempotency where key = ?').get(key) as
+      { id: string; hash: string; at: number } | undefined;
+    if (!entry) return undefined;
+    if (Date.now() - entry.at > IDEMPOTENCY_TTL_MS) {
+      this.sql('delete from idempotency where key = ?').run(key);
+      return undefined;
+    }
+    const bead = this.get(entry.id);
+    return bead ? { bead, hash: entry.hash } : undefined;
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+
+  // --- rows ---
+
+  /**
+   * Writes a bead's document and, where they changed from `before`, its label, metadata and dependency rows
+   * (within the caller's transaction).
+   */
+  private save(n: number, bead: Bead, before: Bead | undefined): void {
+    const stored: Bead = { ...bead };
+    delete stored.needs;
+    delete stored.is_blocked;
+    this.sql(
+      'update beads set status = ?, type = ?, assignee = ?, parent = ?, ephemeral = ?, defer_until = ?, doc = ? where n = ?',
+    ).run(
+      stored.status,
+      stored.issue_type,
+      stored.assignee ?? null,
+      stored.parent ?? null,
+      stored.ephemeral ? 1 : 0,
+      stored.defer_until ?? null,
+      JSON.stringify(stored),
+      n,
+    );
+    const changed = (key: 'labels' | 'metadata' | 'dependencies') =>
+      JSON.stringify(before?.[key] ?? null) !== JSON.stringify(stored[key] ?? null);
+    if (changed('labels')) {
+      if (before) this.sql('delete from labels where n = ?').run(n);
+      for (const label of stored.labels ?? []) this.sql('insert into labels (n, label) values (?, ?)').run(n, label);
+    }
+    if (changed('metadata')) {
+      if (before) this.sql('delete from metadata where n = ?').run(n);
+      for (const [key, value] of Object.entries(stored.metadata ?? {})) {
+        this.sql('insert into metadata (n, key, value) values (?, ?, ?)').run(n, key, value);
+      }
+    }
+    if (changed('dependencies')) {
+      if (before) this.sql('delete from deps where n = ?').run(n);
+      for (const dep of stored.dependencies ?? []) {
+        const target = this.find(dep.depends_on_id);
+        if (target)
+          this.sql('insert or ignore into deps (n, target, kind) values (?, ?, ?)').run(n, target.n, dep.type);
+      }
+    }
+  }
+
+  private nextNumber(): number {
+    const row = this.sql("select value from counters where name = 'next'").get() as { value: number } | undefined;
+    const next = row?.value ?? 1;
+    this.sql("insert or replace into counters (name, value) values ('next', ?)").run(next + 1);
+    return next;
+  }
+
+  private find(id: string): { n: number } | undefined {
+    return this.sql('select n from beads where id = ?').get(id) as { n: number } | undefined;
+  }
+
+  private byNumber(n: number): Bead {
+    return JSON.parse((this.sql('select doc from beads where n = ?').get(n) as { doc: string }).doc) as Bead;
+  }
+
+  private require(id: string, field?: string): { n: number; bead: Bead } {
+    const row = this.sql('select n, doc from beads where id = ?').get(id) as { n: number; doc: string } | undefined;
+    if (!row) {
+      if (field) throw new BeadError('missing-dependency', `no such bead: ${id}`, field);
+      throw new BeadError('not-found', `bead not found: ${id}`);
+    }
+    return { n: row.n, bead: JSON.parse(row.doc) as Bead };
+  }
+
+  /** True when bead `to` is reachable from `from` along ordering dependencies. */
+  private reaches(from: number, to: number): boolean {
+    const row = this.sql(
+      `with recursive reach(n) as (select ? union select d.target from deps d join reach r on d.n = r.n where d.kind in (${ORDERING}))
+       select 1 as hit from reach where n = ? limit 1`,
+    ).get(from, to);
+    return row !== undefined;
+  }
+
+  private ancestorsOf(id: string): Set<string> {
+    const seen = new Set<string>();
+    let at = this.require(id).bead.parent;
+    while (at && !seen.has(at)) {
+      seen.add(at);
+      at = this.find(at) ? this.require(at).bead.parent : undefined;
+    }
+    return seen;
+  }
+
+  private sql(text: string): Database.Statement {
+    let statement = this.statements.get(text);
+    if (!statement) {
+      statement = this.db.prepare(text);
+      this.statements.set(text, statement);
+    }
+    return statement;
+  }
+}
+
+function view(row: Row): Bead {
+  const bead = JSON.parse(row.doc) as Bead;
+  bead.labels ??= [];
+  bead.metadata ??= {};
+  bead.dependencies ??= [];
+  bead.needs = bead.dependencies.filter((d) => BLOCKING_KINDS.has(d.type)).map((d) => d.depends_on_id);
+  bead.is_blocked = row.blockers > 0;
+  return bead;
+}
