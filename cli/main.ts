@@ -17,6 +17,9 @@ const main = defineCommand({
     status: () => import('./commands/status.js').then((m) => m.statusCommand),
     controller: () => import('./commands/controller.js').then((m) => m.controllerCommand),
     events: () => import('./commands/events.js').then((m) => m.eventsCommand),
+    bead: () => import('./commands/beads.js').then((m) => m.beadCommand),
+    mail: () => import('./commands/mail.js').then((m) => m.mailCommand),
+    convoy: () => import('./commands/convoys.js').then((m) => m.convoyCommand),
   },
 });
 

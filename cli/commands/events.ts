@@ -103,7 +103,8 @@ const eventsDef = defineCommand({
       }
       if (!(timeoutMs > 0)) throw new CliError(`invalid --timeout ${JSON.stringify(a.timeout)}: must be positive`);
     }
-    const filters: Filters = { type: a.type, payload: parsePayloadMatchers(repeated(rawArgs, '--payload-match')) };
+    const matchArgs = [...repeated(rawArgs, '--payload-match'), ...repeated(rawArgs, '--payloadMatch')];
+    const filters: Filters = { type: a.type, payload: parsePayloadMatchers(matchArgs) };
 
     const deadline = mode === 'watch' ? AbortSignal.timeout(timeoutMs) : undefined;
     const api = connect(a.api);

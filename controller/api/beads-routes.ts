@@ -25,7 +25,8 @@ import type {
 } from '../../shared/dto/beads.js';
 import type { OKResponseBody } from '../../shared/dto/common.js';
 import type { ErrorModel } from '../../shared/dto/errors.js';
-import type { BeadChange } from '../beads/bead-store.js';
+import { STATUSES, type BeadChange } from '../beads/bead-store.js';
+import { Problem } from '../../shared/http/problem.js';
 import { decodeBeadCursor, encodeBeadCursor } from '../beads/page-token.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { blockUntilChanged } from './blocking.js';
@@ -81,6 +82,12 @@ export class BeadsRoutes extends Controller {
     @Query() wait?: string,
   ): Promise<ListBodyBead> {
     const before = cursor ? decodeBeadCursor(cursor) : undefined;
+    if (status !== undefined && !(STATUSES as readonly string[]).includes(status)) {
+      const message = `status must be one of ${STATUSES.join(', ')}`;
+      throw new Problem('validation-failed', `invalid: ${message}`, {
+        errors: [{ location: 'query.status', message, value: status }],
+      });
+    }
     const head = await blockUntilChanged(this.city, index, wait);
     this.setHeader('X-CTL-Index', String(head));
     const page = this.city.beads.store.list({
