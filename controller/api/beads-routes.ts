@@ -131,7 +131,7 @@ export class BeadsRoutes extends Controller {
         parent: body.parent,
         deferUntil: body.defer_until,
       },
-      idempotencyKey ? { key: idempotencyKey, body } : undefined,
+      idempotencyKey ? { key: idempotencyKey, endpoint: '/beads', body } : undefined,
     );
     this.setStatus(201);
     return bead;
@@ -162,8 +162,7 @@ export class BeadsRoutes extends Controller {
   ): Promise<ListBodyBead> {
     const head = await blockUntilChanged(this.city, index, wait);
     this.setHeader('X-CTL-Index', String(head));
-    const items = this.city.beads.store.ready({ assignee, limit: limit || 100 });
-    return { items, total: items.length };
+    return this.city.beads.store.ready({ assignee, limit: limit || 100 });
   }
 
   /**

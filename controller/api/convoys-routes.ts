@@ -79,7 +79,10 @@ export class ConvoysRoutes extends Controller {
     @Body() body: ConvoyCreateInputBody,
     @Header('idempotency-key') idempotencyKey?: string,
   ): Promise<Bead> {
-    const { convoy } = await this.city.convoys.create(body, idempotencyKey ? { key: idempotencyKey, body } : undefined);
+    const { convoy } = await this.city.convoys.create(
+      body,
+      idempotencyKey ? { key: idempotencyKey, endpoint: '/convoys', body } : undefined,
+    );
     this.setStatus(201);
     return convoy;
   }

@@ -90,7 +90,10 @@ export class MailRoutes extends Controller {
     @Body() body: MailSendInputBody,
     @Header('idempotency-key') idempotencyKey?: string,
   ): Promise<Message> {
-    const { message } = await this.city.mail.send(body, idempotencyKey ? { key: idempotencyKey, body } : undefined);
+    const { message } = await this.city.mail.send(
+      body,
+      idempotencyKey ? { key: idempotencyKey, endpoint: '/mail', body } : undefined,
+    );
     this.setStatus(201);
     return message;
   }
@@ -180,7 +183,7 @@ export class MailRoutes extends Controller {
     const { message } = await this.city.mail.reply(
       id,
       body,
-      idempotencyKey ? { key: idempotencyKey, body } : undefined,
+      idempotencyKey ? { key: idempotencyKey, endpoint: `/mail/${id}/reply`, body } : undefined,
     );
     this.setStatus(201);
     return message;

@@ -37,6 +37,8 @@ export interface NewBead {
   deferUntil?: string;
   ephemeral?: boolean;
   from?: string;
+  /** Dependencies it starts with (a convoy's `tracks` edges), created with it in one write. */
+  dependencies?: { dependsOn: string; kind: DepKind }[];
 }
 
 /** A change to a bead; absent fields stay as they are. */
@@ -101,19 +103,29 @@ export class BeadError extends Error {
 export interface BeadStore {
   readonly size: number;
   get(id: string): Bead | undefined;
+  /**
+   * Creates a bead; with an idempotency key, the key, the request's hash and the answer (the new bead) are
+   * kept with it, in the same write.
+   */
   create(bead: NewBead, idempotency?: { key: string; hash: string }): Bead;
   update(id: string, change: BeadChange): Bead;
   delete(id: string): Bead;
   addDependency(id: string, dependsOn: string, kind: DepKind): Bead;
   removeDependency(id: string, dependsOn: string, kind?: DepKind): Bead;
   list(query: BeadQuery): BeadPage;
-  /** Open, not deferred, not a container or record, and every blocking dependency closed; oldest first. */
-  ready(query: { assignee?: string; limit?: number }): Bead[];
+  /**
+   * Open, not deferred, not a container or record, and every blocking dependency closed; oldest first, at most
+   * `limit`, with how many there are in all.
+   */
+  ready(query: { assignee?: string; limit?: number }): { items: Bead[]; total: number };
   /** Beads with a dependency on this one. */
   dependents(id: string): Bead[];
   /** Beads whose parent is this one. */
   children(id: string): Bead[];
-  /** The bead created under an idempotency key (in the last 30 minutes), with the request's body hash. */
+  /**
+   * What a create under an idempotency key (in the last 30 minutes) answered, with that request's body hash;
+   * the bead as it was created, whatever became of it since.
+   */
   idempotent(key: string): { bead: Bead; hash: string } | undefined;
   close(): void;
 }

@@ -4,6 +4,13 @@ import type { EventLog } from '../../shared/events/event-log.js';
 import { Problem } from '../../shared/http/problem.js';
 import { BeadError, type BeadChange, type BeadStore, type NewBead } from './bead-store.js';
 
+/** An `Idempotency-Key` with the endpoint it was sent to (`/beads`, `/mail/{id}/reply`) and the body. */
+export interface IdempotencyKey {
+  key: string;
+  endpoint: string;
+  body: unknown;
+}
+
 /** A request body's identity for idempotency: the hash of its JSON with keys sorted. */
 export function bodyHash(body: unknown): string {
   return createHash('sha256')
@@ -55,11 +62,13 @@ export class BeadsService {
    * Creates a bead. With an idempotency key, a repeat of the same request answers with the bead the first
    * one created (`replayed`), and a different body under the same key is a 422.
    */
-  async create(input: NewBead, key?: { key: string; body: unknown }): Promise<{ bead: Bead; replayed: boolean }> {
+  async create(input: NewBead, key?: IdempotencyKey): Promise<{ bead: Bead; replayed: boolean }> {
     let idempotency: { key: string; hash: string } | undefined;
     if (key) {
       const hash = bodyHash(key.body);
-      const earlier = this.store.idempotent(key.key);
+      // A key belongs to one endpoint: the same key on another endpoint is another request.
+      const scoped = `POST:${key.endpoint}:${key.key}`;
+      const earlier = this.store.idempotent(scoped);
       if (earlier) {
         if (earlier.hash !== hash) {
           throw new Problem(
@@ -69,7 +78,7 @@ export class BeadsService {
         }
         return { bead: earlier.bead, replayed: true };
       }
-      idempotency = { key: key.key, hash };
+      idempotency = { key: scoped, hash };
     }
     const bead = this.run(() => this.store.create(input, idempotency));
     await this.record('bead.created', bead);

@@ -1,7 +1,7 @@
 import type { Bead } from '../../shared/dto/beads.js';
 import type { ConvoyCheckResponse, ConvoyCreateInputBody, ConvoyGetResponse } from '../../shared/dto/convoys.js';
 import { Problem } from '../../shared/http/problem.js';
-import type { BeadsService } from './beads-service.js';
+import type { BeadsService, IdempotencyKey } from './beads-service.js';
 
 /**
  * Convoys: `convoy` beads that track work through `tracks` dependency edges (convoy → item), which never
@@ -18,20 +18,21 @@ export class ConvoysService {
     return bead;
   }
 
-  async create(
-    input: ConvoyCreateInputBody,
-    key?: { key: string; body: unknown },
-  ): Promise<{ convoy: Bead; replayed: boolean }> {
+  async create(input: ConvoyCreateInputBody, key?: IdempotencyKey): Promise<{ convoy: Bead; replayed: boolean }> {
     const items = [...new Set(input.items ?? [])];
     this.requireItems(items);
-    const { bead, replayed } = await this.beads.create(
-      { title: input.title, type: 'convoy', metadata: input.rig ? { rig: input.rig } : {} },
+    // The convoy and its `tracks` edges are one write: a crash cannot leave a convoy missing its items.
+    const { bead: convoy, replayed } = await this.beads.create(
+      {
+        title: input.title,
+        type: 'convoy',
+        metadata: input.rig ? { rig: input.rig } : {},
+        dependencies: items.map((item) => ({ dependsOn: item, kind: 'tracks' as const })),
+      },
       key,
     );
-    if (replayed) return { convoy: bead, replayed };
-    let convoy = bead;
-    for (const item of items) convoy = await this.beads.addDependency(convoy.id, item, 'tracks');
-    await this.beads.recordEvent({ type: 'convoy.created', actor: 'api', subject: convoy.id, payload: {} });
+    if (!replayed)
+      await this.beads.recordEvent({ type: 'convoy.created', actor: 'api', subject: convoy.id, payload: {} });
     return { convoy, replayed };
   }
 

@@ -25,15 +25,15 @@ interface Journal {
   put?: Bead;
   /** A deleted bead's id. */
   del?: string;
-  /** The idempotency key a create was made under. */
-  idem?: { key: string; hash: string; at: number };
+  /** The idempotency key a create was made under, and what it answered. */
+  idem?: { key: string; hash: string; at: number; response: Bead };
 }
 
 interface Snapshot {
   version: 1;
   next: number;
   beads: Bead[];
-  idem: { key: string; id: string; hash: string; at: number }[];
+  idem: { key: string; hash: string; at: number; response: Bead }[];
 }
 
 /**
@@ -60,7 +60,7 @@ export class JournalBeadStore implements BeadStore {
   private readonly dependentsOf = new Map<string, Set<string>>();
   /** Id → how many of its blocking dependencies are not closed. */
   private readonly openBlockers = new Map<string, number>();
-  private readonly idempotency = new Map<string, { id: string; hash: string; at: number }>();
+  private readonly idempotency = new Map<string, { hash: string; at: number; response: Bead }>();
   private fd = -1;
   private journalLines = 0;
 
@@ -94,6 +94,12 @@ export class JournalBeadStore implements BeadStore {
     checkPriority(input.priority);
     const deferUntil = input.deferUntil === undefined ? undefined : checkTime(input.deferUntil, 'defer_until');
     if (input.parent !== undefined && input.parent !== '') this.require(input.parent, 'parent');
+    for (const dep of input.dependencies ?? []) {
+      if (!(DEP_KINDS as readonly string[]).includes(dep.kind)) {
+        throw new BeadError('invalid', `dependency type must be one of ${DEP_KINDS.join(', ')}`, 'type');
+      }
+      this.require(dep.dependsOn, 'depends_on');
+    }
     const now = new Date().toISOString();
     const number = this.next;
     const bead: Bead = {
@@ -115,11 +121,15 @@ export class JournalBeadStore implements BeadStore {
     if (deferUntil) bead.defer_until = deferUntil;
     if (input.ephemeral) bead.ephemeral = true;
     if (input.from) bead.from = input.from;
-    const idem = idempotency ? { ...idempotency, at: Date.now() } : undefined;
+    const deps = uniqueDeps(bead.id, input.dependencies ?? []);
+    if (deps.length) bead.dependencies = deps;
+    // What this create answers: kept with an idempotency key, so that a repeat answers the same.
+    const response = this.viewOf(bead);
+    const idem = idempotency ? { ...idempotency, at: Date.now(), response } : undefined;
     this.write({ put: bead, ...(idem ? { idem } : {}) });
     this.next = number + 1;
     this.apply(bead);
-    if (idem && idempotency) this.idempotency.set(idempotency.key, { id: bead.id, hash: idem.hash, at: idem.at });
+    if (idem) this.idempotency.set(idem.key, { hash: idem.hash, at: idem.at, response });
     this.settle();
     return this.view(bead);
   }
@@ -295,18 +305,19 @@ export class JournalBeadStore implements BeadStore {
     };
   }
 
-  ready(query: { assignee?: string; limit?: number }): Bead[] {
+  ready(query: { assignee?: string; limit?: number }): { items: Bead[]; total: number } {
     const now = Date.now();
-    const out: Bead[] = [];
+    const items: Bead[] = [];
+    let total = 0;
     const ids = [...(this.byStatus.get('open') ?? [])].sort((a, b) => this.numbers.get(a)! - this.numbers.get(b)!);
     for (const id of ids) {
       const bead = this.beads.get(id)!;
       if (!this.isReady(bead, now)) continue;
       if (query.assignee !== undefined && bead.assignee !== query.assignee) continue;
-      out.push(this.view(bead));
-      if (query.limit !== undefined && out.length >= query.limit) break;
+      total++;
+      if (query.limit === undefined || items.length < query.limit) items.push(this.view(bead));
     }
-    return out;
+    return { items, total };
   }
 
   dependents(id: string): Bead[] {
@@ -326,8 +337,7 @@ export class JournalBeadStore implements BeadStore {
       this.idempotency.delete(key);
       return undefined;
     }
-    const bead = this.beads.get(entry.id);
-    return bead ? { bead: this.view(bead), hash: entry.hash } : undefined;
+    return { bead: structuredClone(entry.response), hash: entry.hash };
   }
 
   close(): void {
@@ -339,12 +349,19 @@ export class JournalBeadStore implements BeadStore {
 
   /** What callers get: a copy (the store's own objects never leave it), with the derived fields. */
   private view(bead: Bead): Bead {
+    return this.viewOf(bead);
+  }
+
+  /** The view of a bead that may not be stored yet (its blockers counted from the store as it is). */
+  private viewOf(bead: Bead): Bead {
     const copy = copyOf(bead);
     copy.labels ??= [];
     copy.metadata ??= {};
     copy.dependencies ??= [];
     copy.needs = copy.dependencies.filter((d) => BLOCKING_KINDS.has(d.type)).map((d) => d.depends_on_id);
-    copy.is_blocked = (this.openBlockers.get(bead.id) ?? 0) > 0;
+    copy.is_blocked = copy.dependencies.some(
+      (d) => BLOCKING_KINDS.has(d.type) && this.beads.get(d.depends_on_id)?.status !== 'closed',
+    );
     return copy;
   }
 
@@ -467,8 +484,9 @@ export class JournalBeadStore implements BeadStore {
       const snapshot = JSON.parse(readFileSync(this.snapshotPath, 'utf8')) as Snapshot;
       for (const bead of snapshot.beads) this.beads.set(bead.id, bead);
       this.next = snapshot.next;
-      for (const entry of snapshot.idem)
-        this.idempotency.set(entry.key, { id: entry.id, hash: entry.hash, at: entry.at });
+      for (const entry of snapshot.idem) {
+        this.idempotency.set(entry.key, { hash: entry.hash, at: entry.at, response: entry.response });
+      }
     }
     this.fd = openSync(this.journalPath, 'a+');
     const text = readFileSync(this.journalPath, 'utf8');
@@ -492,8 +510,10 @@ export class JournalBeadStore implements BeadStore {
       if (entry.put) {
         this.beads.set(entry.put.id, entry.put);
         this.next = Math.max(this.next, numberOf(entry.put.id) + 1);
-        if (entry.idem)
-          this.idempotency.set(entry.idem.key, { id: entry.put.id, hash: entry.idem.hash, at: entry.idem.at });
+        if (entry.idem) {
+          const { key, hash, at, response } = entry.idem;
+          this.idempotency.set(key, { hash, at, response });
+        }
       } else if (entry.del) {
         this.beads.delete(entry.del);
         this.next = Math.max(this.next, numberOf(entry.del) + 1);
@@ -517,7 +537,7 @@ export class JournalBeadStore implements BeadStore {
       version: 1,
       next: this.next,
       beads: [...this.beads.values()],
-      idem: [...this.idempotency].map(([key, e]) => ({ key, id: e.id, hash: e.hash, at: e.at })),
+      idem: [...this.idempotency].map(([key, e]) => ({ key, hash: e.hash, at: e.at, response: e.response })),
     };
     writeFileAtomic(this.snapshotPath, JSON.stringify(snapshot));
     // Replaying the old journal over the new snapshot would change nothing, so a crash here is harmless.
@@ -529,6 +549,17 @@ export class JournalBeadStore implements BeadStore {
   journalSize(): number {
     return fstatSync(this.fd).size;
   }
+}
+
+/** A new bead's initial dependencies, without repeats. */
+function uniqueDeps(id: string, deps: { dependsOn: string; kind: DepKind }[]): Dep[] {
+  const out: Dep[] = [];
+  for (const dep of deps) {
+    if (!out.some((d) => d.depends_on_id === dep.dependsOn && d.type === dep.kind)) {
+      out.push({ issue_id: id, depends_on_id: dep.dependsOn, type: dep.kind });
+    }
+  }
+  return out;
 }
 
 /** A copy of a stored bead (its arrays and metadata too), without the derived fields. Stored beads leave out

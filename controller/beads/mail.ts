@@ -7,7 +7,7 @@ import type {
   Message,
 } from '../../shared/dto/mail.js';
 import { Problem } from '../../shared/http/problem.js';
-import type { BeadsService } from './beads-service.js';
+import type { BeadsService, IdempotencyKey } from './beads-service.js';
 import { randomBytes } from 'node:crypto';
 
 const READ = 'read';
@@ -59,10 +59,7 @@ export class MailService {
     return toMessage(this.bead(id));
   }
 
-  async send(
-    input: MailSendInputBody,
-    key?: { key: string; body: unknown },
-  ): Promise<{ message: Message; replayed: boolean }> {
+  async send(input: MailSendInputBody, key?: IdempotencyKey): Promise<{ message: Message; replayed: boolean }> {
     const thread = randomBytes(6).toString('hex');
     const { bead, replayed } = await this.beads.create(
       {
@@ -131,6 +128,7 @@ export class MailService {
     const byMessage = this.beads.store.get(id);
     const thread = byMessage?.issue_type === 'message' ? labelValue(byMessage, THREAD) : id;
     const page = this.beads.store.list({
+      type: 'message',
       label: `${THREAD}${thread}`,
       includeClosed: true,
       includeEphemeral: true,
@@ -165,7 +163,7 @@ export class MailService {
   async reply(
     id: string,
     input: MailReplyInputBody,
-    key?: { key: string; body: unknown },
+    key?: IdempotencyKey,
   ): Promise<{ message: Message; replayed: boolean }> {
     const original = this.bead(id);
     const originalMessage = toMessage(original);

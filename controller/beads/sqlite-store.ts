@@ -50,7 +50,7 @@ create index if not exists metadata_n on metadata(n);
 create table if not exists deps (n integer not null, target integer not null, kind text not null, primary key (n, target, kind));
 create index if not exists deps_target on deps(target);
 create table if not exists counters (name text primary key, value integer not null);
-create table if not exists idempotency (key text primary key, id text not null, hash text not null, at integer not null);
+create table if not exists idempotency (key text primary key, hash text not null, at integer not null, response text not null);
 `;
 
 interface Row {
@@ -104,6 +104,12 @@ export class SqliteBeadStore implements BeadStore {
     const deferUntil = input.deferUntil === undefined ? undefined : checkTime(input.deferUntil, 'defer_until');
     return this.db.transaction(() => {
       if (input.parent) this.require(input.parent, 'parent');
+      for (const dep of input.dependencies ?? []) {
+        if (!(DEP_KINDS as readonly string[]).includes(dep.kind)) {
+          throw new BeadError('invalid', `dependency type must be one of ${DEP_KINDS.join(', ')}`, 'type');
+        }
+        this.require(dep.dependsOn, 'depends_on');
+      }
       const n = this.nextNumber();
       const now = new Date().toISOString();
       const bead: Bead = {
@@ -125,6 +131,13 @@ export class SqliteBeadStore implements BeadStore {
       if (deferUntil) bead.defer_until = deferUntil;
       if (input.ephemeral) bead.ephemeral = true;
       if (input.from) bead.from = input.from;
+      const deps: Dep[] = [];
+      for (const dep of input.dependencies ?? []) {
+        if (!deps.some((d) => d.depends_on_id === dep.dependsOn && d.type === dep.kind)) {
+          deps.push({ issue_id: bead.id, depends_on_id: dep.dependsOn, type: dep.kind });
+        }
+      }
+      if (deps.length) bead.dependencies = deps;
       this.sql('insert into beads (n, id, status, type, doc) values (?, ?, ?, ?, ?)').run(
         n,
         bead.id,
@@ -133,16 +146,17 @@ export class SqliteBeadStore implements BeadStore {
         '{}',
       );
       this.save(n, bead, undefined);
+      const response = this.get(bead.id)!;
       if (idempotency) {
-        this.sql('insert or replace into idempotency (key, id, hash, at) values (?, ?, ?, ?)').run(
+        // What this create answers, kept with the key: a repeat answers the same.
+        this.sql('insert or replace into idempotency (key, hash, at, response) values (?, ?, ?, ?)').run(
           idempotency.key,
-          bead.id,
           idempotency.hash,
           Date.now(),
+          JSON.stringify(response),
         );
       }
-      // A new bead has no dependencies: nothing blocks it.
-      return view({ n, doc: JSON.stringify(bead), blockers: 0 });
+      return response;
     })();
   }
 
@@ -327,22 +341,23 @@ export class SqliteBeadStore implements BeadStore {
     return { items: rows.slice(0, query.limit).map(view), total, more: rows.length > query.limit };
   }
 
-  ready(query: { assignee?: string; limit?: number }): Bead[] {
+  ready(query: { assignee?: string; limit?: number }): { items: Bead[]; total: number } {
     const params: unknown[] = [new Date().toISOString()];
     let assignee = '';
     if (query.assignee !== undefined) {
       assignee = 'and b.assignee = ?';
       params.push(query.assignee);
     }
-    const rows = this.sql(
-      `select b.n, b.doc, 0 as blockers from beads b
-       where b.status = 'open' and b.ephemeral = 0 and b.type not in (${NOT_WORK})
+    const where = `b.status = 'open' and b.ephemeral = 0 and b.type not in (${NOT_WORK})
          and (b.defer_until is null or b.defer_until <= ?) ${assignee}
          and not exists (select 1 from labels l where l.n = b.n and l.label in (${BOOKKEEPING}))
-         and ${BLOCKERS} = 0
-       order by b.n limit ?`,
-    ).all(...params, query.limit ?? -1) as Row[];
-    return rows.map(view);
+         and ${BLOCKERS} = 0`;
+    const rows = this.sql(`select b.n, b.doc, 0 as blockers from beads b where ${where} order by b.n limit ?`).all(
+      ...params,
+      query.limit ?? -1,
+    ) as Row[];
+    const total = (this.sql(`select count(*) as c from beads b where ${where}`).get(...params) as { c: number }).c;
+    return { items: rows.map(view), total };
   }
 
   dependents(id: string): Bead[] {
@@ -362,15 +377,14 @@ export class SqliteBeadStore implements BeadStore {
   }
 
   idempotent(key: string): { bead: Bead; hash: string } | undefined {
-    const entry = this.sql('select id, hash, at from idempotency where key = ?').get(key) as
-      { id: string; hash: string; at: number } | undefined;
+    const entry = this.sql('select hash, at, response from idempotency where key = ?').get(key) as
+      { hash: string; at: number; response: string } | undefined;
     if (!entry) return undefined;
     if (Date.now() - entry.at > IDEMPOTENCY_TTL_MS) {
       this.sql('delete from idempotency where key = ?').run(key);
       return undefined;
     }
-    const bead = this.get(entry.id);
-    return bead ? { bead, hash: entry.hash } : undefined;
+    return { bead: JSON.parse(entry.response) as Bead, hash: entry.hash };
   }
 
   close(): void {

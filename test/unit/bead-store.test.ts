@@ -88,7 +88,7 @@ for (const backend of BACKENDS) {
     it('keeps a bead out of ready while a blocking dependency is not closed, edge by edge', function () {
       const dep = store.create({ title: 'dependency' });
       const waiter = store.create({ title: 'waiter' });
-      const ids = () => store.ready({}).map((b) => b.id);
+      const ids = () => store.ready({}).items.map((b) => b.id);
       expect(ids()).to.deep.equal([dep.id, waiter.id]);
       for (const kind of ['blocks', 'waits-for', 'conditional-blocks'] as const) {
         store.addDependency(waiter.id, dep.id, kind);
@@ -122,8 +122,9 @@ for (const backend of BACKENDS) {
       store.create({ title: 'tracking', labels: ['order-tracking'] });
       const busy = store.create({ title: 'busy' });
       store.update(busy.id, { status: 'in_progress' });
-      expect(store.ready({}).map((b) => b.id)).to.deep.equal([due.id]);
-      expect(store.ready({ assignee: 'nobody' })).to.deep.equal([]);
+      expect(store.ready({}).items.map((b) => b.id)).to.deep.equal([due.id]);
+      expect(store.ready({ assignee: 'nobody' })).to.deep.equal({ items: [], total: 0 });
+      expect(store.ready({ limit: 0 })).to.deep.include({ total: 1 });
     });
 
     it('refuses dependency cycles and dependencies on missing beads', function () {
@@ -170,14 +171,17 @@ for (const backend of BACKENDS) {
       store.delete(a.id);
       expect(store.get(b.id)!.dependencies).to.deep.equal([]);
       expect(store.get(b.id)!.parent).to.equal(undefined);
-      expect(store.ready({}).map((x) => x.id)).to.deep.equal([b.id]);
+      expect(store.ready({}).items.map((x) => x.id)).to.deep.equal([b.id]);
       expect(errorCode(() => store.delete(a.id))).to.equal('not-found');
     });
 
-    it('answers an idempotency key with the bead it created, across a reopen', function () {
+    it('answers an idempotency key with the bead as it was created, across changes, a delete and a reopen', function () {
       const bead = store.create({ title: 'once' }, { key: 'k1', hash: 'h1' });
       expect(store.idempotent('k1')).to.deep.include({ hash: 'h1' });
-      expect(store.idempotent('k1')!.bead.id).to.equal(bead.id);
+      expect(store.idempotent('k1')!.bead).to.deep.equal(bead);
+      store.update(bead.id, { title: 'changed' });
+      store.delete(bead.id);
+      expect(store.idempotent('k1')!.bead).to.deep.equal(bead);
       store.close();
       store = backend.open(dir);
       expect(store.idempotent('k1')!.bead.id).to.equal(bead.id);
