@@ -60,3 +60,43 @@ export function memoryKiB(pid: number): MemoryKiB {
     return { rss, pss: NaN, uss: NaN };
   }
 }
+
+/**
+ * CPU time the whole machine has spent so far (every core, from the first line of /proc/stat), in ms: `busy`
+ * (everything but idle and iowait) and `total`. On a shared machine, busy minus what our processes used is the
+ * load someone else put on it.
+ */
+export function machineCpuMs(): { busy: number; total: number } {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0];
+    const ticks = line.trim().split(/\s+/).slice(1, 9).map(Number);
+    const total = ticks.reduce((a, b) => a + b, 0);
+    const idle = ticks[3] + ticks[4];
+    const toMs = (t: number) => (t / clockTicks()) * 1000;
+    return { busy: toMs(total - idle), total: toMs(total) };
+  } catch {
+    return { busy: NaN, total: NaN };
+  }
+}
+
+export interface SchedStat {
+  /** Time on a CPU, ms. */
+  runMs: number;
+  /** Time runnable but waiting for a CPU (on a run queue), ms. */
+  waitMs: number;
+  /** Times it was scheduled in. */
+  slices: number;
+}
+
+/**
+ * Scheduler statistics of a process's main thread (/proc/<pid>/schedstat; the thread that runs Node's event
+ * loop): how long it waited, runnable, for a CPU — the latency a busy machine adds to every wake-up.
+ */
+export function schedStat(pid: number | 'self'): SchedStat {
+  try {
+    const [run, wait, slices] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').trim().split(/\s+/).map(Number);
+    return { runMs: run / 1e6, waitMs: wait / 1e6, slices };
+  } catch {
+    return { runMs: NaN, waitMs: NaN, slices: NaN };
+  }
+}
