@@ -32,6 +32,33 @@ export function get(target: GetTarget): Promise<GetResult> {
   });
 }
 
+/** One request with a JSON body (a mutation: it carries `X-CTL-Request`), body read to the end. */
+export function sendJson(target: GetTarget, method: string, body: unknown): Promise<GetResult> {
+  const payload = Buffer.from(JSON.stringify(body));
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        ...target.options,
+        method,
+        headers: {
+          ...target.options.headers,
+          'content-type': 'application/json',
+          'content-length': payload.length,
+          'x-ctl-request': 'bench',
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
 /** One GET that must answer 200 with JSON; the parsed body. */
 export async function getJson<T>(target: GetTarget): Promise<T> {
   const res = await get(target);
