@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { formatCursor, parseCursor, REPLAY_ALL } from '../shared/events/cursor.js';
+import { parseCursor, REPLAY_ALL, StreamPositions } from '../shared/events/cursor.js';
 import type { EventRecord } from '../shared/events/record.js';
 import type { StreamSettings } from '../shared/events/stream-settings.js';
 import { Problem } from '../shared/http/problem.js';
@@ -50,7 +50,7 @@ export function supervisorEventStream(hub: EventHub, settings: StreamSettings): 
     const cursor =
       given.trim() === '' ? undefined : parseCursor(given, header.trim() !== '' ? 'Last-Event-ID' : 'after_cursor');
 
-    const positions = new Map<string, number>();
+    const positions = new StreamPositions();
     if (cursor instanceof Map) for (const [scope, seq] of cursor) positions.set(scope, seq);
     for (const source of sources) {
       if (cursor === REPLAY_ALL) positions.set(source.scope, 0);
@@ -60,7 +60,7 @@ export function supervisorEventStream(hub: EventHub, settings: StreamSettings): 
     const stream = new SseStream(ctx, settings);
     const emit = (scope: string, record: EventRecord) => {
       positions.set(scope, record.seq);
-      return stream.send('tagged_event', dataOf(scope, record), formatCursor(positions));
+      return stream.send('tagged_event', dataOf(scope, record), positions.cursor());
     };
     const deliver = (scope: string, records: EventRecord[]) => {
       for (const record of records) {

@@ -56,7 +56,7 @@ export class EventView {
   /** Matching events of every log, oldest first; `limit` keeps the newest that many (0: all). */
   list(query: EventQuery, limit: number): SupervisorEventListOutputBody {
     const cursor = this.captureCursor();
-    const items: WireTaggedEvent[] = [];
+    const keyed: TimedEvent[] = [];
     for (const source of this.sources()) {
       // Each log, newest first, stopping at `limit` matches or at `since`: the newest `limit` overall are
       // among the newest `limit` of each log.
@@ -65,9 +65,14 @@ export class EventView {
         filter: query.filter,
         sinceMs: query.sinceMs,
       });
-      for (const record of records) items.push(tagEvent(source.scope, record));
+      for (const record of records) {
+        const event = tagEvent(source.scope, record);
+        keyed.push({ ms: Date.parse(event.ts), event });
+      }
     }
-    items.sort(byTimeCitySeq);
+    // The time is parsed once per event, not once per comparison.
+    keyed.sort(byTimeCitySeq);
+    const items = keyed.map((k) => k.event);
     const total = query.filtered ? items.length : [...cursor.values()].reduce((sum, seq) => sum + seq, 0);
     return {
       event_cursor: formatCursor(cursor),
@@ -92,9 +97,12 @@ export function tagEvent(scope: string, record: EventRecord): WireTaggedEvent {
   return { ...toWireEvent(record), city };
 }
 
-function byTimeCitySeq(a: WireTaggedEvent, b: WireTaggedEvent): number {
-  const ta = Date.parse(a.ts);
-  const tb = Date.parse(b.ts);
+interface TimedEvent {
+  ms: number;
+  event: WireTaggedEvent;
+}
+
+function byTimeCitySeq({ ms: ta, event: a }: TimedEvent, { ms: tb, event: b }: TimedEvent): number {
   if (ta !== tb) return ta - tb;
   if (a.city !== b.city) return a.city < b.city ? -1 : 1;
   return a.seq - b.seq;

@@ -18,6 +18,33 @@ export function formatCursor(cursor: CompositeCursor): string {
 }
 
 /**
+ * The per-log positions of one supervisor stream, which formats its composite cursor for every frame it
+ * sends: the names are sorted once, when a log joins, not per frame (hundreds of streams, one frame each per
+ * event).
+ */
+export class StreamPositions extends Map<string, number> {
+  private sortedNames: string[] | undefined;
+
+  override set(name: string, seq: number): this {
+    if (!this.has(name)) this.sortedNames = undefined;
+    return super.set(name, seq);
+  }
+
+  override delete(name: string): boolean {
+    this.sortedNames = undefined;
+    return super.delete(name);
+  }
+
+  /** The same text as `formatCursor(this)`. */
+  cursor(): string {
+    this.sortedNames ??= [...this.keys()].sort();
+    let text = '';
+    for (const name of this.sortedNames) text += `${text === '' ? '' : ','}${name}:${this.get(name)}`;
+    return text;
+  }
+}
+
+/**
  * Parses a composite cursor. `'0'` returns the string `'0'` (replay everything); anything malformed
  * (an entry without `:`, an empty name, a seq that is not a non-negative integer) is a 400 problem.
  */

@@ -15,6 +15,10 @@ export type TailListener = (records: EventRecord[]) => void;
  * two writes until its newline arrives, follows the log into its new file after a rotation, and hands each
  * batch of new records to every listener (one read, any number of readers).
  *
+ * It follows the log only while someone listens: the first listener starts it at the log's end (what is
+ * already there is history, read through EventLog), the last one to leave stops it. A city nobody streams
+ * costs no file watch, no wake-up and no read per event.
+ *
  * chokidar watches the file; we act on its `raw` events, which arrive for every write (its `change` events
  * are throttled to one per 50 ms, and the rest dropped). A slow poll backs the watcher up, and writers in
  * this process `poke()` it directly.
@@ -28,62 +32,62 @@ export class LogTail {
   private scheduled = false;
   private closed = false;
   private readonly listeners = new Set<TailListener>();
-  private readonly watcher: FSWatcher;
-  private readonly poll: NodeJS.Timeout;
+  /** While following: the file watcher and the backup poll. */
+  private following: { watcher: FSWatcher; poll: NodeJS.Timeout } | undefined;
 
   readonly path: string;
 
   constructor(
     /** The log followed; read through it to catch up across rotations. */
     private readonly log: EventLog,
-    pollMs = 1000,
+    private readonly pollMs = 1000,
   ) {
     this.path = log.path;
-    // Start at the end: what is already there is history, read through EventLog.
-    this.openCurrent(true);
-    this.watcher = watch(this.path, { ignoreInitial: true, atomic: false, persistent: false });
-    this.watcher.on('raw', () => this.poke());
-    this.watcher.on('add', () => this.poke());
-    this.watcher.on('error', () => undefined);
-    this.poll = setInterval(() => this.poke(), pollMs);
-    this.poll.unref();
   }
 
-  /** The highest seq handed to listeners (or present when the tail started). */
+  /** The highest seq handed to listeners (or present when following started); 0 while nobody listens. */
   get head(): number {
-    return this.lastSeq;
+    return this.following ? this.lastSeq : 0;
   }
 
+  /** Adds a listener; the first one starts following the log from its current end. */
   subscribe(listener: TailListener): () => void {
+    if (this.closed) return () => undefined;
     this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    if (!this.following) this.follow();
+    return () => {
+      this.listeners.delete(listener);
+      if (this.listeners.size === 0) this.unfollow();
+    };
   }
 
   /** Resolves once a record with seq >= `seq` has been seen, or after `timeoutMs`; true if it was seen. */
   waitFor(seq: number, timeoutMs: number): Promise<boolean> {
-    if (this.lastSeq >= seq) return Promise.resolve(true);
+    if (this.following && this.lastSeq >= seq) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const unsubscribe = this.subscribe(() => {
-        if (this.lastSeq < seq) return;
+      let timer: NodeJS.Timeout | undefined;
+      const done = (seen: boolean) => {
         clearTimeout(timer);
         unsubscribe();
-        resolve(true);
+        resolve(seen);
+      };
+      const unsubscribe = this.subscribe(() => {
+        if (this.lastSeq >= seq) done(true);
       });
-      const timer = setTimeout(() => {
-        unsubscribe();
-        resolve(this.lastSeq >= seq);
-      }, timeoutMs);
+      // Subscribing may just have started following, at an end already past `seq`.
+      if (this.lastSeq >= seq) return done(true);
+      timer = setTimeout(() => done(this.lastSeq >= seq), timeoutMs);
       this.poke();
     });
   }
 
-  /** Reads what is new, soon (coalescing bursts of notifications into one read). */
+  /** Reads what is new, soon (coalescing bursts of notifications into one read); nothing while nobody listens. */
   poke(): void {
-    if (this.scheduled || this.closed) return;
+    if (this.scheduled || !this.following) return;
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      if (this.closed) return;
+      if (!this.following) return;
       try {
         this.read();
       } catch {
@@ -94,14 +98,35 @@ export class LogTail {
 
   async close(): Promise<void> {
     this.closed = true;
-    clearInterval(this.poll);
     this.listeners.clear();
+    await this.unfollow();
+  }
+
+  private follow(): void {
+    this.openCurrent(true);
+    const watcher = watch(this.path, { ignoreInitial: true, atomic: false, persistent: false });
+    watcher.on('raw', () => this.poke());
+    watcher.on('add', () => this.poke());
+    // Appends made while the watch was being set up.
+    watcher.on('ready', () => this.poke());
+    watcher.on('error', () => undefined);
+    const poll = setInterval(() => this.poke(), this.pollMs);
+    poll.unref();
+    this.following = { watcher, poll };
+  }
+
+  private async unfollow(): Promise<void> {
+    const following = this.following;
+    if (!following) return;
+    this.following = undefined;
+    clearInterval(following.poll);
     if (this.fd >= 0) closeSync(this.fd);
     this.fd = -1;
-    await this.watcher.close();
+    await following.watcher.close();
   }
 
   private read(): void {
+    const following = this.following;
     let ino: number | undefined;
     try {
       ino = statSync(this.path).ino;
@@ -111,7 +136,7 @@ export class LogTail {
     if (this.fd >= 0) {
       // Finish the file we have open first: after a rotation its last records are still ours to deliver.
       this.drain();
-      if (ino === this.ino) return;
+      if (this.following !== following || ino === this.ino) return;
       closeSync(this.fd);
       this.fd = -1;
     }
@@ -134,6 +159,7 @@ export class LogTail {
     if (missed.length) {
       this.lastSeq = missed.at(-1)!.seq;
       for (const listener of [...this.listeners]) listener(missed);
+      if (this.following !== following) return;
     }
     this.offset = end;
     this.drain();
@@ -157,6 +183,7 @@ export class LogTail {
   }
 
   private drain(): void {
+    const following = this.following;
     let size = fstatSync(this.fd).size;
     if (size < this.offset) this.offset = 0;
     let want = READ_CHUNK;
@@ -185,6 +212,8 @@ export class LogTail {
       }
       this.offset += end + 1;
       if (records.length) for (const listener of [...this.listeners]) listener(records);
+      // The last listener left (and maybe a new one started over, at the end): this read is over.
+      if (this.following !== following) return;
       size = fstatSync(this.fd).size;
     }
   }
