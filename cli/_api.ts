@@ -1,3 +1,4 @@
+import { setFlagsFromString } from 'node:v8';
 import { createApiClient, problemText, resolveApiBase, transportText, type ApiClient } from '../shared/api-client.js';
 import { ConfigError } from '../shared/config/config-error.js';
 import { CliError } from './_command.js';
@@ -14,7 +15,16 @@ export interface Api {
   client: ApiClient;
 }
 
+let baselineWasm = false;
+
 export function connect(explicit: string | undefined): Api {
+  if (!baselineWasm) {
+    // fetch parses HTTP with a WebAssembly module; V8 optimises it in the background and a process waits
+    // for that work to finish before it exits — about 60 ms of every short command. The baseline compiler
+    // alone is plenty for a CLI's few responses. Set before the first fetch, so it compiles that way.
+    setFlagsFromString('--liftoff-only');
+    baselineWasm = true;
+  }
   let base: string;
   try {
     base = resolveApiBase(explicit);

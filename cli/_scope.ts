@@ -26,8 +26,8 @@ export async function listCities(api: Api): Promise<CityInfo[]> {
  */
 export async function resolveCity(api: Api, ref: string | undefined): Promise<CityInfo | undefined> {
   const given = ref ?? process.env.CTL_CITY;
-  const cities = await listCities(api);
   if (given !== undefined && given !== '') {
+    const cities = await listCities(api);
     const byName = cities.find((c) => c.name === given);
     const asPath = resolve(given);
     const byPath = cities.find((c) => c.path === asPath);
@@ -41,9 +41,10 @@ export async function resolveCity(api: Api, ref: string | undefined): Promise<Ci
     }
     throw new CliError(`no registered city named ${given}; run "ctl cities" to see registered cities`);
   }
+  // Outside a city directory the scope is the supervisor's, known without asking it.
   const root = findCityRoot(process.cwd());
   if (!root) return undefined;
-  const city = cities.find((c) => c.path === root);
+  const city = (await listCities(api)).find((c) => c.path === root);
   if (!city) throw new CliError(`the city at ${root} is not registered; run "ctl register"`);
   return city;
 }
