@@ -57,7 +57,7 @@ export class LogTail {
     if (!this.following) this.follow();
     return () => {
       this.listeners.delete(listener);
-      if (this.listeners.size === 0) this.unfollow();
+      if (this.listeners.size === 0) void this.unfollow();
     };
   }
 
@@ -65,19 +65,18 @@ export class LogTail {
   waitFor(seq: number, timeoutMs: number): Promise<boolean> {
     if (this.following && this.lastSeq >= seq) return Promise.resolve(true);
     return new Promise((resolve) => {
-      let timer: NodeJS.Timeout | undefined;
       const done = (seen: boolean) => {
         clearTimeout(timer);
         unsubscribe();
         resolve(seen);
       };
+      const timer = setTimeout(() => done(this.lastSeq >= seq), timeoutMs);
       const unsubscribe = this.subscribe(() => {
         if (this.lastSeq >= seq) done(true);
       });
       // Subscribing may just have started following, at an end already past `seq`.
-      if (this.lastSeq >= seq) return done(true);
-      timer = setTimeout(() => done(this.lastSeq >= seq), timeoutMs);
-      this.poke();
+      if (this.lastSeq >= seq) done(true);
+      else this.poke();
     });
   }
 
