@@ -1,6 +1,7 @@
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { listCityTree } from './helpers/city-tree.js';
 import { CSRF, TestSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
@@ -60,7 +61,7 @@ describe('city lifecycle (real supervisor and controllers)', function () {
 
   it('unregister leaves the directory exactly as it was, and register attaches it again', async function () {
     const dir = sup.cityDir('alpha');
-    const before = listTree(dir);
+    const before = listCityTree(dir);
     const configBefore = readFileSync(join(dir, 'city.toml'));
     const logBefore = readFileSync(join(dir, '.ctl', 'events.jsonl'));
     const { data, response } = await sup.api.POST('/v0/city/{cityName}/unregister', {
@@ -73,11 +74,8 @@ describe('city lifecycle (real supervisor and controllers)', function () {
     expect(await sup.city('alpha')).to.equal(undefined);
     const log = readFileSync(join(dir, '.ctl', 'events.jsonl'), 'utf8');
     expect(log).to.include('"city.unregister_requested"');
-    // Same files (what exists only while a controller runs goes with it: its socket, pid file, and the
-    // bead database's write-ahead log), same config.
-    const runtimeOnly = (f: string) => /controller\.(sock|pid)$|beads\.db-(wal|shm)$/.test(f);
-    const after = listTree(dir);
-    expect(after.filter((f) => !runtimeOnly(f))).to.deep.equal(before.filter((f) => !runtimeOnly(f)));
+    // Same files (apart from those that exist only while a controller runs), same config.
+    expect(listCityTree(dir)).to.deep.equal(before);
     expect(readFileSync(join(dir, 'city.toml')).equals(configBefore)).to.equal(true);
     // The log only grew (the controller's stop, the unregister request): what was there is unchanged.
     const logAfter = readFileSync(join(dir, '.ctl', 'events.jsonl'));
@@ -89,7 +87,3 @@ describe('city lifecycle (real supervisor and controllers)', function () {
     await waitUntil('alpha to run again', async () => (await sup.city('alpha'))?.running);
   });
 });
-
-function listTree(dir: string): string[] {
-  return readdirSync(dir, { recursive: true, encoding: 'utf8' }).sort();
-}

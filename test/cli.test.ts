@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import { ctlEntryPath } from '../shared/paths.js';
 import { findOnPath } from '../shared/readiness.js';
 import { VERSION } from '../shared/version.js';
+import { listCityTree } from './helpers/city-tree.js';
 import { runCtl, type CliResult } from './helpers/cli.js';
 import { isAlive, killAllMentioning } from './helpers/processes.js';
 import { freePort, tempDir, TestSupervisor } from './helpers/supervisor.js';
@@ -42,13 +43,6 @@ function expectFailure(result: CliResult, command: string, pattern?: RegExp | st
   if (typeof pattern === 'string') expect(message).to.include(pattern);
   else if (pattern) expect(message).to.match(pattern);
   return message;
-}
-
-/** A directory listing (recursive, sorted) without the controller's runtime files that come and go with it. */
-function listTree(dir: string): string[] {
-  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
-    .filter((f) => !/controller\.(sock|pid|lock)$/.test(f))
-    .sort();
 }
 
 /** The current process's PATH minus every directory that holds one of `binaries`. */
@@ -478,7 +472,7 @@ describe('ctl CLI (real binary, real supervisor)', function () {
       expect(out[0]).to.include(betaDir);
       const city = await cityNamed('beta');
       expect(city).to.include({ name: 'beta', path: betaDir, running: true });
-      tree = listTree(betaDir);
+      tree = listCityTree(betaDir);
     });
 
     it('ctl unregister NAME detaches it and leaves the directory intact', async function () {
@@ -488,7 +482,7 @@ describe('ctl CLI (real binary, real supervisor)', function () {
       expect(await cityNamed('beta')).to.equal(undefined);
       expect(readFileSync(join(betaDir, 'city.toml'), 'utf8')).to.equal(config);
       expect(readFileSync(join(betaDir, 'notes.txt'), 'utf8')).to.equal('keep me\n');
-      expect(listTree(betaDir)).to.deep.equal(tree);
+      expect(listCityTree(betaDir)).to.deep.equal(tree);
     });
 
     it('ctl register PATH --name NAME registers it under that name', async function () {
@@ -506,7 +500,7 @@ describe('ctl CLI (real binary, real supervisor)', function () {
       expect(out[0]).to.include('gamma');
       expect(await cityNamed('gamma')).to.equal(undefined);
       expect(readFileSync(join(betaDir, 'city.toml'), 'utf8')).to.equal(config);
-      expect(listTree(betaDir)).to.deep.equal(tree);
+      expect(listCityTree(betaDir)).to.deep.equal(tree);
     });
 
     it('ctl register with no argument registers the city the working directory is in', async function () {
