@@ -47,8 +47,9 @@ export interface CityInfo {
   running: boolean;
   /**
    * Absent while running. Otherwise the controller's startup phase (`starting`, `loading_config`,
-   * `opening_event_log`, `starting_agents`, `starting_api`), or `stopped`, `stopping`, `restarting` (after a
-   * crash), `init_failed` (it has never started), `locked` (another process holds the city's lock).
+   * `opening_event_log`, `starting_bead_store`, `starting_agents`, `starting_api`), or `stopped`, `stopping`,
+   * `restarting` (after a crash), `init_failed` (it has never started), `locked` (another process holds the
+   * city's lock).
    */
   status?: string;
   /** The last start-up or crash error, when there was one. */
