@@ -283,8 +283,10 @@ async function readLatencies(sup: TestSupervisor, name: string): Promise<ReadQue
     return {
       readyTotal: first.total,
       ready: await measure('/beads/ready?limit=100'),
-      readyAssignee: await measure('/beads/ready?assignee=agent-3&limit=100'),
-      listOpenLabel: await measure('/beads?status=open&label=area-7&limit=100'),
+      // Filters that match open beads (the open ones are every 10th: agents 0, 2, 4, 6; areas 0 and 10), so
+      // each query has a page to read, not just an empty answer.
+      readyAssignee: await measure('/beads/ready?assignee=agent-2&limit=100'),
+      listOpenLabel: await measure('/beads?status=open&label=area-10&limit=100'),
       listAll: await measure('/beads?all=true&limit=100'),
     };
   } finally {

@@ -1,10 +1,20 @@
-import { BeadError, BLOCKING_KINDS } from './bead-store.js';
+import type { Bead } from '../../shared/dto/beads.js';
+import { BeadError, BLOCKING_KINDS, NOT_WORK_LABELS, NOT_WORK_TYPES } from './bead-store.js';
 
 // Validation and naming rules every bead store applies the same way.
 
 /** Kinds whose edges order beads: a cycle among them could never resolve. */
 export function isOrdering(kind: string): boolean {
   return BLOCKING_KINDS.has(kind) || kind === 'parent-child';
+}
+
+/**
+ * Whether a bead is work at all, whatever its status: not mail or another ephemeral record, not a container
+ * or record type, not marked as bookkeeping. Only such beads can ever be ready.
+ */
+export function isWork(bead: Bead): boolean {
+  if (bead.ephemeral || NOT_WORK_TYPES.has(bead.issue_type)) return false;
+  return !(bead.labels ?? []).some((l) => NOT_WORK_LABELS.has(l));
 }
 
 /** The creation number of an id `<prefix>-<n>` (0 when it has none). */

@@ -5,8 +5,6 @@ import {
   BeadError,
   BLOCKING_KINDS,
   DEP_KINDS,
-  NOT_WORK_LABELS,
-  NOT_WORK_TYPES,
   STATUSES,
   type BeadChange,
   type BeadPage,
@@ -15,7 +13,7 @@ import {
   type DepKind,
   type NewBead,
 } from './bead-store.js';
-import { checkPriority, checkTime, cleanMetadata, isOrdering, numberOf, uniqueLabels } from './bead-rules.js';
+import { checkPriority, checkTime, cleanMetadata, isOrdering, isWork, numberOf, uniqueLabels } from './bead-rules.js';
 
 /** How long an idempotency key keeps answering with the bead it created. */
 const IDEMPOTENCY_TTL_MS = 30 * 60 * 1000;
@@ -366,8 +364,7 @@ export class JournalBeadStore implements BeadStore {
   }
 
   private isReady(bead: Bead, now: number): boolean {
-    if (bead.status !== 'open' || bead.ephemeral || NOT_WORK_TYPES.has(bead.issue_type)) return false;
-    if ((bead.labels ?? []).some((l) => NOT_WORK_LABELS.has(l))) return false;
+    if (bead.status !== 'open' || !isWork(bead)) return false;
     if (bead.defer_until !== undefined && Date.parse(bead.defer_until) > now) return false;
     return (this.openBlockers.get(bead.id) ?? 0) === 0;
   }

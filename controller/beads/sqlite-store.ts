@@ -14,7 +14,7 @@ import {
   type DepKind,
   type NewBead,
 } from './bead-store.js';
-import { checkPriority, checkTime, cleanMetadata, isOrdering, numberOf, uniqueLabels } from './bead-rules.js';
+import { checkPriority, checkTime, cleanMetadata, isOrdering, isWork, numberOf, uniqueLabels } from './bead-rules.js';
 
 /** How long an idempotency key keeps answering with the bead it created. */
 const IDEMPOTENCY_TTL_MS = 30 * 60 * 1000;
@@ -23,11 +23,25 @@ const BLOCKING = [...BLOCKING_KINDS].map((k) => `'${k}'`).join(',');
 const ORDERING = [...BLOCKING_KINDS, 'parent-child'].map((k) => `'${k}'`).join(',');
 const NOT_WORK = [...NOT_WORK_TYPES].map((t) => `'${t}'`).join(',');
 const BOOKKEEPING = [...NOT_WORK_LABELS].map((l) => `'${l}'`).join(',');
+/** isWork() in SQL, for the row `beads`: what `beads.work` holds (set by every save). */
+const IS_WORK = `(beads.ephemeral = 0 and beads.type not in (${NOT_WORK}) and not exists (select 1 from labels l where l.n = beads.n and l.label in (${BOOKKEEPING})))`;
 
-/** Open blocking dependencies of the bead in row `b`. */
-const BLOCKERS = `(select count(*) from deps d join beads t on t.n = d.target where d.n = b.n and d.kind in (${BLOCKING}) and t.status != 'closed')`;
+/**
+ * The open blocking dependencies of the bead in `beads` row `n`: what `beads.blockers` holds, kept current by
+ * every write that can change it (the bead's own dependencies, or a dependency's status crossing closed).
+ */
+const COUNT_BLOCKERS = `(select count(*) from deps d join beads t on t.n = d.target where d.n = beads.n and d.kind in (${BLOCKING}) and t.status != 'closed')`;
 
-const SCHEMA = `
+/**
+ * Kept in SQLite's `user_version`. Version 2 keeps in each bead's row its open-blocker count and whether it
+ * is work at all, and indexes lists for counting without reading documents; a store from before versioning
+ * (0: the same tables without `blockers` and `work`) is brought up to it when opened, and a store from a newer
+ * ctl is refused rather than misread. What counts as work (NOT_WORK_TYPES, NOT_WORK_LABELS) changing means
+ * a new version, whose migration recomputes `work`.
+ */
+const SCHEMA_VERSION = 2;
+
+const TABLES = `
 create table if not exists beads (
   n integer primary key,            -- creation number: the id is <prefix>-<n>; newest first = n desc
   id text not null unique,
@@ -37,12 +51,10 @@ create table if not exists beads (
   parent text,
   ephemeral integer not null default 0,
   defer_until text,
-  doc text not null                 -- the bead as JSON, as the API shows it (without derived fields)
+  doc text not null,                -- the bead as JSON, as the API shows it (without derived fields)
+  blockers integer not null default 0,
+  work integer not null default 0   -- isWork(): 1 when the bead could ever be ready
 );
-create index if not exists beads_status on beads(status, n);
-create index if not exists beads_type on beads(type, n);
-create index if not exists beads_assignee on beads(assignee, n);
-create index if not exists beads_parent on beads(parent, n);
 create table if not exists labels (n integer not null, label text not null, primary key (label, n));
 create index if not exists labels_n on labels(n);
 create table if not exists metadata (n integer not null, key text not null, value text not null, primary key (key, value, n));
@@ -51,6 +63,23 @@ create table if not exists deps (n integer not null, target integer not null, ki
 create index if not exists deps_target on deps(target);
 create table if not exists counters (name text primary key, value integer not null);
 create table if not exists idempotency (key text primary key, hash text not null, at integer not null, response text not null);
+`;
+
+/**
+ * Every list filter leads an index that ends in (status, ephemeral, n), so a list's total is counted from the
+ * index alone and its page read newest first from it; ready work has a partial index of its own, so the ready
+ * queue is as cheap as the number of ready beads, whatever the size of the store.
+ */
+const INDEXES = `
+drop index if exists beads_status;
+drop index if exists beads_type;
+drop index if exists beads_assignee;
+drop index if exists beads_parent;
+create index if not exists beads_by_status on beads(status, ephemeral, n);
+create index if not exists beads_by_type on beads(type, status, ephemeral, n);
+create index if not exists beads_by_assignee on beads(assignee, status, ephemeral, n);
+create index if not exists beads_by_parent on beads(parent, status, ephemeral, n);
+create index if not exists beads_ready on beads(n, defer_until, assignee) where status = 'open' and blockers = 0 and work = 1;
 `;
 
 interface Row {
@@ -63,7 +92,8 @@ interface Row {
  * The bead store on SQLite (better-sqlite3): one file, `beads.db`, in WAL mode. Every mutation is one
  * transaction, committed before the call returns, so an acknowledged change survives kill -9 and a write
  * the process died in is rolled back; a write touches only its rows. Indexes serve lists by status, type,
- * label, assignee, parent and metadata, and the ready rule is one indexed query. Opening costs nothing
+ * label, assignee, parent and metadata; each bead's open blockers are counted in its row as they change, so
+ * the ready rule is one query over an index of the beads it can hold. Opening costs nothing
  * however many beads there are: nothing is loaded into memory.
  */
 export class SqliteBeadStore implements BeadStore {
@@ -78,7 +108,29 @@ export class SqliteBeadStore implements BeadStore {
     // NORMAL: a commit survives the process dying (not a power cut) without an fsync per transaction.
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
-    this.db.exec(SCHEMA);
+    this.migrate();
+  }
+
+  /** Creates the tables, or brings an older store's up to this version, in one transaction. */
+  private migrate(): void {
+    const version = this.db.pragma('user_version', { simple: true }) as number;
+    if (version === SCHEMA_VERSION) return;
+    if (version > SCHEMA_VERSION) {
+      throw new Error(
+        `${this.db.name} is bead store version ${version}; this ctl reads up to version ${SCHEMA_VERSION}`,
+      );
+    }
+    this.db.transaction(() => {
+      this.db.exec(TABLES);
+      const columns = this.db.pragma('table_info(beads)') as { name: string }[];
+      if (!columns.some((c) => c.name === 'blockers')) {
+        this.db.exec('alter table beads add column blockers integer not null default 0');
+        this.db.exec('alter table beads add column work integer not null default 0');
+        this.db.exec(`update beads set blockers = ${COUNT_BLOCKERS}, work = ${IS_WORK}`);
+      }
+      this.db.exec(INDEXES);
+      this.db.pragma(`user_version = ${SCHEMA_VERSION}`);
+    })();
   }
 
   /** Opens (creating if needed) the store in `dir`, with ids `<prefix>-<n>`. */
@@ -91,7 +143,7 @@ export class SqliteBeadStore implements BeadStore {
   }
 
   get(id: string): Bead | undefined {
-    const row = this.sql(`select n, doc, ${BLOCKERS} as blockers from beads b where id = ?`).get(id) as Row | undefined;
+    const row = this.sql('select n, doc, blockers from beads where id = ?').get(id) as Row | undefined;
     return row && view(row);
   }
 
@@ -300,7 +352,7 @@ export class SqliteBeadStore implements BeadStore {
       where.push('b.status = ?');
       params.push(query.status);
     } else if (query.includeClosed !== true) {
-      where.push("b.status != 'closed'");
+      where.push("b.status in ('open', 'in_progress')");
     }
     if (query.type !== undefined) {
       where.push('b.type = ?');
@@ -315,7 +367,7 @@ export class SqliteBeadStore implements BeadStore {
       params.push(query.parent);
     }
     if (query.label !== undefined) {
-      where.push('exists (select 1 from labels l where l.label = ? and l.n = b.n)');
+      where.push('b.n in (select n from labels where label = ?)');
       params.push(query.label);
     }
     if (query.withoutLabel !== undefined) {
@@ -335,8 +387,9 @@ export class SqliteBeadStore implements BeadStore {
       page.push('b.n < ?');
       pageParams.push(numberOf(query.before));
     }
+    // The page's numbers come from an index alone (sorting numbers, not documents); then its rows are read.
     const rows = this.sql(
-      `select b.n, b.doc, ${BLOCKERS} as blockers from beads b ${page.length ? `where ${page.join(' and ')}` : ''} order by b.n desc limit ?`,
+      `select n, doc, blockers from beads where n in (select b.n from beads b ${page.length ? `where ${page.join(' and ')}` : ''} order by b.n desc limit ?) order by n desc`,
     ).all(...pageParams, query.limit + 1) as Row[];
     return { items: rows.slice(0, query.limit).map(view), total, more: rows.length > query.limit };
   }
@@ -348,31 +401,31 @@ export class SqliteBeadStore implements BeadStore {
       assignee = 'and b.assignee = ?';
       params.push(query.assignee);
     }
-    const where = `b.status = 'open' and b.ephemeral = 0 and b.type not in (${NOT_WORK})
-         and (b.defer_until is null or b.defer_until <= ?) ${assignee}
-         and not exists (select 1 from labels l where l.n = b.n and l.label in (${BOOKKEEPING}))
-         and ${BLOCKERS} = 0`;
-    const rows = this.sql(`select b.n, b.doc, 0 as blockers from beads b where ${where} order by b.n limit ?`).all(
-      ...params,
-      query.limit ?? -1,
-    ) as Row[];
-    const total = (this.sql(`select count(*) as c from beads b where ${where}`).get(...params) as { c: number }).c;
+    // The first three terms are beads_ready's own condition, which SQLite needs to see to use that index; the
+    // index holds only the beads that are ready but for a deferral, so counting them reads nothing else.
+    const where = `status = 'open' and blockers = 0 and work = 1 and (b.defer_until is null or b.defer_until <= ?) ${assignee}`;
+    const rows = this.sql(
+      `select b.n, b.doc, b.blockers from beads b indexed by beads_ready where ${where} order by b.n limit ?`,
+    ).all(...params, query.limit ?? -1) as Row[];
+    const total = (
+      this.sql(`select count(*) as c from beads b indexed by beads_ready where ${where}`).get(...params) as {
+        c: number;
+      }
+    ).c;
     return { items: rows.map(view), total };
   }
 
   dependents(id: string): Bead[] {
     const { n } = this.require(id);
     const rows = this.sql(
-      `select b.n, b.doc, ${BLOCKERS} as blockers from beads b where b.n in (select n from deps where target = ?) order by b.n`,
+      'select b.n, b.doc, b.blockers from beads b where b.n in (select n from deps where target = ?) order by b.n',
     ).all(n) as Row[];
     return rows.map(view);
   }
 
   children(id: string): Bead[] {
     this.require(id);
-    const rows = this.sql(
-      `select b.n, b.doc, ${BLOCKERS} as blockers from beads b where b.parent = ? order by b.n`,
-    ).all(id) as Row[];
+    const rows = this.sql('select n, doc, blockers from beads where parent = ? order by n').all(id) as Row[];
     return rows.map(view);
   }
 
@@ -402,7 +455,7 @@ export class SqliteBeadStore implements BeadStore {
     delete stored.needs;
     delete stored.is_blocked;
     this.sql(
-      'update beads set status = ?, type = ?, assignee = ?, parent = ?, ephemeral = ?, defer_until = ?, doc = ? where n = ?',
+      'update beads set status = ?, type = ?, assignee = ?, parent = ?, ephemeral = ?, defer_until = ?, work = ?, doc = ? where n = ?',
     ).run(
       stored.status,
       stored.issue_type,
@@ -410,6 +463,7 @@ export class SqliteBeadStore implements BeadStore {
       stored.parent ?? null,
       stored.ephemeral ? 1 : 0,
       stored.defer_until ?? null,
+      isWork(stored) ? 1 : 0,
       JSON.stringify(stored),
       n,
     );
@@ -432,6 +486,13 @@ export class SqliteBeadStore implements BeadStore {
         if (target)
           this.sql('insert or ignore into deps (n, target, kind) values (?, ?, ?)').run(n, target.n, dep.type);
       }
+      this.sql(`update beads set blockers = ${COUNT_BLOCKERS} where n = ?`).run(n);
+    }
+    if (before && (before.status === 'closed') !== (stored.status === 'closed')) {
+      // Its status crossed closed: every bead it blocks gains or loses an open blocker.
+      this.sql(
+        `update beads set blockers = ${COUNT_BLOCKERS} where n in (select n from deps where target = ? and kind in (${BLOCKING}))`,
+      ).run(n);
     }
   }
 

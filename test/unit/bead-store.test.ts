@@ -2,6 +2,7 @@
 // adding its factory to BACKENDS.
 import { appendFileSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { BeadError, type BeadStore } from '../../controller/beads/bead-store.js';
 import { JournalBeadStore } from '../../controller/beads/journal-store.js';
@@ -127,6 +128,35 @@ for (const backend of BACKENDS) {
       expect(store.ready({ limit: 0 })).to.deep.include({ total: 1 });
     });
 
+    it('follows every change that can put a bead into ready or take it out', function () {
+      const first = store.create({ title: 'first blocker' });
+      const second = store.create({ title: 'second blocker' });
+      const work = store.create({ title: 'work' });
+      const ids = () => store.ready({}).items.map((b) => b.id);
+      store.addDependency(work.id, first.id, 'blocks');
+      store.addDependency(work.id, second.id, 'waits-for');
+      store.update(first.id, { status: 'closed' });
+      expect(ids(), 'one blocker still open').to.deep.equal([second.id]);
+      store.update(first.id, { status: 'closed', title: 'closed again' });
+      store.update(second.id, { status: 'closed' });
+      expect(ids(), 'both closed').to.deep.equal([work.id]);
+      store.update(first.id, { status: 'in_progress' });
+      expect(ids(), 'one reopened').to.deep.equal([]);
+      store.delete(first.id);
+      expect(ids(), 'the open one deleted').to.deep.equal([work.id]);
+      store.update(work.id, { addLabels: ['order-tracking'] });
+      expect(ids(), 'bookkeeping').to.deep.equal([]);
+      store.update(work.id, { removeLabels: ['order-tracking'], type: 'convoy' });
+      expect(ids(), 'a container').to.deep.equal([]);
+      store.update(work.id, { type: 'bug' });
+      expect(store.ready({ assignee: 'a1' }).items).to.deep.equal([]);
+      store.update(work.id, { assignee: 'a1', deferUntil: new Date(Date.now() + 60_000).toISOString() });
+      expect(ids(), 'deferred').to.deep.equal([]);
+      store.update(work.id, { deferUntil: null });
+      expect(store.ready({ assignee: 'a1' }).items.map((b) => b.id)).to.deep.equal([work.id]);
+      expect(store.get(work.id)!.is_blocked).to.equal(false);
+    });
+
     it('refuses dependency cycles and dependencies on missing beads', function () {
       const a = store.create({ title: 'a' });
       const b = store.create({ title: 'b' });
@@ -206,6 +236,57 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+describe('SQLite bead store versions', function () {
+  let dir: string;
+
+  beforeEach(function () {
+    dir = tempDir('ctl-beads-');
+  });
+
+  afterEach(function () {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('brings a store from before versioning up to date: blocker counts and work recomputed', function () {
+    let store = SqliteBeadStore.open(dir, 'tv');
+    const blocker = store.create({ title: 'blocker' });
+    const blocked = store.create({ title: 'blocked' });
+    store.addDependency(blocked.id, blocker.id, 'blocks');
+    const closed = store.create({ title: 'closed dependency' });
+    const freed = store.create({ title: 'freed' });
+    store.addDependency(freed.id, closed.id, 'blocks');
+    store.update(closed.id, { status: 'closed' });
+    store.create({ title: 'bookkeeping', labels: ['order-tracking'] });
+    store.create({ title: 'a convoy', type: 'convoy' });
+    const before = store.ready({});
+    store.close();
+    // What the first release wrote: the same tables without the derived columns or their indexes.
+    const db = new Database(join(dir, 'beads.db'));
+    db.exec('drop index beads_ready; alter table beads drop column blockers; alter table beads drop column work');
+    db.pragma('user_version = 0');
+    db.close();
+
+    store = SqliteBeadStore.open(dir, 'tv');
+    expect(store.ready({})).to.deep.equal(before);
+    expect(before.items.map((b) => b.id)).to.deep.equal([blocker.id, freed.id]);
+    expect(store.get(blocked.id)!.is_blocked).to.equal(true);
+    store.update(blocker.id, { status: 'closed' });
+    expect(store.ready({}).items.map((b) => b.id)).to.deep.equal([blocked.id, freed.id]);
+    store.close();
+    const reopened = new Database(join(dir, 'beads.db'));
+    expect(reopened.pragma('user_version', { simple: true })).to.equal(2);
+    reopened.close();
+  });
+
+  it('refuses a store written by a newer ctl rather than misread it', function () {
+    SqliteBeadStore.open(dir, 'tv').close();
+    const db = new Database(join(dir, 'beads.db'));
+    db.pragma('user_version = 99');
+    db.close();
+    expect(() => SqliteBeadStore.open(dir, 'tv')).to.throw(/version 99; this ctl reads up to version 2/);
+  });
+});
 
 describe('journal bead store compaction', function () {
   it('folds a long journal into a snapshot and keeps the state', function () {
