@@ -1,4 +1,5 @@
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import { request, type IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -262,6 +263,19 @@ function eventsPath(sup: TestSupervisor, city: string): string {
   return join(sup.cityDir(city), '.ctl', 'events.jsonl');
 }
 
+/** A HEAD request: its status, headers, and how many body bytes came before the response ended. */
+function head(url: string): Promise<{ status: number; headers: IncomingHttpHeaders; bodyBytes: number }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'HEAD', agent: false }, (res) => {
+      let bodyBytes = 0;
+      res.on('data', (chunk: Buffer) => (bodyBytes += chunk.length));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, bodyBytes }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 describe('event streams and the city event list', function () {
   this.timeout(30_000);
 
@@ -315,6 +329,14 @@ describe('event streams and the city event list', function () {
         message: 'a message',
         payload: { nested: { key: 'value' }, n: 1 },
       });
+    });
+
+    it('answers HEAD with the stream headers and ends at once', async function () {
+      const res = await head(url());
+      expect(res.status).to.equal(200);
+      expect(res.headers['content-type']).to.match(/^text\/event-stream/);
+      expect(res.headers['x-ctl-request-id']).to.match(/^[0-9a-f]{16}$/);
+      expect(res.bodyBytes).to.equal(0);
     });
 
     it('resumes exclusively after `after_seq=N` and after `Last-Event-ID: N`, then continues live', async function () {
@@ -580,6 +602,13 @@ describe('event streams and the city event list', function () {
           await expectStreamProblem(url(`?after_cursor=${encodeURIComponent(bad)}`), {}, 400);
           await expectStreamProblem(url(), { 'Last-Event-ID': bad }, 400);
         }
+      });
+
+      it('answers HEAD with the stream headers and ends at once', async function () {
+        const res = await head(url());
+        expect(res.status).to.equal(200);
+        expect(res.headers['content-type']).to.match(/^text\/event-stream/);
+        expect(res.bodyBytes).to.equal(0);
       });
 
       it('sends heartbeats without an id', async function () {
