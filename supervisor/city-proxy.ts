@@ -2,6 +2,7 @@ import { Agent } from 'node:http';
 import type { Middleware } from 'koa';
 import { forward } from '../shared/http/forward.js';
 import { notRunning, parseCityPath } from '../shared/http/city-path.js';
+import type { ControllerEndpoint } from './controller-process.js';
 import type { Reconciler } from './reconciler.js';
 import type { Registry } from './registry.js';
 
@@ -25,12 +26,28 @@ export function cityProxy(registry: Registry, reconciler: Reconciler): Middlewar
     if (!slot?.running || !slot.process || slot.name !== path.name) throw notRunning(path);
     // Where this controller listens: its socket, or the port a controller run by hand was given.
     const endpoint = slot.process.endpoint;
-    const key = 'socketPath' in endpoint ? endpoint.socketPath : `${endpoint.host}:${endpoint.port}`;
+    const key = endpointKey(endpoint);
     let agent = agents.get(key);
     if (!agent) {
+      // A new controller: the agents of controllers no longer running (stopped, restarted elsewhere,
+      // unregistered) go, with any idle sockets they kept.
+      const live = new Set<string>();
+      for (const other of reconciler.slots.values()) {
+        if (other.running && other.process) live.add(endpointKey(other.process.endpoint));
+      }
+      for (const [oldKey, oldAgent] of agents) {
+        if (!live.has(oldKey)) {
+          oldAgent.destroy();
+          agents.delete(oldKey);
+        }
+      }
       agent = new Agent({ keepAlive: true, maxSockets: 256 });
       agents.set(key, agent);
     }
     await forward(ctx, { ...endpoint, path: ctx.url, agent, hostHeader: 'localhost' });
   };
+}
+
+function endpointKey(endpoint: ControllerEndpoint): string {
+  return 'socketPath' in endpoint ? endpoint.socketPath : `${endpoint.host}:${endpoint.port}`;
 }

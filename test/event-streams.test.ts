@@ -1,5 +1,5 @@
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
-import { request, type IncomingHttpHeaders } from 'node:http';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -263,17 +263,25 @@ function eventsPath(sup: TestSupervisor, city: string): string {
   return join(sup.cityDir(city), '.ctl', 'events.jsonl');
 }
 
-/** A HEAD request: its status, headers, and how many body bytes came before the response ended. */
-function head(url: string): Promise<{ status: number; headers: IncomingHttpHeaders; bodyBytes: number }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'HEAD', agent: false }, (res) => {
-      let bodyBytes = 0;
-      res.on('data', (chunk: Buffer) => (bodyBytes += chunk.length));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, bodyBytes }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
+/**
+ * A HEAD request with a GET of `/health` pipelined behind it on one connection: the two responses' heads (status
+ * line and headers) and the bytes that came after each. The server answers the GET only once it has finished
+ * the HEAD response, so a stream left open would never let it through.
+ */
+async function headThenHealth(url: string): Promise<string[]> {
+  const target = new URL(url);
+  const socket = connect({ host: target.hostname, port: Number(target.port) });
+  try {
+    socket.write(
+      `HEAD ${target.pathname}${target.search} HTTP/1.1\r\nHost: ${target.host}\r\n\r\n` +
+        `GET /health HTTP/1.1\r\nHost: ${target.host}\r\nConnection: close\r\n\r\n`,
+    );
+    let text = '';
+    for await (const chunk of socket) text += (chunk as Buffer).toString();
+    return text.split(/(?=HTTP\/1\.1 )/);
+  } finally {
+    socket.destroy();
+  }
 }
 
 describe('event streams and the city event list', function () {
@@ -332,11 +340,12 @@ describe('event streams and the city event list', function () {
     });
 
     it('answers HEAD with the stream headers and ends at once', async function () {
-      const res = await head(url());
-      expect(res.status).to.equal(200);
-      expect(res.headers['content-type']).to.match(/^text\/event-stream/);
-      expect(res.headers['x-ctl-request-id']).to.match(/^[0-9a-f]{16}$/);
-      expect(res.bodyBytes).to.equal(0);
+      const [head, next] = await headThenHealth(url());
+      expect(head).to.match(/^HTTP\/1\.1 200 /);
+      expect(head).to.match(/\r\ncontent-type: text\/event-stream/i);
+      expect(head).to.match(/\r\nx-ctl-request-id: [0-9a-f]{16}\r\n/i);
+      expect(head).to.match(/\r\n\r\n$/); // no body
+      expect(next).to.match(/^HTTP\/1\.1 200 /);
     });
 
     it('resumes exclusively after `after_seq=N` and after `Last-Event-ID: N`, then continues live', async function () {
@@ -605,10 +614,11 @@ describe('event streams and the city event list', function () {
       });
 
       it('answers HEAD with the stream headers and ends at once', async function () {
-        const res = await head(url());
-        expect(res.status).to.equal(200);
-        expect(res.headers['content-type']).to.match(/^text\/event-stream/);
-        expect(res.bodyBytes).to.equal(0);
+        const [head, next] = await headThenHealth(url());
+        expect(head).to.match(/^HTTP\/1\.1 200 /);
+        expect(head).to.match(/\r\ncontent-type: text\/event-stream/i);
+        expect(head).to.match(/\r\n\r\n$/); // no body
+        expect(next).to.match(/^HTTP\/1\.1 200 /);
       });
 
       it('sends heartbeats without an id', async function () {

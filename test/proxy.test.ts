@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { SseStreamReader } from './helpers/sse.js';
 import { CSRF, TestSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
@@ -121,6 +122,38 @@ describe('the supervisor proxy and the raw svc/* proxy', function () {
       code: 'service-not-found',
       detail: 'not_found: service not found: nope',
     });
+  });
+
+  it('reaches each city through a stop, a new city, and a start again', async function () {
+    await sup.createCity('other');
+    const health = async (name: string) => (await fetch(`${sup.base}/v0/city/${name}/health`)).status;
+    expect(await health('other')).to.equal(200);
+    const lifecycle = (name: string, action: 'stop' | 'start') =>
+      fetch(`${sup.base}/v0/city/${name}/${action}`, { method: 'POST', headers: CSRF });
+    expect((await lifecycle('other', 'stop')).status).to.be.oneOf([200, 202]);
+    await waitUntil('other to stop', async () => (await sup.city('other'))?.running === false);
+    expect(await health('other')).to.equal(404);
+    // A new controller: the supervisor lets go of the stopped one's connections, and keeps the running ones',
+    // such as a stream open through it.
+    const stream = await SseStreamReader.open(`${sup.base}/v0/city/web/events/stream`);
+    try {
+      await sup.createCity('third');
+      expect(await health('third')).to.equal(200);
+      const posted = await fetch(`${sup.base}/v0/city/web/events`, {
+        method: 'POST',
+        headers: { ...CSRF, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ type: 'test.after-third', actor: 'test' }),
+      });
+      expect(posted.status).to.equal(201);
+      const frames = await stream.events(1);
+      expect(JSON.parse(frames[0].data)).to.include({ type: 'test.after-third' });
+    } finally {
+      stream.close();
+    }
+    expect((await lifecycle('other', 'start')).status).to.be.oneOf([200, 202]);
+    await waitUntil('other to run again', async () => (await sup.city('other'))?.running);
+    expect(await health('other')).to.equal(200);
+    expect(await health('web')).to.equal(200);
   });
 
   it('keeps one request id from the supervisor to the controller', async function () {
