@@ -31,12 +31,16 @@ export function leafCommand<T extends ArgsDef>(path: string, def: CommandDef<T>)
   };
 }
 
+/** A flag as declared (`start-command`) and in camelCase (`startCommand`), both of which citty reads. */
+function spellings(name: string): string[] {
+  return [name, name.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase())];
+}
+
 function rejectUnknownFlags(rawArgs: string[], args: ArgsDef): void {
   const known = new Set<string>();
   for (const [name, def] of Object.entries(args)) {
     if (def.type === 'positional') continue;
-    known.add(name);
-    known.add(name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`));
+    for (const spelling of spellings(name)) known.add(spelling);
     const aliases = 'alias' in def && def.alias ? (Array.isArray(def.alias) ? def.alias : [def.alias]) : [];
     for (const alias of aliases) known.add(alias);
   }
@@ -57,8 +61,7 @@ function positionalArgs(rawArgs: string[], args: ArgsDef): string[] {
   const valued = new Set<string>();
   for (const [name, def] of Object.entries(args)) {
     if (def.type === 'string' || def.type === 'enum') {
-      valued.add(name);
-      valued.add(name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`));
+      for (const spelling of spellings(name)) valued.add(spelling);
       const aliases = def.alias ? (Array.isArray(def.alias) ? def.alias : [def.alias]) : [];
       for (const alias of aliases) valued.add(alias);
     }

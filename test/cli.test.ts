@@ -832,6 +832,24 @@ describe('ctl --help and --version', function () {
     expect(text).to.not.include('\u001b[');
   });
 
+  it('spells every flag in usage as it is typed (kebab-case), and accepts the camelCase spelling too', async function () {
+    const usage = async (...command: string[]) => expectSuccess(await runCtl([...command, '--help'])).join('\n');
+    const flags = [
+      ...[await usage('init'), await usage('events'), await usage('bead', 'create')].join('\n').matchAll(/--[\w-]+/g),
+    ].map((m) => m[0]);
+    expect(flags).to.include.members(['--start-command', '--payload-match', '--after-cursor', '--idempotency-key']);
+    expect(flags.filter((f) => /[A-Z]/.test(f))).to.deep.equal([]);
+    expect(await usage('bead', 'update')).to.include('--add-label');
+    // Both spellings pass the unknown-flag check (here it fails later, on the supervisor that is not there).
+    for (const flag of ['--start-command', '--startCommand']) {
+      const result = await runCtl(['init', join(tempDir(), 'c'), flag, 'true', '--timeout', '1'], {
+        env: { CTL_API: 'http://127.0.0.1:9' },
+      });
+      expect(result.stderr).to.not.include('unknown flag');
+      expect(result.code).to.equal(1);
+    }
+  });
+
   it('ctl city start --help exits 0 and prints the usage of that command', async function () {
     const out = expectSuccess(await runCtl(['city', 'start', '--help']));
     const text = out.join('\n');

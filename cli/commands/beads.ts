@@ -75,8 +75,8 @@ const create = leafCommand('bead create', {
     parent: { type: 'string', description: 'Parent bead id', valueHint: 'ID' },
     meta: { type: 'string', description: 'A metadata entry (repeatable)', valueHint: 'KEY=VALUE' },
     rig: { type: 'string', description: 'Rig (recorded as metadata rig)' },
-    deferUntil: { type: 'string', description: 'Hide it from ready until this time (RFC 3339)', valueHint: 'TIME' },
-    idempotencyKey: { type: 'string', description: 'Makes a retried create safe', valueHint: 'KEY' },
+    'defer-until': { type: 'string', description: 'Hide it from ready until this time (RFC 3339)', valueHint: 'TIME' },
+    'idempotency-key': { type: 'string', description: 'Makes a retried create safe', valueHint: 'KEY' },
     ...cityArgs,
   },
   async run({ args: a, rawArgs }) {
@@ -87,8 +87,8 @@ const create = leafCommand('bead create', {
     const assignee = optString(a.assignee, 'assignee');
     const parent = optString(a.parent, 'parent');
     const rig = optString(a.rig, 'rig');
-    const deferUntil = optString(a.deferUntil, 'defer-until');
-    const key = optString(a.idempotencyKey, 'idempotency-key');
+    const deferUntil = optString(a['defer-until'], 'defer-until');
+    const key = optString(a['idempotency-key'], 'idempotency-key');
     const labels = repeated(rawArgs, '--label');
     const metadata = parseMeta(repeated(rawArgs, '--meta'));
     if (type !== undefined) body.type = type;
@@ -212,8 +212,8 @@ const update = leafCommand('bead update', {
     priority: { type: 'string', description: 'Priority, 0 (highest) to 4', valueHint: '0-4' },
     assignee: { type: 'string', description: 'New assignee' },
     description: { type: 'string', description: 'New description' },
-    addLabel: { type: 'string', description: 'Add a label (repeatable)', valueHint: 'LABEL' },
-    removeLabel: { type: 'string', description: 'Remove a label (repeatable)', valueHint: 'LABEL' },
+    'add-label': { type: 'string', description: 'Add a label (repeatable)', valueHint: 'LABEL' },
+    'remove-label': { type: 'string', description: 'Remove a label (repeatable)', valueHint: 'LABEL' },
     meta: { type: 'string', description: 'Set a metadata entry; KEY= removes it (repeatable)', valueHint: 'KEY=VALUE' },
     parent: { type: 'string', description: 'New parent bead id (--no-parent clears it)', valueHint: 'ID' },
     ...cityArgs,

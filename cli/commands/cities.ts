@@ -26,14 +26,14 @@ export const initCommand = leafCommand('init', {
   meta: { name: 'init', description: 'Create a city and wait until it runs' },
   args: {
     dir: { type: 'positional', description: 'Directory to create the city in', required: true },
-    startCommand: { type: 'string', description: 'Start command of the default session template', valueHint: 'CMD' },
+    'start-command': { type: 'string', description: 'Start command of the default session template', valueHint: 'CMD' },
     provider: { type: 'string', description: 'Provider of the default session template (claude, codex, …)' },
-    bootstrapProfile: { type: 'string', description: 'k8s-cell or single-host-compat' },
+    'bootstrap-profile': { type: 'string', description: 'k8s-cell or single-host-compat' },
     ...waitArg,
     ...apiArg,
   },
   async run({ args }) {
-    if ((args.startCommand === undefined) === (args.provider === undefined)) {
+    if ((args['start-command'] === undefined) === (args.provider === undefined)) {
       throw new CliError('pass exactly one of --start-command and --provider');
     }
     const wait = timeoutMs(args.timeout);
@@ -42,9 +42,9 @@ export const initCommand = leafCommand('init', {
     const body = {
       dir,
       ...(args.provider !== undefined ? { provider: args.provider } : {}),
-      ...(args.startCommand !== undefined ? { start_command: args.startCommand } : {}),
-      ...(args.bootstrapProfile !== undefined
-        ? { bootstrap_profile: args.bootstrapProfile as 'k8s-cell' | 'single-host-compat' }
+      ...(args['start-command'] !== undefined ? { start_command: args['start-command'] } : {}),
+      ...(args['bootstrap-profile'] !== undefined
+        ? { bootstrap_profile: args['bootstrap-profile'] as 'k8s-cell' | 'single-host-compat' }
         : {}),
     };
     const { data } = await call(api, api.client.POST('/v0/city', { params: { header: CSRF }, body }));

@@ -27,14 +27,14 @@ const create = leafCommand('convoy create', {
     title: { type: 'positional', description: 'Title', required: true },
     item: { type: 'string', description: 'A bead to track (repeatable)', valueHint: 'ID' },
     rig: { type: 'string', description: 'Rig the convoy belongs to' },
-    idempotencyKey: { type: 'string', description: 'Makes a retried create safe', valueHint: 'KEY' },
+    'idempotency-key': { type: 'string', description: 'Makes a retried create safe', valueHint: 'KEY' },
     ...cityArgs,
   },
   async run({ args: a, rawArgs }) {
     const body: ConvoyCreateInputBody = { title: a.title };
     const items = repeated(rawArgs, '--item');
     const rig = optString(a.rig, 'rig');
-    const key = optString(a.idempotencyKey, 'idempotency-key');
+    const key = optString(a['idempotency-key'], 'idempotency-key');
     if (items.length) body.items = items;
     if (rig !== undefined) body.rig = rig;
     const { api, city } = await inCity(a);

@@ -16,7 +16,7 @@ const BACKOFF_MAX_MS = 30_000;
 const args = {
   type: { type: 'string', description: 'Only events of this type' },
   since: { type: 'string', description: 'List mode: only events at most this old (5m, 1h30m)' },
-  payloadMatch: {
+  'payload-match': {
     type: 'string',
     description: 'Only events whose payload has key=value (dotted paths into objects; repeat a key for OR)',
     valueHint: 'KEY=VALUE',
@@ -26,7 +26,7 @@ const args = {
   seq: { type: 'boolean', description: 'Print the current position (city head seq, or supervisor cursor)' },
   timeout: { type: 'string', description: '--watch: give up after this long, printing nothing (default 30s)' },
   after: { type: 'string', description: 'City scope, --watch/--follow: start after this seq', valueHint: 'SEQ' },
-  afterCursor: {
+  'after-cursor': {
     type: 'string',
     description: 'Supervisor scope, --watch/--follow: start after this composite cursor',
     valueHint: 'CURSOR',
@@ -69,7 +69,7 @@ const eventsDef = defineCommand({
     if (rawArgs[0] === 'rotate') return;
     // Flag combinations first, then local values: they fail the same way with or without a supervisor.
     const hasAfter = a.after !== undefined;
-    const hasAfterCursor = a.afterCursor !== undefined && a.afterCursor.trim() !== '';
+    const hasAfterCursor = a['after-cursor'] !== undefined && a['after-cursor'].trim() !== '';
     if (hasAfter && hasAfterCursor) throw new CliError('--after and --after-cursor are mutually exclusive');
     const mode = a.seq ? 'seq' : a.follow ? 'follow' : a.watch ? 'watch' : 'list';
     if ((hasAfter || hasAfterCursor) && mode !== 'follow' && mode !== 'watch') {
@@ -80,11 +80,11 @@ const eventsDef = defineCommand({
     if (hasAfter && !/^\d+$/.test(a.after.trim())) {
       throw new CliError(`invalid --after ${JSON.stringify(a.after)}: expected a non-negative integer`);
     }
-    if (hasAfterCursor && a.afterCursor.trim() !== '0') {
+    if (hasAfterCursor && a['after-cursor'].trim() !== '0') {
       try {
-        parseCursor(a.afterCursor);
+        parseCursor(a['after-cursor']);
       } catch {
-        throw new CliError(`invalid --after-cursor ${JSON.stringify(a.afterCursor)}: expected name:seq entries`);
+        throw new CliError(`invalid --after-cursor ${JSON.stringify(a['after-cursor'])}: expected name:seq entries`);
       }
     }
     if (mode === 'list' && a.since !== undefined) {
@@ -128,7 +128,7 @@ const eventsDef = defineCommand({
       follow: mode === 'follow',
       deadline,
       after: hasAfter ? a.after.trim() : undefined,
-      afterCursor: hasAfterCursor ? a.afterCursor.trim() : undefined,
+      afterCursor: hasAfterCursor ? a['after-cursor'].trim() : undefined,
     });
   },
 });

@@ -19,7 +19,7 @@ import {
 
 const idArg = { id: { type: 'positional', description: 'Message id', required: true } } as const;
 const keyArg = {
-  idempotencyKey: { type: 'string', description: 'Makes a retried send safe', valueHint: 'KEY' },
+  'idempotency-key': { type: 'string', description: 'Makes a retried send safe', valueHint: 'KEY' },
 } as const;
 
 function messageTable(messages: Message[]): string {
@@ -53,7 +53,7 @@ const send = leafCommand('mail send', {
     const text = optString(a.body, 'body');
     const from = optString(a.from, 'from');
     const rig = optString(a.rig, 'rig');
-    const key = optString(a.idempotencyKey, 'idempotency-key');
+    const key = optString(a['idempotency-key'], 'idempotency-key');
     if (text !== undefined) body.body = text;
     if (from !== undefined) body.from = from;
     if (rig !== undefined) body.rig = rig;
@@ -150,7 +150,7 @@ const reply = leafCommand('mail reply', {
     const text = optString(a.body, 'body');
     const from = optString(a.from, 'from');
     const subject = optString(a.subject, 'subject');
-    const key = optString(a.idempotencyKey, 'idempotency-key');
+    const key = optString(a['idempotency-key'], 'idempotency-key');
     if (text !== undefined) body.body = text;
     if (from !== undefined) body.from = from;
     if (subject !== undefined) body.subject = subject;
