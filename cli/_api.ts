@@ -1,5 +1,12 @@
 import { setFlagsFromString } from 'node:v8';
-import { createApiClient, problemText, resolveApiBase, transportText, type ApiClient } from '../shared/api-client.js';
+import {
+  createApiClient,
+  InvalidPathParameter,
+  problemText,
+  resolveApiBase,
+  transportText,
+  type ApiClient,
+} from '../shared/api-client.js';
 import { ConfigError } from '../shared/config/config-error.js';
 import { CliError } from './_command.js';
 
@@ -52,6 +59,7 @@ export async function call<T>(api: Api, request: Promise<FetchResult<T>>): Promi
   try {
     result = await request;
   } catch (err) {
+    if (err instanceof InvalidPathParameter) throw new CliError(err.message);
     throw new CliError(transportText(err, api.base));
   }
   if (result.error !== undefined || !result.response.ok) {

@@ -1,4 +1,4 @@
-import createClient, { type Client } from 'openapi-fetch';
+import createClient, { defaultPathSerializer, type Client } from 'openapi-fetch';
 import { readSupervisorConfig } from './config/supervisor-config.js';
 import type { ErrorModel } from './dto/errors.js';
 import type { paths } from './generated/api-types.js';
@@ -21,9 +21,23 @@ export function resolveApiBase(explicit: string | undefined, env: NodeJS.Process
   return `http://${host}:${config.port}`;
 }
 
+/**
+ * A path parameter no URL can carry: `.` and `..` are path segments of their own (even percent-encoded), so a
+ * bead id `..` would silently address another resource; the request is refused instead.
+ */
+export class InvalidPathParameter extends Error {}
+
+function pathOf(pathname: string, params: Record<string, unknown>): string {
+  for (const [name, value] of Object.entries(params ?? {})) {
+    if (value === '.' || value === '..')
+      throw new InvalidPathParameter(`${JSON.stringify(value)} is not a valid ${name}`);
+  }
+  return defaultPathSerializer(pathname, params);
+}
+
 /** A typed client for the control plane (generated from our OpenAPI document). Every request is CSRF-marked. */
 export function createApiClient(baseUrl: string): ApiClient {
-  return createClient<paths>({ baseUrl, headers: { 'X-CTL-Request': 'ctl' } });
+  return createClient<paths>({ baseUrl, headers: { 'X-CTL-Request': 'ctl' }, pathSerializer: pathOf });
 }
 
 /** The human text of a problem response: its `detail`, else its title, else the status. */

@@ -1422,20 +1422,51 @@ describe('work units over the API: beads, mail and convoys', function () {
       expect(await api.bead(stray.id)).to.deep.equal(stray);
     });
 
-    it('delete: `{status: deleted}`, then mail-not-found; it leaves the thread; `mail.deleted`', async function () {
+    it('delete is archive by another name: `{status: deleted}`, closed, out of the inbox, still in its thread; `mail.deleted` once', async function () {
       const msg = await send({ to: 'uma', subject: 'delete me' });
       const reply = (await api.post<Message>(`/mail/${msg.id}/reply`, { body: 'answer' })).body;
       const deleted = await api.del(`/mail/${msg.id}`);
       expect(deleted.status).to.equal(200);
       expect(deleted.body).to.deep.equal({ status: 'deleted' });
-      expectProblem(await api.get(`/mail/${msg.id}`), 404, 'mail-not-found', { detail: 'not_found:' });
-      expectProblem(await api.del(`/mail/${msg.id}`), 404, 'mail-not-found');
+      expect((await api.bead(msg.id)).status).to.equal('closed');
+      expect(await message(msg.id)).to.include({ id: msg.id, subject: 'delete me' });
+      expect(ids((await inbox('agent=uma&status=all')).items)).to.not.include(msg.id);
       expect(ids((await api.get<Page<Message>>(`/mail/thread/${reply.thread_id}`)).body.items)).to.deep.equal([
+        msg.id,
         reply.id,
       ]);
+      const again = await api.del(`/mail/${msg.id}`);
+      expect(again.status).to.equal(200);
+      expect(again.body).to.deep.equal({ status: 'deleted' });
       const events = await mailEvents('mail.deleted', msg.id);
       expect(events).to.have.length(1);
       expect((events[0].payload.message as Message).subject).to.equal('delete me');
+      expect(await mailEvents('mail.archived', msg.id)).to.have.length(0);
+    });
+
+    it('answers a message named with its rig, and 404 `mail-not-found` for it with another rig, changing nothing', async function () {
+      const msg = await send({ to: 'rita', subject: 'rigged', rig: 'r1' });
+      const plain = await send({ to: 'rita', subject: 'no rig' });
+      expect((await api.get<Message>(`/mail/${msg.id}?rig=r1`)).body).to.include({ id: msg.id, rig: 'r1' });
+      expect(ids((await api.get<Page<Message>>(`/mail/thread/${msg.thread_id}?rig=r1`)).body.items)).to.deep.equal([
+        msg.id,
+      ]);
+      const elsewhere: [string, string, unknown][] = [
+        ['GET', `/mail/${msg.id}?rig=r2`, undefined],
+        ['GET', `/mail/${plain.id}?rig=r1`, undefined],
+        ['GET', `/mail/thread/${msg.thread_id}?rig=r2`, undefined],
+        ['POST', `/mail/${msg.id}/read?rig=r2`, undefined],
+        ['POST', `/mail/${msg.id}/mark-unread?rig=r2`, undefined],
+        ['POST', `/mail/${msg.id}/archive?rig=r2`, undefined],
+        ['POST', `/mail/${msg.id}/reply?rig=r2`, { body: 'wrong rig' }],
+        ['DELETE', `/mail/${msg.id}?rig=r2`, undefined],
+      ];
+      for (const [method, path, body] of elsewhere) {
+        expectProblem(await api.call(method, path, body), 404, 'mail-not-found', { detail: 'not_found:' });
+      }
+      expect(await message(msg.id)).to.deep.equal(msg);
+      expect((await api.post(`/mail/${msg.id}/read?rig=r1`)).body).to.deep.equal({ status: 'read' });
+      expect((await message(msg.id)).read).to.equal(true);
     });
 
     it('404 `mail-not-found` for a bead that is not a message, and for a missing id, on every mail route', async function () {
@@ -1538,6 +1569,9 @@ describe('work units over the API: beads, mail and convoys', function () {
       await api.close(b.id);
       expect(await check(convoy.id)).to.deep.equal({ convoy_id: convoy.id, total: 2, closed: 2, complete: true });
       expect((await api.get<ConvoyView>(`/convoy/${convoy.id}`)).body.progress).to.deep.equal({ total: 2, closed: 2 });
+      // Its last member closing closed the convoy (once).
+      expect((await api.bead(convoy.id)).status).to.equal('closed');
+      expect(await api.eventsAbout('convoy.closed', convoy.id)).to.have.length(1);
 
       // add: an open item makes it incomplete again; remove: complete once more.
       const c = await api.create({ title: 'check c' });
@@ -1572,12 +1606,30 @@ describe('work units over the API: beads, mail and convoys', function () {
         422,
         'validation-failed',
       );
-      expectProblem(await api.post(`/convoy/${convoy.id}/add`, {}), 422, 'validation-failed', {
-        location: 'body.items',
-      });
+      // No items (absent or null, as the reference allows) changes nothing.
+      for (const body of [{}, { items: null }]) {
+        expect((await api.post(`/convoy/${convoy.id}/add`, body)).status).to.equal(200);
+        expect((await api.post(`/convoy/${convoy.id}/remove`, body)).status).to.equal(200);
+      }
       expect((await api.bead(convoy.id)).dependencies).to.deep.equal([
         { issue_id: convoy.id, depends_on_id: a.id, type: 'tracks' },
       ]);
+    });
+
+    it('takes null for the arrays the reference types as array-or-null: labels, remove_labels, items', async function () {
+      const created = await api.post<Bead>('/beads', { title: 'null labels', labels: null });
+      expect(created.status).to.equal(201);
+      expect(created.body.labels).to.deep.equal([]);
+      const labelled = await api.create({ title: 'labelled', labels: ['keep'] });
+      const patched = await api.call('PATCH', `/bead/${labelled.id}`, { labels: null, remove_labels: null });
+      expect(patched.status).to.equal(200);
+      expect((await api.bead(labelled.id)).labels).to.deep.equal(['keep']);
+      const convoy = await api.post<Bead>('/convoys', { title: 'null items', items: null });
+      expect(convoy.status).to.equal(201);
+      expect(await check(convoy.body.id)).to.include({ total: 0 });
+      expectProblem(await api.post('/beads', { title: 'bad labels', labels: 'one' }), 422, 'validation-failed', {
+        location: 'body.labels',
+      });
     });
 
     it('close: the convoy bead closes, `convoy.closed` once, it leaves the list; its items stay as they were', async function () {
@@ -1595,7 +1647,35 @@ describe('work units over the API: beads, mail and convoys', function () {
       expect((await api.bead(a.id)).status).to.equal('open');
     });
 
-    it('delete: the convoy goes (its items stay); list: open convoys newest first, in pages', async function () {
+    it('counts a tracked bead that was deleted as not closed: losing its open member never completes a convoy', async function () {
+      const done = await api.create({ title: 'done member' });
+      await api.close(done.id);
+      const doomed = await api.create({ title: 'doomed member' });
+      const convoy = await createConvoy('losing convoy', [done.id, doomed.id]);
+      expect((await api.del(`/bead/${doomed.id}`)).status).to.equal(200);
+      expect(await check(convoy.id)).to.deep.equal({ convoy_id: convoy.id, total: 2, closed: 1, complete: false });
+      const view = (await api.get<ConvoyView>(`/convoy/${convoy.id}`)).body;
+      expect(ids(view.children)).to.deep.equal([done.id]);
+      expect(view.progress).to.deep.equal({ total: 2, closed: 1 });
+      expect((await api.bead(convoy.id)).status).to.equal('open');
+      // The convoy itself did not change, so no `bead.updated` for it; an untracking remove still works.
+      expect(await api.eventsAbout('bead.updated', convoy.id)).to.have.length(0);
+      expect((await api.post(`/convoy/${convoy.id}/remove`, { items: [doomed.id] })).status).to.equal(200);
+      expect(await check(convoy.id)).to.deep.equal({ convoy_id: convoy.id, total: 1, closed: 1, complete: true });
+    });
+
+    it('records `convoy.closed` however the convoy bead is closed (PATCH, /bead/{id}/close), once', async function () {
+      const patched = await createConvoy('patched convoy');
+      expect((await api.call('PATCH', `/bead/${patched.id}`, { status: 'closed' })).status).to.equal(200);
+      const closedAsBead = await createConvoy('closed as a bead');
+      expect((await api.post(`/bead/${closedAsBead.id}/close`)).status).to.equal(200);
+      expect((await api.post(`/bead/${closedAsBead.id}/close`)).status).to.equal(200);
+      for (const convoy of [patched, closedAsBead]) {
+        expect(await api.eventsAbout('convoy.closed', convoy.id)).to.have.length(1);
+      }
+    });
+
+    it('delete closes the convoy and keeps it (`convoy.closed` once); list: open convoys newest first, in pages', async function () {
       const a = await api.create({ title: 'delete item' });
       const convoy = await createConvoy('deleted convoy', [a.id]);
       const item = await api.bead(a.id);
@@ -1603,15 +1683,13 @@ describe('work units over the API: beads, mail and convoys', function () {
       expect(reply.status).to.equal(200);
       expect(reply.body).to.deep.equal({ status: 'ok' });
       expect(ids((await api.get<Page<Bead>>('/convoys?limit=1000')).body.items)).to.not.include(convoy.id);
-      // Gone (this implementation), or closed and kept (the reference, work-model §7): never open any more.
       const after = await api.get<ConvoyView>(`/convoy/${convoy.id}`);
-      if (after.status === 404) {
-        expectProblem(after, 404, 'convoy-not-found');
-        expect((await api.get<{ dependents: Bead[] }>(`/bead/${a.id}/deps`)).body.dependents).to.deep.equal([]);
-      } else {
-        expect(after.status).to.equal(200);
-        expect(after.body.convoy.status).to.equal('closed');
-      }
+      expect(after.status).to.equal(200);
+      expect(after.body.convoy.status).to.equal('closed');
+      expect(ids(after.body.children)).to.deep.equal([a.id]);
+      expect((await api.del(`/convoy/${convoy.id}`)).status).to.equal(200);
+      expect(await api.eventsAbout('convoy.closed', convoy.id)).to.have.length(1);
+      expect(await api.eventsAbout('bead.deleted', convoy.id)).to.have.length(0);
       // The items stay as they were.
       expect(await api.bead(a.id)).to.deep.equal(item);
 

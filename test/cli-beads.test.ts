@@ -659,7 +659,7 @@ describe('ctl bead, mail and convoy (real binary, real supervisor)', function ()
   });
 
   describe('ctl convoy', function () {
-    it('create, list, check, add, remove, close: check completes once every tracked bead is closed', async function () {
+    it('create, list, check, add, remove, close: check completes once every tracked bead is closed, and closes it', async function () {
       const a = await createBead('Convoy item A');
       const b = await createBead('Convoy item B');
       const c = await createBead('Convoy item C');
@@ -690,14 +690,17 @@ describe('ctl bead, mail and convoy (real binary, real supervisor)', function ()
       expect(expectSuccess(await inAlpha(['convoy', 'remove', convoy, c.id]))).to.deep.equal([
         `Removed 1 item from ${convoy}`,
       ]);
+      // Complete by a removal (no member closed just now): the check closes it, as the reference's does.
+      expect(jsonOf<Bead>(await inAlpha(['bead', 'show', convoy, '--json'])).status).to.equal('open');
       expect(jsonOf<ConvoyCheckResponse>(await inAlpha(['convoy', 'check', convoy, '--json']))).to.deep.equal({
         convoy_id: convoy,
         total: 2,
         closed: 2,
         complete: true,
       });
+      expect(jsonOf<Bead>(await inAlpha(['bead', 'show', convoy, '--json'])).status).to.equal('closed');
       expect(expectSuccess(await inAlpha(['convoy', 'check', convoy]))).to.deep.equal([
-        `${convoy}: complete (2/2 closed)`,
+        `${convoy}: complete, closed (2/2 closed)`,
       ]);
 
       const shown = jsonOf<ConvoyGetResponse>(await inAlpha(['convoy', 'show', convoy, '--json']));
@@ -705,7 +708,7 @@ describe('ctl bead, mail and convoy (real binary, real supervisor)', function ()
       expect(ids(shown.children).sort()).to.deep.equal([a.id, b.id].sort());
       expect(shown.progress).to.deep.equal({ total: 2, closed: 2 });
       const showOut = expectSuccess(await inAlpha(['convoy', 'show', convoy]));
-      expect(showOut[0]).to.equal(`${convoy} (open): Ship it; 2/2 closed`);
+      expect(showOut[0]).to.equal(`${convoy} (closed): Ship it; 2/2 closed`);
       expect(
         tableOf(showOut.slice(1))
           .rows.map((r) => r[0])
@@ -827,6 +830,32 @@ describe('ctl bead, mail and convoy (real binary, real supervisor)', function ()
           'unknown flag --no-priority',
         );
       });
+    });
+
+    describe('an id no URL can carry (`.` or `..`), refused before anything is sent', function () {
+      const cases: [string, string[]][] = [
+        ['bead show', ['..']],
+        ['bead close', ['.']],
+        ['bead dep add', ['..', 'alp-1']],
+        ['mail read', ['..']],
+        ['convoy check', ['..']],
+      ];
+      for (const [command, args] of cases) {
+        it(`${command} ${args.join(' ')}`, async function () {
+          expectFailure(await inAlpha([...command.split(' '), ...args]), command, /^"\.\.?" is not a valid id$/);
+        });
+      }
+    });
+
+    it('bead dep add --type with an unknown kind names the kinds there are', async function () {
+      const a = await createBead('Dep kind A');
+      const b = await createBead('Dep kind B');
+      expectFailure(
+        await inAlpha(['bead', 'dep', 'add', a.id, b.id, '--type', 'bogus']),
+        'bead dep add',
+        '--type must be one of blocks, waits-for, conditional-blocks, tracks, parent-child, relates-to, not "bogus"',
+      );
+      expect(jsonOf<Bead>(await inAlpha(['bead', 'show', a.id, '--json'])).dependencies).to.deep.equal([]);
     });
 
     describe('unknown bead, message or convoy: the 404 detail', function () {
@@ -953,12 +982,12 @@ describe('ctl bead, mail and convoy (real binary, real supervisor)', function ()
         expectFailure(
           await inAlpha(['bead', 'dep', 'add', a.id, b.id, '--type', 'weird']),
           'bead dep add',
-          /^invalid: .*type/,
+          /^--type must be one of blocks, .*, not "weird"$/,
         );
         expectFailure(
           await inAlpha(['bead', 'dep', 'remove', a.id, b.id, '--type', 'weird']),
           'bead dep remove',
-          /^invalid: .*type/,
+          /^--type must be one of blocks, .*, not "weird"$/,
         );
         expect((await showBead(b.id)).dependencies ?? []).to.deep.equal([]);
       });

@@ -21,6 +21,25 @@ import {
 } from '../_work.js';
 
 type DepKind = NonNullable<BeadDepInputBody['type']>;
+/** Every kind, checked against the API's type (a kind added there fails to compile here until listed). */
+const DEP_KINDS_SEEN: Record<DepKind, true> = {
+  blocks: true,
+  'waits-for': true,
+  'conditional-blocks': true,
+  tracks: true,
+  'parent-child': true,
+  'relates-to': true,
+};
+const DEP_KINDS = Object.keys(DEP_KINDS_SEEN) as DepKind[];
+
+/** `--type`, checked here so a typo gets a short answer rather than the API's schema error. */
+function depKind(value: unknown): DepKind | undefined {
+  const type = optString(value, 'type');
+  if (type !== undefined && !(DEP_KINDS as string[]).includes(type)) {
+    throw new CliError(`--type must be one of ${DEP_KINDS.join(', ')}, not ${JSON.stringify(type)}`);
+  }
+  return type as DepKind | undefined;
+}
 
 const idArg = { id: { type: 'positional', description: 'Bead id', required: true } } as const;
 
@@ -340,7 +359,7 @@ const depAdd = leafCommand('bead dep add', {
   meta: { name: 'add', description: 'Make a bead depend on another (blocks unless --type)' },
   args: depArgs,
   async run({ args: a }) {
-    const type = optString(a.type, 'type') as DepKind | undefined;
+    const type = depKind(a.type);
     const { api, city } = await inCity(a);
     const { data } = await call(
       api,
@@ -358,7 +377,7 @@ const depRemove = leafCommand('bead dep remove', {
   meta: { name: 'remove', description: 'Remove a dependency (of --type, or of every kind)' },
   args: depArgs,
   async run({ args: a }) {
-    const type = optString(a.type, 'type') as DepKind | undefined;
+    const type = depKind(a.type);
     const { api, city } = await inCity(a);
     const { data } = await call(
       api,

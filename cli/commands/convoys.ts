@@ -83,16 +83,23 @@ const add = itemsCommand('add', 'Track more beads');
 const remove = itemsCommand('remove', 'Stop tracking beads');
 
 const check = leafCommand('convoy check', {
-  meta: { name: 'check', description: 'How many tracked beads are closed; complete once all are' },
+  meta: {
+    name: 'check',
+    description: 'How many tracked beads are closed; complete once all are, and then the convoy is closed',
+  },
   args: { ...idArg, ...cityArgs },
   async run({ args: a }) {
     const { api, city } = await inCity(a);
-    const { data } = await call(
-      api,
-      api.client.GET('/v0/city/{cityName}/convoy/{id}/check', { params: { path: { ...cityPath(city), id: a.id } } }),
-    );
+    const path = { ...cityPath(city), id: a.id };
+    const { data } = await call(api, api.client.GET('/v0/city/{cityName}/convoy/{id}/check', { params: { path } }));
+    // A complete convoy is closed, as the reference's `convoy check` does (closing a closed one is a no-op).
+    if (data.complete) {
+      await call(api, api.client.POST('/v0/city/{cityName}/convoy/{id}/close', { params: { header: CSRF, path } }));
+    }
     if (a.json) return writeJson(data);
-    write(`${data.convoy_id}: ${data.complete ? 'complete' : 'incomplete'} (${data.closed}/${data.total} closed)`);
+    write(
+      `${data.convoy_id}: ${data.complete ? 'complete, closed' : 'incomplete'} (${data.closed}/${data.total} closed)`,
+    );
   },
 });
 

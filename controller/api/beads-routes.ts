@@ -126,7 +126,7 @@ export class BeadsRoutes extends Controller {
         description: body.description,
         priority: body.priority,
         assignee: body.assignee,
-        labels: body.labels,
+        labels: body.labels ?? undefined,
         metadata,
         parent: body.parent,
         deferUntil: body.defer_until,
@@ -153,6 +153,7 @@ export class BeadsRoutes extends Controller {
    */
   @Get('beads/ready')
   @SuccessResponse<{ 'X-CTL-Index': string }>(200, 'OK')
+  @Response<ErrorModel>(422, 'Invalid limit, index or wait')
   public async readyBeads(
     @Path() cityName: string,
     @Query() assignee?: string,
@@ -315,8 +316,8 @@ function changeOf(body: BeadUpdateBody): BeadChange {
     priority: body.priority,
     assignee: body.assignee,
     description: body.description,
-    addLabels: body.labels,
-    removeLabels: body.remove_labels,
+    addLabels: body.labels ?? undefined,
+    removeLabels: body.remove_labels ?? undefined,
     metadata: body.metadata,
     parent: body.parent,
     deferUntil: body.defer_until,

@@ -53,6 +53,8 @@ export class ConvoysRoutes extends Controller {
    */
   @Get('convoys')
   @SuccessResponse<{ 'X-CTL-Index': string }>(200, 'OK')
+  @Response<ErrorModel>(400, 'Invalid cursor')
+  @Response<ErrorModel>(422, 'Invalid limit, index or wait')
   public async listConvoys(
     @Path() cityName: string,
     @Query() limit?: number,
@@ -97,8 +99,9 @@ export class ConvoysRoutes extends Controller {
   }
 
   /**
-   * Deletes a convoy (the beads it tracked stay).
-   * @summary Delete a convoy
+   * Deletes a convoy by closing it, as `…/close` does (its bead and the beads it tracked stay; deleting a
+   * closed convoy changes nothing). Records `convoy.closed`.
+   * @summary Delete (close) a convoy
    */
   @Delete('convoy/{id}')
   public async deleteConvoy(@Path() cityName: string, @Path() id: string): Promise<OKResponseBody> {
@@ -117,7 +120,7 @@ export class ConvoysRoutes extends Controller {
     @Path() id: string,
     @Body() body: ConvoyItemsInputBody,
   ): Promise<OKResponseBody> {
-    await this.city.convoys.add(id, body.items);
+    await this.city.convoys.add(id, body.items ?? []);
     return { status: 'ok' };
   }
 
@@ -132,7 +135,7 @@ export class ConvoysRoutes extends Controller {
     @Path() id: string,
     @Body() body: ConvoyItemsInputBody,
   ): Promise<OKResponseBody> {
-    await this.city.convoys.remove(id, body.items);
+    await this.city.convoys.remove(id, body.items ?? []);
     return { status: 'ok' };
   }
 

@@ -56,6 +56,8 @@ export class MailRoutes extends Controller {
    */
   @Get('')
   @SuccessResponse<{ 'X-CTL-Index': string }>(200, 'OK')
+  @Response<ErrorModel>(400, 'Invalid cursor')
+  @Response<ErrorModel>(422, 'Invalid status, limit, index or wait')
   public async listMail(
     @Path() cityName: string,
     @Query() agent?: string,
@@ -111,58 +113,81 @@ export class MailRoutes extends Controller {
    * Every message of a thread, archived ones too, oldest first; `id` is a thread id or the id of any of its
    * messages.
    * @summary Mail thread
+   * @param rig The rig the message belongs to: a message of another rig (or of none) is a 404.
    */
   @Get('thread/{id}')
-  public mailThread(@Path() cityName: string, @Path() id: string): MailListBody {
-    const items = this.city.mail.thread(id);
+  public mailThread(@Path() cityName: string, @Path() id: string, @Query() rig?: string): MailListBody {
+    const items = this.city.mail.thread(id, rig);
     return { items, total: items.length };
   }
 
   /**
    * @summary Get a message
+   * @param rig The rig the message belongs to: a message of another rig (or of none) is a 404.
    */
   @Get('{id}')
-  public getMail(@Path() cityName: string, @Path() id: string): Message {
-    return this.city.mail.get(id);
+  public getMail(@Path() cityName: string, @Path() id: string, @Query() rig?: string): Message {
+    return this.city.mail.get(id, rig);
   }
 
   /**
-   * Deletes a message. Records `mail.deleted`.
-   * @summary Delete a message
+   * Deletes a message the way archiving does: it is closed, stays in its thread, and leaves the inbox.
+   * Records `mail.deleted` (deleting a closed message changes nothing).
+   * @summary Delete (archive) a message
+   * @param rig The rig the message belongs to: a message of another rig (or of none) is a 404.
    */
   @Delete('{id}')
-  public async deleteMail(@Path() cityName: string, @Path() id: string): Promise<MailStatusResponse> {
-    await this.city.mail.delete(id);
+  public async deleteMail(
+    @Path() cityName: string,
+    @Path() id: string,
+    @Query() rig?: string,
+  ): Promise<MailStatusResponse> {
+    await this.city.mail.delete(id, rig);
     return { status: 'deleted' };
   }
 
   /**
    * Marks a message read (it stays in `status=all` lists). Records `mail.read`.
    * @summary Mark read
+   * @param rig The rig the message belongs to: a message of another rig (or of none) is a 404.
    */
   @Post('{id}/read')
-  public async readMail(@Path() cityName: string, @Path() id: string): Promise<MailStatusResponse> {
-    await this.city.mail.markRead(id);
+  public async readMail(
+    @Path() cityName: string,
+    @Path() id: string,
+    @Query() rig?: string,
+  ): Promise<MailStatusResponse> {
+    await this.city.mail.markRead(id, rig);
     return { status: 'read' };
   }
 
   /**
    * Marks a message unread. Records `mail.marked_unread`.
    * @summary Mark unread
+   * @param rig The rig the message belongs to: a message of another rig (or of none) is a 404.
    */
   @Post('{id}/mark-unread')
-  public async markMailUnread(@Path() cityName: string, @Path() id: string): Promise<MailStatusResponse> {
-    await this.city.mail.markUnread(id);
+  public async markMailUnread(
+    @Path() cityName: string,
+    @Path() id: string,
+    @Query() rig?: string,
+  ): Promise<MailStatusResponse> {
+    await this.city.mail.markUnread(id, rig);
     return { status: 'unread' };
   }
 
   /**
    * Archives a message (it leaves the inbox; its thread keeps it). Idempotent. Records `mail.archived`.
    * @summary Archive a message
+   * @param rig The rig the message belongs to: a message of another rig (or of none) is a 404.
    */
   @Post('{id}/archive')
-  public async archiveMail(@Path() cityName: string, @Path() id: string): Promise<MailStatusResponse> {
-    await this.city.mail.archive(id);
+  public async archiveMail(
+    @Path() cityName: string,
+    @Path() id: string,
+    @Query() rig?: string,
+  ): Promise<MailStatusResponse> {
+    await this.city.mail.archive(id, rig);
     return { status: 'archived' };
   }
 
@@ -170,20 +195,24 @@ export class MailRoutes extends Controller {
    * Replies in the same thread, to the original's sender; the subject defaults to `Re: <subject>`. Records
    * `mail.replied`.
    * @summary Reply
+   * @param rig The rig the message belongs to: a message of another rig (or of none) is a 404.
    * @param idempotencyKey Makes a retried reply safe.
    */
   @Post('{id}/reply')
   @SuccessResponse(201, 'Sent')
+  @Response<ErrorModel>(422, 'Invalid body, or an Idempotency-Key reused with another body')
   public async replyMail(
     @Path() cityName: string,
     @Path() id: string,
     @Body() body: MailReplyInputBody,
     @Header('idempotency-key') idempotencyKey?: string,
+    @Query() rig?: string,
   ): Promise<Message> {
     const { message } = await this.city.mail.reply(
       id,
       body,
       idempotencyKey ? { key: idempotencyKey, endpoint: `/mail/${id}/reply`, body } : undefined,
+      rig,
     );
     this.setStatus(201);
     return message;

@@ -44,10 +44,20 @@ export function problemOf(
  * `bead.created|updated|closed|deleted` with the bead as payload, and store errors as problems.
  */
 export class BeadsService {
+  private readonly closedListeners: ((bead: Bead) => Promise<void>)[] = [];
+
   constructor(
     readonly store: BeadStore,
     private readonly log: EventLog,
   ) {}
+
+  /**
+   * Runs `listener` after any change that closes a bead (and after its `bead.closed` event), however it was
+   * closed: what convoys build on (`convoy.closed`, closing a convoy once its last member closes).
+   */
+  onClosed(listener: (bead: Bead) => Promise<void>): void {
+    this.closedListeners.push(listener);
+  }
 
   get(id: string, notFound: 'bead-not-found' | 'mail-not-found' | 'convoy-not-found' = 'bead-not-found'): Bead {
     const bead = this.store.get(id);
@@ -89,7 +99,9 @@ export class BeadsService {
   async update(id: string, change: BeadChange): Promise<Bead> {
     const before = this.get(id);
     const bead = this.run(() => this.store.update(id, change));
-    await this.record(before.status !== 'closed' && bead.status === 'closed' ? 'bead.closed' : 'bead.updated', bead);
+    const closed = before.status !== 'closed' && bead.status === 'closed';
+    await this.record(closed ? 'bead.closed' : 'bead.updated', bead);
+    if (closed) for (const listener of this.closedListeners) await listener(bead);
     return bead;
   }
 
@@ -110,13 +122,14 @@ export class BeadsService {
 
   async delete(id: string): Promise<Bead> {
     this.get(id);
-    const dependents = [...this.store.dependents(id), ...this.store.children(id)].map((b) => b.id);
+    const edgesOf = (b: Bead) => JSON.stringify([b.dependencies ?? [], b.parent ?? null]);
+    const related = new Map([...this.store.dependents(id), ...this.store.children(id)].map((b) => [b.id, edgesOf(b)]));
     const bead = this.run(() => this.store.delete(id));
     await this.record('bead.deleted', bead);
-    // Beads that lost an edge or their parent with it changed too.
-    for (const other of new Set(dependents)) {
+    // Beads that lost an edge or their parent with it changed too (a convoy's `tracks` edge stays).
+    for (const [other, edges] of related) {
       const changed = this.store.get(other);
-      if (changed) await this.record('bead.updated', changed);
+      if (changed && edgesOf(changed) !== edges) await this.record('bead.updated', changed);
     }
     return bead;
   }

@@ -5,10 +5,25 @@ import type { BeadsService, IdempotencyKey } from './beads-service.js';
 
 /**
  * Convoys: `convoy` beads that track work through `tracks` dependency edges (convoy → item), which never
- * hold anything out of ready. Progress counts the tracked beads that are closed.
+ * hold anything out of ready. Progress counts the tracked beads that are closed; a tracked bead that was
+ * deleted still counts, as not closed. A convoy closes by itself when its last open member closes, and
+ * however a convoy is closed (here, or as a bead), `convoy.closed` is recorded.
  */
 export class ConvoysService {
-  constructor(private readonly beads: BeadsService) {}
+  constructor(private readonly beads: BeadsService) {
+    beads.onClosed(async (bead) => {
+      if (bead.issue_type === 'convoy') {
+        await this.beads.recordEvent({ type: 'convoy.closed', actor: 'api', subject: bead.id, payload: {} });
+      }
+      // Convoys tracking it, a convoy among them, may be complete now.
+      for (const convoy of this.beads.store.dependents(bead.id)) {
+        const tracks = convoy.dependencies?.some((d) => d.depends_on_id === bead.id && d.type === 'tracks');
+        if (convoy.issue_type === 'convoy' && convoy.status !== 'closed' && tracks && this.check(convoy.id).complete) {
+          await this.beads.close(convoy.id);
+        }
+      }
+    });
+  }
 
   /** The convoy with this id; 404 `convoy-not-found` for anything else. */
   convoy(id: string): Bead {
@@ -42,11 +57,15 @@ export class ConvoysService {
 
   get(id: string): ConvoyGetResponse {
     const convoy = this.convoy(id);
-    const children = this.tracked(convoy);
+    const ids = [
+      ...new Set((convoy.dependencies ?? []).filter((d) => d.type === 'tracks').map((d) => d.depends_on_id)),
+    ];
+    const children = ids.map((item) => this.beads.store.get(item)).filter((b): b is Bead => b !== undefined);
     return {
       convoy,
       children,
-      progress: { total: children.length, closed: children.filter((c) => c.status === 'closed').length },
+      // Every tracked id, found or not: one that no longer resolves is not closed.
+      progress: { total: ids.length, closed: children.filter((c) => c.status === 'closed').length },
     };
   }
 
@@ -84,24 +103,15 @@ export class ConvoysService {
     };
   }
 
-  /** Closes the convoy; closing a closed one changes nothing. */
+  /** Closes the convoy (`convoy.closed` comes from the close itself); closing a closed one changes nothing. */
   async close(id: string): Promise<void> {
-    const convoy = this.convoy(id);
-    if (convoy.status === 'closed') return;
-    await this.beads.close(id);
-    await this.beads.recordEvent({ type: 'convoy.closed', actor: 'api', subject: id, payload: {} });
-  }
-
-  async delete(id: string): Promise<void> {
     this.convoy(id);
-    await this.beads.delete(id);
+    await this.beads.close(id);
   }
 
-  private tracked(convoy: Bead): Bead[] {
-    return (convoy.dependencies ?? [])
-      .filter((d) => d.type === 'tracks')
-      .map((d) => this.beads.store.get(d.depends_on_id))
-      .filter((b): b is Bead => b !== undefined);
+  /** A convoy is deleted by closing it, as the reference does for convoys that are not workflows. */
+  async delete(id: string): Promise<void> {
+    await this.close(id);
   }
 
   private requireItems(items: string[]): void {

@@ -198,10 +198,14 @@ export class JournalBeadStore implements BeadStore {
   delete(id: string): Bead {
     const bead = this.require(id);
     const view = this.view(bead);
-    // Edges pointing at it go too: a dependency on a bead that no longer exists would block forever.
+    // Edges pointing at it go too (a dependency on a bead that no longer exists would block forever), but
+    // for `tracks`: a convoy goes on counting a deleted member as not closed.
     for (const dependentId of [...(this.dependentsOf.get(id) ?? [])]) {
       const dependent = copyOf(this.beads.get(dependentId)!);
-      dependent.dependencies = (dependent.dependencies ?? []).filter((d) => d.depends_on_id !== id);
+      const kept = (dependent.dependencies ?? []).filter((d) => d.depends_on_id !== id || d.type === 'tracks');
+      if (kept.length === (dependent.dependencies ?? []).length) continue;
+      if (kept.length) dependent.dependencies = kept;
+      else delete dependent.dependencies;
       dependent.updated_at = new Date().toISOString();
       this.write({ put: dependent });
       this.apply(dependent);

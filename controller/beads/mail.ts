@@ -47,16 +47,21 @@ export function toMessage(bead: Bead): Message {
 export class MailService {
   constructor(private readonly beads: BeadsService) {}
 
-  /** The message bead with this id; 404 `mail-not-found` for anything else. */
-  bead(id: string): Bead {
+  /**
+   * The message bead with this id (in `rig`, when one is named); 404 `mail-not-found` for anything else. One
+   * store holds every rig's mail, so a rig picks among messages rather than among stores.
+   */
+  bead(id: string, rig?: string): Bead {
     const bead = this.beads.store.get(id);
     if (!bead || bead.issue_type !== 'message')
       throw new Problem('mail-not-found', `not_found: message not found: ${id}`);
+    if (rig !== undefined && (bead.metadata?.rig ?? '') !== rig)
+      throw new Problem('mail-not-found', `not_found: message not found in rig ${rig}: ${id}`);
     return bead;
   }
 
-  get(id: string): Message {
-    return toMessage(this.bead(id));
+  get(id: string, rig?: string): Message {
+    return toMessage(this.bead(id, rig));
   }
 
   async send(input: MailSendInputBody, key?: IdempotencyKey): Promise<{ message: Message; replayed: boolean }> {
@@ -124,7 +129,7 @@ export class MailService {
   }
 
   /** Every message of a thread (by thread id, or by the id of one of its messages), oldest first. */
-  thread(id: string): Message[] {
+  thread(id: string, rig?: string): Message[] {
     const byMessage = this.beads.store.get(id);
     const thread = byMessage?.issue_type === 'message' ? labelValue(byMessage, THREAD) : id;
     const page = this.beads.store.list({
@@ -133,28 +138,34 @@ export class MailService {
       includeClosed: true,
       includeEphemeral: true,
       limit: Number.MAX_SAFE_INTEGER,
+      metadata: rig === undefined ? undefined : { rig },
     });
-    if (page.total === 0) throw new Problem('mail-not-found', `not_found: no thread or message ${id}`);
+    if (page.total === 0) {
+      throw new Problem(
+        'mail-not-found',
+        `not_found: no thread or message ${id}${rig === undefined ? '' : ` in rig ${rig}`}`,
+      );
+    }
     return page.items.reverse().map(toMessage);
   }
 
-  async markRead(id: string): Promise<void> {
-    const bead = this.bead(id);
+  async markRead(id: string, rig?: string): Promise<void> {
+    const bead = this.bead(id, rig);
     if (bead.labels?.includes(READ)) return;
     const updated = await this.beads.update(id, { addLabels: [READ] });
     await this.record('mail.read', updated, updated.assignee);
   }
 
-  async markUnread(id: string): Promise<void> {
-    const bead = this.bead(id);
+  async markUnread(id: string, rig?: string): Promise<void> {
+    const bead = this.bead(id, rig);
     if (!bead.labels?.includes(READ)) return;
     const updated = await this.beads.update(id, { removeLabels: [READ] });
     await this.record('mail.marked_unread', updated, updated.assignee);
   }
 
   /** Archives (closes) a message; archiving an archived one changes nothing. */
-  async archive(id: string): Promise<void> {
-    const bead = this.bead(id);
+  async archive(id: string, rig?: string): Promise<void> {
+    const bead = this.bead(id, rig);
     if (bead.status === 'closed') return;
     const closed = await this.beads.close(id);
     await this.record('mail.archived', closed, closed.assignee);
@@ -164,8 +175,9 @@ export class MailService {
     id: string,
     input: MailReplyInputBody,
     key?: IdempotencyKey,
+    rig?: string,
   ): Promise<{ message: Message; replayed: boolean }> {
-    const original = this.bead(id);
+    const original = this.bead(id, rig);
     const originalMessage = toMessage(original);
     const subject =
       input.subject && input.subject.trim() !== ''
@@ -192,10 +204,12 @@ export class MailService {
     return { message, replayed };
   }
 
-  async delete(id: string): Promise<void> {
-    const bead = this.bead(id);
-    await this.beads.delete(id);
-    await this.record('mail.deleted', bead, bead.assignee);
+  /** Deletes a message as archiving does (closes it); deleting a closed one changes nothing. */
+  async delete(id: string, rig?: string): Promise<void> {
+    const bead = this.bead(id, rig);
+    if (bead.status === 'closed') return;
+    const closed = await this.beads.close(id);
+    await this.record('mail.deleted', closed, closed.assignee);
   }
 
   private async record(type: string, bead: Bead, actor: string | undefined): Promise<void> {

@@ -284,12 +284,16 @@ export class SqliteBeadStore implements BeadStore {
     return this.db.transaction(() => {
       const before = this.get(id);
       const { n } = this.require(id);
-      // Edges and parent links pointing at it go too: a dependency on a missing bead would block forever.
+      // Edges and parent links pointing at it go too (a dependency on a missing bead would block forever),
+      // but for `tracks`: a convoy goes on counting a deleted member as not closed.
       const now = new Date().toISOString();
       for (const dependent of this.sql('select distinct n from deps where target = ?').all(n) as { n: number }[]) {
         const other = this.byNumber(dependent.n);
+        const kept = (other.dependencies ?? []).filter((d) => d.depends_on_id !== id || d.type === 'tracks');
+        if (kept.length === (other.dependencies ?? []).length) continue;
         const previous = structuredClone(other);
-        other.dependencies = (other.dependencies ?? []).filter((d) => d.depends_on_id !== id);
+        if (kept.length) other.dependencies = kept;
+        else delete other.dependencies;
         other.updated_at = now;
         this.save(dependent.n, other, previous);
       }

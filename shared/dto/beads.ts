@@ -61,7 +61,8 @@ export interface BeadCreateInputBody {
    */
   priority?: number;
   assignee?: string;
-  labels?: string[];
+  /** null: none. */
+  labels?: string[] | null;
   metadata?: { [key: string]: string };
   /** Parent bead id (it must exist). */
   parent?: string;
@@ -89,10 +90,10 @@ export interface BeadUpdateBody {
   priority?: number;
   assignee?: string;
   description?: string;
-  /** Labels to add (labels are appended, never replaced). */
-  labels?: string[];
-  /** Labels to remove. */
-  remove_labels?: string[];
+  /** Labels to add (labels are appended, never replaced); null adds none. */
+  labels?: string[] | null;
+  /** Labels to remove; null removes none. */
+  remove_labels?: string[] | null;
   /** Keys to set (merged into the existing metadata; an empty value removes the key). */
   metadata?: { [key: string]: string };
   /** Parent bead id; null or "" clears it. */

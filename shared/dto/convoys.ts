@@ -4,15 +4,15 @@ import type { Bead } from './beads.js';
 export interface ConvoyCreateInputBody {
   /** @minLength 1 */
   title: string;
-  /** Bead ids the convoy tracks. */
-  items?: string[];
+  /** Bead ids the convoy tracks; null: none. */
+  items?: string[] | null;
   rig?: string;
 }
 
 /** Body of `POST /v0/city/{cityName}/convoy/{id}/add` and `…/remove`. */
 export interface ConvoyItemsInputBody {
-  /** Bead ids. */
-  items: string[];
+  /** Bead ids; absent or null: none (nothing changes). */
+  items?: string[] | null;
 }
 
 export interface ConvoyProgress {

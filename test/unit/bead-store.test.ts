@@ -193,13 +193,23 @@ for (const backend of BACKENDS) {
       expect(seen).to.deep.equal(Array.from({ length: 25 }, (_, i) => `tc-${25 - i}`));
     });
 
-    it('deletes a bead with the edges that pointed at it', function () {
+    it('deletes a bead with the edges that pointed at it, but for a `tracks` edge', function () {
       const a = store.create({ title: 'a' });
       const b = store.create({ title: 'b' });
+      const tracker = store.create({ title: 'tracker', type: 'convoy' });
       store.addDependency(b.id, a.id, 'blocks');
+      store.addDependency(tracker.id, a.id, 'tracks');
       store.update(b.id, { parent: a.id });
+      const trackerBefore = store.get(tracker.id)!;
       store.delete(a.id);
       expect(store.get(b.id)!.dependencies).to.deep.equal([]);
+      // A convoy keeps tracking what was deleted (it counts as not closed); its bead is unchanged.
+      expect(store.get(tracker.id)).to.deep.equal(trackerBefore);
+      store.close();
+      store = backend.open(dir);
+      expect(store.get(tracker.id)).to.deep.equal(trackerBefore);
+      store.removeDependency(tracker.id, a.id, 'tracks');
+      expect(store.get(tracker.id)!.dependencies).to.deep.equal([]);
       expect(store.get(b.id)!.parent).to.equal(undefined);
       expect(store.ready({}).items.map((x) => x.id)).to.deep.equal([b.id]);
       expect(errorCode(() => store.delete(a.id))).to.equal('not-found');
