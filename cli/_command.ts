@@ -44,11 +44,18 @@ function rejectUnknownFlags(rawArgs: string[], args: ArgsDef): void {
     const aliases = 'alias' in def && def.alias ? (Array.isArray(def.alias) ? def.alias : [def.alias]) : [];
     for (const alias of aliases) known.add(alias);
   }
-  for (const raw of rawArgs) {
+  const valued = valuedFlags(args);
+  for (let i = 0; i < rawArgs.length; i++) {
+    const raw = rawArgs[i];
     if (raw === '--') break;
     if (!raw.startsWith('-') || raw === '-') continue;
     const flag = raw.replace(/^--?/, '').split('=')[0].replace(/^no-/, '');
     if (!known.has(flag)) throw new CliError(`unknown flag ${raw.split('=')[0]}`);
+    // citty would read a flag that takes a value, given none, as "" (or take the next flag for it).
+    const next = rawArgs[i + 1];
+    if (!raw.includes('=') && valued.has(flag) && (next === undefined || next.startsWith('--'))) {
+      throw new CliError(`${raw} needs a value`);
+    }
   }
   const positionals = Object.values(args).filter((d) => d.type === 'positional').length;
   const given = countPositionals(rawArgs, args);
@@ -56,8 +63,8 @@ function rejectUnknownFlags(rawArgs: string[], args: ArgsDef): void {
     throw new CliError(`unexpected argument ${JSON.stringify(extraPositional(rawArgs, args, positionals))}`);
 }
 
-function positionalArgs(rawArgs: string[], args: ArgsDef): string[] {
-  const out: string[] = [];
+/** Every spelling of the flags that take a value. */
+function valuedFlags(args: ArgsDef): Set<string> {
   const valued = new Set<string>();
   for (const [name, def] of Object.entries(args)) {
     if (def.type === 'string' || def.type === 'enum') {
@@ -66,6 +73,12 @@ function positionalArgs(rawArgs: string[], args: ArgsDef): string[] {
       for (const alias of aliases) valued.add(alias);
     }
   }
+  return valued;
+}
+
+function positionalArgs(rawArgs: string[], args: ArgsDef): string[] {
+  const out: string[] = [];
+  const valued = valuedFlags(args);
   for (let i = 0; i < rawArgs.length; i++) {
     const raw = rawArgs[i];
     if (raw === '--') {

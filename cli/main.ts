@@ -46,6 +46,11 @@ async function usage(rawArgs: string[]): Promise<string> {
 }
 
 async function mainEntry(): Promise<void> {
+  // Whoever reads our output went away (`ctl events --follow | head -1`): nothing more to say, to anyone.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
   const rawArgs = process.argv.slice(2);
   const { cmd, path } = await commandFor(rawArgs);
   const wantsHelp = rawArgs.includes('--help') || rawArgs.includes('-h');

@@ -37,8 +37,14 @@ export function streamStart(lastEventId: string, afterSeq: unknown, head: () => 
 export function cityEventStream(city: CityRuntime, settings: StreamSettings): Middleware {
   const path = `/v0/city/${encodeURIComponent(city.name)}/events/stream`;
   return async (ctx, next) => {
-    if (ctx.path !== path || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) {
+    if (ctx.path !== path) {
       await next();
+      return;
+    }
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+      // As the router answers a known path with another method: 405, naming the ones there are.
+      ctx.set('Allow', 'GET, HEAD');
+      ctx.status = 405;
       return;
     }
     // Everything that can fail happens before the 200 is committed.

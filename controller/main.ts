@@ -121,7 +121,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     await enter('starting_api');
     const city = new CityRuntime(name, paths, config, log, tail, new BeadsService(store, log));
     const app = createControllerApp(city, logger);
-    server = createServer(handlerOf(app));
+    server = createServer({ requireHostHeader: false }, handlerOf(app));
     server.keepAliveTimeout = 65_000;
     await listenOn(server, listen);
     completed.push('starting_api');

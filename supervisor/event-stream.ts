@@ -31,8 +31,14 @@ function dataOf(scope: string, record: EventRecord): string {
  */
 export function supervisorEventStream(hub: EventHub, settings: StreamSettings): Middleware {
   return async (ctx, next) => {
-    if (ctx.path !== '/v0/events/stream' || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) {
+    if (ctx.path !== '/v0/events/stream') {
       await next();
+      return;
+    }
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+      // As the router answers a known path with another method: 405, naming the ones there are.
+      ctx.set('Allow', 'GET, HEAD');
+      ctx.status = 405;
       return;
     }
     hub.sync();

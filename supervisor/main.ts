@@ -98,7 +98,7 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
       allowedOrigins: config.allowedOrigins,
       readOnly: !isLoopbackHost(bind.toLowerCase()) && !config.allowMutations,
     });
-    const server = createServer(handlerOf(app));
+    const server = createServer({ requireHostHeader: false }, handlerOf(app));
     server.keepAliveTimeout = 65_000;
     // Adopt what a previous supervisor left running before answering, so the first answers are right.
     await reconciler.adoptLeftovers();

@@ -1,5 +1,8 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { createServer as createHttpServer, type Server, type ServerResponse } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -8,6 +11,7 @@ import addFormats from 'ajv-formats';
 import { expect } from 'chai';
 import { ChaosProxy } from './helpers/chaos-proxy.js';
 import { runCtl, type CliResult } from './helpers/cli.js';
+import { ctlEntryPath } from '../shared/paths.js';
 import { CtlProcess } from './helpers/ctl-process.js';
 import { killAllMentioning } from './helpers/processes.js';
 import { CSRF, freePort, TestSupervisor } from './helpers/supervisor.js';
@@ -626,6 +630,36 @@ describe('ctl events (real binary, real supervisor)', function () {
       });
     });
 
+    it('--since applies to streams too: an older event replayed after --after is not a match', async function () {
+      const wait = sinceOldRecordedAt + 1500 - Date.now();
+      if (wait > 0) await sleep(wait);
+      const args = ['--watch', '--city', 'alpha', '--after', '0', '--type', 'since.test', '--timeout', '1500ms'];
+      expect(await ctl([...args, '--since', '1s'])).to.deep.equal({ code: 0, stdout: '', stderr: '' });
+      const old = checkLines(expectSuccess(await ctl(args)), 'cityStream');
+      expect(old.map((e) => e.subject)).to.deep.equal(['old']);
+    });
+
+    it('--timeout bounds the whole run: a supervisor that never answers is given up on, silently', async function () {
+      // Accepts, reads and never answers.
+      const silent = createNetServer((socket) => socket.on('error', () => undefined).resume());
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+      const address = silent.address();
+      const api = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+      try {
+        for (const scope of [[], ['--city', 'alpha']]) {
+          const started = Date.now();
+          expect(await ctl(['--watch', '--timeout', '1s', ...scope, '--api', api])).to.deep.equal({
+            code: 0,
+            stdout: '',
+            stderr: '',
+          });
+          expect(Date.now() - started, scope.join(' ')).to.be.below(10_000);
+        }
+      } finally {
+        await new Promise<void>((resolve) => silent.close(() => resolve()));
+      }
+    });
+
     it('--after N (city): resumes after N and prints the first match after it', async function () {
       const base = await cityHead('beta');
       const m1 = await record('beta', { type: 'watch.after', subject: 'm1' });
@@ -811,6 +845,13 @@ describe('ctl events (real binary, real supervisor)', function () {
       expect(expectFailure(await ctl(['--watch', '--timeout', 'bogus', '--api', deadApi]))).to.equal(message);
     });
 
+    it('a flag that takes a value, given none (last, or followed by another flag)', async function () {
+      for (const args of [['--payload-match'], ['--type'], ['--type', '--follow'], ['--city', 'alpha', '--since']]) {
+        const flag = args.find((a, i) => a.startsWith('--') && (i === args.length - 1 || args[i + 1].startsWith('--')));
+        expect(expectFailure(await ctl([...args, '--api', deadApi]))).to.equal(`${flag} needs a value`);
+      }
+    });
+
     it('--payload-match without a key or without =', async function () {
       for (const arg of ['novalue', '=x']) {
         const message = `invalid --payload-match "${arg}": expected key=value`;
@@ -859,6 +900,9 @@ describe('ctl events (real binary, real supervisor)', function () {
       expect(expectFailure(await ctl(['--city', 'gamma']))).to.equal(detail);
       expect(expectFailure(await ctl(['--city', 'gamma', '--seq']))).to.equal(detail);
       expect(expectFailure(await ctl(['--city', 'gamma', '--watch', '--timeout', '5s']))).to.equal(detail);
+      // A city that is not running when --follow starts is an error, with or without a position.
+      expect(expectFailure(await ctl(['--city', 'gamma', '--follow']))).to.equal(detail);
+      expect(expectFailure(await ctl(['--city', 'gamma', '--follow', '--after', '1']))).to.equal(detail);
     });
 
     it('a malformed cursor (400 invalid_cursor, or refused before asking)', async function () {
@@ -866,6 +910,19 @@ describe('ctl events (real binary, real supervisor)', function () {
         expectFailure(await ctl([mode, '--after-cursor', 'alpha:x']), 'alpha:x');
       }
       expectFailure(await ctl(['--follow', '--city', 'alpha', '--after', 'x']), /"x"/);
+    });
+
+    it('a reader that goes away (stdout closed): exit 0, nothing on stderr', async function () {
+      const child = spawn(process.execPath, [ctlEntryPath(), 'events', '--city', 'alpha'], {
+        env: { ...sup.env, CTL_CITY: undefined },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      child.stdout.destroy();
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const [code] = (await once(child, 'exit')) as [number | null];
+      expect(stderr).to.equal('');
+      expect(code).to.equal(0);
     });
 
     it('rotate in supervisor scope', async function () {

@@ -37,13 +37,19 @@ interface Reply {
 interface CallOptions {
   headers?: Record<string, string>;
   body?: string | Buffer;
+  /** Header lines exactly as given, `[name, value, name, value, …]`, instead of `headers` (and no Host of ours). */
+  rawHeaders?: string[];
 }
 
 function call(port: number, method: string, path: string, options: CallOptions = {}): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string | number> = { ...options.headers };
     if (options.body !== undefined) headers['Content-Length'] = Buffer.byteLength(options.body);
-    const req = request({ host: '127.0.0.1', port, method, path, headers, agent: false }, (res) => {
+    const target = { host: '127.0.0.1', port, method, path, agent: false as const };
+    const given = options.rawHeaders
+      ? { ...target, headers: options.rawHeaders, setHost: false }
+      : { ...target, headers };
+    const req = request(given, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('error', reject);
@@ -352,6 +358,26 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
         const svc = await call(sup.port, 'GET', path);
         const body = expectProblem(svc, 404, undefined, `GET ${path}`);
         expect(body.detail).to.equal('not_found: city not found or not running');
+      }
+    });
+
+    it('a 400 problem with a request id for an HTTP/1.1 request without a Host header, or with two', async function () {
+      for (const path of ['/health', `/v0/city/${CITY}/status`]) {
+        const none = await call(sup.port, 'GET', path, { rawHeaders: [] });
+        const body = expectProblem(none, 400, 'invalid-request', `GET ${path} without Host`);
+        expect(body.detail).to.equal('invalid: an HTTP/1.1 request needs a Host header');
+        const two = await call(sup.port, 'GET', path, { rawHeaders: ['Host', '127.0.0.1', 'Host', 'evil.example'] });
+        expect(expectProblem(two, 400, 'invalid-request', `GET ${path} with two Hosts`).detail).to.equal(
+          'invalid: more than one Host header',
+        );
+      }
+    });
+
+    it('a 405 with an Allow header for a stream path asked with another method', async function () {
+      for (const path of ['/v0/events/stream', `/v0/city/${CITY}/events/stream`]) {
+        const reply = await call(sup.port, 'POST', path, { headers: CSRF });
+        expectProblem(reply, 405, 'method-not-allowed', `POST ${path}`);
+        expect(String(reply.headers.allow)).to.equal('GET, HEAD');
       }
     });
 

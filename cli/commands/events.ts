@@ -6,6 +6,7 @@ import { parseCursor } from '../../shared/events/cursor.js';
 import { apiArg, call, connect, CSRF, type Api } from '../_api.js';
 import { CliError, leafCommand } from '../_command.js';
 import { parsePayloadMatchers, payloadMatches, type PayloadMatchers } from '../_payload-match.js';
+import { repeated } from '../_work.js';
 import { listCities, resolveCity } from '../_scope.js';
 import { openSse } from '../_sse.js';
 
@@ -15,7 +16,7 @@ const BACKOFF_MAX_MS = 30_000;
 
 const args = {
   type: { type: 'string', description: 'Only events of this type' },
-  since: { type: 'string', description: 'List mode: only events at most this old (5m, 1h30m)' },
+  since: { type: 'string', description: 'Only events at most this old (5m, 1h30m)' },
   'payload-match': {
     type: 'string',
     description: 'Only events whose payload has key=value (dotted paths into objects; repeat a key for OR)',
@@ -35,25 +36,20 @@ const args = {
   ...apiArg,
 } as const;
 
-/** Every value of a repeatable flag (citty keeps one), in order. */
-function repeated(rawArgs: string[], flag: string): string[] {
-  const values: string[] = [];
-  for (let i = 0; i < rawArgs.length; i++) {
-    const arg = rawArgs[i];
-    if (arg === '--') break;
-    if (arg === flag && i + 1 < rawArgs.length) values.push(rawArgs[++i]);
-    else if (arg.startsWith(`${flag}=`)) values.push(arg.slice(flag.length + 1));
-  }
-  return values;
-}
-
 interface Filters {
   type: string | undefined;
   payload: PayloadMatchers;
+  /** Streams: only events stamped at or after this (ms since the epoch); lists leave `since` to the API. */
+  notBefore?: number;
 }
 
-function matches(envelope: { type?: unknown; payload?: unknown }, filters: Filters): boolean {
+function matches(envelope: { type?: unknown; ts?: unknown; payload?: unknown }, filters: Filters): boolean {
   if (filters.type !== undefined && envelope.type !== filters.type) return false;
+  if (
+    filters.notBefore !== undefined &&
+    !(typeof envelope.ts === 'string' && Date.parse(envelope.ts) >= filters.notBefore)
+  )
+    return false;
   return payloadMatches(envelope.payload, filters.payload);
 }
 
@@ -87,9 +83,10 @@ const eventsDef = defineCommand({
         throw new CliError(`invalid --after-cursor ${JSON.stringify(a['after-cursor'])}: expected name:seq entries`);
       }
     }
-    if (mode === 'list' && a.since !== undefined) {
+    let sinceMs: number | undefined;
+    if (a.since !== undefined) {
       try {
-        parseDuration(a.since);
+        sinceMs = parseDuration(a.since);
       } catch (err) {
         throw new CliError(`invalid --since ${JSON.stringify(a.since)}: ${(err as Error).message}`);
       }
@@ -103,10 +100,13 @@ const eventsDef = defineCommand({
       }
       if (!(timeoutMs > 0)) throw new CliError(`invalid --timeout ${JSON.stringify(a.timeout)}: must be positive`);
     }
-    const matchArgs = [...repeated(rawArgs, '--payload-match'), ...repeated(rawArgs, '--payloadMatch')];
-    const filters: Filters = { type: a.type, payload: parsePayloadMatchers(matchArgs) };
+    const filters: Filters = { type: a.type, payload: parsePayloadMatchers(repeated(rawArgs, '--payload-match')) };
+    if (sinceMs !== undefined && mode !== 'list') filters.notBefore = Date.now() - sinceMs;
 
     const deadline = mode === 'watch' ? AbortSignal.timeout(timeoutMs) : undefined;
+    // Whatever it is waiting for then (finding the city, the position, the stream), a watch that runs out of
+    // time prints nothing and succeeds.
+    if (mode === 'watch') setTimeout(() => process.exit(0), timeoutMs).unref();
     const api = connect(a.api);
     let city: CityInfo | undefined;
     try {
@@ -200,6 +200,8 @@ async function stream(
     throw err;
   }
   let backoff = BACKOFF_START_MS;
+  /** Once a stream was open, a 404 means the city is restarting (worth waiting for); before, it is not there. */
+  let connectedOnce = false;
   const retry = async (note: string, waitMs = backoff) => {
     process.stderr.write(`ctl events: ${note}\n`);
     await sleep(waitMs);
@@ -226,11 +228,12 @@ async function stream(
       // that cannot exist (no city registered at all) is not.
       const transient =
         !detail.startsWith('no_providers:') &&
-        (connection.status === 429 || connection.status >= 500 || (connection.status === 404 && city !== undefined));
+        (connection.status === 429 || connection.status >= 500 || (connection.status === 404 && connectedOnce));
       if (!o.follow || !transient) throw new CliError(detail);
       await retry(`transient HTTP ${connection.status}, reconnecting: ${detail}`, connection.retryAfterMs ?? backoff);
       continue;
     }
+    connectedOnce = true;
     let advanced = false;
     let printed = false;
     try {
