@@ -49,11 +49,12 @@ function rejectUnknownFlags(rawArgs: string[], args: ArgsDef): void {
     const raw = rawArgs[i];
     if (raw === '--') break;
     if (!raw.startsWith('-') || raw === '-') continue;
-    const flag = raw.replace(/^--?/, '').split('=')[0].replace(/^no-/, '');
+    const name = raw.replace(/^--?/, '').split('=')[0];
+    const flag = name.replace(/^no-/, '');
     if (!known.has(flag)) throw new CliError(`unknown flag ${raw.split('=')[0]}`);
     // citty would read a flag that takes a value, given none, as "" (or take the next flag for it).
     const next = rawArgs[i + 1];
-    if (!raw.includes('=') && valued.has(flag) && (next === undefined || next.startsWith('--'))) {
+    if (!raw.includes('=') && valued.has(name) && (next === undefined || next.startsWith('--'))) {
       throw new CliError(`${raw} needs a value`);
     }
   }
