@@ -56,6 +56,11 @@ export class CityOperations {
     if (!slot)
       return { name: city.name, path: city.path, running: false, status: city.stopped ? 'stopped' : 'starting' };
     const info = slot.info();
+    if (slot.name !== city.name && info.running) {
+      // The controller still serves the name the city had: it is being restarted under the new one.
+      info.running = false;
+      info.status = 'restarting';
+    }
     info.name = city.name;
     return info;
   }

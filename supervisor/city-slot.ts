@@ -34,8 +34,9 @@ export class CitySlot {
     readonly path: string,
   ) {}
 
+  /** Ready, and not on its way out: a controller being stopped no longer counts as running. */
   get running(): boolean {
-    return this.process?.ready === true;
+    return this.process?.ready === true && !this.stopping;
   }
 
   info(): CityInfo {

@@ -23,6 +23,8 @@ export interface ControllerExit {
   signal: string | null;
   /** We asked it to stop. */
   requested: boolean;
+  /** We asked it to stop and it had not within the grace period: it was killed (SIGKILL). */
+  forced?: boolean;
   /** It exited before becoming ready; the controller's own reason when it sent one. */
   startupError?: string;
 }
@@ -51,6 +53,7 @@ export class ControllerProcess extends EventEmitter<Events> {
   readonly exited: Promise<ControllerExit>;
   private exitInfo: ControllerExit | undefined;
   private stopRequested = false;
+  private stopForced = false;
   private startupError: string | undefined;
   private resolveExit!: (exit: ControllerExit) => void;
 
@@ -150,7 +153,10 @@ export class ControllerProcess extends EventEmitter<Events> {
     if (this.exitInfo) return this.exitInfo;
     this.stopRequested = true;
     this.signalGroup('SIGTERM');
-    const timer = setTimeout(() => this.signalGroup('SIGKILL'), graceMs);
+    const timer = setTimeout(() => {
+      this.stopForced = true;
+      this.signalGroup('SIGKILL');
+    }, graceMs);
     const exit = await this.exited;
     clearTimeout(timer);
     // Anything the controller started and left behind in its group goes with it.
@@ -186,6 +192,7 @@ export class ControllerProcess extends EventEmitter<Events> {
     this.exitInfo = {
       ...exit,
       requested: this.stopRequested,
+      forced: this.stopForced,
       ...(!this.ready ? { startupError: this.startupError ?? describeExit(exit.code, exit.signal) } : {}),
     };
     this.ready = false;

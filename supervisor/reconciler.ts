@@ -60,6 +60,13 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
   private closed = false;
   /** Requests whose terminal event is in the supervisor log; only forgetting them may remain to do. */
   private readonly settled = new Set<string>();
+  /**
+   * Cities (by path) whose controller had to be killed when asked to stop, how and when: an unregister
+   * accepted before that did not end cleanly.
+   */
+  private readonly forcedStops = new Map<string, { message: string; at: number }>();
+  /** Events about controllers being written. */
+  private readonly recording = new Set<Promise<unknown>>();
 
   constructor(private readonly options: ReconcilerOptions) {
     super();
@@ -156,6 +163,14 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
       (slot) => slot.process?.stop(this.options.stopGraceMs) ?? Promise.resolve(),
     );
     await Promise.all(stops);
+    // The stop and crash events of those exits, before the process goes.
+    await Promise.all([...this.recording]);
+  }
+
+  /** Keeps an event being recorded in mind until it is written, so that `close` can wait for it. */
+  private track(recording: Promise<unknown>): void {
+    this.recording.add(recording);
+    void recording.finally(() => this.recording.delete(recording));
   }
 
   private async runPasses(): Promise<void> {
@@ -292,7 +307,17 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
       slot.process = undefined;
       slot.stopping = false;
       const now = Date.now();
-      if (exit.requested) {
+      if (exit.requested && exit.forced) {
+        // It could not record its own stop: we do, and an unregister waiting on it did not end cleanly.
+        const message = `the controller (pid ${proc.pid}) did not stop within ${this.options.stopGraceMs} ms of SIGTERM and was killed`;
+        this.options.logger.warn({ city: slot.name, pid: proc.pid }, message);
+        this.forcedStops.set(slot.path, { message, at: now });
+        this.track(
+          cityLog(slot.path)
+            .append({ type: 'controller.stopped', actor: 'ctl', subject: slot.name, message, payload: {} })
+            .catch((err: unknown) => this.options.logger.error({ err }, 'could not record controller.stopped')),
+        );
+      } else if (exit.requested) {
         this.options.logger.info({ city: slot.name, pid: proc.pid }, 'controller stopped');
       } else if (exit.code === CITY_LOCKED_EXIT_CODE && !proc.readyAt) {
         // Another process holds the city lock. Not a crash of this city: back off and, on the next start,
@@ -320,9 +345,11 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
           restarts: slot.restarts,
           restart_in_ms: delay,
         };
-        cityLog(slot.path)
-          .append({ type: 'controller.crashed', actor: 'ctl', subject: slot.name, message: slot.lastError, payload })
-          .catch((err: unknown) => this.options.logger.error({ err }, 'could not record controller.crashed'));
+        this.track(
+          cityLog(slot.path)
+            .append({ type: 'controller.crashed', actor: 'ctl', subject: slot.name, message: slot.lastError, payload })
+            .catch((err: unknown) => this.options.logger.error({ err }, 'could not record controller.crashed')),
+        );
       }
       this.wake();
     });
@@ -374,6 +401,11 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
       return undefined;
     }
     if (!slot?.process) {
+      const forced = this.forcedStops.get(pending.path);
+      if (forced !== undefined && forced.at >= Date.parse(pending.accepted_at)) {
+        this.forcedStops.delete(pending.path);
+        return failure(pending, 'city_unregister_failed', forced.message);
+      }
       const payload: CityUnregisterSucceededPayload = {
         request_id: pending.request_id,
         name: pending.name,

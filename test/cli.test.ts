@@ -802,6 +802,10 @@ describe('ctl supervisor install', function () {
     expect(out).to.include(`Environment=CTL_HOME=${join(root, 'home')}`);
     expect(out).to.include('[Service]');
     expect(out).to.include('[Install]');
+    // Its Documentation= is the systemd guide that is really there.
+    const docs = out.find((l) => l.startsWith('Documentation=file://'));
+    expect(docs).to.not.equal(undefined);
+    expect(existsSync(docs!.slice('Documentation=file://'.length)), docs).to.equal(true);
     expect(existsSync(unitFile())).to.equal(false);
   });
 

@@ -108,6 +108,63 @@ describe('controller processes', function () {
     });
   });
 
+  describe('a controller that does not stop when asked (SIGSTOPped: killed after the 7 s grace)', function () {
+    let sup: TestSupervisor;
+    before(async function () {
+      sup = await TestSupervisor.start();
+      await Promise.all([sup.createCity('stuck'), sup.createCity('wedged')]);
+    });
+    after(async function () {
+      await sup?.cleanup();
+    });
+
+    it('is not listed as running while it is being stopped, and its kill is recorded as controller.stopped', async function () {
+      this.timeout(30_000);
+      const pid = controllerPid(sup, 'stuck');
+      process.kill(pid, 'SIGSTOP');
+      const stopping = sup.api.POST('/v0/city/{cityName}/stop', {
+        params: { header: CSRF, path: { cityName: 'stuck' } },
+      });
+      const listed = await waitUntil('stuck to be listed as stopping', async () => {
+        const city = await sup.city('stuck');
+        return city?.status === 'stopping' ? city : undefined;
+      });
+      expect(listed).to.include({ running: false, pid });
+      expect((await fetch(`${sup.base}/v0/city/stuck/status`)).status).to.equal(404);
+      const { response, data } = await stopping;
+      expect(response.status).to.equal(200);
+      expect(data).to.include({ running: false, status: 'stopped' });
+      expect(isAlive(pid)).to.equal(false);
+      // The city is stopped, so its log is read where it lies.
+      const log = join(sup.cityDir('stuck'), '.ctl', 'events.jsonl');
+      const stopped = await waitUntil('controller.stopped in the city log', () => {
+        const found = readFileSync(log, 'utf8')
+          .split('\n')
+          .filter((line) => line.includes('"controller.stopped"'))
+          .map((line) => JSON.parse(line) as WireEvent);
+        return found.length ? found : undefined;
+      });
+      expect(stopped, 'controller.stopped').to.have.length(1);
+      expect(stopped[0].message).to.match(/did not stop within 7000 ms of SIGTERM and was killed/);
+    });
+
+    it('an unregister that had to kill it ends in request.failed (city_unregister_failed)', async function () {
+      this.timeout(30_000);
+      const pid = controllerPid(sup, 'wedged');
+      process.kill(pid, 'SIGSTOP');
+      const { data, response } = await sup.api.POST('/v0/city/{cityName}/unregister', {
+        params: { header: CSRF, path: { cityName: 'wedged' } },
+      });
+      expect(response.status).to.equal(202);
+      const terminal = await sup.terminalEvent(data!.request_id, 20_000);
+      expect(terminal.type).to.equal('request.failed');
+      expect(terminal.payload).to.include({ operation: 'city.unregister', error_code: 'city_unregister_failed' });
+      expect(String((terminal.payload as { error_message?: string }).error_message)).to.match(/was killed/);
+      expect(isAlive(pid)).to.equal(false);
+      expect(await sup.city('wedged')).to.equal(undefined);
+    });
+  });
+
   describe('startup phases and failures', function () {
     let sup: TestSupervisor;
     before(async function () {

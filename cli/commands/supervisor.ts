@@ -6,7 +6,7 @@ import { defineCommand } from 'citty';
 import { execa } from 'execa';
 import type { SupervisorHealthOutputBody } from '../../shared/dto/health.js';
 import { FileLock } from '../../shared/events/file-lock.js';
-import { ctlEntryPath, ctlHome, homePaths } from '../../shared/paths.js';
+import { ctlEntryPath, ctlHome, homePaths, packageRoot } from '../../shared/paths.js';
 import type { ProgramEntry, SupervisorRunOptions } from '../../shared/run-options.js';
 import { apiArg, call, connect } from '../_api.js';
 import { CliError, leafCommand } from '../_command.js';
@@ -198,7 +198,7 @@ const status = leafCommand('supervisor status', {
 export function systemdUnit(options: { node: string; entry: string; home: string; path: string }): string {
   return `[Unit]
 Description=ctl supervisor (cities of AI coding agents)
-Documentation=file://${dirname(dirname(options.entry))}/docs/systemd.md
+Documentation=file://${join(packageRoot, 'docs', 'systemd.md')}
 After=network.target
 
 [Service]
