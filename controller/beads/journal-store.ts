@@ -5,7 +5,6 @@ import {
   BeadError,
   BLOCKING_KINDS,
   DEP_KINDS,
-  STATUSES,
   type BeadChange,
   type BeadPage,
   type BeadQuery,
@@ -13,7 +12,7 @@ import {
   type DepKind,
   type NewBead,
 } from './bead-store.js';
-import { checkPriority, checkTime, cleanMetadata, isOrdering, isWork, numberOf, uniqueLabels } from './bead-rules.js';
+import { applyChange, isOrdering, isWork, newBead, numberOf, type BeadLookup } from './bead-rules.js';
 
 /** How long an idempotency key keeps answering with the bead it created. */
 const IDEMPOTENCY_TTL_MS = 30 * 60 * 1000;
@@ -46,6 +45,11 @@ interface Snapshot {
  */
 export class JournalBeadStore implements BeadStore {
   private readonly beads = new Map<string, Bead>();
+  /** What the shared bead rules ask this store about other beads. */
+  private readonly lookup: BeadLookup = {
+    require: (id, field) => this.require(id, field),
+    ancestorsOf: (id) => this.ancestorsOf(id),
+  };
   /** Creation number of each id (`prefix-<n>`), for newest-first order. */
   private readonly numbers = new Map<string, number>();
   private next = 1;
@@ -85,42 +89,8 @@ export class JournalBeadStore implements BeadStore {
   }
 
   create(input: NewBead, idempotency?: { key: string; hash: string }): Bead {
-    const title = input.title.trim();
-    if (title === '') throw new BeadError('invalid', 'title must not be empty', 'title');
-    const type = (input.type ?? 'task').trim();
-    if (type === '') throw new BeadError('invalid', 'type must not be empty', 'type');
-    checkPriority(input.priority);
-    const deferUntil = input.deferUntil === undefined ? undefined : checkTime(input.deferUntil, 'defer_until');
-    if (input.parent !== undefined && input.parent !== '') this.require(input.parent, 'parent');
-    for (const dep of input.dependencies ?? []) {
-      if (!(DEP_KINDS as readonly string[]).includes(dep.kind)) {
-        throw new BeadError('invalid', `dependency type must be one of ${DEP_KINDS.join(', ')}`, 'type');
-      }
-      this.require(dep.dependsOn, 'depends_on');
-    }
-    const now = new Date().toISOString();
     const number = this.next;
-    const bead: Bead = {
-      id: `${this.prefix}-${number}`,
-      title,
-      status: 'open',
-      issue_type: type,
-      created_at: now,
-      updated_at: now,
-    };
-    const labels = uniqueLabels(input.labels ?? []);
-    if (labels.length) bead.labels = labels;
-    const metadata = cleanMetadata(input.metadata ?? {});
-    if (Object.keys(metadata).length) bead.metadata = metadata;
-    if (input.description) bead.description = input.description;
-    if (input.priority !== undefined) bead.priority = input.priority;
-    if (input.assignee) bead.assignee = input.assignee;
-    if (input.parent) bead.parent = input.parent;
-    if (deferUntil) bead.defer_until = deferUntil;
-    if (input.ephemeral) bead.ephemeral = true;
-    if (input.from) bead.from = input.from;
-    const deps = uniqueDeps(bead.id, input.dependencies ?? []);
-    if (deps.length) bead.dependencies = deps;
+    const bead = newBead(`${this.prefix}-${number}`, input, this.lookup);
     // What this create answers: kept with an idempotency key, so that a repeat answers the same.
     const response = this.viewOf(bead);
     const idem = idempotency ? { ...idempotency, at: Date.now(), response } : undefined;
@@ -133,62 +103,7 @@ export class JournalBeadStore implements BeadStore {
   }
 
   update(id: string, change: BeadChange): Bead {
-    const current = this.require(id);
-    const bead: Bead = copyOf(current);
-    if (change.title !== undefined) {
-      if (change.title.trim() === '') throw new BeadError('invalid', 'title must not be empty', 'title');
-      bead.title = change.title.trim();
-    }
-    if (change.status !== undefined) {
-      if (!(STATUSES as readonly string[]).includes(change.status)) {
-        throw new BeadError('invalid', `status must be one of ${STATUSES.join(', ')}`, 'status');
-      }
-      bead.status = change.status;
-    }
-    if (change.type !== undefined) {
-      if (change.type.trim() === '') throw new BeadError('invalid', 'type must not be empty', 'type');
-      bead.issue_type = change.type.trim();
-    }
-    if (change.priority !== undefined) {
-      checkPriority(change.priority);
-      bead.priority = change.priority;
-    }
-    if (change.assignee !== undefined) {
-      if (change.assignee === '') delete bead.assignee;
-      else bead.assignee = change.assignee;
-    }
-    if (change.description !== undefined) {
-      if (change.description === '') delete bead.description;
-      else bead.description = change.description;
-    }
-    if (change.addLabels || change.removeLabels) {
-      const remove = new Set(change.removeLabels ?? []);
-      bead.labels = uniqueLabels([...(bead.labels ?? []), ...(change.addLabels ?? [])]).filter((l) => !remove.has(l));
-    }
-    if (change.metadata) {
-      const metadata = { ...(bead.metadata ?? {}) };
-      for (const [key, value] of Object.entries(change.metadata)) {
-        if (value === '') delete metadata[key];
-        else metadata[key] = value;
-      }
-      bead.metadata = metadata;
-    }
-    if (change.parent !== undefined) {
-      if (change.parent === null || change.parent === '') {
-        delete bead.parent;
-      } else {
-        this.require(change.parent, 'parent');
-        if (this.ancestorsOf(change.parent).has(id) || change.parent === id) {
-          throw new BeadError('cycle', `making ${change.parent} the parent of ${id} would create a cycle`, 'parent');
-        }
-        bead.parent = change.parent;
-      }
-    }
-    if (change.deferUntil !== undefined) {
-      if (change.deferUntil === null || change.deferUntil === '') delete bead.defer_until;
-      else bead.defer_until = checkTime(change.deferUntil, 'defer_until');
-    }
-    bead.updated_at = new Date().toISOString();
+    const bead = applyChange(copyOf(this.require(id)), change, this.lookup);
     this.write({ put: bead });
     this.apply(bead);
     this.settle();
@@ -553,16 +468,6 @@ export class JournalBeadStore implements BeadStore {
 }
 
 /** A new bead's initial dependencies, without repeats. */
-function uniqueDeps(id: string, deps: { dependsOn: string; kind: DepKind }[]): Dep[] {
-  const out: Dep[] = [];
-  for (const dep of deps) {
-    if (!out.some((d) => d.depends_on_id === dep.dependsOn && d.type === dep.kind)) {
-      out.push({ issue_id: id, depends_on_id: dep.dependsOn, type: dep.kind });
-    }
-  }
-  return out;
-}
-
 /** A copy of a stored bead (its arrays and metadata too), without the derived fields. Stored beads leave out
  * what is empty, to keep a hundred thousand of them small. */
 function copyOf(bead: Bead): Bead {

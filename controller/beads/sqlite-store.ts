@@ -6,7 +6,6 @@ import {
   DEP_KINDS,
   NOT_WORK_LABELS,
   NOT_WORK_TYPES,
-  STATUSES,
   type BeadChange,
   type BeadPage,
   type BeadQuery,
@@ -14,7 +13,7 @@ import {
   type DepKind,
   type NewBead,
 } from './bead-store.js';
-import { checkPriority, checkTime, cleanMetadata, isOrdering, isWork, numberOf, uniqueLabels } from './bead-rules.js';
+import { applyChange, isOrdering, isWork, newBead, numberOf, type BeadLookup } from './bead-rules.js';
 
 /** How long an idempotency key keeps answering with the bead it created. */
 const IDEMPOTENCY_TTL_MS = 30 * 60 * 1000;
@@ -99,6 +98,11 @@ interface Row {
 export class SqliteBeadStore implements BeadStore {
   private readonly db: Database.Database;
   private readonly statements = new Map<string, Database.Statement>();
+  /** What the shared bead rules ask this store about other beads. */
+  private readonly lookup: BeadLookup = {
+    require: (id, field) => this.require(id, field),
+    ancestorsOf: (id) => this.ancestorsOf(id),
+  };
 
   private constructor(
     path: string,
@@ -148,53 +152,14 @@ export class SqliteBeadStore implements BeadStore {
   }
 
   create(input: NewBead, idempotency?: { key: string; hash: string }): Bead {
-    const title = input.title.trim();
-    if (title === '') throw new BeadError('invalid', 'title must not be empty', 'title');
-    const type = (input.type ?? 'task').trim();
-    if (type === '') throw new BeadError('invalid', 'type must not be empty', 'type');
-    checkPriority(input.priority);
-    const deferUntil = input.deferUntil === undefined ? undefined : checkTime(input.deferUntil, 'defer_until');
     return this.db.transaction(() => {
-      if (input.parent) this.require(input.parent, 'parent');
-      for (const dep of input.dependencies ?? []) {
-        if (!(DEP_KINDS as readonly string[]).includes(dep.kind)) {
-          throw new BeadError('invalid', `dependency type must be one of ${DEP_KINDS.join(', ')}`, 'type');
-        }
-        this.require(dep.dependsOn, 'depends_on');
-      }
       const n = this.nextNumber();
-      const now = new Date().toISOString();
-      const bead: Bead = {
-        id: `${this.prefix}-${n}`,
-        title,
-        status: 'open',
-        issue_type: type,
-        created_at: now,
-        updated_at: now,
-      };
-      const labels = uniqueLabels(input.labels ?? []);
-      if (labels.length) bead.labels = labels;
-      const metadata = cleanMetadata(input.metadata ?? {});
-      if (Object.keys(metadata).length) bead.metadata = metadata;
-      if (input.description) bead.description = input.description;
-      if (input.priority !== undefined) bead.priority = input.priority;
-      if (input.assignee) bead.assignee = input.assignee;
-      if (input.parent) bead.parent = input.parent;
-      if (deferUntil) bead.defer_until = deferUntil;
-      if (input.ephemeral) bead.ephemeral = true;
-      if (input.from) bead.from = input.from;
-      const deps: Dep[] = [];
-      for (const dep of input.dependencies ?? []) {
-        if (!deps.some((d) => d.depends_on_id === dep.dependsOn && d.type === dep.kind)) {
-          deps.push({ issue_id: bead.id, depends_on_id: dep.dependsOn, type: dep.kind });
-        }
-      }
-      if (deps.length) bead.dependencies = deps;
+      const bead = newBead(`${this.prefix}-${n}`, input, this.lookup);
       this.sql('insert into beads (n, id, status, type, doc) values (?, ?, ?, ?, ?)').run(
         n,
         bead.id,
         'open',
-        type,
+        bead.issue_type,
         '{}',
       );
       this.save(n, bead, undefined);
@@ -216,66 +181,7 @@ export class SqliteBeadStore implements BeadStore {
     return this.db.transaction(() => {
       const { n, bead } = this.require(id);
       const before = structuredClone(bead);
-      if (change.title !== undefined) {
-        if (change.title.trim() === '') throw new BeadError('invalid', 'title must not be empty', 'title');
-        bead.title = change.title.trim();
-      }
-      if (change.status !== undefined) {
-        if (!(STATUSES as readonly string[]).includes(change.status)) {
-          throw new BeadError('invalid', `status must be one of ${STATUSES.join(', ')}`, 'status');
-        }
-        bead.status = change.status;
-      }
-      if (change.type !== undefined) {
-        if (change.type.trim() === '') throw new BeadError('invalid', 'type must not be empty', 'type');
-        bead.issue_type = change.type.trim();
-      }
-      if (change.priority !== undefined) {
-        checkPriority(change.priority);
-        bead.priority = change.priority;
-      }
-      if (change.assignee !== undefined) {
-        if (change.assignee === '') delete bead.assignee;
-        else bead.assignee = change.assignee;
-      }
-      if (change.description !== undefined) {
-        if (change.description === '') delete bead.description;
-        else bead.description = change.description;
-      }
-      if (change.addLabels || change.removeLabels) {
-        const remove = new Set(change.removeLabels ?? []);
-        const labels = uniqueLabels([...(bead.labels ?? []), ...(change.addLabels ?? [])]).filter(
-          (l) => !remove.has(l),
-        );
-        if (labels.length) bead.labels = labels;
-        else delete bead.labels;
-      }
-      if (change.metadata) {
-        const metadata = { ...(bead.metadata ?? {}) };
-        for (const [key, value] of Object.entries(change.metadata)) {
-          if (value === '') delete metadata[key];
-          else metadata[key] = value;
-        }
-        if (Object.keys(metadata).length) bead.metadata = metadata;
-        else delete bead.metadata;
-      }
-      if (change.parent !== undefined) {
-        if (change.parent === null || change.parent === '') {
-          delete bead.parent;
-        } else {
-          this.require(change.parent, 'parent');
-          if (change.parent === id || this.ancestorsOf(change.parent).has(id)) {
-            throw new BeadError('cycle', `making ${change.parent} the parent of ${id} would create a cycle`, 'parent');
-          }
-          bead.parent = change.parent;
-        }
-      }
-      if (change.deferUntil !== undefined) {
-        if (change.deferUntil === null || change.deferUntil === '') delete bead.defer_until;
-        else bead.defer_until = checkTime(change.deferUntil, 'defer_until');
-      }
-      bead.updated_at = new Date().toISOString();
-      this.save(n, bead, before);
+      this.save(n, applyChange(bead, change, this.lookup), before);
       return this.get(id)!;
     })();
   }
