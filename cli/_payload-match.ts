@@ -1,3 +1,4 @@
+import { canonicalJson } from '../shared/canonical-json.js';
 import { CliError } from './_command.js';
 
 /** `--payload-match key=value` filters: the same key repeated is OR, different keys AND. */
@@ -50,15 +51,5 @@ function asText(value: unknown): string {
   if (typeof value === 'string') return value;
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   if (value === null) return 'null';
-  return JSON.stringify(sortKeys(value));
-}
-
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (typeof value !== 'object' || value === null) return value;
-  return Object.fromEntries(
-    Object.keys(value)
-      .sort()
-      .map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]),
-  );
+  return canonicalJson(value);
 }

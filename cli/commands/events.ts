@@ -122,7 +122,7 @@ const eventsDef = defineCommand({
       if (hasAfterCursor && city) throw new CliError('--after-cursor is only valid in supervisor scope');
     }
 
-    if (mode === 'seq') return printPosition(api, city);
+    if (mode === 'seq') return write(await currentPosition(api, city));
     if (mode === 'list') return list(api, city, filters, a.since);
     await stream(api, city, filters, {
       follow: mode === 'follow',
@@ -132,23 +132,6 @@ const eventsDef = defineCommand({
     });
   },
 });
-
-async function printPosition(api: Api, city: CityInfo | undefined): Promise<void> {
-  if (city) {
-    const { response } = await call(
-      api,
-      api.client.GET('/v0/city/{cityName}/events', {
-        params: { path: { cityName: city.name }, query: { limit: 1 } },
-      }),
-    );
-    const index = response.headers.get('X-CTL-Index');
-    if (index === null) throw new CliError('missing X-CTL-Index header');
-    write(index);
-    return;
-  }
-  const { data } = await call(api, api.client.GET('/v0/events', { params: { query: { limit: 1 } } }));
-  write(data.event_cursor);
-}
 
 async function list(api: Api, city: CityInfo | undefined, filters: Filters, since: string | undefined): Promise<void> {
   const server = { ...(filters.type !== undefined ? { type: filters.type } : {}), ...(since ? { since } : {}) };

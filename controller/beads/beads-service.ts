@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { canonicalJson } from '../../shared/canonical-json.js';
 import type { Bead, BeadGraphResponse } from '../../shared/dto/beads.js';
 import type { EventLog } from '../../shared/events/event-log.js';
 import { Problem } from '../../shared/http/problem.js';
@@ -13,19 +14,7 @@ export interface IdempotencyKey {
 
 /** A request body's identity for idempotency: the hash of its JSON with keys sorted. */
 export function bodyHash(body: unknown): string {
-  return createHash('sha256')
-    .update(JSON.stringify(sortKeys(body)))
-    .digest('hex');
-}
-
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (typeof value !== 'object' || value === null) return value;
-  return Object.fromEntries(
-    Object.keys(value)
-      .sort()
-      .map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]),
-  );
+  return createHash('sha256').update(canonicalJson(body)).digest('hex');
 }
 
 /** The problem a store error becomes, with the spec's detail prefixes. */

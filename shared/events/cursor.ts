@@ -3,6 +3,7 @@
 //    the literal `0` means "every log from its start".
 //  - Page token (city list pagination): `v1:` + base64url of {"k":"sq","s":<seq>}.
 
+import { decodeToken, encodeToken, invalidToken } from '../http/page-token.js';
 import { Problem } from '../http/problem.js';
 
 export type CompositeCursor = Map<string, number>;
@@ -81,21 +82,12 @@ export function parseSeq(text: string, what: string): number {
 }
 
 export function encodePageToken(seq: number): string {
-  return 'v1:' + Buffer.from(JSON.stringify({ k: 'sq', s: seq })).toString('base64url');
+  return encodeToken('sq', { s: seq });
 }
 
 /** The seq boundary of a page token; a 400 `invalid-cursor` for anything we did not issue. */
 export function decodePageToken(token: string): number {
-  const invalid = () =>
-    new Problem('invalid-cursor', 'invalid_cursor: cursor is not a valid pagination token; re-fetch the first page');
-  if (!token.startsWith('v1:')) throw invalid();
-  let value: unknown;
-  try {
-    value = JSON.parse(Buffer.from(token.slice(3), 'base64url').toString('utf8'));
-  } catch {
-    throw invalid();
-  }
-  const v = value as { k?: unknown; s?: unknown };
-  if (v.k !== 'sq' || !Number.isSafeInteger(v.s) || (v.s as number) < 1) throw invalid();
-  return v.s as number;
+  const { s } = decodeToken(token, 'sq');
+  if (!Number.isSafeInteger(s) || (s as number) < 1) throw invalidToken();
+  return s as number;
 }
