@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import type { Bead, BeadDepsResponse, ListBodyBead } from '../shared/dto/beads.js';
 import type { ConvoyCheckResponse, ConvoyGetResponse } from '../shared/dto/convoys.js';
 import type { MailListBody, Message } from '../shared/dto/mail.js';
-import type { CliResult } from './helpers/cli.js';
+import { expectFailure as expectCliFailure, expectSuccess, type CliResult } from './helpers/cli.js';
 import { CSRF, freePort, TestSupervisor } from './helpers/supervisor.js';
 
 // `ctl bead`, `ctl mail` and `ctl convoy`, run as the real built binary against a real supervisor and its
@@ -14,30 +14,10 @@ import { CSRF, freePort, TestSupervisor } from './helpers/supervisor.js';
 
 const NO_CITY = 'no city in scope; pass --city, set CTL_CITY, or run inside a city directory';
 
-function lines(text: string): string[] {
-  return text === '' ? [] : text.replace(/\n$/, '').split('\n');
-}
-
-/** Exit 0, nothing on stderr; returns stdout's lines. */
-function expectSuccess(result: CliResult): string[] {
-  expect(result.stderr, `stderr of a successful run (stdout: ${result.stdout})`).to.equal('');
-  expect(result.code, 'exit status').to.equal(0);
-  return lines(result.stdout);
-}
-
-/** Exit 1, empty stdout, exactly one stderr line `ctl <command>: …`; returns the text after the prefix. */
+/** The failure contract, with a string `pattern` as the whole message. */
 function expectFailure(result: CliResult, command: string, pattern?: RegExp | string): string {
-  const prefix = `ctl ${command}: `;
-  expect(result.stdout, `stdout of a failed run (stderr: ${result.stderr})`).to.equal('');
-  expect(result.code, `exit status (stderr: ${result.stderr})`).to.equal(1);
-  const errLines = lines(result.stderr);
-  expect(errLines, `exactly one stderr line: ${JSON.stringify(result.stderr)}`).to.have.length(1);
-  const line = errLines[0];
-  expect(line.startsWith(prefix), `${JSON.stringify(line)} starts with ${JSON.stringify(prefix)}`).to.equal(true);
-  const message = line.slice(prefix.length);
-  expect(message.trim(), 'a message after the prefix').to.not.equal('');
+  const message = expectCliFailure(result, command, typeof pattern === 'string' ? undefined : pattern);
   if (typeof pattern === 'string') expect(message).to.equal(pattern);
-  else if (pattern) expect(message).to.match(pattern);
   return message;
 }
 

@@ -10,7 +10,7 @@ import type { ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { expect } from 'chai';
 import { ChaosProxy } from './helpers/chaos-proxy.js';
-import { runCtl, type CliResult } from './helpers/cli.js';
+import { expectFailure as expectCliFailure, expectSuccess, runCtl, type CliResult } from './helpers/cli.js';
 import { ctlEntryPath } from '../shared/paths.js';
 import { CtlProcess } from './helpers/ctl-process.js';
 import { killAllMentioning } from './helpers/processes.js';
@@ -40,32 +40,9 @@ const SCHEMA_ID = 'https://ctl.invalid/schema/events.json';
 const OPENAPI_ID = 'https://ctl.invalid/schema/openapi.json';
 const schemaFile = new URL('../docs/schema/events.json', import.meta.url);
 
-/** The lines of an output (runCtl, through execa, has already stripped the final newline). */
-function lines(text: string): string[] {
-  return text === '' ? [] : text.replace(/\n$/, '').split('\n');
-}
-
-/** Exit 0, nothing on stderr; returns stdout's lines. */
-function expectSuccess(result: CliResult): string[] {
-  expect(result.stderr, `stderr of a successful run (stdout: ${result.stdout.slice(0, 500)})`).to.equal('');
-  expect(result.code, 'exit status').to.equal(0);
-  return lines(result.stdout);
-}
-
-/** Exit 1, empty stdout, exactly one stderr line `ctl events: …`; returns the text after the prefix. */
+/** The failure contract of `ctl events`. */
 function expectFailure(result: CliResult, pattern?: RegExp | string): string {
-  const prefix = 'ctl events: ';
-  expect(result.stdout, `stdout of a failed run (stderr: ${result.stderr})`).to.equal('');
-  expect(result.code, `exit status (stderr: ${result.stderr})`).to.equal(1);
-  const errLines = lines(result.stderr);
-  expect(errLines, `exactly one stderr line: ${JSON.stringify(result.stderr)}`).to.have.length(1);
-  const line = errLines[0];
-  expect(line.startsWith(prefix), `${JSON.stringify(line)} starts with ${JSON.stringify(prefix)}`).to.equal(true);
-  const message = line.slice(prefix.length);
-  expect(message.trim(), 'a message after the prefix').to.not.equal('');
-  if (typeof pattern === 'string') expect(message).to.include(pattern);
-  else if (pattern) expect(message).to.match(pattern);
-  return message;
+  return expectCliFailure(result, 'events', pattern);
 }
 
 function parseCursor(text: string): Map<string, number> {

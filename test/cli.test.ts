@@ -8,42 +8,13 @@ import { ctlEntryPath } from '../shared/paths.js';
 import { findOnPath } from '../shared/readiness.js';
 import { VERSION } from '../shared/version.js';
 import { listCityTree } from './helpers/city-tree.js';
-import { runCtl, type CliResult } from './helpers/cli.js';
+import { expectFailure, expectSuccess, lines, runCtl, type CliResult } from './helpers/cli.js';
 import { isAlive, killAllMentioning } from './helpers/processes.js';
 import { freePort, tempDir, TestSupervisor } from './helpers/supervisor.js';
 
 // The `ctl` client, run as the real built binary (dist/cli/main.js) against real supervisor processes.
 // Contract (decisions.md, "The `ctl` client"): a failure is exactly one human line on stderr, `ctl <command>: …`,
 // exit status 1, and nothing on stdout; progress goes to stderr only when it is a terminal (never here).
-
-/** The lines of an output (runCtl, through execa, has already stripped the final newline). */
-function lines(text: string): string[] {
-  return text === '' ? [] : text.replace(/\n$/, '').split('\n');
-}
-
-/** Exit 0, nothing on stderr; returns stdout's lines. */
-function expectSuccess(result: CliResult): string[] {
-  expect(result.stderr, `stderr of a successful run (stdout: ${result.stdout})`).to.equal('');
-  expect(result.code, 'exit status').to.equal(0);
-  return lines(result.stdout);
-}
-
-/** Exit 1, empty stdout, exactly one stderr line `ctl <command>: …`; returns the text after the prefix. */
-function expectFailure(result: CliResult, command: string, pattern?: RegExp | string): string {
-  const prefix = command === '' ? 'ctl: ' : `ctl ${command}: `;
-  expect(result.stdout, `stdout of a failed run (stderr: ${result.stderr})`).to.equal('');
-  expect(result.code, `exit status (stderr: ${result.stderr})`).to.equal(1);
-  expect(result.stderr, 'no terminal escapes on stderr').to.not.include('\u001b[');
-  const errLines = lines(result.stderr);
-  expect(errLines, `exactly one stderr line: ${JSON.stringify(result.stderr)}`).to.have.length(1);
-  const line = errLines[0];
-  expect(line.startsWith(prefix), `${JSON.stringify(line)} starts with ${JSON.stringify(prefix)}`).to.equal(true);
-  const message = line.slice(prefix.length);
-  expect(message.trim(), 'a message after the prefix').to.not.equal('');
-  if (typeof pattern === 'string') expect(message).to.include(pattern);
-  else if (pattern) expect(message).to.match(pattern);
-  return message;
-}
 
 /** The current process's PATH minus every directory that holds one of `binaries`. */
 function pathWithout(...binaries: string[]): string {

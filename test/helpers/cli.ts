@@ -1,3 +1,4 @@
+import { expect } from 'chai';
 import { execa } from 'execa';
 import { ctlEntryPath } from '../../shared/paths.js';
 
@@ -20,4 +21,37 @@ export async function runCtl(
     stdin: 'ignore',
   });
   return { code: result.exitCode ?? -1, stdout: String(result.stdout), stderr: String(result.stderr) };
+}
+
+/** The lines of an output (runCtl, through execa, has already stripped the final newline). */
+export function lines(text: string): string[] {
+  return text === '' ? [] : text.replace(/\n$/, '').split('\n');
+}
+
+/** Exit 0, nothing on stderr; returns stdout's lines. */
+export function expectSuccess(result: CliResult): string[] {
+  expect(result.stderr, `stderr of a successful run (stdout: ${result.stdout.slice(0, 500)})`).to.equal('');
+  expect(result.code, 'exit status').to.equal(0);
+  return lines(result.stdout);
+}
+
+/**
+ * The failure contract (decisions.md, "The `ctl` client"): exit 1, empty stdout, exactly one plain stderr line
+ * `ctl <command>: …` (`ctl: …` for no command); returns the text after the prefix, which includes `pattern`
+ * (a string) or matches it (a RegExp).
+ */
+export function expectFailure(result: CliResult, command: string, pattern?: RegExp | string): string {
+  const prefix = command === '' ? 'ctl: ' : `ctl ${command}: `;
+  expect(result.stdout, `stdout of a failed run (stderr: ${result.stderr})`).to.equal('');
+  expect(result.code, `exit status (stderr: ${result.stderr})`).to.equal(1);
+  expect(result.stderr, 'no terminal escapes on stderr').to.not.include('\u001b[');
+  const errLines = lines(result.stderr);
+  expect(errLines, `exactly one stderr line: ${JSON.stringify(result.stderr)}`).to.have.length(1);
+  const line = errLines[0];
+  expect(line.startsWith(prefix), `${JSON.stringify(line)} starts with ${JSON.stringify(prefix)}`).to.equal(true);
+  const message = line.slice(prefix.length);
+  expect(message.trim(), 'a message after the prefix').to.not.equal('');
+  if (typeof pattern === 'string') expect(message).to.include(pattern);
+  else if (pattern) expect(message).to.match(pattern);
+  return message;
 }
