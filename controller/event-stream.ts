@@ -4,7 +4,7 @@ import type { EventRecord } from '../shared/events/record.js';
 import type { StreamSettings } from '../shared/events/stream-settings.js';
 import { toWireEvent } from '../shared/events/wire.js';
 import { Problem } from '../shared/http/problem.js';
-import { SseStream } from '../shared/http/sse.js';
+import { sseRoute, SseStream } from '../shared/http/sse.js';
 import type { CityRuntime } from './city-runtime.js';
 
 const REPLAY_BATCH = 1000;
@@ -36,17 +36,7 @@ export function streamStart(lastEventId: string, afterSeq: unknown, head: () => 
  */
 export function cityEventStream(city: CityRuntime, settings: StreamSettings): Middleware {
   const path = `/v0/city/${encodeURIComponent(city.name)}/events/stream`;
-  return async (ctx, next) => {
-    if (ctx.path !== path) {
-      await next();
-      return;
-    }
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
-      // As the router answers a known path with another method: 405, naming the ones there are.
-      ctx.set('Allow', 'GET, HEAD');
-      ctx.status = 405;
-      return;
-    }
+  return sseRoute(path, async (ctx) => {
     // Everything that can fail happens before the 200 is committed.
     const after = streamStart(ctx.get('Last-Event-ID'), ctx.query.after_seq, () => city.log.head());
     const stream = new SseStream(ctx, settings);
@@ -82,5 +72,5 @@ export function cityEventStream(city: CityRuntime, settings: StreamSettings): Mi
     }
     queue = undefined;
     city.tail.poke();
-  };
+  });
 }

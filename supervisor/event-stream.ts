@@ -3,7 +3,7 @@ import { parseCursor, REPLAY_ALL, StreamPositions } from '../shared/events/curso
 import type { EventRecord } from '../shared/events/record.js';
 import type { StreamSettings } from '../shared/events/stream-settings.js';
 import { Problem } from '../shared/http/problem.js';
-import { SseStream } from '../shared/http/sse.js';
+import { sseRoute, SseStream } from '../shared/http/sse.js';
 import { SUPERVISOR_SCOPE } from '../shared/paths.js';
 import type { EventHub, HubSubscriber } from './event-hub.js';
 import { tagEvent, type EventSource } from './event-view.js';
@@ -30,17 +30,7 @@ function dataOf(scope: string, record: EventRecord): string {
  * then events flow live as the hub reads them.
  */
 export function supervisorEventStream(hub: EventHub, settings: StreamSettings): Middleware {
-  return async (ctx, next) => {
-    if (ctx.path !== '/v0/events/stream') {
-      await next();
-      return;
-    }
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
-      // As the router answers a known path with another method: 405, naming the ones there are.
-      ctx.set('Allow', 'GET, HEAD');
-      ctx.status = 405;
-      return;
-    }
+  return sseRoute('/v0/events/stream', async (ctx) => {
     hub.sync();
     const sources = hub.sources();
     if (!sources.some((s) => s.scope !== SUPERVISOR_SCOPE)) {
@@ -105,7 +95,7 @@ export function supervisorEventStream(hub: EventHub, settings: StreamSettings): 
       await stream.paced();
     }
     queue = undefined;
-  };
+  });
 }
 
 /** History after each log's position, merged by (time, city, seq), in batches paced by the client. */

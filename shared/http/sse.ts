@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import type { Context } from 'koa';
+import type { Context, Middleware } from 'koa';
 
 /** A heartbeat's timestamp: RFC 3339, UTC, whole seconds. */
 function heartbeatTimestamp(): string {
@@ -15,6 +15,25 @@ export interface SseOptions {
   maxBufferedBytes: number;
   /** A replay waiting this long for the client to take anything hangs up. */
   stallMs: number;
+}
+
+/**
+ * Middleware that serves one SSE path: GET and HEAD go to `serve`; any other method is a 405 naming those two,
+ * as the router answers a known path asked with another method.
+ */
+export function sseRoute(path: string, serve: (ctx: Context) => Promise<void>): Middleware {
+  return async (ctx, next) => {
+    if (ctx.path !== path) {
+      await next();
+      return;
+    }
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+      ctx.set('Allow', 'GET, HEAD');
+      ctx.status = 405;
+      return;
+    }
+    await serve(ctx);
+  };
 }
 
 /** Replays pause for the client once this much is waiting to be sent. */
