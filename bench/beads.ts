@@ -11,7 +11,7 @@
  * Prints tables and writes `.bench-out/beads.json`. `BENCH_BEADS` and `BENCH_BEADS_CONCURRENCY` override the
  * 100,000 and 32; `BENCH_BEADS_BACKENDS=sqlite` measures one backend. Run with `npm run bench -- beads` (or, after a build, `npx tsx bench/run.ts beads`).
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, release } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -22,9 +22,9 @@ import { JournalBeadStore } from '../controller/beads/journal-store.js';
 import type { BeadBackend } from '../controller/beads/open-store.js';
 import { SqliteBeadStore } from '../controller/beads/sqlite-store.js';
 import { cityPaths } from '../shared/paths.js';
-import { killAllMentioning } from '../test/helpers/processes.js';
-import { CSRF, tempDir, TestSupervisor } from '../test/helpers/supervisor.js';
+import { CSRF, TestSupervisor } from '../test/helpers/supervisor.js';
 import { waitUntil } from '../test/helpers/wait.js';
+import { benchRoot } from './bench-root.js';
 import { get, getJson, keepAliveAgent, sendJson, sequentialLatencies, type GetTarget } from './http.js';
 import { memoryKiB, type MemoryKiB } from './proc.js';
 import { round, rounded, summarize, type Summary } from './stats.js';
@@ -469,30 +469,10 @@ export async function runBeads(): Promise<void> {
     loadavg_at_start: loadavg().map((l) => round(l, 2)),
   };
   console.log(`ctl beads benchmark: ${BEADS} beads, backends ${BACKENDS.join(', ')} — starting a supervisor…`);
-  const root = tempDir('ctl-bench-beads-');
   let sup: TestSupervisor | undefined;
-  let cleaning: Promise<void> | undefined;
-  const cleanup = () =>
-    (cleaning ??= (async () => {
-      try {
-        if (sup) await sup.cleanup();
-      } finally {
-        killAllMentioning(root);
-        rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
-      }
-    })());
-  let interrupted = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (interrupted) return;
-    interrupted = true;
-    process.exitCode = 130;
-    console.error(`\n${signal}: cleaning up`);
-    cleanup()
-      .catch((err: unknown) => console.error('cleanup failed:', err))
-      .finally(() => process.exit(130));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const { root, cleanup, interrupted } = benchRoot('ctl-bench-beads-', async () => {
+    if (sup) await sup.cleanup();
+  });
 
   try {
     sup = await TestSupervisor.start({ root });
@@ -513,12 +493,10 @@ export async function runBeads(): Promise<void> {
     writeFileSync(OUT_FILE, JSON.stringify(report, null, 2) + '\n');
     console.log(`total ${report.meta.total_runtime_s} s; wrote ${OUT_FILE}`);
   } catch (err) {
-    if (interrupted) return;
+    if (interrupted()) return;
     if (sup?.output) console.error(`--- supervisor output (tail) ---\n${sup.output.slice(-4000)}`);
     throw err;
   } finally {
     await cleanup();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
   }
 }

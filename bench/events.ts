@@ -22,7 +22,7 @@
  *     BENCH_CPU_PROFILE_MATCH='supervisor run'          CPU-profile the supervisor (bench/cpu-profile-summary.mjs)
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { availableParallelism, cpus, getPriority, loadavg, release, setPriority } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -31,9 +31,9 @@ import { fileURLToPath } from 'node:url';
 import type { WireTaggedEvent } from '../shared/dto/events.js';
 import { encodePageToken } from '../shared/events/cursor.js';
 import { cityPaths } from '../shared/paths.js';
-import { killAllMentioning } from '../test/helpers/processes.js';
-import { CSRF, tempDir, TestSupervisor } from '../test/helpers/supervisor.js';
+import { CSRF, TestSupervisor } from '../test/helpers/supervisor.js';
 import { waitUntil } from '../test/helpers/wait.js';
+import { benchRoot } from './bench-root.js';
 import { get, keepAliveAgent, sequentialLatencies, type GetTarget } from './http.js';
 import { cpuMs, machineCpuMs, rssKiB, schedStat, type SchedStat } from './proc.js';
 import { round, rounded, summarize, type Summary } from './stats.js';
@@ -977,40 +977,25 @@ export async function runEvents(): Promise<void> {
     setPriority(NICE); // inherited by every process started from here on
     meta.nice = getPriority();
   }
-  const root = tempDir('ctl-bench-events-');
   let sup: TestSupervisor | undefined;
   let writers: WriterPool | undefined;
-  let cleaning: Promise<void> | undefined;
-  const cleanup = () =>
-    (cleaning ??= (async () => {
-      try {
-        await writers?.stop();
-        if (sup) await sup.cleanup();
-      } finally {
-        writers?.kill();
-        killAllMentioning(root);
-        rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
-        if (meta.nice !== undefined) {
-          try {
-            setPriority(priorityBefore);
-          } catch {
-            // lowering a nice value may need privileges we dropped; the process ends soon anyway
-          }
+  const { root, cleanup, interrupted } = benchRoot(
+    'ctl-bench-events-',
+    async () => {
+      await writers?.stop();
+      if (sup) await sup.cleanup();
+    },
+    () => {
+      writers?.kill();
+      if (meta.nice !== undefined) {
+        try {
+          setPriority(priorityBefore);
+        } catch {
+          // lowering a nice value may need privileges we dropped; the process ends soon anyway
         }
       }
-    })());
-  let interrupted = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (interrupted) return;
-    interrupted = true;
-    process.exitCode = 130;
-    console.error(`\n${signal}: cleaning up`);
-    cleanup()
-      .catch((err: unknown) => console.error('cleanup failed:', err))
-      .finally(() => process.exit(130));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+    },
+  );
 
   try {
     sup = await TestSupervisor.start({
@@ -1162,12 +1147,10 @@ export async function runEvents(): Promise<void> {
     writeFileSync(OUT_FILE, JSON.stringify(report, null, 2) + '\n');
     console.log(`total ${report.meta.total_runtime_s} s (cleanup ${report.meta.cleanup_ms} ms); wrote ${OUT_FILE}`);
   } catch (err) {
-    if (interrupted) return;
+    if (interrupted()) return;
     if (sup?.output) console.error(`--- supervisor output (tail) ---\n${sup.output.slice(-4000)}`);
     throw err;
   } finally {
     await cleanup();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
   }
 }

@@ -7,7 +7,7 @@
  * `npx tsx bench/run.ts foundation`).
  */
 import type { Agent } from 'node:http';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, release } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -15,8 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { WireTaggedEvent } from '../shared/dto/events.js';
 import { cityPaths } from '../shared/paths.js';
-import { killAllMentioning } from '../test/helpers/processes.js';
-import { tempDir, TestSupervisor } from '../test/helpers/supervisor.js';
+import { TestSupervisor } from '../test/helpers/supervisor.js';
 import {
   closedLoopLoad,
   get,
@@ -26,6 +25,7 @@ import {
   type GetTarget,
   type LoadResult,
 } from './http.js';
+import { benchRoot } from './bench-root.js';
 import { cpuMs, memoryKiB, type MemoryKiB } from './proc.js';
 import { round, rounded, summarize, type Summary } from './stats.js';
 import { formatTable, mib, ms } from './table.js';
@@ -435,33 +435,10 @@ export async function runFoundation(): Promise<void> {
   };
   console.log(`ctl foundation benchmark: node ${meta.node}, ${meta.cores} cores — starting a supervisor…`);
 
-  const root = tempDir('ctl-bench-');
   let sup: TestSupervisor | undefined;
-  // One cleanup, however many callers (the normal path, a failure, a signal) ask for it.
-  let cleaning: Promise<void> | undefined;
-  const cleanup = () =>
-    (cleaning ??= (async () => {
-      try {
-        if (sup) await sup.cleanup();
-      } finally {
-        killAllMentioning(root);
-        rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
-      }
-    })());
-  // Ctrl-C reaches us twice (from the terminal and relayed by tsx): the first starts the cleanup, later
-  // ones must not kill us half-way through it.
-  let interrupted = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (interrupted) return;
-    interrupted = true;
-    process.exitCode = 130;
-    console.error(`\n${signal}: cleaning up`);
-    cleanup()
-      .catch((err: unknown) => console.error('cleanup failed:', err))
-      .finally(() => process.exit(130));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const { root, cleanup, interrupted } = benchRoot('ctl-bench-', async () => {
+    if (sup) await sup.cleanup();
+  });
 
   try {
     sup = await TestSupervisor.start({ root });
@@ -537,12 +514,10 @@ export async function runFoundation(): Promise<void> {
     console.log(`total ${report.meta.total_runtime_s} s (cleanup ${report.meta.cleanup_ms} ms); wrote ${OUT_FILE}`);
   } catch (err) {
     // Interrupted: the failure is ours (the supervisor went away); the signal handler exits once cleaned up.
-    if (interrupted) return;
+    if (interrupted()) return;
     if (sup?.output) console.error(`--- supervisor output (tail) ---\n${sup.output.slice(-4000)}`);
     throw err;
   } finally {
     await cleanup();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
   }
 }
