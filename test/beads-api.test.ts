@@ -1664,6 +1664,16 @@ describe('work units over the API: beads, mail and convoys', function () {
       expect(await check(convoy.id)).to.deep.equal({ convoy_id: convoy.id, total: 1, closed: 1, complete: true });
     });
 
+    it('closes a convoy that tracks a convoy once the inner one closes with its last member', async function () {
+      const item = await api.create({ title: 'nested item' });
+      const inner = await createConvoy('inner convoy', [item.id]);
+      const outer = await createConvoy('outer convoy', [inner.id]);
+      await api.close(item.id);
+      expect((await api.bead(inner.id)).status).to.equal('closed');
+      expect((await api.bead(outer.id)).status).to.equal('closed');
+      expect(await api.eventsAbout('convoy.closed', outer.id)).to.have.length(1);
+    });
+
     it('records `convoy.closed` however the convoy bead is closed (PATCH, /bead/{id}/close), once', async function () {
       const patched = await createConvoy('patched convoy');
       expect((await api.call('PATCH', `/bead/${patched.id}`, { status: 'closed' })).status).to.equal(200);

@@ -148,6 +148,29 @@ describe('controller processes', function () {
       expect(stopped[0].message).to.match(/did not stop within 7000 ms of SIGTERM and was killed/);
     });
 
+    it('a city registered again under another name is not listed as running until its new controller is', async function () {
+      this.timeout(30_000);
+      await sup.createCity('renamed-from');
+      const dir = sup.cityDir('renamed-from');
+      const oldPid = controllerPid(sup, 'renamed-from');
+      const { data, response } = await sup.api.POST('/v0/cities/register', {
+        params: { header: CSRF },
+        body: { path: dir, name: 'renamed-to' },
+      });
+      expect(response.status).to.be.lessThan(300);
+      // The old controller still serves the old name: never "running" under the new one, in the answer to the
+      // register itself nor in the list.
+      const answered = JSON.stringify(data);
+      expect(answered).to.not.match(new RegExp(`"running":true.*"pid":${oldPid}|"pid":${oldPid}.*"running":true`));
+      const listed = (await sup.api.GET('/v0/cities')).data!.items.find((c) => c.name === 'renamed-to');
+      expect(listed && listed.running && listed.pid === oldPid, JSON.stringify(listed)).to.not.equal(true);
+      const running = await waitUntil('renamed-to to run', async () => {
+        const city = await sup.city('renamed-to');
+        return city?.running ? city : undefined;
+      });
+      expect(running.pid).to.not.equal(oldPid);
+    });
+
     it('an unregister that had to kill it ends in request.failed (city_unregister_failed)', async function () {
       this.timeout(30_000);
       const pid = controllerPid(sup, 'wedged');
@@ -282,6 +305,19 @@ describe('controller processes', function () {
       await waitUntil('steady to be listed running', async () => (await sup.city('steady'))?.running);
       expect((await sup.city('steady'))!.pid).to.equal(pid);
       expect(controllersOf(sup.cityDir('steady'))).to.deep.equal([pid]);
+    });
+
+    it('on SIGTERM, records the stop of a controller it had to kill before exiting', async function () {
+      this.timeout(30_000);
+      await sup.createCity('frozen');
+      const pid = controllerPid(sup, 'frozen');
+      process.kill(pid, 'SIGSTOP');
+      expect(await sup.stop()).to.equal(0);
+      expect(isAlive(pid)).to.equal(false);
+      const log = readFileSync(join(sup.cityDir('frozen'), '.ctl', 'events.jsonl'), 'utf8');
+      expect(log).to.match(/"controller\.stopped".*was killed/);
+      await sup.launch();
+      await waitUntil('steady to run again', async () => (await sup.city('steady'))?.running);
     });
 
     it('stops every controller on SIGTERM and exits', async function () {
