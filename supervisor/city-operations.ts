@@ -1,15 +1,31 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, statSync } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { basename, isAbsolute, resolve } from 'node:path';
+import { basename, isAbsolute } from 'node:path';
 import type { Logger } from 'pino';
-import { CITY_NAME_PATTERN, declaredCityName, readCityConfig, type CityConfig } from '../shared/config/city-config.js';
+import {
+  CITY_NAME_PATTERN,
+  configReadError,
+  declaredCityName,
+  parseCityConfig,
+  type CityConfig,
+} from '../shared/config/city-config.js';
 import { ConfigError } from '../shared/config/config-error.js';
 import type { AsyncAcceptedResponse } from '../shared/dto/common.js';
 import type { CityCreateRequest, CityInfo, CityRegisterRequest } from '../shared/dto/cities.js';
 import type { CityLifecyclePayload } from '../shared/dto/events.js';
 import { formatCursor } from '../shared/events/cursor.js';
+import type { EventLog } from '../shared/events/event-log.js';
+import { bounded, FsTimeoutError } from '../shared/fs/bounded.js';
+import {
+  checkPlacement,
+  DirectoryRefused,
+  resolveDirectory,
+  type KnownCity,
+  type ResolvedDirectory,
+} from '../shared/fs/city-directory.js';
 import { Problem } from '../shared/http/problem.js';
+import { cityPaths } from '../shared/paths.js';
 import { SUPPORTED_PROVIDERS, type ReadinessProber } from '../shared/readiness.js';
 import { cityLog, type EventView } from './event-view.js';
 import type { Reconciler } from './reconciler.js';
@@ -20,8 +36,12 @@ export interface CityOperationsOptions {
   registry: Registry;
   reconciler: Reconciler;
   events: EventView;
+  /** The supervisor's own log, for lifecycle events of a city whose log is gone. */
+  supervisorLog: EventLog;
   prober: ReadinessProber;
   logger: Logger;
+  /** `$CTL_HOME`, its real path: no city may be in it or around it. */
+  home: string;
   /** How long `start` and `stop` wait for the controller. */
   startTimeoutMs: number;
   stopTimeoutMs: number;
@@ -85,7 +105,7 @@ export class CityOperations {
           errors: [{ location: 'body.provider', message, value: provider }],
         });
       }
-      const path = resolve(homedir(), body.dir);
+      const { path, missing } = await this.placeCity(body.dir, 'body.dir');
       const name = basename(path);
       if (!CITY_NAME_PATTERN.test(name)) {
         const message = `directory name ${JSON.stringify(name)} cannot name a city (letters, digits, '.', '_', '-'; not starting with a symbol)`;
@@ -93,16 +113,10 @@ export class CityOperations {
           errors: [{ location: 'body.dir', message, value: body.dir }],
         });
       }
-      if (existsSync(path) && !statSync(path).isDirectory()) {
-        const message = `${path} exists and is not a directory`;
-        throw new Problem('validation-failed', `invalid: ${message}`, {
-          errors: [{ location: 'body.dir', message, value: body.dir }],
-        });
-      }
       if (registry.pending.some((p) => p.path === path)) {
         throw new Problem('operation-in-progress', `conflict: city initialization already in progress at ${path}`);
       }
-      if (isCityDirectory(path))
+      if (missing.length === 0 && (await isCityDirectory(path)))
         throw new Problem('conflict-wrong-state', `conflict: city already initialized at ${path}`);
       const holder = registry.cityNamed(name);
       if (holder) {
@@ -125,10 +139,12 @@ export class CityOperations {
       cursor.set(name, 0);
       const requestId = newAsyncRequestId();
       const profile = body.bootstrap_profile === undefined ? undefined : normaliseProfile(body.bootstrap_profile);
-      let undoScaffold: () => void;
+      let undoScaffold: () => Promise<void>;
       try {
-        undoScaffold = scaffoldCity(path, { provider, startCommand, bootstrapProfile: profile });
+        undoScaffold = await scaffoldCity(path, missing, { provider, startCommand, bootstrapProfile: profile });
       } catch (err) {
+        const refused = refusedFor(err, path);
+        if (refused) throw directoryProblem(refused, 'body.dir', body.dir);
         this.o.logger.error({ err, path }, 'city scaffold failed');
         throw new Problem('internal', `internal: could not scaffold city at ${path}: ${(err as Error).message}`);
       }
@@ -146,7 +162,7 @@ export class CityOperations {
           draft.pending.push(pending);
         });
       } catch (err) {
-        undoScaffold();
+        await undoScaffold();
         throw err;
       }
       try {
@@ -157,7 +173,7 @@ export class CityOperations {
           draft.cities = draft.cities.filter((c) => c.path !== path);
           draft.pending = draft.pending.filter((p) => p.request_id !== requestId);
         });
-        undoScaffold();
+        await undoScaffold();
         throw new Problem('internal', `internal: could not record city.created for ${path}: ${(err as Error).message}`);
       }
       this.o.reconciler.wake();
@@ -174,10 +190,11 @@ export class CityOperations {
           errors: [{ location: 'body.path', message, value: body.path }],
         });
       }
-      const path = resolve(body.path);
+      const { path, missing } = await this.placeCity(body.path, 'body.path', { registering: true });
       let config: CityConfig;
       try {
-        config = readCityConfig(`${path}/city.toml`);
+        if (missing.length) throw configReadError(Object.assign(new Error('missing'), { code: 'ENOENT' }), path);
+        config = await loadCityConfig(cityPaths(path).config);
       } catch (err) {
         const message =
           err instanceof ConfigError && err.message.endsWith('no city.toml found')
@@ -206,7 +223,13 @@ export class CityOperations {
       }
       const existing = registry.cityAt(path);
       if (existing && existing.name === name) return { created: false, city: this.info(name)! };
-      ensureRuntimeLayout(path);
+      try {
+        await ensureRuntimeLayout(path);
+      } catch (err) {
+        const refused = refusedFor(err, path);
+        if (refused) throw directoryProblem(refused, 'body.path', body.path);
+        throw err;
+      }
       await registry.update((draft) => {
         draft.cities = draft.cities.filter((c) => c.path !== path);
         draft.cities.push({ name, path, stopped: false });
@@ -234,7 +257,7 @@ export class CityOperations {
         supervisor_seq: cursor.get('__supervisor__') ?? 0,
         accepted_at: new Date().toISOString(),
       };
-      await this.recordLifecycle(name, city.path, 'city.unregister_requested');
+      await this.recordLifecycle(name, city.path, 'city.unregister_requested', true);
       await registry.update((draft) => {
         draft.cities = draft.cities.filter((c) => c.path !== city.path);
         draft.pending.push(pending);
@@ -301,6 +324,31 @@ export class CityOperations {
     );
   }
 
+  /**
+   * Where a requested city directory really is, or a 422 naming the rule it breaks (decisions.md): resolved
+   * against the supervisor user's home, symbolic links followed, never blocking the event loop.
+   * `registering` lets a directory already registered be registered again (under a new name).
+   */
+  private async placeCity(
+    input: string,
+    location: string,
+    options: { registering?: boolean } = {},
+  ): Promise<ResolvedDirectory> {
+    try {
+      const resolved = await resolveDirectory(input, homedir());
+      const known: KnownCity[] = this.o.registry.cities.map((c) => ({ name: c.name, path: c.path }));
+      for (const p of this.o.registry.pending) {
+        if (!known.some((c) => c.path === p.path)) known.push({ name: p.name, path: p.path });
+      }
+      const self = options.registering ? resolved.path : undefined;
+      checkPlacement(resolved.path, this.o.home, known, self);
+      return resolved;
+    } catch (err) {
+      if (err instanceof DirectoryRefused) throw directoryProblem(err, location, input);
+      throw err;
+    }
+  }
+
   /** A registered city with no asynchronous request in flight (start and stop would race its outcome). */
   private requireRegistered(name: string) {
     const city = this.o.registry.cityNamed(name);
@@ -311,16 +359,62 @@ export class CityOperations {
     return city;
   }
 
-  /** Records a lifecycle event in the city's own log. */
-  private async recordLifecycle(name: string, path: string, type: string): Promise<void> {
+  /**
+   * Records a lifecycle event in the city's own log; with `orInOurs`, in the supervisor's log when the city's
+   * is gone with its directory (an unregister of a city whose directory vanished must still be possible).
+   */
+  private async recordLifecycle(name: string, path: string, type: string, orInOurs = false): Promise<void> {
     const payload: CityLifecyclePayload = { name, path };
-    await cityLog(path).append({ type, actor: 'ctl', subject: name, payload });
+    try {
+      await cityLog(path).append({ type, actor: 'ctl', subject: name, payload });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (!orInOurs || (code !== 'ENOENT' && code !== 'ENOTDIR')) throw err;
+      const message = `the city directory ${path} no longer exists; recorded in the supervisor's log`;
+      await this.o.supervisorLog.append({ type, actor: 'ctl', subject: name, message, payload });
+    }
   }
 
   private serialised<T>(task: () => Promise<T>): Promise<T> {
     const run = this.queue.then(task);
     this.queue = run.catch(() => undefined);
     return run;
+  }
+}
+
+/** A 422 naming the placement rule a directory broke. */
+function directoryProblem(refused: DirectoryRefused, location: string, value: string): Problem {
+  const message = `${refused.message} (rule: ${refused.rule})`;
+  return new Problem('validation-failed', `invalid: cannot use this directory for a city: ${message}`, {
+    errors: [{ location, message, value }],
+  });
+}
+
+/** A filesystem failure while scaffolding that says something about the directory (not our fault). */
+function refusedFor(err: unknown, path: string): DirectoryRefused | undefined {
+  if (err instanceof FsTimeoutError) {
+    return new DirectoryRefused('unresponsive', `the filesystem did not answer for ${path} within ${err.ms} ms`);
+  }
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
+    return new DirectoryRefused('not_writable', `${path} cannot be written (${code})`);
+  }
+  if (code === 'ENOSPC' || code === 'EDQUOT') {
+    return new DirectoryRefused('not_writable', `no space left to create ${path} (${code})`);
+  }
+  return undefined;
+}
+
+/** A city's `city.toml`, read without blocking the event loop: a FIFO or a hung mount is refused, not waited on. */
+async function loadCityConfig(path: string): Promise<CityConfig> {
+  try {
+    const st = await bounded(`stat ${path}`, stat(path));
+    if (!st.isFile()) throw new ConfigError(`${path} is not a regular file`);
+    if (st.size > 1024 * 1024) throw new ConfigError(`${path} is larger than 1 MiB`);
+    return parseCityConfig(await bounded(`read ${path}`, readFile(path, 'utf8')), path);
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw configReadError(err, path);
   }
 }
 

@@ -1,3 +1,4 @@
+import { realpathSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { handlerOf } from '../shared/http/app.js';
 import { isLoopbackHost } from '../shared/http/host-guard.js';
@@ -61,9 +62,11 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
     const cities = new CityOperations({
       registry,
       reconciler,
+      supervisorLog,
       events,
       prober,
       logger,
+      home: realpathSync(paths.home),
       startTimeoutMs: 30_000,
       stopTimeoutMs: STOP_GRACE_MS + 2_000,
     });

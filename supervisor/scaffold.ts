@@ -1,51 +1,65 @@
-import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import { newCityConfigText } from '../shared/config/city-config.js';
+import { bounded } from '../shared/fs/bounded.js';
 import { cityPaths } from '../shared/paths.js';
 
+async function exists(path: string): Promise<boolean> {
+  try {
+    await bounded(`stat ${path}`, stat(path));
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return false;
+    throw err;
+  }
+}
+
 /** True when `root` already holds a city (its `city.toml` or its runtime directory with an event log). */
-export function isCityDirectory(root: string): boolean {
+export async function isCityDirectory(root: string): Promise<boolean> {
   const paths = cityPaths(root);
-  return existsSync(paths.config) || existsSync(paths.events);
+  return (await exists(paths.config)) || (await exists(paths.events));
 }
 
 /** Gives an existing city directory the runtime layout the controller needs (`.ctl/`, an event log). */
-export function ensureRuntimeLayout(root: string): void {
+export async function ensureRuntimeLayout(root: string): Promise<void> {
   const paths = cityPaths(root);
-  mkdirSync(paths.runtimeDir, { recursive: true });
-  writeFileSync(paths.events, '', { flag: 'a' });
+  await bounded(`mkdir ${paths.runtimeDir}`, mkdir(paths.runtimeDir, { recursive: true }));
+  await bounded(`create ${paths.events}`, writeFile(paths.events, '', { flag: 'a' }));
 }
 
 /**
- * Creates a city on disk: the directory (if needed), `city.toml`, `.ctl/` and an empty `.ctl/events.jsonl`.
- * On failure, removes whatever it created, so a failed create leaves the directory as it found it; the
- * returned function does the same for a create that fails later.
+ * Creates a city on disk: the directories still `missing` (one level at a time, never a recursive mkdir, whose
+ * walk does not return on some kernel filesystems), `city.toml`, `.ctl/` and an empty `.ctl/events.jsonl`. Every
+ * call is bounded in time. On failure, removes whatever it created, so a failed create leaves the disk as it
+ * found it; the returned function does the same for a create that fails later.
  */
-export function scaffoldCity(
+export async function scaffoldCity(
   root: string,
+  missing: string[],
   options: { provider?: string; startCommand?: string; bootstrapProfile?: 'k8s-cell' | 'single-host-compat' },
-): () => void {
+): Promise<() => Promise<void>> {
   const paths = cityPaths(root);
   const created: string[] = [];
-  const undo = () => {
-    for (const path of created.reverse()) rmSync(path, { recursive: true, force: true });
+  const undo = async () => {
+    for (const path of created.reverse()) {
+      await bounded(`remove ${path}`, rm(path, { recursive: true, force: true })).catch(() => undefined);
+    }
   };
   try {
-    if (!existsSync(root)) {
-      mkdirSync(root, { recursive: true });
-      created.push(root);
-    } else if (!statSync(root).isDirectory()) {
-      throw Object.assign(new Error(`${root} exists and is not a directory`), { code: 'ENOTDIR' });
+    for (const dir of missing) {
+      await bounded(`mkdir ${dir}`, mkdir(dir));
+      created.push(dir);
     }
-    writeFileSync(paths.config, newCityConfigText(options), { flag: 'wx' });
+    await bounded(`create ${paths.config}`, writeFile(paths.config, newCityConfigText(options), { flag: 'wx' }));
     created.push(paths.config);
-    if (!existsSync(paths.runtimeDir)) {
-      mkdirSync(paths.runtimeDir);
+    if (!(await exists(paths.runtimeDir))) {
+      await bounded(`mkdir ${paths.runtimeDir}`, mkdir(paths.runtimeDir));
       created.push(paths.runtimeDir);
     }
-    writeFileSync(paths.events, '', { flag: 'wx' });
+    await bounded(`create ${paths.events}`, writeFile(paths.events, '', { flag: 'wx' }));
     created.push(paths.events);
   } catch (err) {
-    undo();
+    await undo();
     throw err;
   }
   return undo;

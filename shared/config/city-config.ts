@@ -47,13 +47,29 @@ export interface CityConfig {
 }
 
 export function readCityConfig(path: string): CityConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw configReadError(err, path);
+  }
+  return parseCityConfig(text, path);
+}
+
+/** The ConfigError for a `city.toml` that could not be read. */
+export function configReadError(err: unknown, path: string): ConfigError {
+  const e = err as NodeJS.ErrnoException;
+  if (e.code === 'ENOENT') return new ConfigError(`${path}: no city.toml found`);
+  return new ConfigError(`${path}: ${e.message.split('\n')[0]}`);
+}
+
+/** A `city.toml`'s text as configuration; `path` names it in errors. */
+export function parseCityConfig(text: string, path: string): CityConfig {
   let doc: Record<string, unknown>;
   try {
-    doc = parse(readFileSync(path, 'utf8'));
+    doc = parse(text);
   } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    if (e.code === 'ENOENT') throw new ConfigError(`${path}: no city.toml found`);
-    throw new ConfigError(`${path}: ${e.message.split('\n')[0]}`);
+    throw new ConfigError(`${path}: ${(err as Error).message.split('\n')[0]}`);
   }
   const where = (key: string) => `${path}: ${key}`;
   const workspace = table(doc, 'workspace', where);

@@ -39,7 +39,10 @@ export class CitiesRoutes extends Controller {
   @Response<ErrorModel>(409, 'The directory already holds a city, the name is taken, or a create is in progress')
   @Response<ErrorModel>(
     422,
-    'Invalid body: unknown field, neither or both of provider and start_command, unknown provider, bad directory',
+    'Invalid body: unknown field, neither or both of provider and start_command, unknown provider, or a directory ' +
+      'a city may not be in; the `detail` names the rule (`system_directory`, `ctl_home`, `inside_city`, ' +
+      '`contains_city`, `not_a_directory`, `dangling_symlink`, `symlink_loop`, `not_accessible`, `not_writable`, ' +
+      '`too_long`, `unresponsive`)',
   )
   @Response<ErrorModel>(503, "The provider's command-line tool is not installed or not signed in")
   public async createCity(@Body() body: CityCreateRequest): Promise<AsyncAcceptedResponse> {
@@ -58,7 +61,10 @@ export class CitiesRoutes extends Controller {
   @SuccessResponse(201, 'Registered')
   @Response<CityInfo>(200, 'Already registered under this name')
   @Response<ErrorModel>(409, 'The name is registered for another directory, or an operation is in progress')
-  @Response<ErrorModel>(422, 'Not an absolute path, no city.toml, invalid city.toml, or an invalid name')
+  @Response<ErrorModel>(
+    422,
+    'Not an absolute path, no city.toml, invalid city.toml, an invalid name, or a directory a city may not be in',
+  )
   public async registerCity(@Body() body: CityRegisterRequest): Promise<CityInfo> {
     const { created, city } = await this.services.cities.register(body);
     this.setStatus(created ? 201 : 200);
