@@ -28,6 +28,8 @@ export class CitySlot {
   stopping = false;
   /** Our last start found the city lock held by this process (0: holder unknown), which we could not adopt. */
   lockedBy: number | undefined;
+  /** The city's directory is gone (deleted, unmounted): its controller is stopped and not started again. */
+  directoryMissing = false;
 
   constructor(
     public name: string,
@@ -44,6 +46,11 @@ export class CitySlot {
     const proc = this.process;
     if (proc) info.pid = proc.pid;
     if (this.running) return info;
+    if (this.directoryMissing) {
+      info.status = 'directory_missing';
+      info.error = `the city directory ${this.path} no longer exists`;
+      return info;
+    }
     if (proc) {
       info.status = this.stopping ? 'stopping' : proc.phase;
       if (proc.phasesCompleted.length) info.phases_completed = [...proc.phasesCompleted];

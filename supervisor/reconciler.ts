@@ -1,13 +1,16 @@
 import { EventEmitter } from 'node:events';
+import { stat } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { CITY_LOCKED_EXIT_CODE } from '../shared/controller-ipc.js';
 import type {
+  CityLifecyclePayload,
   CityCreateSucceededPayload,
   CityUnregisterSucceededPayload,
   ControllerCrashedPayload,
   RequestFailedPayload,
 } from '../shared/dto/events.js';
 import type { EventLog } from '../shared/events/event-log.js';
+import { bounded } from '../shared/fs/bounded.js';
 import { cityPaths } from '../shared/paths.js';
 import { CitySlot, restartDelayMs } from './city-slot.js';
 import { ControllerProcess, describeExit, endpointOf } from './controller-process.js';
@@ -197,6 +200,7 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
     const now = Date.now();
     let nextWake = Infinity;
 
+    const present = await directoriesPresent(registry.cities.map((c) => c.path));
     for (const city of registry.cities) {
       let slot = this.slots.get(city.path);
       if (!slot) {
@@ -204,6 +208,12 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
         this.slots.set(city.path, slot);
       }
       slot.stoppedByRequest = city.stopped;
+      if (present.get(city.path) === false) {
+        if (!slot.directoryMissing) this.directoryVanished(slot);
+        if (slot.process) this.stopSlot(slot);
+        continue;
+      }
+      slot.directoryMissing = false;
       if (slot.name !== city.name) {
         // Registered again under a new name: the running controller serves the old one.
         if (slot.process) {
@@ -243,6 +253,19 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
       clearTimeout(this.wakeTimer);
       this.wakeTimer = setTimeout(() => this.wake(), Math.max(0, nextWake - Date.now()));
     }
+  }
+
+  /** A city's directory is gone: say so once (in our own log, the city's went with it); a pass stops it. */
+  private directoryVanished(slot: CitySlot): void {
+    slot.directoryMissing = true;
+    const message = `the city directory ${slot.path} no longer exists; its controller is stopped until it is back`;
+    this.options.logger.warn({ city: slot.name, path: slot.path }, message);
+    const payload: CityLifecyclePayload = { name: slot.name, path: slot.path };
+    this.track(
+      this.options.supervisorLog
+        .append({ type: 'city.directory_missing', actor: 'ctl', subject: slot.name, message, payload })
+        .catch((err: unknown) => this.options.logger.error({ err }, 'could not record city.directory_missing')),
+    );
   }
 
   private startSlot(slot: CitySlot): void {
@@ -418,6 +441,24 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
     }
     return undefined;
   }
+}
+
+/**
+ * Which of these directories exist, checked concurrently and bounded in time: a directory whose filesystem does
+ * not answer counts as present (we cannot tell), and never holds up the pass for long.
+ */
+async function directoriesPresent(paths: string[]): Promise<Map<string, boolean>> {
+  const answers = await Promise.all(
+    paths.map(async (path): Promise<[string, boolean]> => {
+      try {
+        return [path, (await bounded(`stat ${path}`, stat(path), 2000)).isDirectory()];
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        return [path, code !== 'ENOENT' && code !== 'ENOTDIR'];
+      }
+    }),
+  );
+  return new Map(answers);
 }
 
 function isTerminal(type: string): boolean {

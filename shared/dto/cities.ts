@@ -49,7 +49,8 @@ export interface CityInfo {
    * Absent while running. Otherwise the controller's startup phase (`starting`, `loading_config`,
    * `opening_event_log`, `starting_bead_store`, `starting_agents`, `starting_api`), or `stopped`, `stopping`,
    * `restarting` (after a crash), `init_failed` (it has never started), `locked` (another process holds the
-   * city's lock).
+   * city's lock), `directory_missing` (its directory is gone: the controller is stopped until it is back;
+   * unregister still works).
    */
   status?: string;
   /** The last start-up or crash error, when there was one. */

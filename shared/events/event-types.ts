@@ -7,6 +7,7 @@ export const EVENT_PAYLOADS = {
   'city.created': 'CityLifecyclePayload',
   'city.registered': 'CityLifecyclePayload',
   'city.unregister_requested': 'CityLifecyclePayload',
+  'city.directory_missing': 'CityLifecyclePayload',
   'request.result.city.create': 'CityCreateSucceededPayload',
   'request.result.city.unregister': 'CityUnregisterSucceededPayload',
   'request.failed': 'RequestFailedPayload',

@@ -108,7 +108,9 @@ function attempt(ctx: Context, target: ForwardTarget, retriable: boolean): Promi
         resolve();
         return;
       }
-      if (ctx.res.destroyed || ctx.req.destroyed) {
+      // The client went away (its request stream ends, and is destroyed, as soon as its body is read: that says
+      // nothing about the connection).
+      if (ctx.res.destroyed || ctx.req.socket.destroyed) {
         resolve();
         return;
       }
