@@ -6,7 +6,7 @@ import { createApp } from '../shared/http/app.js';
 import { jsonBody } from '../shared/http/json-body.js';
 import { serveOpenApi } from '../shared/openapi/document.js';
 import { provideServices, type SupervisorServices } from './api/ioc.js';
-import { cityProxy } from './city-proxy.js';
+import { cityProxy, type CityProxyOptions } from './city-proxy.js';
 import type { EventHub } from './event-hub.js';
 import { supervisorEventStream } from './event-stream.js';
 import { RegisterRoutes } from './generated/routes.js';
@@ -23,6 +23,7 @@ export interface SupervisorAppOptions {
   allowedHosts: string[];
   allowedOrigins: string[];
   readOnly: boolean;
+  proxy: CityProxyOptions;
 }
 
 /**
@@ -40,7 +41,7 @@ export function createSupervisorApp(o: SupervisorAppOptions): Koa {
   });
   app.use(serveOpenApi());
   app.use(supervisorEventStream(o.hub, o.streams));
-  app.use(cityProxy(o.registry, o.reconciler));
+  app.use(cityProxy(o.registry, o.reconciler, o.proxy));
   app.use(jsonBody());
   const router = new Router();
   RegisterRoutes(router);

@@ -23,6 +23,10 @@ import { Registry } from './registry.js';
 /** Every controller and its children are gone within this long after SIGTERM, then the supervisor exits. */
 const SHUTDOWN_DEADLINE_MS = 10_000;
 const STOP_GRACE_MS = 7_000;
+/** A proxied request that gets no connection to its controller within this long is a 503. */
+const PROXY_CONNECT_TIMEOUT_MS = 10_000;
+/** A stream request for a city that is only restarting is held this long (decisions.md). */
+const STREAM_HOLD_MS = 10_000;
 
 /**
  * `ctl supervisor run`: one supervisor per `$CTL_HOME`, in the foreground, until SIGTERM or SIGINT.
@@ -100,6 +104,10 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
       allowedHosts: config.allowedHosts,
       allowedOrigins: config.allowedOrigins,
       readOnly: !isLoopbackHost(bind.toLowerCase()) && !config.allowMutations,
+      proxy: {
+        connectTimeoutMs: Number(process.env.CTL_PROXY_CONNECT_TIMEOUT_MS) || PROXY_CONNECT_TIMEOUT_MS,
+        streamHoldMs: STREAM_HOLD_MS,
+      },
     });
     const server = createServer({ requireHostHeader: false }, handlerOf(app));
     server.keepAliveTimeout = 65_000;

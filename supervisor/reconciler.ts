@@ -13,7 +13,7 @@ import type { EventLog } from '../shared/events/event-log.js';
 import { bounded } from '../shared/fs/bounded.js';
 import { cityPaths } from '../shared/paths.js';
 import { CitySlot, restartDelayMs } from './city-slot.js';
-import { ControllerProcess, describeExit, endpointOf } from './controller-process.js';
+import { ControllerProcess, describeExit, endpointOf, type ControllerEndpoint } from './controller-process.js';
 import { cityLog } from './event-view.js';
 import { findLeftoverController, flockHolder } from './leftover-controller.js';
 import type { PendingRequest, Registry } from './registry.js';
@@ -127,9 +127,22 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
     this.running = new Promise((resolve) => setImmediate(resolve)).then(() => this.runPasses());
   }
 
-  slotNamed(name: string): CitySlot | undefined {
-    for (const slot of this.slots.values()) if (slot.name === name) return slot;
-    return undefined;
+  /** The controller serving city `name` (registered at `path`) and where it listens, while it runs under that name. */
+  controllerFor(path: string, name: string): { pid: number; endpoint: ControllerEndpoint } | undefined {
+    const slot = this.slots.get(path);
+    if (!slot?.running || !slot.process || slot.name !== name) return undefined;
+    return { pid: slot.process.pid, endpoint: slot.process.endpoint };
+  }
+
+  /**
+   * Whether a registered city is only on its way back: starting, restarting after a crash, or not yet started
+   * by a supervisor that just came up — not stopped on request, not without its directory.
+   */
+  isComingBack(path: string): boolean {
+    const city = this.options.registry.cityAt(path);
+    if (!city || city.stopped) return false;
+    const slot = this.slots.get(path);
+    return !slot || (!slot.running && !slot.directoryMissing && !slot.stoppedByRequest);
   }
 
   /** Resolves true once `condition` holds (checked after every change), false after `timeoutMs`. */

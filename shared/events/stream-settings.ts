@@ -7,6 +7,11 @@ export interface StreamSettings {
   maxQueuedEvents: number;
   /** A replaying subscriber that takes nothing for this long is disconnected (it resumes by its last id). */
   stallMs: number;
+  /**
+   * The `retry:` every stream sends first: how soon a browser's EventSource reconnects after a break (its own
+   * default is 3 s). A city stream asked for during a restart is held until the city runs, so soon is safe.
+   */
+  retryMs: number;
 }
 
 export function streamSettings(env: NodeJS.ProcessEnv = process.env, heartbeatMs?: number): StreamSettings {
@@ -19,5 +24,6 @@ export function streamSettings(env: NodeJS.ProcessEnv = process.env, heartbeatMs
     maxBufferedBytes: number(env.CTL_SSE_MAX_BUFFERED_BYTES, 8 * 1024 * 1024),
     maxQueuedEvents: number(env.CTL_SSE_MAX_QUEUED_EVENTS, 100_000),
     stallMs: number(env.CTL_SSE_STALL_MS, 60_000),
+    retryMs: number(env.CTL_SSE_RETRY_MS, 1000),
   };
 }

@@ -23,9 +23,15 @@ export interface ForwardTarget {
   port?: number;
   /** Path and query to request upstream. */
   path: string;
-  agent?: Agent;
+  /** The pool to take a connection from; `false` for a connection of its own, closed with the response. */
+  agent?: Agent | false;
   /** Host header to send upstream. */
   hostHeader: string;
+  /**
+   * How long the request may wait for a connection to the upstream (a free socket of the agent's pool, then
+   * the connect); past it the answer is a 503 problem with this detail instead of a wait without end.
+   */
+  connectTimeout?: { ms: number; detail: string };
 }
 
 function requestHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
@@ -67,12 +73,29 @@ function attempt(ctx: Context, target: ForwardTarget, retriable: boolean): Promi
       agent: target.agent,
     });
     let answered = false;
+    let connectTimer: NodeJS.Timeout | undefined;
+    if (target.connectTimeout) {
+      const { ms, detail } = target.connectTimeout;
+      connectTimer = setTimeout(() => {
+        // A request still queued for one of the pool's sockets reports its destruction only once it gets one:
+        // answer now.
+        ctx.res.off('close', clientGone);
+        upstream.destroy();
+        reject(new Problem('service-unavailable', detail));
+      }, ms);
+      const connected = () => clearTimeout(connectTimer);
+      upstream.once('socket', (socket) => {
+        if (socket.connecting) socket.once('connect', connected);
+        else connected();
+      });
+    }
     const clientGone = () => {
       if (!ctx.res.writableFinished) upstream.destroy();
     };
     ctx.res.once('close', clientGone);
 
     upstream.on('response', (res) => {
+      clearTimeout(connectTimer);
       answered = true;
       ctx.respond = false;
       // The upstream's headers as it spelled them; our own (request id, CORS, Vary) win.
@@ -102,6 +125,7 @@ function attempt(ctx: Context, target: ForwardTarget, retriable: boolean): Promi
       });
     });
     upstream.on('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(connectTimer);
       ctx.res.off('close', clientGone);
       if (answered) {
         ctx.res.destroy();
@@ -118,7 +142,8 @@ function attempt(ctx: Context, target: ForwardTarget, retriable: boolean): Promi
         reject(new RetryableError(err.message));
         return;
       }
-      reject(new Problem('bad-gateway', `bad_gateway: upstream did not answer: ${err.code ?? err.message}`));
+      if (err instanceof Problem) reject(err);
+      else reject(new Problem('bad-gateway', `bad_gateway: upstream did not answer: ${err.code ?? err.message}`));
     });
     if (ctx.req.readableEnded) upstream.end();
     else ctx.req.pipe(upstream);

@@ -15,6 +15,8 @@ export interface SseOptions {
   maxBufferedBytes: number;
   /** A replay waiting this long for the client to take anything hangs up. */
   stallMs: number;
+  /** Sent as the stream's first field, `retry:`: the reconnection delay a client should use. */
+  retryMs: number;
 }
 
 /**
@@ -86,6 +88,7 @@ export class SseStream {
     res.on('close', () => this.close());
     // A HEAD request gets the stream's headers and nothing to wait for.
     if (this.bodiless) this.close();
+    else this.write(`retry: ${options.retryMs}\n\n`);
   }
 
   get isClosed(): boolean {
