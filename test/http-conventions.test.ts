@@ -577,6 +577,94 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
       expect(await sup.city(CITY)).to.include({ running: true });
     });
 
+    it('a Host that is not exactly an accepted name and an optional port: 421, mutations included', async function () {
+      const p = sup.port;
+      const hosts = [
+        `127.0.0.1:${p}.evil.com`,
+        '[::1].evil.com',
+        `[::1]:${p}.evil.com`,
+        'localhost:evil.com',
+        `localhost:${p}@evil.com`,
+        `user@localhost:${p}`,
+        `localhost:${p}/evil.com`,
+        `localhost:${p}:1`,
+        'localhost:',
+        'localhost:0',
+        'localhost:65536',
+        'localhost:-1',
+        'localhost.',
+        '127.999.999.999',
+        '127.0.0.256',
+        '127.0.0',
+        '127.0.0.1.2',
+        '128.0.0.1',
+        '[::2]',
+        '::1',
+        '',
+      ];
+      const failures: string[] = [];
+      for (const host of hosts) {
+        for (const [method, path, headers] of [
+          ['GET', '/health', {}],
+          ['GET', `/v0/city/${CITY}/status`, {}],
+          ['POST', `/v0/city/${CITY}/stop`, CSRF],
+        ] as const) {
+          const reply = await call(p, method, path, { rawHeaders: ['Host', host, ...Object.entries(headers).flat()] });
+          try {
+            const body = expectProblem(reply, 421, 'host-not-allowed', `${method} ${path} Host: ${host}`);
+            expect(body.detail).to.match(/^host_not_allowed: /);
+          } catch (err) {
+            failures.push((err as Error).message);
+          }
+        }
+      }
+      expect(failures).to.deep.equal([]);
+      expect(await sup.city(CITY)).to.include({ running: true });
+    });
+
+    it('any 127.0.0.0/8 address and any port 1-65535 work, in any case', async function () {
+      for (const host of ['127.1.2.3', `127.255.255.255:${sup.port}`, 'LOCALHOST:1', '[::1]:65535', '[::1]']) {
+        const reply = await call(sup.port, 'GET', '/health', { headers: { Host: host } });
+        expect(reply.status, `${host}: ${describeReply(reply)}`).to.equal(200);
+      }
+    });
+
+    it('a request target in absolute form must name an accepted host, the one the Host header names', async function () {
+      const p = sup.port;
+      const failures: string[] = [];
+      const refused: [string, string, string][] = [
+        [`http://evil.com:${p}/v0/city/${CITY}/stop`, `127.0.0.1:${p}`, 'a foreign host'],
+        [`http://evil.com/v0/city/${CITY}/stop`, 'localhost', 'a foreign host without a port'],
+        [`http://127.0.0.1:${p}.evil.com/v0/city/${CITY}/stop`, `127.0.0.1:${p}`, 'trailing garbage'],
+        [`http://user@127.0.0.1:${p}/v0/city/${CITY}/stop`, `127.0.0.1:${p}`, 'userinfo'],
+        [`http://localhost:${p}/v0/city/${CITY}/stop`, `127.0.0.1:${p}`, 'another host than the Host header'],
+        [`http://127.0.0.1:1/v0/city/${CITY}/stop`, `127.0.0.1:${p}`, 'another port than the Host header'],
+      ];
+      for (const [target, host, what] of refused) {
+        const reply = await call(p, 'POST', target, { headers: { ...CSRF, Host: host } });
+        try {
+          expectProblem(reply, 421, 'host-not-allowed', `${what}: POST ${target} Host: ${host}`);
+        } catch (err) {
+          failures.push((err as Error).message);
+        }
+      }
+      for (const target of [`https://127.0.0.1:${p}/health`, `ftp://127.0.0.1:${p}/health`]) {
+        const reply = await call(p, 'GET', target, { headers: { Host: `127.0.0.1:${p}` } });
+        try {
+          expectProblem(reply, 400, 'invalid-request', `GET ${target}`);
+        } catch (err) {
+          failures.push((err as Error).message);
+        }
+      }
+      expect(failures).to.deep.equal([]);
+      expect(await sup.city(CITY)).to.include({ running: true });
+      // An accepted one is served like its origin form, proxied routes included.
+      for (const path of ['/health', `/v0/city/${CITY}/status`, `/v0/city/${CITY}/events?limit=1`]) {
+        const reply = await call(p, 'GET', `http://LocalHost:${p}${path}`, { headers: { Host: `localhost:${p}` } });
+        expect(reply.status, `${path}: ${describeReply(reply)}`).to.equal(200);
+      }
+    });
+
     it('loopback names work', async function () {
       for (const host of [`localhost:${sup.port}`, `127.0.0.1:${sup.port}`, 'localhost', `[::1]:${sup.port}`]) {
         const reply = await call(sup.port, 'GET', '/health', { headers: { Host: host } });
@@ -615,6 +703,23 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
           const reply = await call(other.port, 'GET', '/health', { headers: { Host: host } });
           expectProblem(reply, 421, 'host-not-allowed', host);
         }
+      });
+
+      it('the listed host with anything but a port after it does not', async function () {
+        const p = other.port;
+        for (const host of [
+          `myhost.test:${p}.evil.com`,
+          `myhost.test:${p}@evil.com`,
+          'myhost.test:x',
+          'a@myhost.test',
+        ]) {
+          const reply = await call(p, 'GET', '/health', { headers: { Host: host } });
+          expectProblem(reply, 421, 'host-not-allowed', host);
+        }
+        const absolute = await call(p, 'GET', `http://myhost.test:${p}/health`, {
+          headers: { Host: `myhost.test:${p}` },
+        });
+        expect(absolute.status, describeReply(absolute)).to.equal(200);
       });
     });
   });
