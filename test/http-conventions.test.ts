@@ -9,6 +9,7 @@ import { execa, type ResultPromise } from 'execa';
 import { newCityConfigText } from '../shared/config/city-config.js';
 import { ctlEntryPath } from '../shared/paths.js';
 import { isAlive, killAllMentioning } from './helpers/processes.js';
+import { RawConnection } from './helpers/raw-http.js';
 import { CSRF, freePort, tempDir, TestSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
@@ -399,18 +400,24 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
       }
     });
 
-    it('a method no route implements (TRACE) is a problem too, not plain text', async function () {
+    it('a method no route takes (TRACE, PROPFIND, …) is a 405 problem with the Allow header of its path', async function () {
       const failures: string[] = [];
-      for (const path of ['/health', `/v0/city/${CITY}/status`]) {
-        const reply = await call(sup.port, 'TRACE', path);
-        try {
-          expect([405, 501], `TRACE ${path}: ${describeReply(reply)}`).to.include(reply.status);
-          expectProblem(reply, reply.status, undefined, `TRACE ${path}`);
-        } catch (err) {
-          failures.push((err as Error).message);
+      for (const method of ['TRACE', 'PROPFIND', 'MKCOL', 'QUERY']) {
+        for (const path of ['/health', `/v0/city/${CITY}/status`, `/v0/city/${CITY}/bead/x1`]) {
+          const reply = await call(sup.port, method, path, { headers: CSRF });
+          try {
+            expectProblem(reply, 405, 'method-not-allowed', `${method} ${path}`);
+            const allow = String(reply.headers.allow).split(', ');
+            expect(allow, `Allow of ${method} ${path}`).to.include.members(['GET', 'HEAD']);
+            expect(allow, `Allow of ${method} ${path}`).to.not.include(method);
+          } catch (err) {
+            failures.push((err as Error).message);
+          }
         }
       }
       expect(failures).to.deep.equal([]);
+      // A path no route has stays a 404, whatever the method.
+      expectProblem(await call(sup.port, 'TRACE', '/nope', { headers: CSRF }), 404, 'route-not-found');
     });
 
     it('a malformed percent-encoding in a city name is a 4xx problem, not a 500', async function () {
@@ -461,6 +468,102 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
       const c = expectRequestId(await call(sup.port, 'GET', `/v0/city/${CITY}/status`));
       const d = expectRequestId(await call(sup.port, 'GET', `/v0/city/${CITY}/status`));
       expect(new Set([a, b, c, d]).size).to.equal(4);
+    });
+  });
+
+  describe("requests node's HTTP parser refuses: problems too, then the connection closes", function () {
+    const host = () => `Host: 127.0.0.1:${sup.port}\r\n`;
+    const cases: [string, () => string, number, string][] = [
+      ['a NUL in the path', () => `GET /health\0x HTTP/1.1\r\n${host()}\r\n`, 400, 'invalid-request'],
+      [
+        'a control character in the path',
+        () => `GET /v0/city/${CITY}/st\x01atus HTTP/1.1\r\n${host()}\r\n`,
+        400,
+        'invalid-request',
+      ],
+      ['a space in the path', () => `GET /he alth HTTP/1.1\r\n${host()}\r\n`, 400, 'invalid-request'],
+      [
+        'a target that is neither a path nor a URL',
+        () => `GET http:/health HTTP/1.1\r\n${host()}\r\n`,
+        400,
+        'invalid-request',
+      ],
+      [
+        'a header name with a space',
+        () => `GET /health HTTP/1.1\r\n${host()}Bad Header: x\r\n\r\n`,
+        400,
+        'invalid-request',
+      ],
+      [
+        'a header name with a separator',
+        () => `GET /health HTTP/1.1\r\n${host()}Bad(: x\r\n\r\n`,
+        400,
+        'invalid-request',
+      ],
+      [
+        'both Content-Length and Transfer-Encoding',
+        () =>
+          `POST /v0/city HTTP/1.1\r\n${host()}X-CTL-Request: 1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`,
+        400,
+        'invalid-request',
+      ],
+      [
+        'two Content-Lengths',
+        () => `POST /v0/city HTTP/1.1\r\n${host()}X-CTL-Request: 1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab`,
+        400,
+        'invalid-request',
+      ],
+      ['bare LF line ends', () => `GET /health HTTP/1.1\n${host()}\n`, 400, 'invalid-request'],
+      [
+        'headers over 16 KiB',
+        () => `GET /health HTTP/1.1\r\n${host()}X-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+        431,
+        'headers-too-large',
+      ],
+      [
+        'a URL over 16 KiB',
+        () => `GET /health?${'a'.repeat(20_000)} HTTP/1.1\r\n${host()}\r\n`,
+        431,
+        'headers-too-large',
+      ],
+      ['a method the parser does not know', () => `FOO /health HTTP/1.1\r\n${host()}\r\n`, 501, 'not-implemented'],
+      ['a lowercase method', () => `get /health HTTP/1.1\r\n${host()}\r\n`, 501, 'not-implemented'],
+    ];
+
+    for (const [what, request, status, code] of cases) {
+      it(`${what}: ${status} ${code}`, async function () {
+        const connection = await RawConnection.open(sup.port);
+        try {
+          await connection.write(request());
+          const reply = await connection.response();
+          const body = expectProblem(reply, status, code, what);
+          expect(body.detail).to.match(/^[a-z_]+: \S/);
+          expect(String(reply.headers.connection).toLowerCase(), 'Connection').to.equal('close');
+          await connection.closedByServer();
+        } finally {
+          connection.destroy();
+        }
+      });
+    }
+
+    it('a malformed request pipelined behind a good one: the good one is answered first, then the problem', async function () {
+      const connection = await RawConnection.open(sup.port);
+      try {
+        await connection.write(
+          `GET /health HTTP/1.1\r\n${host()}\r\nGET /v0/city/${CITY}/status HTTP/1.1\r\n${host()}\r\n` +
+            `GET /bad\0 HTTP/1.1\r\n${host()}\r\n`,
+        );
+        const first = await connection.response();
+        expect(first.status, describeReply(first)).to.equal(200);
+        expect(first.body!.status).to.equal('ok');
+        const second = await connection.response();
+        expect(second.status, describeReply(second)).to.equal(200);
+        expect(second.body!.name).to.equal(CITY);
+        expectProblem(await connection.response(), 400, 'invalid-request', 'the malformed one');
+        await connection.closedByServer();
+      } finally {
+        connection.destroy();
+      }
     });
   });
 
@@ -886,6 +989,25 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
         expect(reply.status).to.equal(200);
         expectRequestId(reply);
         expect(reply.body).to.deep.equal(doc);
+      });
+
+      it('answers a request its parser refuses with a problem too', async function () {
+        const connection = await RawConnection.open(port);
+        try {
+          await connection.write(`GET /openapi.json\0 HTTP/1.1\r\nHost: localhost\r\n\r\n`);
+          const reply = await connection.response();
+          expectProblem(reply, 400, 'invalid-request');
+          expect(String(reply.headers.connection).toLowerCase()).to.equal('close');
+          await connection.closedByServer();
+        } finally {
+          connection.destroy();
+        }
+      });
+
+      it('answers a method no route takes with a 405 and an Allow header', async function () {
+        const reply = await call(port, 'TRACE', '/v0/city/solo/status', { headers: CSRF });
+        expectProblem(reply, 405, 'method-not-allowed');
+        expect(String(reply.headers.allow)).to.include('GET');
       });
 
       it('answers a malformed percent-encoding in a city name with a 4xx problem, not a 500', async function () {

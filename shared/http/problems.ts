@@ -28,8 +28,6 @@ export function problems(logger: Logger): Middleware {
           ctx,
           new Problem('method-not-allowed', `method_not_allowed: ${ctx.method} is not allowed on ${ctx.path}`),
         );
-      } else if (ctx.status === 501 && (ctx.body == null || typeof ctx.body === 'string')) {
-        sendProblem(ctx, new Problem('not-implemented', `not_implemented: method ${ctx.method} is not supported`));
       }
     } catch (err) {
       const problem = toProblem(err, ctx);
