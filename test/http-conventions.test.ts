@@ -314,6 +314,18 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
       expectRequestId(emit, 'proxied 201');
     });
 
+    it('every method but GET, HEAD and OPTIONS needs it, those no route takes too (TRACE, PROPFIND, …)', async function () {
+      const failures: string[] = [];
+      for (const method of ['TRACE', 'PROPFIND', 'MKCOL', 'LOCK', 'PURGE', 'QUERY']) {
+        for (const path of ['/health', '/v0/cities', `/v0/city/${CITY}/status`, '/nope']) {
+          const reply = await call(sup.port, method, path);
+          if (reply.status !== 403 || reply.body?.detail !== CSRF_DETAIL)
+            failures.push(`${method} ${path}: ${describeReply(reply)}`);
+        }
+      }
+      expect(failures).to.deep.equal([]);
+    });
+
     it('reads need no X-CTL-Request', async function () {
       for (const path of ['/health', '/v0/cities', '/v0/events', `/v0/city/${CITY}/status`, '/openapi.json']) {
         const reply = await call(sup.port, 'GET', path);
@@ -1109,6 +1121,10 @@ describe('HTTP conventions: read-only mode (bound to a non-loopback address)', f
       }
       expect(failures).to.deep.equal([]);
       expect((await sup.api.GET('/v0/cities')).data!.items).to.deep.equal([]);
+      for (const method of ['PROPFIND', 'TRACE']) {
+        const reply = await call(sup.port, method, '/health', { headers: CSRF });
+        expect(expectProblem(reply, 403, 'forbidden', method).detail).to.match(/^read_only: /);
+      }
     });
 
     it('still answers reads', async function () {

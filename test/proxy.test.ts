@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { SseStreamReader } from './helpers/sse.js';
@@ -13,6 +13,7 @@ class Upstream {
   port = 0;
   release: (() => void) | undefined;
   closedRequests = 0;
+  requests = 0;
   lastRequest: { method: string; url: string; headers: IncomingMessage['headers'] } | undefined;
 
   constructor() {
@@ -26,6 +27,7 @@ class Upstream {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.requests++;
     this.lastRequest = { method: req.method!, url: req.url!, headers: req.headers };
     res.on('close', () => {
       if (!res.writableFinished) this.closedRequests++;
@@ -48,6 +50,34 @@ class Upstream {
       res.writeHead(404).end();
     }
   }
+}
+
+/** A request with the path exactly as given (fetch would resolve its dot segments first). */
+function rawRequest(
+  base: string,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Record<string, unknown> | undefined }> {
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: url.hostname, port: url.port, method, path, headers, agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => {
+        let body: Record<string, unknown> | undefined;
+        try {
+          body = JSON.parse(text) as Record<string, unknown>;
+        } catch {
+          body = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, body });
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 describe('the supervisor proxy and the raw svc/* proxy', function () {
@@ -122,6 +152,74 @@ describe('the supervisor proxy and the raw svc/* proxy', function () {
       code: 'service-not-found',
       detail: 'not_found: service not found: nope',
     });
+  });
+
+  it('refuses a dot segment anywhere after svc/, however it is spelled, without reaching the service', async function () {
+    const before = upstream.requests;
+    const failures: string[] = [];
+    for (const rest of [
+      'app/../../../etc/passwd',
+      'app/echo/../secret',
+      'app/echo/..',
+      'app/%2e%2e/secret',
+      'app/%2E%2E/secret',
+      'app/.%2e/secret',
+      'app/%2e./secret',
+      'app/./echo',
+      'app/%2e/echo',
+      'app/echo/.',
+      'app/..\\secret',
+      'app/echo\\..\\..\\secret',
+      'app/%5c..%5csecret',
+      'app/echo%2f..%2f..%2fsecret',
+      'app/echo/%2e%2e%5csecret',
+      '../status',
+      '%2e%2e/status',
+      './app/echo',
+      'app/..?q=1',
+    ]) {
+      for (const method of ['GET', 'POST']) {
+        const path = `/v0/city/web/svc/${rest}`;
+        const reply = await rawRequest(sup.base, method, path, CSRF);
+        if (
+          reply.status !== 400 ||
+          reply.body?.code !== 'invalid-request' ||
+          !/^invalid: /.test(String(reply.body.detail))
+        )
+          failures.push(`${method} ${path}: ${reply.status} ${JSON.stringify(reply.body)}`);
+      }
+    }
+    expect(failures).to.deep.equal([]);
+    expect(upstream.requests, 'requests that reached the service').to.equal(before);
+    // Dots inside a segment, or in the query, are no dot segments.
+    const fine = await rawRequest(sup.base, 'GET', '/v0/city/web/svc/app/echo/a..b/.hidden/.../x?to=../y');
+    expect(fine.status).to.equal(201);
+    expect(upstream.lastRequest!.url).to.equal('/echo/a..b/.hidden/.../x?to=../y');
+  });
+
+  it('refuses every method but GET, HEAD and OPTIONS without X-CTL-Request (PROPFIND, MKCOL, …), on svc/* too', async function () {
+    const methods = ['PROPFIND', 'PROPPATCH', 'MKCOL', 'COPY', 'MOVE', 'LOCK', 'UNLOCK', 'PURGE', 'REPORT', 'TRACE'];
+    const before = upstream.requests;
+    const failures: string[] = [];
+    for (const method of methods) {
+      for (const path of ['/v0/city/web/svc/app/echo', '/v0/city/web/status']) {
+        const reply = await rawRequest(sup.base, method, path);
+        if (reply.status !== 403 || reply.body?.detail !== 'csrf: X-CTL-Request header required on mutation endpoints')
+          failures.push(`${method} ${path}: ${reply.status} ${JSON.stringify(reply.body)}`);
+      }
+    }
+    expect(failures).to.deep.equal([]);
+    expect(upstream.requests, 'requests that reached the service').to.equal(before);
+    // With the header they reach the service as they are.
+    for (const method of methods) {
+      const reply = await rawRequest(sup.base, method, '/v0/city/web/svc/app/echo', CSRF);
+      expect(reply.status, `${method}: ${JSON.stringify(reply.body)}`).to.equal(201);
+      expect(upstream.lastRequest!.method).to.equal(method);
+    }
+    for (const method of ['GET', 'OPTIONS']) {
+      const reply = await rawRequest(sup.base, method, '/v0/city/web/svc/app/echo');
+      expect(reply.status, method).to.equal(201);
+    }
   });
 
   it('reaches each city through a stop, a new city, and a start again', async function () {

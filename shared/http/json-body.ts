@@ -1,8 +1,10 @@
 import type { Middleware } from 'koa';
 import { Problem } from './problem.js';
-import { MUTATION_METHODS } from './mutation-guard.js';
 
 export const BODY_LIMIT = '1mb';
+
+/** The methods whose bodies the routes read. */
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
  * Parses JSON request bodies up to 1 MiB; any other content type with a body is a 415. koa-body is loaded
@@ -28,7 +30,7 @@ export function jsonBody(): Middleware {
     });
   };
   return async (ctx, next) => {
-    if (!MUTATION_METHODS.has(ctx.method) || !hasBody(ctx.req.headers)) {
+    if (!BODY_METHODS.has(ctx.method) || !hasBody(ctx.req.headers)) {
       await next();
       return;
     }
