@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { RawConnection } from './helpers/raw-http.js';
 import { SseStreamReader } from './helpers/sse.js';
 import { CSRF, TestSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
@@ -14,10 +15,16 @@ class Upstream {
   release: (() => void) | undefined;
   closedRequests = 0;
   requests = 0;
+  /** Connections of `/refuse` requests that have closed. */
+  refusedClosed = 0;
+  /** Lets the last `/refuse` request read again (and so see its connection end, if it has). */
+  resumeRefused: (() => void) | undefined;
   lastRequest: { method: string; url: string; headers: IncomingMessage['headers'] } | undefined;
 
   constructor() {
     this.server = createServer((req, res) => void this.handle(req, res));
+    // Idle connections stay until the proxy closes them, so that a closed one shows the proxy let go of it.
+    this.server.keepAliveTimeout = 60_000;
   }
 
   async start(): Promise<void> {
@@ -40,6 +47,14 @@ class Upstream {
     } else if (req.url === '/forever') {
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.write('tick\n');
+    } else if (req.url === '/refuse') {
+      // Refuses an upload after its first chunk and never reads the rest, keeping the connection.
+      req.socket.once('close', () => this.refusedClosed++);
+      this.resumeRefused = () => req.resume();
+      req.once('data', () => {
+        req.pause();
+        res.writeHead(413, { 'content-type': 'text/plain', 'content-length': '8' }).end('too big\n');
+      });
     } else if (req.url?.startsWith('/echo')) {
       let size = 0;
       req.on('data', (chunk: Buffer) => (size += chunk.length));
@@ -220,6 +235,33 @@ describe('the supervisor proxy and the raw svc/* proxy', function () {
       const reply = await rawRequest(sup.base, method, '/v0/city/web/svc/app/echo');
       expect(reply.status, method).to.equal(201);
     }
+  });
+
+  it('a service that answers before reading the body: the client connection carries the next request, the service one closes', async function () {
+    this.timeout(15_000);
+    const closedBefore = upstream.refusedClosed;
+    const body = 'x'.repeat(4 * 1024 * 1024);
+    const connection = await RawConnection.open(sup.port);
+    try {
+      // Not awaited: the body is more than the sockets on the way hold while nobody reads it.
+      void connection.write(
+        `POST /v0/city/web/svc/app/refuse HTTP/1.1\r\nHost: 127.0.0.1\r\nX-CTL-Request: 1\r\n` +
+          `Content-Type: application/octet-stream\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      );
+      const refused = await connection.response();
+      expect(refused.status).to.equal(413);
+      expect(refused.text).to.equal('too big\n');
+      await connection.write('GET /v0/city/web/svc/app/echo HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+      const next = await connection.response();
+      expect(next.status).to.equal(201);
+      expect(next.body).to.deep.equal({ size: 0, url: '/echo' });
+    } finally {
+      connection.destroy();
+    }
+    // The controller let go of its half-used connection to the service rather than keep it in its pool (the
+    // service, once it reads again, sees it end).
+    upstream.resumeRefused!();
+    await waitUntil('the connection of the refused request to close', () => upstream.refusedClosed > closedBefore);
   });
 
   it('reaches each city through a stop, a new city, and a start again', async function () {

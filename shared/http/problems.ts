@@ -1,6 +1,7 @@
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import type { ErrorDetail } from '../dto/errors.js';
+import { discardBody } from './discard-body.js';
 import { Problem, sendProblem } from './problem.js';
 
 interface ErrorLike {
@@ -38,6 +39,7 @@ export function problems(logger: Logger): Middleware {
         return;
       }
       sendProblem(ctx, problem);
+      discardBody(ctx.req);
     }
   };
 }

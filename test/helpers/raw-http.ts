@@ -15,8 +15,8 @@ export interface RawResponse {
 
 /**
  * A TCP connection written to byte for byte (malformed requests no HTTP client would send, pipelining, a body
- * cut short) and read back as the responses the server sends, in order. Bodies are read by Content-Length
- * (none without one), so it is not for HEAD requests or chunked responses.
+ * cut short) and read back as the responses the server sends, in order. Bodies are read by Content-Length or
+ * chunked framing (none without either), so it is not for HEAD requests.
  */
 export class RawConnection {
   private buffered = Buffer.alloc(0);
@@ -108,12 +108,12 @@ export class RawConnection {
       const lower = name.toLowerCase();
       headers[lower] = headers[lower] === undefined ? value : `${headers[lower]}, ${value}`;
     }
-    if (headers['transfer-encoding'] !== undefined) throw new Error('a chunked response: not read by this helper');
-    const length = Number(headers['content-length'] ?? 0);
     const bodyStart = headEnd + 4;
-    if (this.buffered.length < bodyStart + length) return undefined;
-    const text = this.buffered.subarray(bodyStart, bodyStart + length).toString('utf8');
-    this.buffered = this.buffered.subarray(bodyStart + length);
+    const chunked = /chunked/i.test(headers['transfer-encoding'] ?? '');
+    const read = chunked ? dechunk(this.buffered, bodyStart) : sized(this.buffered, bodyStart, headers);
+    if (!read) return undefined;
+    const text = read.body.toString('utf8');
+    this.buffered = this.buffered.subarray(read.end);
     let body: RawResponse['body'];
     try {
       body = text ? (JSON.parse(text) as RawResponse['body']) : undefined;
@@ -121,5 +121,32 @@ export class RawConnection {
       body = undefined;
     }
     return { status, headers, rawHeaders, text, body };
+  }
+}
+
+function sized(
+  buffer: Buffer,
+  start: number,
+  headers: Record<string, string>,
+): { body: Buffer; end: number } | undefined {
+  const length = Number(headers['content-length'] ?? 0);
+  if (buffer.length < start + length) return undefined;
+  return { body: buffer.subarray(start, start + length), end: start + length };
+}
+
+/** A whole chunked body (without trailers) from `start`, or undefined while it has not all arrived. */
+function dechunk(buffer: Buffer, start: number): { body: Buffer; end: number } | undefined {
+  const parts: Buffer[] = [];
+  let at = start;
+  for (;;) {
+    const lineEnd = buffer.indexOf('\r\n', at);
+    if (lineEnd < 0) return undefined;
+    const size = parseInt(buffer.subarray(at, lineEnd).toString('latin1'), 16);
+    if (Number.isNaN(size)) throw new Error(`not a chunk size: ${buffer.subarray(at, lineEnd).toString('latin1')}`);
+    const dataStart = lineEnd + 2;
+    if (buffer.length < dataStart + size + 2) return undefined;
+    if (size === 0) return { body: Buffer.concat(parts), end: dataStart + 2 };
+    parts.push(buffer.subarray(dataStart, dataStart + size));
+    at = dataStart + size + 2;
   }
 }
