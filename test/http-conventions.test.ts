@@ -72,6 +72,11 @@ function call(port: number, method: string, path: string, options: CallOptions =
   });
 }
 
+/** `depth` objects nested in one another, `{"a":{"a":…{}}}`, as JSON text (JSON.stringify would overflow). */
+function nested(depth: number): string {
+  return `${'{"a":'.repeat(depth - 1)}{}${'}'.repeat(depth - 1)}`;
+}
+
 /** Every value of a response header, one per header line. */
 function headerValues(reply: Reply, name: string): string[] {
   const values: string[] = [];
@@ -695,6 +700,22 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
       expect(body.detail).to.match(/^too_large: /);
     });
 
+    it('JSON nested deeper than 64 levels: 422 naming body, not a 500', async function () {
+      const dir = JSON.stringify(sup.cityDir('deep'));
+      // 64 levels under the body's own object: one more than the limit.
+      for (const depth of [5000, 100_000, 64]) {
+        for (const body of [
+          `{"dir": ${dir}, "start_command": ${nested(depth)}}`,
+          `{"dir": ${dir}, "start_command": "true", "x": ${nested(depth)}}`,
+        ]) {
+          const problem = expectProblem(await post(body), 422, 'validation-failed', `depth ${depth}`);
+          expect(problem.detail).to.match(/^invalid: body: /);
+          expect((problem.errors as Json[]).map((e) => String(e.location))).to.deep.equal(['body']);
+        }
+      }
+      expect(await sup.city('deep')).to.equal(undefined);
+    });
+
     it('an unknown field: 422 with an errors entry naming it', async function () {
       const dir = sup.cityDir('unknown-field');
       const body = expectProblem(
@@ -732,6 +753,38 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
         expect(locations).to.include.members(['body.provider', 'body.start_command']);
       }
       expect(await sup.city('both-or-neither')).to.equal(undefined);
+    });
+  });
+
+  describe('deeply nested JSON on per-city routes (proxied)', function () {
+    const send = (path: string, body: string) =>
+      call(sup.port, 'POST', `/v0/city/${CITY}${path}`, {
+        headers: { ...CSRF, 'Content-Type': 'application/json' },
+        body,
+      });
+
+    it('POST …/beads with JSON nested 5,000 levels, or one more than 64: 422 naming body', async function () {
+      for (const depth of [5000, 64]) {
+        const reply = await send('/beads', `{"title": "deep", "metadata": ${nested(depth)}}`);
+        const problem = expectProblem(reply, 422, 'validation-failed', `depth ${depth}`);
+        expect((problem.errors as Json[]).map((e) => String(e.location))).to.deep.equal(['body']);
+      }
+      const reply = await send('/beads', `[${'['.repeat(5000)}${']'.repeat(5000)}]`);
+      expectProblem(reply, 422, 'validation-failed', 'nested arrays');
+    });
+
+    it('POST …/events takes a payload nested up to the limit, and refuses one level more', async function () {
+      // The body's object is level 1, the payload level 2: 62 more levels inside it make 64.
+      const atLimit = await send('/events', `{"type": "test.deep", "actor": "t", "payload": {"p": ${nested(62)}}}`);
+      expect(atLimit.status, describeReply(atLimit)).to.equal(201);
+      const seq = atLimit.body!.seq as number;
+      const listed = await call(sup.port, 'GET', `/v0/city/${CITY}/events?type=test.deep`);
+      expect(listed.status).to.equal(200);
+      expect((listed.body!.items as Json[]).map((e) => e.seq as number)).to.include(seq);
+      const over = await send('/events', `{"type": "test.deep", "actor": "t", "payload": {"p": ${nested(63)}}}`);
+      expectProblem(over, 422, 'validation-failed', 'one level more');
+      const deep = await send('/events', `{"type": "test.deep", "actor": "t", "payload": {"p": ${nested(5000)}}}`);
+      expectProblem(deep, 422, 'validation-failed', '5,000 levels');
     });
   });
 
