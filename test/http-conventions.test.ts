@@ -564,6 +564,26 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
       });
     }
 
+    it('a malformed chunk in the body of a request already routed: a 400 problem at once, on the supervisor and proxied', async function () {
+      this.timeout(15_000);
+      for (const path of ['/v0/city', `/v0/city/${CITY}/events`]) {
+        const connection = await RawConnection.open(sup.port);
+        try {
+          await connection.write(
+            `POST ${path} HTTP/1.1\r\n${host()}X-CTL-Request: 1\r\nContent-Type: application/json\r\n` +
+              'Transfer-Encoding: chunked\r\n\r\n2\r\n{"\r\n',
+          );
+          // The body has begun to arrive: the route is reading it when the broken chunk comes.
+          await connection.write('zz\r\nnot a chunk\r\n');
+          const reply = await connection.response();
+          expectProblem(reply, 400, 'invalid-request', path);
+          await connection.closedByServer();
+        } finally {
+          connection.destroy();
+        }
+      }
+    });
+
     it('a malformed request pipelined behind a good one: the good one is answered first, then the problem', async function () {
       const connection = await RawConnection.open(sup.port);
       try {

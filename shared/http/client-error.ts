@@ -18,9 +18,10 @@ interface HttpSocket extends Duplex {
 /**
  * Answers what node's HTTP parser refuses before any request reaches Koa (a NUL or space in the path, a bad
  * header name, both Content-Length and Transfer-Encoding, headers or URL over `maxHeaderSize`, a method it does
- * not know) as the problem Koa would have sent, instead of node's bare 400: problem+json, a request id,
- * `Connection: close`, then the end of the connection, whose parser cannot go on. Responses to requests
- * pipelined before the bad one go out first; a connection already gone or half-written is just destroyed.
+ * not know, a broken chunk in a body) as the problem Koa would have sent, instead of node's bare 400:
+ * problem+json, a request id, `Connection: close`, then the end of the connection, whose parser cannot go on.
+ * Responses to requests pipelined before the bad one go out first; a connection already gone or with a
+ * response half-written is just destroyed.
  */
 export function answerClientErrors(server: Server, logger: Logger): void {
   const answering = new WeakSet<Duplex>();
@@ -76,6 +77,13 @@ function afterInFlight(socket: HttpSocket, then: () => void): void {
   const inFlight = socket._httpMessage;
   if (!inFlight) {
     then();
+    return;
+  }
+  if (!inFlight.req.complete) {
+    // The refused bytes are this request's own body, which will now never end: it is answered at once,
+    // while nothing of its own response has been sent.
+    if (inFlight.headersSent) socket.destroy();
+    else then();
     return;
   }
   // node hands the socket to the next queued response when this one finishes, before this listener runs.
