@@ -56,7 +56,6 @@ export function answerClientErrors(server: Server, logger: Logger): void {
 }
 
 function problemFor(err: ClientError): Problem {
-  const reason = err.reason ?? err.message;
   switch (err.code) {
     case 'HPE_HEADER_OVERFLOW':
       return new Problem('headers-too-large', `too_large: request line and headers exceed ${maxHeaderSize / 1024} KiB`);
@@ -66,9 +65,9 @@ function problemFor(err: ClientError): Problem {
       return new Problem('request-timeout', 'timeout: the request did not arrive in time');
     case 'HPE_INVALID_METHOD':
       // A method llhttp does not know (TRACE, PROPFIND and other known ones reach the routes and their 405).
-      return new Problem('not-implemented', `not_implemented: request method not recognised: ${reason}`);
+      return new Problem('not-implemented', 'not_implemented: request method not recognised');
     default:
-      return new Problem('invalid-request', `invalid: malformed HTTP request: ${reason}`);
+      return new Problem('invalid-request', `invalid: malformed HTTP request: ${err.reason ?? err.message}`);
   }
 }
 

@@ -15,9 +15,9 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
  * Parses JSON request bodies up to 1 MiB and MAX_JSON_DEPTH levels (a 422 naming `body` past it, before
- * validation); any other content type with a body is a 415. koa-body is loaded
- * on the first request with a body: it pulls in zod and formidable (~140 ms and ~24 MB), which would
- * otherwise slow down the start of every controller, body or not.
+ * validation); any other content type with a body is a 415. koa-body is loaded on the first request with a
+ * body: it pulls in zod and formidable (~140 ms and ~24 MB), which would otherwise slow down the start of
+ * every controller, body or not.
  */
 export function jsonBody(): Middleware {
   let parser: Promise<Middleware> | undefined;
