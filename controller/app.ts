@@ -1,8 +1,8 @@
-import Router from '@koa/router';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { createApp } from '../shared/http/app.js';
 import { jsonBody } from '../shared/http/json-body.js';
+import { apiRouter } from '../shared/http/router.js';
 import { streamSettings } from '../shared/events/stream-settings.js';
 import { serveOpenApi } from '../shared/openapi/document.js';
 import { provideRuntime } from './api/ioc.js';
@@ -28,7 +28,7 @@ export function createControllerApp(city: CityRuntime, logger: Logger): Koa {
   app.use(serviceProxy(city.name, city.config.services));
   app.use(cityEventStream(city, streamSettings()));
   app.use(jsonBody());
-  const router = new Router();
+  const router = apiRouter();
   RegisterRoutes(router);
   app.use(router.routes());
   app.use(router.allowedMethods());

@@ -18,6 +18,7 @@ import { createLogger } from '../shared/log.js';
 import { cityPaths } from '../shared/paths.js';
 import type { ControllerRunOptions } from '../shared/run-options.js';
 import { handlerOf } from '../shared/http/app.js';
+import { answerClientErrors } from '../shared/http/client-error.js';
 import { createControllerApp } from './app.js';
 import { checkAgents } from './agents.js';
 import { BeadsService } from './beads/beads-service.js';
@@ -123,6 +124,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     const app = createControllerApp(city, logger);
     server = createServer({ requireHostHeader: false }, handlerOf(app));
     server.keepAliveTimeout = 65_000;
+    answerClientErrors(server, logger);
     await listenOn(server, listen);
     completed.push('starting_api');
 

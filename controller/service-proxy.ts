@@ -1,8 +1,8 @@
-import { decodeSegment } from '../shared/http/path-segment.js';
 import { Agent } from 'node:http';
 import type { Middleware } from 'koa';
 import type { CityServiceConfig } from '../shared/config/city-config.js';
 import { forward } from '../shared/http/forward.js';
+import { decodeSegment, hasDotSegment } from '../shared/http/path-segment.js';
 import { Problem } from '../shared/http/problem.js';
 
 /**
@@ -16,6 +16,10 @@ export function serviceProxy(cityName: string, services: CityServiceConfig[]): M
     if (ctx.path !== prefix && !ctx.path.startsWith(`${prefix}/`)) {
       await next();
       return;
+    }
+    // The service would resolve a dot segment against its own root, outside the path the city exposes.
+    if (hasDotSegment(ctx.path.slice(prefix.length))) {
+      throw new Problem('invalid-request', 'invalid: a service path may not have . or .. segments');
     }
     const rest = ctx.path.slice(prefix.length + 1);
     const slash = rest.indexOf('/');

@@ -1,9 +1,9 @@
-import Router from '@koa/router';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 import type { StreamSettings } from '../shared/events/stream-settings.js';
 import { createApp } from '../shared/http/app.js';
 import { jsonBody } from '../shared/http/json-body.js';
+import { apiRouter } from '../shared/http/router.js';
 import { serveOpenApi } from '../shared/openapi/document.js';
 import { provideServices, type SupervisorServices } from './api/ioc.js';
 import { cityProxy, type CityProxyOptions } from './city-proxy.js';
@@ -43,7 +43,7 @@ export function createSupervisorApp(o: SupervisorAppOptions): Koa {
   app.use(supervisorEventStream(o.hub, o.streams));
   app.use(cityProxy(o.registry, o.reconciler, o.proxy));
   app.use(jsonBody());
-  const router = new Router();
+  const router = apiRouter();
   RegisterRoutes(router);
   app.use(router.routes());
   app.use(router.allowedMethods());

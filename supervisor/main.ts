@@ -1,6 +1,7 @@
 import { realpathSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { handlerOf } from '../shared/http/app.js';
+import { answerClientErrors } from '../shared/http/client-error.js';
 import { isLoopbackHost } from '../shared/http/host-guard.js';
 import { readSupervisorConfig } from '../shared/config/supervisor-config.js';
 import type { SupervisorShutdownPayload, SupervisorStartedPayload } from '../shared/dto/events.js';
@@ -111,6 +112,7 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
     });
     const server = createServer({ requireHostHeader: false }, handlerOf(app));
     server.keepAliveTimeout = 65_000;
+    answerClientErrors(server, logger);
     // Adopt what a previous supervisor left running before answering, so the first answers are right.
     await reconciler.adoptLeftovers();
     await new Promise<void>((resolve, reject) => {

@@ -9,12 +9,14 @@ import { execa, type ResultPromise } from 'execa';
 import { newCityConfigText } from '../shared/config/city-config.js';
 import { ctlEntryPath } from '../shared/paths.js';
 import { isAlive, killAllMentioning } from './helpers/processes.js';
+import { RawConnection } from './helpers/raw-http.js';
 import { CSRF, freePort, tempDir, TestSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const CSRF_DETAIL = 'csrf: X-CTL-Request header required on mutation endpoints';
+const CSRF_LINE = 'X-CTL-Request: 1\r\n';
 const CSRF_PARAM_REF = '#/components/parameters/X-CTL-Request';
 const REQUEST_ID_REF = '#/components/headers/X-CTL-Request-Id';
 const REQUEST_ID = /^[0-9a-f]{16}$/;
@@ -68,6 +70,11 @@ function call(port: number, method: string, path: string, options: CallOptions =
     req.setTimeout(10_000, () => req.destroy(new Error(`${method} ${path}: no answer in 10 s`)));
     req.end(options.body);
   });
+}
+
+/** `depth` objects nested in one another, `{"a":{"a":…{}}}`, as JSON text (JSON.stringify would overflow). */
+function nested(depth: number): string {
+  return `${'{"a":'.repeat(depth - 1)}{}${'}'.repeat(depth - 1)}`;
 }
 
 /** Every value of a response header, one per header line. */
@@ -313,6 +320,18 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
       expectRequestId(emit, 'proxied 201');
     });
 
+    it('every method but GET, HEAD and OPTIONS needs it, those no route takes too (TRACE, PROPFIND, …)', async function () {
+      const failures: string[] = [];
+      for (const method of ['TRACE', 'PROPFIND', 'MKCOL', 'LOCK', 'PURGE', 'QUERY']) {
+        for (const path of ['/health', '/v0/cities', `/v0/city/${CITY}/status`, '/nope']) {
+          const reply = await call(sup.port, method, path);
+          if (reply.status !== 403 || reply.body?.detail !== CSRF_DETAIL)
+            failures.push(`${method} ${path}: ${describeReply(reply)}`);
+        }
+      }
+      expect(failures).to.deep.equal([]);
+    });
+
     it('reads need no X-CTL-Request', async function () {
       for (const path of ['/health', '/v0/cities', '/v0/events', `/v0/city/${CITY}/status`, '/openapi.json']) {
         const reply = await call(sup.port, 'GET', path);
@@ -399,18 +418,24 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
       }
     });
 
-    it('a method no route implements (TRACE) is a problem too, not plain text', async function () {
+    it('a method no route takes (TRACE, PROPFIND, …) is a 405 problem with the Allow header of its path', async function () {
       const failures: string[] = [];
-      for (const path of ['/health', `/v0/city/${CITY}/status`]) {
-        const reply = await call(sup.port, 'TRACE', path);
-        try {
-          expect([405, 501], `TRACE ${path}: ${describeReply(reply)}`).to.include(reply.status);
-          expectProblem(reply, reply.status, undefined, `TRACE ${path}`);
-        } catch (err) {
-          failures.push((err as Error).message);
+      for (const method of ['TRACE', 'PROPFIND', 'MKCOL', 'QUERY']) {
+        for (const path of ['/health', `/v0/city/${CITY}/status`, `/v0/city/${CITY}/bead/x1`]) {
+          const reply = await call(sup.port, method, path, { headers: CSRF });
+          try {
+            expectProblem(reply, 405, 'method-not-allowed', `${method} ${path}`);
+            const allow = String(reply.headers.allow).split(', ');
+            expect(allow, `Allow of ${method} ${path}`).to.include.members(['GET', 'HEAD']);
+            expect(allow, `Allow of ${method} ${path}`).to.not.include(method);
+          } catch (err) {
+            failures.push((err as Error).message);
+          }
         }
       }
       expect(failures).to.deep.equal([]);
+      // A path no route has stays a 404, whatever the method.
+      expectProblem(await call(sup.port, 'TRACE', '/nope', { headers: CSRF }), 404, 'route-not-found');
     });
 
     it('a malformed percent-encoding in a city name is a 4xx problem, not a 500', async function () {
@@ -464,6 +489,207 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
     });
   });
 
+  describe("requests node's HTTP parser refuses: problems too, then the connection closes", function () {
+    const host = () => `Host: 127.0.0.1:${sup.port}\r\n`;
+    const cases: [string, () => string, number, string][] = [
+      ['a NUL in the path', () => `GET /health\0x HTTP/1.1\r\n${host()}\r\n`, 400, 'invalid-request'],
+      [
+        'a control character in the path',
+        () => `GET /v0/city/${CITY}/st\x01atus HTTP/1.1\r\n${host()}\r\n`,
+        400,
+        'invalid-request',
+      ],
+      ['a space in the path', () => `GET /he alth HTTP/1.1\r\n${host()}\r\n`, 400, 'invalid-request'],
+      [
+        'a target that is neither a path nor a URL',
+        () => `GET http:/health HTTP/1.1\r\n${host()}\r\n`,
+        400,
+        'invalid-request',
+      ],
+      [
+        'a header name with a space',
+        () => `GET /health HTTP/1.1\r\n${host()}Bad Header: x\r\n\r\n`,
+        400,
+        'invalid-request',
+      ],
+      [
+        'a header name with a separator',
+        () => `GET /health HTTP/1.1\r\n${host()}Bad(: x\r\n\r\n`,
+        400,
+        'invalid-request',
+      ],
+      [
+        'both Content-Length and Transfer-Encoding',
+        () =>
+          `POST /v0/city HTTP/1.1\r\n${host()}X-CTL-Request: 1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`,
+        400,
+        'invalid-request',
+      ],
+      [
+        'two Content-Lengths',
+        () => `POST /v0/city HTTP/1.1\r\n${host()}X-CTL-Request: 1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab`,
+        400,
+        'invalid-request',
+      ],
+      ['bare LF line ends', () => `GET /health HTTP/1.1\n${host()}\n`, 400, 'invalid-request'],
+      [
+        'headers over 16 KiB',
+        () => `GET /health HTTP/1.1\r\n${host()}X-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+        431,
+        'headers-too-large',
+      ],
+      [
+        'a URL over 16 KiB',
+        () => `GET /health?${'a'.repeat(20_000)} HTTP/1.1\r\n${host()}\r\n`,
+        431,
+        'headers-too-large',
+      ],
+      ['a method the parser does not know', () => `FOO /health HTTP/1.1\r\n${host()}\r\n`, 501, 'not-implemented'],
+      ['a lowercase method', () => `get /health HTTP/1.1\r\n${host()}\r\n`, 501, 'not-implemented'],
+    ];
+
+    for (const [what, request, status, code] of cases) {
+      it(`${what}: ${status} ${code}`, async function () {
+        const connection = await RawConnection.open(sup.port);
+        try {
+          await connection.write(request());
+          const reply = await connection.response();
+          const body = expectProblem(reply, status, code, what);
+          expect(body.detail).to.match(/^[a-z_]+: \S/);
+          expect(String(reply.headers.connection).toLowerCase(), 'Connection').to.equal('close');
+          await connection.closedByServer();
+        } finally {
+          connection.destroy();
+        }
+      });
+    }
+
+    it('a malformed chunk in the body of a request already routed: a 400 problem at once, on the supervisor and proxied', async function () {
+      this.timeout(15_000);
+      for (const path of ['/v0/city', `/v0/city/${CITY}/events`]) {
+        const connection = await RawConnection.open(sup.port);
+        try {
+          await connection.write(
+            `POST ${path} HTTP/1.1\r\n${host()}X-CTL-Request: 1\r\nContent-Type: application/json\r\n` +
+              'Transfer-Encoding: chunked\r\n\r\n2\r\n{"\r\n',
+          );
+          // The body has begun to arrive: the route is reading it when the broken chunk comes.
+          await connection.write('zz\r\nnot a chunk\r\n');
+          const reply = await connection.response();
+          expectProblem(reply, 400, 'invalid-request', path);
+          await connection.closedByServer();
+        } finally {
+          connection.destroy();
+        }
+      }
+    });
+
+    it('a malformed request pipelined behind a good one: the good one is answered first, then the problem', async function () {
+      const connection = await RawConnection.open(sup.port);
+      try {
+        await connection.write(
+          `GET /health HTTP/1.1\r\n${host()}\r\nGET /v0/city/${CITY}/status HTTP/1.1\r\n${host()}\r\n` +
+            `GET /bad\0 HTTP/1.1\r\n${host()}\r\n`,
+        );
+        const first = await connection.response();
+        expect(first.status, describeReply(first)).to.equal(200);
+        expect(first.body!.status).to.equal('ok');
+        const second = await connection.response();
+        expect(second.status, describeReply(second)).to.equal(200);
+        expect(second.body!.name).to.equal(CITY);
+        expectProblem(await connection.response(), 400, 'invalid-request', 'the malformed one');
+        await connection.closedByServer();
+      } finally {
+        connection.destroy();
+      }
+    });
+  });
+
+  describe('a refused body leaves the connection usable for the next request', function () {
+    // Node parses the next request on a connection only once the body before it has been read: a refused body
+    // left half-read used to hold the connection until the keep-alive timeout (65 s).
+    this.timeout(15_000);
+    const OVER = 2 * 1024 * 1024;
+
+    function sized(path: string, body: string, headers = CSRF_LINE): string {
+      const head = `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}Content-Type: application/json\r\n`;
+      return `${head}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    }
+
+    function chunked(path: string, body: string): string {
+      let out = `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${CSRF_LINE}Content-Type: application/json\r\n`;
+      out += 'Transfer-Encoding: chunked\r\n\r\n';
+      for (let i = 0; i < body.length; i += 64 * 1024) {
+        const chunk = body.slice(i, i + 64 * 1024);
+        out += `${Buffer.byteLength(chunk).toString(16)}\r\n${chunk}\r\n`;
+      }
+      return `${out}0\r\n\r\n`;
+    }
+
+    /** Sends a request the server refuses, then another on the same connection (or, if told to, a new one). */
+    async function refusedThenNext(request: string, status: number, code: string, next: string): Promise<Reply> {
+      const connection = await RawConnection.open(sup.port);
+      try {
+        // Not awaited: a server that answers early need not read all of it before answering.
+        void connection.write(request);
+        const refused = await connection.response();
+        expectProblem(refused, status, code, 'the refused request');
+        if (String(refused.headers.connection).toLowerCase() === 'close') {
+          await connection.closedByServer();
+          const fresh = await RawConnection.open(sup.port);
+          try {
+            await fresh.write(next);
+            return await fresh.response();
+          } finally {
+            fresh.destroy();
+          }
+        }
+        await connection.write(next);
+        return await connection.response();
+      } finally {
+        connection.destroy();
+      }
+    }
+
+    const bigCity = () => JSON.stringify({ dir: sup.cityDir('big'), start_command: 'x'.repeat(OVER) });
+    const bigBead = () => JSON.stringify({ title: 'big', description: 'x'.repeat(OVER) });
+    const health = 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
+    const status = `GET /v0/city/${CITY}/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`;
+
+    it("a supervisor route's 413 for a body with a Content-Length over 1 MiB", async function () {
+      const next = await refusedThenNext(sized('/v0/city', bigCity()), 413, 'payload-too-large', health);
+      expect(next.status, describeReply(next)).to.equal(200);
+    });
+
+    it("a supervisor route's 413 for a chunked body over 1 MiB", async function () {
+      const next = await refusedThenNext(chunked('/v0/city', bigCity()), 413, 'payload-too-large', health);
+      expect(next.status, describeReply(next)).to.equal(200);
+    });
+
+    it("a per-city route's 413 (proxied) for a body with a Content-Length over 1 MiB", async function () {
+      const next = await refusedThenNext(sized(`/v0/city/${CITY}/beads`, bigBead()), 413, 'payload-too-large', status);
+      expect(next.status, describeReply(next)).to.equal(200);
+      expect(next.body!.name).to.equal(CITY);
+    });
+
+    it("a per-city route's 413 (proxied) for a chunked body over 1 MiB", async function () {
+      const next = await refusedThenNext(
+        chunked(`/v0/city/${CITY}/beads`, bigBead()),
+        413,
+        'payload-too-large',
+        status,
+      );
+      expect(next.status, describeReply(next)).to.equal(200);
+    });
+
+    it('a 403 before the body is read, on the supervisor and proxied', async function () {
+      for (const path of ['/v0/city', `/v0/city/${CITY}/beads`]) {
+        const next = await refusedThenNext(sized(path, bigBead(), ''), 403, 'forbidden', status);
+        expect(next.status, describeReply(next)).to.equal(200);
+      }
+    });
+  });
+
   describe('error bodies of POST /v0/city', function () {
     const post = (body: string | Buffer, contentType = 'application/json') =>
       call(sup.port, 'POST', '/v0/city', { headers: { ...CSRF, 'Content-Type': contentType }, body });
@@ -492,6 +718,22 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
       const big = JSON.stringify({ dir: sup.cityDir('big'), start_command: 'x'.repeat(1024 * 1024 + 10) });
       const body = expectProblem(await post(big), 413, 'payload-too-large');
       expect(body.detail).to.match(/^too_large: /);
+    });
+
+    it('JSON nested deeper than 64 levels: 422 naming body, not a 500', async function () {
+      const dir = JSON.stringify(sup.cityDir('deep'));
+      // 64 levels under the body's own object: one more than the limit.
+      for (const depth of [5000, 100_000, 64]) {
+        for (const body of [
+          `{"dir": ${dir}, "start_command": ${nested(depth)}}`,
+          `{"dir": ${dir}, "start_command": "true", "x": ${nested(depth)}}`,
+        ]) {
+          const problem = expectProblem(await post(body), 422, 'validation-failed', `depth ${depth}`);
+          expect(problem.detail).to.match(/^invalid: body: /);
+          expect((problem.errors as Json[]).map((e) => String(e.location))).to.deep.equal(['body']);
+        }
+      }
+      expect(await sup.city('deep')).to.equal(undefined);
     });
 
     it('an unknown field: 422 with an errors entry naming it', async function () {
@@ -531,6 +773,38 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
         expect(locations).to.include.members(['body.provider', 'body.start_command']);
       }
       expect(await sup.city('both-or-neither')).to.equal(undefined);
+    });
+  });
+
+  describe('deeply nested JSON on per-city routes (proxied)', function () {
+    const send = (path: string, body: string) =>
+      call(sup.port, 'POST', `/v0/city/${CITY}${path}`, {
+        headers: { ...CSRF, 'Content-Type': 'application/json' },
+        body,
+      });
+
+    it('POST …/beads with JSON nested 5,000 levels, or one more than 64: 422 naming body', async function () {
+      for (const depth of [5000, 64]) {
+        const reply = await send('/beads', `{"title": "deep", "metadata": ${nested(depth)}}`);
+        const problem = expectProblem(reply, 422, 'validation-failed', `depth ${depth}`);
+        expect((problem.errors as Json[]).map((e) => String(e.location))).to.deep.equal(['body']);
+      }
+      const reply = await send('/beads', `[${'['.repeat(5000)}${']'.repeat(5000)}]`);
+      expectProblem(reply, 422, 'validation-failed', 'nested arrays');
+    });
+
+    it('POST …/events takes a payload nested up to the limit, and refuses one level more', async function () {
+      // The body's object is level 1, the payload level 2: 62 more levels inside it make 64.
+      const atLimit = await send('/events', `{"type": "test.deep", "actor": "t", "payload": {"p": ${nested(62)}}}`);
+      expect(atLimit.status, describeReply(atLimit)).to.equal(201);
+      const seq = atLimit.body!.seq as number;
+      const listed = await call(sup.port, 'GET', `/v0/city/${CITY}/events?type=test.deep`);
+      expect(listed.status).to.equal(200);
+      expect((listed.body!.items as Json[]).map((e) => e.seq as number)).to.include(seq);
+      const over = await send('/events', `{"type": "test.deep", "actor": "t", "payload": {"p": ${nested(63)}}}`);
+      expectProblem(over, 422, 'validation-failed', 'one level more');
+      const deep = await send('/events', `{"type": "test.deep", "actor": "t", "payload": {"p": ${nested(5000)}}}`);
+      expectProblem(deep, 422, 'validation-failed', '5,000 levels');
     });
   });
 
@@ -577,6 +851,94 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
       expect(await sup.city(CITY)).to.include({ running: true });
     });
 
+    it('a Host that is not exactly an accepted name and an optional port: 421, mutations included', async function () {
+      const p = sup.port;
+      const hosts = [
+        `127.0.0.1:${p}.evil.com`,
+        '[::1].evil.com',
+        `[::1]:${p}.evil.com`,
+        'localhost:evil.com',
+        `localhost:${p}@evil.com`,
+        `user@localhost:${p}`,
+        `localhost:${p}/evil.com`,
+        `localhost:${p}:1`,
+        'localhost:',
+        'localhost:0',
+        'localhost:65536',
+        'localhost:-1',
+        'localhost.',
+        '127.999.999.999',
+        '127.0.0.256',
+        '127.0.0',
+        '127.0.0.1.2',
+        '128.0.0.1',
+        '[::2]',
+        '::1',
+        '',
+      ];
+      const failures: string[] = [];
+      for (const host of hosts) {
+        for (const [method, path, headers] of [
+          ['GET', '/health', {}],
+          ['GET', `/v0/city/${CITY}/status`, {}],
+          ['POST', `/v0/city/${CITY}/stop`, CSRF],
+        ] as const) {
+          const reply = await call(p, method, path, { rawHeaders: ['Host', host, ...Object.entries(headers).flat()] });
+          try {
+            const body = expectProblem(reply, 421, 'host-not-allowed', `${method} ${path} Host: ${host}`);
+            expect(body.detail).to.match(/^host_not_allowed: /);
+          } catch (err) {
+            failures.push((err as Error).message);
+          }
+        }
+      }
+      expect(failures).to.deep.equal([]);
+      expect(await sup.city(CITY)).to.include({ running: true });
+    });
+
+    it('any 127.0.0.0/8 address and any port 1-65535 work, in any case', async function () {
+      for (const host of ['127.1.2.3', `127.255.255.255:${sup.port}`, 'LOCALHOST:1', '[::1]:65535', '[::1]']) {
+        const reply = await call(sup.port, 'GET', '/health', { headers: { Host: host } });
+        expect(reply.status, `${host}: ${describeReply(reply)}`).to.equal(200);
+      }
+    });
+
+    it('a request target in absolute form must name an accepted host, the one the Host header names', async function () {
+      const p = sup.port;
+      const failures: string[] = [];
+      const refused: [string, string, string][] = [
+        [`http://evil.com:${p}/v0/city/${CITY}/stop`, `127.0.0.1:${p}`, 'a foreign host'],
+        [`http://evil.com/v0/city/${CITY}/stop`, 'localhost', 'a foreign host without a port'],
+        [`http://127.0.0.1:${p}.evil.com/v0/city/${CITY}/stop`, `127.0.0.1:${p}`, 'trailing garbage'],
+        [`http://user@127.0.0.1:${p}/v0/city/${CITY}/stop`, `127.0.0.1:${p}`, 'userinfo'],
+        [`http://localhost:${p}/v0/city/${CITY}/stop`, `127.0.0.1:${p}`, 'another host than the Host header'],
+        [`http://127.0.0.1:1/v0/city/${CITY}/stop`, `127.0.0.1:${p}`, 'another port than the Host header'],
+      ];
+      for (const [target, host, what] of refused) {
+        const reply = await call(p, 'POST', target, { headers: { ...CSRF, Host: host } });
+        try {
+          expectProblem(reply, 421, 'host-not-allowed', `${what}: POST ${target} Host: ${host}`);
+        } catch (err) {
+          failures.push((err as Error).message);
+        }
+      }
+      for (const target of [`https://127.0.0.1:${p}/health`, `ftp://127.0.0.1:${p}/health`]) {
+        const reply = await call(p, 'GET', target, { headers: { Host: `127.0.0.1:${p}` } });
+        try {
+          expectProblem(reply, 400, 'invalid-request', `GET ${target}`);
+        } catch (err) {
+          failures.push((err as Error).message);
+        }
+      }
+      expect(failures).to.deep.equal([]);
+      expect(await sup.city(CITY)).to.include({ running: true });
+      // An accepted one is served like its origin form, proxied routes included.
+      for (const path of ['/health', `/v0/city/${CITY}/status`, `/v0/city/${CITY}/events?limit=1`]) {
+        const reply = await call(p, 'GET', `http://LocalHost:${p}${path}`, { headers: { Host: `localhost:${p}` } });
+        expect(reply.status, `${path}: ${describeReply(reply)}`).to.equal(200);
+      }
+    });
+
     it('loopback names work', async function () {
       for (const host of [`localhost:${sup.port}`, `127.0.0.1:${sup.port}`, 'localhost', `[::1]:${sup.port}`]) {
         const reply = await call(sup.port, 'GET', '/health', { headers: { Host: host } });
@@ -615,6 +977,23 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
           const reply = await call(other.port, 'GET', '/health', { headers: { Host: host } });
           expectProblem(reply, 421, 'host-not-allowed', host);
         }
+      });
+
+      it('the listed host with anything but a port after it does not', async function () {
+        const p = other.port;
+        for (const host of [
+          `myhost.test:${p}.evil.com`,
+          `myhost.test:${p}@evil.com`,
+          'myhost.test:x',
+          'a@myhost.test',
+        ]) {
+          const reply = await call(p, 'GET', '/health', { headers: { Host: host } });
+          expectProblem(reply, 421, 'host-not-allowed', host);
+        }
+        const absolute = await call(p, 'GET', `http://myhost.test:${p}/health`, {
+          headers: { Host: `myhost.test:${p}` },
+        });
+        expect(absolute.status, describeReply(absolute)).to.equal(200);
       });
     });
   });
@@ -783,6 +1162,25 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
         expect(reply.body).to.deep.equal(doc);
       });
 
+      it('answers a request its parser refuses with a problem too', async function () {
+        const connection = await RawConnection.open(port);
+        try {
+          await connection.write(`GET /openapi.json\0 HTTP/1.1\r\nHost: localhost\r\n\r\n`);
+          const reply = await connection.response();
+          expectProblem(reply, 400, 'invalid-request');
+          expect(String(reply.headers.connection).toLowerCase()).to.equal('close');
+          await connection.closedByServer();
+        } finally {
+          connection.destroy();
+        }
+      });
+
+      it('answers a method no route takes with a 405 and an Allow header', async function () {
+        const reply = await call(port, 'TRACE', '/v0/city/solo/status', { headers: CSRF });
+        expectProblem(reply, 405, 'method-not-allowed');
+        expect(String(reply.headers.allow)).to.include('GET');
+      });
+
       it('answers a malformed percent-encoding in a city name with a 4xx problem, not a 500', async function () {
         const reply = await call(port, 'GET', '/v0/city/%zz/status');
         expect([400, 404], describeReply(reply)).to.include(reply.status);
@@ -882,6 +1280,10 @@ describe('HTTP conventions: read-only mode (bound to a non-loopback address)', f
       }
       expect(failures).to.deep.equal([]);
       expect((await sup.api.GET('/v0/cities')).data!.items).to.deep.equal([]);
+      for (const method of ['PROPFIND', 'TRACE']) {
+        const reply = await call(sup.port, method, '/health', { headers: CSRF });
+        expect(expectProblem(reply, 403, 'forbidden', method).detail).to.match(/^read_only: /);
+      }
     });
 
     it('still answers reads', async function () {

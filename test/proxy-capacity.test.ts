@@ -141,8 +141,16 @@ describe('the supervisor proxy under load and through restarts', function () {
         await waitUntil('the EventSource to open', () => source.readyState === EventSource.OPEN);
         await emit(slow, 'beta', 'test.before-crash');
         await waitUntil('the first event', () => seen.some((e) => e.type === 'test.before-crash'));
-        process.kill((await slow.city('beta'))!.pid!, 'SIGKILL');
-        await waitUntil('beta to run again', async () => (await slow.city('beta'))?.running === true, 20_000);
+        const crashed = (await slow.city('beta'))!.pid!;
+        process.kill(crashed, 'SIGKILL');
+        await waitUntil(
+          'beta to run again',
+          async () => {
+            const beta = await slow.city('beta');
+            return beta?.running === true && beta.pid !== crashed;
+          },
+          20_000,
+        );
         await emit(slow, 'beta', 'test.after-crash');
         await waitUntil('the event after the crash', () => seen.some((e) => e.type === 'test.after-crash'), 20_000);
         expect(source.readyState, 'never given up').to.not.equal(EventSource.CLOSED);

@@ -1,8 +1,9 @@
 import { once } from 'node:events';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { RawConnection } from './helpers/raw-http.js';
 import { SseStreamReader } from './helpers/sse.js';
 import { CSRF, TestSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
@@ -13,10 +14,17 @@ class Upstream {
   port = 0;
   release: (() => void) | undefined;
   closedRequests = 0;
+  requests = 0;
+  /** Connections of `/refuse` requests that have closed. */
+  refusedClosed = 0;
+  /** Lets the last `/refuse` request read again (and so see its connection end, if it has). */
+  resumeRefused: (() => void) | undefined;
   lastRequest: { method: string; url: string; headers: IncomingMessage['headers'] } | undefined;
 
   constructor() {
     this.server = createServer((req, res) => void this.handle(req, res));
+    // Idle connections stay until the proxy closes them, so that a closed one shows the proxy let go of it.
+    this.server.keepAliveTimeout = 60_000;
   }
 
   async start(): Promise<void> {
@@ -26,6 +34,7 @@ class Upstream {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.requests++;
     this.lastRequest = { method: req.method!, url: req.url!, headers: req.headers };
     res.on('close', () => {
       if (!res.writableFinished) this.closedRequests++;
@@ -38,6 +47,14 @@ class Upstream {
     } else if (req.url === '/forever') {
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.write('tick\n');
+    } else if (req.url === '/refuse') {
+      // Refuses an upload after its first chunk and never reads the rest, keeping the connection.
+      req.socket.once('close', () => this.refusedClosed++);
+      this.resumeRefused = () => req.resume();
+      req.once('data', () => {
+        req.pause();
+        res.writeHead(413, { 'content-type': 'text/plain', 'content-length': '8' }).end('too big\n');
+      });
     } else if (req.url?.startsWith('/echo')) {
       let size = 0;
       req.on('data', (chunk: Buffer) => (size += chunk.length));
@@ -48,6 +65,34 @@ class Upstream {
       res.writeHead(404).end();
     }
   }
+}
+
+/** A request with the path exactly as given (fetch would resolve its dot segments first). */
+function rawRequest(
+  base: string,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Record<string, unknown> | undefined }> {
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: url.hostname, port: url.port, method, path, headers, agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => {
+        let body: Record<string, unknown> | undefined;
+        try {
+          body = JSON.parse(text) as Record<string, unknown>;
+        } catch {
+          body = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, body });
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 describe('the supervisor proxy and the raw svc/* proxy', function () {
@@ -122,6 +167,101 @@ describe('the supervisor proxy and the raw svc/* proxy', function () {
       code: 'service-not-found',
       detail: 'not_found: service not found: nope',
     });
+  });
+
+  it('refuses a dot segment anywhere after svc/, however it is spelled, without reaching the service', async function () {
+    const before = upstream.requests;
+    const failures: string[] = [];
+    for (const rest of [
+      'app/../../../etc/passwd',
+      'app/echo/../secret',
+      'app/echo/..',
+      'app/%2e%2e/secret',
+      'app/%2E%2E/secret',
+      'app/.%2e/secret',
+      'app/%2e./secret',
+      'app/./echo',
+      'app/%2e/echo',
+      'app/echo/.',
+      'app/..\\secret',
+      'app/echo\\..\\..\\secret',
+      'app/%5c..%5csecret',
+      'app/echo%2f..%2f..%2fsecret',
+      'app/echo/%2e%2e%5csecret',
+      '../status',
+      '%2e%2e/status',
+      './app/echo',
+      'app/..?q=1',
+    ]) {
+      for (const method of ['GET', 'POST']) {
+        const path = `/v0/city/web/svc/${rest}`;
+        const reply = await rawRequest(sup.base, method, path, CSRF);
+        if (
+          reply.status !== 400 ||
+          reply.body?.code !== 'invalid-request' ||
+          !/^invalid: /.test(String(reply.body.detail))
+        )
+          failures.push(`${method} ${path}: ${reply.status} ${JSON.stringify(reply.body)}`);
+      }
+    }
+    expect(failures).to.deep.equal([]);
+    expect(upstream.requests, 'requests that reached the service').to.equal(before);
+    // Dots inside a segment, or in the query, are no dot segments.
+    const fine = await rawRequest(sup.base, 'GET', '/v0/city/web/svc/app/echo/a..b/.hidden/.../x?to=../y');
+    expect(fine.status).to.equal(201);
+    expect(upstream.lastRequest!.url).to.equal('/echo/a..b/.hidden/.../x?to=../y');
+  });
+
+  it('refuses every method but GET, HEAD and OPTIONS without X-CTL-Request (PROPFIND, MKCOL, …), on svc/* too', async function () {
+    const methods = ['PROPFIND', 'PROPPATCH', 'MKCOL', 'COPY', 'MOVE', 'LOCK', 'UNLOCK', 'PURGE', 'REPORT', 'TRACE'];
+    const before = upstream.requests;
+    const failures: string[] = [];
+    for (const method of methods) {
+      for (const path of ['/v0/city/web/svc/app/echo', '/v0/city/web/status']) {
+        const reply = await rawRequest(sup.base, method, path);
+        if (reply.status !== 403 || reply.body?.detail !== 'csrf: X-CTL-Request header required on mutation endpoints')
+          failures.push(`${method} ${path}: ${reply.status} ${JSON.stringify(reply.body)}`);
+      }
+    }
+    expect(failures).to.deep.equal([]);
+    expect(upstream.requests, 'requests that reached the service').to.equal(before);
+    // With the header they reach the service as they are.
+    for (const method of methods) {
+      const reply = await rawRequest(sup.base, method, '/v0/city/web/svc/app/echo', CSRF);
+      expect(reply.status, `${method}: ${JSON.stringify(reply.body)}`).to.equal(201);
+      expect(upstream.lastRequest!.method).to.equal(method);
+    }
+    for (const method of ['GET', 'OPTIONS']) {
+      const reply = await rawRequest(sup.base, method, '/v0/city/web/svc/app/echo');
+      expect(reply.status, method).to.equal(201);
+    }
+  });
+
+  it('a service that answers before reading the body: the client connection carries the next request, the service one closes', async function () {
+    this.timeout(15_000);
+    const closedBefore = upstream.refusedClosed;
+    const body = 'x'.repeat(4 * 1024 * 1024);
+    const connection = await RawConnection.open(sup.port);
+    try {
+      // Not awaited: the body is more than the sockets on the way hold while nobody reads it.
+      void connection.write(
+        `POST /v0/city/web/svc/app/refuse HTTP/1.1\r\nHost: 127.0.0.1\r\nX-CTL-Request: 1\r\n` +
+          `Content-Type: application/octet-stream\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      );
+      const refused = await connection.response();
+      expect(refused.status).to.equal(413);
+      expect(refused.text).to.equal('too big\n');
+      await connection.write('GET /v0/city/web/svc/app/echo HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+      const next = await connection.response();
+      expect(next.status).to.equal(201);
+      expect(next.body).to.deep.equal({ size: 0, url: '/echo' });
+    } finally {
+      connection.destroy();
+    }
+    // The controller let go of its half-used connection to the service rather than keep it in its pool (the
+    // service, once it reads again, sees it end).
+    upstream.resumeRefused!();
+    await waitUntil('the connection of the refused request to close', () => upstream.refusedClosed > closedBefore);
   });
 
   it('reaches each city through a stop, a new city, and a start again', async function () {

@@ -1,5 +1,6 @@
 import { request, type Agent, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
 import type { Context } from 'koa';
+import { discardBody } from './discard-body.js';
 import { Problem } from './problem.js';
 import { REQUEST_ID_HEADER } from './request-id.js';
 
@@ -73,6 +74,7 @@ function attempt(ctx: Context, target: ForwardTarget, retriable: boolean): Promi
       agent: target.agent,
     });
     let answered = false;
+    let responded = false;
     let connectTimer: NodeJS.Timeout | undefined;
     if (target.connectTimeout) {
       const { ms, detail } = target.connectTimeout;
@@ -93,6 +95,13 @@ function attempt(ctx: Context, target: ForwardTarget, retriable: boolean): Promi
       if (!ctx.res.writableFinished) upstream.destroy();
     };
     ctx.res.once('close', clientGone);
+    // An upstream that answered before it had the whole body will not read the rest: stop sending it, close that
+    // connection rather than leave it half-used in the agent's pool, and drop what the client still sends so its
+    // connection can carry its next request.
+    const stopSending = () => {
+      upstream.destroy();
+      discardBody(ctx.req);
+    };
 
     upstream.on('response', (res) => {
       clearTimeout(connectTimer);
@@ -118,6 +127,10 @@ function attempt(ctx: Context, target: ForwardTarget, retriable: boolean): Promi
       res.pipe(ctx.res);
       res.on('error', () => ctx.res.destroy());
       res.on('aborted', () => ctx.res.destroy());
+      res.on('end', () => {
+        responded = true;
+        if (!upstream.writableFinished) stopSending();
+      });
       res.on('close', () => {
         if (!res.complete) ctx.res.destroy();
         ctx.res.off('close', clientGone);
@@ -128,7 +141,9 @@ function attempt(ctx: Context, target: ForwardTarget, retriable: boolean): Promi
       clearTimeout(connectTimer);
       ctx.res.off('close', clientGone);
       if (answered) {
-        ctx.res.destroy();
+        // Failing to send the rest of a body the upstream did not wait for spoils nothing of its whole answer.
+        if (responded) stopSending();
+        else ctx.res.destroy();
         resolve();
         return;
       }
@@ -142,8 +157,7 @@ function attempt(ctx: Context, target: ForwardTarget, retriable: boolean): Promi
         reject(new RetryableError(err.message));
         return;
       }
-      if (err instanceof Problem) reject(err);
-      else reject(new Problem('bad-gateway', `bad_gateway: upstream did not answer: ${err.code ?? err.message}`));
+      reject(new Problem('bad-gateway', `bad_gateway: upstream did not answer: ${err.code ?? err.message}`));
     });
     if (ctx.req.readableEnded) upstream.end();
     else ctx.req.pipe(upstream);

@@ -1,13 +1,23 @@
 import type { Middleware } from 'koa';
 import { Problem } from './problem.js';
-import { MUTATION_METHODS } from './mutation-guard.js';
 
 export const BODY_LIMIT = '1mb';
 
 /**
- * Parses JSON request bodies up to 1 MiB; any other content type with a body is a 415. koa-body is loaded
- * on the first request with a body: it pulls in zod and formidable (~140 ms and ~24 MB), which would
- * otherwise slow down the start of every controller, body or not.
+ * How deep a JSON body may nest, counting each object or array and the body itself (`{"a": {}}` is 2). 1 MiB of
+ * JSON can nest hundreds of thousands of levels: node parses that, but validation and JSON.stringify recurse,
+ * and overflowed the stack (a 500). No operation's schema comes near the limit.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/** The methods whose bodies the routes read. */
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * Parses JSON request bodies up to 1 MiB and MAX_JSON_DEPTH levels (a 422 naming `body` past it, before
+ * validation); any other content type with a body is a 415. koa-body is loaded on the first request with a
+ * body: it pulls in zod and formidable (~140 ms and ~24 MB), which would otherwise slow down the start of
+ * every controller, body or not.
  */
 export function jsonBody(): Middleware {
   let parser: Promise<Middleware> | undefined;
@@ -28,7 +38,7 @@ export function jsonBody(): Middleware {
     });
   };
   return async (ctx, next) => {
-    if (!MUTATION_METHODS.has(ctx.method) || !hasBody(ctx.req.headers)) {
+    if (!BODY_METHODS.has(ctx.method) || !hasBody(ctx.req.headers)) {
       await next();
       return;
     }
@@ -40,8 +50,35 @@ export function jsonBody(): Middleware {
     }
     parser ??= load();
     const parse = await parser;
-    await parse(ctx, next);
+    await parse(ctx, async () => {
+      if (nestsDeeperThan(ctx.request.body, MAX_JSON_DEPTH)) {
+        const message = `JSON nested deeper than ${MAX_JSON_DEPTH} levels`;
+        throw new Problem('validation-failed', `invalid: body: ${message}`, {
+          errors: [{ location: 'body', message }],
+        });
+      }
+      await next();
+    });
   };
+}
+
+/** Whether `value` nests objects or arrays deeper than `limit`; a loop, as recursion could overflow itself. */
+export function nestsDeeperThan(value: unknown, limit: number): boolean {
+  const values: unknown[] = [value];
+  const depths: number[] = [1];
+  while (values.length > 0) {
+    const current = values.pop();
+    const depth = depths.pop()!;
+    if (typeof current !== 'object' || current === null) continue;
+    if (depth > limit) return true;
+    for (const child of Array.isArray(current) ? current : Object.values(current)) {
+      if (typeof child === 'object' && child !== null) {
+        values.push(child);
+        depths.push(depth + 1);
+      }
+    }
+  }
+  return false;
 }
 
 function hasBody(headers: Record<string, string | string[] | undefined>): boolean {

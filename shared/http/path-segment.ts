@@ -11,3 +11,12 @@ export function decodeSegment(segment: string): string {
     );
   }
 }
+
+// A `.` or `..` segment, its dots plain or percent-encoded, between separators that `/`, `\` (which some
+// servers take for one) or their encodings `%2f` and `%5c` spell.
+const DOT_SEGMENT = /(?:^|\/|\\|%2f|%5c)(?:\.|%2e){1,2}(?=$|\/|\\|%2f|%5c)/i;
+
+/** Whether a raw (not decoded) path has a dot segment in any spelling a server behind us might resolve. */
+export function hasDotSegment(path: string): boolean {
+  return DOT_SEGMENT.test(path);
+}

@@ -1,6 +1,7 @@
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import type { ErrorDetail } from '../dto/errors.js';
+import { discardBody } from './discard-body.js';
 import { Problem, sendProblem } from './problem.js';
 
 interface ErrorLike {
@@ -28,8 +29,6 @@ export function problems(logger: Logger): Middleware {
           ctx,
           new Problem('method-not-allowed', `method_not_allowed: ${ctx.method} is not allowed on ${ctx.path}`),
         );
-      } else if (ctx.status === 501 && (ctx.body == null || typeof ctx.body === 'string')) {
-        sendProblem(ctx, new Problem('not-implemented', `not_implemented: method ${ctx.method} is not supported`));
       }
     } catch (err) {
       const problem = toProblem(err, ctx);
@@ -40,6 +39,7 @@ export function problems(logger: Logger): Middleware {
         return;
       }
       sendProblem(ctx, problem);
+      discardBody(ctx.req);
     }
   };
 }
