@@ -363,7 +363,12 @@ export class CityOperations {
    * Records a lifecycle event in the city's own log; with `orInOurs`, in the supervisor's log when the city's
    * is gone with its directory (an unregister of a city whose directory vanished must still be possible).
    */
-  private async recordLifecycle(name: string, path: string, type: string, orInOurs = false): Promise<void> {
+  private async recordLifecycle(
+    name: string,
+    path: string,
+    type: 'city.created' | 'city.registered' | 'city.unregister_requested',
+    orInOurs = false,
+  ): Promise<void> {
     const payload: CityLifecyclePayload = { name, path };
     try {
       await cityLog(path).append({ type, actor: 'ctl', subject: name, payload });

@@ -2,13 +2,7 @@ import { EventEmitter } from 'node:events';
 import { stat } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { CITY_LOCKED_EXIT_CODE } from '../shared/controller-ipc.js';
-import type {
-  CityLifecyclePayload,
-  CityCreateSucceededPayload,
-  CityUnregisterSucceededPayload,
-  ControllerCrashedPayload,
-  RequestFailedPayload,
-} from '../shared/dto/events.js';
+import type { CityLifecyclePayload, ControllerCrashedPayload } from '../shared/dto/events.js';
 import type { EventLog } from '../shared/events/event-log.js';
 import { bounded } from '../shared/fs/bounded.js';
 import { cityPaths } from '../shared/paths.js';
@@ -16,7 +10,8 @@ import { CitySlot, restartDelayMs } from './city-slot.js';
 import { ControllerProcess, describeExit, endpointOf, type ControllerEndpoint } from './controller-process.js';
 import { cityLog } from './event-view.js';
 import { findLeftoverController, flockHolder } from './leftover-controller.js';
-import type { PendingRequest, Registry } from './registry.js';
+import type { Registry } from './registry.js';
+import { RequestSettlement } from './request-settlement.js';
 
 export interface ReconcilerOptions {
   registry: Registry;
@@ -38,9 +33,6 @@ export interface ReconcilerOptions {
 /** How long an unregistered city's log still feeds the supervisor's event view. */
 export const UNREGISTERED_LINGER_MS = 120_000;
 
-/** An unregister whose controller has not gone after this long fails. */
-const UNREGISTER_DEADLINE_MS = 30_000;
-
 /** How long `adoptLeftovers` waits for adopted controllers to answer before the API opens. */
 const ADOPT_PROBE_MS = 2000;
 
@@ -61,19 +53,14 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
   private running: Promise<void> | undefined;
   private passAgain = false;
   private closed = false;
-  /** Requests whose terminal event is in the supervisor log; only forgetting them may remain to do. */
-  private readonly settled = new Set<string>();
-  /**
-   * Cities (by path) whose controller had to be killed when asked to stop, how and when: an unregister
-   * accepted before that did not end cleanly.
-   */
-  private readonly forcedStops = new Map<string, { message: string; at: number }>();
+  private readonly requests: RequestSettlement;
   /** Events about controllers being written. */
   private readonly recording = new Set<Promise<unknown>>();
 
   constructor(private readonly options: ReconcilerOptions) {
     super();
     this.setMaxListeners(0);
+    this.requests = new RequestSettlement(options.registry, options.supervisorLog);
   }
 
   /**
@@ -82,15 +69,8 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
    * supervisor left running, waiting briefly for them to answer, so the first city list is already right.
    */
   async adoptLeftovers(): Promise<void> {
-    const { registry, supervisorLog } = this.options;
-    const first = Math.min(...registry.pending.map((p) => p.supervisor_seq));
-    if (registry.pending.length) {
-      const ids = new Set(registry.pending.map((p) => p.request_id));
-      for (const event of supervisorLog.after(first)) {
-        const id = (event.payload as { request_id?: unknown }).request_id;
-        if (isTerminal(event.type) && typeof id === 'string' && ids.has(id)) this.settled.add(id);
-      }
-    }
+    const { registry } = this.options;
+    this.requests.learnRecorded();
     const probes: Promise<void>[] = [];
     const adopt = (slot: CitySlot) => {
       const probe = this.adoptLeftover(slot);
@@ -260,7 +240,7 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
       }
     }
 
-    for (const pending of registry.pending) await this.settle(pending, now);
+    for (const pending of registry.pending) await this.requests.settle(pending, this.slots.get(pending.path), now);
 
     if (nextWake < Infinity) {
       clearTimeout(this.wakeTimer);
@@ -347,7 +327,7 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
         // It could not record its own stop: we do, and an unregister waiting on it did not end cleanly.
         const message = `the controller (pid ${proc.pid}) did not stop within ${this.options.stopGraceMs} ms of SIGTERM and was killed`;
         this.options.logger.warn({ city: slot.name, pid: proc.pid }, message);
-        this.forcedStops.set(slot.path, { message, at: now });
+        this.requests.forcedStop(slot.path, message);
         this.track(
           cityLog(slot.path)
             .append({ type: 'controller.stopped', actor: 'ctl', subject: slot.name, message, payload: {} })
@@ -396,64 +376,6 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
     slot.stopping = true;
     void slot.process.stop(this.options.stopGraceMs);
   }
-
-  /**
-   * Records the terminal event of a pending request once its outcome is known, then forgets the request.
-   * A request whose event is recorded is never recorded again, even when forgetting it fails and is retried.
-   */
-  private async settle(pending: PendingRequest, now: number): Promise<void> {
-    if (!this.settled.has(pending.request_id)) {
-      const outcome = this.outcomeOf(pending, now);
-      if (!outcome) return;
-      await this.options.supervisorLog.append({
-        type: outcome.type,
-        actor: 'api',
-        subject: pending.name,
-        payload: outcome.payload,
-      });
-      this.settled.add(pending.request_id);
-    }
-    await this.options.registry.forget(pending.request_id);
-    this.settled.delete(pending.request_id);
-  }
-
-  private outcomeOf(pending: PendingRequest, now: number): { type: string; payload: object } | undefined {
-    const slot = this.slots.get(pending.path);
-    if (pending.operation === 'city.create') {
-      if (slot?.running) {
-        const payload: CityCreateSucceededPayload = {
-          request_id: pending.request_id,
-          name: slot.name,
-          path: pending.path,
-        };
-        return { type: 'request.result.city.create', payload };
-      }
-      if (!this.options.registry.cityAt(pending.path)) {
-        return failure(pending, 'city_init_failed', 'the city was unregistered before its controller started');
-      }
-      if (slot && slot.failedStarts > 0 && !slot.process) {
-        return failure(pending, 'city_init_failed', slot.lastError ?? 'the controller failed to start');
-      }
-      return undefined;
-    }
-    if (!slot?.process) {
-      const forced = this.forcedStops.get(pending.path);
-      if (forced !== undefined && forced.at >= Date.parse(pending.accepted_at)) {
-        this.forcedStops.delete(pending.path);
-        return failure(pending, 'city_unregister_failed', forced.message);
-      }
-      const payload: CityUnregisterSucceededPayload = {
-        request_id: pending.request_id,
-        name: pending.name,
-        path: pending.path,
-      };
-      return { type: 'request.result.city.unregister', payload };
-    }
-    if (now - Date.parse(pending.accepted_at) > UNREGISTER_DEADLINE_MS) {
-      return failure(pending, 'city_unregister_failed', `controller (pid ${slot.process.pid}) did not stop`);
-    }
-    return undefined;
-  }
 }
 
 /**
@@ -472,19 +394,4 @@ async function directoriesPresent(paths: string[]): Promise<Map<string, boolean>
     }),
   );
   return new Map(answers);
-}
-
-function isTerminal(type: string): boolean {
-  return type === 'request.failed' || type.startsWith('request.result.');
-}
-
-function failure(
-  pending: PendingRequest,
-  code: string,
-  message: string,
-): { type: string; payload: RequestFailedPayload } {
-  return {
-    type: 'request.failed',
-    payload: { request_id: pending.request_id, operation: pending.operation, error_code: code, error_message: message },
-  };
 }

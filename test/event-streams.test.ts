@@ -696,6 +696,20 @@ describe('event streams and the city event list', function () {
       expect((await list(sup, city, { limit: 1000 })).items).to.have.length(head);
     });
 
+    it('records custom events only: a type ctl records itself is a 422 naming body.type, and nothing is written', async function () {
+      const head = await cityHead(sup, city);
+      for (const type of ['bead.created', 'controller.crashed', 'request.failed']) {
+        const res = await fetch(`${sup.base}/v0/city/${city}/events`, {
+          method: 'POST',
+          headers: { ...CSRF, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ type, actor: 'test', payload: { bead: 'not a bead' } }),
+        });
+        const problem = (await expectProblem(res, 422)) as { errors?: { location: string }[] };
+        expect(problem.errors?.map((e) => e.location)).to.deep.equal(['body.type']);
+      }
+      expect(await cityHead(sup, city)).to.equal(head);
+    });
+
     it('answers a bad `since` with a 400, and filters by a good one', async function () {
       for (const since of ['bogus', '5d', '10']) {
         await expectProblem(await fetch(`${sup.base}/v0/city/${city}/events?since=${since}`), 400);

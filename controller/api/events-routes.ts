@@ -7,8 +7,10 @@ import type {
   ListBodyWireEvent,
 } from '../../shared/dto/events.js';
 import { decodePageToken, encodePageToken } from '../../shared/events/cursor.js';
+import { isKnownEventType } from '../../shared/events/event-types.js';
 import { eventQuery } from '../../shared/events/event-query.js';
 import { toWireEvent } from '../../shared/events/wire.js';
+import { Problem } from '../../shared/http/problem.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { blockUntilChanged } from './blocking.js';
 
@@ -103,15 +105,22 @@ export class CityEventsRoutes extends Controller {
   }
 
   /**
-   * Records an event of any type in the city's log (201 with its seq). The way for scripts, tools and tests to
+   * Records an event of a custom type (any type ctl does not record itself) in the city's log (201 with its seq): the way for scripts, tools and tests to
    * put events on the bus.
    * @summary Record an event
    */
   @Post('')
   @SuccessResponse(201, 'Recorded')
-  @Response<ErrorModel>(422, 'Invalid body')
+  @Response<ErrorModel>(422, 'Invalid body, or a type ctl records itself (`bead.created`, …)')
   public async emitCityEvent(@Path() cityName: string, @Body() body: EventEmitRequest): Promise<EventEmitResponse> {
-    const record = await this.city.log.append({
+    if (isKnownEventType(body.type)) {
+      // Every event of one of our types carries the payload its schema declares: only we record them.
+      const message = `${body.type} is recorded by ctl itself; a custom event needs a type of its own`;
+      throw new Problem('validation-failed', `invalid: body.type: ${message}`, {
+        errors: [{ location: 'body.type', message, value: body.type }],
+      });
+    }
+    const record = await this.city.log.appendCustom({
       type: body.type,
       actor: body.actor,
       subject: body.subject,

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../../shared/canonical-json.js';
 import type { Bead, BeadGraphResponse } from '../../shared/dto/beads.js';
+import type { KnownEventType, KnownNewEvent } from '../../shared/events/event-types.js';
 import type { EventLog } from '../../shared/events/event-log.js';
 import { Problem } from '../../shared/http/problem.js';
 import { BeadError, type BeadChange, type BeadStore, type NewBead } from './bead-store.js';
@@ -189,12 +190,12 @@ export class BeadsService {
   }
 
   /** Records a `bead.*` event: the bead as payload. */
-  async record(type: string, bead: Bead): Promise<void> {
+  async record(type: Extract<KnownEventType, `bead.${string}`>, bead: Bead): Promise<void> {
     await this.log.append({ type, actor: 'api', subject: bead.id, payload: { bead } });
   }
 
   /** Records any other event about beads (`mail.*`, `convoy.*`). */
-  async recordEvent(event: { type: string; actor: string; subject: string; payload: object }): Promise<void> {
+  async recordEvent(event: KnownNewEvent): Promise<void> {
     await this.log.append(event);
   }
 

@@ -9,6 +9,7 @@ import type {
 import { Problem } from '../../shared/http/problem.js';
 import type { BeadsService, IdempotencyKey } from './beads-service.js';
 import { randomBytes } from 'node:crypto';
+import type { KnownEventType } from '../../shared/events/event-types.js';
 
 const READ = 'read';
 const THREAD = 'thread:';
@@ -212,7 +213,11 @@ export class MailService {
     await this.record('mail.deleted', closed, closed.assignee);
   }
 
-  private async record(type: string, bead: Bead, actor: string | undefined): Promise<void> {
+  private async record(
+    type: Extract<KnownEventType, `mail.${string}`>,
+    bead: Bead,
+    actor: string | undefined,
+  ): Promise<void> {
     const message = toMessage(bead);
     const payload: MailEventPayload = { rig: message.rig ?? '', message };
     await this.beads.recordEvent({ type, actor: actor || 'api', subject: bead.id, payload });

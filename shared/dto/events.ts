@@ -1,5 +1,4 @@
-import type { BeadEventPayload } from './beads.js';
-import type { MailEventPayload } from './mail.js';
+import type { EventPayloadTypes } from '../events/event-types.js';
 
 /** Payload of `city.created` and `city.unregister_requested`. */
 export interface CityLifecyclePayload {
@@ -96,20 +95,8 @@ export interface CustomEventPayload {
   [key: string]: unknown;
 }
 
-/** Any event payload. */
-export type EventPayload =
-  | CityLifecyclePayload
-  | CityCreateSucceededPayload
-  | CityUnregisterSucceededPayload
-  | RequestFailedPayload
-  | ControllerCrashedPayload
-  | SupervisorStartedPayload
-  | SupervisorShutdownPayload
-  | RotatedPayload
-  | BeadEventPayload
-  | MailEventPayload
-  | NoPayload
-  | CustomEventPayload;
+/** Any event payload: one of the types our events declare (`EventPayloadTypes`), or a custom event's object. */
+export type EventPayload = EventPayloadTypes[keyof EventPayloadTypes] | CustomEventPayload;
 
 /** One event of a city log, as listed. */
 export interface WireEvent {

@@ -21,6 +21,7 @@ import {
   utcStamp,
   type Archive,
 } from './archives.js';
+import type { CustomNewEvent, KnownNewEvent } from './event-types.js';
 import { FileLock } from './file-lock.js';
 import {
   completeEnd,
@@ -96,13 +97,25 @@ export class EventLog {
     private readonly lockPath: string,
   ) {}
 
-  /** Appends one event; resolves with the stored record once it is written. */
-  async append(event: NewEvent): Promise<EventRecord> {
+  /**
+   * Appends one event of ours, its payload checked against its type by the compiler; resolves with the stored
+   * record once it is written.
+   */
+  append(event: KnownNewEvent): Promise<EventRecord> {
+    return this.appendOne(event);
+  }
+
+  /** Appends an event of a type this product does not define (`POST …/events`, tools, tests). */
+  appendCustom(event: CustomNewEvent): Promise<EventRecord> {
+    return this.appendOne(event);
+  }
+
+  private async appendOne(event: NewEvent): Promise<EventRecord> {
     const [record] = await this.appendMany([event]);
     return record;
   }
 
-  appendMany(events: NewEvent[]): Promise<EventRecord[]> {
+  private appendMany(events: NewEvent[]): Promise<EventRecord[]> {
     return new Promise((resolve, reject) => {
       this.queue.push({ events, resolve, reject });
       if (!this.draining) void this.drain();

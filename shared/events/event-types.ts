@@ -1,7 +1,40 @@
+import type { BeadEventPayload } from '../dto/beads.js';
+import type {
+  CityCreateSucceededPayload,
+  CityLifecyclePayload,
+  CityUnregisterSucceededPayload,
+  ControllerCrashedPayload,
+  NoPayload,
+  RequestFailedPayload,
+  RotatedPayload,
+  SupervisorShutdownPayload,
+  SupervisorStartedPayload,
+} from '../dto/events.js';
+import type { MailEventPayload } from '../dto/mail.js';
+
 /**
- * Every event type this product records, with the schema of its payload (a component of the OpenAPI
- * document). The document's typed envelopes are built from this table; any other type is a custom event
- * (recorded through `POST /v0/city/{cityName}/events`) whose payload is any object.
+ * Every payload type an event of ours carries, by its name: the name is the OpenAPI component the typed envelopes
+ * refer to, the type is what a writer must hand over.
+ */
+export interface EventPayloadTypes {
+  CityLifecyclePayload: CityLifecyclePayload;
+  CityCreateSucceededPayload: CityCreateSucceededPayload;
+  CityUnregisterSucceededPayload: CityUnregisterSucceededPayload;
+  RequestFailedPayload: RequestFailedPayload;
+  ControllerCrashedPayload: ControllerCrashedPayload;
+  SupervisorStartedPayload: SupervisorStartedPayload;
+  SupervisorShutdownPayload: SupervisorShutdownPayload;
+  RotatedPayload: RotatedPayload;
+  BeadEventPayload: BeadEventPayload;
+  MailEventPayload: MailEventPayload;
+  NoPayload: NoPayload;
+}
+
+/**
+ * Every event type this product records, with its payload — the one place an event type is declared. From here
+ * each write is type-checked (`EventLog.append`), and the OpenAPI document's typed envelopes (one variant per
+ * type, plus the custom one) and so `docs/schema/events.json` are generated. Any other type is a custom event,
+ * recorded through `POST /v0/city/{cityName}/events` with any object as its payload.
  */
 export const EVENT_PAYLOADS = {
   'city.created': 'CityLifecyclePayload',
@@ -29,6 +62,36 @@ export const EVENT_PAYLOADS = {
   'mail.deleted': 'MailEventPayload',
   'convoy.created': 'NoPayload',
   'convoy.closed': 'NoPayload',
-} as const satisfies Record<string, string>;
+} as const satisfies Record<string, keyof EventPayloadTypes>;
 
 export type KnownEventType = keyof typeof EVENT_PAYLOADS;
+
+/** The payload of an event of type `K`. */
+export type PayloadOf<K extends KnownEventType> = EventPayloadTypes[(typeof EVENT_PAYLOADS)[K]];
+
+/** An event of one of our types, as a writer hands it over: its payload is the one its type declares. */
+export type KnownNewEvent = {
+  [K in KnownEventType]: {
+    type: K;
+    actor: string;
+    subject?: string;
+    message?: string;
+    payload: PayloadOf<K>;
+    /** Set by the writer unless given. */
+    ts?: string;
+  };
+}[KnownEventType];
+
+/** An event of a type this product does not define: its writer's own payload. */
+export interface CustomNewEvent {
+  type: string;
+  actor: string;
+  subject?: string;
+  message?: string;
+  payload?: Record<string, unknown>;
+  ts?: string;
+}
+
+export function isKnownEventType(type: string): type is KnownEventType {
+  return Object.hasOwn(EVENT_PAYLOADS, type);
+}

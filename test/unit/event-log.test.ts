@@ -25,7 +25,7 @@ describe('EventLog', function () {
     const log = fresh();
     expect(log.head()).to.equal(0);
     const records = await Promise.all(
-      Array.from({ length: 25 }, (_, i) => log.append({ type: 't', actor: 'a', payload: { i } })),
+      Array.from({ length: 25 }, (_, i) => log.appendCustom({ type: 't', actor: 'a', payload: { i } })),
     );
     expect(records.map((r) => r.seq)).to.deep.equal(Array.from({ length: 25 }, (_, i) => i + 1));
     expect(log.head()).to.equal(25);
@@ -43,10 +43,10 @@ describe('EventLog', function () {
 
   it('writes a newline first after a torn last line, and skips torn and garbage lines', async function () {
     const log = fresh();
-    await log.append({ type: 't', actor: 'a' });
-    await log.append({ type: 't', actor: 'a' });
+    await log.appendCustom({ type: 't', actor: 'a' });
+    await log.appendCustom({ type: 't', actor: 'a' });
     appendFileSync(log.path, 'not json at all\n{"seq":99,"type":"t","ts":"2026'); // a crash mid-write
-    const third = await log.append({ type: 't', actor: 'a' });
+    const third = await log.appendCustom({ type: 't', actor: 'a' });
     expect(third.seq).to.equal(3);
     const lines = readFileSync(log.path, 'utf8').split('\n');
     expect(lines.filter((l) => parseEventLine(l) !== undefined).map((l) => parseEventLine(l)!.seq)).to.deep.equal([
@@ -60,7 +60,7 @@ describe('EventLog', function () {
     const log = fresh();
     writeFileSync(log.path, `{"seq":42,"type":"t","ts":"2026-01-01T00:00:00Z","actor":"a"}\n${'x'.repeat(300_000)}\n`);
     expect(log.head()).to.equal(42);
-    expect((await log.append({ type: 't', actor: 'a' })).seq).to.equal(43);
+    expect((await log.appendCustom({ type: 't', actor: 'a' })).seq).to.equal(43);
   });
 
   it('pages a large log by binary search: every seq exactly once, in order', async function () {

@@ -23,7 +23,7 @@ describe('LogTail', function () {
   });
 
   const append = (n: number) =>
-    Promise.all(Array.from({ length: n }, (_, i) => log.append({ type: 't', actor: 'a', payload: { i } })));
+    Promise.all(Array.from({ length: n }, (_, i) => log.appendCustom({ type: 't', actor: 'a', payload: { i } })));
 
   it('follows only while someone listens, each time from the end of the log', async function () {
     await append(3);
@@ -44,7 +44,7 @@ describe('LogTail', function () {
     tail.subscribe((records) => again.push(...records));
     expect(tail.head).to.equal(7);
     const other = EventLog.at(log.path, join(dir, 'events.lock'));
-    await other.append({ type: 'u', actor: 'b', payload: {} });
+    await other.appendCustom({ type: 'u', actor: 'b', payload: {} });
     await waitUntil('the other writer’s record', () => again.length === 1, 5000);
     expect(again[0]).to.include({ seq: 8, type: 'u' });
     expect(seen).to.have.length(2);
