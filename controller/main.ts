@@ -11,7 +11,8 @@ import {
   type ControllerMessage,
   type ControllerPidFile,
 } from '../shared/controller-ipc.js';
-import { EventLog } from '../shared/events/event-log.js';
+import { cityLog } from '../shared/events/city-log.js';
+import type { EventLog } from '../shared/events/event-log.js';
 import { FileLock } from '../shared/events/file-lock.js';
 import { LogTail } from '../shared/events/log-tail.js';
 import { createLogger } from '../shared/log.js';
@@ -96,7 +97,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     completed.push('loading_config');
 
     await enter('opening_event_log');
-    const log = EventLog.at(paths.events, paths.eventsLock);
+    const log = cityLog(root);
     await log.sweep();
     log.head();
     const tail = new LogTail(log);

@@ -14,6 +14,7 @@ import { ConfigError } from '../shared/config/config-error.js';
 import type { AsyncAcceptedResponse } from '../shared/dto/common.js';
 import type { CityCreateRequest, CityInfo, CityRegisterRequest } from '../shared/dto/cities.js';
 import type { CityLifecyclePayload } from '../shared/dto/events.js';
+import { cityLog } from '../shared/events/city-log.js';
 import { formatCursor } from '../shared/events/cursor.js';
 import type { EventLog } from '../shared/events/event-log.js';
 import { bounded, FsTimeoutError } from '../shared/fs/bounded.js';
@@ -27,7 +28,7 @@ import {
 import { Problem } from '../shared/http/problem.js';
 import { cityPaths } from '../shared/paths.js';
 import { SUPPORTED_PROVIDERS, type ReadinessProber } from '../shared/readiness.js';
-import { cityLog, type EventView } from './event-view.js';
+import type { EventView } from './event-view.js';
 import type { Reconciler } from './reconciler.js';
 import type { PendingRequest, Registry } from './registry.js';
 import { ensureRuntimeLayout, isCityDirectory, scaffoldCity } from './scaffold.js';
@@ -72,11 +73,11 @@ export class CityOperations {
   info(name: string): CityInfo | undefined {
     const city = this.o.registry.cityNamed(name);
     if (!city) return undefined;
-    const slot = this.o.reconciler.slots.get(city.path);
-    if (!slot)
+    const listing = this.o.reconciler.listing(city.path);
+    if (!listing)
       return { name: city.name, path: city.path, running: false, status: city.stopped ? 'stopped' : 'starting' };
-    const info = slot.info();
-    if (slot.name !== city.name && info.running) {
+    const { info } = listing;
+    if (listing.servedName !== city.name && info.running) {
       // The controller still serves the name the city had: it is being restarted under the new one.
       info.running = false;
       info.status = 'restarting';
@@ -280,7 +281,7 @@ export class CityOperations {
     });
     const { reconciler } = this.o;
     reconciler.wake();
-    const stopped = await reconciler.waitFor(() => !reconciler.slots.get(city.path)?.process, this.o.stopTimeoutMs);
+    const stopped = await reconciler.waitFor(() => !reconciler.hasController(city.path), this.o.stopTimeoutMs);
     if (!stopped) {
       throw new Problem('gateway-timeout', `timeout: the controller of ${name} did not stop in time`);
     }
@@ -299,28 +300,25 @@ export class CityOperations {
       return registered;
     });
     const { reconciler } = this.o;
-    const slot = reconciler.slots.get(city.path);
-    const failuresBefore = slot?.failedStarts ?? 0;
-    if (slot && !slot.process) {
-      // A person asked: skip any crash back-off.
-      slot.nextStartAt = 0;
-    }
-    reconciler.wake();
-    const settled = await reconciler.waitFor(() => {
-      const s = reconciler.slots.get(city.path);
-      return s !== undefined && (s.running || (!s.process && s.failedStarts > failuresBefore));
-    }, this.o.startTimeoutMs);
-    const current = reconciler.slots.get(city.path);
-    if (current?.running) return this.info(name)!;
+    const failuresBefore = reconciler.failedStarts(city.path);
+    reconciler.startNow(city.path);
+    const settled = await reconciler.waitFor(
+      () =>
+        reconciler.isRunning(city.path) ||
+        (!reconciler.hasController(city.path) && reconciler.failedStarts(city.path) > failuresBefore),
+      this.o.startTimeoutMs,
+    );
+    const current = this.info(name);
+    if (reconciler.isRunning(city.path)) return current!;
     if (settled) {
       throw new Problem(
         'service-unavailable',
-        `start_failed: ${name}: ${current?.lastError ?? 'controller failed to start'}`,
+        `start_failed: ${name}: ${current?.error ?? 'controller failed to start'}`,
       );
     }
     throw new Problem(
       'gateway-timeout',
-      `timeout: ${name} did not become ready within ${this.o.startTimeoutMs / 1000}s (status: ${current?.info().status ?? 'unknown'})`,
+      `timeout: ${name} did not become ready within ${this.o.startTimeoutMs / 1000}s (status: ${current?.status ?? 'unknown'})`,
     );
   }
 

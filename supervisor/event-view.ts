@@ -1,10 +1,11 @@
 import type { SupervisorEventListOutputBody, WireTaggedEvent } from '../shared/dto/events.js';
 import { formatCursor, type CompositeCursor } from '../shared/events/cursor.js';
-import { EventLog } from '../shared/events/event-log.js';
+import { cityLog } from '../shared/events/city-log.js';
+import type { EventLog } from '../shared/events/event-log.js';
 import type { EventQuery } from '../shared/events/event-query.js';
 import type { EventRecord } from '../shared/events/record.js';
 import { toWireEvent } from '../shared/events/wire.js';
-import { cityPaths, SUPERVISOR_SCOPE } from '../shared/paths.js';
+import { SUPERVISOR_SCOPE } from '../shared/paths.js';
 import type { Reconciler } from './reconciler.js';
 import type { Registry } from './registry.js';
 
@@ -40,7 +41,7 @@ export class EventView {
       seen.add(pending.name);
       sources.push({ scope: pending.name, log: cityLog(pending.path) });
     }
-    for (const [name, gone] of this.reconciler.recentlyUnregistered) {
+    for (const [name, gone] of this.reconciler.recentlyUnregisteredCities()) {
       if (seen.has(name)) continue;
       seen.add(name);
       sources.push({ scope: name, log: cityLog(gone.path) });
@@ -80,11 +81,6 @@ export class EventView {
       total,
     };
   }
-}
-
-export function cityLog(root: string): EventLog {
-  const paths = cityPaths(root);
-  return EventLog.at(paths.events, paths.eventsLock);
 }
 
 /** A record of `scope`'s log as a tagged event: request results name the city they are about. */

@@ -3,12 +3,13 @@ import { stat } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { CITY_LOCKED_EXIT_CODE } from '../shared/controller-ipc.js';
 import type { CityLifecyclePayload, ControllerCrashedPayload } from '../shared/dto/events.js';
+import { cityLog } from '../shared/events/city-log.js';
 import type { EventLog } from '../shared/events/event-log.js';
 import { bounded } from '../shared/fs/bounded.js';
 import { cityPaths } from '../shared/paths.js';
+import type { CityInfo } from '../shared/dto/cities.js';
 import { CitySlot, restartDelayMs } from './city-slot.js';
 import { ControllerProcess, describeExit, endpointOf, type ControllerEndpoint } from './controller-process.js';
-import { cityLog } from './event-view.js';
 import { findLeftoverController, flockHolder } from './leftover-controller.js';
 import type { Registry } from './registry.js';
 import { RequestSettlement } from './request-settlement.js';
@@ -43,9 +44,9 @@ const ADOPT_PROBE_MS = 2000;
  * woken (a request, a controller event) and on a periodic tick.
  */
 export class Reconciler extends EventEmitter<{ changed: [] }> {
-  readonly slots = new Map<string, CitySlot>();
+  private readonly slots = new Map<string, CitySlot>();
   /** Recently unregistered cities, by name, whose logs the event view still includes. */
-  readonly recentlyUnregistered = new Map<string, { path: string; at: number }>();
+  private readonly recentlyUnregistered = new Map<string, { path: string; at: number }>();
   lastPassAt = Date.now();
   passes = 0;
   private interval: NodeJS.Timeout | undefined;
@@ -105,6 +106,38 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
       return;
     }
     this.running = new Promise((resolve) => setImmediate(resolve)).then(() => this.runPasses());
+  }
+
+  /** Cities unregistered in the last two minutes (by name), whose logs the event view still shows. */
+  recentlyUnregisteredCities(): Iterable<[string, { path: string }]> {
+    return this.recentlyUnregistered.entries();
+  }
+
+  /** How the city at `path` is listed, with the name its controller serves; undefined before the first pass. */
+  listing(path: string): { info: CityInfo; servedName: string } | undefined {
+    const slot = this.slots.get(path);
+    return slot ? { info: slot.info(), servedName: slot.name } : undefined;
+  }
+
+  /** Whether a controller process (starting, running or stopping) is attached to the city at `path`. */
+  hasController(path: string): boolean {
+    return this.slots.get(path)?.process !== undefined;
+  }
+
+  isRunning(path: string): boolean {
+    return this.slots.get(path)?.running === true;
+  }
+
+  /** Starts that ended before the controller became ready, for the city at `path`. */
+  failedStarts(path: string): number {
+    return this.slots.get(path)?.failedStarts ?? 0;
+  }
+
+  /** A person asked for a start: skip any crash back-off, and run a pass. */
+  startNow(path: string): void {
+    const slot = this.slots.get(path);
+    if (slot && !slot.process) slot.nextStartAt = 0;
+    this.wake();
   }
 
   /** The controller serving city `name` (registered at `path`) and where it listens, while it runs under that name. */
