@@ -84,8 +84,8 @@ export class CityRoutes extends Controller {
       running: 0,
       agents: { total: config.agents.length, running: 0, suspended: suspendedAgents, quarantined: 0 },
       rigs: { total: config.rigs.length, suspended: config.rigs.filter((r) => r.suspended).length },
-      work: { in_progress: 0, ready: 0, open: 0 },
-      mail: { unread: 0, total: 0 },
+      work: this.city.beads.workCounts(),
+      mail: this.city.mail.count({}),
       version: VERSION,
       event_head: head,
     };

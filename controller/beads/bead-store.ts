@@ -69,6 +69,8 @@ export interface BeadQuery {
   includeClosed?: boolean;
   /** Include ephemeral beads (mail). */
   includeEphemeral?: boolean;
+  /** Work only: beads that could ever be ready (not mail, containers, records or bookkeeping; see isWork). */
+  workOnly?: boolean;
   /** Beads without this label (unread mail: without `read`). */
   withoutLabel?: string;
   /** Beads whose metadata has each of these key/value pairs. */

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../../shared/canonical-json.js';
 import type { Bead, BeadGraphResponse } from '../../shared/dto/beads.js';
+import type { StatusWorkCounts } from '../../shared/dto/health.js';
 import type { KnownEventType, KnownNewEvent } from '../../shared/events/event-types.js';
 import type { EventLog } from '../../shared/events/event-log.js';
 import { Problem } from '../../shared/http/problem.js';
@@ -187,6 +188,12 @@ export class BeadsService {
       deps,
       membership: isConvoy ? 'direct-root-id+parent-closure+convoy-members' : 'direct-root-id+parent-closure',
     };
+  }
+
+  /** How much work the city has: work beads open, in progress, and ready now. */
+  workCounts(): StatusWorkCounts {
+    const count = (status: string) => this.store.list({ status, workOnly: true, limit: 0 }).total;
+    return { open: count('open'), in_progress: count('in_progress'), ready: this.store.ready({ limit: 0 }).total };
   }
 
   /** Records a `bead.*` event: the bead as payload. */

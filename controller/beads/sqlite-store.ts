@@ -289,6 +289,7 @@ export class SqliteBeadStore implements BeadStore {
       params.push(key, value);
     }
     if (!query.includeEphemeral) where.push('b.ephemeral = 0');
+    if (query.workOnly) where.push('b.work = 1');
     const filter = where.length ? `where ${where.join(' and ')}` : '';
     const total = (this.sql(`select count(*) as c from beads b ${filter}`).get(...params) as { c: number }).c;
     const page: string[] = [...where];

@@ -91,19 +91,36 @@ export interface StatusRigCounts {
   suspended: number;
 }
 
+/** Work beads (not mail, convoys, other containers or bookkeeping) by state. */
 export interface StatusWorkCounts {
-  /** @isInt */
+  /**
+   * Work in progress.
+   * @isInt
+   */
   in_progress: number;
-  /** @isInt */
+  /**
+   * Open work with nothing blocking it and not deferred: what `GET …/beads/ready` lists.
+   * @isInt
+   */
   ready: number;
-  /** @isInt */
+  /**
+   * Open work, ready or not.
+   * @isInt
+   */
   open: number;
 }
 
+/** Mail in the city, every recipient and rig. */
 export interface StatusMailCounts {
-  /** @isInt */
+  /**
+   * Messages not yet read (nor archived).
+   * @isInt
+   */
   unread: number;
-  /** @isInt */
+  /**
+   * Messages not archived.
+   * @isInt
+   */
   total: number;
 }
 

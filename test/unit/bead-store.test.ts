@@ -128,6 +128,20 @@ for (const backend of BACKENDS) {
       expect(store.ready({ limit: 0 })).to.deep.include({ total: 1 });
     });
 
+    it('lists work only when asked: no mail, containers or bookkeeping, whatever their status', function () {
+      const task = store.create({ title: 'task' });
+      const started = store.create({ title: 'started' });
+      store.update(started.id, { status: 'in_progress' });
+      store.create({ title: 'convoy', type: 'convoy' });
+      store.create({ title: 'mail', type: 'message', ephemeral: true });
+      store.create({ title: 'tracking', labels: ['order-tracking'] });
+      const work = (status: string) => store.list({ status, workOnly: true, includeEphemeral: true, limit: 10 });
+      expect(work('open').items.map((b) => b.id)).to.deep.equal([task.id]);
+      expect(work('open').total).to.equal(1);
+      expect(work('in_progress').items.map((b) => b.id)).to.deep.equal([started.id]);
+      expect(store.list({ status: 'open', includeEphemeral: true, limit: 10 }).total).to.equal(4);
+    });
+
     it('follows every change that can put a bead into ready or take it out', function () {
       const first = store.create({ title: 'first blocker' });
       const second = store.create({ title: 'second blocker' });
