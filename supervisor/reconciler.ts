@@ -12,7 +12,7 @@ import { cityPaths } from '../shared/paths.js';
 import { CitySlot, restartDelayMs } from './city-slot.js';
 import { ControllerProcess, describeExit, endpointOf } from './controller-process.js';
 import { cityLog } from './event-view.js';
-import { findLeftoverController, flockHolder } from './leftover-controller.js';
+import { findLeftoverController, flockHolder } from '../shared/leftover-controller.js';
 import type { PendingRequest, Registry } from './registry.js';
 
 export interface ReconcilerOptions {

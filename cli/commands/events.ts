@@ -3,7 +3,7 @@ import { defineCommand } from 'citty';
 import type { CityInfo } from '../../shared/dto/cities.js';
 import { parseDuration } from '../../shared/duration.js';
 import { parseCursor } from '../../shared/events/cursor.js';
-import { apiArg, call, connect, CSRF, type Api } from '../_api.js';
+import { apiArg, call, connect, CSRF, failureText, patient, type Api } from '../_api.js';
 import { CliError, leafCommand } from '../_command.js';
 import { parsePayloadMatchers, payloadMatches, type PayloadMatchers } from '../_payload-match.js';
 import { repeated } from '../_work.js';
@@ -13,6 +13,7 @@ import { openSse } from '../_sse.js';
 const PAGE = 1000;
 const BACKOFF_START_MS = 1000;
 const BACKOFF_MAX_MS = 30_000;
+const ROTATE_WAIT_MS = 30_000;
 
 const args = {
   type: { type: 'string', description: 'Only events of this type' },
@@ -196,11 +197,11 @@ async function stream(
     const signal = o.deadline ? AbortSignal.any([abort.signal, o.deadline]) : abort.signal;
     let connection;
     try {
-      connection = await openSse(url, { 'Last-Event-ID': position, ...CSRF }, signal);
+      connection = await openSse(api.streamFetch, url, { 'Last-Event-ID': position, ...CSRF }, signal);
     } catch (err) {
       if (o.deadline?.aborted) return;
+      if (!o.follow) throw new CliError(await failureText(err, api));
       const reason = describeFetchError(err);
-      if (!o.follow) throw new CliError(`request failed: ${reason}`);
       await retry(`connect failed, retrying: ${reason}`);
       continue;
     }
@@ -313,9 +314,11 @@ const rotate = leafCommand('events', {
     const api = connect(a.api);
     const city = await resolveCity(api, a.city);
     if (!city) throw new CliError('rotate requires a city in scope; run from a city directory or pass --city');
+    // With --wait the server waits up to 30 s for the compression before it answers.
+    const rotating = a.wait ? patient(api, ROTATE_WAIT_MS) : api;
     const { data } = await call(
-      api,
-      api.client.POST('/v0/city/{cityName}/events/rotate', {
+      rotating,
+      rotating.client.POST('/v0/city/{cityName}/events/rotate', {
         params: { header: CSRF, path: { cityName: city.name }, query: a.wait ? { wait: true } : {} },
       }),
     );
