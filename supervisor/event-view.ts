@@ -1,6 +1,7 @@
 import type { SupervisorEventListOutputBody, WireTaggedEvent } from '../shared/dto/events.js';
-import { formatCursor, type CompositeCursor } from '../shared/events/cursor.js';
+import { formatCursor, parseCursor, REPLAY_ALL, type CompositeCursor } from '../shared/events/cursor.js';
 import { EventLog } from '../shared/events/event-log.js';
+import { decodeToken, encodeToken, invalidToken } from '../shared/http/page-token.js';
 import type { EventQuery } from '../shared/events/event-query.js';
 import type { EventRecord } from '../shared/events/record.js';
 import { toWireEvent } from '../shared/events/wire.js';
@@ -53,33 +54,102 @@ export class EventView {
     return new Map(this.sources().map((s) => [s.scope, s.log.head()]));
   }
 
-  /** Matching events of every log, oldest first; `limit` keeps the newest that many (0: all). */
-  list(query: EventQuery, limit: number): SupervisorEventListOutputBody {
-    const cursor = this.captureCursor();
-    const keyed: TimedEvent[] = [];
+  /**
+   * One page of the merged list: the newest `limit` matches, oldest first, below each log's bound in `cursor`
+   * (a `next_cursor` of this list; none: the whole log up to its head as captured now), and a `next_cursor`
+   * when more remain. A log a cursor does not name (a city registered since the first page) is not read: the
+   * pages list what there was when the first one was read.
+   */
+  list(query: EventQuery, limit: number, cursor?: string): SupervisorEventListOutputBody {
+    const captured = this.captureCursor();
+    const bounds = cursor === undefined ? firstPageBounds(captured) : decodeMergedPageToken(cursor);
+    const heads: LogHead[] = [];
     for (const source of this.sources()) {
-      // Each log, newest first, stopping at `limit` matches or at `since`: the newest `limit` overall are
-      // among the newest `limit` of each log.
-      const { records } = source.log.newest({
-        limit: limit > 0 ? limit : Infinity,
-        filter: query.filter,
-        sinceMs: query.sinceMs,
-      });
-      for (const record of records) {
-        const event = tagEvent(source.scope, record);
-        keyed.push({ ms: Date.parse(event.ts), event });
-      }
+      const below = bounds.get(source.scope);
+      if (below === undefined) continue;
+      // Each log, newest first: the newest `limit` overall are among the newest `limit` of each log.
+      const page = source.log.newest({ limit, beforeSeq: below, filter: query.filter, sinceMs: query.sinceMs });
+      heads.push({ scope: source.scope, below, records: page.records, next: 0, more: page.more });
     }
-    // The time is parsed once per event, not once per comparison.
-    keyed.sort(byTimeCitySeq);
-    const items = keyed.map((k) => k.event);
-    const total = query.filtered ? items.length : [...cursor.values()].reduce((sum, seq) => sum + seq, 0);
-    return {
-      event_cursor: formatCursor(cursor),
-      items: limit > 0 ? items.slice(-limit) : items,
-      total,
+    const picked = newestOfAll(heads, limit);
+    const body: SupervisorEventListOutputBody = {
+      event_cursor: formatCursor(captured),
+      items: picked.map((p) => p.event).reverse(),
+      total: query.filtered ? picked.length : [...captured.values()].reduce((sum, seq) => sum + seq, 0),
     };
+    // Each log goes on below the oldest event it gave this page; one that gave none keeps its bound, and one
+    // with nothing left is done.
+    const next: CompositeCursor = new Map();
+    for (const head of heads) {
+      const left = head.next < head.records.length || head.more;
+      if (left) next.set(head.scope, head.next > 0 ? head.records[head.next - 1].seq : head.below);
+    }
+    if (next.size > 0) body.next_cursor = encodeMergedPageToken(next);
+    return body;
   }
+}
+
+/** One log's page as the merge walks it: its records newest first, and how many the merged page took. */
+interface LogHead {
+  scope: string;
+  /** The bound it was read below. */
+  below: number;
+  records: EventRecord[];
+  next: number;
+  /** Matches below the last of `records`. */
+  more: boolean;
+}
+
+/** The first page reads every log up to its head as captured (what `event_cursor` says), not beyond. */
+function firstPageBounds(captured: CompositeCursor): CompositeCursor {
+  return new Map([...captured].map(([scope, head]) => [scope, head + 1]));
+}
+
+/**
+ * The newest `limit` events of all logs, newest first, by time, then city, then seq. Each log is taken in seq
+ * order (a merge, not a sort of everything), so what a page takes of a log is always all of it above some seq,
+ * and the next page can go on below that seq even where a log's clock went backwards.
+ */
+function newestOfAll(heads: LogHead[], limit: number): TimedEvent[] {
+  const candidates = new Map<LogHead, TimedEvent>();
+  const candidate = (head: LogHead) => {
+    const record = head.records[head.next];
+    if (record === undefined) {
+      candidates.delete(head);
+    } else {
+      const event = tagEvent(head.scope, record);
+      candidates.set(head, { ms: Date.parse(event.ts), event });
+    }
+  };
+  for (const head of heads) candidate(head);
+  const picked: TimedEvent[] = [];
+  while (picked.length < limit && candidates.size > 0) {
+    let best: [LogHead, TimedEvent] | undefined;
+    for (const entry of candidates) if (!best || byTimeCitySeq(entry[1], best[1]) > 0) best = entry;
+    const [head, event] = best!;
+    picked.push(event);
+    head.next++;
+    candidate(head);
+  }
+  return picked;
+}
+
+/** A page token of the merged list: `v1:` + base64url of {"k":"sc","b":"<scope>:<seq>,…"}, each log's bound. */
+function encodeMergedPageToken(bounds: CompositeCursor): string {
+  return encodeToken('sc', { b: formatCursor(bounds) });
+}
+
+function decodeMergedPageToken(token: string): CompositeCursor {
+  const { b } = decodeToken(token, 'sc');
+  if (typeof b !== 'string') throw invalidToken();
+  let bounds;
+  try {
+    bounds = parseCursor(b);
+  } catch {
+    throw invalidToken();
+  }
+  if (bounds === REPLAY_ALL || bounds.size === 0 || [...bounds.values()].some((seq) => seq < 1)) throw invalidToken();
+  return bounds;
 }
 
 export function cityLog(root: string): EventLog {

@@ -5,7 +5,8 @@ import { apiArg, call, connect, CSRF, patient, type Api } from '../_api.js';
 import { CliError, leafCommand } from '../_command.js';
 import { findCityRoot, listCities } from '../_scope.js';
 import { renderTable } from '../_table.js';
-import { progress, waitForRequest, waitForRunning } from '../_wait.js';
+import { progress } from '../_progress.js';
+import { waitForRequest, waitForRunning } from '../_wait.js';
 
 const waitArg = {
   timeout: { type: 'string', description: 'Seconds to wait for the outcome (default 60)' },
@@ -72,7 +73,8 @@ export const citiesCommand = leafCommand('cities', {
   args: { json: { type: 'boolean', description: 'Print the API response as JSON' }, ...apiArg },
   async run({ args }) {
     const api = connect(args.api);
-    const { data } = await call(api, api.client.GET('/v0/cities'));
+    const items = await listCities(api);
+    const data = { items, total: items.length };
     if (args.json) {
       process.stdout.write(JSON.stringify(data) + '\n');
       return;
