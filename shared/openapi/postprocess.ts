@@ -68,6 +68,13 @@ export function postprocess(input: Json, options: PostprocessOptions = {}): Json
   }
 
   const paths = (doc.paths ?? {}) as Json;
+  // Before the hand-written paths join: only tsoa's routes validate their parameters that way.
+  for (const item of Object.values(paths)) {
+    for (const method of METHODS) {
+      const op = (item as Json)[method] as Json | undefined;
+      if (op) declareParameterValidation(op);
+    }
+  }
   Object.assign(paths, options.extraPaths ?? {});
   doc.paths = paths;
   for (const [path, item] of Object.entries(paths)) {
@@ -112,6 +119,28 @@ function upgradeOperation(op: Json, method: string, path: string): void {
     const r = response as Json;
     if (r.$ref) continue; // a components.responses entry, upgraded on its own
     upgradeResponse(r, status === 'default' || Number(status) >= 400);
+  }
+}
+
+/** Schema keywords that can refuse a parameter's value (a plain string admits anything). */
+const CONSTRAINTS = ['enum', 'const', 'pattern', 'format', 'minLength', 'maxLength', 'minimum', 'maximum'];
+
+/**
+ * A tsoa route answers 422 (`errors[]` naming the parameter) for a path, query or header value its schema
+ * refuses — `fresh=maybe`, `limit=-5` — before the route runs; the route class need not say so each time.
+ */
+function declareParameterValidation(op: Json): void {
+  const responses = (op.responses ?? {}) as Json;
+  if (responses['422']) return;
+  const refusable = ((op.parameters as Json[] | undefined) ?? []).some((p) => {
+    const schema = p.schema as Json | undefined;
+    // The CSRF header is the mutation guard's (403), not the route's.
+    if (!schema || String(p.name).toLowerCase() === 'x-ctl-request') return false;
+    return schema.type !== 'string' || CONSTRAINTS.some((keyword) => keyword in schema);
+  });
+  if (refusable) {
+    responses['422'] = problemResponse('Invalid parameter: a value its schema does not admit (`errors[]` names it)');
+    op.responses = responses;
   }
 }
 
