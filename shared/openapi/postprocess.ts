@@ -89,12 +89,18 @@ export function postprocess(input: Json, options: PostprocessOptions = {}): Json
     if (map && typeof map === 'object' && Object.keys(map).length === 0) delete components[key];
   }
   delete components.securitySchemes;
-  return sortKeysOf(doc, ['openapi', 'info', 'servers', 'tags', 'paths', 'components']);
+  // No operation takes credentials: the API listens on loopback, and what guards mutations is the X-CTL-Request
+  // header (a CSRF check, not an identity), declared as the parameter it is. Said once, for every operation,
+  // the hand-written streams included.
+  doc.security = [];
+  return sortKeysOf(doc, ['openapi', 'info', 'servers', 'security', 'tags', 'paths', 'components']);
 }
 
 function upgradeOperation(op: Json, method: string, path: string): void {
   if (typeof op.operationId !== 'string' || !op.operationId.includes('-'))
     op.operationId = operationIdFor(method, path);
+  // tsoa writes an empty `security` on each operation; the document's own covers them all.
+  if (Array.isArray(op.security) && op.security.length === 0) delete op.security;
   const params = ((op.parameters as Json[] | undefined) ?? []).filter(
     (p) => String(p.name).toLowerCase() !== 'x-ctl-request' && p.$ref !== '#/components/parameters/X-CTL-Request',
   );

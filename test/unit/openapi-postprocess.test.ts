@@ -521,6 +521,17 @@ describe('OpenAPI post-processing (unit)', function () {
       expect(out.paths['/v0/city'].post.responses['403'].description).to.equal('Custom forbidden');
     });
 
+    it('says once, at the root, that no operation takes credentials (security: [])', function () {
+      const raw = tsoaDocument();
+      raw.paths['/v0/city'].post.security = [];
+      const out = pp(raw, { extraPaths: { '/v0/stream': { get: { responses: { '200': { description: 'SSE' } } } } } });
+      expect(out.security).to.deep.equal([]);
+      for (const { method, path, op } of operations(out)) {
+        expect(op, `${method} ${path}`).to.not.have.property('security');
+      }
+      expect(out.components).to.not.have.property('securitySchemes');
+    });
+
     it('lists every problem type on ErrorModel.type', function () {
       const type = doc.components.schemas.ErrorModel.properties.type;
       expect(type['x-ctl-problem-types']).to.include.members([
