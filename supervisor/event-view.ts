@@ -63,41 +63,76 @@ export class EventView {
   list(query: EventQuery, limit: number, cursor?: string): SupervisorEventListOutputBody {
     const captured = this.captureCursor();
     const bounds = cursor === undefined ? firstPageBounds(captured) : decodeMergedPageToken(cursor);
-    const heads: LogHead[] = [];
+    const readers: LogReader[] = [];
     for (const source of this.sources()) {
       const below = bounds.get(source.scope);
-      if (below === undefined) continue;
-      // Each log, newest first: the newest `limit` overall are among the newest `limit` of each log.
-      const page = source.log.newest({ limit, beforeSeq: below, filter: query.filter, sinceMs: query.sinceMs });
-      heads.push({ scope: source.scope, below, records: page.records, next: 0, more: page.more });
+      if (below !== undefined) readers.push(new LogReader(source, below, query));
     }
-    const picked = newestOfAll(heads, limit);
+    const picked = newestOfAll(readers, limit);
     const body: SupervisorEventListOutputBody = {
       event_cursor: formatCursor(captured),
-      items: picked.map((p) => p.event).reverse(),
+      items: picked.reverse(),
       total: query.filtered ? picked.length : [...captured.values()].reduce((sum, seq) => sum + seq, 0),
     };
-    // Each log goes on below the oldest event it gave this page; one that gave none keeps its bound, and one
-    // with nothing left is done.
+    // Each log goes on below the oldest event it gave this page (one that gave none keeps its bound); one with
+    // nothing left is done.
     const next: CompositeCursor = new Map();
-    for (const head of heads) {
-      const left = head.next < head.records.length || head.more;
-      if (left) next.set(head.scope, head.next > 0 ? head.records[head.next - 1].seq : head.below);
-    }
+    for (const reader of readers) if (reader.peek()) next.set(reader.scope, reader.bound);
     if (next.size > 0) body.next_cursor = encodeMergedPageToken(next);
     return body;
   }
 }
 
-/** One log's page as the merge walks it: its records newest first, and how many the merged page took. */
-interface LogHead {
-  scope: string;
-  /** The bound it was read below. */
-  below: number;
-  records: EventRecord[];
-  next: number;
-  /** Matches below the last of `records`. */
-  more: boolean;
+/** Records of a log read in this many at a time, newest first: a page rarely needs many from every log. */
+const READ_CHUNK = 100;
+
+/** One log's matches below a bound, newest first, read a chunk at a time as the merge takes them. */
+class LogReader {
+  readonly scope: string;
+  /** Where the next page of the list goes on in this log: below the oldest seq taken, or the bound given. */
+  bound: number;
+  private records: EventRecord[] = [];
+  private next = 0;
+  private more = true;
+  private head: TimedEvent | undefined;
+
+  constructor(
+    private readonly source: EventSource,
+    below: number,
+    private readonly query: EventQuery,
+  ) {
+    this.scope = source.scope;
+    this.bound = below;
+  }
+
+  /** Its newest match not yet taken, tagged, or undefined when there is none. */
+  peek(): TimedEvent | undefined {
+    if (this.head) return this.head;
+    if (this.next === this.records.length && this.more) {
+      const page = this.source.log.newest({
+        limit: READ_CHUNK,
+        beforeSeq: this.records.at(-1)?.seq ?? this.bound,
+        filter: this.query.filter,
+        sinceMs: this.query.sinceMs,
+      });
+      this.records = page.records;
+      this.next = 0;
+      this.more = page.more;
+    }
+    const record = this.records[this.next];
+    if (!record) return undefined;
+    const event = tagEvent(this.scope, record);
+    this.head = { ms: Date.parse(event.ts), event };
+    return this.head;
+  }
+
+  take(): WireTaggedEvent {
+    const { event } = this.peek()!;
+    this.next++;
+    this.head = undefined;
+    this.bound = event.seq;
+    return event;
+  }
 }
 
 /** The first page reads every log up to its head as captured (what `event_cursor` says), not beyond. */
@@ -110,26 +145,16 @@ function firstPageBounds(captured: CompositeCursor): CompositeCursor {
  * order (a merge, not a sort of everything), so what a page takes of a log is always all of it above some seq,
  * and the next page can go on below that seq even where a log's clock went backwards.
  */
-function newestOfAll(heads: LogHead[], limit: number): TimedEvent[] {
-  const candidates = new Map<LogHead, TimedEvent>();
-  const candidate = (head: LogHead) => {
-    const record = head.records[head.next];
-    if (record === undefined) {
-      candidates.delete(head);
-    } else {
-      const event = tagEvent(head.scope, record);
-      candidates.set(head, { ms: Date.parse(event.ts), event });
+function newestOfAll(readers: LogReader[], limit: number): WireTaggedEvent[] {
+  const picked: WireTaggedEvent[] = [];
+  while (picked.length < limit) {
+    let best: LogReader | undefined;
+    for (const reader of readers) {
+      const head = reader.peek();
+      if (head && (!best || byTimeCitySeq(head, best.peek()!) > 0)) best = reader;
     }
-  };
-  for (const head of heads) candidate(head);
-  const picked: TimedEvent[] = [];
-  while (picked.length < limit && candidates.size > 0) {
-    let best: [LogHead, TimedEvent] | undefined;
-    for (const entry of candidates) if (!best || byTimeCitySeq(entry[1], best[1]) > 0) best = entry;
-    const [head, event] = best!;
-    picked.push(event);
-    head.next++;
-    candidate(head);
+    if (!best) break;
+    picked.push(best.take());
   }
   return picked;
 }
