@@ -34,9 +34,10 @@ let baselineWasm = false;
 
 export function connect(explicit: string | undefined): Api {
   if (!baselineWasm) {
-    // fetch parses HTTP with a WebAssembly module; V8 optimises it in the background and a process waits
-    // for that work to finish before it exits — about 60 ms of every short command. The baseline compiler
-    // alone is plenty for a CLI's few responses. Set before the first fetch, so it compiles that way.
+    // Request and Response (which the typed client builds even over our node:http fetch) load undici, and
+    // with it a WebAssembly HTTP parser; V8 optimises that in the background and a process waits for the work
+    // to finish before it exits — about 40 ms of every short command. The baseline compiler alone is plenty
+    // for a CLI. Set before the first request, so it compiles that way.
     setFlagsFromString('--liftoff-only');
     baselineWasm = true;
   }

@@ -1,34 +1,54 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parse } from 'smol-toml';
-import { findLeftoverController, isAlive, signalGroup } from '../shared/leftover-controller.js';
+import { isAlive, isControllerOf, signalGroup } from '../shared/leftover-controller.js';
 import { homePaths } from '../shared/paths.js';
 
 /** A controller records its stop and exits within 5 s of SIGTERM; after this long it is killed. */
 const CONTROLLER_GRACE_MS = 7_000;
 
 /**
- * The cities of a home's `cities.toml`, registered or with a request in flight: every place a controller
- * of this home may run. Read leniently (only names and paths), as a supervisor that was killed left it.
+ * The city directories of a home's `cities.toml`, registered or with a request in flight: every place a
+ * controller of this home may run. Read leniently (only paths), as a supervisor that was killed left it.
  */
-function citiesOf(registry: string): { name: string; path: string }[] {
+function cityRoots(registry: string): string[] {
   let doc: Record<string, unknown>;
   try {
     doc = parse(readFileSync(registry, 'utf8'));
   } catch {
     return [];
   }
-  const cities: { name: string; path: string }[] = [];
+  const roots = new Set<string>();
   for (const table of ['cities', 'pending_city_requests']) {
     const entries = doc[table];
     if (!Array.isArray(entries)) continue;
     for (const entry of entries as Record<string, unknown>[]) {
-      if (typeof entry?.path === 'string' && !cities.some((c) => c.path === entry.path)) {
-        cities.push({ name: typeof entry.name === 'string' ? entry.name : '', path: entry.path });
-      }
+      if (typeof entry?.path === 'string') roots.add(entry.path);
     }
   }
-  return cities;
+  return [...roots];
+}
+
+/**
+ * Every running `ctl controller run` for one of `roots`, by its command line, as the supervisor recognises a
+ * controller to adopt. The process table, not the pid files: a controller the supervisor had only begun to
+ * start has written none yet.
+ */
+function controllersOf(roots: string[]): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    let cmdline: string;
+    try {
+      cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+    } catch {
+      continue; // gone
+    }
+    if (!cmdline.includes('\0controller\0run\0')) continue;
+    if (roots.some((root) => isControllerOf(pid, root)) && isAlive(pid)) pids.push(pid);
+  }
+  return pids;
 }
 
 /** Waits up to `ms` for `pid` to be gone; true when it is. */
@@ -47,11 +67,9 @@ export async function exited(pid: number, ms: number): Promise<boolean> {
  * the grace. Resolves with how many there were.
  */
 export async function stopLeftoverControllers(home: string): Promise<number> {
-  const found = citiesOf(homePaths(home).registry)
-    .map((city) => findLeftoverController(city.path, city.name))
-    .filter((c) => c !== undefined);
+  const pids = controllersOf(cityRoots(homePaths(home).registry));
   await Promise.all(
-    found.map(async ({ pid }) => {
+    pids.map(async (pid) => {
       signalGroup(pid, 'SIGTERM');
       await exited(pid, CONTROLLER_GRACE_MS);
       // Whatever is left in its group (the controller, if it did not stop; what it started) goes now.
@@ -59,5 +77,5 @@ export async function stopLeftoverControllers(home: string): Promise<number> {
       await exited(pid, CONTROLLER_GRACE_MS);
     }),
   );
-  return found.length;
+  return pids.length;
 }
