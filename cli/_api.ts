@@ -8,6 +8,8 @@ import {
   type ApiClient,
 } from '../shared/api-client.js';
 import { ConfigError } from '../shared/config/config-error.js';
+import { formatDuration, parseDuration } from '../shared/duration.js';
+import { FetchTimeout, timedFetch, type FetchLimits } from '../shared/timed-fetch.js';
 import { CliError } from './_command.js';
 
 export const apiArg = {
@@ -17,18 +19,25 @@ export const apiArg = {
 /** The anti-CSRF header every mutation declares (the client also sends it by default). */
 export const CSRF = { 'X-CTL-Request': 'ctl' } as const;
 
+/** Unless `CTL_CONNECT_TIMEOUT` / `CTL_TIMEOUT` say otherwise. */
+const DEFAULT_LIMITS = { connectMs: 3_000, answerMs: 10_000 } as const;
+
 export interface Api {
   base: string;
   client: ApiClient;
+  limits: Required<FetchLimits>;
+  /** For event streams: bounded in how long they take to connect, never in how long they run. */
+  streamFetch: typeof fetch;
 }
 
 let baselineWasm = false;
 
 export function connect(explicit: string | undefined): Api {
   if (!baselineWasm) {
-    // fetch parses HTTP with a WebAssembly module; V8 optimises it in the background and a process waits
-    // for that work to finish before it exits — about 60 ms of every short command. The baseline compiler
-    // alone is plenty for a CLI's few responses. Set before the first fetch, so it compiles that way.
+    // Request and Response (which the typed client builds even over our node:http fetch) load undici, and
+    // with it a WebAssembly HTTP parser; V8 optimises that in the background and a process waits for the work
+    // to finish before it exits — about 40 ms of every short command. The baseline compiler alone is plenty
+    // for a CLI. Set before the first request, so it compiles that way.
     setFlagsFromString('--liftoff-only');
     baselineWasm = true;
   }
@@ -44,8 +53,47 @@ export function connect(explicit: string | undefined): Api {
   } catch {
     throw new CliError(`invalid API URL ${JSON.stringify(base)}`);
   }
-  return { base, client: createApiClient(base) };
+  const limits = fetchLimits();
+  return {
+    base,
+    client: createApiClient(base, timedFetch(limits)),
+    limits,
+    streamFetch: timedFetch({ connectMs: limits.connectMs }),
+  };
 }
+
+/** `CTL_CONNECT_TIMEOUT` and `CTL_TIMEOUT` (durations: `3s`, `500ms`, `1m`), or the defaults. */
+function fetchLimits(env: NodeJS.ProcessEnv = process.env): Required<FetchLimits> {
+  return {
+    connectMs: envDuration(env, 'CTL_CONNECT_TIMEOUT', DEFAULT_LIMITS.connectMs),
+    answerMs: envDuration(env, 'CTL_TIMEOUT', DEFAULT_LIMITS.answerMs),
+  };
+}
+
+function envDuration(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const text = env[name]?.trim();
+  if (!text) return fallback;
+  let ms: number;
+  try {
+    ms = parseDuration(text);
+  } catch (err) {
+    throw new CliError(`invalid ${name} ${JSON.stringify(text)}: ${(err as Error).message}`);
+  }
+  if (!(ms > 0)) throw new CliError(`invalid ${name} ${JSON.stringify(text)}: must be positive`);
+  return ms;
+}
+
+/**
+ * The same API for an operation the server itself may spend up to `serverWaitMs` on (starting a city, waiting
+ * for a compression): its answer time-out allows for that wait on top of the usual one.
+ */
+export function patient(api: Api, serverWaitMs: number): Api {
+  const limits = { ...api.limits, answerMs: api.limits.answerMs + serverWaitMs };
+  return { ...api, client: createApiClient(api.base, timedFetch(limits)), limits };
+}
+
+/** The API did not connect or answer in time: something is there, but not working. */
+export class NoAnswer extends CliError {}
 
 interface FetchResult<T> {
   data?: T;
@@ -60,10 +108,27 @@ export async function call<T>(api: Api, request: Promise<FetchResult<T>>): Promi
     result = await request;
   } catch (err) {
     if (err instanceof InvalidPathParameter) throw new CliError(err.message);
-    throw new CliError(transportText(err, api.base));
+    if (err instanceof FetchTimeout) throw new NoAnswer(await failureText(err, api));
+    throw new CliError(await failureText(err, api));
   }
   if (result.error !== undefined || !result.response.ok) {
     throw new CliError(problemText(result.error, result.response));
   }
   return { data: result.data as T, response: result.response };
+}
+
+/** A request that got no HTTP answer, as one line: a time-out names the supervisor's pid when it is known. */
+export async function failureText(err: unknown, api: Api): Promise<string> {
+  if (!(err instanceof FetchTimeout)) return transportText(err, api.base);
+  // Loaded only now: it reads the home's lock with a native addon, which an answered command never needs.
+  const { supervisorPidAt } = await import('./_supervisor-pid.js');
+  const pid = supervisorPidAt(api.base);
+  const who = pid === undefined ? 'the supervisor' : `the supervisor (pid ${pid})`;
+  const what =
+    err.phase === 'connect'
+      ? `could not connect to ${who} at ${api.base} within ${formatDuration(err.ms)}`
+      : `${who} at ${api.base} did not answer within ${formatDuration(err.ms)}`;
+  return pid === undefined
+    ? `${what}; is it overloaded or frozen? (CTL_TIMEOUT and CTL_CONNECT_TIMEOUT set how long to wait)`
+    : `${what}; it may be frozen: "ctl supervisor stop --force"`;
 }

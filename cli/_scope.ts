@@ -3,6 +3,7 @@ import { dirname, join, resolve } from 'node:path';
 import type { CityInfo } from '../shared/dto/cities.js';
 import { call, type Api } from './_api.js';
 import { CliError } from './_command.js';
+import { allPages } from './_pages.js';
 
 /** The nearest directory at or above `start` holding `city.toml`. */
 export function findCityRoot(start: string): string | undefined {
@@ -15,9 +16,15 @@ export function findCityRoot(start: string): string | undefined {
   }
 }
 
+/** Every registered city, sorted by name (all pages). */
 export async function listCities(api: Api): Promise<CityInfo[]> {
-  const { data } = await call(api, api.client.GET('/v0/cities'));
-  return data.items;
+  return allPages(async (limit, cursor) => {
+    const { data } = await call(
+      api,
+      api.client.GET('/v0/cities', { params: { query: { limit, ...(cursor ? { cursor } : {}) } } }),
+    );
+    return data;
+  });
 }
 
 /**

@@ -10,15 +10,17 @@ export interface SseConnection {
 }
 
 /**
- * Opens an SSE stream with fetch; frames are parsed with eventsource-parser (the parser of the
- * `eventsource` package: line endings, split chunks and comments handled as the standard says).
+ * Opens an SSE stream with `fetchImpl` (the API's stream fetch: bounded to connect, not to run); frames are
+ * parsed with eventsource-parser (the parser of the `eventsource` package: line endings, split chunks and
+ * comments handled as the standard says).
  */
 export async function openSse(
+  fetchImpl: typeof fetch,
   url: string,
   headers: Record<string, string>,
   signal: AbortSignal,
 ): Promise<SseConnection> {
-  const response = await fetch(url, { headers: { Accept: 'text/event-stream', ...headers }, signal });
+  const response = await fetchImpl(url, { headers: { Accept: 'text/event-stream', ...headers }, signal });
   if (response.status !== 200 || !response.body) {
     let problem: SseConnection['problem'];
     try {

@@ -2,14 +2,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { WireTaggedEvent } from '../shared/dto/events.js';
 import { call, type Api } from './_api.js';
 import { CliError } from './_command.js';
+import { progress } from './_progress.js';
 import { listCities } from './_scope.js';
 
 const POLL_MS = 100;
-
-/** Progress for people: written to stderr only when it is a terminal, so scripts see data or one error. */
-export function progress(line: string): void {
-  if (process.stderr.isTTY) process.stderr.write(`${line}\n`);
-}
 
 /**
  * Waits for the terminal event (`request.result.<operation>` or `request.failed`) of an asynchronous request,

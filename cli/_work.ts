@@ -90,40 +90,11 @@ export function cell(value: string | number | undefined | null): string {
   return value === undefined || value === null || value === '' ? '-' : String(value);
 }
 
-/** Page sizes the list routes accept. */
-export const PAGE_MAX = 1000;
-
-/**
- * Up to `limit` items of a paged list (newest first), fetching pages of at most 1000 and following
- * `next_cursor`. Returns the list body the API would have returned for one page that large: the items, the
- * API's total, and `next_cursor` when more remain.
- */
-export async function collectPages<T>(
-  limit: number,
-  page: (size: number, cursor: string | undefined) => Promise<{ items: T[]; total: number; next_cursor?: string }>,
-): Promise<{ items: T[]; total: number; next_cursor?: string }> {
-  const items: T[] = [];
-  let total: number;
-  let cursor: string | undefined;
-  do {
-    const body = await page(Math.min(PAGE_MAX, limit - items.length), cursor);
-    items.push(...body.items.slice(0, limit - items.length));
-    total = body.total;
-    cursor = body.next_cursor;
-  } while (cursor && items.length < limit);
-  return cursor ? { items, total, next_cursor: cursor } : { items, total };
-}
-
 /** `--limit`: a positive integer, default 100. */
 export function listLimit(value: unknown): number {
   const limit = optInteger(value, 'limit') ?? 100;
   if (limit < 1) throw new CliError(`invalid --limit ${limit}: must be at least 1`);
   return limit;
-}
-
-/** The line under a truncated table. */
-export function moreLine(shown: number, total: number): string | undefined {
-  return total > shown ? `(${shown} of ${total} shown; pass --limit for more)` : undefined;
 }
 
 /** Names of a command's flags that take a value (so the word after them is not a positional). */

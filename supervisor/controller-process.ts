@@ -1,9 +1,9 @@
 import { EventEmitter } from 'node:events';
-import { closeSync, openSync, readFileSync, readlinkSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import { request } from 'node:http';
-import { isAbsolute, resolve } from 'node:path';
 import { execa } from 'execa';
 import type { ControllerMessage } from '../shared/controller-ipc.js';
+import { isAlive, signalGroup } from '../shared/leftover-controller.js';
 
 export interface ControllerLaunch {
   name: string;
@@ -200,22 +200,9 @@ export class ControllerProcess extends EventEmitter<Events> {
     this.emit('exit', this.exitInfo);
   }
 
-  /**
-   * Signals the controller's process group (it and what it started). A controller run by hand from a shell
-   * without job control leads no group of its own; then the process alone.
-   */
+  /** Signals the controller's process group (it and what it started). */
   private signalGroup(signal: NodeJS.Signals): void {
-    try {
-      process.kill(-this.pid, signal);
-      return;
-    } catch {
-      // ESRCH: no such group (gone, or never a group leader)
-    }
-    try {
-      process.kill(this.pid, signal);
-    } catch {
-      // ESRCH: gone
-    }
+    signalGroup(this.pid, signal);
   }
 }
 
@@ -223,33 +210,6 @@ export function describeExit(code: number | null, signal: string | null): string
   if (signal) return `controller was killed by ${signal}`;
   if (code !== null) return `controller exited with code ${code}`;
   return 'controller exited';
-}
-
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/**
- * True when `/proc/<pid>/cmdline` is a `ctl controller run` for this city directory (a relative `--city`,
- * as a person may type it, resolved against that process's working directory).
- */
-export function isControllerOf(pid: number, root: string): boolean {
-  try {
-    const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    const flag = args.findIndex((a) => a === '--city' || a.startsWith('--city='));
-    if (!args.includes('controller') || !args.includes('run') || flag < 0) return false;
-    const city = args[flag].startsWith('--city=') ? args[flag].slice('--city='.length) : args[flag + 1];
-    if (city === undefined) return false;
-    const absolute = isAbsolute(city) ? resolve(city) : resolve(readlinkSync(`/proc/${pid}/cwd`), city);
-    return absolute === root;
-  } catch {
-    return false;
-  }
 }
 
 /** Asks a controller for this city's health; true on a 200 within a second. */

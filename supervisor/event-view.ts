@@ -1,7 +1,8 @@
 import type { SupervisorEventListOutputBody, WireTaggedEvent } from '../shared/dto/events.js';
-import { formatCursor, type CompositeCursor } from '../shared/events/cursor.js';
+import { formatCursor, parseCursor, REPLAY_ALL, type CompositeCursor } from '../shared/events/cursor.js';
 import { cityLog } from '../shared/events/city-log.js';
 import type { EventLog } from '../shared/events/event-log.js';
+import { decodeToken, encodeToken, invalidToken } from '../shared/http/page-token.js';
 import type { EventQuery } from '../shared/events/event-query.js';
 import type { EventRecord } from '../shared/events/record.js';
 import { toWireEvent } from '../shared/events/wire.js';
@@ -54,33 +55,127 @@ export class EventView {
     return new Map(this.sources().map((s) => [s.scope, s.log.head()]));
   }
 
-  /** Matching events of every log, oldest first; `limit` keeps the newest that many (0: all). */
-  list(query: EventQuery, limit: number): SupervisorEventListOutputBody {
-    const cursor = this.captureCursor();
-    const keyed: TimedEvent[] = [];
+  /**
+   * One page of the merged list: the newest `limit` matches, oldest first, below each log's bound in `cursor`
+   * (a `next_cursor` of this list; none: the whole log up to its head as captured now), and a `next_cursor`
+   * when more remain. A log a cursor does not name (a city registered since the first page) is not read: the
+   * pages list what there was when the first one was read.
+   */
+  list(query: EventQuery, limit: number, cursor?: string): SupervisorEventListOutputBody {
+    const captured = this.captureCursor();
+    const bounds = cursor === undefined ? firstPageBounds(captured) : decodeMergedPageToken(cursor);
+    const readers: LogReader[] = [];
     for (const source of this.sources()) {
-      // Each log, newest first, stopping at `limit` matches or at `since`: the newest `limit` overall are
-      // among the newest `limit` of each log.
-      const { records } = source.log.newest({
-        limit: limit > 0 ? limit : Infinity,
-        filter: query.filter,
-        sinceMs: query.sinceMs,
-      });
-      for (const record of records) {
-        const event = tagEvent(source.scope, record);
-        keyed.push({ ms: Date.parse(event.ts), event });
-      }
+      const below = bounds.get(source.scope);
+      if (below !== undefined) readers.push(new LogReader(source, below, query));
     }
-    // The time is parsed once per event, not once per comparison.
-    keyed.sort(byTimeCitySeq);
-    const items = keyed.map((k) => k.event);
-    const total = query.filtered ? items.length : [...cursor.values()].reduce((sum, seq) => sum + seq, 0);
-    return {
-      event_cursor: formatCursor(cursor),
-      items: limit > 0 ? items.slice(-limit) : items,
-      total,
+    const picked = newestOfAll(readers, limit);
+    const body: SupervisorEventListOutputBody = {
+      event_cursor: formatCursor(captured),
+      items: picked.reverse(),
+      total: query.filtered ? picked.length : [...captured.values()].reduce((sum, seq) => sum + seq, 0),
     };
+    // Each log goes on below the oldest event it gave this page (one that gave none keeps its bound); one with
+    // nothing left is done.
+    const next: CompositeCursor = new Map();
+    for (const reader of readers) if (reader.peek()) next.set(reader.scope, reader.bound);
+    if (next.size > 0) body.next_cursor = encodeMergedPageToken(next);
+    return body;
   }
+}
+
+/** Records of a log read in this many at a time, newest first: a page rarely needs many from every log. */
+const READ_CHUNK = 100;
+
+/** One log's matches below a bound, newest first, read a chunk at a time as the merge takes them. */
+class LogReader {
+  readonly scope: string;
+  /** Where the next page of the list goes on in this log: below the oldest seq taken, or the bound given. */
+  bound: number;
+  private records: EventRecord[] = [];
+  private next = 0;
+  private more = true;
+  private head: TimedEvent | undefined;
+
+  constructor(
+    private readonly source: EventSource,
+    below: number,
+    private readonly query: EventQuery,
+  ) {
+    this.scope = source.scope;
+    this.bound = below;
+  }
+
+  /** Its newest match not yet taken, tagged, or undefined when there is none. */
+  peek(): TimedEvent | undefined {
+    if (this.head) return this.head;
+    if (this.next === this.records.length && this.more) {
+      const page = this.source.log.newest({
+        limit: READ_CHUNK,
+        beforeSeq: this.records.at(-1)?.seq ?? this.bound,
+        filter: this.query.filter,
+        sinceMs: this.query.sinceMs,
+      });
+      this.records = page.records;
+      this.next = 0;
+      this.more = page.more;
+    }
+    const record = this.records[this.next];
+    if (!record) return undefined;
+    const event = tagEvent(this.scope, record);
+    this.head = { ms: Date.parse(event.ts), event };
+    return this.head;
+  }
+
+  take(): WireTaggedEvent {
+    const { event } = this.peek()!;
+    this.next++;
+    this.head = undefined;
+    this.bound = event.seq;
+    return event;
+  }
+}
+
+/** The first page reads every log up to its head as captured (what `event_cursor` says), not beyond. */
+function firstPageBounds(captured: CompositeCursor): CompositeCursor {
+  return new Map([...captured].map(([scope, head]) => [scope, head + 1]));
+}
+
+/**
+ * The newest `limit` events of all logs, newest first, by time, then city, then seq. Each log is taken in seq
+ * order (a merge, not a sort of everything), so what a page takes of a log is always all of it above some seq,
+ * and the next page can go on below that seq even where a log's clock went backwards.
+ */
+function newestOfAll(readers: LogReader[], limit: number): WireTaggedEvent[] {
+  const picked: WireTaggedEvent[] = [];
+  while (picked.length < limit) {
+    let best: LogReader | undefined;
+    for (const reader of readers) {
+      const head = reader.peek();
+      if (head && (!best || byTimeCitySeq(head, best.peek()!) > 0)) best = reader;
+    }
+    if (!best) break;
+    picked.push(best.take());
+  }
+  return picked;
+}
+
+/** A page token of the merged list: `v1:` + base64url of {"k":"sc","b":"<scope>:<seq>,…"}, each log's bound. */
+function encodeMergedPageToken(bounds: CompositeCursor): string {
+  return encodeToken('sc', { b: formatCursor(bounds) });
+}
+
+function decodeMergedPageToken(token: string): CompositeCursor {
+  const { b } = decodeToken(token, 'sc');
+  if (typeof b !== 'string') throw invalidToken();
+  let bounds;
+  try {
+    bounds = parseCursor(b);
+  } catch {
+    throw invalidToken();
+  }
+  if (bounds === REPLAY_ALL || bounds.size === 0 || [...bounds.values()].some((seq) => seq < 1)) throw invalidToken();
+  return bounds;
 }
 
 /** A record of `scope`'s log as a tagged event: request results name the city they are about. */

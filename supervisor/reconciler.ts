@@ -10,7 +10,7 @@ import { cityPaths } from '../shared/paths.js';
 import type { CityInfo } from '../shared/dto/cities.js';
 import { CitySlot, restartDelayMs } from './city-slot.js';
 import { ControllerProcess, describeExit, endpointOf, type ControllerEndpoint } from './controller-process.js';
-import { findLeftoverController, flockHolder } from './leftover-controller.js';
+import { findLeftoverController, flockHolder } from '../shared/leftover-controller.js';
 import type { Registry } from './registry.js';
 import { RequestSettlement } from './request-settlement.js';
 

@@ -225,13 +225,19 @@ describe('ctl events (real binary, real supervisor)', function () {
   });
 
   describe('list mode', function () {
-    it('supervisor scope: one tagged JSON object per line, as GET /v0/events lists them', async function () {
+    it('supervisor scope: one tagged JSON object per line, every event of every page of GET /v0/events, in its order', async function () {
       const out = expectSuccess(await ctl([]));
       expect(out.length).to.be.greaterThan(1500);
       expect(out[0].startsWith('{'), 'no outer array').to.equal(true);
       const events = checkLines(out, 'supervisorList');
-      const { data } = await sup.api.GET('/v0/events');
-      expect(events).to.deep.equal(data!.items);
+      // The list's order: by time, then city, then seq.
+      const key = (e: { ts: string; city: string; seq: number }) => [Date.parse(e.ts), e.city, e.seq] as const;
+      const every = (await sup.events()).sort((a, b) => {
+        const [x, y] = [key(a), key(b)];
+        return x[0] - y[0] || (x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0) || x[2] - y[2];
+      });
+      expect(every.length).to.be.greaterThan(1000);
+      expect(events).to.deep.equal(every);
       const cities = new Set(events.map((e) => e.city));
       for (const name of ['__supervisor__', 'alpha', 'beta', 'pm']) expect(cities).to.include(name);
     });

@@ -2,15 +2,14 @@ import { defineCommand } from 'citty';
 import type { Bead, BeadCreateInputBody, BeadDepInputBody, BeadUpdateBody } from '../../shared/dto/beads.js';
 import { call, CSRF } from '../_api.js';
 import { CliError, leafCommand } from '../_command.js';
+import { collectPages, noteMore } from '../_pages.js';
 import { renderTable } from '../_table.js';
 import {
   cell,
   cityArgs,
   cityPath,
-  collectPages,
   inCity,
   listLimit,
-  moreLine,
   optInteger,
   optString,
   parseMeta,
@@ -184,8 +183,7 @@ const list = leafCommand('bead list', {
     if (a.json) return writeJson(body);
     if (body.items.length === 0) return write('No beads.');
     process.stdout.write(beadTable(body.items));
-    const more = moreLine(body.items.length, body.total);
-    if (more) write(more);
+    noteMore(body.items.length, body.total);
   },
 });
 
@@ -196,25 +194,29 @@ const ready = leafCommand('bead ready', {
   },
   args: {
     assignee: { type: 'string', description: 'Only beads assigned to this agent' },
-    limit: { type: 'string', description: 'At most this many (default 100, at most 1000)', valueHint: 'N' },
+    limit: { type: 'string', description: 'At most this many (default 100; pages through the API)', valueHint: 'N' },
     ...cityArgs,
   },
   async run({ args: a }) {
-    const limit = optInteger(a.limit, 'limit');
+    const limit = listLimit(a.limit);
     const assignee = optString(a.assignee, 'assignee');
     const { api, city } = await inCity(a);
-    const { data } = await call(
-      api,
-      api.client.GET('/v0/city/{cityName}/beads/ready', {
-        params: {
-          path: cityPath(city),
-          query: { ...(assignee !== undefined ? { assignee } : {}), ...(limit !== undefined ? { limit } : {}) },
-        },
-      }),
-    );
-    if (a.json) return writeJson(data);
-    if (data.items.length === 0) return write('No ready beads.');
-    process.stdout.write(beadTable(data.items));
+    const body = await collectPages(limit, async (size, cursor) => {
+      const { data } = await call(
+        api,
+        api.client.GET('/v0/city/{cityName}/beads/ready', {
+          params: {
+            path: cityPath(city),
+            query: { ...(assignee !== undefined ? { assignee } : {}), limit: size, ...(cursor ? { cursor } : {}) },
+          },
+        }),
+      );
+      return data;
+    });
+    if (a.json) return writeJson(body);
+    if (body.items.length === 0) return write('No ready beads.');
+    process.stdout.write(beadTable(body.items));
+    noteMore(body.items.length, body.total);
   },
 });
 

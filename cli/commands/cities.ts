@@ -1,11 +1,12 @@
 import { resolve } from 'node:path';
 import { defineCommand } from 'citty';
 import type { CityInfo } from '../../shared/dto/cities.js';
-import { apiArg, call, connect, CSRF } from '../_api.js';
+import { apiArg, call, connect, CSRF, patient, type Api } from '../_api.js';
 import { CliError, leafCommand } from '../_command.js';
 import { findCityRoot, listCities } from '../_scope.js';
 import { renderTable } from '../_table.js';
-import { progress, waitForRequest, waitForRunning } from '../_wait.js';
+import { progress } from '../_progress.js';
+import { waitForRequest, waitForRunning } from '../_wait.js';
 
 const waitArg = {
   timeout: { type: 'string', description: 'Seconds to wait for the outcome (default 60)' },
@@ -16,6 +17,17 @@ function timeoutMs(value: string | undefined): number {
   const seconds = Number(value);
   if (!Number.isFinite(seconds) || seconds <= 0) throw new CliError(`--timeout ${value}: not a number of seconds`);
   return seconds * 1000;
+}
+
+/**
+ * What a city operation may wait for on the server before it answers: the operation before it (they run one at
+ * a time), and its own work — a start waits up to 30 s for the controller to run, a create probes the provider.
+ */
+const CITY_OPERATION_WAIT_MS = 60_000;
+
+/** The API, patient enough for a city operation's request (the polls that follow it need no patience). */
+function forCityOperation(api: Api): Api {
+  return patient(api, CITY_OPERATION_WAIT_MS);
 }
 
 function statusOf(city: CityInfo): string {
@@ -47,7 +59,8 @@ export const initCommand = leafCommand('init', {
         ? { bootstrap_profile: args['bootstrap-profile'] as 'k8s-cell' | 'single-host-compat' }
         : {}),
     };
-    const { data } = await call(api, api.client.POST('/v0/city', { params: { header: CSRF }, body }));
+    const slow = forCityOperation(api);
+    const { data } = await call(slow, slow.client.POST('/v0/city', { params: { header: CSRF }, body }));
     const name = dir.split('/').pop()!;
     progress(`Creating city ${name} at ${dir} (request ${data.request_id})`);
     await waitForRequest(api, data.request_id, 'city.create', name, wait);
@@ -60,7 +73,8 @@ export const citiesCommand = leafCommand('cities', {
   args: { json: { type: 'boolean', description: 'Print the API response as JSON' }, ...apiArg },
   async run({ args }) {
     const api = connect(args.api);
-    const { data } = await call(api, api.client.GET('/v0/cities'));
+    const items = await listCities(api);
+    const data = { items, total: items.length };
     if (args.json) {
       process.stdout.write(JSON.stringify(data) + '\n');
       return;
@@ -87,9 +101,10 @@ export const registerCommand = leafCommand('register', {
     const root = args.path !== undefined ? resolve(args.path) : findCityRoot(process.cwd());
     if (!root) throw new CliError('not inside a city; pass the city directory');
     const api = connect(args.api);
+    const slow = forCityOperation(api);
     const { data: city } = await call(
-      api,
-      api.client.POST('/v0/cities/register', {
+      slow,
+      slow.client.POST('/v0/cities/register', {
         params: { header: CSRF },
         body: { path: root, ...(args.name !== undefined ? { name: args.name } : {}) },
       }),
@@ -126,9 +141,10 @@ export const unregisterCommand = leafCommand('unregister', {
       city = cities.find((c) => c.path === root);
       if (!city) throw new CliError(`no registered city at ${root}; run "ctl cities"`);
     }
+    const slow = forCityOperation(api);
     const { data } = await call(
-      api,
-      api.client.POST('/v0/city/{cityName}/unregister', { params: { header: CSRF, path: { cityName: city.name } } }),
+      slow,
+      slow.client.POST('/v0/city/{cityName}/unregister', { params: { header: CSRF, path: { cityName: city.name } } }),
     );
     await waitForRequest(api, data.request_id, 'city.unregister', city.name, wait);
     process.stdout.write(`Unregistered city ${city.name} (${city.path}); its directory is unchanged\n`);
@@ -139,7 +155,7 @@ const cityStart = leafCommand('city start', {
   meta: { name: 'start', description: 'Start a stopped city and wait until it runs' },
   args: { name: { type: 'positional', description: 'City name', required: true }, ...apiArg },
   async run({ args }) {
-    const api = connect(args.api);
+    const api = forCityOperation(connect(args.api));
     const { data } = await call(
       api,
       api.client.POST('/v0/city/{cityName}/start', { params: { header: CSRF, path: { cityName: args.name } } }),
@@ -152,7 +168,7 @@ const cityStop = leafCommand('city stop', {
   meta: { name: 'stop', description: "Stop a city's controller; the city stays registered" },
   args: { name: { type: 'positional', description: 'City name', required: true }, ...apiArg },
   async run({ args }) {
-    const api = connect(args.api);
+    const api = forCityOperation(connect(args.api));
     const { data } = await call(
       api,
       api.client.POST('/v0/city/{cityName}/stop', { params: { header: CSRF, path: { cityName: args.name } } }),

@@ -2,14 +2,13 @@ import { defineCommand } from 'citty';
 import type { ConvoyCreateInputBody } from '../../shared/dto/convoys.js';
 import { call, CSRF, type Api } from '../_api.js';
 import { CliError, leafCommand } from '../_command.js';
+import { collectPages, noteMore } from '../_pages.js';
 import { renderTable } from '../_table.js';
 import {
   cityArgs,
   cityPath,
-  collectPages,
   inCity,
   listLimit,
-  moreLine,
   optString,
   positionals,
   repeated,
@@ -187,8 +186,7 @@ const list = leafCommand('convoy list', {
         body.items.map((c, i) => [c.id, c.status, progress[i], c.title]),
       ),
     );
-    const more = moreLine(body.items.length, body.total);
-    if (more) write(more);
+    noteMore(body.items.length, body.total);
   },
 });
 

@@ -1,18 +1,20 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defineCommand } from 'citty';
 import type { CityInfo } from '../../shared/dto/cities.js';
+import type { WireEvent, WireTaggedEvent } from '../../shared/dto/events.js';
 import { parseDuration } from '../../shared/duration.js';
 import { parseCursor } from '../../shared/events/cursor.js';
-import { apiArg, call, connect, CSRF, type Api } from '../_api.js';
+import { apiArg, call, connect, CSRF, failureText, patient, type Api } from '../_api.js';
 import { CliError, leafCommand } from '../_command.js';
 import { parsePayloadMatchers, payloadMatches, type PayloadMatchers } from '../_payload-match.js';
 import { repeated } from '../_work.js';
+import { allPages } from '../_pages.js';
 import { listCities, resolveCity } from '../_scope.js';
 import { openSse } from '../_sse.js';
 
-const PAGE = 1000;
 const BACKOFF_START_MS = 1000;
 const BACKOFF_MAX_MS = 30_000;
+const ROTATE_WAIT_MS = 30_000;
 
 const args = {
   type: { type: 'string', description: 'Only events of this type' },
@@ -136,28 +138,49 @@ const eventsDef = defineCommand({
 async function list(api: Api, city: CityInfo | undefined, filters: Filters, since: string | undefined): Promise<void> {
   const server = { ...(filters.type !== undefined ? { type: filters.type } : {}), ...(since ? { since } : {}) };
   if (!city) {
-    const { data } = await call(api, api.client.GET('/v0/events', { params: { query: server } }));
-    for (const event of data.items) if (matches(event, filters)) write(JSON.stringify(event));
+    const pages: WireTaggedEvent[][] = [];
+    await allPages(async (size, cursor) => {
+      const { data } = await call(
+        api,
+        api.client.GET('/v0/events', { params: { query: { ...server, limit: size, ...(cursor ? { cursor } : {}) } } }),
+      );
+      pages.push(data.items);
+      return data;
+    });
+    // Pages come newest first, each oldest first. The server pages each log in seq order, which is not always
+    // the merged order (a clock that went back; events of one millisecond tagged with different cities), so
+    // pages can overlap there: one sort, of runs already in order, gives the order of one whole list.
+    for (const event of byTimeCitySeq(pages.reverse().flat())) {
+      if (matches(event, filters)) write(JSON.stringify(event));
+    }
     return;
   }
-  // The API pages newest first; print oldest first.
-  const pages: unknown[][] = [];
-  let cursor: string | undefined;
-  do {
+  // The API pages newest first, each page newest first; print oldest first.
+  const pages: WireEvent[][] = [];
+  await allPages(async (size, cursor) => {
     const { data } = await call(
       api,
       api.client.GET('/v0/city/{cityName}/events', {
-        params: { path: { cityName: city.name }, query: { ...server, limit: PAGE, ...(cursor ? { cursor } : {}) } },
+        params: { path: { cityName: city.name }, query: { ...server, limit: size, ...(cursor ? { cursor } : {}) } },
       }),
     );
     pages.push(data.items);
-    cursor = data.next_cursor;
-  } while (cursor);
+    return data;
+  });
   for (const page of pages.reverse()) {
-    for (const event of page.reverse() as { type?: unknown; payload?: unknown }[]) {
-      if (matches(event, filters)) write(JSON.stringify(event));
-    }
+    for (const event of page.reverse()) if (matches(event, filters)) write(JSON.stringify(event));
   }
+}
+
+/** Events in the supervisor list's order: by time, then city, then seq. */
+function byTimeCitySeq(events: WireTaggedEvent[]): WireTaggedEvent[] {
+  const keyed = events.map((event) => ({ ms: Date.parse(event.ts), event }));
+  keyed.sort((a, b) => {
+    if (a.ms !== b.ms) return a.ms - b.ms;
+    if (a.event.city !== b.event.city) return a.event.city < b.event.city ? -1 : 1;
+    return a.event.seq - b.event.seq;
+  });
+  return keyed.map((k) => k.event);
 }
 
 /**
@@ -196,11 +219,11 @@ async function stream(
     const signal = o.deadline ? AbortSignal.any([abort.signal, o.deadline]) : abort.signal;
     let connection;
     try {
-      connection = await openSse(url, { 'Last-Event-ID': position, ...CSRF }, signal);
+      connection = await openSse(api.streamFetch, url, { 'Last-Event-ID': position, ...CSRF }, signal);
     } catch (err) {
       if (o.deadline?.aborted) return;
+      if (!o.follow) throw new CliError(await failureText(err, api));
       const reason = describeFetchError(err);
-      if (!o.follow) throw new CliError(`request failed: ${reason}`);
       await retry(`connect failed, retrying: ${reason}`);
       continue;
     }
@@ -313,9 +336,11 @@ const rotate = leafCommand('events', {
     const api = connect(a.api);
     const city = await resolveCity(api, a.city);
     if (!city) throw new CliError('rotate requires a city in scope; run from a city directory or pass --city');
+    // With --wait the server waits up to 30 s for the compression before it answers.
+    const rotating = a.wait ? patient(api, ROTATE_WAIT_MS) : api;
     const { data } = await call(
-      api,
-      api.client.POST('/v0/city/{cityName}/events/rotate', {
+      rotating,
+      rotating.client.POST('/v0/city/{cityName}/events/rotate', {
         params: { header: CSRF, path: { cityName: city.name }, query: a.wait ? { wait: true } : {} },
       }),
     );

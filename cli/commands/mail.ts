@@ -2,20 +2,9 @@ import { defineCommand } from 'citty';
 import type { MailReplyInputBody, MailSendInputBody, Message } from '../../shared/dto/mail.js';
 import { call, CSRF } from '../_api.js';
 import { CliError, leafCommand } from '../_command.js';
+import { allPages, collectPages, noteMore } from '../_pages.js';
 import { renderTable } from '../_table.js';
-import {
-  cell,
-  cityArgs,
-  cityPath,
-  collectPages,
-  inCity,
-  listLimit,
-  moreLine,
-  optString,
-  renderFields,
-  write,
-  writeJson,
-} from '../_work.js';
+import { cell, cityArgs, cityPath, inCity, listLimit, optString, renderFields, write, writeJson } from '../_work.js';
 
 const idArg = { id: { type: 'positional', description: 'Message id', required: true } } as const;
 const keyArg = {
@@ -105,8 +94,7 @@ const inbox = leafCommand('mail inbox', {
     if (a.json) return writeJson(body);
     if (body.items.length === 0) return write(a.all ? 'No messages.' : 'No unread messages.');
     process.stdout.write(messageTable(body.items));
-    const more = moreLine(body.items.length, body.total);
-    if (more) write(more);
+    noteMore(body.items.length, body.total);
   },
 });
 
@@ -188,12 +176,23 @@ const thread = leafCommand('mail thread', {
   args: { ...idArg, ...cityArgs },
   async run({ args: a }) {
     const { api, city } = await inCity(a);
-    const { data } = await call(
-      api,
-      api.client.GET('/v0/city/{cityName}/mail/thread/{id}', { params: { path: { ...cityPath(city), id: a.id } } }),
-    );
-    if (a.json) return writeJson(data);
-    process.stdout.write(messageTable(data.items));
+    // Pages come newest first, each oldest first: the whole thread is the pages in reverse.
+    const pages: Message[][] = [];
+    let total = 0;
+    await allPages(async (size, cursor) => {
+      const { data } = await call(
+        api,
+        api.client.GET('/v0/city/{cityName}/mail/thread/{id}', {
+          params: { path: { ...cityPath(city), id: a.id }, query: { limit: size, ...(cursor ? { cursor } : {}) } },
+        }),
+      );
+      pages.push(data.items);
+      total = data.total;
+      return data;
+    });
+    const items = pages.reverse().flat();
+    if (a.json) return writeJson({ items, total });
+    process.stdout.write(messageTable(items));
   },
 });
 

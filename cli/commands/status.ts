@@ -1,6 +1,6 @@
 import { apiArg, call, connect } from '../_api.js';
 import { CliError, leafCommand } from '../_command.js';
-import { resolveCity } from '../_scope.js';
+import { listCities, resolveCity } from '../_scope.js';
 import { renderTable } from '../_table.js';
 
 export const statusCommand = leafCommand('status', {
@@ -22,7 +22,7 @@ export const statusCommand = leafCommand('status', {
     const city = await resolveCity(api, args.name ?? args.city);
     if (!city) {
       const { data: health } = await call(api, api.client.GET('/health'));
-      const { data: cities } = await call(api, api.client.GET('/v0/cities'));
+      const cities = { items: await listCities(api) };
       if (args.json) {
         process.stdout.write(JSON.stringify({ supervisor: health, cities: cities.items }) + '\n');
         return;

@@ -5,11 +5,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { defineCommand } from 'citty';
 import { execa } from 'execa';
 import type { SupervisorHealthOutputBody } from '../../shared/dto/health.js';
-import { FileLock } from '../../shared/events/file-lock.js';
 import { ctlEntryPath, ctlHome, homePaths, packageRoot } from '../../shared/paths.js';
 import type { ProgramEntry, SupervisorRunOptions } from '../../shared/run-options.js';
-import { apiArg, call, connect } from '../_api.js';
+import { apiArg, call, connect, NoAnswer } from '../_api.js';
 import { CliError, leafCommand } from '../_command.js';
+import { exited, stopLeftoverControllers } from '../_leftover-controllers.js';
+import { supervisorPid } from '../_supervisor-pid.js';
 
 const addressArgs = {
   host: { type: 'string', description: 'Address to bind (overrides [supervisor] bind)' },
@@ -45,30 +46,6 @@ const run = leafCommand('supervisor run', {
     }
   },
 });
-
-/**
- * The pid of the supervisor running for `$CTL_HOME`, if one is. The supervisor holds an flock on
- * `supervisor.lock` for as long as it runs, so a free lock means none runs, whatever a stale pid file says.
- */
-function supervisorPid(): number | undefined {
-  const paths = homePaths(ctlHome());
-  if (!existsSync(paths.lock)) return undefined;
-  const lock = new FileLock(paths.lock);
-  try {
-    if (lock.tryAcquire()) {
-      lock.release();
-      return undefined;
-    }
-  } finally {
-    lock.close();
-  }
-  try {
-    const pid = Number(readFileSync(paths.pid, 'utf8').trim());
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 const start = leafCommand('supervisor start', {
   meta: { name: 'start', description: 'Start the supervisor in the background; returns once its API answers' },
@@ -147,9 +124,18 @@ function lastLogError(logFile: string): string {
   return `see ${logFile}`;
 }
 
+/** How long a SIGKILLed supervisor may take to be gone (it cannot refuse; this only bounds the wait). */
+const KILL_WAIT_MS = 5_000;
+
 const stop = leafCommand('supervisor stop', {
   meta: { name: 'stop', description: 'Stop the supervisor and every city controller; returns once it has exited' },
-  args: { timeout: { type: 'string', description: 'Seconds to wait for it to exit (default 15)' } },
+  args: {
+    timeout: { type: 'string', description: 'Seconds to wait for it to exit (default 15)' },
+    force: {
+      type: 'boolean',
+      description: 'If it has not exited by then (frozen), kill it and the city controllers it leaves running',
+    },
+  },
   async run({ args }) {
     const timeoutSec = args.timeout === undefined ? 15 : Number(args.timeout);
     if (!Number.isFinite(timeoutSec) || timeoutSec <= 0)
@@ -158,17 +144,25 @@ const stop = leafCommand('supervisor stop', {
     if (!pid) throw new CliError('supervisor is not running');
     // The lock is held, so this pid file is the live supervisor's.
     process.kill(pid, 'SIGTERM');
-    const deadline = Date.now() + timeoutSec * 1000;
-    while (Date.now() < deadline) {
-      try {
-        process.kill(pid, 0);
-      } catch {
-        process.stdout.write('Supervisor stopped.\n');
-        return;
-      }
-      await sleep(50);
+    if (await exited(pid, timeoutSec * 1000)) {
+      process.stdout.write('Supervisor stopped.\n');
+      return;
     }
-    throw new CliError(`supervisor (pid ${pid}) did not exit within ${timeoutSec}s`);
+    if (!args.force) {
+      throw new CliError(
+        `supervisor (pid ${pid}) did not exit within ${timeoutSec}s; "ctl supervisor stop --force" kills it and its cities' controllers`,
+      );
+    }
+    process.kill(pid, 'SIGKILL');
+    if (!(await exited(pid, KILL_WAIT_MS))) {
+      throw new CliError(`supervisor (pid ${pid}) was sent SIGKILL and is still there after ${KILL_WAIT_MS / 1000}s`);
+    }
+    // Killed, it could not stop its controllers (each in a process group of its own): they are still running.
+    const controllers = await stopLeftoverControllers(ctlHome());
+    process.stdout.write(
+      `Supervisor (pid ${pid}) killed: it did not exit within ${timeoutSec}s of SIGTERM; ` +
+        `${controllers} city controller${controllers === 1 ? '' : 's'} it left running stopped.\n`,
+    );
   },
 });
 
@@ -180,7 +174,9 @@ const status = leafCommand('supervisor status', {
     let health: SupervisorHealthOutputBody;
     try {
       ({ data: health } = await call(api, api.client.GET('/health')));
-    } catch {
+    } catch (err) {
+      // Something that connects and never answers is running, only not well: the time-out line says so.
+      if (err instanceof NoAnswer) throw err;
       throw new CliError(`supervisor is not running at ${api.base}`);
     }
     if (args.json) {

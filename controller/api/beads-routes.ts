@@ -27,7 +27,7 @@ import type { OKResponseBody } from '../../shared/dto/common.js';
 import type { ErrorModel } from '../../shared/dto/errors.js';
 import { STATUSES, type BeadChange } from '../beads/bead-store.js';
 import { Problem } from '../../shared/http/problem.js';
-import { decodeBeadCursor, encodeBeadCursor } from '../beads/page-token.js';
+import { decodeBeadCursor, decodeReadyCursor, encodeBeadCursor, encodeReadyCursor } from '../beads/page-token.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { blockUntilChanged } from './blocking.js';
 
@@ -57,7 +57,7 @@ export class BeadsRoutes extends Controller {
    * @param limit Page size, 1–1000 (default 100; 0 means the default).
    * @param cursor `next_cursor` of the previous page.
    * @param index Blocking query: wait until the event head passes this seq.
-   * @param wait How long a blocking query may wait (default `30s`, at most `2m`).
+   * @param wait How long a blocking query may wait (a duration, default `30s`, at most `2m`).
    * @isInt limit
    * @minimum limit 0
    * @maximum limit 1000
@@ -138,13 +138,14 @@ export class BeadsRoutes extends Controller {
   }
 
   /**
-   * Work ready to start, oldest first: open, not deferred, not a container or record (`message`, `convoy`,
-   * …), and every `blocks`/`waits-for`/`conditional-blocks` dependency closed.
+   * Work ready to start, oldest first, in pages: open, not deferred, not a container or record (`message`,
+   * `convoy`, …), and every `blocks`/`waits-for`/`conditional-blocks` dependency closed.
    * @summary Ready beads
    * @param assignee Only beads assigned to this agent.
-   * @param limit At most this many (default 100, at most 1000).
+   * @param limit Page size, 1–1000 (default 100; 0 means the default).
+   * @param cursor `next_cursor` of the previous page.
    * @param index Blocking query: wait until the event head passes this seq.
-   * @param wait How long a blocking query may wait.
+   * @param wait How long a blocking query may wait (a duration, default `30s`, at most `2m`).
    * @isInt limit
    * @minimum limit 0
    * @maximum limit 1000
@@ -153,17 +154,24 @@ export class BeadsRoutes extends Controller {
    */
   @Get('beads/ready')
   @SuccessResponse<{ 'X-CTL-Index': string }>(200, 'OK')
+  @Response<ErrorModel>(400, 'Invalid cursor')
   @Response<ErrorModel>(422, 'Invalid limit, index or wait')
   public async readyBeads(
     @Path() cityName: string,
     @Query() assignee?: string,
     @Query() limit?: number,
+    @Query() cursor?: string,
     @Query() index?: number,
     @Query() wait?: string,
   ): Promise<ListBodyBead> {
+    const after = cursor ? decodeReadyCursor(cursor) : undefined;
     const head = await blockUntilChanged(this.city, index, wait);
     this.setHeader('X-CTL-Index', String(head));
-    return this.city.beads.store.ready({ assignee, limit: limit || 100 });
+    const page = this.city.beads.store.ready({ assignee, limit: limit || 100, after });
+    const body: ListBodyBead = { items: page.items, total: page.total };
+    const last = page.items.at(-1);
+    if (page.more && last) body.next_cursor = encodeReadyCursor(last);
+    return body;
   }
 
   /**

@@ -44,7 +44,7 @@ export class ConvoysRoutes extends Controller {
    * @param limit Page size, 1–1000 (default 100).
    * @param cursor `next_cursor` of the previous page.
    * @param index Blocking query: wait until the event head passes this seq.
-   * @param wait How long a blocking query may wait.
+   * @param wait How long a blocking query may wait (a duration, default `30s`, at most `2m`).
    * @isInt limit
    * @minimum limit 0
    * @maximum limit 1000

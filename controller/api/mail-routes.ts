@@ -47,7 +47,7 @@ export class MailRoutes extends Controller {
    * @param limit Page size, 1–1000 (default 100).
    * @param cursor `next_cursor` of the previous page.
    * @param index Blocking query: wait until the event head passes this seq.
-   * @param wait How long a blocking query may wait.
+   * @param wait How long a blocking query may wait (a duration, default `30s`, at most `2m`).
    * @isInt limit
    * @minimum limit 0
    * @maximum limit 1000
@@ -110,15 +110,32 @@ export class MailRoutes extends Controller {
   }
 
   /**
-   * Every message of a thread, archived ones too, oldest first; `id` is a thread id or the id of any of its
-   * messages.
+   * The messages of a thread, archived ones too, in pages: the newest `limit`, oldest first, and a
+   * `next_cursor` for the older ones; `id` is a thread id or the id of any of its messages.
    * @summary Mail thread
    * @param rig The rig the message belongs to: a message of another rig (or of none) is a 404.
+   * @param limit Page size, 1–1000 (default 100; 0 means the default).
+   * @param cursor `next_cursor` of the previous page.
+   * @isInt limit
+   * @minimum limit 0
+   * @maximum limit 1000
    */
   @Get('thread/{id}')
-  public mailThread(@Path() cityName: string, @Path() id: string, @Query() rig?: string): MailListBody {
-    const items = this.city.mail.thread(id, rig);
-    return { items, total: items.length };
+  @Response<ErrorModel>(400, 'Invalid cursor')
+  @Response<ErrorModel>(422, 'Invalid limit')
+  public mailThread(
+    @Path() cityName: string,
+    @Path() id: string,
+    @Query() rig?: string,
+    @Query() limit?: number,
+    @Query() cursor?: string,
+  ): MailListBody {
+    const before = cursor ? decodeBeadCursor(cursor) : undefined;
+    const page = this.city.mail.thread(id, rig, { limit: limit || 100, before });
+    const body: MailListBody = { items: page.items, total: page.total };
+    const oldest = page.items[0];
+    if (page.more && oldest) body.next_cursor = encodeBeadCursor(oldest);
+    return body;
   }
 
   /**

@@ -117,9 +117,10 @@ export interface BeadStore {
   list(query: BeadQuery): BeadPage;
   /**
    * Open, not deferred, not a container or record, and every blocking dependency closed; oldest first, at most
-   * `limit`, with how many there are in all.
+   * `limit` created after the bead `after` (keyset position), with how many there are in all and whether more
+   * follow the page.
    */
-  ready(query: { assignee?: string; limit?: number }): { items: Bead[]; total: number };
+  ready(query: { assignee?: string; limit?: number; after?: string }): { items: Bead[]; total: number; more: boolean };
   /** Beads with a dependency on this one. */
   dependents(id: string): Bead[];
   /** Beads whose parent is this one. */

@@ -223,19 +223,27 @@ export class JournalBeadStore implements BeadStore {
     };
   }
 
-  ready(query: { assignee?: string; limit?: number }): { items: Bead[]; total: number } {
+  ready(query: { assignee?: string; limit?: number; after?: string }): {
+    items: Bead[];
+    total: number;
+    more: boolean;
+  } {
     const now = Date.now();
+    const after = query.after === undefined ? 0 : numberOf(query.after);
     const items: Bead[] = [];
     let total = 0;
+    let more = false;
     const ids = [...(this.byStatus.get('open') ?? [])].sort((a, b) => this.numbers.get(a)! - this.numbers.get(b)!);
     for (const id of ids) {
       const bead = this.beads.get(id)!;
       if (!this.isReady(bead, now)) continue;
       if (query.assignee !== undefined && bead.assignee !== query.assignee) continue;
       total++;
+      if (this.numbers.get(id)! <= after) continue;
       if (query.limit === undefined || items.length < query.limit) items.push(this.view(bead));
+      else more = true;
     }
-    return { items, total };
+    return { items, total, more };
   }
 
   dependents(id: string): Bead[] {

@@ -130,24 +130,33 @@ export class MailService {
   }
 
   /** Every message of a thread (by thread id, or by the id of one of its messages), oldest first. */
-  thread(id: string, rig?: string): Message[] {
+  /**
+   * A page of a thread: its newest `limit` messages below `before` (a message id), oldest first, with how many
+   * the thread holds and whether older ones remain.
+   */
+  thread(
+    id: string,
+    rig: string | undefined,
+    page: { limit: number; before?: string },
+  ): { items: Message[]; total: number; more: boolean } {
     const byMessage = this.beads.store.get(id);
     const thread = byMessage?.issue_type === 'message' ? labelValue(byMessage, THREAD) : id;
-    const page = this.beads.store.list({
+    const found = this.beads.store.list({
       type: 'message',
       label: `${THREAD}${thread}`,
       includeClosed: true,
       includeEphemeral: true,
-      limit: Number.MAX_SAFE_INTEGER,
+      limit: page.limit,
+      before: page.before,
       metadata: rig === undefined ? undefined : { rig },
     });
-    if (page.total === 0) {
+    if (found.total === 0) {
       throw new Problem(
         'mail-not-found',
         `not_found: no thread or message ${id}${rig === undefined ? '' : ` in rig ${rig}`}`,
       );
     }
-    return page.items.reverse().map(toMessage);
+    return { items: found.items.reverse().map(toMessage), total: found.total, more: found.more };
   }
 
   async markRead(id: string, rig?: string): Promise<void> {

@@ -11,3 +11,15 @@ export function decodeBeadCursor(token: string): string {
   if (typeof id !== 'string' || id === '') throw invalidToken();
   return id;
 }
+
+/** A ready-queue page token: `v1:` + base64url of {"k":"rb","id":<id>} of the page's last bead (oldest first). */
+export function encodeReadyCursor(bead: { id: string }): string {
+  return encodeToken('rb', { id: bead.id });
+}
+
+/** The id a ready page token continues after; a 400 `invalid-cursor` for anything we did not issue. */
+export function decodeReadyCursor(token: string): string {
+  const { id } = decodeToken(token, 'rb');
+  if (typeof id !== 'string' || id === '') throw invalidToken();
+  return id;
+}

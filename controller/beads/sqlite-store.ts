@@ -305,7 +305,11 @@ export class SqliteBeadStore implements BeadStore {
     return { items: rows.slice(0, query.limit).map(view), total, more: rows.length > query.limit };
   }
 
-  ready(query: { assignee?: string; limit?: number }): { items: Bead[]; total: number } {
+  ready(query: { assignee?: string; limit?: number; after?: string }): {
+    items: Bead[];
+    total: number;
+    more: boolean;
+  } {
     const params: unknown[] = [new Date().toISOString()];
     let assignee = '';
     if (query.assignee !== undefined) {
@@ -315,15 +319,17 @@ export class SqliteBeadStore implements BeadStore {
     // The first three terms are beads_ready's own condition, which SQLite needs to see to use that index; the
     // index holds only the beads that are ready but for a deferral, so counting them reads nothing else.
     const where = `status = 'open' and blockers = 0 and work = 1 and (b.defer_until is null or b.defer_until <= ?) ${assignee}`;
+    const after = query.after === undefined ? 0 : numberOf(query.after);
     const rows = this.sql(
-      `select b.n, b.doc, b.blockers from beads b indexed by beads_ready where ${where} order by b.n limit ?`,
-    ).all(...params, query.limit ?? -1) as Row[];
+      `select b.n, b.doc, b.blockers from beads b indexed by beads_ready where ${where} and b.n > ? order by b.n limit ?`,
+    ).all(...params, after, query.limit === undefined ? -1 : query.limit + 1) as Row[];
+    const more = query.limit !== undefined && rows.length > query.limit;
     const total = (
       this.sql(`select count(*) as c from beads b indexed by beads_ready where ${where}`).get(...params) as {
         c: number;
       }
     ).c;
-    return { items: rows.map(view), total };
+    return { items: (more ? rows.slice(0, query.limit) : rows).map(view), total, more };
   }
 
   dependents(id: string): Bead[] {

@@ -66,13 +66,15 @@ export interface CityInfo {
 
 /** Body of `GET /v0/cities`. */
 export interface SupervisorCitiesOutputBody {
-  /** Every registered city, sorted by name. */
+  /** The page's cities, sorted by name. */
   items: CityInfo[];
   /**
-   * Number of items.
+   * Number of registered cities.
    * @isInt
    */
   total: number;
+  /** Present when more cities follow; pass it back as `cursor`. */
+  next_cursor?: string;
 }
 
 /** Body of `GET /v0/city/{cityName}`. */

@@ -142,13 +142,15 @@ export interface ListBodyWireEvent {
 export interface SupervisorEventListOutputBody {
   /** Composite cursor captured before listing; pass it as `after_cursor` to continue live without gaps. */
   event_cursor: string;
-  /** Oldest first, by timestamp, then city, then seq. */
+  /** The page's events, oldest first, by timestamp, then city, then seq. */
   items: WireTaggedEvent[];
   /**
-   * Number of matches.
+   * Unfiltered: every log's head seq, summed. Filtered: the number of matches on this page.
    * @isInt
    */
   total: number;
+  /** Present when older matching events exist; pass it back as `cursor`. */
+  next_cursor?: string;
 }
 
 /** Body of `POST /v0/city/{cityName}/events`: record an event of any type. */

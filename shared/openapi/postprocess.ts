@@ -68,6 +68,13 @@ export function postprocess(input: Json, options: PostprocessOptions = {}): Json
   }
 
   const paths = (doc.paths ?? {}) as Json;
+  // Before the hand-written paths join: only tsoa's routes validate their parameters that way.
+  for (const item of Object.values(paths)) {
+    for (const method of METHODS) {
+      const op = (item as Json)[method] as Json | undefined;
+      if (op) declareParameterValidation(op);
+    }
+  }
   Object.assign(paths, options.extraPaths ?? {});
   doc.paths = paths;
   for (const [path, item] of Object.entries(paths)) {
@@ -82,12 +89,18 @@ export function postprocess(input: Json, options: PostprocessOptions = {}): Json
     if (map && typeof map === 'object' && Object.keys(map).length === 0) delete components[key];
   }
   delete components.securitySchemes;
-  return sortKeysOf(doc, ['openapi', 'info', 'servers', 'tags', 'paths', 'components']);
+  // No operation takes credentials: the API listens on loopback, and what guards mutations is the X-CTL-Request
+  // header (a CSRF check, not an identity), declared as the parameter it is. Said once, for every operation,
+  // the hand-written streams included.
+  doc.security = [];
+  return sortKeysOf(doc, ['openapi', 'info', 'servers', 'security', 'tags', 'paths', 'components']);
 }
 
 function upgradeOperation(op: Json, method: string, path: string): void {
   if (typeof op.operationId !== 'string' || !op.operationId.includes('-'))
     op.operationId = operationIdFor(method, path);
+  // tsoa writes an empty `security` on each operation; the document's own covers them all.
+  if (Array.isArray(op.security) && op.security.length === 0) delete op.security;
   const params = ((op.parameters as Json[] | undefined) ?? []).filter(
     (p) => String(p.name).toLowerCase() !== 'x-ctl-request' && p.$ref !== '#/components/parameters/X-CTL-Request',
   );
@@ -112,6 +125,28 @@ function upgradeOperation(op: Json, method: string, path: string): void {
     const r = response as Json;
     if (r.$ref) continue; // a components.responses entry, upgraded on its own
     upgradeResponse(r, status === 'default' || Number(status) >= 400);
+  }
+}
+
+/** Schema keywords that can refuse a parameter's value (a plain string admits anything). */
+const CONSTRAINTS = ['enum', 'const', 'pattern', 'format', 'minLength', 'maxLength', 'minimum', 'maximum'];
+
+/**
+ * A tsoa route answers 422 (`errors[]` naming the parameter) for a path, query or header value its schema
+ * refuses — `fresh=maybe`, `limit=-5` — before the route runs; the route class need not say so each time.
+ */
+function declareParameterValidation(op: Json): void {
+  const responses = (op.responses ?? {}) as Json;
+  if (responses['422']) return;
+  const refusable = ((op.parameters as Json[] | undefined) ?? []).some((p) => {
+    const schema = p.schema as Json | undefined;
+    // The CSRF header is the mutation guard's (403), not the route's.
+    if (!schema || String(p.name).toLowerCase() === 'x-ctl-request') return false;
+    return schema.type !== 'string' || CONSTRAINTS.some((keyword) => keyword in schema);
+  });
+  if (refusable) {
+    responses['422'] = problemResponse('Invalid parameter: a value its schema does not admit (`errors[]` names it)');
+    op.responses = responses;
   }
 }
 

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Path, Post, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
+import { Body, Controller, Get, Path, Post, Query, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
 import type {
   CityCreateRequest,
   CityInfo,
@@ -7,6 +7,7 @@ import type {
 } from '../../shared/dto/cities.js';
 import type { AsyncAcceptedResponse } from '../../shared/dto/common.js';
 import type { ErrorModel } from '../../shared/dto/errors.js';
+import { decodeToken, encodeToken, invalidToken } from '../../shared/http/page-token.js';
 import type { SupervisorServices } from './ioc.js';
 
 @Route('v0')
@@ -17,14 +18,27 @@ export class CitiesRoutes extends Controller {
   }
 
   /**
-   * Every registered city, sorted by name: running ones with `running=true`; others with the controller's startup
-   * phase (`starting`, `loading_config`, …) or `stopped`, `restarting`, `init_failed` in `status`.
+   * The registered cities, sorted by name, in pages: running ones with `running=true`; others with the
+   * controller's startup phase (`starting`, `loading_config`, …) or `stopped`, `restarting`, `init_failed` in
+   * `status`.
    * @summary List cities
+   * @param limit Page size, 1–1000 (default 100; 0 means the default).
+   * @param cursor `next_cursor` of the previous page.
+   * @isInt limit
+   * @minimum limit 0
+   * @maximum limit 1000
    */
   @Get('cities')
-  public listCities(): SupervisorCitiesOutputBody {
-    const items = this.services.cities.list();
-    return { items, total: items.length };
+  @Response<ErrorModel>(400, 'Invalid `cursor`')
+  @Response<ErrorModel>(422, 'Invalid `limit`')
+  public listCities(@Query() limit?: number, @Query() cursor?: string): SupervisorCitiesOutputBody {
+    const after = cursor !== undefined && cursor !== '' ? decodeCityCursor(cursor) : undefined;
+    const all = this.services.cities.list();
+    const rest = after === undefined ? all : all.filter((city) => city.name > after);
+    const items = rest.slice(0, limit || DEFAULT_PAGE);
+    const body: SupervisorCitiesOutputBody = { items, total: all.length };
+    if (rest.length > items.length) body.next_cursor = encodeCityCursor(items.at(-1)!);
+    return body;
   }
 
   /**
@@ -110,4 +124,17 @@ export class CitiesRoutes extends Controller {
   public async startCity(@Path() cityName: string): Promise<CityInfo> {
     return this.services.cities.start(cityName);
   }
+}
+
+const DEFAULT_PAGE = 100;
+
+/** A city page token: `v1:` + base64url of {"k":"cn","n":<name>}, the last city of the page (names sort). */
+function encodeCityCursor(city: CityInfo): string {
+  return encodeToken('cn', { n: city.name });
+}
+
+function decodeCityCursor(token: string): string {
+  const { n } = decodeToken(token, 'cn');
+  if (typeof n !== 'string' || n === '') throw invalidToken();
+  return n;
 }

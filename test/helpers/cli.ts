@@ -1,6 +1,10 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { execa } from 'execa';
 import { ctlEntryPath } from '../../shared/paths.js';
+import { findOnPath } from '../../shared/readiness.js';
 
 export interface CliResult {
   code: number;
@@ -21,6 +25,42 @@ export async function runCtl(
     stdin: 'ignore',
   });
   return { code: result.exitCode ?? -1, stdout: String(result.stdout), stderr: String(result.stderr) };
+}
+
+/** A shell word: `word`, single-quoted. */
+function quoted(word: string): string {
+  return `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * Runs the real `ctl` with stderr on a terminal, as a person runs it (a pty from util-linux `script`), and
+ * stdout to a file, as a pipe would take it. Undefined where `script` is not installed.
+ */
+export async function runCtlWithTerminal(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
+): Promise<CliResult | undefined> {
+  if (!findOnPath('script', process.env.PATH ?? '')) return undefined;
+  const dir = mkdtempSync(join(tmpdir(), 'ctl-tty-'));
+  const out = join(dir, 'stdout');
+  try {
+    const command = [process.execPath, ctlEntryPath(), ...args].map(quoted).join(' ');
+    const result = await execa('script', ['-qefc', `${command} > ${quoted(out)}`, '/dev/null'], {
+      env: { ...process.env, ...options.env },
+      cwd: options.cwd,
+      reject: false,
+      timeout: 60_000,
+      stdin: 'ignore',
+    });
+    return {
+      code: result.exitCode ?? -1,
+      stdout: readFileSync(out, 'utf8').replace(/\n$/, ''),
+      // What reached the terminal: stderr, with the terminal's line endings.
+      stderr: String(result.stdout).replace(/\r\n/g, '\n'),
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** The lines of an output (runCtl, through execa, has already stripped the final newline). */

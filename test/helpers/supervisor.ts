@@ -152,22 +152,35 @@ export class TestSupervisor {
     return join(this.citiesDir, name);
   }
 
-  async events(query: { type?: string; limit?: number } = {}): Promise<WireTaggedEvent[]> {
-    const { data, error } = await this.api.GET('/v0/events', { params: { query } });
-    if (error || !data) throw new Error(`GET /v0/events failed: ${JSON.stringify(error)}`);
-    return data.items;
+  /** Every matching event of `GET /v0/events` (all its pages), oldest first. */
+  async events(query: { type?: string } = {}): Promise<WireTaggedEvent[]> {
+    const pages: WireTaggedEvent[][] = [];
+    let cursor: string | undefined;
+    do {
+      const { data, error } = await this.api.GET('/v0/events', {
+        params: { query: { ...query, limit: 1000, ...(cursor ? { cursor } : {}) } },
+      });
+      if (error || !data) throw new Error(`GET /v0/events failed: ${JSON.stringify(error)}`);
+      pages.push(data.items);
+      cursor = data.next_cursor;
+    } while (cursor);
+    return pages.reverse().flat();
   }
 
   /** The terminal event of an asynchronous request, once recorded. */
   async terminalEvent(requestId: string, timeoutMs = 15_000): Promise<WireTaggedEvent> {
+    const types = ['request.result.city.create', 'request.result.city.unregister', 'request.failed'];
     return waitUntil(
       `the terminal event of ${requestId}`,
-      async () =>
-        (await this.events()).find(
-          (e) =>
-            (e.type.startsWith('request.result.') || e.type === 'request.failed') &&
-            (e.payload as { request_id?: string }).request_id === requestId,
-        ),
+      async () => {
+        for (const type of types) {
+          const found = (await this.events({ type })).find(
+            (e) => (e.payload as { request_id?: string }).request_id === requestId,
+          );
+          if (found) return found;
+        }
+        return undefined;
+      },
       timeoutMs,
     );
   }

@@ -124,7 +124,7 @@ for (const backend of BACKENDS) {
       const busy = store.create({ title: 'busy' });
       store.update(busy.id, { status: 'in_progress' });
       expect(store.ready({}).items.map((b) => b.id)).to.deep.equal([due.id]);
-      expect(store.ready({ assignee: 'nobody' })).to.deep.equal({ items: [], total: 0 });
+      expect(store.ready({ assignee: 'nobody' })).to.deep.equal({ items: [], total: 0, more: false });
       expect(store.ready({ limit: 0 })).to.deep.include({ total: 1 });
     });
 
@@ -140,6 +140,24 @@ for (const backend of BACKENDS) {
       expect(work('open').total).to.equal(1);
       expect(work('in_progress').items.map((b) => b.id)).to.deep.equal([started.id]);
       expect(store.list({ status: 'open', includeEphemeral: true, limit: 10 }).total).to.equal(4);
+    });
+
+    it('pages the ready queue after a bead: no skip, no repeat, and whether more follow', function () {
+      const made = Array.from({ length: 5 }, (_, i) => store.create({ title: `r${i}` }).id);
+      const blocked = store.create({ title: 'blocked' });
+      store.addDependency(blocked.id, made[0], 'blocks');
+      const first = store.ready({ limit: 2 });
+      expect(first.items.map((b) => b.id)).to.deep.equal(made.slice(0, 2));
+      expect(first).to.deep.include({ total: 5, more: true });
+      const second = store.ready({ limit: 2, after: first.items[1].id });
+      expect(second.items.map((b) => b.id)).to.deep.equal(made.slice(2, 4));
+      expect(second.more).to.equal(true);
+      const last = store.ready({ limit: 2, after: second.items[1].id });
+      expect(last.items.map((b) => b.id)).to.deep.equal(made.slice(4));
+      expect(last).to.deep.include({ total: 5, more: false });
+      // A bead of the page that left the queue since (closed, deleted) does not move the position.
+      store.delete(made[1]);
+      expect(store.ready({ limit: 10, after: made[1] }).items.map((b) => b.id)).to.deep.equal(made.slice(2));
     });
 
     it('follows every change that can put a bead into ready or take it out', function () {

@@ -485,11 +485,51 @@ describe('OpenAPI post-processing (unit)', function () {
       }
     });
 
+    it('documents 422 where a parameter can be refused (a typed or constrained value), and nowhere else', function () {
+      expect(doc.paths['/v0/events'].get.responses['422'].content).to.deep.equal({
+        'application/problem+json': { schema: { $ref: '#/components/schemas/ErrorModel' } },
+      });
+      // Plain string parameters, or none: nothing for tsoa to refuse.
+      expect(doc.paths['/v0/city/{cityName}/status'].get.responses).to.not.have.property('422');
+      expect(doc.paths['/v0/city'].post.responses).to.not.have.property('422');
+      const raw = tsoaDocument();
+      raw.paths['/v0/events'].get.responses['422'] = { description: 'Invalid limit' };
+      raw.paths['/v0/city/{cityName}/status'].get.parameters.push(
+        { in: 'query', name: 'fresh', schema: { type: 'boolean' } },
+        { in: 'query', name: 'kind', schema: { type: 'string', enum: ['a', 'b'] } },
+      );
+      const out = pp(raw, {
+        extraPaths: {
+          '/v0/stream': {
+            get: {
+              parameters: [{ in: 'query', name: 'after', schema: { type: 'string', pattern: '^\\d+$' } }],
+              responses: { '200': { description: 'SSE' } },
+            },
+          },
+        },
+      });
+      expect(out.paths['/v0/events'].get.responses['422'].description).to.equal('Invalid limit');
+      expect(out.paths['/v0/city/{cityName}/status'].get.responses).to.have.property('422');
+      // A hand-written route does its own checks and says what it answers.
+      expect(out.paths['/v0/stream'].get.responses).to.not.have.property('422');
+    });
+
     it('keeps a documented 403 and its description', function () {
       const raw = tsoaDocument();
       raw.paths['/v0/city'].post.responses['403'] = { description: 'Custom forbidden' };
       const out = pp(raw);
       expect(out.paths['/v0/city'].post.responses['403'].description).to.equal('Custom forbidden');
+    });
+
+    it('says once, at the root, that no operation takes credentials (security: [])', function () {
+      const raw = tsoaDocument();
+      raw.paths['/v0/city'].post.security = [];
+      const out = pp(raw, { extraPaths: { '/v0/stream': { get: { responses: { '200': { description: 'SSE' } } } } } });
+      expect(out.security).to.deep.equal([]);
+      for (const { method, path, op } of operations(out)) {
+        expect(op, `${method} ${path}`).to.not.have.property('security');
+      }
+      expect(out.components).to.not.have.property('securitySchemes');
     });
 
     it('lists every problem type on ErrorModel.type', function () {

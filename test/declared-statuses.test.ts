@@ -1,0 +1,160 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { packageRoot } from '../shared/paths.js';
+import { CSRF, TestSupervisor } from './helpers/supervisor.js';
+
+// Every status an operation can answer is declared in its `responses`. Walks the OpenAPI document: for every
+// operation, for every query and path parameter with a schema, sends values the schema (or the parameter's
+// documented format) refuses, to a real supervisor with one running city, and checks the status received is
+// one the operation declares, as a problem.
+
+type Json = Record<string, unknown>;
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
+const CITY = 'alpha';
+
+interface Probe {
+  method: string;
+  path: string;
+  param: string;
+  value: string;
+}
+
+function deref(doc: Json, node: Json): Json {
+  let current = node;
+  while (typeof current.$ref === 'string') {
+    current = current.$ref
+      .slice(2)
+      .split('/')
+      .reduce<Json>((at, key) => at[key] as Json, doc);
+  }
+  return current;
+}
+
+/**
+ * A string that does not match `pattern`, from a few candidates, words first (none when every one matches).
+ * Not an empty or blank one where a word will do: `?after_seq=` reads as no value at all, as most servers
+ * read it.
+ */
+function notMatching(pattern: string): string[] {
+  const regex = new RegExp(pattern, 'u');
+  return ['abc', 'x y', '-1', '1.5', ' '].filter((candidate) => !regex.test(candidate)).slice(0, 1);
+}
+
+/**
+ * Values the parameter refuses: by its schema (wrong type, out of range, not in the enum, not matching), or
+ * by what its name and description say it holds (a page token, a cursor, a duration). A plain string with
+ * no documented format admits anything: nothing to send.
+ */
+function badValues(param: Json): string[] {
+  const schema = (param.schema ?? {}) as Json;
+  const name = String(param.name);
+  const description = typeof param.description === 'string' ? param.description : '';
+  const values: string[] = [];
+  if (schema.type === 'integer' || schema.type === 'number') {
+    values.push('abc');
+    if (typeof schema.minimum === 'number') values.push(String(schema.minimum - 1));
+    if (typeof schema.maximum === 'number') values.push(String(schema.maximum + 1));
+  } else if (schema.type === 'boolean') {
+    values.push('maybe');
+  } else if (Array.isArray(schema.enum)) {
+    values.push('not-one-of-them');
+  } else if (typeof schema.pattern === 'string') {
+    values.push(...notMatching(schema.pattern));
+  }
+  if (name === 'cursor' || name === 'after_cursor') values.push('v1:bogus', 'garbage');
+  if (/duration/i.test(description)) values.push('soon');
+  return values;
+}
+
+describe('every status an operation answers is declared (the document, walked against a real supervisor)', function () {
+  this.timeout(120_000);
+
+  let sup: TestSupervisor;
+  let doc: Json;
+
+  before(async function () {
+    doc = JSON.parse(readFileSync(join(packageRoot, 'shared', 'generated', 'openapi.json'), 'utf8')) as Json;
+    sup = await TestSupervisor.start();
+    await sup.createCity(CITY);
+  });
+
+  after(async function () {
+    await sup?.cleanup();
+  });
+
+  /** Every bad value of every query and path parameter of every operation. */
+  function probes(): Probe[] {
+    const out: Probe[] = [];
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Json>)) {
+      // svc/* is a raw proxy to a city's own service, outside the typed API: its answers are that service's.
+      if (path.includes('/svc/')) continue;
+      for (const method of METHODS) {
+        const op = item[method] as Json | undefined;
+        if (!op) continue;
+        const params = [...((item.parameters as Json[]) ?? []), ...((op.parameters as Json[]) ?? [])].map((p) =>
+          deref(doc, p),
+        );
+        for (const param of params) {
+          // Headers are not walked: X-CTL-Request is the mutation guard's, Last-Event-ID a stream's position
+          // (sent as after_* too), Idempotency-Key any string.
+          if (param.in !== 'query' && param.in !== 'path') continue;
+          // The city is what routes a per-city request at all: a bad name is the not-running 404, declared on
+          // every per-city route, and walking it would only repeat that.
+          if (param.name === 'cityName') continue;
+          for (const value of badValues(param)) out.push({ method, path, param: String(param.name), value });
+        }
+      }
+    }
+    return out;
+  }
+
+  /** The URL of `path` with its path parameters filled (the running city; `x` for ids) and one bad one. */
+  function urlOf(probe: Probe): string {
+    let url = probe.path.replace(/\{([^}]+)\}/g, (_, name: string) => {
+      if (name === probe.param) return encodeURIComponent(probe.value);
+      return name === 'cityName' ? CITY : 'x';
+    });
+    if (!probe.path.includes(`{${probe.param}}`)) url += `?${probe.param}=${encodeURIComponent(probe.value)}`;
+    return `${sup.base}${url}`;
+  }
+
+  it('walks a bad value of every refusable parameter (a guard: the walk is not empty)', function () {
+    const walked = new Set(probes().map((p) => `${p.method} ${p.path} ${p.param}`));
+    for (const expected of [
+      'get /v0/readiness fresh',
+      'get /v0/provider-readiness fresh',
+      'get /v0/events limit',
+      'get /v0/events cursor',
+      `get /v0/city/{cityName}/readiness fresh`,
+      `get /v0/city/{cityName}/provider-readiness fresh`,
+      'post /v0/city/{cityName}/events/rotate wait',
+    ]) {
+      expect(walked, expected).to.include(expected);
+    }
+  });
+
+  it('answers each with a status its operation declares, as application/problem+json', async function () {
+    const undeclared: string[] = [];
+    for (const probe of probes()) {
+      const op = (doc.paths as Record<string, Json>)[probe.path][probe.method] as Json;
+      const declared = Object.keys(op.responses as Json);
+      const abort = new AbortController();
+      // Only the status and headers are read: a stream that were opened by mistake must not hold the walk.
+      const res = await fetch(urlOf(probe), {
+        method: probe.method.toUpperCase(),
+        headers: probe.method === 'get' ? {} : CSRF,
+        signal: abort.signal,
+      });
+      const status = String(res.status);
+      const type = res.headers.get('content-type') ?? '';
+      abort.abort();
+      const what = `${probe.method.toUpperCase()} ${probe.path} ${probe.param}=${JSON.stringify(probe.value)}: ${status}`;
+      if (!declared.includes(status)) undeclared.push(`${what} (declared: ${declared.join(', ')})`);
+      else if (res.status >= 400 && !type.startsWith('application/problem+json')) undeclared.push(`${what} as ${type}`);
+      else if (res.status < 400) undeclared.push(`${what}: a value the parameter refuses was accepted`);
+    }
+    expect(undeclared, undeclared.join('\n')).to.deep.equal([]);
+  });
+});
