@@ -1,6 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { resolveApiBase } from '../shared/api-client.js';
-import { FileLock } from '../shared/events/file-lock.js';
+import { FileLock } from '../shared/fs/file-lock.js';
+import { readPid } from '../shared/fs/pid-file.js';
 import { ctlHome, homePaths } from '../shared/paths.js';
 
 /**
@@ -19,12 +20,7 @@ export function supervisorPid(): number | undefined {
   } finally {
     lock.close();
   }
-  try {
-    const pid = Number(readFileSync(paths.pid, 'utf8').trim());
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  }
+  return readPid(paths.pid);
 }
 
 /**

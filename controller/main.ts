@@ -13,7 +13,7 @@ import {
 } from '../shared/controller-ipc.js';
 import { cityLog } from '../shared/events/city-log.js';
 import type { EventLog } from '../shared/events/event-log.js';
-import { FileLock } from '../shared/events/file-lock.js';
+import { FileLock } from '../shared/fs/file-lock.js';
 import { LogTail } from '../shared/events/log-tail.js';
 import { createLogger } from '../shared/log.js';
 import { cityPaths } from '../shared/paths.js';

@@ -1,7 +1,7 @@
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import type { ReadinessItem } from './dto/readiness.js';
+import type { ProviderReadinessResponse, ReadinessItem, ReadinessResponse } from './dto/readiness.js';
 import { Problem } from './http/problem.js';
 
 // Real probes of the agent command-line tools a city can use: is the binary on PATH, and is it signed in.
@@ -25,7 +25,6 @@ const PROBES: Record<string, ProbeSpec> = {
 };
 
 export const SUPPORTED_PROVIDERS = Object.keys(PROBES).filter((name) => PROBES[name].kind === 'provider');
-export const READINESS_ITEMS = Object.keys(PROBES);
 export const DEFAULT_READINESS_ITEMS = ['claude', 'codex', 'gemini', 'github_cli'];
 export const DEFAULT_PROVIDERS = ['claude', 'codex', 'gemini'];
 
@@ -55,6 +54,18 @@ export class ReadinessProber {
   async probeAll(names: string[], fresh = false): Promise<Record<string, ReadinessItem>> {
     const items = await Promise.all(names.map((name) => this.probe(name, fresh)));
     return Object.fromEntries(items.map((item) => [item.name, item]));
+  }
+
+  /** The answer of a readiness route: the comma-separated `items` asked for (unknown ones: a 400), else `defaults`. */
+  async readiness(items: string | undefined, defaults: string[], fresh = false): Promise<ReadinessResponse> {
+    const names = parseProbeList(items, defaults, 'items', (n) => this.isKnown(n));
+    return { items: await this.probeAll(names, fresh) };
+  }
+
+  /** The answer of a provider-readiness route: the `providers` asked for (unknown ones: a 400), else the defaults. */
+  async providerReadiness(providers: string | undefined, fresh = false): Promise<ProviderReadinessResponse> {
+    const names = parseProbeList(providers, DEFAULT_PROVIDERS, 'providers', (n) => SUPPORTED_PROVIDERS.includes(n));
+    return providerReadinessBody(await this.probeAll(names, fresh));
   }
 }
 
@@ -170,7 +181,7 @@ function firstLine(text: string): string {
 }
 
 /** A comma-separated list of probe names from a query parameter; unknown names are a 400. */
-export function parseProbeList(
+function parseProbeList(
   value: string | undefined,
   fallback: string[],
   what: string,
@@ -191,9 +202,7 @@ export function parseProbeList(
 }
 
 /** The body of a provider-readiness answer, from probe results. */
-export function providerReadinessBody(items: Record<string, ReadinessItem>): {
-  providers: Record<string, { display_name: string; status: string; detail?: string }>;
-} {
+function providerReadinessBody(items: Record<string, ReadinessItem>): ProviderReadinessResponse {
   return {
     providers: Object.fromEntries(
       Object.values(items).map((i) => [

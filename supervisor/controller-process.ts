@@ -49,7 +49,6 @@ export class ControllerProcess extends EventEmitter<Events> {
   phasesCompleted: string[] = [];
   ready = false;
   readyAt = 0;
-  readonly startedAt = Date.now();
   readonly exited: Promise<ControllerExit>;
   private exitInfo: ControllerExit | undefined;
   private stopRequested = false;
@@ -60,7 +59,6 @@ export class ControllerProcess extends EventEmitter<Events> {
   private constructor(
     readonly pid: number,
     readonly name: string,
-    readonly adopted: boolean,
     readonly endpoint: ControllerEndpoint,
   ) {
     super();
@@ -97,7 +95,7 @@ export class ControllerProcess extends EventEmitter<Events> {
     if (subprocess.pid === undefined) {
       throw new Error(`could not start the controller for ${launch.name}`);
     }
-    const proc = new ControllerProcess(subprocess.pid, launch.name, false, { socketPath: launch.socket });
+    const proc = new ControllerProcess(subprocess.pid, launch.name, { socketPath: launch.socket });
     subprocess.on('message', (message: unknown) => proc.onMessage(message as ControllerMessage));
     void subprocess.then((result) => {
       proc.finish({ code: result.exitCode ?? null, signal: result.signal ?? null });
@@ -123,7 +121,7 @@ export class ControllerProcess extends EventEmitter<Events> {
     endpoint: ControllerEndpoint,
     startupTimeoutMs: number,
   ): { proc: ControllerProcess; firstProbe: Promise<void> } {
-    const proc = new ControllerProcess(pid, name, true, endpoint);
+    const proc = new ControllerProcess(pid, name, endpoint);
     const deadline = Date.now() + startupTimeoutMs;
     const probe = async () => {
       const ok = await probeHealth(endpoint, name);
@@ -162,10 +160,6 @@ export class ControllerProcess extends EventEmitter<Events> {
     // Anything the controller started and left behind in its group goes with it.
     this.signalGroup('SIGKILL');
     return exit;
-  }
-
-  get running(): boolean {
-    return this.exitInfo === undefined;
   }
 
   private onMessage(message: ControllerMessage): void {

@@ -6,7 +6,7 @@ import { Problem } from '../shared/http/problem.js';
 import { sseRoute, SseStream } from '../shared/http/sse.js';
 import { SUPERVISOR_SCOPE } from '../shared/paths.js';
 import type { EventHub, HubSubscriber } from './event-hub.js';
-import { tagEvent, type EventSource } from './event-view.js';
+import { mergeOrder, tagEvent, timed, type EventSource, type TimedEvent } from './event-view.js';
 
 const REPLAY_BATCH = 500;
 
@@ -98,36 +98,39 @@ export function supervisorEventStream(hub: EventHub, settings: StreamSettings): 
   });
 }
 
-/** History after each log's position, merged by (time, city, seq), in batches paced by the client. */
+/** History after each log's position, merged in `mergeOrder`, in batches paced by the client. */
 async function replay(
   sources: EventSource[],
   positions: Map<string, number>,
   stream: SseStream,
   emit: (scope: string, record: EventRecord) => boolean,
 ): Promise<void> {
-  const buffers = new Map<string, { source: EventSource; records: EventRecord[]; next: number; done: boolean }>();
+  interface Buffer {
+    source: EventSource;
+    records: EventRecord[];
+    next: number;
+    done: boolean;
+    head?: TimedEvent;
+  }
+  const buffers = new Map<string, Buffer>();
   for (const source of sources) buffers.set(source.scope, { source, records: [], next: 0, done: false });
   while (!stream.isClosed) {
-    let best: { scope: string; record: EventRecord } | undefined;
+    let best: { scope: string; buffer: Buffer; head: TimedEvent } | undefined;
     for (const [scope, buffer] of buffers) {
       if (buffer.next === buffer.records.length && !buffer.done) {
         buffer.records = buffer.source.log.after(positions.get(scope) ?? 0, REPLAY_BATCH);
         buffer.next = 0;
         if (buffer.records.length === 0) buffer.done = true;
       }
-      const head = buffer.records[buffer.next];
-      if (head && (!best || before(scope, head, best.scope, best.record))) best = { scope, record: head };
+      const record = buffer.records[buffer.next];
+      if (!record) continue;
+      buffer.head ??= timed(scope, record);
+      if (!best || mergeOrder(buffer.head, best.head) < 0) best = { scope, buffer, head: buffer.head };
     }
     if (!best) return;
-    buffers.get(best.scope)!.next++;
-    if (!emit(best.scope, best.record)) return;
+    const record = best.buffer.records[best.buffer.next++];
+    best.buffer.head = undefined;
+    if (!emit(best.scope, record)) return;
     await stream.paced();
   }
-}
-
-function before(scopeA: string, a: EventRecord, scopeB: string, b: EventRecord): boolean {
-  const ta = Date.parse(a.ts);
-  const tb = Date.parse(b.ts);
-  if (ta !== tb) return ta < tb;
-  return scopeA < scopeB;
 }

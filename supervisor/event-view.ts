@@ -122,8 +122,7 @@ class LogReader {
     }
     const record = this.records[this.next];
     if (!record) return undefined;
-    const event = tagEvent(this.scope, record);
-    this.head = { ms: Date.parse(event.ts), event };
+    this.head = timed(this.scope, record);
     return this.head;
   }
 
@@ -142,7 +141,7 @@ function firstPageBounds(captured: CompositeCursor): CompositeCursor {
 }
 
 /**
- * The newest `limit` events of all logs, newest first, by time, then city, then seq. Each log is taken in seq
+ * The newest `limit` events of all logs, newest first in `mergeOrder`. Each log is taken in seq
  * order (a merge, not a sort of everything), so what a page takes of a log is always all of it above some seq,
  * and the next page can go on below that seq even where a log's clock went backwards.
  */
@@ -152,7 +151,7 @@ function newestOfAll(readers: LogReader[], limit: number): WireTaggedEvent[] {
     let best: LogReader | undefined;
     for (const reader of readers) {
       const head = reader.peek();
-      if (head && (!best || byTimeCitySeq(head, best.peek()!) > 0)) best = reader;
+      if (head && (!best || mergeOrder(head, best.peek()!) > 0)) best = reader;
     }
     if (!best) break;
     picked.push(best.take());
@@ -188,12 +187,24 @@ export function tagEvent(scope: string, record: EventRecord): WireTaggedEvent {
   return { ...toWireEvent(record), city };
 }
 
-interface TimedEvent {
+/** A tagged event with its time parsed once (merges compare it many times). */
+export interface TimedEvent {
   ms: number;
   event: WireTaggedEvent;
 }
 
-function byTimeCitySeq({ ms: ta, event: a }: TimedEvent, { ms: tb, event: b }: TimedEvent): number {
+/** `record` of `scope`'s log, tagged and timed for a merge. */
+export function timed(scope: string, record: EventRecord): TimedEvent {
+  const event = tagEvent(scope, record);
+  return { ms: Date.parse(event.ts), event };
+}
+
+/**
+ * The one order in which events of different logs interleave, in lists and streams alike (and `ctl events`, which
+ * sorts pages the same way): by time, then by the city they are tagged with, then by seq. Within one log, seq
+ * order always holds: merges only ever choose between logs' next events.
+ */
+export function mergeOrder({ ms: ta, event: a }: TimedEvent, { ms: tb, event: b }: TimedEvent): number {
   if (ta !== tb) return ta - tb;
   if (a.city !== b.city) return a.city < b.city ? -1 : 1;
   return a.seq - b.seq;

@@ -1,5 +1,6 @@
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
-import { FileLock } from '../shared/events/file-lock.js';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { FileLock } from '../shared/fs/file-lock.js';
+import { readPid } from '../shared/fs/pid-file.js';
 import type { HomePaths } from '../shared/paths.js';
 import { writeFileAtomic } from '../shared/atomic-write.js';
 
@@ -36,14 +37,5 @@ export class HomeLock {
     this.lock?.release();
     this.lock?.close();
     this.lock = undefined;
-  }
-}
-
-export function readPid(path: string): number | undefined {
-  try {
-    const pid = Number(readFileSync(path, 'utf8').trim());
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
   }
 }

@@ -215,13 +215,12 @@ export class BeadsRoutes extends Controller {
    */
   @Post('bead/{id}/update')
   @Response<ErrorModel>(422, 'Invalid change')
-  public async updateBeadPost(
+  public updateBeadPost(
     @Path() cityName: string,
     @Path() id: string,
     @Body() body: BeadUpdateBody,
   ): Promise<OKResponseBody> {
-    await this.city.beads.update(id, changeOf(body));
-    return { status: 'ok' };
+    return this.updateBead(cityName, id, body);
   }
 
   /**

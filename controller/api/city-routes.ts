@@ -4,13 +4,7 @@ import type { ConfigResponse } from '../../shared/dto/config.js';
 import type { ErrorModel } from '../../shared/dto/errors.js';
 import type { HealthOutputBody, StatusBody } from '../../shared/dto/health.js';
 import type { ProviderReadinessResponse, ReadinessResponse } from '../../shared/dto/readiness.js';
-import {
-  DEFAULT_PROVIDERS,
-  DEFAULT_READINESS_ITEMS,
-  parseProbeList,
-  providerReadinessBody,
-  SUPPORTED_PROVIDERS,
-} from '../../shared/readiness.js';
+import { DEFAULT_READINESS_ITEMS, SUPPORTED_PROVIDERS } from '../../shared/readiness.js';
 import { VERSION } from '../../shared/version.js';
 import type { CityRuntime } from '../city-runtime.js';
 
@@ -107,8 +101,7 @@ export class CityRoutes extends Controller {
   ): Promise<ReadinessResponse> {
     const own = this.city.config.workspace.provider;
     const fallback = own && SUPPORTED_PROVIDERS.includes(own) ? [own, 'github_cli'] : DEFAULT_READINESS_ITEMS;
-    const names = parseProbeList(items, fallback, 'items', (n) => this.city.prober.isKnown(n));
-    return { items: await this.city.prober.probeAll(names, fresh === true) };
+    return this.city.prober.readiness(items, fallback, fresh === true);
   }
 
   /**
@@ -124,9 +117,7 @@ export class CityRoutes extends Controller {
     @Query() providers?: string,
     @Query() fresh?: boolean,
   ): Promise<ProviderReadinessResponse> {
-    const names = parseProbeList(providers, DEFAULT_PROVIDERS, 'providers', (n) => SUPPORTED_PROVIDERS.includes(n));
-    const items = await this.city.prober.probeAll(names, fresh === true);
-    return providerReadinessBody(items);
+    return this.city.prober.providerReadiness(providers, fresh === true);
   }
 
   /**

@@ -12,6 +12,9 @@ import {
 
 // Validation and naming rules every bead store applies the same way.
 
+/** How long a create's idempotency key answers with its first answer. */
+export const IDEMPOTENCY_TTL_MS = 30 * 60 * 1000;
+
 /** Kinds whose edges order beads: a cycle among them could never resolve. */
 export function isOrdering(kind: string): boolean {
   return BLOCKING_KINDS.has(kind) || kind === 'parent-child';

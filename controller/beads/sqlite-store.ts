@@ -13,10 +13,17 @@ import {
   type DepKind,
   type NewBead,
 } from './bead-store.js';
-import { applyChange, isOrdering, isWork, newBead, numberOf, type BeadLookup } from './bead-rules.js';
+import {
+  applyChange,
+  IDEMPOTENCY_TTL_MS,
+  isOrdering,
+  isWork,
+  newBead,
+  numberOf,
+  type BeadLookup,
+} from './bead-rules.js';
 
 /** How long an idempotency key keeps answering with the bead it created. */
-const IDEMPOTENCY_TTL_MS = 30 * 60 * 1000;
 
 const BLOCKING = [...BLOCKING_KINDS].map((k) => `'${k}'`).join(',');
 const ORDERING = [...BLOCKING_KINDS, 'parent-child'].map((k) => `'${k}'`).join(',');

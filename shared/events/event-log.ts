@@ -22,7 +22,7 @@ import {
   type Archive,
 } from './archives.js';
 import type { CustomNewEvent, KnownNewEvent } from './event-types.js';
-import { FileLock } from './file-lock.js';
+import { FileLock } from '../fs/file-lock.js';
 import {
   completeEnd,
   lastRecord,

@@ -2,13 +2,7 @@ import { Controller, Get, Query, Response, Route, Tags } from '@tsoa/runtime';
 import type { ErrorModel } from '../../shared/dto/errors.js';
 import type { SupervisorHealthOutputBody } from '../../shared/dto/health.js';
 import type { ProviderReadinessResponse, ReadinessResponse } from '../../shared/dto/readiness.js';
-import {
-  DEFAULT_PROVIDERS,
-  DEFAULT_READINESS_ITEMS,
-  parseProbeList,
-  providerReadinessBody,
-  SUPPORTED_PROVIDERS,
-} from '../../shared/readiness.js';
+import { DEFAULT_READINESS_ITEMS } from '../../shared/readiness.js';
 import type { SupervisorServices } from './ioc.js';
 
 @Route('')
@@ -38,8 +32,7 @@ export class HealthRoutes extends Controller {
   @Get('v0/readiness')
   @Response<ErrorModel>(400, 'Unknown item')
   public async getReadiness(@Query() items?: string, @Query() fresh?: boolean): Promise<ReadinessResponse> {
-    const names = parseProbeList(items, DEFAULT_READINESS_ITEMS, 'items', (n) => this.services.prober.isKnown(n));
-    return { items: await this.services.prober.probeAll(names, fresh === true) };
+    return this.services.prober.readiness(items, DEFAULT_READINESS_ITEMS, fresh === true);
   }
 
   /**
@@ -54,8 +47,6 @@ export class HealthRoutes extends Controller {
     @Query() providers?: string,
     @Query() fresh?: boolean,
   ): Promise<ProviderReadinessResponse> {
-    const names = parseProbeList(providers, DEFAULT_PROVIDERS, 'providers', (n) => SUPPORTED_PROVIDERS.includes(n));
-    const items = await this.services.prober.probeAll(names, fresh === true);
-    return providerReadinessBody(items);
+    return this.services.prober.providerReadiness(providers, fresh === true);
   }
 }

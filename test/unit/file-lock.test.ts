@@ -1,7 +1,7 @@
 import { closeSync, fstatSync, mkdirSync, openSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { FileLock } from '../../shared/events/file-lock.js';
+import { FileLock } from '../../shared/fs/file-lock.js';
 import { tempDir } from '../helpers/supervisor.js';
 
 describe('FileLock', function () {

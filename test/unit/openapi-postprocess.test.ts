@@ -6,7 +6,7 @@ import {
   postprocess,
   upgradeSchema,
   type PostprocessOptions,
-} from '../../shared/openapi/postprocess.js';
+} from '../../tools/openapi/postprocess.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 

@@ -3,7 +3,7 @@
 // the X-CTL-Request-Id response header, the problem responses of the shared conventions). One pure function,
 // unit-tested, run by `npm run gen`.
 
-import { PROBLEM_CODES } from '../http/problem.js';
+import { PROBLEM_CODES } from '../../shared/http/problem.js';
 
 type Json = Record<string, unknown>;
 

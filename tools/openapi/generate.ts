@@ -10,7 +10,7 @@ import { MetadataGenerator } from '@tsoa/cli/dist/metadataGeneration/metadataGen
 import type { Config } from '@tsoa/runtime';
 import openapiTS, { astToString } from 'openapi-typescript';
 import ts from 'typescript';
-import { packageRoot } from '../paths.js';
+import { packageRoot } from '../../shared/paths.js';
 import { extraPaths, extraSchemas } from './additions.js';
 import { postprocess } from './postprocess.js';
 

@@ -1,7 +1,7 @@
 // What the generated document needs that tsoa cannot derive from route classes: the typed event envelopes
 // (one variant per event type we record, plus a custom one), the SSE stream operations and their frames.
 
-import { EVENT_PAYLOADS } from '../events/event-types.js';
+import { EVENT_PAYLOADS } from '../../shared/events/event-types.js';
 
 type Json = Record<string, unknown>;
 
