@@ -358,7 +358,7 @@ async function controllerMemory(sup: TestSupervisor): Promise<ControllerMemoryPh
     const res = await sendJson(target, 'POST', { type: 'bench.memory', actor: 'bench', payload: { i } });
     if (res.status !== 201) throw new Error(`POST events: HTTP ${res.status}`);
   }
-  (target.options.agent as Agent).destroy();
+  (target.options.agent).destroy();
   await sleep(1000);
   return { idle, afterEvents: memoryKiB(pid), events };
 }
