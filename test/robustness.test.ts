@@ -5,6 +5,7 @@ import { execa } from 'execa';
 import { ctlEntryPath } from '../shared/paths.js';
 import { isAlive, processesMentioning } from './helpers/processes.js';
 import { CSRF, freePort, TestSupervisor, tempDir } from './helpers/supervisor.js';
+import { makeUnchangeable } from './helpers/unchangeable.js';
 import { waitUntil } from './helpers/wait.js';
 
 async function terminalsOf(sup: TestSupervisor, requestId: string) {
@@ -28,13 +29,16 @@ describe('robustness', function () {
         params: { header: CSRF },
         body: { dir: sup.cityDir('flaky'), start_command: 'true' },
       });
-      // Block the registry's next write: its temp file name is taken by a directory.
-      const blocker = join(sup.home, `cities.toml.tmp-${sup.pid}`);
-      mkdirSync(blocker);
-      await sup.terminalEvent(data!.request_id);
-      await new Promise((r) => setTimeout(r, 2500)); // several reconciler passes retry the registry write
-      expect(readFileSync(join(sup.home, 'cities.toml'), 'utf8')).to.include(data!.request_id);
-      rmSync(blocker, { recursive: true });
+      // From now on the registry cannot be written, so forgetting the request fails.
+      const registry = join(sup.home, 'cities.toml');
+      const restore = makeUnchangeable(registry);
+      try {
+        await sup.terminalEvent(data!.request_id);
+        await sup.reconcilerPasses(2); // each retries forgetting it, and must not record it again
+        expect(readFileSync(registry, 'utf8')).to.include(data!.request_id);
+      } finally {
+        restore();
+      }
       await waitUntil(
         'the request to be forgotten',
         () => !readFileSync(join(sup.home, 'cities.toml'), 'utf8').includes(data!.request_id),
