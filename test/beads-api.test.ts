@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import {
   CityApi,
@@ -917,7 +916,9 @@ describe('work units over the API: beads, mail and convoys', function () {
       const blocked = api.list({ label: 'blocking-test', index: first.index, wait: '30s' }).finally(() => {
         settled = true;
       });
-      await sleep(300);
+      // A later request over the same path has been answered: the blocking list, sent before it, waits at the
+      // controller by now.
+      expect((await api.list({ label: 'blocking-test' })).items).to.deep.equal([]);
       expect(settled, 'the blocking list answered before anything changed').to.equal(false);
       const bead = await api.create({ title: 'wakes the list', labels: ['blocking-test'] });
       const page = await blocked;
@@ -1787,12 +1788,13 @@ describe('work units over the API: beads, mail and convoys', function () {
       let newPid: number | undefined;
 
       let burstOver = false;
+      let watching = true;
       const watcher = (async () => {
         await waitUntil('the kill or the end of the burst', () => killed || burstOver, 100_000);
         if (!killed) return;
         newPid = await restartedFrom(oldPid);
         restarted = true;
-      })();
+      })().finally(() => (watching = false));
 
       const worker = async () => {
         while (acked.size < TOTAL && Date.now() < deadline) {
@@ -1822,7 +1824,10 @@ describe('work units over the API: beads, mail and convoys', function () {
           if (reply?.status !== 201) {
             failures++;
             await reply?.arrayBuffer().catch(() => undefined);
-            await sleep(20);
+            // Creates fail while the controller is down: try again once it runs again (if it does not, the
+            // watcher's failure ends the test).
+            await waitUntil('the controller to run again', () => restarted || !watching, 100_000);
+            if (!restarted) break;
             continue;
           }
           let bead: Bead;
