@@ -5,14 +5,16 @@ import { listCityTree } from './helpers/city-tree.js';
 import { CSRF, TestSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
+// Each test has a supervisor of its own (and, past the first, a running city made for it), so any one runs
+// alone (`-g`) and in any order.
 describe('city lifecycle (real supervisor and controllers)', function () {
   let sup: TestSupervisor;
 
-  before(async function () {
+  beforeEach(async function () {
     sup = await TestSupervisor.start();
   });
 
-  after(async function () {
+  afterEach(async function () {
     await sup?.cleanup();
   });
 
@@ -42,48 +44,55 @@ describe('city lifecycle (real supervisor and controllers)', function () {
     expect(terminal.payload).to.deep.equal({ request_id: data!.request_id, name: 'alpha', path: dir });
     const city = await sup.city('alpha');
     expect(city).to.include({ name: 'alpha', path: dir, running: true });
-    // Exactly one terminal event, even after more reconciler passes.
-    await new Promise((r) => setTimeout(r, 1200));
+    // Exactly one terminal event, even after more reconciler passes (each would settle the request again if
+    // it were still pending).
+    await sup.reconcilerPasses(2);
     const terminals = (await sup.events()).filter(
       (e) => (e.payload as { request_id?: string }).request_id === data!.request_id,
     );
     expect(terminals).to.have.length(1);
   });
 
-  it('serves per-city routes through the supervisor once running', async function () {
-    const { data, response } = await sup.api.GET('/v0/city/{cityName}/status', {
-      params: { path: { cityName: 'alpha' } },
+  describe('a running city', function () {
+    beforeEach(async function () {
+      await sup.createCity('alpha');
     });
-    expect(response.status).to.equal(200);
-    expect(data!.name).to.equal('alpha');
-    expect(Number(response.headers.get('X-CTL-Index'))).to.be.greaterThan(0);
-  });
 
-  it('unregister leaves the directory exactly as it was, and register attaches it again', async function () {
-    const dir = sup.cityDir('alpha');
-    const before = listCityTree(dir);
-    const configBefore = readFileSync(join(dir, 'city.toml'));
-    const logBefore = readFileSync(join(dir, '.ctl', 'events.jsonl'));
-    const { data, response } = await sup.api.POST('/v0/city/{cityName}/unregister', {
-      params: { header: CSRF, path: { cityName: 'alpha' } },
+    it('serves per-city routes through the supervisor once running', async function () {
+      const { data, response } = await sup.api.GET('/v0/city/{cityName}/status', {
+        params: { path: { cityName: 'alpha' } },
+      });
+      expect(response.status).to.equal(200);
+      expect(data!.name).to.equal('alpha');
+      expect(Number(response.headers.get('X-CTL-Index'))).to.be.greaterThan(0);
     });
-    expect(response.status).to.equal(202);
-    const terminal = await sup.terminalEvent(data!.request_id);
-    expect(terminal.type).to.equal('request.result.city.unregister');
-    expect(terminal.payload).to.deep.equal({ request_id: data!.request_id, name: 'alpha', path: dir });
-    expect(await sup.city('alpha')).to.equal(undefined);
-    const log = readFileSync(join(dir, '.ctl', 'events.jsonl'), 'utf8');
-    expect(log).to.include('"city.unregister_requested"');
-    // Same files (apart from those that exist only while a controller runs), same config.
-    expect(listCityTree(dir)).to.deep.equal(before);
-    expect(readFileSync(join(dir, 'city.toml')).equals(configBefore)).to.equal(true);
-    // The log only grew (the controller's stop, the unregister request): what was there is unchanged.
-    const logAfter = readFileSync(join(dir, '.ctl', 'events.jsonl'));
-    expect(logAfter.subarray(0, logBefore.length).equals(logBefore)).to.equal(true);
 
-    const registered = await sup.ctl(['register', dir]);
-    expect(registered.stderr).to.equal('');
-    expect(registered.code).to.equal(0);
-    await waitUntil('alpha to run again', async () => (await sup.city('alpha'))?.running);
+    it('unregister leaves the directory exactly as it was, and register attaches it again', async function () {
+      const dir = sup.cityDir('alpha');
+      const before = listCityTree(dir);
+      const configBefore = readFileSync(join(dir, 'city.toml'));
+      const logBefore = readFileSync(join(dir, '.ctl', 'events.jsonl'));
+      const { data, response } = await sup.api.POST('/v0/city/{cityName}/unregister', {
+        params: { header: CSRF, path: { cityName: 'alpha' } },
+      });
+      expect(response.status).to.equal(202);
+      const terminal = await sup.terminalEvent(data!.request_id);
+      expect(terminal.type).to.equal('request.result.city.unregister');
+      expect(terminal.payload).to.deep.equal({ request_id: data!.request_id, name: 'alpha', path: dir });
+      expect(await sup.city('alpha')).to.equal(undefined);
+      const log = readFileSync(join(dir, '.ctl', 'events.jsonl'), 'utf8');
+      expect(log).to.include('"city.unregister_requested"');
+      // Same files (apart from those that exist only while a controller runs), same config.
+      expect(listCityTree(dir)).to.deep.equal(before);
+      expect(readFileSync(join(dir, 'city.toml')).equals(configBefore)).to.equal(true);
+      // The log only grew (the controller's stop, the unregister request): what was there is unchanged.
+      const logAfter = readFileSync(join(dir, '.ctl', 'events.jsonl'));
+      expect(logAfter.subarray(0, logBefore.length).equals(logBefore)).to.equal(true);
+
+      const registered = await sup.ctl(['register', dir]);
+      expect(registered.stderr).to.equal('');
+      expect(registered.code).to.equal(0);
+      await waitUntil('alpha to run again', async () => (await sup.city('alpha'))?.running);
+    });
   });
 });

@@ -1,7 +1,8 @@
-import { chmodSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { CSRF, TestSupervisor, tempDir } from './helpers/supervisor.js';
+import { makeUnchangeable } from './helpers/unchangeable.js';
 
 interface Problem {
   type: string;
@@ -115,14 +116,13 @@ describe("the spec's error table", function () {
   });
 
   it('POST /v0/city 500 when the registry cannot be written, undoing the scaffold', async function () {
-    const blocker = join(sup.home, `cities.toml.tmp-${sup.pid}`);
-    mkdirSync(blocker);
+    const restore = makeUnchangeable(join(sup.home, 'cities.toml'));
     try {
       const { status, problem } = await post(sup, '/v0/city', { dir: sup.cityDir('unwritten'), start_command: 'true' });
       expect(status).to.equal(500);
       expect(problem.detail).to.match(/^internal: could not write the registry/);
     } finally {
-      rmSync(blocker, { recursive: true });
+      restore();
     }
     expect(readdirSync(sup.citiesDir)).to.not.include('unwritten');
     const retry = await sup.api.POST('/v0/city', {
@@ -139,17 +139,13 @@ describe("the spec's error table", function () {
   });
 
   it('POST /v0/city/{cityName}/unregister 500 when the registry cannot be written', async function () {
-    const registry = join(sup.home, 'cities.toml');
-    const aside = `${registry}.aside`;
-    renameSync(registry, aside);
-    mkdirSync(join(registry, 'blocker'), { recursive: true });
+    const restore = makeUnchangeable(join(sup.home, 'cities.toml'));
     try {
       const { status, problem } = await post(sup, '/v0/city/alpha/unregister');
       expect(status).to.equal(500);
       expect(problem.detail).to.match(/^internal: could not write the registry/);
     } finally {
-      rmSync(registry, { recursive: true, force: true });
-      renameSync(aside, registry);
+      restore();
     }
     expect((await sup.city('alpha'))?.running).to.equal(true);
   });

@@ -1,10 +1,10 @@
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { execa } from 'execa';
+import { socketsOf } from './helpers/processes.js';
 import { closeAllStreams, SseStreamReader, type SseFrame } from './helpers/sse.js';
 import { CSRF, TestSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
@@ -213,8 +213,12 @@ function supervisorStreamUrl(sup: TestSupervisor, query = ''): string {
   return `${sup.base}/v0/events/stream${query}`;
 }
 
-async function openStream(url: string, headers: Record<string, string> = {}): Promise<SseStreamReader> {
-  const stream = await SseStreamReader.open(url, headers);
+async function openStream(
+  url: string,
+  headers: Record<string, string> = {},
+  options: { ownConnection?: boolean } = {},
+): Promise<SseStreamReader> {
+  const stream = await SseStreamReader.open(url, headers, options);
   if (stream.status !== 200) throw new Error(`${url}: ${stream.status} ${JSON.stringify(await stream.json())}`);
   return stream;
 }
@@ -765,7 +769,9 @@ describe('event streams and the city event list', function () {
     it('blocks on `index=<head>&wait=5s` until a new event is recorded, and returns it', async function () {
       const head = await cityHead(sup, city);
       const pending = list(sup, city, { index: head, wait: '5s', limit: 5 });
-      await sleep(200);
+      // The blocking list is sent before a later request over the same path has been answered: by then it
+      // waits at the controller, and the event below comes after it.
+      expect(await cityHead(sup, city)).to.equal(head);
       const seq = await emit(sup, city, { type: 'test.wakeup' });
       const page = await pending;
       expect(seq).to.equal(head + 1);
@@ -855,19 +861,24 @@ describe('event streams and the city event list', function () {
       const head = await cityHead(sup, city);
       const cityLive = await openStream(cityStreamUrl(sup, city));
       const supLive = await openStream(supervisorStreamUrl(sup));
-      const line = JSON.stringify({ seq: head + 1, type: 'test.split', ts: new Date().toISOString(), actor: 'test' });
-      appendFileSync(eventsPath(sup, city), line.slice(0, 25));
-      await sleep(300);
+      const ts = new Date().toISOString();
+      const whole = JSON.stringify({ seq: head + 1, type: 'test.before-split', ts, actor: 'test' });
+      const line = JSON.stringify({ seq: head + 2, type: 'test.split', ts, actor: 'test' });
+      // A whole record and the first piece of the next, in one write: once a stream has delivered the whole
+      // record, its reader has read the piece too, and holds it.
+      appendFileSync(eventsPath(sup, city), whole + '\n' + line.slice(0, 25));
+      expect(idsOf(await cityLive.events(1))).to.deep.equal([head + 1]);
+      expect(seqsOf(await supLive.events(1))).to.deep.equal([head + 1]);
       appendFileSync(eventsPath(sup, city), line.slice(25) + '\n');
       const [fromCity] = await cityLive.events(1);
-      expect(fromCity.id).to.equal(String(head + 1));
-      expect(envelope(fromCity)).to.deep.include({ seq: head + 1, type: 'test.split', payload: {} });
+      expect(fromCity.id).to.equal(String(head + 2));
+      expect(envelope(fromCity)).to.deep.include({ seq: head + 2, type: 'test.split', payload: {} });
       const [fromSup] = await supLive.events(1);
-      expect(envelope(fromSup)).to.include({ city, seq: head + 1, type: 'test.split' });
+      expect(envelope(fromSup)).to.include({ city, seq: head + 2, type: 'test.split' });
       const next = await emit(sup, city, { type: 'test.after-split' });
-      expect(next).to.equal(head + 2);
-      expect(idsOf(await cityLive.events(1))).to.deep.equal([head + 2]);
-      expect(seqsOf(await supLive.events(1))).to.deep.equal([head + 2]);
+      expect(next).to.equal(head + 3);
+      expect(idsOf(await cityLive.events(1))).to.deep.equal([head + 3]);
+      expect(seqsOf(await supLive.events(1))).to.deep.equal([head + 3]);
     });
   });
 
@@ -1100,15 +1111,19 @@ describe('event streams and the city event list', function () {
     });
 
     /**
-     * Reads a few frames, stops reading until the server hangs up, then resumes by the last id read (reading
-     * as fast as it can) until `head`: every seq exactly once, and each resumed connection makes progress.
+     * Opens a stream (`openFirst`, served by process `serverPid`), reads a few frames, stops reading until the
+     * server hangs up, then resumes by the last id read (reading as fast as it can) until `head`: every seq
+     * exactly once, and each resumed connection makes progress.
      */
     async function pauseThenResume(
-      first: SseStreamReader,
+      serverPid: number,
+      openFirst: () => Promise<SseStreamReader>,
       head: number,
       open: (lastId: string) => Promise<SseStreamReader>,
       seqOf: (frame: SseFrame) => number | undefined,
     ): Promise<{ firstCount: number; reconnects: number }> {
+      const heldBefore = socketsOf(serverPid);
+      const first = await openFirst();
       const seqs: number[] = [];
       let lastId: string | undefined;
       const take = (frame: SseFrame) => {
@@ -1124,7 +1139,19 @@ describe('event streams and the city event list', function () {
           cause: err,
         });
       }
-      await sleep(1500);
+      // The connection the server serves this stream on: the socket it has opened since (a proxied stream
+      // gets an upstream connection of its own). Reading nothing more, we wait until the server has closed
+      // it, i.e. hung up on us; reading before that would let the stalled stream go on.
+      const served = [...socketsOf(serverPid)].filter((socket) => !heldBefore.has(socket));
+      expect(served, 'sockets the server opened for the stream').to.not.deep.equal([]);
+      await waitUntil(
+        'the server to hang up on the subscriber that stopped reading',
+        () => {
+          const held = socketsOf(serverPid);
+          return served.every((socket) => !held.has(socket));
+        },
+        20_000,
+      );
       for (const frame of await first.drainToEnd(20_000)) take(frame);
       expect(first.ended, 'the server closed the stream of the subscriber that stopped reading').to.equal(true);
       const firstCount = seqs.length;
@@ -1153,9 +1180,9 @@ describe('event streams and the city event list', function () {
     it('is closed on the city stream, and resuming from its last id gets the rest without loss', async function () {
       const head = await cityHead(sup, city);
       expect(head).to.be.greaterThan(COUNT);
-      const stream = await openStream(cityStreamUrl(sup, city, '?after_seq=0'));
       const { reconnects } = await pauseThenResume(
-        stream,
+        (await sup.city(city))!.pid!,
+        () => openStream(cityStreamUrl(sup, city, '?after_seq=0'), {}, { ownConnection: true }),
         head,
         (lastId) => openStream(cityStreamUrl(sup, city), { 'Last-Event-ID': lastId }),
         (f) => Number(f.id),
@@ -1165,9 +1192,9 @@ describe('event streams and the city event list', function () {
 
     it('is closed on the supervisor stream, and resuming from its last id gets the rest without loss', async function () {
       const head = await cityHead(sup, city);
-      const stream = await openStream(supervisorStreamUrl(sup, `?after_cursor=${city}:0`));
       const { reconnects } = await pauseThenResume(
-        stream,
+        sup.pid,
+        () => openStream(supervisorStreamUrl(sup, `?after_cursor=${city}:0`), {}, { ownConnection: true }),
         head,
         (lastId) => openStream(supervisorStreamUrl(sup), { 'Last-Event-ID': lastId }),
         (f) => (envelope(f).city === city ? envelope(f).seq : undefined),

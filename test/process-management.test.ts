@@ -88,7 +88,8 @@ describe('controller processes', function () {
 
       await sup.stop();
       await sup.launch();
-      await new Promise((r) => setTimeout(r, 300));
+      // A pass would start the controller of a city that is not stopped: after one, none was started.
+      await sup.reconcilerPasses(1);
       expect(await sup.city('alpha')).to.include({ running: false, status: 'stopped' });
       expect(controllersOf(sup.cityDir('alpha'))).to.deep.equal([]);
 
@@ -274,7 +275,9 @@ describe('controller processes', function () {
       expect((await sup.city('steady'))!.pid).to.equal(steadyPid);
       expect(controllersOf(sup.cityDir('steady'))).to.deep.equal([steadyPid]);
       expect(controllersOf(sup.cityDir('pending'))).to.have.length(1);
-      await new Promise((r) => setTimeout(r, 1500));
+      // Exactly one terminal event, even after more reconciler passes (each would settle the request again if
+      // it were still pending).
+      await sup.reconcilerPasses(2);
       const terminals = (await sup.events()).filter(
         (e) => (e.payload as { request_id?: string }).request_id === data!.request_id,
       );

@@ -5,6 +5,7 @@ import { execa } from 'execa';
 import { ctlEntryPath } from '../shared/paths.js';
 import { isAlive, processesMentioning } from './helpers/processes.js';
 import { CSRF, freePort, TestSupervisor, tempDir } from './helpers/supervisor.js';
+import { makeUnchangeable } from './helpers/unchangeable.js';
 import { waitUntil } from './helpers/wait.js';
 
 async function terminalsOf(sup: TestSupervisor, requestId: string) {
@@ -28,13 +29,16 @@ describe('robustness', function () {
         params: { header: CSRF },
         body: { dir: sup.cityDir('flaky'), start_command: 'true' },
       });
-      // Block the registry's next write: its temp file name is taken by a directory.
-      const blocker = join(sup.home, `cities.toml.tmp-${sup.pid}`);
-      mkdirSync(blocker);
-      await sup.terminalEvent(data!.request_id);
-      await new Promise((r) => setTimeout(r, 2500)); // several reconciler passes retry the registry write
-      expect(readFileSync(join(sup.home, 'cities.toml'), 'utf8')).to.include(data!.request_id);
-      rmSync(blocker, { recursive: true });
+      // From now on the registry cannot be written, so forgetting the request fails.
+      const registry = join(sup.home, 'cities.toml');
+      const restore = makeUnchangeable(registry);
+      try {
+        await sup.terminalEvent(data!.request_id);
+        await sup.reconcilerPasses(2); // each retries forgetting it, and must not record it again
+        expect(readFileSync(registry, 'utf8')).to.include(data!.request_id);
+      } finally {
+        restore();
+      }
       await waitUntil(
         'the request to be forgotten',
         () => !readFileSync(join(sup.home, 'cities.toml'), 'utf8').includes(data!.request_id),
@@ -68,9 +72,13 @@ describe('robustness', function () {
       );
       sup = await TestSupervisor.start({ root });
       await waitUntil('seeded to run', async () => (await sup.city('seeded'))?.running);
-      await new Promise((r) => setTimeout(r, 1500));
+      // A request is forgotten in the pass that settles it, after its terminal event would be recorded: once
+      // it is gone from the registry, no pass can record anything for it any more.
+      await waitUntil(
+        'the request to be forgotten',
+        () => !readFileSync(join(home, 'cities.toml'), 'utf8').includes(id),
+      );
       expect(await terminalsOf(sup, id)).to.have.length(1);
-      expect(readFileSync(join(home, 'cities.toml'), 'utf8')).to.not.include(id);
     });
   });
 
@@ -83,6 +91,8 @@ describe('robustness', function () {
     it('resets the back-off after a healthy run, and waits it out before restarting', async function () {
       sup = await TestSupervisor.start({ env: { CTL_HEALTHY_RUN_MS: '1500' } });
       await sup.createCity('bouncy');
+      /** When the test first saw the current controller running: the supervisor counts its run from before. */
+      let runningSince = Date.now();
       const crash = async () => {
         const before = (await sup.city('bouncy'))!.pid!;
         const killedAt = Date.now();
@@ -91,6 +101,7 @@ describe('robustness', function () {
           const city = await sup.city('bouncy');
           return city?.running && city.pid !== before;
         });
+        runningSince = Date.now();
         const { data } = await sup.api.GET('/v0/city/{cityName}/events', {
           params: { path: { cityName: 'bouncy' }, query: { type: 'controller.crashed', limit: 1 } },
         });
@@ -108,7 +119,9 @@ describe('robustness', function () {
       };
       expect(await crash()).to.include({ restarts: 1, restart_in_ms: 500 });
       expect(await crash()).to.include({ restarts: 2, restart_in_ms: 1000 });
-      await new Promise((r) => setTimeout(r, 1700)); // a healthy run
+      // A healthy run: the controller has run for CTL_HEALTHY_RUN_MS. The condition is itself a time, counted
+      // from when we saw it running (the supervisor counts from when it became ready, no later).
+      await waitUntil('a healthy run of 1.5 s', () => Date.now() - runningSince > 1500);
       expect(await crash()).to.include({ restarts: 1, restart_in_ms: 500 });
     });
 

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /** Pids of live processes whose command line mentions `fragment` (e.g. a test's temp directory). */
 export function processesMentioning(fragment: string): number[] {
@@ -53,4 +53,27 @@ export function killAllMentioning(fragment: string): void {
       // gone
     }
   }
+}
+
+/**
+ * The sockets process `pid` holds open (`socket:[<inode>]`, as /proc/<pid>/fd links them); empty once it has
+ * exited. A server that hangs up on a client closes the socket it accepted for it, so the socket leaves this set.
+ */
+export function socketsOf(pid: number): Set<string> {
+  const sockets = new Set<string>();
+  let fds: string[];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return sockets;
+  }
+  for (const fd of fds) {
+    try {
+      const target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      if (target.startsWith('socket:')) sockets.add(target);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return sockets;
 }

@@ -1,4 +1,6 @@
 import type { ReadableStream, ReadableStreamDefaultReader, ReadableStreamReadResult } from 'node:stream/web';
+import { get, type IncomingMessage } from 'node:http';
+import { Readable } from 'node:stream';
 import { createParser, type EventSourceParser } from 'eventsource-parser';
 
 /** One Server-Sent Events frame as the wire carried it (`id` undefined when the frame had no `id:` line). */
@@ -42,10 +44,21 @@ export class SseStreamReader {
     });
   }
 
-  /** GETs `url`; resolves once the response headers arrived (whatever the status). */
-  static async open(url: string, headers: Record<string, string> = {}): Promise<SseStreamReader> {
+  /**
+   * GETs `url`; resolves once the response headers arrived (whatever the status). With `ownConnection`, the
+   * request goes on a new connection, never a pooled one, so that the server's socket for this stream is
+   * one it opened for it (see `socketsOf`).
+   */
+  static async open(
+    url: string,
+    headers: Record<string, string> = {},
+    options: { ownConnection?: boolean } = {},
+  ): Promise<SseStreamReader> {
     const abort = new AbortController();
-    const response = await fetch(url, { headers: { Accept: 'text/event-stream', ...headers }, signal: abort.signal });
+    const all = { Accept: 'text/event-stream', ...headers };
+    const response = options.ownConnection
+      ? await getOnOwnConnection(url, all, abort.signal)
+      : await fetch(url, { headers: all, signal: abort.signal });
     const reader = new SseStreamReader(response, abort);
     open.add(reader);
     return reader;
@@ -159,4 +172,19 @@ export class SseStreamReader {
     }
     this.parser.feed(this.decoder.decode(result.value, { stream: true }));
   }
+}
+
+/** A GET over node:http on a connection of its own (no agent, so no pool), as a fetch `Response`. */
+async function getOnOwnConnection(
+  url: string,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+): Promise<Response> {
+  const res = await new Promise<IncomingMessage>((resolve, reject) => {
+    get(url, { headers, agent: false, signal }, resolve).once('error', reject);
+  });
+  const responseHeaders = new Headers();
+  for (let i = 0; i < res.rawHeaders.length; i += 2) responseHeaders.append(res.rawHeaders[i], res.rawHeaders[i + 1]);
+  const body = Readable.toWeb(res) as unknown as globalThis.ReadableStream<Uint8Array>;
+  return new Response(body, { status: res.statusCode, headers: responseHeaders });
 }

@@ -204,6 +204,28 @@ export class TestSupervisor {
     return data;
   }
 
+  /** Reconciler passes finished since the supervisor started (`/health` `reconciler.ticks`). */
+  async reconcilerTicks(): Promise<number> {
+    const { data, error } = await this.api.GET('/health');
+    if (!data) throw new Error(`GET /health failed: ${JSON.stringify(error)}`);
+    return data.reconciler.ticks;
+  }
+
+  /**
+   * Resolves once `count` reconciler passes have run from start to end after the call (a pass under way when
+   * it is called does not count). To show that something does not happen however often the reconciler looks
+   * (a second terminal event, a controller started for a stopped city), wait for the passes, then check.
+   */
+  async reconcilerPasses(count: number, timeoutMs = 15_000): Promise<void> {
+    // Passes never overlap: the first tick after `start` may end a pass begun before the call.
+    const start = await this.reconcilerTicks();
+    await waitUntil(
+      `${count} reconciler passes after tick ${start}`,
+      async () => (await this.reconcilerTicks()) > start + count,
+      timeoutMs,
+    );
+  }
+
   async city(name: string) {
     const { data } = await this.api.GET('/v0/cities');
     return data?.items.find((c) => c.name === name);

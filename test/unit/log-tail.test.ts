@@ -64,13 +64,17 @@ describe('LogTail', function () {
   it('keeps a line written in two parts until its newline arrives', async function () {
     const seen: EventRecord[] = [];
     tail.subscribe((records) => seen.push(...records));
-    const line = JSON.stringify({ seq: 1, type: 'half', ts: new Date().toISOString(), actor: 'x', payload: {} });
-    appendFileSync(log.path, line.slice(0, 20));
+    const ts = new Date().toISOString();
+    const whole = JSON.stringify({ seq: 1, type: 'whole', ts, actor: 'x', payload: {} });
+    const line = JSON.stringify({ seq: 2, type: 'half', ts, actor: 'x', payload: {} });
+    // A whole record and the first part of the next in one write: the read that delivers the whole record
+    // has read the part too.
+    appendFileSync(log.path, whole + '\n' + line.slice(0, 20));
     tail.poke();
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    expect(seen).to.have.length(0);
+    await waitUntil('the whole record', () => seen.length > 0, 5000);
+    expect(seen.map((r) => r.type)).to.deep.equal(['whole']);
     appendFileSync(log.path, line.slice(20) + '\n');
-    await waitUntil('the completed line', () => seen.length === 1, 5000);
-    expect(seen[0]).to.include({ seq: 1, type: 'half' });
+    await waitUntil('the completed line', () => seen.length === 2, 5000);
+    expect(seen[1]).to.include({ seq: 2, type: 'half' });
   });
 });
