@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, openSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 /** Replaces a file so that readers (and a crash) see either the old or the new content, never a mix. */
@@ -6,12 +6,18 @@ export function writeFileAtomic(path: string, content: string): void {
   const tmp = `${path}.tmp-${process.pid}`;
   const fd = openSync(tmp, 'w', 0o600);
   try {
-    writeSync(fd, content);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
+    try {
+      writeSync(fd, content);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, path);
+  } catch (err) {
+    // A write that did not happen leaves nothing behind.
+    rmSync(tmp, { force: true });
+    throw err;
   }
-  renameSync(tmp, path);
   const dir = openSync(dirname(path), 'r');
   try {
     fsyncSync(dir);
