@@ -11,6 +11,7 @@ import { cityScope } from './city-scope.js';
 import { cityEventStream } from './event-stream.js';
 import { RegisterRoutes } from './generated/routes.js';
 import { serviceProxy } from './service-proxy.js';
+import { sessionStream } from './session-stream.js';
 
 /** The controller's HTTP application: the shared conventions, then its city's routes at their public paths. */
 export function createControllerApp(city: CityRuntime, logger: Logger): Koa {
@@ -26,7 +27,9 @@ export function createControllerApp(city: CityRuntime, logger: Logger): Koa {
   app.use(serveOpenApi());
   app.use(cityScope(city.name));
   app.use(serviceProxy(city.name, city.config.services));
-  app.use(cityEventStream(city, streamSettings()));
+  const streams = streamSettings();
+  app.use(cityEventStream(city, streams));
+  app.use(sessionStream(city, streams));
   app.use(jsonBody());
   const router = apiRouter();
   RegisterRoutes(router);

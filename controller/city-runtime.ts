@@ -4,6 +4,8 @@ import type { LogTail } from '../shared/events/log-tail.js';
 import type { CityPaths } from '../shared/paths.js';
 import { ReadinessProber } from '../shared/readiness.js';
 import type { BeadsService } from './beads/beads-service.js';
+import type { ProviderRegistry } from './providers/provider-registry.js';
+import type { SessionService } from './sessions/session-service.js';
 import { ConvoysService } from './beads/convoys.js';
 import { MailService } from './beads/mail.js';
 
@@ -22,6 +24,9 @@ export class CityRuntime {
     readonly tail: LogTail,
     /** The city's work units, over its bead store. */
     readonly beads: BeadsService,
+    /** The providers sessions start from. */
+    readonly providers: ProviderRegistry,
+    readonly sessions: SessionService,
   ) {
     this.mail = new MailService(beads);
     this.convoys = new ConvoysService(beads);

@@ -1,6 +1,6 @@
 import { chmodSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { basename, dirname, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { writeFileAtomic } from '../shared/atomic-write.js';
@@ -21,12 +21,20 @@ import type { ControllerRunOptions } from '../shared/run-options.js';
 import { answerClientErrors } from '../shared/http/client-error.js';
 import { lazyHandler } from '../shared/http/lazy-handler.js';
 import { checkAgents } from './agents.js';
+import { ProviderRegistry } from './providers/provider-registry.js';
+import { SessionService } from './sessions/session-service.js';
+import { SessionStore } from './sessions/session-store.js';
 import { BeadsService } from './beads/beads-service.js';
 import { beadPrefix } from './beads/prefix.js';
 import type { BeadStore } from './beads/bead-store.js';
 import { openBeadStore } from './beads/open-store.js';
 import { DEFAULT_ROTATION_MAX_BYTES, rotateWhenLarge } from './auto-rotate.js';
 import { CityRuntime } from './city-runtime.js';
+
+/** A session's program gets this long after SIGTERM before SIGKILL (our own shutdown is bounded at 5 s). */
+const SESSION_STOP_GRACE_MS = 3000;
+/** A session's program that is not ready this long after it started has failed to start. */
+const SESSION_START_TIMEOUT_MS = 60_000;
 
 /** Why startup stopped, in words for the person or supervisor that started us. */
 class StartupError extends Error {
@@ -116,11 +124,29 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     completed.push('starting_bead_store');
 
     await enter('starting_agents');
-    checkAgents(config, paths.config);
+    const providers = new ProviderRegistry(config, paths.config);
+    checkAgents(config, paths.config, providers);
+    const sessions = new SessionService(
+      {
+        cityName: name,
+        cityRoot: root,
+        sessionsDir: join(paths.runtimeDir, 'sessions'),
+        store: new SessionStore(store),
+        log,
+        logger,
+        provider: (provider) => providers.get(provider),
+        env: process.env,
+        stopGraceMs: SESSION_STOP_GRACE_MS,
+        startTimeoutMs: SESSION_START_TIMEOUT_MS,
+      },
+      { agents: () => config.agents, defaultProvider: () => providers.defaultProvider() },
+    );
+    // Sessions that were running when the last controller stopped start again (their programs, not yet ready).
+    await sessions.start();
     completed.push('starting_agents');
 
     await enter('starting_api');
-    const city = new CityRuntime(name, paths, config, log, tail, new BeadsService(store, log));
+    const city = new CityRuntime(name, paths, config, log, tail, new BeadsService(store, log), providers, sessions);
     // The HTTP stack loads with the first request: a city nobody asks anything does not pay for it.
     const handler = lazyHandler(async () => {
       const [{ createControllerApp }, { handlerOf }] = await Promise.all([
@@ -148,6 +174,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
       socket: /^\d+$/.test(listen) ? undefined : listen,
       paths,
       store,
+      sessions,
     });
   } catch (err) {
     const message =
@@ -198,6 +225,7 @@ function installShutdown(o: {
   socket: string | undefined;
   paths: ReturnType<typeof cityPaths>;
   store: BeadStore;
+  sessions: SessionService;
 }): void {
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
@@ -208,8 +236,11 @@ function installShutdown(o: {
     setTimeout(() => process.exit(0), 5000).unref();
     o.server.close();
     o.server.closeAllConnections();
-    void o.log
-      .append({ type: 'controller.stopped', actor: 'ctl', subject: o.name, payload: {} })
+    // Every session's program ends with us (their states stay: the next controller starts them again).
+    void o.sessions
+      .shutdown()
+      .catch((err: unknown) => o.logger.error({ err }, 'could not stop every session'))
+      .then(() => o.log.append({ type: 'controller.stopped', actor: 'ctl', subject: o.name, payload: {} }))
       .catch((err: unknown) => o.logger.error({ err }, 'could not record controller.stopped'))
       .finally(() => {
         o.store.close();

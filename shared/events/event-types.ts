@@ -11,6 +11,15 @@ import type {
   SupervisorStartedPayload,
 } from '../dto/events.js';
 import type { MailEventPayload } from '../dto/mail.js';
+import type {
+  SessionCrashedPayload,
+  SessionCreateSucceededPayload,
+  SessionLifecyclePayload,
+  SessionMessageSucceededPayload,
+  SessionPendingClearedPayload,
+  SessionPendingPayload,
+  SessionSubmitSucceededPayload,
+} from '../dto/sessions.js';
 
 /**
  * Every payload type an event of ours carries, by its name: the name is the OpenAPI component the typed envelopes
@@ -28,6 +37,13 @@ export interface EventPayloadTypes {
   BeadEventPayload: BeadEventPayload;
   MailEventPayload: MailEventPayload;
   NoPayload: NoPayload;
+  SessionLifecyclePayload: SessionLifecyclePayload;
+  SessionCrashedPayload: SessionCrashedPayload;
+  SessionPendingPayload: SessionPendingPayload;
+  SessionPendingClearedPayload: SessionPendingClearedPayload;
+  SessionCreateSucceededPayload: SessionCreateSucceededPayload;
+  SessionMessageSucceededPayload: SessionMessageSucceededPayload;
+  SessionSubmitSucceededPayload: SessionSubmitSucceededPayload;
 }
 
 /**
@@ -62,6 +78,18 @@ export const EVENT_PAYLOADS = {
   'mail.deleted': 'MailEventPayload',
   'convoy.created': 'NoPayload',
   'convoy.closed': 'NoPayload',
+  'session.created': 'SessionLifecyclePayload',
+  'session.woke': 'SessionLifecyclePayload',
+  'session.stopped': 'SessionLifecyclePayload',
+  'session.crashed': 'SessionCrashedPayload',
+  'session.suspended': 'SessionLifecyclePayload',
+  'session.closed': 'SessionLifecyclePayload',
+  'session.updated': 'SessionLifecyclePayload',
+  'session.pending': 'SessionPendingPayload',
+  'session.pending_cleared': 'SessionPendingClearedPayload',
+  'request.result.session.create': 'SessionCreateSucceededPayload',
+  'request.result.session.message': 'SessionMessageSucceededPayload',
+  'request.result.session.submit': 'SessionSubmitSucceededPayload',
 } as const satisfies Record<string, keyof EventPayloadTypes>;
 
 export type KnownEventType = keyof typeof EVENT_PAYLOADS;

@@ -1,0 +1,296 @@
+import { Body, Controller, Get, Patch, Path, Post, Query, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
+import type { ErrorModel } from '../../shared/dto/errors.js';
+import type {
+  AsyncAcceptedBody,
+  CityPendingListBody,
+  ListBodySessionResponse,
+  OKWithIDResponseBody,
+  SessionCreateBody,
+  SessionMessageInputBody,
+  SessionPatchBody,
+  SessionPendingResponse,
+  SessionPermissionModeBody,
+  SessionRenameInputBody,
+  SessionRespondAcceptedBody,
+  SessionRespondInputBody,
+  SessionResponse,
+  SessionState,
+  SessionSubmitInputBody,
+  SessionTranscriptResponse,
+} from '../../shared/dto/sessions.js';
+import type { CityRuntime } from '../city-runtime.js';
+
+/**
+ * @param cityName City name.
+ * @param id Session id, alias or session name.
+ * @pattern cityName \S
+ */
+@Route('v0/city/{cityName}')
+@Tags('Sessions')
+@Response<ErrorModel>(404, 'City not running, or no such session (`session-not-found`)')
+export class SessionsRoutes extends Controller {
+  constructor(private readonly city: CityRuntime) {
+    super();
+  }
+
+  /**
+   * The city's sessions, newest first: those not closed, or with `state` only those in it (`closed` and `all`
+   * include closed ones).
+   * @summary List sessions
+   * @param state A lifecycle state (`active`, `asleep`, …), `closed`, or `all`.
+   * @param template Only sessions of this agent or provider.
+   * @param limit Page size, 1–1000 (default 100; 0 means the default).
+   * @param cursor `next_cursor` of the previous page.
+   * @isInt limit
+   * @minimum limit 0
+   * @maximum limit 1000
+   */
+  @Get('sessions')
+  @Response<ErrorModel>(400, 'Invalid cursor')
+  @Response<ErrorModel>(422, 'Invalid limit or state')
+  public listSessions(
+    @Path() cityName: string,
+    @Query() state?: SessionState | 'all',
+    @Query() template?: string,
+    @Query() limit?: number,
+    @Query() cursor?: string,
+  ): ListBodySessionResponse {
+    return this.city.sessions.list({ state, template, limit: limit || 100, cursor });
+  }
+
+  /**
+   * Creates a session of a provider (`kind: provider`, the default) or an agent (`kind: agent`) and starts its
+   * program. Answers 202 at once with the new session's id; `request.result.session.create` (`request_id`,
+   * `session_id`) follows on the city log once its program is ready, or `request.failed` with the reason (a
+   * program that cannot be found or exits at once). A first `message` is delivered as its first turn.
+   * @summary Create a session (asynchronous)
+   */
+  @Post('sessions')
+  @SuccessResponse(202, 'Accepted')
+  @Response<ErrorModel>(409, 'The alias already names another session')
+  @Response<ErrorModel>(422, 'Invalid body, an unknown permission mode, or a provider this controller cannot run')
+  public createSession(@Path() cityName: string, @Body() body: SessionCreateBody): AsyncAcceptedBody {
+    this.setStatus(202);
+    return this.city.sessions.create(body);
+  }
+
+  /**
+   * One session: its lifecycle `state`, whether its program is `running`, its `activity`, `last_output`, any
+   * `pending` interaction and undelivered (`queued`) messages.
+   * @summary Get a session
+   */
+  @Get('session/{id}')
+  public getSession(@Path() cityName: string, @Path() id: string): SessionResponse {
+    return this.city.sessions.view(id);
+  }
+
+  /**
+   * Changes a session's title or alias. Records `session.updated`.
+   * @summary Update a session
+   */
+  @Patch('session/{id}')
+  @Response<ErrorModel>(409, 'Closed, or the alias names another session')
+  @Response<ErrorModel>(422, 'Invalid body')
+  public patchSession(
+    @Path() cityName: string,
+    @Path() id: string,
+    @Body() body: SessionPatchBody,
+  ): Promise<SessionResponse> {
+    return this.city.sessions.update(id, body);
+  }
+
+  /**
+   * Sends a message: delivered to the program as soon as it can take it, after any messages before it; a
+   * session still starting gets it once it is ready; an asleep or suspended one wakes (resuming its
+   * conversation where the provider can) and gets it as its first turn. Answers 202;
+   * `request.result.session.message` (`request_id`, `session_id`, `message_id`) follows on the city log once
+   * the program has it, or `request.failed` when it went away first.
+   * @summary Send a message (asynchronous)
+   */
+  @Post('session/{id}/messages')
+  @SuccessResponse(202, 'Accepted')
+  @Response<ErrorModel>(409, 'Closed or quarantined')
+  @Response<ErrorModel>(422, 'Empty message')
+  public sendMessage(
+    @Path() cityName: string,
+    @Path() id: string,
+    @Body() body: SessionMessageInputBody,
+  ): AsyncAcceptedBody {
+    this.setStatus(202);
+    return this.city.sessions.send(id, body.message, 'default', 'session.message');
+  }
+
+  /**
+   * Submits a message with an intent: `default` (as `messages`), `follow_up` (after the current turn ends), or
+   * `interrupt_now` (the current turn is stopped first). `request.result.session.submit` follows once the
+   * program has it, saying whether it waited (`queued`).
+   * @summary Submit a message (asynchronous)
+   */
+  @Post('session/{id}/submit')
+  @SuccessResponse(202, 'Accepted')
+  @Response<ErrorModel>(409, 'Closed or quarantined')
+  @Response<ErrorModel>(422, 'Empty message or unknown intent')
+  public submit(@Path() cityName: string, @Path() id: string, @Body() body: SessionSubmitInputBody): AsyncAcceptedBody {
+    this.setStatus(202);
+    return this.city.sessions.send(id, body.message, body.intent ?? 'default', 'session.submit');
+  }
+
+  /**
+   * Ends the current turn (the program keeps running): `status: ok`, or `idle` when no turn was in progress.
+   * @summary Stop the current turn
+   */
+  @Post('session/{id}/stop')
+  @Response<ErrorModel>(409, 'Not running')
+  public stopSession(@Path() cityName: string, @Path() id: string): Promise<OKWithIDResponseBody> {
+    return this.city.sessions.interrupt(id);
+  }
+
+  /**
+   * Ends the session's program; the session sleeps (a message or `wake` starts it again). Records
+   * `session.stopped`.
+   * @summary Kill a session's program
+   */
+  @Post('session/{id}/kill')
+  @Response<ErrorModel>(409, 'Not running')
+  public killSession(@Path() cityName: string, @Path() id: string): Promise<OKWithIDResponseBody> {
+    return this.city.sessions.kill(id);
+  }
+
+  /**
+   * Suspends a session: its program ends, and it stays suspended until a message or `wake`. Records
+   * `session.suspended`.
+   * @summary Suspend a session
+   */
+  @Post('session/{id}/suspend')
+  @Response<ErrorModel>(409, 'A state suspend is not allowed from')
+  public suspendSession(@Path() cityName: string, @Path() id: string): Promise<SessionResponse> {
+    return this.city.sessions.suspend(id);
+  }
+
+  /**
+   * Starts a dormant session's program again (asleep, suspended, quarantined, archived, failed), resuming the
+   * provider's conversation where it can. Records `session.woke` once the program is ready.
+   * @summary Wake a session
+   */
+  @Post('session/{id}/wake')
+  @Response<ErrorModel>(409, 'Already running, or a state wake is not allowed from')
+  public wakeSession(@Path() cityName: string, @Path() id: string): Promise<SessionResponse> {
+    return this.city.sessions.wake(id);
+  }
+
+  /**
+   * Closes a session: its program ends and it is done (its transcript stays readable). With `delete=true` its
+   * bead and transcript are removed too. Records `session.closed`.
+   * @summary Close a session
+   * @param remove Remove the session and its transcript as well (the query parameter `delete`).
+   */
+  @Post('session/{id}/close')
+  @Response<ErrorModel>(409, 'Already closed')
+  @Response<ErrorModel>(422, 'Invalid delete')
+  public closeSession(
+    @Path() cityName: string,
+    @Path() id: string,
+    @Query('delete') remove?: boolean,
+  ): Promise<OKWithIDResponseBody> {
+    return this.city.sessions.close(id, remove === true);
+  }
+
+  /**
+   * Renames a session (its title). Records `session.updated`.
+   * @summary Rename a session
+   */
+  @Post('session/{id}/rename')
+  @Response<ErrorModel>(409, 'Closed')
+  @Response<ErrorModel>(422, 'Invalid body')
+  public renameSession(
+    @Path() cityName: string,
+    @Path() id: string,
+    @Body() body: SessionRenameInputBody,
+  ): Promise<SessionResponse> {
+    return this.city.sessions.update(id, { title: body.title });
+  }
+
+  /**
+   * Sets the permission mode, one of its provider's: at once where the program can change it while running
+   * (Claude Code), else when it next starts (`reason` says which). Records `session.updated`.
+   * @summary Set the permission mode
+   */
+  @Post('session/{id}/permission-mode')
+  @Response<ErrorModel>(409, 'Closed')
+  @Response<ErrorModel>(422, 'Not a permission mode of its provider')
+  public setPermissionMode(
+    @Path() cityName: string,
+    @Path() id: string,
+    @Body() body: SessionPermissionModeBody,
+  ): Promise<SessionResponse> {
+    return this.city.sessions.setPermissionMode(id, body.permission_mode);
+  }
+
+  /**
+   * The question or permission request the session's program is waiting on, if any.
+   * @summary Get a session's pending interaction
+   */
+  @Get('session/{id}/pending')
+  public getSessionPending(@Path() cityName: string, @Path() id: string): SessionPendingResponse {
+    return this.city.sessions.pending(id);
+  }
+
+  /**
+   * Answers the pending interaction: `allow` or `deny` a permission request (`text`: a reason), `answer` a
+   * question (`text`: the answer). The answer goes to the program; `session.pending_cleared` follows.
+   * @summary Answer a pending interaction
+   */
+  @Post('session/{id}/respond')
+  @SuccessResponse(202, 'Accepted')
+  @Response<ErrorModel>(409, 'Nothing pending (or another interaction is)')
+  @Response<ErrorModel>(422, 'An action that does not answer it')
+  public async respond(
+    @Path() cityName: string,
+    @Path() id: string,
+    @Body() body: SessionRespondInputBody,
+  ): Promise<SessionRespondAcceptedBody> {
+    const accepted = await this.city.sessions.respond(id, body);
+    this.setStatus(202);
+    return accepted;
+  }
+
+  /**
+   * The session's own transcript: `format=conversation` (turns: role, text, time; a reply's pieces joined per
+   * turn) or `raw` (the entries as stored). The newest `tail` entries (default 100, at most 1000), those before
+   * seq `before`, or those after seq `after`.
+   * @summary Get a session's transcript
+   * @param format `conversation` (default) or `raw`.
+   * @param tail How many entries.
+   * @param before Entries with a seq below this.
+   * @param after Entries with a seq above this (oldest first).
+   * @isInt tail
+   * @minimum tail 0
+   * @maximum tail 1000
+   * @isInt before
+   * @minimum before 1
+   * @isInt after
+   * @minimum after 0
+   */
+  @Get('session/{id}/transcript')
+  @Response<ErrorModel>(422, 'Invalid format, tail, before or after')
+  public getTranscript(
+    @Path() cityName: string,
+    @Path() id: string,
+    @Query() format?: 'conversation' | 'raw',
+    @Query() tail?: number,
+    @Query() before?: number,
+    @Query() after?: number,
+  ): SessionTranscriptResponse {
+    return this.city.sessions.transcript(id, { format, tail, before, after });
+  }
+
+  /**
+   * Every pending interaction of the city's sessions.
+   * @summary List pending interactions
+   */
+  @Get('pending')
+  public listPending(@Path('cityName') _cityName: string): CityPendingListBody {
+    const items = this.city.sessions.cityPending();
+    return { items, total: items.length };
+  }
+}

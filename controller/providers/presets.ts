@@ -1,0 +1,93 @@
+import type { ProviderSpec } from './provider-spec.js';
+
+/** A built-in provider: its spec, and the readiness probe that checks its tool is installed and signed in. */
+export interface Preset {
+  spec: ProviderSpec & { display_name: string; command: string; protocol: NonNullable<ProviderSpec['protocol']> };
+  probe?: string;
+}
+
+/**
+ * The built-in providers, as data: how each program is started, spoken to, resumed and put in a permission mode.
+ * A city uses one as it is (`provider = "claude"`) or adjusts it (`[providers.mine] base = "builtin:claude"`).
+ * Flags are those of the versions `../shared/reference/real-clis.md` records (Claude Code 2.1.197, Codex 0.169).
+ */
+export const PRESETS: Record<string, Preset> = {
+  claude: {
+    probe: 'claude',
+    spec: {
+      display_name: 'Claude Code',
+      command: 'claude',
+      // Long-lived and structured: user messages in, system/assistant/result lines out; permission requests
+      // come to us as `can_use_tool` control requests instead of a menu on a screen.
+      args: [
+        '-p',
+        '--input-format',
+        'stream-json',
+        '--output-format',
+        'stream-json',
+        '--verbose',
+        '--permission-prompt-tool',
+        'stdio',
+      ],
+      protocol: 'stream-json',
+      runtime: 'pipe',
+      prompt_mode: 'stdin',
+      resume_args: ['--resume', '{session_key}'],
+      permission_modes: {
+        default: ['--permission-mode', 'default'],
+        acceptEdits: ['--permission-mode', 'acceptEdits'],
+        plan: ['--permission-mode', 'plan'],
+        bypassPermissions: ['--permission-mode', 'bypassPermissions'],
+      },
+      default_permission_mode: 'default',
+      process_names: ['claude', 'node'],
+    },
+  },
+  codex: {
+    probe: 'codex',
+    spec: {
+      display_name: 'Codex CLI',
+      command: 'codex',
+      // One `codex exec --json` per turn; after the first, `codex exec resume <thread_id>` continues it.
+      args: ['exec', '--json', '--skip-git-repo-check'],
+      protocol: 'codex-exec',
+      runtime: 'pipe',
+      prompt_mode: 'arg',
+      resume_args: ['resume', '{session_key}'],
+      permission_modes: {
+        default: [],
+        'read-only': ['--sandbox', 'read-only'],
+        'workspace-write': ['--sandbox', 'workspace-write'],
+        'danger-full-access': ['--sandbox', 'danger-full-access'],
+      },
+      default_permission_mode: 'default',
+      process_names: ['codex'],
+    },
+  },
+  gemini: {
+    probe: 'gemini',
+    spec: {
+      display_name: 'Gemini CLI',
+      command: 'gemini',
+      args: ['--experimental-acp'],
+      protocol: 'acp',
+      runtime: 'pipe',
+      prompt_mode: 'stdin',
+      permission_modes: { default: [], yolo: ['--yolo'] },
+      default_permission_mode: 'default',
+      process_names: ['gemini', 'node'],
+    },
+  },
+  // Any command-line program that reads a line and answers: the one to base a custom provider on.
+  generic: {
+    spec: {
+      display_name: 'Command-line program',
+      command: 'cat',
+      args: [],
+      protocol: 'text',
+      runtime: 'pipe',
+      prompt_mode: 'stdin',
+      quiet_ms: 500,
+    },
+  },
+};

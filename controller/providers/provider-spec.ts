@@ -1,0 +1,91 @@
+/**
+ * How a provider's program talks: `text` — a stdin line is a turn, stdout is the reply, a turn ends at the ready
+ * marker or after a quiet spell; `stream-json` — one JSON object per line each way, as Claude Code speaks with
+ * `-p --input-format stream-json --output-format stream-json`; `codex-exec` — one `codex exec --json` process per
+ * turn, resumed by thread id; `acp` — the Agent Client Protocol (JSON-RPC over stdio).
+ */
+export const WIRE_PROTOCOLS = ['text', 'stream-json', 'codex-exec', 'acp'] as const;
+export type WireProtocol = (typeof WIRE_PROTOCOLS)[number];
+
+/** Where a session's program runs. `pipe`: a child of the controller with our own stdin/stdout/stderr pipes. */
+export const RUNTIME_KINDS = ['pipe'] as const;
+export type RuntimeKind = (typeof RUNTIME_KINDS)[number];
+
+/**
+ * How a session's first message reaches the program: `stdin` — written as its first turn once it runs (the
+ * default for both protocols); `arg` — appended to the command line; `flag` — after `prompt_flag`.
+ */
+export const PROMPT_MODES = ['stdin', 'arg', 'flag'] as const;
+export type PromptMode = (typeof PROMPT_MODES)[number];
+
+/**
+ * A provider as `[providers.<name>]` in `city.toml` (or a built-in preset) writes it: every field optional, a
+ * `base` to inherit from (`builtin:claude`, or another provider's name), the rest overriding what it inherits.
+ */
+export interface ProviderSpec {
+  /** `builtin:<preset>`, or the name of another provider of the city. */
+  base?: string;
+  display_name?: string;
+  /** The program: a name looked up on PATH, or a path; split on spaces into program and leading arguments. */
+  command?: string;
+  /** Arguments after the command (replace what is inherited). */
+  args?: string[];
+  /** Arguments appended after the inherited ones. */
+  args_append?: string[];
+  env?: Record<string, string>;
+  protocol?: WireProtocol;
+  runtime?: RuntimeKind;
+  prompt_mode?: PromptMode;
+  prompt_flag?: string;
+  /**
+   * Resuming a conversation: arguments that carry the provider's own session id, `{session_key}` standing for
+   * it (Claude Code: `["--resume", "{session_key}"]`).
+   */
+  resume_args?: string[];
+  /** `text`: a line that starts with this means the program is ready for the next turn. */
+  ready_prompt_prefix?: string;
+  /** `text`: without a ready marker, a turn ends after this long without output (default 500 ms). */
+  quiet_ms?: number;
+  /** How long after start a program is taken to be ready when it gives no other sign (default 0). */
+  ready_delay_ms?: number;
+  /** `text`: a regular expression; an output line matching it is a question waiting for an answer. */
+  pending_pattern?: string;
+  /** Permission modes this provider knows, each with the arguments that select it. */
+  permission_modes?: Record<string, string[]>;
+  /** The permission mode sessions start in. */
+  default_permission_mode?: string;
+  /** Names its processes go by (for a person reading `ps`; liveness comes from the child's exit). */
+  process_names?: string[];
+  /** Option defaults passed through to the program (the model, …), shown on the public listing. */
+  option_defaults?: Record<string, string>;
+}
+
+/** A provider with its inheritance resolved: what a session is started from. */
+export interface ResolvedProvider {
+  name: string;
+  display_name: string;
+  /** A built-in preset (possibly adjusted by the city). */
+  builtin: boolean;
+  /** Declared in the city's `city.toml`. */
+  city_level: boolean;
+  /** Where it comes from: `builtin`, `city` or `builtin+city`. */
+  origin: 'builtin' | 'city' | 'builtin+city';
+  /** The readiness probe of the preset it derives from (`claude`, `codex`, `gemini`), if any. */
+  probe?: string;
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  protocol: WireProtocol;
+  runtime: RuntimeKind;
+  prompt_mode: PromptMode;
+  prompt_flag?: string;
+  resume_args?: string[];
+  ready_prompt_prefix?: string;
+  quiet_ms: number;
+  ready_delay_ms: number;
+  pending_pattern?: string;
+  permission_modes: Record<string, string[]>;
+  default_permission_mode?: string;
+  process_names: string[];
+  option_defaults: Record<string, string>;
+}

@@ -1,0 +1,87 @@
+import type { ResolvedProvider } from '../../providers/provider-spec.js';
+import type { Protocol, ProtocolFactory } from '../protocols/protocol.js';
+import type { RuntimeCapabilities, RuntimeOptions, RuntimeSink, SessionRuntime } from '../runtime.js';
+import { ChildProgram, commandArgv } from './child-program.js';
+
+/** The command line a session's program starts with: the provider's arguments, its mode, its resume, its prompt. */
+export function programArgs(provider: ResolvedProvider, options: RuntimeOptions): string[] {
+  const args = [...provider.args];
+  const mode = options.permissionMode ?? provider.default_permission_mode;
+  if (mode !== undefined) args.push(...(provider.permission_modes[mode] ?? []));
+  if (options.resumeKey !== undefined && provider.resume_args) {
+    args.push(...provider.resume_args.map((a) => a.replaceAll('{session_key}', options.resumeKey!)));
+  }
+  if (options.firstMessage !== undefined) {
+    if (provider.prompt_mode === 'arg') args.push(options.firstMessage);
+    else if (provider.prompt_mode === 'flag') args.push(provider.prompt_flag!, options.firstMessage);
+  }
+  return args;
+}
+
+/**
+ * The pipe runtime: the program is a child of the controller, with our own stdin, stdout and stderr pipes, in a
+ * process group of its own; a wire protocol (text, stream-json) speaks with it over the pipes. Nothing is read
+ * off a screen: what the program says is what it writes.
+ */
+export class PipeRuntime implements SessionRuntime {
+  private program: ChildProgram | undefined;
+  private readonly protocol: Protocol;
+
+  constructor(
+    private readonly options: RuntimeOptions,
+    sink: RuntimeSink,
+    protocol: ProtocolFactory,
+  ) {
+    this.sink = sink;
+    this.protocol = protocol(options.provider, sink);
+  }
+
+  private readonly sink: RuntimeSink;
+
+  get capabilities(): RuntimeCapabilities {
+    return this.protocol.capabilities;
+  }
+
+  get pid(): number | undefined {
+    return this.program?.isRunning ? this.program.pid : undefined;
+  }
+
+  async start(): Promise<void> {
+    const { provider } = this.options;
+    const argv = commandArgv(provider.command, programArgs(provider, this.options));
+    const program = await ChildProgram.start(
+      { argv, cwd: this.options.workDir, env: this.options.env, stateDir: this.options.stateDir },
+      (lines) => this.protocol.lines(lines),
+    );
+    this.program = program;
+    this.protocol.started({ write: (text) => program.write(text), signal: (signal) => program.signal(signal) });
+    void program.exited.then((exit) => {
+      this.protocol.ended();
+      this.sink.exited(exit);
+    });
+  }
+
+  deliver(message: { id: string; text: string }): Promise<void> {
+    return this.protocol.deliver(message);
+  }
+
+  interrupt(): Promise<boolean> {
+    return this.protocol.interrupt();
+  }
+
+  respond(requestId: string, answer: { action: string; text?: string }): Promise<void> {
+    return this.protocol.respond(requestId, answer);
+  }
+
+  setPermissionMode(mode: string): Promise<boolean> {
+    return this.protocol.setPermissionMode(mode);
+  }
+
+  async stop(graceMs: number): Promise<void> {
+    await this.program?.stop(graceMs);
+  }
+
+  isRunning(): boolean {
+    return this.program?.isRunning === true;
+  }
+}

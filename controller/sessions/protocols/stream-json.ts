@@ -1,0 +1,248 @@
+import { randomBytes } from 'node:crypto';
+import type { ResolvedProvider } from '../../providers/provider-spec.js';
+import type { RuntimeCapabilities, RuntimeSink } from '../runtime.js';
+import type { ProgramIO, Protocol } from './protocol.js';
+
+/** How long a control request of ours (interrupt, permission mode) waits for the program's answer. */
+const CONTROL_TIMEOUT_MS = 10_000;
+
+interface ContentBlock {
+  type?: string;
+  text?: string;
+  name?: string;
+  id?: string;
+  input?: unknown;
+  tool_use_id?: string;
+  content?: unknown;
+  is_error?: boolean;
+}
+
+interface Frame {
+  type?: string;
+  subtype?: string;
+  session_id?: string;
+  message?: { role?: string; content?: string | ContentBlock[] };
+  request_id?: string;
+  request?: { subtype?: string; tool_name?: string; input?: unknown; tool_use_id?: string; [key: string]: unknown };
+  response?: { subtype?: string; request_id?: string; error?: string; response?: unknown };
+  result?: unknown;
+  usage?: unknown;
+  total_cost_usd?: unknown;
+  num_turns?: unknown;
+  duration_ms?: unknown;
+  is_error?: unknown;
+}
+
+/** A tool call or result as a line for people: `Bash {"command":"ls"}`. */
+function describe(value: unknown, limit = 2000): string {
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return text.length > limit ? `${text.slice(0, limit)}…` : text;
+}
+
+function resultText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content.map((c: ContentBlock) => (c.type === 'text' ? (c.text ?? '') : describe(c))).join('\n');
+  }
+  return describe(content);
+}
+
+/**
+ * The `stream-json` protocol, as Claude Code speaks it with `-p --input-format stream-json --output-format
+ * stream-json --verbose --permission-prompt-tool stdio`: one JSON object per line each way. In: user messages,
+ * our control requests (`interrupt`, `set_permission_mode`) and our answers to its `can_use_tool` requests. Out:
+ * `system` (its session id), `assistant` (text and tool calls), `user` (tool results), `result` (the turn is
+ * over), and its own control requests and responses. The program reads stdin from the start: it is ready at once.
+ */
+export class StreamJsonProtocol implements Protocol {
+  readonly capabilities: RuntimeCapabilities = { interrupt: true, pending: true, liveModeChange: true };
+  private io: ProgramIO | undefined;
+  private inTurn = false;
+  /** Its `can_use_tool` requests waiting for an answer, with the input an `allow` hands back. */
+  private readonly asked = new Map<string, unknown>();
+  /** Our control requests waiting for its `control_response`. */
+  private readonly waiting = new Map<string, (ok: boolean) => void>();
+  private readyTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly provider: ResolvedProvider,
+    private readonly sink: RuntimeSink,
+  ) {}
+
+  started(io: ProgramIO): void {
+    this.io = io;
+    this.readyTimer = setTimeout(() => this.sink.ready(), this.provider.ready_delay_ms);
+  }
+
+  lines(lines: string[]): void {
+    for (const line of lines) {
+      if (line.trim() === '') continue;
+      let frame: Frame;
+      try {
+        frame = JSON.parse(line) as Frame;
+      } catch {
+        // Not protocol: keep what it said, it may explain a failure.
+        this.sink.output('error', line);
+        continue;
+      }
+      this.frame(frame);
+    }
+  }
+
+  async deliver(message: { id: string; text: string }): Promise<void> {
+    this.inTurn = true;
+    await this.send({ type: 'user', message: { role: 'user', content: message.text } });
+  }
+
+  async interrupt(): Promise<boolean> {
+    if (!this.inTurn) return false;
+    return this.control({ subtype: 'interrupt' });
+  }
+
+  async respond(requestId: string, answer: { action: string; text?: string }): Promise<void> {
+    if (!this.asked.has(requestId)) throw new Error(`no pending interaction ${requestId}`);
+    const input = this.asked.get(requestId);
+    this.asked.delete(requestId);
+    const allow = answer.action === 'allow';
+    const decision = allow
+      ? { behavior: 'allow', updatedInput: input ?? {} }
+      : {
+          behavior: 'deny',
+          message: answer.text ?? `denied by ${answer.action === 'deny' ? 'the user' : answer.action}`,
+        };
+    await this.send({
+      type: 'control_response',
+      response: { subtype: 'success', request_id: requestId, response: decision },
+    });
+    this.sink.pendingCleared(requestId, allow ? 'allow' : 'deny');
+  }
+
+  setPermissionMode(mode: string): Promise<boolean> {
+    return this.control({ subtype: 'set_permission_mode', mode });
+  }
+
+  ended(): void {
+    clearTimeout(this.readyTimer);
+    for (const id of this.asked.keys()) this.sink.pendingCleared(id, 'abandoned');
+    this.asked.clear();
+    for (const settle of this.waiting.values()) settle(false);
+    this.waiting.clear();
+    if (this.inTurn) {
+      this.inTurn = false;
+      this.sink.turnEnded({ ended: true });
+    }
+  }
+
+  private frame(frame: Frame): void {
+    if (frame.session_id && (frame.type === 'system' || frame.type === 'result'))
+      this.sink.sessionKey(frame.session_id);
+    switch (frame.type) {
+      case 'assistant':
+        for (const block of this.blocks(frame)) {
+          if (block.type === 'text' && block.text) this.sink.output('assistant', block.text, { frame });
+          else if (block.type === 'tool_use') {
+            this.sink.output('tool_call', `${block.name ?? 'tool'} ${describe(block.input)}`, {
+              tool_use_id: block.id,
+              name: block.name,
+              input: block.input,
+            });
+          }
+        }
+        return;
+      case 'user':
+        for (const block of this.blocks(frame)) {
+          if (block.type === 'tool_result') {
+            this.sink.output('tool_result', resultText(block.content), {
+              tool_use_id: block.tool_use_id,
+              ...(block.is_error ? { is_error: true } : {}),
+            });
+          }
+        }
+        return;
+      case 'result':
+        this.inTurn = false;
+        this.sink.turnEnded({
+          subtype: frame.subtype,
+          ...(frame.usage !== undefined ? { usage: frame.usage } : {}),
+          ...(frame.total_cost_usd !== undefined ? { total_cost_usd: frame.total_cost_usd } : {}),
+          ...(frame.num_turns !== undefined ? { num_turns: frame.num_turns } : {}),
+          ...(frame.duration_ms !== undefined ? { duration_ms: frame.duration_ms } : {}),
+          ...(frame.is_error ? { is_error: true } : {}),
+        });
+        return;
+      case 'control_request':
+        this.controlRequest(frame);
+        return;
+      case 'control_response': {
+        const id = frame.response?.request_id;
+        const settle = id === undefined ? undefined : this.waiting.get(id);
+        if (settle) {
+          this.waiting.delete(id!);
+          settle(frame.response?.subtype === 'success');
+        }
+        return;
+      }
+      default:
+      // `system` and whatever else it says: its session id is taken above; the rest is not conversation.
+    }
+  }
+
+  private blocks(frame: Frame): ContentBlock[] {
+    const content = frame.message?.content;
+    if (typeof content === 'string') return [{ type: 'text', text: content }];
+    return Array.isArray(content) ? content : [];
+  }
+
+  /** Its own control requests: `can_use_tool` becomes a pending interaction; anything else we cannot serve. */
+  private controlRequest(frame: Frame): void {
+    const id = frame.request_id;
+    if (!id) return;
+    const request = frame.request ?? {};
+    if (request.subtype === 'can_use_tool') {
+      const tool = request.tool_name ?? 'a tool';
+      this.asked.set(id, request.input);
+      this.sink.pending({
+        request_id: id,
+        kind: 'tool-approval',
+        prompt: `Allow ${tool}? ${describe(request.input, 500)}`,
+        options: ['allow', 'deny'],
+        metadata: {
+          tool_name: tool,
+          input: describe(request.input),
+          ...(request.tool_use_id ? { tool_use_id: request.tool_use_id } : {}),
+        },
+        created_at: new Date().toISOString(),
+      });
+      return;
+    }
+    void this.send({
+      type: 'control_response',
+      response: {
+        subtype: 'error',
+        request_id: id,
+        error: `ctl does not handle ${request.subtype ?? 'this'} requests`,
+      },
+    }).catch(() => undefined);
+  }
+
+  /** Sends a control request of ours; resolves with whether the program answered success (false on time-out). */
+  private async control(request: Record<string, unknown>): Promise<boolean> {
+    const id = `ctl-${randomBytes(6).toString('hex')}`;
+    const answered = new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiting.delete(id);
+        resolve(false);
+      }, CONTROL_TIMEOUT_MS);
+      this.waiting.set(id, (ok) => {
+        clearTimeout(timer);
+        resolve(ok);
+      });
+    });
+    await this.send({ type: 'control_request', request_id: id, request });
+    return answered;
+  }
+
+  private send(frame: Record<string, unknown>): Promise<void> {
+    return this.io!.write(`${JSON.stringify(frame)}\n`);
+  }
+}

@@ -1,0 +1,74 @@
+import type { PendingInteraction } from '../../shared/dto/sessions.js';
+import type { ResolvedProvider } from '../providers/provider-spec.js';
+
+/** What a runtime can do beyond start, deliver and stop. */
+export interface RuntimeCapabilities {
+  /** It can end the current turn without ending the program. */
+  interrupt: boolean;
+  /** Its program can ask questions or request permissions, and hear the answer. */
+  pending: boolean;
+  /** A permission mode can change while the program runs. */
+  liveModeChange: boolean;
+}
+
+/** How a program ended. */
+export interface ProgramExit {
+  code: number | null;
+  signal: string | null;
+  /** We asked it to end (stop, kill, suspend, close, shutdown). */
+  requested: boolean;
+  /** The end of what it wrote on stderr. */
+  stderrTail: string;
+}
+
+/**
+ * What a runtime tells its session as it happens. The session turns these into transcript entries, stream
+ * frames, state changes and events; the runtime knows nothing of those.
+ */
+export interface RuntimeSink {
+  /** The program can take a turn. */
+  ready(): void;
+  /** Output of the current turn: a reply (in pieces, as it comes), a tool call or result, an error. */
+  output(kind: 'assistant' | 'tool_call' | 'tool_result' | 'error', text: string, data?: Record<string, unknown>): void;
+  /** The current turn ended (the program is idle); `data` holds what the program said about it (usage, …). */
+  turnEnded(data?: Record<string, unknown>): void;
+  pending(interaction: PendingInteraction): void;
+  pendingCleared(requestId: string, action: string): void;
+  /** The provider's own conversation id, to resume it with later. */
+  sessionKey(key: string): void;
+  exited(exit: ProgramExit): void;
+}
+
+/** What a runtime starts a program from. */
+export interface RuntimeOptions {
+  sessionId: string;
+  provider: ResolvedProvider;
+  workDir: string;
+  env: NodeJS.ProcessEnv;
+  /** Where the runtime may keep files of its own (a pid file). */
+  stateDir: string;
+  /** The provider's conversation to resume, when there is one and the provider can. */
+  resumeKey?: string;
+  permissionMode?: string;
+  /** The first message, for providers that take it on the command line. */
+  firstMessage?: string;
+}
+
+/** One session's program, whatever runs it. The next runtimes (ACP, tmux) implement this and nothing else. */
+export interface SessionRuntime {
+  readonly capabilities: RuntimeCapabilities;
+  readonly pid: number | undefined;
+  /** Starts the program; rejects (with a reason for a person) when it cannot be started. */
+  start(): Promise<void>;
+  /** Hands a message to the program; resolves once the program has it (written to it, not merely queued). */
+  deliver(message: { id: string; text: string }): Promise<void>;
+  /** Ends the current turn; false when nothing was in progress or the runtime cannot. */
+  interrupt(): Promise<boolean>;
+  /** Answers the pending interaction `requestId`. */
+  respond(requestId: string, answer: { action: string; text?: string }): Promise<void>;
+  /** Changes the permission mode of the running program; false when only a restart can. */
+  setPermissionMode(mode: string): Promise<boolean>;
+  /** Ends the program: asked nicely, then, after `graceMs`, not. Resolves once it is gone. */
+  stop(graceMs: number): Promise<void>;
+  isRunning(): boolean;
+}

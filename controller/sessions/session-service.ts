@@ -1,0 +1,376 @@
+import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import type { CityAgentConfig } from '../../shared/config/city-config.js';
+import type {
+  AsyncAcceptedBody,
+  CityPendingEntry,
+  ListBodySessionResponse,
+  SessionCreateBody,
+  SessionPendingResponse,
+  SessionResponse,
+  SessionTranscriptResponse,
+  SubmitIntent,
+} from '../../shared/dto/sessions.js';
+import { decodeToken, encodeToken } from '../../shared/http/page-token.js';
+import { Problem } from '../../shared/http/problem.js';
+import type { ResolvedProvider } from '../providers/provider-spec.js';
+import { canRun } from './runtimes.js';
+import { Session, type SessionContext } from './session.js';
+import { isDormant, wakesOnMessage } from './session-states.js';
+import type { SessionRecord } from './session-store.js';
+import { conversation, toEntry } from './transcript.js';
+
+/** `req-` + 24 lowercase hex characters, as every asynchronous request's id. */
+function newRequestId(): string {
+  return `req-${randomBytes(12).toString('hex')}`;
+}
+
+const TRANSCRIPT_DEFAULT = 100;
+const TRANSCRIPT_MAX = 1000;
+
+/** Whether sessions of this provider can ask questions or request permissions (and so have `pending`). */
+function canAsk(provider: ResolvedProvider | undefined): boolean {
+  if (!provider) return false;
+  return provider.protocol === 'stream-json' || provider.pending_pattern !== undefined;
+}
+
+export interface SessionServiceOptions {
+  /** The city's `[[agent]]` definitions now. */
+  agents(): CityAgentConfig[];
+  /** The city's default template: its `[workspace] provider`, or `default` for its start command. */
+  defaultProvider(): string | undefined;
+}
+
+/**
+ * A city's sessions: creating them, talking to them, their lifecycle commands, their transcripts. The controller
+ * holds every open session; a closed one is read from its bead and transcript when asked for.
+ */
+export class SessionService {
+  private readonly sessions = new Map<string, Session>();
+
+  constructor(
+    private readonly ctx: SessionContext,
+    private readonly options: SessionServiceOptions,
+  ) {}
+
+  /**
+   * Takes charge of the city's open sessions as a controller starts: whatever a previous controller left running
+   * is ended, and the sessions that were running start again — resuming their conversations where the provider
+   * can — with their undelivered messages and unfinished creates.
+   */
+  async start(): Promise<void> {
+    const starting: Promise<void>[] = [];
+    for (const record of this.ctx.store.open()) {
+      const session = new Session(record, this.ctx);
+      this.sessions.set(record.id, session);
+      session.adopt();
+      const state = record.state;
+      if (state === 'active' || state === 'creating' || state === 'start-pending' || state === 'draining') {
+        starting.push(session.wake('restart', 'restarted by a new controller'));
+      } else if (wakesOnMessage(state) && session.view().queued > 0) {
+        starting.push(session.wake('wake', 'woken by a message'));
+      }
+    }
+    await Promise.all(starting);
+  }
+
+  /** Ends every running program (the sessions keep their state: the next controller starts them again). */
+  async shutdown(): Promise<void> {
+    await Promise.all([...this.sessions.values()].map((s) => s.stopProgram('the controller is stopping')));
+  }
+
+  list(query: { state?: string; template?: string; limit: number; cursor?: string }): ListBodySessionResponse {
+    const before = query.cursor === undefined ? undefined : pageAfter(query.cursor);
+    const metadata: Record<string, string> = {};
+    if (query.state !== undefined && query.state !== 'all' && query.state !== 'closed') metadata.state = query.state;
+    if (query.template !== undefined) metadata.template = query.template;
+    const includeClosed = query.state === 'closed' || query.state === 'all';
+    const page = this.ctx.store.page({ includeClosed, limit: query.limit, before, metadata });
+    let items = page.items;
+    if (query.state === 'closed') items = items.filter((r) => r.state === 'closed');
+    const body: ListBodySessionResponse = { items: items.map((r) => this.viewOf(r)), total: page.total };
+    if (page.more && page.items.length) body.next_cursor = encodeToken('ss', { b: page.items.at(-1)!.id });
+    return body;
+  }
+
+  /** A session by id, alias or session name, open or closed; a 404 otherwise. */
+  find(idOrName: string): Session {
+    const open = this.sessions.get(idOrName) ?? [...this.sessions.values()].find((s) => matches(s.record, idOrName));
+    if (open) return open;
+    const record = this.ctx.store.get(idOrName) ?? this.ctx.store.findByName(idOrName);
+    if (!record) throw new Problem('session-not-found', `not_found: session not found: ${idOrName}`);
+    return new Session(record, this.ctx);
+  }
+
+  view(idOrName: string): SessionResponse {
+    return this.find(idOrName).view();
+  }
+
+  create(body: SessionCreateBody): AsyncAcceptedBody {
+    const kind = body.kind ?? 'provider';
+    const name = body.name ?? this.options.defaultProvider();
+    if (name === undefined) {
+      const message = 'name is required: this city has no default provider or start command';
+      throw new Problem('validation-failed', `invalid: ${message}`, { errors: [{ location: 'body.name', message }] });
+    }
+    let providerName = name;
+    let workDir = this.ctx.cityRoot;
+    if (kind === 'agent') {
+      const agent = this.options.agents().find((a) => a.name === name);
+      if (!agent) throw new Problem('agent-not-found', `not_found: agent not found: ${name}`);
+      const fallback = this.options.defaultProvider();
+      if (agent.provider === undefined && fallback === undefined) {
+        throw new Problem('validation-failed', `invalid: agent ${name} has no provider, and the city has no default`);
+      }
+      providerName = agent.provider ?? fallback!;
+      if (agent.dir) workDir = isAbsolute(agent.dir) ? agent.dir : resolve(this.ctx.cityRoot, agent.dir);
+    }
+    const provider = this.ctx.provider(providerName);
+    if (!provider) throw new Problem('provider-not-found', `not_found: provider not found: ${providerName}`);
+    if (!canRun(provider.protocol)) {
+      const message = `provider ${provider.name} speaks ${provider.protocol}, which this controller cannot run`;
+      throw new Problem('validation-failed', `invalid: ${message}`, {
+        errors: [{ location: 'body.name', message, value: name }],
+      });
+    }
+    if (body.alias !== undefined) this.requireFreeName(body.alias, undefined);
+    if (body.permission_mode !== undefined && !(body.permission_mode in provider.permission_modes)) {
+      const message = `${body.permission_mode} is not a permission mode of ${provider.name}`;
+      throw new Problem('validation-failed', `invalid: ${message}`, {
+        errors: [{ location: 'body.permission_mode', message, value: body.permission_mode }],
+      });
+    }
+    const cursor = this.ctx.log.head();
+    const requestId = newRequestId();
+    const record = this.ctx.store.create(
+      {
+        title: body.title ?? (body.message ? firstWords(body.message) : name),
+        state: 'start-pending',
+        template: name,
+        kind,
+        provider: provider.name,
+        work_dir: workDir,
+        create_request: requestId,
+        ...(body.alias ? { alias: body.alias } : {}),
+        ...(body.permission_mode ? { permission_mode: body.permission_mode } : {}),
+      },
+      (id) => `${name}-${id.slice(id.lastIndexOf('-') + 1)}`,
+    );
+    const session = new Session(record, this.ctx);
+    this.sessions.set(record.id, session);
+    void this.begin(session, body.message);
+    return { status: 'accepted', request_id: requestId, event_cursor: String(cursor), session_id: record.id };
+  }
+
+  /** Accepts a message for a session (waking it when it sleeps); its delivery ends the request. */
+  send(
+    idOrName: string,
+    text: string,
+    intent: SubmitIntent,
+    operation: 'session.message' | 'session.submit',
+  ): AsyncAcceptedBody {
+    const session = this.open(idOrName);
+    if (session.state === 'quarantined') {
+      throw new Problem(
+        'conflict-wrong-state',
+        `conflict: session ${session.id} is quarantined; wake it first (POST …/session/${session.id}/wake)`,
+      );
+    }
+    const cursor = this.ctx.log.head();
+    const requestId = newRequestId();
+    session.accept(text, intent, { id: requestId, operation });
+    if (wakesOnMessage(session.state)) void session.wake('wake', 'woken by a message');
+    return { status: 'accepted', request_id: requestId, event_cursor: String(cursor), session_id: session.id };
+  }
+
+  /** `stop`: ends the current turn; the program keeps running. */
+  async interrupt(idOrName: string): Promise<{ status: string; id: string }> {
+    const session = this.open(idOrName);
+    const stopped = await session.interrupt();
+    return { status: stopped ? 'ok' : 'idle', id: session.id };
+  }
+
+  async kill(idOrName: string): Promise<{ status: string; id: string }> {
+    const session = this.open(idOrName);
+    await session.kill();
+    return { status: 'ok', id: session.id };
+  }
+
+  async suspend(idOrName: string): Promise<SessionResponse> {
+    const session = this.open(idOrName);
+    session.transition('suspend');
+    if (session.running) await session.stopProgram('suspended');
+    else await session.recordLifecycle('session.suspended', 'suspended');
+    return session.view();
+  }
+
+  async wake(idOrName: string): Promise<SessionResponse> {
+    const session = this.open(idOrName);
+    if (session.running)
+      throw new Problem('conflict-wrong-state', `conflict: session ${session.id} is already running`);
+    await session.wake('wake', 'woken by request');
+    return session.view();
+  }
+
+  async close(idOrName: string, remove: boolean): Promise<{ status: string; id: string }> {
+    const session = this.find(idOrName);
+    if (session.state !== 'closed') {
+      session.transition('close');
+      await session.stopProgram('closed');
+      await session.failQueued('session_closed', `session ${session.id} was closed before the message was delivered`);
+      await session.recordLifecycle('session.closed', remove ? 'closed and deleted' : 'closed');
+    } else if (!remove) {
+      throw new Problem('conflict-wrong-state', `conflict: session ${session.id} is already closed`);
+    }
+    this.sessions.delete(session.id);
+    if (remove) {
+      this.ctx.store.delete(session.id);
+      session.transcript.close();
+      rmSync(session.dir, { recursive: true, force: true });
+    }
+    return { status: remove ? 'deleted' : 'closed', id: session.id };
+  }
+
+  async update(idOrName: string, changes: { title?: string; alias?: string }): Promise<SessionResponse> {
+    const session = this.open(idOrName);
+    if (changes.alias) this.requireFreeName(changes.alias, session.id);
+    session.rename(changes);
+    const what = [changes.title !== undefined ? 'title' : '', changes.alias !== undefined ? 'alias' : '']
+      .filter(Boolean)
+      .join(' and ');
+    await session.recordLifecycle('session.updated', `${what || 'nothing'} changed`);
+    return session.view();
+  }
+
+  async setPermissionMode(idOrName: string, mode: string): Promise<SessionResponse> {
+    const session = this.open(idOrName);
+    await session.setPermissionMode(mode);
+    return session.view();
+  }
+
+  async respond(
+    idOrName: string,
+    answer: { action: string; request_id?: string; text?: string },
+  ): Promise<{ status: 'accepted'; id: string; request_id: string }> {
+    const session = this.open(idOrName);
+    const requestId = await session.respond(answer);
+    return { status: 'accepted', id: session.id, request_id: requestId };
+  }
+
+  pending(idOrName: string): SessionPendingResponse {
+    const session = this.find(idOrName);
+    const body: SessionPendingResponse = { supported: canAsk(this.ctx.provider(session.record.provider)) };
+    if (session.pending) body.pending = session.pending;
+    return body;
+  }
+
+  cityPending(): CityPendingEntry[] {
+    const items: CityPendingEntry[] = [];
+    for (const session of this.sessions.values()) {
+      const pending = session.pending;
+      if (!pending) continue;
+      items.push({
+        session_id: session.id,
+        request_id: pending.request_id,
+        kind: pending.kind,
+        ...(pending.prompt ? { prompt: pending.prompt } : {}),
+      });
+    }
+    return items;
+  }
+
+  transcript(
+    idOrName: string,
+    query: { format?: 'conversation' | 'raw'; tail?: number; before?: number; after?: number },
+  ): SessionTranscriptResponse {
+    const session = this.find(idOrName);
+    const limit = Math.min(query.tail || TRANSCRIPT_DEFAULT, TRANSCRIPT_MAX);
+    const head = session.transcript.head();
+    let records;
+    let hasOlder: boolean;
+    if (query.after !== undefined) {
+      records = session.transcript.after(query.after, limit);
+      hasOlder = (records[0]?.seq ?? query.after + 1) > 1;
+    } else {
+      const page = session.transcript.tail(limit, query.before);
+      records = page.entries;
+      hasOlder = page.more;
+    }
+    const format = query.format ?? 'conversation';
+    const body: SessionTranscriptResponse = {
+      id: session.id,
+      template: session.record.template,
+      provider: session.record.provider,
+      format,
+      pagination: {
+        first_seq: records[0]?.seq ?? 0,
+        last_seq: records.at(-1)?.seq ?? 0,
+        has_older: hasOlder,
+        head,
+      },
+    };
+    if (format === 'raw') body.messages = records.map(toEntry);
+    else body.turns = conversation(records);
+    return body;
+  }
+
+  /** Open sessions whose program runs: for the city status. */
+  counts(): { active: number; suspended: number; running: number } {
+    let active = 0;
+    let suspended = 0;
+    let running = 0;
+    for (const session of this.sessions.values()) {
+      if (session.state === 'active') active++;
+      if (session.state === 'suspended') suspended++;
+      if (session.running) running++;
+    }
+    return { active, suspended, running };
+  }
+
+  /** An open (not closed) session, for anything that changes it. */
+  open(idOrName: string): Session {
+    const session = this.find(idOrName);
+    if (session.state === 'closed')
+      throw new Problem('conflict-wrong-state', `conflict: session ${session.id} is closed`);
+    return this.sessions.get(session.id) ?? session;
+  }
+
+  private async begin(session: Session, message: string | undefined): Promise<void> {
+    await session.recordLifecycle('session.created');
+    if (message !== undefined) session.accept(message, 'default');
+    await session.wake('start', 'created');
+  }
+
+  private viewOf(record: SessionRecord): SessionResponse {
+    return (this.sessions.get(record.id) ?? new Session(record, this.ctx)).view();
+  }
+
+  /** An alias must not be another session's alias or session name (an open one's). */
+  private requireFreeName(name: string, self: string | undefined): void {
+    for (const session of this.sessions.values()) {
+      if (session.id !== self && !isDormant(session.state) && matches(session.record, name)) {
+        throw new Problem('conflict-wrong-state', `conflict: ${name} already names session ${session.id}`);
+      }
+      if (session.id !== self && session.state !== 'closed' && matches(session.record, name)) {
+        throw new Problem('conflict-wrong-state', `conflict: ${name} already names session ${session.id}`);
+      }
+    }
+  }
+}
+
+function matches(record: SessionRecord, name: string): boolean {
+  return record.id === name || record.alias === name || record.session_name === name;
+}
+
+function firstWords(text: string): string {
+  const line = text.trim().split('\n')[0];
+  return line.length > 60 ? `${line.slice(0, 59)}…` : line;
+}
+
+function pageAfter(cursor: string): string {
+  const { b } = decodeToken(cursor, 'ss');
+  if (typeof b !== 'string')
+    throw new Problem('invalid-cursor', 'invalid_cursor: cursor is not a valid pagination token');
+  return b;
+}

@@ -1,0 +1,701 @@
+import { randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type {
+  PendingInteraction,
+  SessionLifecyclePayload,
+  SessionResponse,
+  SessionState,
+  SubmitIntent,
+} from '../../shared/dto/sessions.js';
+import type { EventLog } from '../../shared/events/event-log.js';
+import type { EventRecord } from '../../shared/events/record.js';
+import { Problem } from '../../shared/http/problem.js';
+import type { ResolvedProvider } from '../providers/provider-spec.js';
+import { reapLeftover } from './pipe/child-program.js';
+import { MessageQueue, type QueuedMessage } from './queue.js';
+import type { ProgramExit, RuntimeSink, SessionRuntime } from './runtime.js';
+import { createRuntime } from './runtimes.js';
+import { nextState, requireTransition, type SessionCommand } from './session-states.js';
+import type { SessionRecord, SessionStore } from './session-store.js';
+import { Transcript, type NewEntry } from './transcript.js';
+
+/** How much of its latest output a session keeps in memory for `last_output`. */
+const LAST_OUTPUT_CHARS = 2000;
+
+/** What every session of a city shares. */
+export interface SessionContext {
+  cityName: string;
+  cityRoot: string;
+  /** `<city>/.ctl/sessions`: one directory per session. */
+  sessionsDir: string;
+  store: SessionStore;
+  /** The city's event log. */
+  log: EventLog;
+  logger: Logger;
+  /** The provider called `name` as the city's configuration resolves it now. */
+  provider(name: string): ResolvedProvider | undefined;
+  env: NodeJS.ProcessEnv;
+  /** How long a program gets between SIGTERM and SIGKILL. */
+  stopGraceMs: number;
+  /** A program that is not ready this long after it started is taken to have failed. */
+  startTimeoutMs: number;
+}
+
+/** What the session stream hears, besides transcript entries. */
+export interface SessionEvents {
+  entry: [EventRecord];
+  activity: ['idle' | 'in-turn'];
+  pending: [PendingInteraction];
+  pending_cleared: [string];
+  state: [SessionState];
+}
+
+/**
+ * One session: its record (the session bead), its transcript, its queue of messages, and — while it runs — its
+ * program's runtime. Every change of state goes through the transition table; every delivery, reply, question,
+ * start and exit is a transcript entry; every lifecycle change is an event on the city log.
+ */
+export class Session extends EventEmitter<SessionEvents> {
+  readonly dir: string;
+  readonly transcript: Transcript;
+  private readonly queue: MessageQueue;
+  private runtime: SessionRuntime | undefined;
+  /** The program can take a turn. */
+  private ready = false;
+  private activity: 'idle' | 'in-turn' = 'idle';
+  private pendingInteraction: PendingInteraction | undefined;
+  private turn = 0;
+  private lastOutput = '';
+  private delivering = false;
+  private interruptWanted = false;
+  private startTimer: NodeJS.Timeout | undefined;
+  /** Entries being written, in order: the stream sees them in the order they happened. */
+  private writes: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    public record: SessionRecord,
+    private readonly ctx: SessionContext,
+  ) {
+    super();
+    this.setMaxListeners(0);
+    this.dir = join(ctx.sessionsDir, record.id);
+    mkdirSync(this.dir, { recursive: true });
+    this.transcript = new Transcript(this.dir);
+    this.queue = new MessageQueue(this.dir);
+    this.restoreFromTranscript();
+  }
+
+  get id(): string {
+    return this.record.id;
+  }
+
+  get state(): SessionState {
+    return this.record.state;
+  }
+
+  get running(): boolean {
+    return this.runtime?.isRunning() === true;
+  }
+
+  get pending(): PendingInteraction | undefined {
+    return this.pendingInteraction;
+  }
+
+  /** Its provider now, or a 409 when the city no longer has it. */
+  provider(): ResolvedProvider {
+    const provider = this.ctx.provider(this.record.provider);
+    if (!provider) {
+      throw new Problem(
+        'conflict-wrong-state',
+        `conflict: session ${this.id}'s provider ${this.record.provider} is no longer configured`,
+      );
+    }
+    return provider;
+  }
+
+  view(): SessionResponse {
+    const r = this.record;
+    const provider = this.ctx.provider(r.provider);
+    const pid = this.runtime?.pid;
+    const view: SessionResponse = {
+      id: r.id,
+      template: r.template,
+      title: r.title,
+      provider: r.provider,
+      session_name: r.session_name,
+      state: r.state,
+      running: this.running,
+      attached: false,
+      created_at: r.created_at,
+      kind: r.kind,
+      work_dir: r.work_dir,
+      queued: this.queue.length,
+      submission_capabilities: { supports_follow_up: true, supports_interrupt_now: true },
+    };
+    if (r.alias) view.alias = r.alias;
+    if (this.running) view.activity = this.activity;
+    if (r.last_active) view.last_active = r.last_active;
+    if (this.lastOutput) view.last_output = this.lastOutput;
+    if (r.reason) view.reason = r.reason;
+    const mode = r.permission_mode ?? provider?.default_permission_mode;
+    if (mode) view.permission_mode = mode;
+    if (this.pendingInteraction) view.pending = this.pendingInteraction;
+    if (pid !== undefined) view.pid = pid;
+    if (r.provider_session_key) view.provider_session_key = r.provider_session_key;
+    return view;
+  }
+
+  /** A controller that starts finds this session: whatever the last one left running is ended first. */
+  adopt(): void {
+    reapLeftover(this.dir);
+  }
+
+  // ---------------------------------------------------------------------------------------------------------
+  // Lifecycle
+
+  /**
+   * Starts its program (resuming the provider's conversation where it can). `command` is `start` for a new
+   * session and `wake` for a dormant one; `restart` is the controller's own, for a session that was running when
+   * the last controller stopped. Resolves once it is started (not yet ready); failures end as `failed-create`
+   * or `asleep`, with the reason recorded.
+   */
+  async wake(command: 'start' | 'wake' | 'restart', reason: string): Promise<void> {
+    if (command !== 'restart') this.transition(command);
+    else this.setState('creating');
+    this.record.reason = reason;
+    this.save({ reason });
+    let provider: ResolvedProvider;
+    try {
+      provider = this.provider();
+      const resumeKey = provider.resume_args ? this.record.provider_session_key : undefined;
+      const first = provider.prompt_mode !== 'stdin' ? this.queue.peek() : undefined;
+      this.runtime = createRuntime(
+        {
+          sessionId: this.id,
+          provider,
+          workDir: this.record.work_dir,
+          env: this.environment(provider),
+          stateDir: this.dir,
+          resumeKey,
+          permissionMode: this.record.permission_mode,
+          firstMessage: first?.text,
+        },
+        this.sink(),
+      );
+      await this.runtime.start();
+      if (first) await this.delivered(this.queue.shift()!);
+      await this.write({
+        kind: 'start',
+        actor: 'ctl',
+        text: `${provider.display_name} started (pid ${this.runtime.pid})${resumeKey ? `, resuming ${resumeKey}` : ''}`,
+        data: { pid: this.runtime.pid, command: provider.command, ...(resumeKey ? { resumed: resumeKey } : {}) },
+      });
+    } catch (err) {
+      this.runtime = undefined;
+      const why = err instanceof Problem ? err.detail : (err as Error).message;
+      await this.startFailed(why);
+      return;
+    }
+    this.startTimer = setTimeout(() => {
+      if (this.state === 'creating') void this.runtime?.stop(this.ctx.stopGraceMs);
+    }, this.ctx.startTimeoutMs);
+  }
+
+  /**
+   * Ends its program at a person's request (kill, suspend, close) or the controller's shutdown; the caller has
+   * moved the state already (a shutdown leaves it, so the next controller starts the program again).
+   */
+  async stopProgram(reason: string): Promise<void> {
+    this.record.reason = reason;
+    this.save({ reason });
+    const runtime = this.runtime;
+    if (runtime?.isRunning()) await runtime.stop(this.ctx.stopGraceMs);
+  }
+
+  /** `kill`: its program ends; the session sleeps until a message or `wake`. */
+  async kill(): Promise<void> {
+    if (!this.runtime?.isRunning()) {
+      throw new Problem('conflict-wrong-state', `conflict: session ${this.id} is not running`);
+    }
+    this.setState(nextState(this.state, 'exited') ?? nextState(this.state, 'fail-create') ?? this.state);
+    await this.stopProgram('killed');
+  }
+
+  // ---------------------------------------------------------------------------------------------------------
+  // Messages
+
+  /**
+   * Accepts a message: delivered as soon as the program can take it (after the messages before it), or — for a
+   * dormant session — once it has woken. Returns the message id.
+   */
+  accept(
+    text: string,
+    intent: SubmitIntent,
+    request?: { id: string; operation: 'session.message' | 'session.submit' },
+  ): string {
+    const message: QueuedMessage = {
+      message_id: `msg-${randomBytes(8).toString('hex')}`,
+      text,
+      intent,
+      queued:
+        !this.ready ||
+        this.delivering ||
+        this.queue.length > 0 ||
+        this.activity === 'in-turn' ||
+        this.pending !== undefined,
+      accepted_at: new Date().toISOString(),
+      ...(request ? { request_id: request.id, operation: request.operation } : {}),
+    };
+    this.queue.push(message);
+    if (intent === 'interrupt_now' && this.activity === 'in-turn') this.interruptWanted = true;
+    void this.deliverNext();
+    return message.message_id;
+  }
+
+  /** Hands queued messages to the program, one at a time, in order, as it becomes able to take them. */
+  async deliverNext(): Promise<void> {
+    if (this.delivering) return;
+    this.delivering = true;
+    try {
+      for (;;) {
+        const next = this.queue.peek();
+        if (!next || !this.ready || !this.runtime || this.pendingInteraction) return;
+        if (next.intent === 'interrupt_now' && this.activity === 'in-turn') {
+          if (this.interruptWanted) {
+            this.interruptWanted = false;
+            await this.runtime.interrupt();
+          }
+          return; // delivered when the turn has ended
+        }
+        if (next.intent === 'follow_up' && this.activity === 'in-turn') return;
+        try {
+          await this.runtime.deliver({ id: next.message_id, text: next.text });
+        } catch {
+          return; // the program went away: its exit fails what is left
+        }
+        await this.delivered(this.queue.shift()!);
+      }
+    } finally {
+      this.delivering = false;
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------------------
+  // Commands
+
+  /** Ends the current turn. False when none was in progress. */
+  async interrupt(): Promise<boolean> {
+    if (!this.runtime?.isRunning()) {
+      throw new Problem('conflict-wrong-state', `conflict: session ${this.id} is not running`);
+    }
+    return this.runtime.interrupt();
+  }
+
+  async respond(answer: { action: string; request_id?: string; text?: string }): Promise<string> {
+    const pending = this.pendingInteraction;
+    if (!pending || !this.runtime?.isRunning()) {
+      throw new Problem('conflict-wrong-state', `conflict: session ${this.id} has no pending interaction`);
+    }
+    if (answer.request_id !== undefined && answer.request_id !== pending.request_id) {
+      throw new Problem(
+        'conflict-wrong-state',
+        `conflict: session ${this.id} is waiting on ${pending.request_id}, not ${answer.request_id}`,
+      );
+    }
+    if (pending.kind === 'tool-approval' && answer.action !== 'allow' && answer.action !== 'deny') {
+      const message = 'a permission request is answered with allow or deny';
+      throw new Problem('validation-failed', `invalid: ${message}`, {
+        errors: [{ location: 'body.action', message, value: answer.action }],
+      });
+    }
+    if (pending.kind === 'question' && answer.text === undefined && answer.action !== 'answer') {
+      const message = 'a question is answered with action "answer" and the answer in text';
+      throw new Problem('validation-failed', `invalid: ${message}`, {
+        errors: [{ location: 'body.text', message }],
+      });
+    }
+    await this.runtime.respond(pending.request_id, answer);
+    return pending.request_id;
+  }
+
+  async setPermissionMode(mode: string): Promise<void> {
+    const provider = this.provider();
+    if (!(mode in provider.permission_modes)) {
+      const known = Object.keys(provider.permission_modes);
+      const message = known.length
+        ? `${mode} is not a permission mode of ${provider.name} (${known.join(', ')})`
+        : `${provider.name} has no permission modes`;
+      throw new Problem('validation-failed', `invalid: ${message}`, {
+        errors: [{ location: 'body.permission_mode', message, value: mode }],
+      });
+    }
+    this.record.permission_mode = mode;
+    let reason = `permission mode ${mode}`;
+    if (this.runtime?.isRunning() && !(await this.runtime.setPermissionMode(mode))) {
+      reason += ' (takes effect when the program next starts)';
+    }
+    this.record.reason = reason;
+    this.save({ permission_mode: mode, reason });
+    await this.recordLifecycle('session.updated', reason);
+  }
+
+  rename(changes: { title?: string; alias?: string }): void {
+    if (changes.title !== undefined) this.record.title = changes.title;
+    if (changes.alias !== undefined) this.record.alias = changes.alias || undefined;
+    this.save(changes);
+  }
+
+  transition(command: SessionCommand): void {
+    this.setState(requireTransition(this.id, this.state, command));
+  }
+
+  /** Fails every undelivered message's request (the program is gone, or the session closed). */
+  async failQueued(code: string, message: string): Promise<void> {
+    for (const queued of this.queue.drain()) {
+      if (!queued.request_id) continue;
+      await this.ctx.log.append({
+        type: 'request.failed',
+        actor: 'ctl',
+        subject: this.id,
+        message,
+        payload: {
+          request_id: queued.request_id,
+          operation: queued.operation!,
+          error_code: code,
+          error_message: message,
+        },
+      });
+    }
+  }
+
+  async recordLifecycle(
+    type:
+      | 'session.created'
+      | 'session.woke'
+      | 'session.stopped'
+      | 'session.suspended'
+      | 'session.closed'
+      | 'session.updated',
+    reason?: string,
+  ): Promise<void> {
+    const payload: SessionLifecyclePayload = {
+      session_id: this.id,
+      template: this.record.template,
+      provider: this.record.provider,
+      state: this.state,
+      ...(reason ? { reason } : {}),
+      ...(type === 'session.woke' && this.runtime?.pid !== undefined ? { pid: this.runtime.pid } : {}),
+    };
+    await this.ctx.log.append({
+      type,
+      actor: 'ctl',
+      subject: this.id,
+      ...(reason ? { message: reason } : {}),
+      payload,
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------------------
+
+  /** What the runtime tells us, turned into transcript entries, state, events and stream frames. */
+  private sink(): RuntimeSink {
+    return {
+      ready: () => void this.becameReady(),
+      output: (kind, text, data) => {
+        const now = new Date().toISOString();
+        this.record.last_active = now;
+        if (kind === 'assistant')
+          this.lastOutput = (this.lastOutput + (this.lastOutput ? '\n' : '') + text).slice(-LAST_OUTPUT_CHARS);
+        void this.write({
+          kind,
+          actor: kind === 'error' ? 'ctl' : 'assistant',
+          text,
+          data: { turn: this.turn, ...data },
+        });
+      },
+      turnEnded: (data) => {
+        this.setActivity('idle');
+        this.save({ last_active: this.record.last_active });
+        void this.write({ kind: 'turn_end', actor: 'ctl', data: { turn: this.turn, ...data } }).then(() =>
+          this.deliverNext(),
+        );
+      },
+      pending: (interaction) => {
+        this.pendingInteraction = interaction;
+        this.emit('pending', interaction);
+        void this.write({
+          kind: 'pending',
+          actor: 'assistant',
+          text: interaction.prompt ?? interaction.kind,
+          data: {
+            turn: this.turn,
+            request_id: interaction.request_id,
+            pending_kind: interaction.kind,
+            options: interaction.options,
+            metadata: interaction.metadata,
+          },
+        });
+        void this.ctx.log.append({
+          type: 'session.pending',
+          actor: 'ctl',
+          subject: this.id,
+          message: interaction.prompt,
+          payload: {
+            session_id: this.id,
+            request_id: interaction.request_id,
+            kind: interaction.kind,
+            ...(interaction.prompt ? { prompt: interaction.prompt } : {}),
+          },
+        });
+      },
+      pendingCleared: (requestId, action) => {
+        if (this.pendingInteraction?.request_id === requestId) this.pendingInteraction = undefined;
+        this.emit('pending_cleared', requestId);
+        void this.write({
+          kind: 'pending_cleared',
+          actor: action === 'abandoned' ? 'ctl' : 'user',
+          text: action,
+          data: { turn: this.turn, request_id: requestId, action },
+        });
+        void this.ctx.log.append({
+          type: 'session.pending_cleared',
+          actor: 'ctl',
+          subject: this.id,
+          payload: { session_id: this.id, request_id: requestId, action },
+        });
+        void this.deliverNext();
+      },
+      sessionKey: (key) => {
+        if (this.record.provider_session_key === key) return;
+        this.record.provider_session_key = key;
+        this.save({ provider_session_key: key });
+      },
+      exited: (exit) => void this.programExited(exit),
+    };
+  }
+
+  private async becameReady(): Promise<void> {
+    clearTimeout(this.startTimer);
+    this.ready = true;
+    const to = nextState(this.state, 'ready');
+    if (to !== undefined) this.setState(to);
+    this.record.reason = undefined;
+    this.save({ reason: undefined });
+    await this.recordLifecycle('session.woke');
+    await this.settleCreate(undefined);
+    await this.deliverNext();
+  }
+
+  private async delivered(message: QueuedMessage): Promise<void> {
+    this.turn++;
+    this.record.last_active = new Date().toISOString();
+    this.setActivity('in-turn');
+    await this.write({
+      kind: 'user',
+      actor: 'user',
+      text: message.text,
+      data: { turn: this.turn, message_id: message.message_id, intent: message.intent },
+    });
+    if (!message.request_id) return;
+    if (message.operation === 'session.submit') {
+      await this.ctx.log.append({
+        type: 'request.result.session.submit',
+        actor: 'ctl',
+        subject: this.id,
+        payload: {
+          request_id: message.request_id,
+          session_id: this.id,
+          message_id: message.message_id,
+          intent: message.intent,
+          queued: message.queued,
+        },
+      });
+    } else {
+      await this.ctx.log.append({
+        type: 'request.result.session.message',
+        actor: 'ctl',
+        subject: this.id,
+        payload: { request_id: message.request_id, session_id: this.id, message_id: message.message_id },
+      });
+    }
+  }
+
+  private async programExited(exit: ProgramExit): Promise<void> {
+    clearTimeout(this.startTimer);
+    const wasReady = this.ready;
+    const pid = this.runtime?.pid;
+    this.runtime = undefined;
+    this.ready = false;
+    this.setActivity('idle');
+    await this.write({
+      kind: 'exit',
+      actor: 'ctl',
+      text: exit.signal ? `exited on ${exit.signal}` : `exited with code ${exit.code}`,
+      data: { code: exit.code, signal: exit.signal, requested: exit.requested },
+    });
+    if (exit.requested) {
+      // Whoever asked has set the state (asleep, suspended, closed) and the reason.
+      if (this.state !== 'closed')
+        await this.recordLifecycle(
+          this.state === 'suspended' ? 'session.suspended' : 'session.stopped',
+          this.record.reason,
+        );
+      await this.failQueued('session_stopped', `session ${this.id} stopped before the message was delivered`);
+      return;
+    }
+    const how = exit.signal ? `killed by ${exit.signal}` : `exited with code ${exit.code}`;
+    const reason = wasReady ? `its program ${how}` : `its program ${how} before it was ready`;
+    if (!wasReady && this.state === 'creating') {
+      await this.startFailed(`${reason}${exit.stderrTail ? `: ${exit.stderrTail.split('\n').at(-1)}` : ''}`, exit, pid);
+      return;
+    }
+    const to = nextState(this.state, 'exited');
+    if (to !== undefined) this.setState(to);
+    this.record.reason = reason;
+    this.save({ reason });
+    await this.ctx.log.append({
+      type: 'session.crashed',
+      actor: 'ctl',
+      subject: this.id,
+      message: reason,
+      payload: {
+        session_id: this.id,
+        template: this.record.template,
+        provider: this.record.provider,
+        pid: pid ?? 0,
+        exit_code: exit.code,
+        signal: exit.signal,
+        ...(exit.stderrTail ? { stderr_tail: exit.stderrTail } : {}),
+      },
+    });
+    await this.failQueued('session_exited', `session ${this.id}'s program ${how} before the message was delivered`);
+  }
+
+  /** The program could not be started, or ended before it was ready. */
+  private async startFailed(reason: string, exit?: ProgramExit, pid?: number): Promise<void> {
+    const to = nextState(this.state, 'fail-create') ?? nextState(this.state, 'exited');
+    if (to !== undefined) this.setState(to);
+    this.record.reason = reason;
+    this.save({ reason });
+    if (!exit) await this.write({ kind: 'error', actor: 'ctl', text: reason });
+    await this.ctx.log.append({
+      type: 'session.crashed',
+      actor: 'ctl',
+      subject: this.id,
+      message: reason,
+      payload: {
+        session_id: this.id,
+        template: this.record.template,
+        provider: this.record.provider,
+        pid: pid ?? 0,
+        exit_code: exit?.code ?? null,
+        signal: exit?.signal ?? null,
+        ...(exit?.stderrTail ? { stderr_tail: exit.stderrTail } : {}),
+      },
+    });
+    await this.settleCreate(reason);
+    await this.failQueued('session_start_failed', `session ${this.id} could not start: ${reason}`);
+  }
+
+  /** Ends the create request still waiting (with its result, or its failure). */
+  private async settleCreate(failure: string | undefined): Promise<void> {
+    const requestId = this.record.create_request;
+    if (!requestId) return;
+    this.record.create_request = undefined;
+    this.save({ create_request: undefined });
+    if (failure === undefined) {
+      await this.ctx.log.append({
+        type: 'request.result.session.create',
+        actor: 'ctl',
+        subject: this.id,
+        payload: { request_id: requestId, session_id: this.id },
+      });
+    } else {
+      await this.ctx.log.append({
+        type: 'request.failed',
+        actor: 'ctl',
+        subject: this.id,
+        message: failure,
+        payload: {
+          request_id: requestId,
+          operation: 'session.create',
+          error_code: 'session_start_failed',
+          error_message: failure,
+        },
+      });
+    }
+  }
+
+  private environment(provider: ResolvedProvider): NodeJS.ProcessEnv {
+    return {
+      ...this.ctx.env,
+      ...provider.env,
+      CTL_CITY: this.ctx.cityName,
+      CTL_CITY_ROOT: this.ctx.cityRoot,
+      CTL_SESSION_ID: this.id,
+      CTL_SESSION_NAME: this.record.session_name,
+      CTL_TEMPLATE: this.record.template,
+      CTL_PROVIDER: provider.name,
+    };
+  }
+
+  private setState(state: SessionState): void {
+    if (this.record.state === state) return;
+    this.record.state = state;
+    this.save({ state });
+    this.emit('state', state);
+  }
+
+  private setActivity(activity: 'idle' | 'in-turn'): void {
+    if (this.activity === activity) return;
+    this.activity = activity;
+    this.emit('activity', activity);
+  }
+
+  private save(changed: Partial<SessionRecord>): void {
+    try {
+      this.ctx.store.save(this.record, changed);
+    } catch (err) {
+      // A session whose bead cannot be written still runs; the next save writes the whole change again.
+      this.ctx.logger.error({ err, session: this.id }, 'could not save the session bead');
+    }
+  }
+
+  /** Appends a transcript entry (in order with the others) and shows it to the stream. */
+  private write(entry: NewEntry): Promise<EventRecord | undefined> {
+    const written = this.writes.then(() => this.transcript.append(entry));
+    this.writes = written.catch(() => undefined);
+    return written.then(
+      (record) => {
+        this.emit('entry', record);
+        return record;
+      },
+      (err: unknown) => {
+        this.ctx.logger.error({ err, session: this.id }, 'could not write the transcript');
+        return undefined;
+      },
+    );
+  }
+
+  /** The turn count and latest output, from the end of the transcript (a restarted controller goes on from them). */
+  private restoreFromTranscript(): void {
+    const { entries } = this.transcript.tail(200);
+    const output: string[] = [];
+    for (const record of entries.reverse()) {
+      const payload = (record.payload ?? {}) as { turn?: unknown; text?: unknown };
+      if (this.turn === 0 && typeof payload.turn === 'number') this.turn = payload.turn;
+      if (
+        record.type === 'assistant' &&
+        typeof payload.text === 'string' &&
+        output.join('\n').length < LAST_OUTPUT_CHARS
+      ) {
+        output.unshift(payload.text);
+      }
+      if (record.type === 'user' && output.length) break;
+    }
+    this.lastOutput = output.join('\n').slice(-LAST_OUTPUT_CHARS);
+  }
+}

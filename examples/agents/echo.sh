@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# A tiny agent for the `text` protocol: every line it reads is a turn, and it answers `echo: <line>`.
+#   ask <question>   asks `? <question>` and waits for the answer line (a pending interaction), then `answer: <it>`
+#   sleep <seconds>  answers after a while (something to interrupt: an interrupt ends the sleep, not the agent)
+#   flood <n>        writes n lines at once
+#   exit <code>      ends with that exit code
+# With ECHO_READY set it prints that marker when it starts and after every answer (a provider's
+# `ready_prompt_prefix`), so a turn ends at once instead of after a quiet spell.
+marker="${ECHO_READY:-}"
+trap 'printf "interrupted\n"' INT
+[ -n "$marker" ] && printf '%s\n' "$marker"
+while IFS= read -r line; do
+  case "$line" in
+    ask\ *)
+      printf '? %s\n' "${line#ask }"
+      IFS= read -r answer
+      printf 'answer: %s\n' "$answer"
+      ;;
+    sleep\ *)
+      sleep "${line#sleep }" && printf 'slept %s\n' "${line#sleep }"
+      ;;
+    flood\ *)
+      for ((i = 0; i < ${line#flood }; i++)); do printf 'line %d of a flood of output\n' "$i"; done
+      ;;
+    exit\ *)
+      exit "${line#exit }"
+      ;;
+    *)
+      printf 'echo: %s\n' "$line"
+      ;;
+  esac
+  [ -n "$marker" ] && printf '%s\n' "$marker"
+done

@@ -1,0 +1,374 @@
+/**
+ * A session's lifecycle state (stored in its session bead). `start-pending` → `creating` → `active`; `asleep`,
+ * `suspended`, `quarantined` (no program running); `draining` → `drained`; `archived`, `failed-create`; `closed`
+ * is terminal.
+ */
+export type SessionState =
+  | 'start-pending'
+  | 'creating'
+  | 'active'
+  | 'asleep'
+  | 'suspended'
+  | 'draining'
+  | 'drained'
+  | 'quarantined'
+  | 'archived'
+  | 'failed-create'
+  | 'closed';
+
+/** What `POST …/submit` can do for this session besides delivering at once. */
+export interface SubmissionCapabilities {
+  /** `intent: follow_up`: queued until the current turn ends. */
+  supports_follow_up: boolean;
+  /** `intent: interrupt_now`: the current turn is stopped, then the message delivered. */
+  supports_interrupt_now: boolean;
+}
+
+/** A session: a live (or resumable) process of a provider's program that people and programs talk to. */
+export interface SessionResponse {
+  /** The session bead's id. */
+  id: string;
+  /** The agent or provider it was created from. */
+  template: string;
+  title: string;
+  /** The provider whose program runs. */
+  provider: string;
+  /** The runtime's name for it (unique in the city; also accepted wherever `{id}` is). */
+  session_name: string;
+  state: SessionState;
+  /** Its program is running now. */
+  running: boolean;
+  /** A person's terminal is attached (never, on the pipe runtime). */
+  attached: boolean;
+  /** @format date-time */
+  created_at: string;
+  /** `agent` or `provider`. */
+  kind: string;
+  alias?: string;
+  /** The program's working directory. */
+  work_dir?: string;
+  /** `idle` or `in-turn`, while running. */
+  activity?: 'idle' | 'in-turn';
+  /**
+   * The last time the program read a message or wrote output.
+   * @format date-time
+   */
+  last_active?: string;
+  /** The end of its most recent output. */
+  last_output?: string;
+  /** Why it is in its state (`exited with code 1`, `suspended by a person`, …). */
+  reason?: string;
+  /** The permission mode it runs (or will run) in, for providers that have modes. */
+  permission_mode?: string;
+  /** A question or permission request waiting for an answer (`GET …/pending`, `POST …/respond`). */
+  pending?: PendingInteraction;
+  /**
+   * Messages accepted and waiting to be delivered, in order.
+   * @isInt
+   */
+  queued: number;
+  /**
+   * Process id of its program, while running.
+   * @isInt
+   */
+  pid?: number;
+  /** The provider's own conversation id (resumed when the session wakes), once the program has told it. */
+  provider_session_key?: string;
+  submission_capabilities: SubmissionCapabilities;
+}
+
+/** Body of `POST /v0/city/{cityName}/sessions`. */
+export interface SessionCreateBody {
+  /** The agent or provider to start (default: the city's own provider or start command). */
+  name?: string;
+  /** `provider` (default) or `agent`. */
+  kind?: 'agent' | 'provider';
+  /** A second name to address it by. */
+  alias?: string;
+  title?: string;
+  /** A first message, delivered once the program is ready. */
+  message?: string;
+  /** The permission mode to start in (one of the provider's). */
+  permission_mode?: string;
+}
+
+/** Body of `PATCH /v0/city/{cityName}/session/{id}`. */
+export interface SessionPatchBody {
+  /** @minLength 1 */
+  title?: string;
+  /** An empty string removes the alias. */
+  alias?: string;
+}
+
+/** Body of `POST …/session/{id}/messages`. */
+export interface SessionMessageInputBody {
+  /**
+   * @minLength 1
+   * @pattern \S
+   */
+  message: string;
+}
+
+/** How a submitted message is delivered. */
+export type SubmitIntent = 'default' | 'follow_up' | 'interrupt_now';
+
+/** Body of `POST …/session/{id}/submit`. */
+export interface SessionSubmitInputBody {
+  /**
+   * @minLength 1
+   * @pattern \S
+   */
+  message: string;
+  /** `default`: as soon as the program can take it; `follow_up`: after the current turn; `interrupt_now`: stop the current turn first. */
+  intent?: SubmitIntent;
+}
+
+/** Body of `POST …/session/{id}/rename`. */
+export interface SessionRenameInputBody {
+  /** @minLength 1 */
+  title: string;
+}
+
+/** Body of `POST …/session/{id}/permission-mode`. */
+export interface SessionPermissionModeBody {
+  /**
+   * One of the provider's permission modes.
+   * @minLength 1
+   * @pattern \S
+   */
+  permission_mode: string;
+}
+
+/** Body of `POST …/session/{id}/respond`: the answer to the pending interaction. */
+export interface SessionRespondInputBody {
+  /**
+   * `allow` or `deny` for a permission request; `answer` (with `text`) for a question.
+   * @minLength 1
+   */
+  action: string;
+  /** The interaction answered (default: the one pending). */
+  request_id?: string;
+  /** The answer's text (a question's answer; a reason for a denial). */
+  text?: string;
+  metadata?: { [key: string]: string };
+}
+
+/** A question or permission request from a session's program, waiting for a person or program to answer it. */
+export interface PendingInteraction {
+  request_id: string;
+  /** `tool-approval` (allow or deny) or `question` (a text answer). */
+  kind: string;
+  /** What is asked, for a person. */
+  prompt?: string;
+  /** The actions that answer it. */
+  options?: string[];
+  metadata?: { [key: string]: string };
+  /** @format date-time */
+  created_at?: string;
+}
+
+/** Body of `GET …/session/{id}/pending`. */
+export interface SessionPendingResponse {
+  /** The session's provider can ask (its protocol carries questions or permission requests). */
+  supported: boolean;
+  pending?: PendingInteraction;
+}
+
+/** One pending interaction of the city (`GET …/pending`). */
+export interface CityPendingEntry {
+  session_id: string;
+  request_id: string;
+  kind: string;
+  prompt?: string;
+}
+
+/** Body of `GET …/pending`. */
+export interface CityPendingListBody {
+  items: CityPendingEntry[];
+  /** @isInt */
+  total: number;
+}
+
+/** Body of `GET …/sessions`. */
+export interface ListBodySessionResponse {
+  items: SessionResponse[];
+  /** @isInt */
+  total: number;
+  /** Pass as `cursor` for the next page. */
+  next_cursor?: string;
+}
+
+/** The 202 of a city-scope asynchronous operation (session create, message, submit). */
+export interface AsyncAcceptedBody {
+  status: 'accepted';
+  /** Correlates the `request.result.session.*` or `request.failed` event that ends it. */
+  request_id: string;
+  /** The city log's head before the operation: pass as `after_seq` to the city stream to wait for the result. */
+  event_cursor: string;
+  /** The session it concerns (for a create: the new session, already addressable). */
+  session_id: string;
+}
+
+/** The 202 of `POST …/respond`. */
+export interface SessionRespondAcceptedBody {
+  status: 'accepted';
+  /** The session. */
+  id: string;
+  /** The interaction answered. */
+  request_id: string;
+}
+
+/** `status: ok` and the session's id. */
+export interface OKWithIDResponseBody {
+  status: string;
+  id: string;
+}
+
+/** One turn of a conversation: a message, a reply (joined per turn), a tool call or result, a question. */
+export interface SessionTurn {
+  /**
+   * The transcript seq of its last entry.
+   * @isInt
+   */
+  seq: number;
+  /** `user`, `assistant`, `tool` or `system`. */
+  role: string;
+  text: string;
+  /** @format date-time */
+  timestamp: string;
+  /**
+   * The turn it belongs to (a delivered message opens one).
+   * @isInt
+   */
+  turn?: number;
+}
+
+/**
+ * One transcript entry as stored: `seq`, `ts`, `kind` (`start`, `user`, `assistant`, `tool_call`, `tool_result`,
+ * `pending`, `pending_cleared`, `turn_end`, `error`, `exit`), `actor`, and what the entry records (`text`, `turn`,
+ * `message_id`, the provider's raw `frame`, …).
+ */
+export interface TranscriptEntry {
+  /** @isInt */
+  seq: number;
+  ts: string;
+  kind: string;
+  actor: string;
+  [key: string]: unknown;
+}
+
+/** Where a transcript page sits. */
+export interface TranscriptPagination {
+  /**
+   * Seq of the first entry returned (0: none).
+   * @isInt
+   */
+  first_seq: number;
+  /**
+   * Seq of the last entry returned (0: none).
+   * @isInt
+   */
+  last_seq: number;
+  /** Older entries exist: pass `before=first_seq`. */
+  has_older: boolean;
+  /**
+   * The transcript's newest seq.
+   * @isInt
+   */
+  head: number;
+}
+
+/** Body of `GET …/session/{id}/transcript`. */
+export interface SessionTranscriptResponse {
+  id: string;
+  template: string;
+  provider: string;
+  format: 'conversation' | 'raw';
+  /** `format=conversation`. */
+  turns?: SessionTurn[];
+  /** `format=raw`: the entries as stored. */
+  messages?: TranscriptEntry[];
+  pagination: TranscriptPagination;
+}
+
+/** Data of a session stream's `activity` frame. */
+export interface SessionActivityEvent {
+  activity: 'idle' | 'in-turn';
+}
+
+/** Data of a session stream's `pending_cleared` frame. */
+export interface SessionPendingClearedEvent {
+  request_id: string;
+}
+
+/** Payload of `session.created`, `session.woke`, `session.stopped`, `session.suspended`, `session.closed`, `session.updated`. */
+export interface SessionLifecyclePayload {
+  session_id: string;
+  /** The agent or provider it was created from. */
+  template: string;
+  provider: string;
+  state: SessionState;
+  reason?: string;
+  /**
+   * Its program's process id (`session.woke`).
+   * @isInt
+   */
+  pid?: number;
+}
+
+/** Payload of `session.crashed`: its program exited without being asked to. */
+export interface SessionCrashedPayload {
+  session_id: string;
+  template: string;
+  provider: string;
+  /** @isInt */
+  pid: number;
+  /**
+   * Exit code, when it exited by itself; null when a signal ended it.
+   * @isInt
+   */
+  exit_code: number | null;
+  signal: string | null;
+  /** The end of what it wrote on stderr, when anything. */
+  stderr_tail?: string;
+}
+
+/** Payload of `session.pending`. */
+export interface SessionPendingPayload {
+  session_id: string;
+  request_id: string;
+  kind: string;
+  prompt?: string;
+}
+
+/** Payload of `session.pending_cleared`. */
+export interface SessionPendingClearedPayload {
+  session_id: string;
+  request_id: string;
+  /** How it was answered (`allow`, `deny`, `answer`), or `abandoned` when the program went away first. */
+  action: string;
+}
+
+/** Payload of `request.result.session.create`. */
+export interface SessionCreateSucceededPayload {
+  request_id: string;
+  session_id: string;
+}
+
+/** Payload of `request.result.session.message`. */
+export interface SessionMessageSucceededPayload {
+  request_id: string;
+  session_id: string;
+  /** The delivered message: its transcript entry carries it as `message_id`. */
+  message_id: string;
+}
+
+/** Payload of `request.result.session.submit`. */
+export interface SessionSubmitSucceededPayload {
+  request_id: string;
+  session_id: string;
+  message_id: string;
+  intent: SubmitIntent;
+  /** It waited in the queue (the program was starting, asleep, or in a turn) before it was delivered. */
+  queued: boolean;
+}
