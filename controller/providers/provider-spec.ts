@@ -46,7 +46,7 @@ export interface ProviderSpec {
   ready_prompt_prefix?: string;
   /** `text`: without a ready marker, a turn ends after this long without output (default 500 ms). */
   quiet_ms?: number;
-  /** How long after start a program is taken to be ready when it gives no other sign (default 0). */
+  /** How long a program without a ready marker must keep running to be taken as ready (default 200 ms). */
   ready_delay_ms?: number;
   /** `text`: a regular expression; an output line matching it is a question waiting for an answer. */
   pending_pattern?: string;

@@ -11,6 +11,9 @@ import {
 /** Provider names: what paths and `city.toml` keys carry unescaped. */
 export const PROVIDER_NAME_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9._-]*$/;
 
+/** How long a program without a ready marker must keep running to count as ready. */
+const DEFAULT_READY_DELAY_MS = 200;
+
 /** The provider a `[workspace] start_command` stands for: sessions of the city's own program. */
 export const WORKSPACE_PROVIDER = 'default';
 
@@ -163,7 +166,9 @@ function merge(name: string, base: ResolvedProvider | undefined, spec: ProviderS
     runtime: spec.runtime ?? base?.runtime ?? 'pipe',
     prompt_mode: spec.prompt_mode ?? base?.prompt_mode ?? 'stdin',
     quiet_ms: spec.quiet_ms ?? base?.quiet_ms ?? 500,
-    ready_delay_ms: spec.ready_delay_ms ?? base?.ready_delay_ms ?? 0,
+    // Without a marker to wait for, a program counts as ready once it has kept running this long: one that exits
+    // at once fails its create instead of looking ready for an instant.
+    ready_delay_ms: spec.ready_delay_ms ?? base?.ready_delay_ms ?? DEFAULT_READY_DELAY_MS,
     permission_modes: { ...base?.permission_modes, ...spec.permission_modes },
     process_names: spec.process_names ?? base?.process_names ?? [command.split(/\s+/)[0].split('/').pop()!],
     option_defaults: { ...base?.option_defaults, ...spec.option_defaults },

@@ -9,6 +9,11 @@ export interface RuntimeCapabilities {
   pending: boolean;
   /** A permission mode can change while the program runs. */
   liveModeChange: boolean;
+  /**
+   * A message can be handed over while a turn is in progress (the program queues it, and ends each turn it
+   * was given on its own). Otherwise messages go one turn at a time.
+   */
+  concurrentTurns: boolean;
 }
 
 /** How a program ended. */
@@ -37,6 +42,12 @@ export interface RuntimeSink {
   /** The provider's own conversation id, to resume it with later. */
   sessionKey(key: string): void;
   exited(exit: ProgramExit): void;
+  /**
+   * While the session is behind in writing what it heard, a promise that resolves once it has caught up: the
+   * runtime stops reading the program meanwhile (a program that floods its output waits in its pipe, not in our
+   * memory). Undefined when it is not behind.
+   */
+  behind(): Promise<void> | undefined;
 }
 
 /** What a runtime starts a program from. */
@@ -57,6 +68,7 @@ export interface RuntimeOptions {
 /** One session's program, whatever runs it. The next runtimes (ACP, tmux) implement this and nothing else. */
 export interface SessionRuntime {
   readonly capabilities: RuntimeCapabilities;
+  /** The process id of the program it started (it may have exited since). */
   readonly pid: number | undefined;
   /** Starts the program; rejects (with a reason for a person) when it cannot be started. */
   start(): Promise<void>;

@@ -24,6 +24,8 @@ import { Transcript, type NewEntry } from './transcript.js';
 
 /** How much of its latest output a session keeps in memory for `last_output`. */
 const LAST_OUTPUT_CHARS = 2000;
+/** Transcript entries waiting to be written past which the program's output is no longer read until they are. */
+const MAX_WRITES_WAITING = 64;
 
 /** What every session of a city shares. */
 export interface SessionContext {
@@ -67,13 +69,18 @@ export class Session extends EventEmitter<SessionEvents> {
   private ready = false;
   private activity: 'idle' | 'in-turn' = 'idle';
   private pendingInteraction: PendingInteraction | undefined;
+  /** The number of the last turn opened (one per delivered message). */
   private turn = 0;
+  /** Turns delivered and not yet ended, oldest first: output belongs to the first. */
+  private openTurns: number[] = [];
   private lastOutput = '';
   private delivering = false;
   private interruptWanted = false;
   private startTimer: NodeJS.Timeout | undefined;
   /** Entries being written, in order: the stream sees them in the order they happened. */
   private writes: Promise<unknown> = Promise.resolve();
+  /** How many entries are waiting to be written. */
+  private writesWaiting = 0;
 
   constructor(
     public record: SessionRecord,
@@ -119,7 +126,7 @@ export class Session extends EventEmitter<SessionEvents> {
   view(): SessionResponse {
     const r = this.record;
     const provider = this.ctx.provider(r.provider);
-    const pid = this.runtime?.pid;
+    const pid = this.running ? this.runtime?.pid : undefined;
     const view: SessionResponse = {
       id: r.id,
       template: r.template,
@@ -263,14 +270,16 @@ export class Session extends EventEmitter<SessionEvents> {
       for (;;) {
         const next = this.queue.peek();
         if (!next || !this.ready || !this.runtime || this.pendingInteraction) return;
-        if (next.intent === 'interrupt_now' && this.activity === 'in-turn') {
+        const busy = this.openTurns.length > 0;
+        if (next.intent === 'interrupt_now' && busy) {
           if (this.interruptWanted) {
             this.interruptWanted = false;
             await this.runtime.interrupt();
           }
           return; // delivered when the turn has ended
         }
-        if (next.intent === 'follow_up' && this.activity === 'in-turn') return;
+        // A program that takes one turn at a time gets the next message when it has answered the last.
+        if (busy && (next.intent === 'follow_up' || !this.runtime.capabilities.concurrentTurns)) return;
         try {
           await this.runtime.deliver({ id: next.message_id, text: next.text });
         } catch {
@@ -413,25 +422,26 @@ export class Session extends EventEmitter<SessionEvents> {
           kind,
           actor: kind === 'error' ? 'ctl' : 'assistant',
           text,
-          data: { turn: this.turn, ...data },
+          data: { turn: this.currentTurn(), ...data },
         });
       },
       turnEnded: (data) => {
-        this.setActivity('idle');
+        const ended = this.openTurns.shift() ?? this.turn;
+        if (this.openTurns.length === 0) this.setActivity('idle');
         this.save({ last_active: this.record.last_active });
-        void this.write({ kind: 'turn_end', actor: 'ctl', data: { turn: this.turn, ...data } }).then(() =>
+        void this.write({ kind: 'turn_end', actor: 'ctl', data: { turn: ended, ...data } }).then(() =>
           this.deliverNext(),
         );
       },
       pending: (interaction) => {
         this.pendingInteraction = interaction;
-        this.emit('pending', interaction);
+        this.inOrder(() => this.emit('pending', interaction));
         void this.write({
           kind: 'pending',
           actor: 'assistant',
           text: interaction.prompt ?? interaction.kind,
           data: {
-            turn: this.turn,
+            turn: this.currentTurn(),
             request_id: interaction.request_id,
             pending_kind: interaction.kind,
             options: interaction.options,
@@ -453,12 +463,12 @@ export class Session extends EventEmitter<SessionEvents> {
       },
       pendingCleared: (requestId, action) => {
         if (this.pendingInteraction?.request_id === requestId) this.pendingInteraction = undefined;
-        this.emit('pending_cleared', requestId);
+        this.inOrder(() => this.emit('pending_cleared', requestId));
         void this.write({
           kind: 'pending_cleared',
           actor: action === 'abandoned' ? 'ctl' : 'user',
           text: action,
-          data: { turn: this.turn, request_id: requestId, action },
+          data: { turn: this.currentTurn(), request_id: requestId, action },
         });
         void this.ctx.log.append({
           type: 'session.pending_cleared',
@@ -474,6 +484,7 @@ export class Session extends EventEmitter<SessionEvents> {
         this.save({ provider_session_key: key });
       },
       exited: (exit) => void this.programExited(exit),
+      behind: () => (this.writesWaiting > MAX_WRITES_WAITING ? this.writes.then(() => undefined) : undefined),
     };
   }
 
@@ -489,8 +500,14 @@ export class Session extends EventEmitter<SessionEvents> {
     await this.deliverNext();
   }
 
+  /** The turn output belongs to now: the oldest one not yet ended, else the last one. */
+  private currentTurn(): number {
+    return this.openTurns[0] ?? this.turn;
+  }
+
   private async delivered(message: QueuedMessage): Promise<void> {
     this.turn++;
+    this.openTurns.push(this.turn);
     this.record.last_active = new Date().toISOString();
     this.setActivity('in-turn');
     await this.write({
@@ -529,6 +546,7 @@ export class Session extends EventEmitter<SessionEvents> {
     const pid = this.runtime?.pid;
     this.runtime = undefined;
     this.ready = false;
+    this.openTurns = [];
     this.setActivity('idle');
     await this.write({
       kind: 'exit',
@@ -652,7 +670,12 @@ export class Session extends EventEmitter<SessionEvents> {
   private setActivity(activity: 'idle' | 'in-turn'): void {
     if (this.activity === activity) return;
     this.activity = activity;
-    this.emit('activity', activity);
+    this.inOrder(() => this.emit('activity', activity));
+  }
+
+  /** Runs `show` after the entries being written now: a stream sees a turn end after the reply it ends. */
+  private inOrder(show: () => void): void {
+    this.writes = this.writes.then(show).catch(() => undefined);
   }
 
   private save(changed: Partial<SessionRecord>): void {
@@ -666,7 +689,8 @@ export class Session extends EventEmitter<SessionEvents> {
 
   /** Appends a transcript entry (in order with the others) and shows it to the stream. */
   private write(entry: NewEntry): Promise<EventRecord | undefined> {
-    const written = this.writes.then(() => this.transcript.append(entry));
+    this.writesWaiting++;
+    const written = this.writes.then(() => this.transcript.append(entry)).finally(() => this.writesWaiting--);
     this.writes = written.catch(() => undefined);
     return written.then(
       (record) => {

@@ -145,6 +145,12 @@ export class ChildProgram {
     return this.running;
   }
 
+  /** Stops reading its stdout until `until` settles: it blocks on a full pipe meanwhile. */
+  holdOutput(until: Promise<void>): void {
+    this.child.stdout.pause();
+    void until.finally(() => this.child.stdout.resume());
+  }
+
   /** Writes to its stdin; resolves once the bytes are handed to the pipe. */
   write(text: string): Promise<void> {
     return new Promise((resolve, reject) => {

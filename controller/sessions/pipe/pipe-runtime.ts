@@ -43,15 +43,19 @@ export class PipeRuntime implements SessionRuntime {
   }
 
   get pid(): number | undefined {
-    return this.program?.isRunning ? this.program.pid : undefined;
+    return this.program?.pid;
   }
 
   async start(): Promise<void> {
     const { provider } = this.options;
     const argv = commandArgv(provider.command, programArgs(provider, this.options));
-    const program = await ChildProgram.start(
+    const program: ChildProgram = await ChildProgram.start(
       { argv, cwd: this.options.workDir, env: this.options.env, stateDir: this.options.stateDir },
-      (lines) => this.protocol.lines(lines),
+      (lines) => {
+        this.protocol.lines(lines);
+        const behind = this.sink.behind();
+        if (behind) program.holdOutput(behind);
+      },
     );
     this.program = program;
     this.protocol.started({ write: (text) => program.write(text), signal: (signal) => program.signal(signal) });

@@ -55,7 +55,12 @@ function resultText(content: unknown): string {
  * over), and its own control requests and responses. The program reads stdin from the start: it is ready at once.
  */
 export class StreamJsonProtocol implements Protocol {
-  readonly capabilities: RuntimeCapabilities = { interrupt: true, pending: true, liveModeChange: true };
+  readonly capabilities: RuntimeCapabilities = {
+    interrupt: true,
+    pending: true,
+    liveModeChange: true,
+    concurrentTurns: true,
+  };
   private io: ProgramIO | undefined;
   private inTurn = false;
   /** Its `can_use_tool` requests waiting for an answer, with the input an `allow` hands back. */

@@ -25,12 +25,17 @@ export class TextProtocol implements Protocol {
     private readonly sink: RuntimeSink,
   ) {
     this.pendingPattern = provider.pending_pattern === undefined ? undefined : new RegExp(provider.pending_pattern);
-    this.capabilities = { interrupt: true, pending: this.pendingPattern !== undefined, liveModeChange: false };
+    this.capabilities = {
+      interrupt: true,
+      pending: this.pendingPattern !== undefined,
+      liveModeChange: false,
+      concurrentTurns: false,
+    };
   }
 
   started(io: ProgramIO): void {
     this.io = io;
-    // Without a marker to wait for, the program is taken to be ready after its ready delay.
+    // Without a marker to wait for, the program is ready once it has kept running for its ready delay.
     if (this.provider.ready_prompt_prefix === undefined) {
       this.readyTimer = setTimeout(() => this.becomeReady(), this.provider.ready_delay_ms);
     }
@@ -70,9 +75,10 @@ export class TextProtocol implements Protocol {
 
   async interrupt(): Promise<boolean> {
     if (!this.inTurn) return false;
-    // What Ctrl-C does in a terminal: the program decides what an interrupt means to it.
+    // What Ctrl-C does in a terminal: the program decides what an interrupt means to it. One that prints a ready
+    // marker says when it is done; for one that does not, the turn is over now.
     this.io!.signal('SIGINT');
-    this.endTurn({ interrupted: true });
+    if (this.provider.ready_prompt_prefix === undefined) this.endTurn({ interrupted: true });
     return true;
   }
 
