@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { expectProblem } from './helpers/city-api.js';
@@ -22,7 +22,10 @@ describe('sessions (real controller, real agent programs on the pipe runtime)', 
   let city: SessionCity;
 
   before(async function () {
-    city = await startSessionCity();
+    city = await startSessionCity(
+      'sessions',
+      '\n[[agent]]\nname = "helper"\nprovider = "echo"\ndir = "agents/helper"\n',
+    );
   });
 
   after(async function () {
@@ -124,6 +127,42 @@ describe('sessions (real controller, real agent programs on the pipe runtime)', 
         'echo: three',
         'echo: four',
       ]);
+    });
+
+    it('creates a session of an agent: its provider, in its directory', async function () {
+      const { api } = city;
+      const id = await createSession(api, { kind: 'agent', name: 'helper', message: 'where am I?' });
+      const view = await session(api, id);
+      expect(view).to.include({ template: 'helper', provider: 'echo', kind: 'agent' });
+      expect((view as unknown as { work_dir: string }).work_dir).to.equal(join(city.dir, 'agents', 'helper'));
+      expect(readlinkSync(`/proc/${view.pid}/cwd`)).to.equal(join(city.dir, 'agents', 'helper'));
+      await waitForTurn(api, id, 'assistant', 'echo: where am I?');
+    });
+
+    it('a program that floods its output: every line reaches the transcript, memory stays bounded, the city answers', async function () {
+      const { api, sup } = city;
+      const id = await createSession(api, { name: 'echo' });
+      const controller = (await sup.city('sessions'))!.pid!;
+      const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${controller}/status`, 'utf8'))![1]);
+      const before = rss();
+      let peak = before;
+      await deliver(api, id, 'flood 300000');
+      await waitUntil(
+        'the whole flood in the transcript',
+        async () => {
+          peak = Math.max(peak, rss());
+          expect((await api.get(`/session/${id}`)).status, 'the city answers meanwhile').to.equal(200);
+          const last = await api.get<{ messages: { kind: string; text?: string }[] }>(
+            `/session/${id}/transcript?format=raw&tail=3`,
+          );
+          return last.body.messages.some(
+            (m) => m.kind === 'assistant' && m.text?.endsWith('line 299999 of a flood of output'),
+          );
+        },
+        60_000,
+      );
+      // ~12 MB of output went through; the controller held at most a small part of it at a time.
+      expect(peak - before, `RSS grew by ${peak - before} KiB`).to.be.lessThan(150 * 1024);
     });
 
     it('pages its transcript: tail, before and after', async function () {

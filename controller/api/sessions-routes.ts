@@ -285,12 +285,22 @@ export class SessionsRoutes extends Controller {
   }
 
   /**
-   * Every pending interaction of the city's sessions.
+   * Every pending interaction of the city's sessions, oldest first.
    * @summary List pending interactions
+   * @param limit Page size, 1–1000 (default 100; 0 means the default).
+   * @param cursor `next_cursor` of the previous page.
+   * @isInt limit
+   * @minimum limit 0
+   * @maximum limit 1000
    */
   @Get('pending')
-  public listPending(@Path('cityName') _cityName: string): CityPendingListBody {
-    const items = this.city.sessions.cityPending();
-    return { items, total: items.length };
+  @Response<ErrorModel>(400, 'Invalid cursor')
+  @Response<ErrorModel>(422, 'Invalid limit')
+  public listPending(
+    @Path('cityName') _cityName: string,
+    @Query() limit?: number,
+    @Query() cursor?: string,
+  ): CityPendingListBody {
+    return this.city.sessions.cityPending(limit || 100, cursor);
   }
 }

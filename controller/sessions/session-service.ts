@@ -5,6 +5,7 @@ import type { CityAgentConfig } from '../../shared/config/city-config.js';
 import type {
   AsyncAcceptedBody,
   CityPendingEntry,
+  CityPendingListBody,
   ListBodySessionResponse,
   SessionCreateBody,
   SessionPendingResponse,
@@ -265,8 +266,9 @@ export class SessionService {
     return body;
   }
 
-  cityPending(): CityPendingEntry[] {
-    const items: CityPendingEntry[] = [];
+  /** The city's pending interactions, oldest first, in pages. */
+  cityPending(limit: number, cursor?: string): CityPendingListBody {
+    const items: (CityPendingEntry & { at: string })[] = [];
     for (const session of this.sessions.values()) {
       const pending = session.pending;
       if (!pending) continue;
@@ -275,9 +277,24 @@ export class SessionService {
         request_id: pending.request_id,
         kind: pending.kind,
         ...(pending.prompt ? { prompt: pending.prompt } : {}),
+        at: pending.created_at ?? '',
       });
     }
-    return items;
+    items.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.request_id < b.request_id ? -1 : 1));
+    // Keyset pages by (time asked, request id): an interaction answered meanwhile shifts nothing.
+    const key = (i: { at: string; request_id: string }) => `${i.at}\u0000${i.request_id}`;
+    let start = 0;
+    if (cursor !== undefined) {
+      const { k } = decodeToken(cursor, 'pd');
+      if (typeof k !== 'string')
+        throw new Problem('invalid-cursor', 'invalid_cursor: cursor is not a valid pagination token');
+      start = items.findIndex((i) => key(i) > k);
+      if (start < 0) start = items.length;
+    }
+    const taken = items.slice(start, start + limit);
+    const body: CityPendingListBody = { items: taken.map(({ at: _at, ...entry }) => entry), total: items.length };
+    if (start + limit < items.length) body.next_cursor = encodeToken('pd', { k: key(taken.at(-1)!) });
+    return body;
   }
 
   transcript(

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type {
@@ -177,6 +177,7 @@ export class Session extends EventEmitter<SessionEvents> {
     let provider: ResolvedProvider;
     try {
       provider = this.provider();
+      this.ensureWorkDir();
       const resumeKey = provider.resume_args ? this.record.provider_session_key : undefined;
       const first = provider.prompt_mode !== 'stdin' ? this.queue.peek() : undefined;
       this.runtime = createRuntime(
@@ -645,6 +646,15 @@ export class Session extends EventEmitter<SessionEvents> {
         },
       });
     }
+  }
+
+  /** An agent's directory inside the city is made when missing; one outside it must exist. */
+  private ensureWorkDir(): void {
+    const dir = this.record.work_dir;
+    if (existsSync(dir)) return;
+    const root = this.ctx.cityRoot;
+    if (dir !== root && !dir.startsWith(`${root}/`)) throw new Error(`its working directory ${dir} does not exist`);
+    mkdirSync(dir, { recursive: true });
   }
 
   private environment(provider: ResolvedProvider): NodeJS.ProcessEnv {

@@ -47,7 +47,8 @@ const assistant = (content) =>
   });
 
 let initialised = false;
-let turn; // the turn in progress: { cancelled, wake }
+let turn; // the turn in progress: { text, cancelled, wake }
+const waiting = []; // turns received, not yet started
 let turns = 0;
 const waitingForPermission = new Map(); // request_id → resolve(decision)
 
@@ -87,11 +88,17 @@ async function askPermission(tool, input) {
   return decision;
 }
 
-async function handle(text) {
+async function handle(current) {
+  const { text } = current;
   const started = Date.now();
   turns++;
-  const current = { cancelled: false };
   turn = current;
+  if (current.cancelled) {
+    // Interrupted before it began: it ends at once, as an interrupted turn does.
+    turn = undefined;
+    result('error_during_execution', '', started);
+    return;
+  }
   if (!initialised) {
     initialised = true;
     send({
@@ -150,6 +157,7 @@ function control(frame) {
   const request = frame.request ?? {};
   if (request.subtype === 'interrupt') {
     send({ type: 'control_response', response: { subtype: 'success', request_id: frame.request_id } });
+    if (!turn && waiting.length) waiting[0].cancelled = true;
     if (turn) {
       const current = turn;
       current.cancelled = true;
@@ -182,7 +190,9 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   if (frame.type === 'user') {
     const content = frame.message?.content;
     const text = typeof content === 'string' ? content : (content ?? []).map((c) => c.text ?? '').join('');
-    queue = queue.then(() => handle(text));
+    const next = { text, cancelled: false };
+    waiting.push(next);
+    queue = queue.then(() => handle(waiting.shift()));
   } else if (frame.type === 'control_response') {
     const resolve = waitingForPermission.get(frame.response?.request_id);
     if (resolve) {

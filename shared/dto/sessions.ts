@@ -187,6 +187,8 @@ export interface CityPendingListBody {
   items: CityPendingEntry[];
   /** @isInt */
   total: number;
+  /** Pass as `cursor` for the next page. */
+  next_cursor?: string;
 }
 
 /** Body of `GET …/sessions`. */

@@ -1,0 +1,229 @@
+/**
+ * Sessions benchmark: a real supervisor and controller running the shipped echo agent (text protocol, pipe
+ * runtime), measuring
+ *   1. session create → `session.woke` on the city stream (p50/p99),
+ *   2. a message → the first reply frame on the session stream (p50/p99; goal ≤ 20 ms p50),
+ *   3. 100 sessions running: the controller's RSS and CPU at idle,
+ *   4. a transcript of 100,000 entries: the newest 50 through the API (goal ≤ 20 ms).
+ * Prints tables and writes `.bench-out/sessions.json`. Run with `npm run bench -- sessions`.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { availableParallelism, loadavg } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { EventLog } from '../shared/events/event-log.js';
+import type { CityApi } from '../test/helpers/city-api.js';
+import { startSessionCity, type Accepted, type SessionCity } from '../test/helpers/sessions.js';
+import { SseStreamReader } from '../test/helpers/sse.js';
+import { cpuMs, memoryKiB } from './proc.js';
+import { round, rounded, summarize, type Summary } from './stats.js';
+import { formatTable, mib, ms } from './table.js';
+
+const CREATES = 40;
+const MESSAGES = 300;
+const IDLE_SESSIONS = 100;
+const IDLE_WINDOW_MS = 10_000;
+const TRANSCRIPT_ENTRIES = 100_000;
+const TAIL_READS = 200;
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const OUT_FILE = join(repoRoot, '.bench-out', 'sessions.json');
+
+async function post(api: CityApi, path: string, body: unknown): Promise<Accepted> {
+  const reply = await api.post<Accepted>(path, body);
+  if (reply.status !== 202) throw new Error(`POST ${path}: HTTP ${reply.status}: ${JSON.stringify(reply.body)}`);
+  return reply.body;
+}
+
+/** 1. POST /sessions → the `session.woke` frame of that session on the city stream. */
+async function createLatency(api: CityApi): Promise<number[]> {
+  const stream = await SseStreamReader.open(api.url('/events/stream'));
+  const latencies: number[] = [];
+  try {
+    for (let i = 0; i < CREATES; i++) {
+      const sent = performance.now();
+      const { session_id } = await post(api, '/sessions', { name: 'echo' });
+      await stream.until((f) => {
+        if (f.event !== 'event') return false;
+        const event = JSON.parse(f.data) as { type: string; payload: { session_id?: string } };
+        return event.type === 'session.woke' && event.payload.session_id === session_id;
+      }, 30_000);
+      latencies.push(performance.now() - sent);
+      await api.post(`/session/${session_id}/close?delete=true`);
+    }
+  } finally {
+    stream.close();
+  }
+  return latencies;
+}
+
+/** 2. POST …/messages → the first assistant `turn` frame on the session stream. */
+async function replyLatency(api: CityApi): Promise<number[]> {
+  const { session_id: id } = await post(api, '/sessions', { name: 'echo' });
+  const stream = await SseStreamReader.open(api.url(`/session/${id}/stream`));
+  const latencies: number[] = [];
+  try {
+    await stream.until((f) => f.event === 'activity', 30_000);
+    for (let i = 0; i < MESSAGES + 20; i++) {
+      const text = `message ${i}`;
+      const sent = performance.now();
+      await post(api, `/session/${id}/messages`, { message: text });
+      await stream.until((f) => {
+        if (f.event !== 'turn') return false;
+        const turn = JSON.parse(f.data) as { role: string; text: string };
+        return turn.role === 'assistant' && turn.text === `echo: ${text}`;
+      });
+      if (i >= 20) latencies.push(performance.now() - sent); // the first 20 warm up both ends
+      await stream.until((f) => f.event === 'activity'); // idle again before the next
+    }
+  } finally {
+    stream.close();
+  }
+  return latencies;
+}
+
+interface IdlePhase {
+  sessions: number;
+  rssKib: number;
+  pssKib: number;
+  ussKib: number;
+  cpuMsPerSecond: number;
+  baselineRssKib: number;
+}
+
+/** 3. 100 echo sessions running and idle: the controller's memory and CPU. */
+async function idleSessions(city: SessionCity): Promise<IdlePhase> {
+  const pid = (await city.sup.city('sessions'))!.pid!;
+  const baseline = memoryKiB(pid);
+  const ids: string[] = [];
+  for (let i = 0; i < IDLE_SESSIONS; i++) ids.push((await post(city.api, '/sessions', { name: 'echo' })).session_id);
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const list = await city.api.get<{ items: { state: string; running: boolean }[] }>(
+      '/sessions?state=active&limit=1000',
+    );
+    if (list.body.items.filter((s) => s.running).length >= IDLE_SESSIONS) break;
+    if (Date.now() > deadline) throw new Error('100 sessions did not all start within a minute');
+    await sleep(200);
+  }
+  await sleep(2000);
+  const cpu0 = cpuMs(pid);
+  await sleep(IDLE_WINDOW_MS);
+  const cpu = cpuMs(pid) - cpu0;
+  const memory = memoryKiB(pid);
+  for (const id of ids) await city.api.post(`/session/${id}/close?delete=true`);
+  return {
+    sessions: IDLE_SESSIONS,
+    rssKib: memory.rss,
+    pssKib: memory.pss,
+    ussKib: memory.uss,
+    cpuMsPerSecond: cpu / (IDLE_WINDOW_MS / 1000),
+    baselineRssKib: baseline.rss,
+  };
+}
+
+/** 4. A transcript of 100,000 entries (written straight to its file), read newest 50 through the supervisor. */
+async function transcriptTail(city: SessionCity): Promise<{ entries: number; latencies: number[] }> {
+  const { session_id: id } = await post(city.api, '/sessions', { name: 'echo' });
+  await city.api.post(`/session/${id}/close`);
+  const dir = join(city.dir, '.ctl', 'sessions', id);
+  const log = EventLog.at(join(dir, 'transcript.jsonl'), join(dir, 'transcript.lock'));
+  for (let done = 0; done < TRANSCRIPT_ENTRIES;) {
+    const batch = Math.min(5000, TRANSCRIPT_ENTRIES - done);
+    await Promise.all(
+      Array.from({ length: batch }, (_, i) =>
+        log.appendCustom({
+          type: i % 2 ? 'assistant' : 'user',
+          actor: i % 2 ? 'assistant' : 'user',
+          payload: { text: `entry ${done + i} `.repeat(8), turn: Math.floor((done + i) / 2) + 1 },
+        }),
+      ),
+    );
+    done += batch;
+  }
+  log.close();
+  const latencies: number[] = [];
+  for (let i = 0; i < TAIL_READS + 20; i++) {
+    const started = performance.now();
+    const reply = await city.api.get<{ turns: unknown[] }>(`/session/${id}/transcript?tail=50`);
+    if (reply.status !== 200 || reply.body.turns.length === 0) throw new Error(`transcript: HTTP ${reply.status}`);
+    if (i >= 20) latencies.push(performance.now() - started);
+  }
+  return { entries: TRANSCRIPT_ENTRIES, latencies };
+}
+
+function row(label: string, s: Summary): string[] {
+  return [label, String(s.n), ms(s.median, 2), ms(s.p90, 2), ms(s.p99, 2), ms(s.max, 2)];
+}
+
+export async function runSessions(): Promise<void> {
+  const started = performance.now();
+  console.log(`ctl sessions benchmark: node ${process.version}, ${availableParallelism()} cores — starting a city…`);
+  const loadAtStart = loadavg().map((l) => round(l, 2));
+  const city = await startSessionCity('sessions');
+  try {
+    console.log(`1/4 ${CREATES} session creates…`);
+    const create = await createLatency(city.api);
+    console.log(`2/4 ${MESSAGES} messages → reply frames…`);
+    const reply = await replyLatency(city.api);
+    console.log(`3/4 ${IDLE_SESSIONS} idle sessions…`);
+    const idle = await idleSessions(city);
+    console.log(`4/4 a transcript of ${TRANSCRIPT_ENTRIES} entries…`);
+    const tail = await transcriptTail(city);
+
+    const c = summarize(create);
+    const r = summarize(reply);
+    const t = summarize(tail.latencies);
+    const out = [
+      `load average at start ${loadAtStart.join(' ')}, at end ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
+      '',
+      formatTable(
+        'Latency (ms), through the supervisor',
+        ['measure', 'n', 'p50', 'p90', 'p99', 'max'],
+        [
+          row('session create → session.woke (city stream)', c),
+          row('message → first reply frame (session stream; echo agent)', r),
+          row(`transcript of ${tail.entries} entries: GET …/transcript?tail=50`, t),
+        ],
+      ),
+      '',
+      formatTable(
+        `${idle.sessions} echo sessions running, idle (controller)`,
+        ['measure', 'value'],
+        [
+          ['controller RSS before, MiB', mib(idle.baselineRssKib)],
+          ['controller RSS, MiB', mib(idle.rssKib)],
+          ['controller PSS, MiB', mib(idle.pssKib)],
+          ['controller USS (private), MiB', mib(idle.ussKib)],
+          ['controller CPU, ms per second', idle.cpuMsPerSecond.toFixed(1)],
+        ],
+      ),
+    ];
+    console.log(out.join('\n'));
+    mkdirSync(dirname(OUT_FILE), { recursive: true });
+    writeFileSync(
+      OUT_FILE,
+      JSON.stringify(
+        {
+          date: new Date().toISOString(),
+          node: process.version,
+          loadavg_at_start: loadAtStart,
+          create_to_woke_ms: rounded(c),
+          message_to_reply_frame_ms: rounded(r),
+          idle_sessions: idle,
+          transcript_tail_50_ms: { entries: tail.entries, ...rounded(t) },
+          total_runtime_s: round((performance.now() - started) / 1000, 1),
+        },
+        null,
+        2,
+      ) + '\n',
+    );
+    console.log(`wrote ${OUT_FILE}`);
+  } finally {
+    await city.sup.cleanup();
+  }
+}
