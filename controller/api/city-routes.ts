@@ -121,7 +121,7 @@ export class CityRoutes extends Controller {
   }
 
   /**
-   * The city's `city.toml` as JSON, as the controller read it at startup.
+   * The city's `city.toml` as JSON, as the controller last read it (at startup, and after each provider write).
    * @summary City config
    */
   @Get('config')
