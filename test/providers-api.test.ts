@@ -13,8 +13,10 @@ import { waitUntil } from './helpers/wait.js';
 
 type Provider = components['schemas']['ProviderResponse'];
 type PublicProvider = components['schemas']['ProviderPublicResponse'];
+type Readiness = components['schemas']['ProviderReadinessResponse'];
 
 const ECHO = join(packageRoot, 'examples', 'agents', 'echo.sh');
+const STATUSES = ['configured', 'needs_auth', 'not_installed', 'invalid_configuration', 'probe_error'];
 
 /** A city.toml as a person writes one: comments everywhere, blank lines, a preset adjusted, a provider of theirs. */
 const CITY_TOML = `# The providers city — written by hand.
@@ -599,6 +601,76 @@ describe('providers over the API', function () {
       const config = await api.get<{ providers: Record<string, Record<string, unknown>> }>('/config');
       expect(config.body.providers.fresh).to.deep.equal({ command: 'cat' });
       expect(Object.keys(config.body.providers)).to.include.members(['claude', 'mine', 'fresh']);
+    });
+  });
+
+  describe('readiness', function () {
+    it('a custom provider is configured when its program is found (on PATH or as a path), not_installed otherwise', async function () {
+      const { api } = await cityWith();
+      for (const [name, command] of [
+        ['on-path', 'ctl-test-agent --flag'],
+        ['by-path', ECHO],
+        ['shelled', 'GREETING=hi ctl-test-agent | cat'],
+        ['missing', 'ctl-no-such-agent-anywhere'],
+        ['missing-path', '/nonexistent/dir/agent.sh'],
+      ]) {
+        expect((await api.post('/providers', { name, command })).status, name).to.equal(201);
+      }
+      const reply = await api.get<Readiness>(
+        '/provider-readiness?providers=on-path,by-path,shelled,missing,missing-path&fresh=true',
+      );
+      expect(reply.status, JSON.stringify(reply.body)).to.equal(200);
+      const p = reply.body.providers;
+      expect(Object.keys(p).sort()).to.deep.equal(['by-path', 'missing', 'missing-path', 'on-path', 'shelled']);
+      expect(p['on-path']).to.deep.equal({
+        display_name: 'on-path',
+        status: 'configured',
+        detail: join(binDir, 'ctl-test-agent'),
+      });
+      expect(p['by-path']).to.include({ status: 'configured', detail: ECHO });
+      expect(p.shelled).to.include({ status: 'configured', detail: join(binDir, 'ctl-test-agent') });
+      expect(p.missing).to.include({ status: 'not_installed' });
+      expect(p.missing.detail).to.include('ctl-no-such-agent-anywhere not found on PATH');
+      expect(p['missing-path']).to.include({ status: 'not_installed' });
+    });
+
+    it('by default covers every provider of the city; built-ins keep their real probes', async function () {
+      const { api } = await cityWith();
+      const reply = await api.get<Readiness>('/provider-readiness');
+      expect(reply.status).to.equal(200);
+      const p = reply.body.providers;
+      expect(Object.keys(p).sort()).to.deep.equal(['claude', 'codex', 'default', 'gemini', 'generic', 'mine']);
+      for (const item of Object.values(p)) expect(STATUSES).to.include(item.status);
+      expect(p.mine).to.include({ display_name: 'Mine', status: 'configured', detail: ECHO });
+      expect(p.default.status).to.equal('configured');
+      expect(p.claude.display_name).to.equal('Claude Code');
+      // The probe-only names of the reference are still known; anything else is a 400.
+      const pi = await api.get<Readiness>('/provider-readiness?providers=pi');
+      expect(Object.keys(pi.body.providers)).to.deep.equal(['pi']);
+      expectProblem(await api.get('/provider-readiness?providers=mine,nope'), 400, 'invalid-request', {
+        detail: 'invalid: unknown providers: nope',
+      });
+    });
+
+    it('a provider city.toml on disk does not define validly is invalid_configuration, with why', async function () {
+      const { api, file } = await cityWith();
+      writeFileSync(
+        file,
+        CITY_TOML + '\n[providers.lost]\nbase = "nowhere"\n\n[providers.lost-child]\nbase = "lost"\n',
+      );
+      const reply = await api.get<Readiness>('/provider-readiness?fresh=true');
+      expect(reply.status).to.equal(200);
+      const p = reply.body.providers;
+      expect(p.lost.status).to.equal('invalid_configuration');
+      expect(p.lost.detail).to.include('nowhere');
+      expect(p['lost-child'].status).to.equal('invalid_configuration');
+      expect(p.mine.status).to.equal('configured');
+
+      writeFileSync(file, 'this is = = not toml');
+      const broken = await api.get<Readiness>('/provider-readiness?providers=mine,codex&fresh=true');
+      expect(broken.body.providers.mine.status).to.equal('invalid_configuration');
+      expect(STATUSES).to.include(broken.body.providers.codex.status);
+      expect(broken.body.providers.codex.status).to.not.equal('invalid_configuration');
     });
   });
 
