@@ -8,6 +8,7 @@ import type { ProviderRegistry } from './providers/provider-registry.js';
 import type { SessionService } from './sessions/session-service.js';
 import { ConvoysService } from './beads/convoys.js';
 import { MailService } from './beads/mail.js';
+import { ProviderEditor } from './providers/provider-editor.js';
 
 /** Everything the controller holds for its one city once it is running. */
 export class CityRuntime {
@@ -18,7 +19,7 @@ export class CityRuntime {
     /** The name this controller serves: the registered one when the supervisor started it. */
     readonly name: string,
     readonly paths: CityPaths,
-    readonly config: CityConfig,
+    config: CityConfig,
     readonly log: EventLog,
     /** Follows the log for streams and blocking queries, whoever appends. */
     readonly tail: LogTail,
@@ -28,12 +29,35 @@ export class CityRuntime {
     readonly providers: ProviderRegistry,
     readonly sessions: SessionService,
   ) {
+    this.currentConfig = config;
     this.mail = new MailService(beads);
     this.convoys = new ConvoysService(beads);
+    this.providerEditor = new ProviderEditor({
+      configPath: paths.config,
+      reload: (next) => this.reloadConfig(next),
+    });
   }
 
   readonly mail: MailService;
   readonly convoys: ConvoysService;
+  /** The provider API's writes to `city.toml`. */
+  readonly providerEditor: ProviderEditor;
+  private currentConfig: CityConfig;
+
+  /** The city's `city.toml` as last read: at startup, and again after each write of ours. */
+  get config(): CityConfig {
+    return this.currentConfig;
+  }
+
+  /**
+   * Takes a `city.toml` just read: its providers for the next session start (a running session keeps the
+   * program it runs), and the rest for every reader. Throws a ConfigError, keeping what it had, when its
+   * providers do not resolve.
+   */
+  reloadConfig(config: CityConfig): void {
+    this.providers.load(config, this.paths.config);
+    this.currentConfig = config;
+  }
 
   get root(): string {
     return this.paths.root;

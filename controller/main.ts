@@ -124,6 +124,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     completed.push('starting_bead_store');
 
     await enter('starting_agents');
+    let city: CityRuntime | undefined = undefined;
     const providers = new ProviderRegistry(config, paths.config);
     checkAgents(config, paths.config, providers);
     const sessions = new SessionService(
@@ -139,21 +140,23 @@ export async function run(options: ControllerRunOptions): Promise<void> {
         stopGraceMs: SESSION_STOP_GRACE_MS,
         startTimeoutMs: SESSION_START_TIMEOUT_MS,
       },
-      { agents: () => config.agents, defaultProvider: () => providers.defaultProvider() },
+      // The city's configuration as it is now: provider writes reload it (CityRuntime.reloadConfig).
+      { agents: () => (city?.config ?? config).agents, defaultProvider: () => providers.defaultProvider() },
     );
     // Sessions that were running when the last controller stopped start again (their programs, not yet ready).
     await sessions.start();
     completed.push('starting_agents');
 
     await enter('starting_api');
-    const city = new CityRuntime(name, paths, config, log, tail, new BeadsService(store, log), providers, sessions);
+    city = new CityRuntime(name, paths, config, log, tail, new BeadsService(store, log), providers, sessions);
+    const running = city;
     // The HTTP stack loads with the first request: a city nobody asks anything does not pay for it.
     const handler = lazyHandler(async () => {
       const [{ createControllerApp }, { handlerOf }] = await Promise.all([
         import('./app.js'),
         import('../shared/http/app.js'),
       ]);
-      return handlerOf(createControllerApp(city, logger));
+      return handlerOf(createControllerApp(running, logger));
     });
     server = createServer({ requireHostHeader: false }, handler);
     server.keepAliveTimeout = 65_000;

@@ -7,11 +7,11 @@ import { Problem } from '../shared/http/problem.js';
 
 /**
  * The raw workspace-service proxy: `/v0/city/{cityName}/svc/<service>/<rest>` goes, untouched and streaming,
- * to the `[[service]]` of that name in `city.toml`, as `<url>/<rest>`.
+ * to the `[[service]]` of that name in `city.toml` (as the controller last read it), as `<url>/<rest>`.
  */
-export function serviceProxy(cityName: string, services: CityServiceConfig[]): Middleware {
+export function serviceProxy(cityName: string, services: () => CityServiceConfig[]): Middleware {
   const prefix = `/v0/city/${encodeURIComponent(cityName)}/svc`;
-  const agents = new Map(services.map((s) => [s.name, new Agent({ keepAlive: true })]));
+  const agents = new Map<string, Agent>();
   return async (ctx, next) => {
     if (ctx.path !== prefix && !ctx.path.startsWith(`${prefix}/`)) {
       await next();
@@ -24,7 +24,7 @@ export function serviceProxy(cityName: string, services: CityServiceConfig[]): M
     const rest = ctx.path.slice(prefix.length + 1);
     const slash = rest.indexOf('/');
     const serviceName = decodeSegment(slash < 0 ? rest : rest.slice(0, slash));
-    const service = services.find((s) => s.name === serviceName);
+    const service = services().find((s) => s.name === serviceName);
     if (!service) {
       throw new Problem('service-not-found', `not_found: service not found: ${serviceName || '(none)'}`);
     }
@@ -35,7 +35,7 @@ export function serviceProxy(cityName: string, services: CityServiceConfig[]): M
       host: upstream.hostname,
       port: Number(upstream.port || 80),
       path: `${base}${tail || '/'}${ctx.querystring ? `?${ctx.querystring}` : ''}`,
-      agent: agents.get(service.name),
+      agent: agents.get(service.name) ?? agents.set(service.name, new Agent({ keepAlive: true })).get(service.name),
       hostHeader: upstream.host,
     });
   };

@@ -1,6 +1,6 @@
-import { accessSync, constants, readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { delimiter, isAbsolute, join } from 'node:path';
 import type { ProviderReadinessResponse, ReadinessItem, ReadinessResponse } from './dto/readiness.js';
 import { Problem } from './http/problem.js';
 
@@ -56,6 +56,20 @@ export class ReadinessProber {
     return Object.fromEntries(items.map((item) => [item.name, item]));
   }
 
+  /**
+   * Probes a provider that runs `command`: installed when its program (the command's first word, past any
+   * `NAME=value` assignments) is an executable path or found on PATH; `auth`, a probe's name (`claude`, …), also
+   * checks that the program found is signed in, as that probe does.
+   */
+  probeCommand(target: CommandTarget, fresh = false): Promise<ReadinessItem> {
+    const key = `command\0${target.name}\0${target.command}\0${target.auth ?? ''}\0${target.cwd}`;
+    const cached = this.cache.get(key);
+    if (!fresh && cached && Date.now() - cached.at < this.cacheMs) return cached.item;
+    const item = probeCommand(target, this.env);
+    this.cache.set(key, { at: Date.now(), item });
+    return item;
+  }
+
   /** The answer of a readiness route: the comma-separated `items` asked for (unknown ones: a 400), else `defaults`. */
   async readiness(items: string | undefined, defaults: string[], fresh = false): Promise<ReadinessResponse> {
     const names = parseProbeList(items, defaults, 'items', (n) => this.isKnown(n));
@@ -84,6 +98,57 @@ async function probe(name: string, env: NodeJS.ProcessEnv): Promise<ReadinessIte
     return { ...base, ...(await spec.auth(binary, env)) };
   } catch (err) {
     return { ...base, status: 'probe_error', detail: (err as Error).message.split('\n')[0] };
+  }
+}
+
+/** A provider to probe by its command line. */
+export interface CommandTarget {
+  name: string;
+  displayName: string;
+  command: string;
+  /** Where a relative program path (`./agent.sh`) is found: the directory sessions run in. */
+  cwd: string;
+  /** The probe whose sign-in check applies (`claude`, `codex`, `gemini`), for providers built on one. */
+  auth?: string;
+}
+
+/** The program a command runs: its first word past `NAME=value` assignments, unquoted. */
+export function commandProgram(command: string): string | undefined {
+  const words = command.trim().split(/\s+/);
+  const word = words.find((w) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(w));
+  return word?.replace(/^(['"])(.*)\1$/, '$2') || undefined;
+}
+
+async function probeCommand(target: CommandTarget, env: NodeJS.ProcessEnv): Promise<ReadinessItem> {
+  const base = { name: target.name, kind: 'provider', display_name: target.displayName };
+  const program = commandProgram(target.command);
+  if (program === undefined) return { ...base, status: 'invalid_configuration', detail: 'the command is empty' };
+  let binary: string | undefined;
+  if (program.includes('/')) {
+    const path = isAbsolute(program) ? program : join(target.cwd, program);
+    if (!isExecutableFile(path)) {
+      return { ...base, status: 'not_installed', detail: `${path} is not an executable file` };
+    }
+    binary = path;
+  } else {
+    binary = findOnPath(program, env.PATH ?? '');
+    if (!binary) return { ...base, status: 'not_installed', detail: `${program} not found on PATH` };
+  }
+  const auth = target.auth === undefined ? undefined : PROBES[target.auth]?.auth;
+  if (!auth) return { ...base, status: 'configured', detail: binary };
+  try {
+    return { ...base, ...(await auth(binary, env)) };
+  } catch (err) {
+    return { ...base, status: 'probe_error', detail: (err as Error).message.split('\n')[0] };
+  }
+}
+
+function isExecutableFile(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
   }
 }
 
@@ -181,7 +246,7 @@ function firstLine(text: string): string {
 }
 
 /** A comma-separated list of probe names from a query parameter; unknown names are a 400. */
-function parseProbeList(
+export function parseProbeList(
   value: string | undefined,
   fallback: string[],
   what: string,
@@ -202,7 +267,7 @@ function parseProbeList(
 }
 
 /** The body of a provider-readiness answer, from probe results. */
-function providerReadinessBody(items: Record<string, ReadinessItem>): ProviderReadinessResponse {
+export function providerReadinessBody(items: Record<string, ReadinessItem>): ProviderReadinessResponse {
   return {
     providers: Object.fromEntries(
       Object.values(items).map((i) => [

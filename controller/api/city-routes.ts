@@ -7,6 +7,7 @@ import type { ProviderReadinessResponse, ReadinessResponse } from '../../shared/
 import { DEFAULT_READINESS_ITEMS, SUPPORTED_PROVIDERS } from '../../shared/readiness.js';
 import { VERSION } from '../../shared/version.js';
 import type { CityRuntime } from '../city-runtime.js';
+import { cityProviderReadiness } from '../providers/provider-readiness.js';
 
 /**
  * @param cityName City name.
@@ -105,9 +106,12 @@ export class CityRoutes extends Controller {
   }
 
   /**
-   * Probes provider command-line tools only, on the controller's PATH.
+   * Probes the city's providers on the controller's PATH, as `city.toml` on disk defines them: a provider built on
+   * a preset (`claude`, `codex`, `gemini`) gets that preset's probe (installed, signed in) on its own program; any
+   * other is `configured` when its program (the command's first word) is an executable path or on PATH, else
+   * `not_installed`; one the file does not define validly is `invalid_configuration`, with why.
    * @summary City provider readiness
-   * @param providers Comma-separated providers (default `claude,codex,gemini`).
+   * @param providers Comma-separated providers (default: every provider of the city).
    * @param fresh Probe again, bypassing the 2 s cache.
    */
   @Get('provider-readiness')
@@ -117,11 +121,21 @@ export class CityRoutes extends Controller {
     @Query() providers?: string,
     @Query() fresh?: boolean,
   ): Promise<ProviderReadinessResponse> {
-    return this.city.prober.providerReadiness(providers, fresh === true);
+    return cityProviderReadiness(
+      {
+        configPath: this.city.paths.config,
+        cityRoot: this.city.root,
+        config: this.city.config,
+        registry: this.city.providers,
+        prober: this.city.prober,
+      },
+      providers,
+      fresh === true,
+    );
   }
 
   /**
-   * The city's `city.toml` as JSON, as the controller read it at startup.
+   * The city's `city.toml` as JSON, as the controller last read it (at startup, and after each provider write).
    * @summary City config
    */
   @Get('config')

@@ -1,6 +1,6 @@
 import type { CityConfig } from '../../shared/config/city-config.js';
 import type { ResolvedProvider } from './provider-spec.js';
-import { parseProviderSpec, resolveProviders, WORKSPACE_PROVIDER } from './resolve.js';
+import { resolveCityProviders, WORKSPACE_PROVIDER } from './resolve.js';
 
 /**
  * The providers a city can start sessions with, resolved from its configuration: the built-in presets, its
@@ -16,13 +16,14 @@ export class ProviderRegistry {
 
   /** Resolves the configuration again; throws a ConfigError (and keeps what it had) when it is not usable. */
   load(config: CityConfig, configPath: string): void {
-    const specs = Object.fromEntries(
-      Object.entries(config.providers).map(([name, raw]) => [
-        name,
-        parseProviderSpec(raw, `${configPath}: providers.${name}`),
-      ]),
+    const { resolved, errors } = resolveCityProviders(
+      config.providers,
+      { startCommand: config.workspace.startCommand },
+      configPath,
     );
-    this.resolved = resolveProviders(specs, { startCommand: config.workspace.startCommand }, configPath);
+    const [first] = errors.values();
+    if (first) throw first;
+    this.resolved = resolved;
     this.defaultName =
       config.workspace.provider ?? (config.workspace.startCommand !== undefined ? WORKSPACE_PROVIDER : undefined);
   }

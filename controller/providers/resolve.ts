@@ -20,6 +20,17 @@ export const WORKSPACE_PROVIDER = 'default';
 const BUILTIN_PREFIX = 'builtin:';
 const PROVIDER_PREFIX = 'provider:';
 
+/** A provider that cannot be used: the message names the file and the key; `key` is that setting alone. */
+export class ProviderConfigError extends ConfigError {
+  constructor(
+    message: string,
+    /** The setting at fault (`base`, `command`, …), when one is. */
+    readonly key?: string,
+  ) {
+    super(message);
+  }
+}
+
 /**
  * A `[providers.<name>]` table as a spec, each value checked: a wrong type or an unknown key is an error naming
  * the file, the provider and the key.
@@ -28,58 +39,72 @@ export function parseProviderSpec(raw: Record<string, unknown>, where: string): 
   const spec: ProviderSpec = {};
   const at = (key: string) => `${where}.${key}`;
   for (const [key, value] of Object.entries(raw)) {
-    switch (key) {
-      case 'base':
-      case 'display_name':
-      case 'command':
-      case 'prompt_flag':
-      case 'ready_prompt_prefix':
-      case 'pending_pattern':
-      case 'default_permission_mode':
-        spec[key] = string(value, at(key));
-        break;
-      case 'args':
-      case 'args_append':
-      case 'resume_args':
-      case 'process_names':
-        spec[key] = strings(value, at(key));
-        break;
-      case 'env':
-      case 'option_defaults':
-        spec[key] = stringMap(value, at(key));
-        break;
-      case 'permission_modes': {
-        const modes: Record<string, string[]> = {};
-        for (const [mode, args] of Object.entries(table(value, at(key))))
-          modes[mode] = strings(args, at(`${key}.${mode}`));
-        spec.permission_modes = modes;
-        break;
+    try {
+      parseSetting(spec, key, value, at);
+    } catch (err) {
+      if (err instanceof ConfigError && !(err instanceof ProviderConfigError)) {
+        throw new ProviderConfigError(err.message, key);
       }
-      case 'protocol':
-        spec.protocol = oneOf(value, WIRE_PROTOCOLS, at(key));
-        break;
-      case 'runtime':
-        spec.runtime = oneOf(value, RUNTIME_KINDS, at(key));
-        break;
-      case 'prompt_mode':
-        spec.prompt_mode = oneOf(value, PROMPT_MODES, at(key));
-        break;
-      case 'quiet_ms':
-      case 'ready_delay_ms':
-        spec[key] = milliseconds(value, at(key));
-        break;
-      default:
-        throw new ConfigError(`${at(key)} is not a provider setting`);
+      throw err;
     }
   }
   if (spec.pending_pattern !== undefined) {
     try {
       new RegExp(spec.pending_pattern);
     } catch (err) {
-      throw new ConfigError(`${at('pending_pattern')} is not a regular expression: ${(err as Error).message}`);
+      throw new ProviderConfigError(
+        `${at('pending_pattern')} is not a regular expression: ${(err as Error).message}`,
+        'pending_pattern',
+      );
     }
   }
   return spec;
+}
+
+function parseSetting(spec: ProviderSpec, key: string, value: unknown, at: (key: string) => string): void {
+  switch (key) {
+    case 'base':
+    case 'display_name':
+    case 'command':
+    case 'prompt_flag':
+    case 'ready_prompt_prefix':
+    case 'pending_pattern':
+    case 'default_permission_mode':
+      spec[key] = string(value, at(key));
+      break;
+    case 'args':
+    case 'args_append':
+    case 'resume_args':
+    case 'process_names':
+      spec[key] = strings(value, at(key));
+      break;
+    case 'env':
+    case 'option_defaults':
+      spec[key] = stringMap(value, at(key));
+      break;
+    case 'permission_modes': {
+      const modes: Record<string, string[]> = {};
+      for (const [mode, args] of Object.entries(table(value, at(key))))
+        modes[mode] = strings(args, at(`${key}.${mode}`));
+      spec.permission_modes = modes;
+      break;
+    }
+    case 'protocol':
+      spec.protocol = oneOf(value, WIRE_PROTOCOLS, at(key));
+      break;
+    case 'runtime':
+      spec.runtime = oneOf(value, RUNTIME_KINDS, at(key));
+      break;
+    case 'prompt_mode':
+      spec.prompt_mode = oneOf(value, PROMPT_MODES, at(key));
+      break;
+    case 'quiet_ms':
+    case 'ready_delay_ms':
+      spec[key] = milliseconds(value, at(key));
+      break;
+    default:
+      throw new ConfigError(`${at(key)} is not a provider setting`);
+  }
 }
 
 /**
@@ -92,15 +117,60 @@ export function resolveProviders(
   workspace: { startCommand?: string },
   where: string,
 ): Map<string, ResolvedProvider> {
+  const { resolved, errors } = resolveEach(city, workspace, where);
+  const [first] = errors.values();
+  if (first) throw first;
+  return resolved;
+}
+
+/** The providers of a city, each on its own: those that resolve, and why each of the others does not. */
+export interface ProviderResolution {
+  resolved: Map<string, ResolvedProvider>;
+  errors: Map<string, ConfigError>;
+}
+
+/**
+ * `[providers.<name>]` tables as they are in `city.toml`, each checked and resolved on its own: one that is
+ * broken (a wrong setting, a base that is missing or broken, a cycle, no command) is in `errors`, and the
+ * others resolve as usual. What readiness reports provider by provider; `resolveProviders` wants them all.
+ */
+export function resolveCityProviders(
+  raw: Record<string, Record<string, unknown>>,
+  workspace: { startCommand?: string },
+  where: string,
+): ProviderResolution {
+  const specs: Record<string, ProviderSpec> = {};
+  const broken = new Map<string, ConfigError>();
+  for (const [name, table] of Object.entries(raw)) {
+    try {
+      specs[name] = parseProviderSpec(table, `${where}: providers.${name}`);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      broken.set(name, err);
+    }
+  }
+  const each = resolveEach(specs, workspace, where, new Set(broken.keys()));
+  // A setting that does not parse comes first, as it did when every table was parsed before any resolved.
+  return { resolved: each.resolved, errors: new Map([...broken, ...each.errors]) };
+}
+
+function resolveEach(
+  city: Record<string, ProviderSpec>,
+  workspace: { startCommand?: string },
+  where: string,
+  broken: ReadonlySet<string> = new Set(),
+): ProviderResolution {
   const resolved = new Map<string, ResolvedProvider>();
+  const errors = new Map<string, ConfigError>();
   const resolving: string[] = [];
 
   const resolveCity = (name: string): ResolvedProvider => {
     const done = resolved.get(name);
     if (done) return done;
     if (resolving.includes(name)) {
-      throw new ConfigError(
+      throw new ProviderConfigError(
         `${where}: providers ${[...resolving, name].join(' → ')} inherit from each other in a cycle`,
+        'base',
       );
     }
     resolving.push(name);
@@ -111,16 +181,27 @@ export function resolveProviders(
     if (baseName?.startsWith(BUILTIN_PREFIX)) {
       const preset = baseName.slice(BUILTIN_PREFIX.length);
       if (!(preset in PRESETS)) {
-        throw new ConfigError(
+        throw new ProviderConfigError(
           `${where}: providers.${name}.base ${JSON.stringify(baseName)} names no built-in provider (${Object.keys(PRESETS).join(', ')})`,
+          'base',
         );
       }
       base = builtin(preset);
     } else if (baseName !== undefined) {
       const other = baseName.startsWith(PROVIDER_PREFIX) ? baseName.slice(PROVIDER_PREFIX.length) : baseName;
-      if (!(other in city)) {
+      if (broken.has(other)) {
+        throw new ProviderConfigError(
+          `${where}: providers.${name}.base ${JSON.stringify(baseName)} names a provider that is not valid`,
+          'base',
+        );
+      } else if (!(other in city)) {
         if (other in PRESETS) base = builtin(other);
-        else throw new ConfigError(`${where}: providers.${name}.base ${JSON.stringify(baseName)} names no provider`);
+        else {
+          throw new ProviderConfigError(
+            `${where}: providers.${name}.base ${JSON.stringify(baseName)} names no provider`,
+            'base',
+          );
+        }
       } else {
         base = resolveCity(other);
       }
@@ -131,13 +212,26 @@ export function resolveProviders(
     return merged;
   };
 
-  for (const name of Object.keys(PRESETS)) if (!(name in city)) resolved.set(name, builtin(name));
-  for (const name of Object.keys(city)) resolveCity(name);
-  if (workspace.startCommand !== undefined && !resolved.has(WORKSPACE_PROVIDER)) {
-    const spec: ProviderSpec = { display_name: 'The city’s start command', command: workspace.startCommand };
-    resolved.set(WORKSPACE_PROVIDER, merge(WORKSPACE_PROVIDER, undefined, spec, `${where}: workspace.start_command`));
+  for (const name of Object.keys(PRESETS)) if (!(name in city) && !broken.has(name)) resolved.set(name, builtin(name));
+  for (const name of Object.keys(city)) {
+    try {
+      resolveCity(name);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      errors.set(name, err);
+      resolving.length = 0;
+    }
   }
-  return resolved;
+  if (workspace.startCommand !== undefined && !resolved.has(WORKSPACE_PROVIDER) && !errors.has(WORKSPACE_PROVIDER)) {
+    const spec: ProviderSpec = { display_name: 'The city’s start command', command: workspace.startCommand };
+    try {
+      resolved.set(WORKSPACE_PROVIDER, merge(WORKSPACE_PROVIDER, undefined, spec, `${where}: workspace.start_command`));
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      errors.set(WORKSPACE_PROVIDER, err);
+    }
+  }
+  return { resolved, errors };
 }
 
 function builtin(preset: string): ResolvedProvider {
@@ -150,7 +244,7 @@ function builtin(preset: string): ResolvedProvider {
 function merge(name: string, base: ResolvedProvider | undefined, spec: ProviderSpec, where: string): ResolvedProvider {
   const command = spec.command ?? base?.command;
   if (command === undefined || command.trim() === '') {
-    throw new ConfigError(`${where} has no command (set command, or a base that has one)`);
+    throw new ProviderConfigError(`${where} has no command (set command, or a base that has one)`, 'command');
   }
   const args = [...(spec.args ?? base?.args ?? []), ...(spec.args_append ?? [])];
   const provider: ResolvedProvider = {
@@ -185,12 +279,13 @@ function merge(name: string, base: ResolvedProvider | undefined, spec: ProviderS
     if (value !== undefined) (provider as unknown as Record<string, unknown>)[key] = value;
   }
   if (provider.prompt_mode === 'flag' && provider.prompt_flag === undefined) {
-    throw new ConfigError(`${where} has prompt_mode = "flag" but no prompt_flag`);
+    throw new ProviderConfigError(`${where} has prompt_mode = "flag" but no prompt_flag`, 'prompt_flag');
   }
   const mode = provider.default_permission_mode;
   if (mode !== undefined && !(mode in provider.permission_modes)) {
-    throw new ConfigError(
+    throw new ProviderConfigError(
       `${where}: default_permission_mode ${JSON.stringify(mode)} is not one of its permission_modes`,
+      'default_permission_mode',
     );
   }
   return provider;
