@@ -1,5 +1,5 @@
 import { Agent } from 'node:http';
-import type { Context, Middleware } from 'koa';
+import type { Middleware } from 'koa';
 import { forward } from '../shared/http/forward.js';
 import { notRunning, parseCityPath, type CityPath } from '../shared/http/city-path.js';
 import type { ControllerEndpoint } from './controller-process.js';
@@ -7,7 +7,7 @@ import type { Reconciler } from './reconciler.js';
 import type { Registry } from './registry.js';
 
 /** Per-city paths the supervisor answers itself: they change the registry or the controller's process. */
-const SUPERVISOR_OWNED = new Set(['/stop', '/start', '/unregister']);
+export const SUPERVISOR_OWNED = new Set(['/stop', '/start', '/unregister']);
 
 /** Ordinary requests in flight to one controller at once; more wait for a free connection. */
 const MAX_SOCKETS_PER_CONTROLLER = 256;
@@ -20,8 +20,8 @@ export interface CityProxyOptions {
 }
 
 /** A stream (`…/events/stream`, a session's or an agent's stream): long-lived, so never in the shared pool. */
-function isStream(ctx: Context, path: CityPath): boolean {
-  return (ctx.method === 'GET' || ctx.method === 'HEAD') && path.rest.endsWith('/stream');
+export function isStream(method: string, path: CityPath): boolean {
+  return (method === 'GET' || method === 'HEAD') && path.rest.endsWith('/stream');
 }
 
 /**
@@ -65,7 +65,7 @@ export function cityProxy(registry: Registry, reconciler: Reconciler, options: C
       await next();
       return;
     }
-    const stream = isStream(ctx, path);
+    const stream = isStream(ctx.method, path);
     const controllerNow = () => {
       const city = registry.cityNamed(path.name);
       return city ? reconciler.controllerFor(city.path, path.name) : undefined;
@@ -93,7 +93,7 @@ export function cityProxy(registry: Registry, reconciler: Reconciler, options: C
   };
 }
 
-interface Controller {
+export interface Controller {
   pid: number;
   endpoint: ControllerEndpoint;
 }

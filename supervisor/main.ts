@@ -13,6 +13,7 @@ import { ReadinessProber } from '../shared/readiness.js';
 import type { SupervisorRunOptions } from '../shared/run-options.js';
 import { VERSION } from '../shared/version.js';
 import { createSupervisorApp } from './app.js';
+import { fastProxy } from './fast-proxy.js';
 import { CityOperations } from './city-operations.js';
 import { EventHub } from './event-hub.js';
 import { EventView } from './event-view.js';
@@ -95,6 +96,8 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
         },
       };
     };
+    const readOnly = !isLoopbackHost(bind.toLowerCase()) && !config.allowMutations;
+    const connectTimeoutMs = Number(process.env.CTL_PROXY_CONNECT_TIMEOUT_MS) || PROXY_CONNECT_TIMEOUT_MS;
     const app = createSupervisorApp({
       logger,
       services: { cities, events, prober, health },
@@ -104,13 +107,22 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
       streams: streamSettings(process.env, config.sseHeartbeatMs),
       allowedHosts: config.allowedHosts,
       allowedOrigins: config.allowedOrigins,
-      readOnly: !isLoopbackHost(bind.toLowerCase()) && !config.allowMutations,
-      proxy: {
-        connectTimeoutMs: Number(process.env.CTL_PROXY_CONNECT_TIMEOUT_MS) || PROXY_CONNECT_TIMEOUT_MS,
-        streamHoldMs: STREAM_HOLD_MS,
-      },
+      readOnly,
+      proxy: { connectTimeoutMs, streamHoldMs: STREAM_HOLD_MS },
     });
-    const server = createServer({ requireHostHeader: false }, handlerOf(app));
+    const koa = handlerOf(app);
+    const proxied = fastProxy({
+      registry,
+      reconciler,
+      logger,
+      allowedHosts: config.allowedHosts,
+      readOnly,
+      connectTimeoutMs,
+    });
+    // Requests to running cities go straight to their controllers; the rest (and every refusal) through Koa.
+    const server = createServer({ requireHostHeader: false }, (req, res) => {
+      if (!proxied(req, res)) koa(req, res);
+    });
     server.keepAliveTimeout = 65_000;
     answerClientErrors(server, logger);
     // Adopt what a previous supervisor left running before answering, so the first answers are right.

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
 import { Problem } from './problem.js';
 
@@ -39,25 +40,36 @@ export function isLoopbackHost(host: string): boolean {
  * answer is a problem with a request id.
  */
 export function hostGuard(allowedHosts: string[]): Middleware {
+  const check = hostCheck(allowedHosts);
+  return async (ctx, next) => {
+    const url = check(ctx.req);
+    if (url !== undefined) ctx.url = url;
+    await next();
+  };
+}
+
+/**
+ * The Host rules as a function of a request: throws the problem of a request they refuse; returns the path to
+ * serve when the target was in absolute form, else undefined.
+ */
+export function hostCheck(allowedHosts: string[]): (req: IncomingMessage) => string | undefined {
   const allowed = new Set(allowedHosts.map((h) => h.toLowerCase()));
   const accepted = (authority: Authority | undefined): authority is Authority =>
     authority !== undefined && (isLoopbackHost(authority.host) || allowed.has(authority.host));
-  return async (ctx, next) => {
-    const raw = ctx.req.rawHeaders;
+  return (req) => {
+    const raw = req.rawHeaders;
     let hosts = 0;
-    for (let i = 0; i < raw.length; i += 2) if (raw[i].toLowerCase() === 'host') hosts++;
+    for (let i = 0; i < raw.length; i += 2) if (raw[i].length === 4 && raw[i].toLowerCase() === 'host') hosts++;
     if (hosts > 1) throw new Problem('invalid-request', 'invalid: more than one Host header');
-    if (hosts === 0 && ctx.req.httpVersion !== '1.0') {
+    if (hosts === 0 && req.httpVersion !== '1.0') {
       throw new Problem('invalid-request', 'invalid: an HTTP/1.1 request needs a Host header');
     }
-    const header = ctx.get('Host');
+    const header = req.headers.host ?? '';
     const host = parseAuthority(header);
     if (!accepted(host)) throw notAllowed(`Host header ${JSON.stringify(header)} is not allowed`);
-    const url = ctx.req.url ?? '/';
-    if (!url.startsWith('/') && !(url === '*' && ctx.method === 'OPTIONS')) {
-      ctx.url = originForm(url, host, accepted);
-    }
-    await next();
+    const url = req.url ?? '/';
+    if (url.startsWith('/') || (url === '*' && req.method === 'OPTIONS')) return undefined;
+    return originForm(url, host, accepted);
   };
 }
 

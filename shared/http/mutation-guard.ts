@@ -11,14 +11,18 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  */
 export function mutationGuard(options: { readOnly: boolean }): Middleware {
   return async (ctx, next) => {
-    if (!SAFE_METHODS.has(ctx.method)) {
-      if (ctx.get('X-CTL-Request').trim() === '') {
-        throw new Problem('forbidden', 'csrf: X-CTL-Request header required on mutation endpoints');
-      }
-      if (options.readOnly) {
-        throw new Problem('forbidden', 'read_only: mutations disabled: server bound to non-localhost address');
-      }
-    }
+    const problem = mutationProblem(ctx.method, ctx.get('X-CTL-Request'), options.readOnly);
+    if (problem) throw problem;
     await next();
   };
+}
+
+/** Why a request with this method and `X-CTL-Request` value may not proceed, or undefined when it may. */
+export function mutationProblem(method: string, marker: string | undefined, readOnly: boolean): Problem | undefined {
+  if (SAFE_METHODS.has(method)) return undefined;
+  if ((marker ?? '').trim() === '') {
+    return new Problem('forbidden', 'csrf: X-CTL-Request header required on mutation endpoints');
+  }
+  if (readOnly) return new Problem('forbidden', 'read_only: mutations disabled: server bound to non-localhost address');
+  return undefined;
 }
