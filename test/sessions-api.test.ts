@@ -332,6 +332,26 @@ describe('sessions (real controller, real agent programs on the pipe runtime)', 
     });
   });
 
+  describe('a session closed while its program starts', function () {
+    it('ends its create with request.failed (exactly one terminal event), and stops the program', async function () {
+      const { api } = city;
+      const reply = await api.post<{ request_id: string; session_id: string }>('/sessions', { name: 'slow-echo' });
+      expect(reply.status).to.equal(202);
+      expect((await api.post(`/session/${reply.body.session_id}/close`)).status).to.equal(200);
+      const result = await terminalOf(api, reply.body.request_id);
+      expect(result.type).to.equal('request.failed');
+      expect(result.payload).to.include({ operation: 'session.create', error_code: 'session_start_failed' });
+      expect(String(result.payload.error_message)).to.match(/closed/);
+      const terminals = (await api.events()).filter(
+        (e) =>
+          e.payload.request_id === reply.body.request_id &&
+          (e.type === 'request.failed' || e.type.startsWith('request.result.')),
+      );
+      expect(terminals).to.have.length(1);
+      expect((await session(api, reply.body.session_id)).running).to.equal(false);
+    });
+  });
+
   describe('pending interactions', function () {
     it('a question from a text program is pending (session.pending, GET …/pending, the city list); the answer reaches it', async function () {
       const { api } = city;

@@ -28,6 +28,8 @@ function newRequestId(): string {
 }
 
 const TRANSCRIPT_DEFAULT = 100;
+/** How many closed sessions stay at hand. */
+const CLOSED_KEPT = 32;
 const TRANSCRIPT_MAX = 1000;
 
 /** Whether sessions of this provider can ask questions or request permissions (and so have `pending`). */
@@ -49,6 +51,11 @@ export interface SessionServiceOptions {
  */
 export class SessionService {
   private readonly sessions = new Map<string, Session>();
+  /**
+   * Closed sessions lately asked about (their transcripts are read, their streams replayed), at most
+   * CLOSED_KEPT: each holds its transcript's file open.
+   */
+  private readonly closed = new Map<string, Session>();
 
   constructor(
     private readonly ctx: SessionContext,
@@ -101,7 +108,24 @@ export class SessionService {
     if (open) return open;
     const record = this.ctx.store.get(idOrName) ?? this.ctx.store.findByName(idOrName);
     if (!record) throw new Problem('session-not-found', `not_found: session not found: ${idOrName}`);
-    return new Session(record, this.ctx);
+    return this.closedSession(record);
+  }
+
+  /** A closed session's object, kept among the last few asked for (so their open transcripts stay few). */
+  private closedSession(record: SessionRecord): Session {
+    let session = this.closed.get(record.id);
+    if (session) {
+      this.closed.delete(record.id);
+    } else {
+      session = new Session(record, this.ctx);
+      if (this.closed.size >= CLOSED_KEPT) {
+        const [oldest, evicted] = this.closed.entries().next().value as [string, Session];
+        this.closed.delete(oldest);
+        evicted.transcript.close();
+      }
+    }
+    this.closed.set(record.id, session);
+    return session;
   }
 
   view(idOrName: string): SessionResponse {
@@ -219,6 +243,7 @@ export class SessionService {
     if (session.state !== 'closed') {
       session.transition('close');
       await session.stopProgram('closed');
+      await session.failCreate('the session was closed before its program was ready');
       await session.failQueued('session_closed', `session ${session.id} was closed before the message was delivered`);
       await session.recordLifecycle('session.closed', remove ? 'closed and deleted' : 'closed');
     } else if (!remove) {
@@ -226,9 +251,12 @@ export class SessionService {
     }
     this.sessions.delete(session.id);
     if (remove) {
+      this.closed.delete(session.id);
       this.ctx.store.delete(session.id);
       session.transcript.close();
       rmSync(session.dir, { recursive: true, force: true });
+    } else {
+      this.closedSession(session.record);
     }
     return { status: remove ? 'deleted' : 'closed', id: session.id };
   }
@@ -360,7 +388,7 @@ export class SessionService {
   }
 
   private viewOf(record: SessionRecord): SessionResponse {
-    return (this.sessions.get(record.id) ?? new Session(record, this.ctx)).view();
+    return (this.sessions.get(record.id) ?? this.closedSession(record)).view();
   }
 
   /** An alias must not be another session's alias or session name (an open one's). */

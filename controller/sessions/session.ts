@@ -556,7 +556,9 @@ export class Session extends EventEmitter<SessionEvents> {
       data: { code: exit.code, signal: exit.signal, requested: exit.requested },
     });
     if (exit.requested) {
-      // Whoever asked has set the state (asleep, suspended, closed) and the reason.
+      // Whoever asked has set the state (asleep, suspended, closed) and the reason. A create still waiting for its
+      // program to be ready ends with it.
+      if (!wasReady) await this.failCreate(`stopped before it was ready (${this.record.reason ?? 'asked to'})`);
       if (this.state !== 'closed')
         await this.recordLifecycle(
           this.state === 'suspended' ? 'session.suspended' : 'session.stopped',
@@ -617,6 +619,11 @@ export class Session extends EventEmitter<SessionEvents> {
     });
     await this.settleCreate(reason);
     await this.failQueued('session_start_failed', `session ${this.id} could not start: ${reason}`);
+  }
+
+  /** Fails the create request still waiting, if there is one. */
+  failCreate(reason: string): Promise<void> {
+    return this.settleCreate(reason);
   }
 
   /** Ends the create request still waiting (with its result, or its failure). */
