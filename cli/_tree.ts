@@ -38,6 +38,7 @@ export const ctl: AnyCommand = defineCommand({
     convoy: () => import('./commands/convoys.js').then((m) => m.convoyCommand),
     help: () => import('./commands/help.js').then((m) => m.helpCommand),
     version: () => import('./commands/help.js').then((m) => m.versionCommand),
+    completion: () => import('./commands/completion.js').then((m) => m.completionCommand),
   },
 });
 

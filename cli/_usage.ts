@@ -6,7 +6,8 @@ import type { AnyCommand } from './_types.js';
 const GLOBAL_FLAGS_TEXT = `GLOBAL FLAGS
 
   --api, --city and --json may also come before the command: ctl --city alpha bead list
-  Durations: 90s, 5m, 1h30m, 1d (a bare number is seconds); times: RFC 3339 (2026-11-23T09:00:00Z)`;
+  Durations: 90s, 5m, 1h30m, 1d (a bare number is seconds); times: RFC 3339 (2026-11-23T09:00:00Z)
+  Shell completion: ctl completion bash|zsh|fish`;
 
 /** The help of `cmd`, which `path` names (`['bead', 'create']`): citty's usage in plain text, and its examples. */
 export async function usage(cmd: AnyCommand, path: string[]): Promise<string> {

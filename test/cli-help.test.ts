@@ -1,4 +1,9 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'chai';
+import { findOnPath } from '../shared/readiness.js';
 import { VERSION } from '../shared/version.js';
 import { walkTree } from '../cli/_tree.js';
 import { usage } from '../cli/_usage.js';
@@ -6,10 +11,10 @@ import { expectFailure, expectSuccess, runCtl } from './helpers/cli.js';
 import { TestSupervisor } from './helpers/supervisor.js';
 
 // Finding one's way: `ctl help`, `ctl version`, suggestions for what was mistyped, examples in every --help, global
-// flags before the command. Run as the real built binary; the tree itself is walked in-process (the same modules
-// the binary loads).
+// flags before the command, and shell completion generated from the command tree. Run as the real built binary;
+// the tree itself is walked in-process (the same modules the binary loads).
 
-describe('ctl help, version, suggestions, examples and global flags', function () {
+describe('ctl help, version, suggestions and completion', function () {
   this.timeout(60_000);
 
   describe('ctl help and ctl version', function () {
@@ -32,9 +37,10 @@ describe('ctl help, version, suggestions, examples and global flags', function (
       expect(JSON.parse(expectSuccess(await runCtl(['version', '--json']))[0])).to.deep.equal({ version: VERSION });
     });
 
-    it('ctl --help lists help and version, and says global flags may come first', async function () {
+    it('ctl --help lists help, version and completion, and says global flags may come first', async function () {
       const text = expectSuccess(await runCtl(['--help'])).join('\n');
-      for (const command of ['help', 'version']) expect(text).to.match(new RegExp(`^\\s+${command}\\s`, 'm'));
+      for (const command of ['help', 'version', 'completion'])
+        expect(text).to.match(new RegExp(`^\\s+${command}\\s`, 'm'));
       expect(text).to.include('ctl --city alpha bead list');
     });
   });
@@ -120,6 +126,89 @@ describe('ctl help, version, suggestions, examples and global flags', function (
 
     it('a global flag a command does not take is refused by that command', async function () {
       expectFailure(await run(['--city', 'alpha', 'version']), 'version', 'unknown flag --city');
+    });
+  });
+
+  describe('ctl completion', function () {
+    let dir: string;
+
+    before(function () {
+      dir = mkdtempSync(join(tmpdir(), 'ctl-completion-'));
+    });
+
+    after(function () {
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    /** What bash's completion function offers for a command line typed so far (the last word being completed). */
+    function bashComplete(script: string, line: string): string[] {
+      const words = line.split(' ');
+      const program = `source ${JSON.stringify(script)}; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${
+        words.length - 1
+      }; _ctl; printf '%s\\n' "\${COMPREPLY[@]}"`;
+      return execFileSync('bash', ['-c', program], { encoding: 'utf8' }).split('\n').filter(Boolean);
+    }
+
+    it('bash: completes commands, subcommands and flags from the command tree', async function () {
+      const script = join(dir, 'ctl.bash');
+      writeFileSync(script, expectSuccess(await runCtl(['completion', 'bash'])).join('\n') + '\n');
+      expect(bashComplete(script, 'ctl bead cr')).to.deep.equal(['create']);
+      expect(bashComplete(script, 'ctl bead dep ')).to.deep.equal(['add', 'remove', 'list']);
+      expect(bashComplete(script, 'ctl ev')).to.deep.equal(['events']);
+      expect(bashComplete(script, 'ctl events ro')).to.deep.equal(['rotate']);
+      expect(bashComplete(script, 'ctl bead create --pri')).to.deep.equal(['--priority']);
+      expect(bashComplete(script, 'ctl events --fo')).to.deep.equal(['--follow']);
+      // Global flags and their values before the command are skipped; a flag's value is left to the shell.
+      expect(bashComplete(script, 'ctl --city bead bead li')).to.deep.equal(['list']);
+      expect(bashComplete(script, 'ctl bead list --city ')).to.deep.equal([]);
+      // A leaf command offers its flags.
+      expect(bashComplete(script, 'ctl cities ')).to.include('--json');
+    });
+
+    it('zsh and fish: scripts naming every command; where the shell is installed, it reads them and completes', async function () {
+      const scripts: Record<string, string> = {};
+      for (const shell of ['zsh', 'fish']) {
+        const text = expectSuccess(await runCtl(['completion', shell])).join('\n');
+        for (const word of ['bead', 'convoy', 'rotate', '--payload-match', '--start-command']) {
+          expect(text, `${shell} script mentions ${word}`).to.include(word);
+        }
+        scripts[shell] = join(dir, `ctl.${shell}`);
+        writeFileSync(scripts[shell], text + '\n');
+      }
+      if (findOnPath('zsh', process.env.PATH ?? '')) {
+        execFileSync('zsh', ['-n', scripts.zsh]);
+        // Outside a completion widget: compadd and _files stand in, printing what would be offered.
+        const offered = (words: string[]) =>
+          execFileSync(
+            'zsh',
+            [
+              '-c',
+              `compadd() { shift; print -l -- "$@" }; _files() { print FILES }; source ${scripts.zsh}; ` +
+                `words=(${words.map((w) => `'${w}'`).join(' ')}); CURRENT=${words.length}; _ctl`,
+            ],
+            { encoding: 'utf8' },
+          )
+            .split('\n')
+            .filter(Boolean);
+        expect(offered(['ctl', '--city', 'x', 'bead', 'l'])).to.include.members(['list', 'create', 'dep']);
+        expect(offered(['ctl', 'bead', 'create', '--pri'])).to.include('--priority');
+        expect(offered(['ctl', 'bead', 'list', '--city', ''])).to.deep.equal(['FILES']);
+      }
+      if (findOnPath('fish', process.env.PATH ?? '')) {
+        execFileSync('fish', ['-n', scripts.fish]);
+        const offered = (line: string) =>
+          execFileSync('fish', ['-c', `source ${scripts.fish}; complete -C'${line}'`], { encoding: 'utf8' })
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => l.split('\t')[0]);
+        expect(offered('ctl bead cr')).to.deep.equal(['create']);
+        expect(offered('ctl --city x bead l')).to.deep.equal(['list']);
+        expect(offered('ctl bead create --pri')).to.deep.equal(['--priority']);
+      }
+    });
+
+    it('an unknown shell fails in one line', async function () {
+      expectFailure(await runCtl(['completion', 'tcsh']), 'completion', /expected bash, zsh or fish/);
     });
   });
 });
