@@ -153,7 +153,9 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     if (!expected && !process.stderr.isTTY) logger.error({ err }, `startup failed: ${message}`);
     process.stderr.write(`ctl controller run: ${message}\n`);
     server?.close();
-    const code = err instanceof StartupError ? err.exitCode : 1;
+    // A special status (75: the city is locked) is for the supervisor that spawned us (over IPC); for a person,
+    // every failure is exit status 1.
+    const code = err instanceof StartupError && process.send ? err.exitCode : 1;
     process.exitCode = code;
     // Leave at once: nothing we started may keep the process alive.
     setImmediate(() => process.exit(code));
