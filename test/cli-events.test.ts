@@ -1234,12 +1234,25 @@ describe('ctl events (real binary, real supervisor)', function () {
       expect(readdirSync(join(sup.cityDir('rot'), '.ctl'))).to.include(body.archive.path.split('/').pop());
     });
 
+    it('on a terminal: one line saying what was archived (JSON with --json)', async function () {
+      await record('rot', { type: 'rot.tick' });
+      const env = { ...sup.env, CTL_CITY: undefined };
+      const shown = await runCtlOnTerminal(['events', 'rotate', '--city', 'rot'], { env, cwd: sup.root });
+      expect(shown.code).to.equal(0);
+      expect(shown.stdout).to.match(
+        /^Rotated rot's event log: events \d+–\d+ are in \/.*\.ctl\/events\.jsonl\.\S+ \(compression (pending|complete)\)$/,
+      );
+      await record('rot', { type: 'rot.tick' });
+      const json = await runCtlOnTerminal(['events', 'rotate', '--city', 'rot', '--json'], { env, cwd: sup.root });
+      expect(JSON.parse(json.stdout)).to.include({ rotated: true });
+    });
+
     it('rotation is invisible to the list but for the anchors', async function () {
       const events = checkLines(expectSuccess(await ctl(['--city', 'rot'])), 'cityList');
       const head = await cityHead('rot');
       expect(events.map((e) => e.seq)).to.deep.equal(Array.from({ length: head }, (_, i) => i + 1));
-      expect(events.filter((e) => e.type === 'events.rotated')).to.have.length(2);
-      expect(events.filter((e) => e.type === 'rot.tick')).to.have.length(2);
+      expect(events.filter((e) => e.type === 'events.rotated')).to.have.length(4);
+      expect(events.filter((e) => e.type === 'rot.tick')).to.have.length(4);
     });
   });
 });

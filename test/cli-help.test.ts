@@ -14,7 +14,7 @@ import { TestSupervisor } from './helpers/supervisor.js';
 // flags before the command, and shell completion generated from the command tree. Run as the real built binary;
 // the tree itself is walked in-process (the same modules the binary loads).
 
-describe('ctl help, version, suggestions and completion', function () {
+describe('ctl help, version, suggestions, examples, global flags and completion', function () {
   this.timeout(60_000);
 
   describe('ctl help and ctl version', function () {
