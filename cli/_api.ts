@@ -5,30 +5,19 @@ import {
   problemText,
   resolveApiBase,
   transportText,
-  type ApiClient,
 } from '../shared/api-client.js';
 import { ConfigError } from '../shared/config/config-error.js';
-import { formatDuration, parseDuration } from '../shared/duration.js';
+import type { ErrorModel } from '../shared/dto/errors.js';
+import { formatDuration, parseFlagDuration } from '../shared/duration.js';
 import { FetchTimeout, timedFetch, type FetchLimits } from '../shared/timed-fetch.js';
-import { CliError } from './_command.js';
-
-export const apiArg = {
-  api: { type: 'string', description: 'Supervisor API base URL (default: CTL_API, then $CTL_HOME/supervisor.toml)' },
-} as const;
+import { ApiProblem, CliError, NoAnswer } from './_errors.js';
+import type { Api, FetchResult } from './_types.js';
 
 /** The anti-CSRF header every mutation declares (the client also sends it by default). */
 export const CSRF = { 'X-CTL-Request': 'ctl' } as const;
 
 /** Unless `CTL_CONNECT_TIMEOUT` / `CTL_TIMEOUT` say otherwise. */
 const DEFAULT_LIMITS = { connectMs: 3_000, answerMs: 10_000 } as const;
-
-export interface Api {
-  base: string;
-  client: ApiClient;
-  limits: Required<FetchLimits>;
-  /** For event streams: bounded in how long they take to connect, never in how long they run. */
-  streamFetch: typeof fetch;
-}
 
 let baselineWasm = false;
 
@@ -62,7 +51,7 @@ export function connect(explicit: string | undefined): Api {
   };
 }
 
-/** `CTL_CONNECT_TIMEOUT` and `CTL_TIMEOUT` (durations: `3s`, `500ms`, `1m`), or the defaults. */
+/** `CTL_CONNECT_TIMEOUT` and `CTL_TIMEOUT` (durations as flags take them: `3s`, `500ms`, `1m`), or the defaults. */
 function fetchLimits(env: NodeJS.ProcessEnv = process.env): Required<FetchLimits> {
   return {
     connectMs: envDuration(env, 'CTL_CONNECT_TIMEOUT', DEFAULT_LIMITS.connectMs),
@@ -75,7 +64,7 @@ function envDuration(env: NodeJS.ProcessEnv, name: string, fallback: number): nu
   if (!text) return fallback;
   let ms: number;
   try {
-    ms = parseDuration(text);
+    ms = parseFlagDuration(text);
   } catch (err) {
     throw new CliError(`invalid ${name} ${JSON.stringify(text)}: ${(err as Error).message}`);
   }
@@ -92,16 +81,7 @@ export function patient(api: Api, serverWaitMs: number): Api {
   return { ...api, client: createApiClient(api.base, timedFetch(limits)), limits };
 }
 
-/** The API did not connect or answer in time: something is there, but not working. */
-export class NoAnswer extends CliError {}
-
-interface FetchResult<T> {
-  data?: T;
-  error?: unknown;
-  response: Response;
-}
-
-/** Awaits one API call: its data, or a CliError carrying the problem's detail or the transport failure. */
+/** Awaits one API call: its data; an ApiProblem for a problem answer, a CliError for no answer. */
 export async function call<T>(api: Api, request: Promise<FetchResult<T>>): Promise<{ data: T; response: Response }> {
   let result: FetchResult<T>;
   try {
@@ -112,7 +92,9 @@ export async function call<T>(api: Api, request: Promise<FetchResult<T>>): Promi
     throw new CliError(await failureText(err, api));
   }
   if (result.error !== undefined || !result.response.ok) {
-    throw new CliError(problemText(result.error, result.response));
+    const problem = result.error as ErrorModel | undefined;
+    const errors = Array.isArray(problem?.errors) ? problem.errors : [];
+    throw new ApiProblem(problemText(problem, result.response), result.response.status, errors);
   }
   return { data: result.data as T, response: result.response };
 }

@@ -1,5 +1,3 @@
-import { progress } from './_progress.js';
-
 // Paged lists: every list route answers at most `limit` items (at most 1000) and a `next_cursor` for the rest.
 
 /** Page sizes the list routes accept. */
@@ -24,14 +22,6 @@ export async function collectPages<T>(
     cursor = body.next_cursor;
   } while (cursor && items.length < limit);
   return cursor ? { items, total, next_cursor: cursor } : { items, total };
-}
-
-/**
- * Under a table cut at `--limit`: says, to a person (stderr, when it is a terminal), that more exist. Scripts
- * see only the table, or with `--json` the `total` and `next_cursor`.
- */
-export function noteMore(shown: number, total: number): void {
-  if (total > shown) progress(`(${shown} of ${total} shown; pass --limit for more)`);
 }
 
 /**

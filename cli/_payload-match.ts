@@ -1,5 +1,5 @@
 import { canonicalJson } from '../shared/canonical-json.js';
-import { CliError } from './_command.js';
+import { CliError } from './_errors.js';
 
 /** `--payload-match key=value` filters: the same key repeated is OR, different keys AND. */
 export type PayloadMatchers = Map<string, string[]>;

@@ -1,9 +1,13 @@
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { CityInfo } from '../shared/dto/cities.js';
-import { call, type Api } from './_api.js';
-import { CliError } from './_command.js';
+import { call, connect } from './_api.js';
+import { CliError } from './_errors.js';
 import { allPages } from './_pages.js';
+import type { Api } from './_types.js';
+
+// Which city a command is about: `--city` (a name or a directory), else CTL_CITY, else the city directory the
+// working directory is in; none of them means the supervisor's scope.
 
 /** The nearest directory at or above `start` holding `city.toml`. */
 export function findCityRoot(start: string): string | undefined {
@@ -54,4 +58,17 @@ export async function resolveCity(api: Api, ref: string | undefined): Promise<Ci
   const city = (await listCities(api)).find((c) => c.path === root);
   if (!city) throw new CliError(`the city at ${root} is not registered; run "ctl register"`);
   return city;
+}
+
+/** The API and the city in scope, for a command on a city's contents; a CliError when no city is. */
+export async function inCity(args: { api?: string; city?: string }): Promise<{ api: Api; city: CityInfo }> {
+  const api = connect(args.api);
+  const city = await resolveCity(api, args.city);
+  if (!city) throw new CliError('no city in scope; pass --city, set CTL_CITY, or run inside a city directory');
+  return { api, city };
+}
+
+/** `{ cityName }`, the path parameter of every per-city route. */
+export function cityPath(city: CityInfo): { cityName: string } {
+  return { cityName: city.name };
 }

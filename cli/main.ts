@@ -1,82 +1,60 @@
 #!/usr/bin/env node
-import { stripVTControlCharacters } from 'node:util';
-import { defineCommand, renderUsage, runCommand, type CommandDef } from 'citty';
+import type { ParsedArgs } from 'citty';
 import { VERSION } from '../shared/version.js';
-import { CliError, currentCommand } from './_command.js';
+import { ApiProblem, CliError, UnknownCommand } from './_errors.js';
+import { problemInFlags } from './_flags.js';
+import { findCommand, flagsOf } from './_tree.js';
+import type { Flags } from './_types.js';
+import { usage } from './_usage.js';
 
-const main = defineCommand({
-  meta: { name: 'ctl', version: VERSION, description: 'Supervisor and control plane for cities of AI coding agents' },
-  // Loaded when used: `ctl controller run`, which every city's controller is, loads only what it needs.
-  subCommands: {
-    supervisor: () => import('./commands/supervisor.js').then((m) => m.supervisorCommand),
-    init: () => import('./commands/cities.js').then((m) => m.initCommand),
-    cities: () => import('./commands/cities.js').then((m) => m.citiesCommand),
-    register: () => import('./commands/cities.js').then((m) => m.registerCommand),
-    unregister: () => import('./commands/cities.js').then((m) => m.unregisterCommand),
-    city: () => import('./commands/cities.js').then((m) => m.cityCommand),
-    status: () => import('./commands/status.js').then((m) => m.statusCommand),
-    controller: () => import('./commands/controller.js').then((m) => m.controllerCommand),
-    events: () => import('./commands/events.js').then((m) => m.eventsCommand),
-    bead: () => import('./commands/beads.js').then((m) => m.beadCommand),
-    mail: () => import('./commands/mail.js').then((m) => m.mailCommand),
-    convoy: () => import('./commands/convoys.js').then((m) => m.convoyCommand),
-  },
-});
+// `ctl …`: finds the command the words name (_tree.ts), shows help when asked, runs it, and turns any failure
+// into the one line of the contract: `ctl <command>: <message>` on stderr, exit status 1, nothing on stdout.
 
-/** The command a raw argument list names, with the words that name it (`['city', 'start']`). */
-async function commandFor(rawArgs: string[]): Promise<{ cmd: CommandDef; path: string[] }> {
-  let cmd: CommandDef = main;
-  const path: string[] = [];
-  for (const arg of rawArgs) {
-    if (arg.startsWith('-')) break;
-    const subs = (typeof cmd.subCommands === 'function' ? await cmd.subCommands() : await cmd.subCommands) ?? {};
-    const next = subs[arg];
-    if (!next) break;
-    path.push(arg);
-    cmd = (typeof next === 'function' ? await next() : await next) as CommandDef;
-  }
-  return { cmd, path };
+/** A failure as one line, in the command line's words (a 422 about `body.title` names `--title`). */
+function messageOf(err: unknown, flags: Flags): string {
+  if (err instanceof ApiProblem) return problemInFlags(err, flags) ?? err.message;
+  if (err instanceof CliError) return err.message;
+  // Not ours to expect: still one line, never a stack trace.
+  const text = err instanceof Error ? err.message : String(err);
+  return text.split('\n')[0] || 'unexpected error';
 }
 
-async function usage(rawArgs: string[]): Promise<string> {
-  const { cmd, path } = await commandFor(rawArgs);
-  // citty names a command by its parent's name and its own; give it the whole chain.
-  const parent = path.length ? { meta: { name: ['ctl', ...path.slice(0, -1)].join(' ') } } : undefined;
-  return stripVTControlCharacters(await renderUsage(cmd, parent)) + '\n';
-}
-
-async function mainEntry(): Promise<void> {
+async function main(): Promise<void> {
   // Whoever reads our output went away (`ctl events --follow | head -1`): nothing more to say, to anyone.
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
     if (err.code === 'EPIPE') process.exit(0);
     throw err;
   });
-  const rawArgs = process.argv.slice(2);
-  const { cmd, path } = await commandFor(rawArgs);
-  const wantsHelp = rawArgs.includes('--help') || rawArgs.includes('-h');
-  // A command group without a subcommand (`ctl`, `ctl city`) shows what it offers.
-  const bareGroup = cmd.subCommands !== undefined && !cmd.run && rawArgs.every((a) => path.includes(a));
-  if (wantsHelp || bareGroup) {
-    process.stdout.write(await usage(rawArgs));
-    return;
-  }
-  if (rawArgs.length === 1 && (rawArgs[0] === '--version' || rawArgs[0] === '-v')) {
+  const words = process.argv.slice(2);
+  if (words.length === 1 && (words[0] === '--version' || words[0] === '-v')) {
     process.stdout.write(`${VERSION}\n`);
     return;
   }
+  let path: string[] = [];
+  let flags: Flags = {};
   try {
-    await runCommand(main, { rawArgs });
+    const found = await findCommand(words);
+    path = found.path;
+    const beforeDashes = words.includes('--') ? words.slice(0, words.indexOf('--')) : words;
+    // `ctl`, or a group alone (`ctl city`), shows what it offers, as --help does.
+    if (beforeDashes.includes('--help') || beforeDashes.includes('-h') || (!found.cmd.run && !found.rest.length)) {
+      process.stdout.write(await usage(found.cmd, path));
+      return;
+    }
+    if (!found.cmd.run) {
+      throw new CliError(
+        `expected a command before ${JSON.stringify(found.rest[0])}; see "ctl ${path.join(' ')} --help"`,
+      );
+    }
+    flags = await flagsOf(found.cmd);
+    // Our commands read their words themselves (_command.ts): citty's parse is not wanted.
+    const rawArgs = [...found.globals, ...found.rest];
+    await found.cmd.run({ rawArgs, args: { _: rawArgs } as unknown as ParsedArgs, cmd: found.cmd });
   } catch (err) {
-    const command = currentCommand() || path.join(' ');
-    const prefix = command ? `ctl ${command}` : 'ctl';
-    let message: string;
-    if (err instanceof CliError) message = err.message;
-    else if ((err as { code?: string }).code?.startsWith('E_')) {
-      message = `${stripVTControlCharacters((err as Error).message).replace(/\.$/, '')}; see "${prefix} --help"`;
-    } else message = String((err as Error).message ?? err);
-    process.stderr.write(`${prefix}: ${message}\n`);
+    if (err instanceof UnknownCommand) path = err.path;
+    process.stderr.write(`${path.length ? `ctl ${path.join(' ')}` : 'ctl'}: ${messageOf(err, flags)}\n`);
     process.exitCode = 1;
   }
 }
 
-await mainEntry();
+await main();

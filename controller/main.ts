@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { writeFileAtomic } from '../shared/atomic-write.js';
 import { declaredCityName, readCityConfig } from '../shared/config/city-config.js';
+import { ConfigError } from '../shared/config/config-error.js';
 import {
   CITY_LOCKED_EXIT_CODE,
   CONTROLLER_PHASES,
@@ -165,7 +166,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     completed.push('starting_api');
 
     await log.append({ type: 'controller.started', actor: 'ctl', subject: name, payload: {} });
-    logger.info({ name, listen, pid: process.pid }, 'controller ready');
+    logger.info({ name, listen }, 'controller ready');
     report({ kind: 'ready', pid: process.pid });
 
     installShutdown({
@@ -180,13 +181,17 @@ export async function run(options: ControllerRunOptions): Promise<void> {
       sessions,
     });
   } catch (err) {
-    const message =
-      err instanceof StartupError || (err as Error).name === 'ConfigError' ? (err as Error).message : String(err);
+    // A failure we expect (a locked city, a bad city.toml) is its message, one line; a bug's stack goes only to
+    // a log file (a supervised controller's stderr), never to a person's terminal.
+    const expected = err instanceof StartupError || err instanceof ConfigError;
+    const message = expected ? err.message : String(err).split('\n')[0];
     report({ kind: 'failed', error: message });
-    logger.error({ err }, `startup failed: ${message}`);
+    if (!expected && !process.stderr.isTTY) logger.error({ err }, `startup failed: ${message}`);
     process.stderr.write(`ctl controller run: ${message}\n`);
     server?.close();
-    const code = err instanceof StartupError ? err.exitCode : 1;
+    // A special status (75: the city is locked) is for the supervisor that spawned us (over IPC); for a person,
+    // every failure is exit status 1.
+    const code = err instanceof StartupError && process.send ? err.exitCode : 1;
     process.exitCode = code;
     // Leave at once: nothing we started may keep the process alive.
     setImmediate(() => process.exit(code));

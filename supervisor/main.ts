@@ -138,7 +138,7 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
     const started: SupervisorStartedPayload = { previous_exit: previousExit };
     await supervisorLog.append({ type: 'supervisor.started', actor: 'ctl', payload: started });
     reconciler.start();
-    logger.info({ home: paths.home, url: `http://${bind}:${boundPort}`, pid: process.pid }, 'supervisor listening');
+    logger.info({ home: paths.home, url: `http://${bind}:${boundPort}` }, 'supervisor listening');
 
     let stopping = false;
     const shutdown = (signal: NodeJS.Signals) => {

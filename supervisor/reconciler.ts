@@ -317,7 +317,7 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
       this.options.logger.error({ err, city: slot.name }, 'could not spawn controller');
       return;
     }
-    this.options.logger.info({ city: slot.name, pid: proc.pid }, 'controller starting');
+    this.options.logger.info({ city: slot.name, controllerPid: proc.pid }, 'controller starting');
     this.attach(slot, proc);
   }
 
@@ -337,7 +337,10 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
     // It serves the name it was started with; a pass restarts it if the registry now says otherwise.
     slot.name = leftover.name;
     slot.lockedBy = undefined;
-    this.options.logger.info({ city: slot.name, pid: proc.pid, listen: leftover.listen }, 'adopted running controller');
+    this.options.logger.info(
+      { city: slot.name, controllerPid: proc.pid, listen: leftover.listen },
+      'adopted running controller',
+    );
     this.attach(slot, proc);
     return firstProbe;
   }
@@ -349,7 +352,7 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
       slot.everReady = true;
       slot.lastError = undefined;
       slot.lockedBy = undefined;
-      this.options.logger.info({ city: slot.name, pid: proc.pid }, 'controller ready');
+      this.options.logger.info({ city: slot.name, controllerPid: proc.pid }, 'controller ready');
       this.wake();
     });
     proc.on('exit', (exit) => {
@@ -359,7 +362,7 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
       if (exit.requested && exit.forced) {
         // It could not record its own stop: we do, and an unregister waiting on it did not end cleanly.
         const message = `the controller (pid ${proc.pid}) did not stop within ${this.options.stopGraceMs} ms of SIGTERM and was killed`;
-        this.options.logger.warn({ city: slot.name, pid: proc.pid }, message);
+        this.options.logger.warn({ city: slot.name, controllerPid: proc.pid }, message);
         this.requests.forcedStop(slot.path, message);
         this.track(
           cityLog(slot.path)
@@ -367,7 +370,7 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
             .catch((err: unknown) => this.options.logger.error({ err }, 'could not record controller.stopped')),
         );
       } else if (exit.requested) {
-        this.options.logger.info({ city: slot.name, pid: proc.pid }, 'controller stopped');
+        this.options.logger.info({ city: slot.name, controllerPid: proc.pid }, 'controller stopped');
       } else if (exit.code === CITY_LOCKED_EXIT_CODE && !proc.readyAt) {
         // Another process holds the city lock. Not a crash of this city: back off and, on the next start,
         // adopt the holder if it is a controller of this city.
@@ -384,7 +387,7 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
         slot.nextStartAt = now + delay;
         slot.lastError = exit.startupError ?? describeExit(exit.code, exit.signal);
         this.options.logger.warn(
-          { city: slot.name, pid: proc.pid, code: exit.code, signal: exit.signal, restartInMs: delay },
+          { city: slot.name, controllerPid: proc.pid, code: exit.code, signal: exit.signal, restartInMs: delay },
           `controller crashed: ${slot.lastError}`,
         );
         const payload: ControllerCrashedPayload = {

@@ -1,10 +1,19 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
 import { expect } from 'chai';
+import { execa } from 'execa';
 import type { Bead, BeadDepsResponse, ListBodyBead } from '../shared/dto/beads.js';
 import type { ConvoyCheckResponse, ConvoyGetResponse } from '../shared/dto/convoys.js';
 import type { MailListBody, Message } from '../shared/dto/mail.js';
-import { expectFailure as expectCliFailure, expectSuccess, runCtlWithTerminal, type CliResult } from './helpers/cli.js';
+import { ctlEntryPath, packageRoot } from '../shared/paths.js';
+import {
+  expectFailure as expectCliFailure,
+  expectSuccess,
+  runCtlOnTerminal,
+  runCtlWithTerminal,
+  type CliResult,
+} from './helpers/cli.js';
 import { CSRF, freePort, TestSupervisor } from './helpers/supervisor.js';
 
 // `ctl bead`, `ctl mail` and `ctl convoy`, run as the real built binary against a real supervisor and its
@@ -419,10 +428,11 @@ describe('ctl bead, mail and convoy (real binary, real supervisor)', function ()
       const first = await createBead('Ready one', '--assignee', 'ready-agent');
       const second = await createBead('Ready two', '--assignee', 'ready-agent', '--priority', '0');
       const { header, rows } = tableOf(expectSuccess(await inAlpha(['bead', 'ready', '--assignee', 'ready-agent'])));
-      expect(header).to.deep.equal(['ID', 'STATUS', 'TYPE', 'PRI', 'ASSIGNEE', 'LABELS', 'TITLE']);
+      // No bead has labels: the column is left out.
+      expect(header).to.deep.equal(['ID', 'STATUS', 'TYPE', 'PRI', 'ASSIGNEE', 'TITLE']);
       expect(rows).to.deep.equal([
-        [first.id, 'open', 'task', '-', 'ready-agent', '-', 'Ready one'],
-        [second.id, 'open', 'task', '0', 'ready-agent', '-', 'Ready two'],
+        [first.id, 'open', 'task', '-', 'ready-agent', 'Ready one'],
+        [second.id, 'open', 'task', '0', 'ready-agent', 'Ready two'],
       ]);
       const body = jsonOf<ListBodyBead>(await inAlpha(['bead', 'ready', '--assignee', 'ready-agent', '--json']));
       expect(ids(body.items)).to.deep.equal([first.id, second.id]);
@@ -472,7 +482,10 @@ describe('ctl bead, mail and convoy (real binary, real supervisor)', function ()
           'n=new',
         ]),
       );
-      expect(out).to.deep.equal([`Updated ${bead.id}`]);
+      // It shows the bead as it now is.
+      const { header, rows } = tableOf(out);
+      expect(header).to.deep.equal(['ID', 'STATUS', 'TYPE', 'LABELS', 'TITLE']);
+      expect(rows).to.deep.equal([[bead.id, 'open', 'task', 'a,c', 'Labels']]);
       const after = await showBead(bead.id);
       expect(after.labels).to.deep.equal(['a', 'c']);
       expect(after.metadata).to.deep.equal({ keep: '1', n: 'new' });
@@ -509,8 +522,9 @@ describe('ctl bead, mail and convoy (real binary, real supervisor)', function ()
           '--json',
         ]),
       );
-      expect(body).to.deep.equal({ status: 'ok' });
-      expect(await showBead(bead.id)).to.include({
+      // The updated bead, as `bead show --json` prints it.
+      expect(body).to.deep.equal(await showBead(bead.id));
+      expect(body).to.include({
         title: 'After',
         issue_type: 'feature',
         priority: 3,
@@ -772,6 +786,63 @@ describe('ctl bead, mail and convoy (real binary, real supervisor)', function ()
     });
   });
 
+  describe("the README's walkthrough", function () {
+    it('each command prints what its comment says, with the ids the commands before it produced', async function () {
+      // A new city whose prefix is the README's (alp-): its ids start at alp-1.
+      await sup.createCity('alps');
+      const readme = readFileSync(join(packageRoot, 'README.md'), 'utf8');
+      const block = readme.split('the id that the next ones use:\n\n```sh\n')[1]?.split('```')[0];
+      expect(block, 'the walkthrough in README.md').to.be.a('string');
+      const steps = block
+        .split('\n')
+        .filter((l) => l.startsWith('ctl '))
+        .map((l) => {
+          const [command, comment] = l.split(/\s+# /);
+          return { command: command.trim(), expected: comment?.startsWith('→ ') ? comment.slice(2) : undefined };
+        });
+      expect(steps.filter((s) => s.expected).length).to.be.at.least(6);
+      for (const { command, expected } of steps) {
+        const program = `ctl() { "${process.execPath}" "${ctlEntryPath()}" "$@"; }; ${command}`;
+        const result = await execa('bash', ['-c', program], {
+          env: { ...sup.env, CTL_CITY: 'alps', NO_COLOR: undefined, FORCE_COLOR: undefined },
+          cwd: sup.root,
+          reject: false,
+        });
+        const out = expectSuccess({ code: result.exitCode ?? -1, stdout: result.stdout, stderr: result.stderr });
+        if (expected !== undefined) expect(out[0], command).to.equal(expected);
+      }
+    });
+  });
+
+  describe('on a terminal', function () {
+    it('a bead table fits the width: the title is cut with …, the id never; the status is coloured', async function () {
+      const bead = await createBead(`A title long enough to be cut ${'and so on '.repeat(10)}`, '--label', 'wide');
+      expectSuccess(await inAlpha(['bead', 'update', bead.id, '--status', 'in_progress']));
+      const result = await runCtlOnTerminal(['bead', 'list', '--label', 'wide', '--city', 'alpha'], {
+        env: { ...sup.env, CTL_CITY: undefined },
+        cwd: sup.root,
+        columns: 50,
+      });
+      expect(result.code, result.stdout).to.equal(0);
+      const [header, row] = result.stdout.split('\n');
+      expect(header.split(/\s+/)).to.deep.equal(['ID', 'STATUS', 'TYPE', 'LABELS', 'TITLE']);
+      expect(row.startsWith(`${bead.id}  `)).to.equal(true);
+      expect(row).to.include('\u001b[33min_progress');
+      const plain = stripVTControlCharacters(row);
+      expect(plain.length).to.equal(50);
+      expect(plain.endsWith('…')).to.equal(true);
+      expect(plain).to.include('A title long');
+    });
+
+    it('bead create --defer-until 2h: a moment two hours ahead', async function () {
+      const before = Date.now();
+      const bead = await createBead('Later', '--defer-until', '2h');
+      const at = Date.parse(bead.defer_until!);
+      expect(at).to.be.within(before + 7_200_000 - 1000, Date.now() + 7_200_000 + 1000);
+      expect(await readyIds()).to.not.include(bead.id);
+    });
+  });
+
   describe('help', function () {
     const groups: [string[], string[]][] = [
       [['bead'], ['create', 'show', 'list', 'ready', 'update', 'close', 'reopen', 'assign', 'dep', 'delete']],
@@ -877,7 +948,7 @@ describe('ctl bead, mail and convoy (real binary, real supervisor)', function ()
       expectFailure(
         await inAlpha(['bead', 'dep', 'add', a.id, b.id, '--type', 'bogus']),
         'bead dep add',
-        '--type must be one of blocks, waits-for, conditional-blocks, tracks, parent-child, relates-to, not "bogus"',
+        'invalid --type "bogus": expected one of blocks, waits-for, conditional-blocks, tracks, parent-child, relates-to',
       );
       expect(jsonOf<Bead>(await inAlpha(['bead', 'show', a.id, '--json'])).dependencies).to.deep.equal([]);
     });
@@ -945,25 +1016,28 @@ describe('ctl bead, mail and convoy (real binary, real supervisor)', function ()
       });
     });
 
-    describe('invalid input: the 422 detail', function () {
+    describe('invalid input: the 422, naming the flag or argument that carried the field', function () {
       it('bead create: an empty title, a priority out of range, a missing parent', async function () {
-        expectFailure(await inAlpha(['bead', 'create', '']), 'bead create', /^invalid: .*title/);
+        expectFailure(await inAlpha(['bead', 'create', '']), 'bead create', /^invalid TITLE: /);
         const priority = expectFailure(
           await inAlpha(['bead', 'create', 'Too high', '--priority', '9']),
           'bead create',
-          /^invalid: .*priority/,
+          /^invalid --priority: /,
         );
+        // The API names the field (body.priority); the CLI says its flag, with the API's words.
         const res = await fetch(`${sup.base}/v0/city/alpha/beads`, {
           method: 'POST',
           headers: { ...CSRF, 'content-type': 'application/json' },
           body: JSON.stringify({ title: 'Too high', priority: 9 }),
         });
         expect(res.status).to.equal(422);
-        expect(((await res.json()) as { detail: string }).detail).to.equal(priority);
+        const problem = (await res.json()) as { detail: string; errors: { location: string; message: string }[] };
+        expect(problem.errors.map((e) => e.location)).to.deep.equal(['body.priority']);
+        expect(priority).to.equal(`invalid --priority: ${problem.errors[0].message}`);
         expectFailure(
           await inAlpha(['bead', 'create', 'Orphan', '--parent', MISSING]),
           'bead create',
-          new RegExp(`^invalid: .*${MISSING}`),
+          new RegExp(`^invalid --parent: .*${MISSING}`),
         );
       });
 
@@ -981,13 +1055,13 @@ describe('ctl bead, mail and convoy (real binary, real supervisor)', function ()
         expectFailure(
           await inAlpha(['bead', 'update', bead.id, '--status', 'bogus']),
           'bead update',
-          /^invalid: .*status/,
+          /^invalid --status: /,
         );
-        expectFailure(await inAlpha(['bead', 'update', bead.id, '--title', '']), 'bead update', /^invalid: .*title/);
+        expectFailure(await inAlpha(['bead', 'update', bead.id, '--title', '']), 'bead update', /^invalid --title: /);
         expectFailure(
           await inAlpha(['bead', 'update', bead.id, '--priority=-1']),
           'bead update',
-          /^invalid: .*priority/,
+          /^invalid --priority: /,
         );
         expect(await showBead(bead.id)).to.include({ title: 'Update me badly', status: 'open' });
       });
@@ -996,50 +1070,54 @@ describe('ctl bead, mail and convoy (real binary, real supervisor)', function ()
         const a = await createBead('Cycle A');
         const b = await createBead('Cycle B');
         expectSuccess(await inAlpha(['bead', 'dep', 'add', a.id, b.id]));
-        expectFailure(await inAlpha(['bead', 'dep', 'add', b.id, a.id]), 'bead dep add', /^invalid: .*cycle/);
-        expectFailure(await inAlpha(['bead', 'dep', 'add', a.id, a.id]), 'bead dep add', /^invalid: /);
+        expectFailure(
+          await inAlpha(['bead', 'dep', 'add', b.id, a.id]),
+          'bead dep add',
+          /^invalid DEPENDS_ON: .*cycle/,
+        );
+        expectFailure(await inAlpha(['bead', 'dep', 'add', a.id, a.id]), 'bead dep add', /^invalid DEPENDS_ON: /);
         expectFailure(
           await inAlpha(['bead', 'dep', 'add', a.id, MISSING]),
           'bead dep add',
-          new RegExp(`^invalid: .*${MISSING}`),
+          new RegExp(`^invalid DEPENDS_ON: .*${MISSING}`),
         );
         expectFailure(
           await inAlpha(['bead', 'dep', 'add', a.id, b.id, '--type', 'weird']),
           'bead dep add',
-          /^--type must be one of blocks, .*, not "weird"$/,
+          /^invalid --type "weird": expected one of blocks, /,
         );
         expectFailure(
           await inAlpha(['bead', 'dep', 'remove', a.id, b.id, '--type', 'weird']),
           'bead dep remove',
-          /^--type must be one of blocks, .*, not "weird"$/,
+          /^invalid --type "weird": expected one of blocks, /,
         );
         expect((await showBead(b.id)).dependencies ?? []).to.deep.equal([]);
       });
 
       it('mail send: an empty recipient or subject', async function () {
-        expectFailure(await inAlpha(['mail', 'send', '--to', '', '--subject', 'S']), 'mail send', /^invalid: .*to/);
+        expectFailure(await inAlpha(['mail', 'send', '--to', '', '--subject', 'S']), 'mail send', /^invalid --to: /);
         expectFailure(
           await inAlpha(['mail', 'send', '--to', 'x', '--subject', '']),
           'mail send',
-          /^invalid: .*subject/,
+          /^invalid --subject: /,
         );
       });
 
       it('convoy create, add, remove: an empty title, unknown items, items it does not track', async function () {
         const item = await createBead('Convoy error item');
-        expectFailure(await inAlpha(['convoy', 'create', '']), 'convoy create', /^invalid: .*title/);
+        expectFailure(await inAlpha(['convoy', 'create', '']), 'convoy create', /^invalid TITLE: /);
         expectFailure(
           await inAlpha(['convoy', 'create', 'Bad', '--item', MISSING]),
           'convoy create',
-          `invalid: no such bead: ${MISSING}`,
+          `invalid --item: no such bead: ${MISSING}`,
         );
         const convoy = jsonOf<Bead>(await inAlpha(['convoy', 'create', 'Errors', '--json']));
         expectFailure(
           await inAlpha(['convoy', 'add', convoy.id, MISSING]),
           'convoy add',
-          `invalid: no such bead: ${MISSING}`,
+          `invalid ITEM…: no such bead: ${MISSING}`,
         );
-        expectFailure(await inAlpha(['convoy', 'remove', convoy.id, item.id]), 'convoy remove', /^invalid: /);
+        expectFailure(await inAlpha(['convoy', 'remove', convoy.id, item.id]), 'convoy remove', /^invalid /);
       });
 
       it('bead reopen of an open bead: the 409 detail', async function () {
@@ -1053,8 +1131,8 @@ describe('ctl bead, mail and convoy (real binary, real supervisor)', function ()
         ['bead create', ['T', '--priority', 'high'], 'invalid --priority "high": expected an integer'],
         ['bead create', ['T', '--meta', 'novalue'], 'invalid --meta "novalue": expected KEY=VALUE'],
         ['bead create', ['T', '--meta', '=v'], 'invalid --meta "=v": expected KEY=VALUE'],
-        ['bead create', [], /^Missing required positional argument: TITLE/],
-        ['bead show', [], /^Missing required positional argument: ID/],
+        ['bead create', [], 'missing TITLE'],
+        ['bead show', [], 'missing ID'],
         ['bead show', ['alp-1', 'alp-2'], 'unexpected argument "alp-2"'],
         ['bead update', ['alp-1'], /^nothing to change/],
         ['bead assign', ['alp-1'], 'pass exactly one of ASSIGNEE and --clear'],
@@ -1062,10 +1140,16 @@ describe('ctl bead, mail and convoy (real binary, real supervisor)', function ()
         ['bead list', ['--limit', '0'], 'invalid --limit 0: must be at least 1'],
         ['bead list', ['--limit', 'many'], 'invalid --limit "many": expected an integer'],
         ['bead ready', ['--limit', '0'], 'invalid --limit 0: must be at least 1'],
-        ['mail send', ['--subject', 'S'], '--to is required'],
-        ['mail send', ['--to', 'x'], '--subject is required'],
+        ['mail send', ['--subject', 'S'], 'missing --to'],
+        ['mail send', ['--to', 'x'], 'missing --subject'],
         ['mail inbox', ['--limit=-3'], 'invalid --limit -3: must be at least 1'],
-        ['convoy add', ['alp-1'], /^Missing required positional argument/],
+        ['convoy add', ['alp-1'], 'missing ITEM…'],
+        [
+          'bead create',
+          ['T', '--defer-until', 'someday'],
+          /^invalid --defer-until "someday": expected an RFC 3339 time/,
+        ],
+        ['bead list', ['--stauts', 'open'], 'unknown flag --stauts; did you mean --status?'],
       ];
       for (const [command, args, message] of cases) {
         it(`${command} ${args.join(' ')}`, async function () {
@@ -1082,8 +1166,12 @@ describe('ctl bead, mail and convoy (real binary, real supervisor)', function ()
       });
 
       it('an unknown subcommand names its group', async function () {
-        expectFailure(await inAlpha(['bead', 'frobnicate']), 'bead', /^Unknown command frobnicate/);
-        expectFailure(await inAlpha(['convoy', 'frobnicate']), 'convoy', /^Unknown command frobnicate/);
+        expectFailure(
+          await inAlpha(['bead', 'frobnicate']),
+          'bead',
+          /^unknown command "frobnicate"; see "ctl bead --help"/,
+        );
+        expectFailure(await inAlpha(['convoy', 'frobnicate']), 'convoy', /^unknown command "frobnicate"/);
       });
 
       it('an unreachable API', async function () {

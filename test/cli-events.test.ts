@@ -4,13 +4,20 @@ import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { createServer as createHttpServer, type Server, type ServerResponse } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { stripVTControlCharacters } from 'node:util';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { expect } from 'chai';
 import { ChaosProxy } from './helpers/chaos-proxy.js';
-import { expectFailure as expectCliFailure, expectSuccess, runCtl, type CliResult } from './helpers/cli.js';
+import { SseStreamReader } from './helpers/sse.js';
+import {
+  expectFailure as expectCliFailure,
+  expectSuccess,
+  runCtl,
+  runCtlOnTerminal,
+  type CliResult,
+} from './helpers/cli.js';
 import { ctlEntryPath } from '../shared/paths.js';
 import { CtlProcess } from './helpers/ctl-process.js';
 import { killAllMentioning } from './helpers/processes.js';
@@ -65,7 +72,6 @@ describe('ctl events (real binary, real supervisor)', function () {
   let sup: TestSupervisor;
   let deadApi: string;
   let validators: Record<LineKind | 'any', ValidateFunction>;
-  let sinceOldRecordedAt = 0;
   const background = new Set<CtlProcess>();
   const cleanups: (() => Promise<void>)[] = [];
 
@@ -183,7 +189,6 @@ describe('ctl events (real binary, real supervisor)', function () {
       }),
     );
     await record('alpha', { type: 'since.test', subject: 'old' });
-    sinceOldRecordedAt = Date.now();
   });
 
   afterEach(async function () {
@@ -310,23 +315,45 @@ describe('ctl events (real binary, real supervisor)', function () {
       });
     });
 
-    it('--since keeps only events at most that old (city and supervisor scope)', async function () {
-      const wait = sinceOldRecordedAt + 3000 - Date.now();
-      if (wait > 0) await sleep(wait);
+    it('--since keeps only events since then: an RFC 3339 time, or a duration back from now', async function () {
       const newSeq = await record('alpha', { type: 'since.test', subject: 'new' });
-
-      const recent = checkLines(
-        expectSuccess(await ctl(['--city', 'alpha', '--since', '2s', '--type', 'since.test'])),
-        'cityList',
-      );
-      expect(recent.map((e) => [e.seq, e.subject])).to.deep.equal([[newSeq, 'new']]);
-      const tagged = checkLines(expectSuccess(await ctl(['--since', '2s', '--type', 'since.test'])), 'supervisorList');
-      expect(tagged.map((e) => [e.city, e.subject])).to.deep.equal([['alpha', 'new']]);
-      const all = checkLines(
+      const both = checkLines(
         expectSuccess(await ctl(['--city', 'alpha', '--since', '1h', '--type', 'since.test'])),
         'cityList',
       );
-      expect(all.map((e) => e.subject)).to.deep.equal(['old', 'new']);
+      expect(both.map((e) => e.subject)).to.deep.equal(['old', 'new']);
+      // A moment between the two events: only the new one is since then.
+      const [oldMs, newMs] = both.map((e) => Date.parse(e.ts));
+      expect(newMs, 'the old event is older').to.be.greaterThan(oldMs + 1);
+      const between = new Date(Math.ceil((oldMs + newMs) / 2)).toISOString();
+      const recent = checkLines(
+        expectSuccess(await ctl(['--city', 'alpha', '--since', between, '--type', 'since.test'])),
+        'cityList',
+      );
+      expect(recent.map((e) => [e.seq, e.subject])).to.deep.equal([[newSeq, 'new']]);
+      const tagged = checkLines(
+        expectSuccess(await ctl(['--since', between, '--type', 'since.test'])),
+        'supervisorList',
+      );
+      expect(tagged.map((e) => [e.city, e.subject])).to.deep.equal([['alpha', 'new']]);
+      // As a duration (milliseconds back from now, which reach the new event and not the old one).
+      const ms = Date.now() - Math.ceil((oldMs + newMs) / 2);
+      const byDuration = checkLines(
+        expectSuccess(await ctl(['--city', 'alpha', '--since', `${ms}ms`, '--type', 'since.test'])),
+        'cityList',
+      );
+      expect(byDuration.map((e) => e.subject)).to.include('new');
+      // Days, and a bare number of seconds.
+      for (const since of ['1d', '3600']) {
+        const all = checkLines(
+          expectSuccess(await ctl(['--city', 'alpha', '--since', since, '--type', 'since.test'])),
+          'cityList',
+        );
+        expect(
+          all.map((e) => e.subject),
+          since,
+        ).to.deep.equal(['old', 'new']);
+      }
       const everything = expectSuccess(await ctl(['--city', 'alpha', '--since', '1h']));
       expect(everything).to.have.length(await cityHead('alpha'));
     });
@@ -492,10 +519,15 @@ describe('ctl events (real binary, real supervisor)', function () {
       expect([...cursor.keys()]).to.deep.equal([...cursor.keys()].sort());
     });
 
-    it('wins over --follow and --watch', async function () {
-      const head = String(await cityHead('beta'));
-      expect(expectSuccess(await ctl(['--seq', '--follow', '--city', 'beta']))).to.deep.equal([head]);
-      expect(expectSuccess(await ctl(['--seq', '--watch', '--city', 'beta']))).to.deep.equal([head]);
+    it('does not go with --follow or --watch, which do not go together either', async function () {
+      for (const [a, b] of [
+        ['--seq', '--follow'],
+        ['--seq', '--watch'],
+        ['--follow', '--watch'],
+      ]) {
+        expect(expectFailure(await ctl([a, b, '--city', 'beta']))).to.equal(`${a} and ${b} are mutually exclusive`);
+        expect(expectFailure(await ctl([b, a, '--api', deadApi]))).to.equal(`${a} and ${b} are mutually exclusive`);
+      }
     });
 
     it('city round trip: --seq, then --follow --after prints exactly the later events', async function () {
@@ -505,10 +537,11 @@ describe('ctl events (real binary, real supervisor)', function () {
       const follow = start(['--follow', '--city', 'beta', '--after', head]);
       await follow.waitFor('the 3 recorded events', (l) => l.length >= 3);
       later.push(await record('beta', { type: 'rt.city', subject: 'live' }));
-      await follow.waitFor('the live event', (l) => l.length >= 4);
-      await sleep(300);
+      // Anything printed twice would come before an event recorded after them all.
+      await record('beta', { type: 'rt.end' });
+      await follow.waitFor('the last event', (l) => l.some((line) => line.includes('"rt.end"')));
       await follow.stop();
-      const events = checkLines(follow.lines, 'cityStream');
+      const events = checkLines(follow.lines, 'cityStream').filter((e) => e.type === 'rt.city');
       expect(events.map((e) => e.seq)).to.deep.equal(later);
       expect(later[0]).to.equal(Number(head) + 1);
       expect(events.map((e) => e.subject)).to.deep.equal(['r0', 'r1', 'r2', 'live']);
@@ -530,7 +563,9 @@ describe('ctl events (real binary, real supervisor)', function () {
       await record('alpha', { type: 'rt.sup', subject: 'live' });
       recorded.push('alpha/live');
       await follow.waitFor('the live event', (l) => rtSeen(l) >= 5);
-      await sleep(300);
+      // Anything printed twice would come before an event recorded after them all.
+      await record('alpha', { type: 'rt.end' });
+      await follow.waitFor('the last event', (l) => l.some((line) => line.includes('"rt.end"')));
       await follow.stop();
       const events = checkLines(follow.lines, 'supervisorStream');
       for (const e of events) {
@@ -562,13 +597,19 @@ describe('ctl events (real binary, real supervisor)', function () {
   });
 
   describe('--watch', function () {
-    /** Records a matching event every 200 ms until `child` exits; returns the seqs recorded. */
+    /** Records matching events until `child` exits (it may not be connected yet); returns the seqs recorded. */
     async function feedUntilExit(child: CtlProcess, city: string, type: string): Promise<number[]> {
       const seqs: number[] = [];
-      for (let i = 0; child.exitCode === undefined && i < 100; i++) {
-        seqs.push(await record(city, { type, subject: `feed${i}` }));
-        await sleep(200);
-      }
+      await waitUntil(
+        'the watch to exit',
+        async () => {
+          if (child.exitCode !== undefined) return true;
+          seqs.push(await record(city, { type, subject: `feed${seqs.length}` }));
+          return false;
+        },
+        20_000,
+        200,
+      );
       return seqs;
     }
 
@@ -587,11 +628,17 @@ describe('ctl events (real binary, real supervisor)', function () {
     it('supervisor scope: prints the first matching tagged event and exits 0', async function () {
       const watch = start(['--watch', '--type', 'watch.sup', '--payload-match', 'n=1']);
       const seqs: number[] = [];
-      for (let i = 0; watch.exitCode === undefined && i < 100; i++) {
-        seqs.push(await record('alpha', { type: 'watch.sup', payload: { n: 0 } }));
-        seqs.push(await record('alpha', { type: 'watch.sup', payload: { n: 1 } }));
-        await sleep(200);
-      }
+      await waitUntil(
+        'the watch to exit',
+        async () => {
+          if (watch.exitCode !== undefined) return true;
+          seqs.push(await record('alpha', { type: 'watch.sup', payload: { n: 0 } }));
+          seqs.push(await record('alpha', { type: 'watch.sup', payload: { n: 1 } }));
+          return false;
+        },
+        20_000,
+        200,
+      );
       expect(await watch.exited()).to.equal(0);
       expect(watch.stderr).to.equal('');
       expect(watch.lines).to.have.length(1);
@@ -614,12 +661,13 @@ describe('ctl events (real binary, real supervisor)', function () {
     });
 
     it('--since applies to streams too: an older event replayed after --after is not a match', async function () {
-      const wait = sinceOldRecordedAt + 1500 - Date.now();
-      if (wait > 0) await sleep(wait);
       const args = ['--watch', '--city', 'alpha', '--after', '0', '--type', 'since.test', '--timeout', '1500ms'];
-      expect(await ctl([...args, '--since', '1s'])).to.deep.equal({ code: 0, stdout: '', stderr: '' });
       const old = checkLines(expectSuccess(await ctl(args)), 'cityStream');
       expect(old.map((e) => e.subject)).to.deep.equal(['old']);
+      // Since just after it: the first match is a later one (the list test's 'new'), or none before --timeout.
+      const later = new Date(Date.parse(old[0].ts) + 1).toISOString();
+      const since = checkLines(expectSuccess(await ctl([...args, '--since', later])), 'cityStream');
+      expect(since.map((e) => e.subject)).to.not.include('old');
     });
 
     it('--timeout bounds the whole run: a supervisor that never answers is given up on, silently', async function () {
@@ -672,17 +720,29 @@ describe('ctl events (real binary, real supervisor)', function () {
       const all = start(['--follow', '--type', 'follow.tick']);
       // Each follower starts at the head it reads when it starts: feed until both have printed something.
       const ready: number[] = [];
-      for (let i = 0; (city.lines.length === 0 || all.lines.length === 0) && i < 100; i++) {
-        ready.push(await record('alpha', { type: 'follow.tick', subject: 'ready', payload: { i } }));
-        await sleep(150);
-      }
+      await waitUntil(
+        'both followers to print',
+        async () => {
+          if (city.lines.length > 0 && all.lines.length > 0) return true;
+          ready.push(await record('alpha', { type: 'follow.tick', subject: 'ready', payload: { i: ready.length } }));
+          return false;
+        },
+        20_000,
+        150,
+      );
+      // Heartbeats go out meanwhile (every 250 ms): two of them on a stream of our own, opened now, say so.
+      const beats = await SseStreamReader.open(`${sup.base}/v0/city/alpha/events/stream`);
       const live: number[] = [];
       for (let i = 0; i < 5; i++) {
         live.push(await record('alpha', { type: 'follow.tick', subject: 'live', payload: { i } }));
         await record('alpha', { type: 'follow.other', subject: 'noise' });
-        await sleep(100);
       }
-      await sleep(700); // a few heartbeats (250 ms)
+      for (let heartbeats = 0; heartbeats < 2;) {
+        const frame = await beats.next();
+        if (!frame) throw new Error('the heartbeat stream ended');
+        if (frame.event === 'heartbeat') heartbeats++;
+      }
+      beats.close();
       for (const child of [city, all]) {
         await child.waitFor('the live events', (l) => l.filter((line) => line.includes('"live"')).length >= 5);
       }
@@ -722,16 +782,19 @@ describe('ctl events (real binary, real supervisor)', function () {
       ]);
       const [cursor] = expectSuccess(await ctl(['--seq']));
       const all = start(['--follow', '--after-cursor', cursor, '--type', 'chaos.tick', '--api', proxy.url]);
-      const total = 300;
-      for (let i = 0; i < total; i++) {
-        await record('chaos', { type: 'chaos.tick', payload: { i } });
-        if (i % 3 === 0) await record('chaos', { type: 'chaos.noise', payload: { i } });
-        await sleep(15);
+      // At least 300 events, and on until the proxy has cut the connections a few times.
+      let total = 0;
+      while (total < 300 || proxy.cuts < 4) {
+        await record('chaos', { type: 'chaos.tick', payload: { i: total } });
+        if (total % 3 === 0) await record('chaos', { type: 'chaos.noise', payload: { i: total } });
+        total++;
       }
+      // Anything printed twice would come before an event recorded after them all.
+      await record('chaos', { type: 'chaos.tick', payload: { end: true } });
       for (const child of [city, all]) {
-        await child.waitFor(`all ${total} events`, (l) => l.length >= total, 60_000);
+        await child.waitFor(`all ${total} events`, (l) => l.some((line) => line.includes('"end":true')), 60_000);
       }
-      await sleep(500);
+      for (const child of [city, all]) child.lines.splice(-1);
       expect(city.running && all.running, 'still following').to.equal(true);
       await city.stop();
       await all.stop();
@@ -781,7 +844,12 @@ describe('ctl events (real binary, real supervisor)', function () {
         );
       }
       for (const child of [city, all]) await child.waitFor('all 6 events', (l) => l.length >= 6, 60_000);
-      await sleep(300);
+      // Anything printed twice would come before an event recorded after them all.
+      await record('phoenix', { type: 'kill.tick', payload: { end: true } });
+      for (const child of [city, all]) {
+        await child.waitFor('the last event', (l) => l.some((line) => line.includes('"end":true')), 60_000);
+        child.lines.splice(-1);
+      }
       expect(city.running && all.running, 'still following').to.equal(true);
       await city.stop();
       await all.stop();
@@ -795,6 +863,98 @@ describe('ctl events (real binary, real supervisor)', function () {
           kind,
         ).to.deep.equal([0, 1, 2, 3, 4, 5]);
       }
+    });
+  });
+
+  describe('a reader that goes away: ctl ends at once, even while nothing is printed', function () {
+    /** `ctl events ARGS | READER` in bash; resolves when the whole pipeline has ended (so has ctl). */
+    function pipeline(args: string[], reader: string): { ended: Promise<void>; output: () => string } {
+      const command = [process.execPath, ctlEntryPath(), 'events', ...args].map((w) => `'${w}'`).join(' ');
+      // A process group of its own, so that cleanup can end the whole pipeline if a test fails.
+      const child = spawn('bash', ['-c', `${command} | ${reader}`], {
+        env: { ...sup.env, CTL_CITY: undefined },
+        stdio: ['ignore', 'pipe', 'inherit'],
+        detached: true,
+      });
+      let output = '';
+      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      const ended = once(child, 'exit').then(() => undefined);
+      cleanups.push(async () => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        process.kill(-child.pid!, 'SIGKILL');
+        await ended;
+      });
+      return { ended, output: () => output };
+    }
+
+    it('ctl events --follow | head -1: ends once head has its line, though no other event comes', async function () {
+      // Heartbeats every 250 ms are never printed; only an end noticed without printing ends it (mocha's time-out
+      // says it did not).
+      this.timeout(10_000);
+      const head = await cityHead('beta');
+      const { ended, output } = pipeline(['--follow', '--city', 'beta', '--after', String(head)], 'head -1');
+      await record('beta', { type: 'reader.one' });
+      await ended;
+      expect(output()).to.include('"reader.one"');
+    });
+
+    it('ctl events --follow | true, and --watch: end although they never print', async function () {
+      this.timeout(10_000);
+      await pipeline(['--follow', '--city', 'beta'], 'true').ended;
+      await pipeline(['--follow'], 'true').ended;
+      await pipeline(['--watch', '--type', 'never.happens', '--timeout', '1h'], 'true').ended;
+    });
+  });
+
+  describe('on a terminal: one readable line per event', function () {
+    /** `ctl events ARGS` with stdout on a terminal. */
+    async function onTerminal(args: string[], env: NodeJS.ProcessEnv = {}): Promise<string[]> {
+      const result = await runCtlOnTerminal(['events', ...args], {
+        env: { ...sup.env, CTL_CITY: undefined, ...env },
+        cwd: sup.root,
+        columns: 200,
+      });
+      expect(result.code, result.stdout).to.equal(0);
+      return result.stdout === '' ? [] : result.stdout.split('\n');
+    }
+
+    it('local time HH:MM:SS, type, subject, message; the same events as the JSON Lines', async function () {
+      await record('beta', { type: 'tty.test', subject: 'subj-1', message: 'a message' });
+      await record('beta', { type: 'tty.test', subject: 'subj-2' });
+      const json = checkLines(expectSuccess(await ctl(['--city', 'beta', '--type', 'tty.test'])), 'cityList');
+      const shown = await onTerminal(['--city', 'beta', '--type', 'tty.test'], { NO_COLOR: '1' });
+      const time = (ts: string) => new Date(ts).toTimeString().slice(0, 8);
+      expect(shown).to.deep.equal(
+        json.map((e) =>
+          [time(e.ts), e.type.padEnd(24), e.subject, ...(e.message ? [e.message] : [])].join('  ').trimEnd(),
+        ),
+      );
+    });
+
+    it('supervisor scope: the city too; the type coloured unless NO_COLOR', async function () {
+      await record('beta', { type: 'tty.sup', subject: 'colourful' });
+      const [line] = await onTerminal(['--type', 'tty.sup']);
+      expect(line.startsWith('\u001b[2m'), 'the time dimmed').to.equal(true);
+      expect(line).to.include('\u001b[36mtty.sup');
+      expect(stripVTControlCharacters(line)).to.match(/^\d\d:\d\d:\d\d {2}beta +tty\.sup +colourful$/);
+      const [plain] = await onTerminal(['--type', 'tty.sup'], { NO_COLOR: '1' });
+      expect(plain).to.match(/^\d\d:\d\d:\d\d {2}beta +tty\.sup +colourful$/);
+    });
+
+    it('--json: JSON Lines on a terminal too; --seq stays plain text', async function () {
+      const shown = await onTerminal(['--city', 'beta', '--type', 'tty.test', '--json']);
+      expect(checkLines(shown, 'cityList').map((e) => e.subject)).to.deep.equal(['subj-1', 'subj-2']);
+      expect(await onTerminal(['--city', 'beta', '--seq'])).to.deep.equal([String(await cityHead('beta'))]);
+    });
+
+    it('--watch on a terminal prints its event as a line too', async function () {
+      const head = await cityHead('beta');
+      await record('beta', { type: 'tty.watch', subject: 'watched' });
+      const shown = await onTerminal(['--city', 'beta', '--watch', '--after', String(head), '--type', 'tty.watch'], {
+        NO_COLOR: '1',
+      });
+      expect(shown).to.have.length(1);
+      expect(shown[0]).to.match(/^\d\d:\d\d:\d\d {2}tty\.watch +watched$/);
     });
   });
 
@@ -815,17 +975,27 @@ describe('ctl events (real binary, real supervisor)', function () {
       expect(expectFailure(await ctl(['--after-cursor', 'alpha:1', '--seq']))).to.equal(message);
     });
 
-    it('a bad --since (list mode), before the supervisor is asked', async function () {
-      const message = 'invalid --since "bogus": time: invalid duration "bogus"';
+    it('a bad --since, before the supervisor is asked', async function () {
+      const message =
+        'invalid --since "bogus": expected an RFC 3339 time (2026-11-23T09:00:00Z) or a duration such as 90s, 5m, 1h30m or 1d (a bare number is seconds)';
       expect(expectFailure(await ctl(['--since', 'bogus']))).to.equal(message);
       expect(expectFailure(await ctl(['--since', 'bogus', '--api', deadApi]))).to.equal(message);
-      expectFailure(await ctl(['--since', '5', '--city', 'alpha']), /^invalid --since "5": /);
+      expect(expectFailure(await ctl(['--follow', '--since', '5x', '--api', deadApi]))).to.match(
+        /^invalid --since "5x": /,
+      );
+      expect(expectFailure(await ctl(['--since', '2026-13-45T00:00:00Z', '--api', deadApi]))).to.match(
+        /^invalid --since "2026-13-45T00:00:00Z": /,
+      );
     });
 
     it('a bad --timeout (--watch), before the supervisor is asked', async function () {
-      const message = 'invalid --timeout "bogus": time: invalid duration "bogus"';
+      const message =
+        'invalid --timeout "bogus": expected a duration such as 90s, 5m, 1h30m or 1d (a bare number is seconds)';
       expect(expectFailure(await ctl(['--watch', '--timeout', 'bogus']))).to.equal(message);
       expect(expectFailure(await ctl(['--watch', '--timeout', 'bogus', '--api', deadApi]))).to.equal(message);
+      expect(expectFailure(await ctl(['--watch', '--timeout', '0', '--api', deadApi]))).to.equal(
+        'invalid --timeout "0": must be more than zero',
+      );
     });
 
     it('a flag that takes a value, given none (last, or followed by another flag)', async function () {
@@ -909,7 +1079,7 @@ describe('ctl events (real binary, real supervisor)', function () {
     });
 
     it('rotate in supervisor scope', async function () {
-      expect(expectFailure(await ctl(['rotate']))).to.equal(
+      expect(expectCliFailure(await ctl(['rotate']), 'events rotate')).to.equal(
         'rotate requires a city in scope; run from a city directory or pass --city',
       );
     });
@@ -1064,12 +1234,25 @@ describe('ctl events (real binary, real supervisor)', function () {
       expect(readdirSync(join(sup.cityDir('rot'), '.ctl'))).to.include(body.archive.path.split('/').pop());
     });
 
+    it('on a terminal: one line saying what was archived (JSON with --json)', async function () {
+      await record('rot', { type: 'rot.tick' });
+      const env = { ...sup.env, CTL_CITY: undefined };
+      const shown = await runCtlOnTerminal(['events', 'rotate', '--city', 'rot'], { env, cwd: sup.root });
+      expect(shown.code).to.equal(0);
+      expect(shown.stdout).to.match(
+        /^Rotated rot's event log: events \d+–\d+ are in \/.*\.ctl\/events\.jsonl\.\S+ \(compression (pending|complete)\)$/,
+      );
+      await record('rot', { type: 'rot.tick' });
+      const json = await runCtlOnTerminal(['events', 'rotate', '--city', 'rot', '--json'], { env, cwd: sup.root });
+      expect(JSON.parse(json.stdout)).to.include({ rotated: true });
+    });
+
     it('rotation is invisible to the list but for the anchors', async function () {
       const events = checkLines(expectSuccess(await ctl(['--city', 'rot'])), 'cityList');
       const head = await cityHead('rot');
       expect(events.map((e) => e.seq)).to.deep.equal(Array.from({ length: head }, (_, i) => i + 1));
-      expect(events.filter((e) => e.type === 'events.rotated')).to.have.length(2);
-      expect(events.filter((e) => e.type === 'rot.tick')).to.have.length(2);
+      expect(events.filter((e) => e.type === 'events.rotated')).to.have.length(4);
+      expect(events.filter((e) => e.type === 'rot.tick')).to.have.length(4);
     });
   });
 });

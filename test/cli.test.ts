@@ -1,16 +1,27 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer as createNetServer, type Server, type Socket } from 'node:net';
 import { delimiter, dirname, join } from 'node:path';
 import { expect } from 'chai';
-import { ctlEntryPath } from '../shared/paths.js';
+import { createApiClient } from '../shared/api-client.js';
+import { ctlEntryPath, packageRoot } from '../shared/paths.js';
 import { findOnPath } from '../shared/readiness.js';
 import { VERSION } from '../shared/version.js';
 import { listCityTree } from './helpers/city-tree.js';
-import { expectFailure, expectSuccess, lines, runCtl, type CliResult } from './helpers/cli.js';
+import {
+  expectFailure,
+  expectSuccess,
+  lines,
+  runCtl,
+  runCtlOnTerminal,
+  runCtlWithTerminal,
+  type CliResult,
+} from './helpers/cli.js';
 import { isAlive, killAllMentioning } from './helpers/processes.js';
 import { freePort, tempDir, TestSupervisor } from './helpers/supervisor.js';
+import { waitUntil } from './helpers/wait.js';
 
 // The `ctl` client, run as the real built binary (dist/cli/main.js) against real supervisor processes.
 // Contract (decisions.md, "The `ctl` client"): a failure is exactly one human line on stderr, `ctl <command>: …`,
@@ -202,7 +213,8 @@ describe('ctl CLI (real binary, real supervisor)', function () {
     it('fails on an unknown provider (422) and creates nothing', async function () {
       const dir = sup.cityDir('unknownprov');
       const message = expectFailure(await ctl(['init', dir, '--provider', 'no-such-provider']), 'init');
-      expect(message).to.match(/^invalid: /);
+      // The API's 422 names body.provider; the CLI names the flag that carried it.
+      expect(message).to.match(/^invalid --provider: /);
       expect(message).to.include('no-such-provider');
       expect(existsSync(dir)).to.equal(false);
     });
@@ -233,10 +245,40 @@ describe('ctl CLI (real binary, real supervisor)', function () {
       expectFailure(await ctl(['init', '--start-command', 'sleep 3600']), 'init', /DIR/);
     });
 
-    it('rejects a non-numeric --timeout', async function () {
+    it('rejects a --timeout that is not a duration', async function () {
       const dir = sup.cityDir('badtimeout');
-      expectFailure(await ctl(['init', dir, '--start-command', 'sleep 1', '--timeout', 'soon']), 'init', 'soon');
+      expectFailure(
+        await ctl(['init', dir, '--start-command', 'sleep 1', '--timeout', 'soon']),
+        'init',
+        /^invalid --timeout "soon": expected a duration such as 90s, 5m, 1h30m or 1d/,
+      );
+      expectFailure(await ctl(['init', dir, '--start-command', 'sleep 1', '--timeout', '0']), 'init', /must be more/);
       expect(existsSync(dir)).to.equal(false);
+    });
+
+    it('--json prints the outcome {request_id, name, path}; --timeout takes a duration (2m) or seconds (90)', async function () {
+      const dir = sup.cityDir('jsoninit');
+      const out = expectSuccess(await ctl(['init', dir, '--start-command', 'sleep 3600', '--json', '--timeout', '2m']));
+      expect(out).to.have.length(1);
+      const body = JSON.parse(out[0]) as { request_id: string; name: string; path: string };
+      expect(Object.keys(body).sort()).to.deep.equal(['name', 'path', 'request_id']);
+      expect(body).to.include({ name: 'jsoninit', path: dir });
+      // It is the outcome the supervisor recorded for that request.
+      expect((await sup.terminalEvent(body.request_id)).type).to.equal('request.result.city.create');
+      const seconds = sup.cityDir('secondsinit');
+      expectSuccess(await ctl(['init', seconds, '--start-command', 'sleep 3600', '--timeout', '90']));
+      expect(await cityNamed('secondsinit')).to.include({ running: true });
+    });
+
+    it('--start-command examples/agents/echo.sh (as in the README) is kept absolute in city.toml', async function () {
+      const dir = sup.cityDir('echo');
+      expectSuccess(await ctl(['init', dir, '--start-command', 'examples/agents/echo.sh'], { cwd: packageRoot }));
+      const program = join(packageRoot, 'examples', 'agents', 'echo.sh');
+      expect(readFileSync(join(dir, 'city.toml'), 'utf8')).to.include(`start_command = "${program}"`);
+      // The example agent answers each line it reads.
+      expect(execFileSync(program, { input: 'hello\nworld\n', encoding: 'utf8' })).to.equal(
+        'echo: hello\necho: world\n',
+      );
     });
   });
 
@@ -405,6 +447,14 @@ describe('ctl CLI (real binary, real supervisor)', function () {
       expect(out[0]).to.include(`pid ${city!.pid}`);
     });
 
+    it('--json: each prints the city as the API answers it', async function () {
+      const stopped = JSON.parse(expectSuccess(await ctl(['city', 'stop', 'alpha', '--json']))[0]) as CityJson;
+      expect(stopped).to.include({ name: 'alpha', running: false, status: 'stopped' });
+      const started = JSON.parse(expectSuccess(await ctl(['city', 'start', 'alpha', '--json']))[0]) as CityJson;
+      expect(started).to.include({ name: 'alpha', running: true });
+      expect(started.pid).to.be.a('number');
+    });
+
     it('ctl city stop on an unknown city fails', async function () {
       expectFailure(await ctl(['city', 'stop', 'nosuchcity']), 'city stop', /^not_found: .*nosuchcity/);
     });
@@ -495,6 +545,38 @@ describe('ctl CLI (real binary, real supervisor)', function () {
       expect(await cityNamed('alpha')).to.include({ running: true, pid: pidBefore });
     });
 
+    it('ctl register DIR --name NEW of a city registered under another name: refused without --rename', async function () {
+      await sup.createCity('rho');
+      const dir = sup.cityDir('rho');
+      expectFailure(
+        await ctl(['register', dir, '--name', 'rho2']),
+        'register',
+        `${dir} is registered as rho; pass --rename to rename it to rho2 (its controller restarts)`,
+      );
+      expect(await cityNamed('rho')).to.include({ path: dir, running: true });
+      expect(await cityNamed('rho2')).to.equal(undefined);
+      expectFailure(await ctl(['register', dir, '--rename']), 'register', '--rename needs --name, the new name');
+    });
+
+    it('… with --rename it renames the city, says so, and waits until it runs under the new name', async function () {
+      const dir = sup.cityDir('rho');
+      const out = expectSuccess(await ctl(['register', dir, '--name', 'rho2', '--rename']));
+      expect(out).to.deep.equal([`Renamed city rho to rho2 (${dir}); it is running`]);
+      expect(await cityNamed('rho2')).to.include({ path: dir, running: true });
+      expect(await cityNamed('rho')).to.equal(undefined);
+      // Registering it again without a name keeps the name it has (not the one city.toml declares).
+      const again = JSON.parse(expectSuccess(await ctl(['register', dir, '--json']))[0]) as CityJson;
+      expect(again).to.include({ name: 'rho2', path: dir, running: true });
+    });
+
+    it('ctl unregister --json prints the outcome {request_id, name, path}', async function () {
+      const out = expectSuccess(await ctl(['unregister', 'rho2', '--json']));
+      const body = JSON.parse(out[0]) as { request_id: string; name: string; path: string };
+      expect(body).to.include({ name: 'rho2', path: sup.cityDir('rho') });
+      expect((await sup.terminalEvent(body.request_id)).type).to.equal('request.result.city.unregister');
+      expect(await cityNamed('rho2')).to.equal(undefined);
+    });
+
     it('ctl register under a name another directory holds fails (409)', async function () {
       expectFailure(await ctl(['register', betaDir, '--name', 'alpha']), 'register', /^conflict: /);
       expect(await cityNamed('alpha')).to.include({ path: sup.cityDir('alpha'), running: true });
@@ -546,6 +628,43 @@ describe('ctl CLI (real binary, real supervisor)', function () {
     });
   });
 
+  describe('tables on a terminal', function () {
+    /** `ctl cities`, its stdout on a terminal `columns` wide. */
+    async function citiesOnTerminal(columns: number, env: NodeJS.ProcessEnv = {}): Promise<string[]> {
+      const result = await runCtlOnTerminal(['cities'], {
+        env: { ...sup.env, CTL_CITY: undefined, ...env },
+        cwd: sup.root,
+        columns,
+      });
+      expect(result.code, result.stdout).to.equal(0);
+      return lines(result.stdout);
+    }
+
+    it('fit the width: the widest free text (PATH) is cut with …, names never; no column empty in every row', async function () {
+      const out = await citiesOnTerminal(44, { NO_COLOR: '1' });
+      expect(out[0].split(/\s+/)).to.deep.equal(['NAME', 'STATUS', 'PID', 'PATH']);
+      const names = (await citiesJson()).items.map((c) => c.name);
+      expect(out.slice(1).map((l) => l.split(/\s+/)[0])).to.deep.equal(names);
+      for (const row of out) expect(row.length, row).to.be.at.most(44);
+      const alpha = out.find((l) => l.startsWith('alpha '))!;
+      const path = alpha.split(/\s+/)[3];
+      expect(path.endsWith('…'), path).to.equal(true);
+      expect(sup.cityDir('alpha').startsWith(path.slice(0, -1))).to.equal(true);
+    });
+
+    it('colour status words on a terminal (running green), never with NO_COLOR or when piped, unless FORCE_COLOR', async function () {
+      const coloured = await citiesOnTerminal(200);
+      const alpha = coloured.find((l) => l.startsWith('alpha '))!;
+      expect(alpha).to.include('\u001b[32mrunning');
+      expect((await citiesOnTerminal(200, { NO_COLOR: '1' })).join('\n')).to.not.include('\u001b[');
+      const piped = expectSuccess(await ctl(['cities']));
+      expect(piped.join('\n')).to.not.include('\u001b[');
+      expect(piped.join('\n')).to.include(sup.cityDir('alpha'));
+      const forced = expectSuccess(await ctl(['cities'], { env: { FORCE_COLOR: '1' } }));
+      expect(forced.find((l) => l.startsWith('alpha '))).to.include('\u001b[32mrunning\u001b[39m');
+    });
+  });
+
   describe('ctl supervisor status', function () {
     it('exit 0 and one line when the supervisor is up', async function () {
       const out = expectSuccess(await ctl(['supervisor', 'status']));
@@ -568,6 +687,227 @@ describe('ctl CLI (real binary, real supervisor)', function () {
         /not running/,
       );
     });
+  });
+});
+
+describe('ctl init, register and unregister wait on the event stream, not by polling', function () {
+  this.timeout(60_000);
+  let sup: TestSupervisor;
+
+  before(async function () {
+    // Every request in the supervisor's log (debug), and controllers slow to start (5 phases of 300 ms): a command
+    // that polled while it waited would show a request every 100 ms.
+    sup = await TestSupervisor.start({ env: { CTL_LOG_LEVEL: 'debug', CTL_CONTROLLER_PHASE_DELAY_MS: '300' } });
+  });
+
+  after(async function () {
+    if (sup) await sup.cleanup();
+  });
+
+  /** The requests the supervisor has answered since `from` lines of its log: `GET /v0/cities`, … */
+  function requestsSince(from: number): string[] {
+    return readFileSync(join(sup.home, 'supervisor.log'), 'utf8')
+      .split('\n')
+      .slice(from)
+      .filter((l) => l.includes('"requestId"'))
+      .map((l) => JSON.parse(l) as { method: string; path: string })
+      .map((r) => `${r.method} ${r.path}`);
+  }
+
+  function logLength(): number {
+    return readFileSync(join(sup.home, 'supervisor.log'), 'utf8').split('\n').length - 1;
+  }
+
+  /** The requests a command made, once its stream's request is logged too (when the stream has ended). */
+  async function requestsOf(from: number): Promise<string[]> {
+    return waitUntil('the stream request in the log', () => {
+      const requests = requestsSince(from);
+      return requests.includes('GET /v0/events/stream') && requests;
+    });
+  }
+
+  const count = (requests: string[], request: string) => requests.filter((r) => r === request).length;
+
+  it('ctl init: POST, then one stream from the 202 cursor until the outcome; on a terminal, the events of the city', async function () {
+    const from = logLength();
+    const dir = sup.cityDir('slow');
+    const result = await runCtlWithTerminal(['init', dir, '--start-command', 'sleep 3600'], {
+      env: sup.env,
+      cwd: sup.root,
+    });
+    const person = result ?? (await sup.ctl(['init', dir, '--start-command', 'sleep 3600']));
+    expect(person.code, person.stderr).to.equal(0);
+    expect(person.stdout).to.equal(`City slow is running at ${dir}`);
+    const requests = await requestsOf(from);
+    expect(count(requests, 'POST /v0/city')).to.equal(1);
+    expect(count(requests, 'GET /v0/events/stream')).to.equal(1);
+    expect(count(requests, 'GET /v0/cities'), requests.join(', ')).to.equal(0);
+    expect(count(requests, 'GET /v0/events'), requests.join(', ')).to.equal(0);
+    if (result) {
+      const progress = lines(result.stderr);
+      expect(progress[0]).to.match(/^Creating city slow at .* \(request req-[0-9a-f]{24}\)$/);
+      expect(progress).to.include.members(['  city.created', '  controller.started']);
+    }
+  });
+
+  it('ctl init of a city whose controller cannot start: the request.failed on the stream, in one line', async function () {
+    const dir = sup.cityDir('broken');
+    const init = sup.ctl(['init', dir, '--start-command', 'sleep 3600']);
+    // Break the config before the controller reads it (its first phase is delayed).
+    await waitUntil('the city to be scaffolded', () => existsSync(join(dir, 'city.toml')), 10_000, 5);
+    writeFileSync(join(dir, 'city.toml'), '[workspace\nbroken = ');
+    expectFailure(await init, 'init', /city\.toml.* \(city_init_failed\)$/);
+  });
+
+  it('ctl register: one look at the cities, then the stream until controller.started', async function () {
+    expectSuccess(await sup.ctl(['unregister', 'slow']));
+    const from = logLength();
+    const out = expectSuccess(await sup.ctl(['register', sup.cityDir('slow')]));
+    expect(out).to.deep.equal([`City slow is running at ${sup.cityDir('slow')}`]);
+    const requests = await requestsOf(from);
+    expect(count(requests, 'GET /v0/events/stream')).to.equal(1);
+    // Before the register (is it registered?), once after it, and the city as it runs, for the answer.
+    expect(count(requests, 'GET /v0/cities'), requests.join(', ')).to.be.at.most(6);
+    expect(count(requests, 'GET /v0/events'), requests.join(', ')).to.equal(1);
+  });
+
+  it('ctl register of a city that cannot start: the crash on the stream, in one line', async function () {
+    const dir = sup.cityDir('badagents');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      join(dir, 'city.toml'),
+      '[workspace]\nstart_command = "sleep 3600"\n[[agent]]\nname = "a"\n[[agent]]\nname = "a"\n',
+    );
+    expectFailure(await sup.ctl(['register', dir, '--timeout', '20s']), 'register', /^badagents failed to start: /);
+  });
+
+  it('ctl unregister: POST, then one stream from the 202 cursor until the outcome', async function () {
+    const from = logLength();
+    const out = expectSuccess(await sup.ctl(['unregister', 'slow']));
+    expect(out[0]).to.match(/^Unregistered city slow /);
+    const requests = await requestsOf(from);
+    expect(count(requests, 'POST /v0/city/slow/unregister')).to.equal(1);
+    expect(count(requests, 'GET /v0/events/stream')).to.equal(1);
+    expect(count(requests, 'GET /v0/cities'), requests.join(', ')).to.equal(1); // which city the words name
+    expect(count(requests, 'GET /v0/events'), requests.join(', ')).to.equal(0);
+  });
+});
+
+describe('ctl supervisor run: its log', function () {
+  this.timeout(60_000);
+  let root: string;
+
+  before(function () {
+    root = tempDir('ctl-cli-run-');
+  });
+
+  after(function () {
+    killPids(processesWithHomeUnder(root));
+    killAllMentioning(root);
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('on a terminal: readable lines (pino-pretty); in the log file, JSON lines; one pid key in every line', async function () {
+    const home = join(root, 'home');
+    const port = await freePort();
+    mkdirSync(home, { recursive: true });
+    writeFileSync(join(home, 'supervisor.toml'), `[supervisor]\nport = ${port}\npatrol_interval = "1s"\n`);
+    const env = { ...process.env, CTL_HOME: home, HOME: root, CTL_API: undefined, NO_COLOR: '1' };
+    const command = `exec ${process.execPath} ${ctlEntryPath()} supervisor run`;
+    const terminal = spawn('script', ['-qefc', command, '/dev/null'], { env, stdio: ['ignore', 'pipe', 'ignore'] });
+    let screen = '';
+    terminal.stdout.on('data', (chunk: Buffer) => (screen += chunk.toString()));
+    try {
+      await waitUntil('the supervisor to listen', () => screen.includes('supervisor listening'), 20_000);
+      // A city, so that the supervisor logs about its controller (whose pid is not the supervisor's).
+      const sup = createApiClient(`http://127.0.0.1:${port}`);
+      const { data } = await sup.POST('/v0/city', {
+        params: { header: { 'X-CTL-Request': 'test' } },
+        body: { dir: join(root, 'cities', 'logged'), start_command: 'sleep 3600' },
+      });
+      expect(data).to.not.equal(undefined);
+      await waitUntil('the controller to be ready', () => screen.includes('controller ready'), 20_000);
+    } finally {
+      terminal.kill('SIGTERM');
+      await once(terminal, 'exit');
+    }
+    const shown = screen.replace(/\r\n/g, '\n');
+    expect(shown).to.match(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO \(supervisor\/\d+\): supervisor listening$/m);
+    expect(shown).to.not.match(/^\{"level"/m);
+    const logLines = readFileSync(join(home, 'supervisor.log'), 'utf8').trim().split('\n');
+    const records = logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(records.map((r) => r.msg)).to.include.members(['supervisor listening', 'controller starting']);
+    for (const line of logLines) expect(line.match(/"pid":/g)?.length ?? 0, line).to.equal(1);
+    const starting = records.find((r) => r.msg === 'controller starting')!;
+    expect(starting.controllerPid).to.be.a('number');
+    expect(starting.controllerPid).to.not.equal(starting.pid);
+  });
+});
+
+describe('ctl controller run: failures', function () {
+  let root: string;
+
+  before(function () {
+    root = tempDir('ctl-cli-controller-');
+  });
+
+  after(function () {
+    killAllMentioning(root);
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  const run = (args: string[]) =>
+    runCtl(['controller', 'run', ...args], { env: { CTL_HOME: join(root, 'home') }, cwd: root, timeoutMs: 20_000 });
+
+  it('a directory without city.toml, or with a broken one: exit 1, one line, nothing written', async function () {
+    const plain = join(root, 'plain');
+    mkdirSync(plain);
+    expectFailure(await run(['--city', plain]), 'controller run', `${plain}/city.toml: no city.toml found`);
+    expect(readdirSync(plain)).to.deep.equal([]);
+    expectFailure(await run(['--city', join(root, 'nowhere')]), 'controller run', /no city\.toml found/);
+    expect(existsSync(join(root, 'nowhere')), 'no directory created').to.equal(false);
+    const broken = join(root, 'broken');
+    mkdirSync(broken);
+    writeFileSync(join(broken, 'city.toml'), '[workspace\n');
+    expectFailure(await run(['--city', broken]), 'controller run', /city\.toml/);
+  });
+
+  it('flags: exit 1, one line', async function () {
+    expectFailure(await run([]), 'controller run', 'missing --city');
+    expectFailure(await run(['--city', root, '--listen', '99999']), 'controller run', '--listen 99999: not a port');
+  });
+
+  it('a city another controller holds: exit 1, one line naming it, no stack trace', async function () {
+    const city = join(root, 'held');
+    mkdirSync(city);
+    writeFileSync(join(city, 'city.toml'), '[workspace]\nstart_command = "sleep 3600"\n');
+    const port = await freePort();
+    const first = spawn(
+      process.execPath,
+      [ctlEntryPath(), 'controller', 'run', '--city', city, '--listen', String(port)],
+      {
+        stdio: 'ignore',
+      },
+    );
+    try {
+      await waitUntil('the first controller to answer', async () => {
+        try {
+          return (await fetch(`http://127.0.0.1:${port}/openapi.json`)).ok;
+        } catch {
+          return false;
+        }
+      });
+      const second = await run(['--city', city, '--listen', String(await freePort())]);
+      expect(second.stdout).to.equal('');
+      // (75, which a supervisor reads as "locked", only for a supervisor: it spawns controllers over IPC.)
+      expect(second.code).to.equal(1);
+      expect(lines(second.stderr)).to.deep.equal([
+        `ctl controller run: another controller is already running for ${city} (pid ${first.pid})`,
+      ]);
+    } finally {
+      first.kill('SIGTERM');
+      await once(first, 'exit');
+    }
   });
 });
 
@@ -643,6 +983,8 @@ describe('ctl supervisor start / stop (background supervisor)', function () {
   it('ctl supervisor status finds it through $CTL_HOME/supervisor.toml', async function () {
     const out = expectSuccess(await sctl(['supervisor', 'status']));
     expect(out[0]).to.include(`pid ${startedPid}`);
+    const health = JSON.parse(expectSuccess(await sctl(['supervisor', 'status', '--json']))[0]) as { pid: number };
+    expect(health.pid).to.equal(startedPid);
   });
 
   it('ctl cities on a supervisor with no cities: a hint, and {items: [], total: 0} as JSON', async function () {
@@ -676,6 +1018,27 @@ describe('ctl supervisor start / stop (background supervisor)', function () {
   it('ctl supervisor start rejects a bad --port', async function () {
     expectFailure(await sctl(['supervisor', 'start', '--port', 'http']), 'supervisor start', 'http');
     expect(await health()).to.equal(undefined);
+  });
+
+  it('--json: start prints {pid, api, log}, stop {pid, killed, controllers_stopped}; --timeout takes durations', async function () {
+    const started = JSON.parse(
+      expectSuccess(await sctl(['supervisor', 'start', '--json', '--timeout', '20s']))[0],
+    ) as Record<string, unknown>;
+    expect(started).to.deep.equal({
+      pid: (await health())!.pid,
+      api: `http://127.0.0.1:${port}`,
+      log: join(home, 'supervisor.log'),
+    });
+    const stopped = JSON.parse(
+      expectSuccess(await sctl(['supervisor', 'stop', '--json', '--timeout', '1m']))[0],
+    ) as Record<string, unknown>;
+    expect(stopped).to.deep.equal({ pid: started.pid, killed: false, controllers_stopped: 0 });
+    expect(isAlive(started.pid as number)).to.equal(false);
+    expectFailure(
+      await sctl(['supervisor', 'stop', '--timeout', 'later']),
+      'supervisor stop',
+      /invalid --timeout "later"/,
+    );
   });
 
   it('ctl supervisor stop with a stale pid file (pid reused by another process) leaves that process alone', async function () {
@@ -785,6 +1148,18 @@ describe('ctl supervisor install', function () {
     const out = expectSuccess(await runCtl(['supervisor', 'install'], { env, cwd: root }));
     expect(out.join('\n')).to.include(unitFile());
     expect(readFileSync(unitFile(), 'utf8').trimEnd()).to.equal(printed.trimEnd());
+  });
+
+  it('--json: {path, unit} when written, {unit} with --print', async function () {
+    const printed = JSON.parse(
+      expectSuccess(await runCtl(['supervisor', 'install', '--print', '--json'], { env, cwd: root }))[0],
+    );
+    expect(Object.keys(printed)).to.deep.equal(['unit']);
+    expect(printed.unit).to.include('supervisor run');
+    const written = JSON.parse(
+      expectSuccess(await runCtl(['supervisor', 'install', '--force', '--json'], { env, cwd: root }))[0],
+    );
+    expect(written).to.deep.equal({ path: unitFile(), unit: printed.unit });
   });
 
   it('refuses to overwrite an existing unit without --force, and overwrites with it', async function () {

@@ -1,23 +1,13 @@
-import { defineCommand } from 'citty';
 import type { Bead, BeadCreateInputBody, BeadDepInputBody, BeadUpdateBody } from '../../shared/dto/beads.js';
+import { idAction } from '../_action.js';
 import { call, CSRF } from '../_api.js';
-import { CliError, leafCommand } from '../_command.js';
-import { collectPages, noteMore } from '../_pages.js';
-import { renderTable } from '../_table.js';
-import {
-  cell,
-  cityArgs,
-  cityPath,
-  inCity,
-  listLimit,
-  optInteger,
-  optString,
-  parseMeta,
-  renderFields,
-  repeated,
-  write,
-  writeJson,
-} from '../_work.js';
+import { command, group } from '../_command.js';
+import { CliError } from '../_errors.js';
+import { idempotencyFlag, inCityFlags, integer, keyValues, limitFlag, listLimit, pointInTime } from '../_flags.js';
+import { json, line, noteMore, table } from '../_output.js';
+import { collectPages } from '../_pages.js';
+import { cityPath, inCity } from '../_scope.js';
+import { beadFields, beadTable } from '../_views.js';
 
 type DepKind = NonNullable<BeadDepInputBody['type']>;
 /** Every kind, checked against the API's type (a kind added there fails to compile here until listed). */
@@ -31,93 +21,67 @@ const DEP_KINDS_SEEN: Record<DepKind, true> = {
 };
 const DEP_KINDS = Object.keys(DEP_KINDS_SEEN) as DepKind[];
 
-/** `--type`, checked here so a typo gets a short answer rather than the API's schema error. */
-function depKind(value: unknown): DepKind | undefined {
-  const type = optString(value, 'type');
-  if (type !== undefined && !(DEP_KINDS as string[]).includes(type)) {
-    throw new CliError(`--type must be one of ${DEP_KINDS.join(', ')}, not ${JSON.stringify(type)}`);
-  }
-  return type as DepKind | undefined;
-}
-
 const idArg = { id: { type: 'positional', description: 'Bead id', required: true } } as const;
 
-/** Beads as a table, one row each. */
-export function beadTable(beads: Bead[]): string {
-  const rows = beads.map((b) => [
-    b.id,
-    b.status,
-    b.issue_type,
-    cell(b.priority),
-    cell(b.assignee),
-    cell(b.labels?.join(',')),
-    b.title,
-  ]);
-  return renderTable(['ID', 'STATUS', 'TYPE', 'PRI', 'ASSIGNEE', 'LABELS', 'TITLE'], rows);
+/** `--defer-until`: an RFC 3339 time, or a duration from now. */
+function deferUntil(value: string | undefined): string | undefined {
+  const ms = pointInTime(value, 'defer-until', 'ahead');
+  return ms === undefined ? undefined : new Date(ms).toISOString();
 }
 
-function metaText(metadata: Record<string, string> | undefined): string | undefined {
-  const entries = Object.entries(metadata ?? {});
-  return entries.length ? entries.map(([k, v]) => `${k}=${v}`).join(', ') : undefined;
-}
-
-function showBead(b: Bead): string {
-  return renderFields([
-    ['ID', b.id],
-    ['Title', b.title],
-    ['Status', b.status],
-    ['Type', b.issue_type],
-    ['Priority', b.priority],
-    ['Assignee', b.assignee],
-    ['Labels', b.labels?.join(', ')],
-    ['Parent', b.parent],
-    ['Depends on', (b.dependencies ?? []).map((d) => `${d.depends_on_id} (${d.type})`).join(', ')],
-    ['Blocked', b.is_blocked ? 'yes' : undefined],
-    ['Metadata', metaText(b.metadata)],
-    ['Deferred until', b.defer_until],
-    ['Created', b.created_at],
-    ['Updated', b.updated_at],
-    ['Description', b.description],
-  ]);
-}
-
-const create = leafCommand('bead create', {
-  meta: { name: 'create', description: 'Create a bead (open; type task unless --type)' },
+const create = command({
+  name: 'create',
+  description: 'Create a bead (open; type task unless --type)',
+  examples: [
+    'ctl bead create "Fix the flaky test" --type bug --priority 1 --label ci',
+    'ctl bead create "Write the notes" --parent alp-1 --defer-until 2h   # not ready for two hours',
+  ],
   args: {
     title: { type: 'positional', description: 'Title', required: true },
     type: { type: 'string', description: 'Type (task, bug, feature, chore, epic, …; default task)' },
     description: { type: 'string', description: 'Description' },
     priority: { type: 'string', description: 'Priority, 0 (highest) to 4', valueHint: '0-4' },
     assignee: { type: 'string', description: 'Who works on it' },
-    label: { type: 'string', description: 'A label (repeatable)', valueHint: 'LABEL' },
+    label: {
+      type: 'string',
+      description: 'A label (repeatable)',
+      valueHint: 'LABEL',
+      repeatable: true,
+      field: 'labels',
+    },
     parent: { type: 'string', description: 'Parent bead id', valueHint: 'ID' },
-    meta: { type: 'string', description: 'A metadata entry (repeatable)', valueHint: 'KEY=VALUE' },
+    meta: {
+      type: 'string',
+      description: 'A metadata entry (repeatable)',
+      valueHint: 'KEY=VALUE',
+      repeatable: true,
+      field: 'metadata',
+    },
     rig: { type: 'string', description: 'Rig (recorded as metadata rig)' },
-    'defer-until': { type: 'string', description: 'Hide it from ready until this time (RFC 3339)', valueHint: 'TIME' },
-    'idempotency-key': { type: 'string', description: 'Makes a retried create safe', valueHint: 'KEY' },
-    ...cityArgs,
+    'defer-until': {
+      type: 'string',
+      description: 'Hide it from ready until then (an RFC 3339 time, or a duration from now: 2h, 1d)',
+      valueHint: 'TIME',
+    },
+    ...idempotencyFlag,
+    ...inCityFlags,
   },
-  async run({ args: a, rawArgs }) {
+  async run({ args: a, all }) {
     const body: BeadCreateInputBody = { title: a.title };
-    const type = optString(a.type, 'type');
-    const description = optString(a.description, 'description');
-    const priority = optInteger(a.priority, 'priority');
-    const assignee = optString(a.assignee, 'assignee');
-    const parent = optString(a.parent, 'parent');
-    const rig = optString(a.rig, 'rig');
-    const deferUntil = optString(a['defer-until'], 'defer-until');
-    const key = optString(a['idempotency-key'], 'idempotency-key');
-    const labels = repeated(rawArgs, '--label');
-    const metadata = parseMeta(repeated(rawArgs, '--meta'));
-    if (type !== undefined) body.type = type;
-    if (description !== undefined) body.description = description;
+    const priority = integer(a.priority, 'priority');
+    const labels = all('label');
+    const metadata = keyValues(all('meta'), 'meta');
+    const defer = deferUntil(a['defer-until']);
+    if (a.type !== undefined) body.type = a.type;
+    if (a.description !== undefined) body.description = a.description;
     if (priority !== undefined) body.priority = priority;
-    if (assignee !== undefined) body.assignee = assignee;
+    if (a.assignee !== undefined) body.assignee = a.assignee;
     if (labels.length) body.labels = labels;
     if (metadata) body.metadata = metadata;
-    if (parent !== undefined) body.parent = parent;
-    if (rig !== undefined) body.rig = rig;
-    if (deferUntil !== undefined) body.defer_until = deferUntil;
+    if (a.parent !== undefined) body.parent = a.parent;
+    if (a.rig !== undefined) body.rig = a.rig;
+    if (defer !== undefined) body.defer_until = defer;
+    const key = a['idempotency-key'];
     const { api, city } = await inCity(a);
     const { data } = await call(
       api,
@@ -126,27 +90,31 @@ const create = leafCommand('bead create', {
         body,
       }),
     );
-    if (a.json) return writeJson(data);
-    write(`Created ${data.id}: ${data.title}`);
+    if (a.json) return json(data);
+    line(`Created ${data.id}: ${data.title}`);
   },
 });
 
-const show = leafCommand('bead show', {
-  meta: { name: 'show', description: 'Show a bead' },
-  args: { ...idArg, ...cityArgs },
+const show = command({
+  name: 'show',
+  description: 'Show a bead',
+  examples: ['ctl bead show alp-1', 'ctl bead show alp-1 --json | jq .labels'],
+  args: { ...idArg, ...inCityFlags },
   async run({ args: a }) {
     const { api, city } = await inCity(a);
     const { data } = await call(
       api,
       api.client.GET('/v0/city/{cityName}/bead/{id}', { params: { path: { ...cityPath(city), id: a.id } } }),
     );
-    if (a.json) return writeJson(data);
-    process.stdout.write(showBead(data));
+    if (a.json) return json(data);
+    beadFields(data);
   },
 });
 
-const list = leafCommand('bead list', {
-  meta: { name: 'list', description: 'List beads, newest first (open and in progress unless --all or --status)' },
+const list = command({
+  name: 'list',
+  description: 'List beads, newest first (open and in progress unless --all or --status)',
+  examples: ['ctl bead list', 'ctl bead list --status closed --label ci --limit 20', 'ctl bead list --all --json'],
   args: {
     status: { type: 'string', description: 'open, in_progress or closed' },
     type: { type: 'string', description: 'Only beads of this type' },
@@ -154,18 +122,12 @@ const list = leafCommand('bead list', {
     assignee: { type: 'string', description: 'Only beads assigned to this agent' },
     rig: { type: 'string', description: 'Only beads of this rig' },
     all: { type: 'boolean', description: 'Include closed beads' },
-    limit: { type: 'string', description: 'At most this many (default 100; pages through the API)', valueHint: 'N' },
-    ...cityArgs,
+    ...limitFlag,
+    ...inCityFlags,
   },
   async run({ args: a }) {
     const limit = listLimit(a.limit);
-    const filters = {
-      status: optString(a.status, 'status'),
-      type: optString(a.type, 'type'),
-      label: optString(a.label, 'label'),
-      assignee: optString(a.assignee, 'assignee'),
-      rig: optString(a.rig, 'rig'),
-    };
+    const filters = { status: a.status, type: a.type, label: a.label, assignee: a.assignee, rig: a.rig };
     const query = Object.fromEntries(Object.entries(filters).filter(([, v]) => v !== undefined));
     const { api, city } = await inCity(a);
     const body = await collectPages(limit, async (size, cursor) => {
@@ -180,26 +142,24 @@ const list = leafCommand('bead list', {
       );
       return data;
     });
-    if (a.json) return writeJson(body);
-    if (body.items.length === 0) return write('No beads.');
-    process.stdout.write(beadTable(body.items));
+    if (a.json) return json(body);
+    if (body.items.length === 0) return line('No beads.');
+    beadTable(body.items);
     noteMore(body.items.length, body.total);
   },
 });
 
-const ready = leafCommand('bead ready', {
-  meta: {
-    name: 'ready',
-    description: 'Beads ready to start, oldest first: open, not deferred, every blocking dependency closed',
-  },
+const ready = command({
+  name: 'ready',
+  description: 'Beads ready to start, oldest first: open, not deferred, every blocking dependency closed',
+  examples: ['ctl bead ready', 'ctl bead ready --assignee ann --limit 5'],
   args: {
     assignee: { type: 'string', description: 'Only beads assigned to this agent' },
-    limit: { type: 'string', description: 'At most this many (default 100; pages through the API)', valueHint: 'N' },
-    ...cityArgs,
+    ...limitFlag,
+    ...inCityFlags,
   },
   async run({ args: a }) {
     const limit = listLimit(a.limit);
-    const assignee = optString(a.assignee, 'assignee');
     const { api, city } = await inCity(a);
     const body = await collectPages(limit, async (size, cursor) => {
       const { data } = await call(
@@ -207,24 +167,30 @@ const ready = leafCommand('bead ready', {
         api.client.GET('/v0/city/{cityName}/beads/ready', {
           params: {
             path: cityPath(city),
-            query: { ...(assignee !== undefined ? { assignee } : {}), limit: size, ...(cursor ? { cursor } : {}) },
+            query: {
+              ...(a.assignee !== undefined ? { assignee: a.assignee } : {}),
+              limit: size,
+              ...(cursor ? { cursor } : {}),
+            },
           },
         }),
       );
       return data;
     });
-    if (a.json) return writeJson(body);
-    if (body.items.length === 0) return write('No ready beads.');
-    process.stdout.write(beadTable(body.items));
+    if (a.json) return json(body);
+    if (body.items.length === 0) return line('No ready beads.');
+    beadTable(body.items);
     noteMore(body.items.length, body.total);
   },
 });
 
-const update = leafCommand('bead update', {
-  meta: {
-    name: 'update',
-    description: 'Change a bead: labels are added and removed, metadata merged (KEY= removes a key)',
-  },
+const update = command({
+  name: 'update',
+  description: 'Change a bead and show it: labels are added and removed, metadata merged (KEY= removes a key)',
+  examples: [
+    'ctl bead update alp-1 --status in_progress --assignee ann',
+    'ctl bead update alp-1 --add-label urgent --meta area=ci --no-parent',
+  ],
   args: {
     ...idArg,
     title: { type: 'string', description: 'New title' },
@@ -233,36 +199,49 @@ const update = leafCommand('bead update', {
     priority: { type: 'string', description: 'Priority, 0 (highest) to 4', valueHint: '0-4' },
     assignee: { type: 'string', description: 'New assignee' },
     description: { type: 'string', description: 'New description' },
-    'add-label': { type: 'string', description: 'Add a label (repeatable)', valueHint: 'LABEL' },
-    'remove-label': { type: 'string', description: 'Remove a label (repeatable)', valueHint: 'LABEL' },
-    meta: { type: 'string', description: 'Set a metadata entry; KEY= removes it (repeatable)', valueHint: 'KEY=VALUE' },
-    parent: { type: 'string', description: 'New parent bead id (--no-parent clears it)', valueHint: 'ID' },
-    ...cityArgs,
+    'add-label': {
+      type: 'string',
+      description: 'Add a label (repeatable)',
+      valueHint: 'LABEL',
+      repeatable: true,
+      field: 'labels',
+    },
+    'remove-label': {
+      type: 'string',
+      description: 'Remove a label (repeatable)',
+      valueHint: 'LABEL',
+      repeatable: true,
+      field: 'remove_labels',
+    },
+    meta: {
+      type: 'string',
+      description: 'Set a metadata entry; KEY= removes it (repeatable)',
+      valueHint: 'KEY=VALUE',
+      repeatable: true,
+      field: 'metadata',
+    },
+    parent: {
+      type: 'string',
+      description: 'New parent bead id (--no-parent clears it)',
+      valueHint: 'ID',
+      negatable: true,
+    },
+    ...inCityFlags,
   },
-  async run({ args: a, rawArgs }) {
+  async run({ args: a, all }) {
     const body: BeadUpdateBody = {};
-    const title = optString(a.title, 'title');
-    const status = optString(a.status, 'status');
-    const type = optString(a.type, 'type');
-    const priority = optInteger(a.priority, 'priority');
-    const assignee = optString(a.assignee, 'assignee');
-    const description = optString(a.description, 'description');
-    const addLabels = repeated(rawArgs, '--add-label');
-    const removeLabels = repeated(rawArgs, '--remove-label');
-    const metadata = parseMeta(repeated(rawArgs, '--meta'));
-    // citty reads `--no-parent` as parent=false.
-    const parentValue = a.parent as unknown;
-    if (parentValue === false) body.parent = null;
-    else {
-      const parent = optString(parentValue, 'parent');
-      if (parent !== undefined) body.parent = parent;
-    }
-    if (title !== undefined) body.title = title;
-    if (status !== undefined) body.status = status;
-    if (type !== undefined) body.type = type;
+    const priority = integer(a.priority, 'priority');
+    const addLabels = all('add-label');
+    const removeLabels = all('remove-label');
+    const metadata = keyValues(all('meta'), 'meta');
+    const parent = a.parent as string | false | undefined; // false: --no-parent
+    if (parent !== undefined) body.parent = parent === false ? null : parent;
+    if (a.title !== undefined) body.title = a.title;
+    if (a.status !== undefined) body.status = a.status;
+    if (a.type !== undefined) body.type = a.type;
     if (priority !== undefined) body.priority = priority;
-    if (assignee !== undefined) body.assignee = assignee;
-    if (description !== undefined) body.description = description;
+    if (a.assignee !== undefined) body.assignee = a.assignee;
+    if (a.description !== undefined) body.description = a.description;
     if (addLabels.length) body.labels = addLabels;
     if (removeLabels.length) body.remove_labels = removeLabels;
     if (metadata) body.metadata = metadata;
@@ -270,64 +249,51 @@ const update = leafCommand('bead update', {
       throw new CliError('nothing to change; pass --title, --status, --add-label, --meta, … (see --help)');
     }
     const { api, city } = await inCity(a);
-    const { data } = await call(
-      api,
-      api.client.PATCH('/v0/city/{cityName}/bead/{id}', {
-        params: { header: CSRF, path: { ...cityPath(city), id: a.id } },
-        body,
-      }),
-    );
-    if (a.json) return writeJson(data);
-    write(`Updated ${a.id}`);
+    const path = { ...cityPath(city), id: a.id };
+    await call(api, api.client.PATCH('/v0/city/{cityName}/bead/{id}', { params: { header: CSRF, path }, body }));
+    // The API answers only that it is done; the bead as it now is, is what a person (or a script) wants.
+    const { data } = await call(api, api.client.GET('/v0/city/{cityName}/bead/{id}', { params: { path } }));
+    if (a.json) return json(data);
+    beadTable([data]);
   },
 });
 
-/** `bead close` and `bead reopen`: a POST to `/bead/{id}/<action>`, reported in one line. */
-function beadAction(action: 'close' | 'reopen', description: string, done: string) {
-  return leafCommand(`bead ${action}`, {
-    meta: { name: action, description },
-    args: { ...idArg, ...cityArgs },
-    async run({ args: a }) {
-      const { api, city } = await inCity(a);
-      const params = { header: CSRF, path: { ...cityPath(city), id: a.id } };
-      const { data } = await call(
-        api,
-        action === 'close'
-          ? api.client.POST('/v0/city/{cityName}/bead/{id}/close', { params })
-          : api.client.POST('/v0/city/{cityName}/bead/{id}/reopen', { params }),
-      );
-      if (a.json) return writeJson(data);
-      write(`${done} ${a.id}`);
-    },
-  });
-}
-
-const close = beadAction('close', 'Close a bead (closing a closed bead changes nothing)', 'Closed');
-const reopen = beadAction('reopen', 'Return a closed bead to open', 'Reopened');
-
-const remove = leafCommand('bead delete', {
-  meta: { name: 'delete', description: 'Delete a bead, and the dependencies and parent links pointing at it' },
-  args: { ...idArg, ...cityArgs },
-  async run({ args: a }) {
-    const { api, city } = await inCity(a);
-    const { data } = await call(
-      api,
-      api.client.DELETE('/v0/city/{cityName}/bead/{id}', {
-        params: { header: CSRF, path: { ...cityPath(city), id: a.id } },
-      }),
-    );
-    if (a.json) return writeJson(data);
-    write(`Deleted ${a.id}`);
-  },
+const close = idAction({
+  name: 'close',
+  description: 'Close a bead (closing a closed bead changes nothing)',
+  examples: ['ctl bead close alp-1'],
+  id: 'Bead id',
+  request: (api, path) => api.client.POST('/v0/city/{cityName}/bead/{id}/close', { params: { header: CSRF, path } }),
+  done: (_, id) => `Closed ${id}`,
 });
 
-const assign = leafCommand('bead assign', {
-  meta: { name: 'assign', description: 'Set who works on a bead (or --clear it)' },
+const reopen = idAction({
+  name: 'reopen',
+  description: 'Return a closed bead to open',
+  examples: ['ctl bead reopen alp-1'],
+  id: 'Bead id',
+  request: (api, path) => api.client.POST('/v0/city/{cityName}/bead/{id}/reopen', { params: { header: CSRF, path } }),
+  done: (_, id) => `Reopened ${id}`,
+});
+
+const remove = idAction({
+  name: 'delete',
+  description: 'Delete a bead, and the dependencies and parent links pointing at it',
+  examples: ['ctl bead delete alp-1'],
+  id: 'Bead id',
+  request: (api, path) => api.client.DELETE('/v0/city/{cityName}/bead/{id}', { params: { header: CSRF, path } }),
+  done: (_, id) => `Deleted ${id}`,
+});
+
+const assign = command({
+  name: 'assign',
+  description: 'Set who works on a bead (or --clear it)',
+  examples: ['ctl bead assign alp-1 ann', 'ctl bead assign alp-1 --clear'],
   args: {
     ...idArg,
     assignee: { type: 'positional', description: 'Agent', required: false },
     clear: { type: 'boolean', description: 'Remove the assignee' },
-    ...cityArgs,
+    ...inCityFlags,
   },
   async run({ args: a }) {
     const assignee: string | undefined = a.assignee;
@@ -341,27 +307,28 @@ const assign = leafCommand('bead assign', {
         body: { assignee: assignee ?? '' },
       }),
     );
-    if (a.json) return writeJson(data);
-    write(data.assignee ? `Assigned ${data.id} to ${data.assignee}` : `Unassigned ${data.id}`);
+    if (a.json) return json(data);
+    line(data.assignee ? `Assigned ${data.id} to ${data.assignee}` : `Unassigned ${data.id}`);
   },
 });
 
 const depArgs = {
   ...idArg,
   dependsOn: { type: 'positional', description: 'The bead it depends on', required: true, valueHint: 'DEPENDS_ON' },
-  type: {
-    type: 'string',
-    description: 'blocks (default), waits-for, conditional-blocks, tracks, parent-child or relates-to',
-    valueHint: 'KIND',
-  },
-  ...cityArgs,
+  type: { type: 'enum', description: 'Kind of dependency', options: DEP_KINDS, valueHint: 'KIND' },
+  ...inCityFlags,
 } as const;
 
-const depAdd = leafCommand('bead dep add', {
-  meta: { name: 'add', description: 'Make a bead depend on another (blocks unless --type)' },
+const depAdd = command({
+  name: 'add',
+  description: 'Make a bead depend on another (blocks unless --type)',
+  examples: [
+    'ctl bead dep add alp-2 alp-1                 # alp-2 waits until alp-1 is closed',
+    'ctl bead dep add alp-3 alp-1 --type relates-to',
+  ],
   args: depArgs,
   async run({ args: a }) {
-    const type = depKind(a.type);
+    const type = a.type;
     const { api, city } = await inCity(a);
     const { data } = await call(
       api,
@@ -370,16 +337,18 @@ const depAdd = leafCommand('bead dep add', {
         body: { depends_on: a.dependsOn, ...(type !== undefined ? { type } : {}) },
       }),
     );
-    if (a.json) return writeJson(data);
-    write(`${a.id} depends on ${a.dependsOn} (${type ?? 'blocks'})`);
+    if (a.json) return json(data);
+    line(`${a.id} depends on ${a.dependsOn} (${type ?? 'blocks'})`);
   },
 });
 
-const depRemove = leafCommand('bead dep remove', {
-  meta: { name: 'remove', description: 'Remove a dependency (of --type, or of every kind)' },
+const depRemove = command({
+  name: 'remove',
+  description: 'Remove a dependency (of --type, or of every kind)',
+  examples: ['ctl bead dep remove alp-2 alp-1'],
   args: depArgs,
   async run({ args: a }) {
-    const type = depKind(a.type);
+    const type = a.type;
     const { api, city } = await inCity(a);
     const { data } = await call(
       api,
@@ -391,47 +360,67 @@ const depRemove = leafCommand('bead dep remove', {
         },
       }),
     );
-    if (a.json) return writeJson(data);
-    write(`${a.id} no longer depends on ${a.dependsOn}${type !== undefined ? ` (${type})` : ''}`);
+    if (a.json) return json(data);
+    line(`${a.id} no longer depends on ${a.dependsOn}${type !== undefined ? ` (${type})` : ''}`);
   },
 });
 
-const depList = leafCommand('bead dep list', {
-  meta: { name: 'list', description: "A bead's dependencies, and the beads depending on it" },
-  args: { ...idArg, ...cityArgs },
+const depList = command({
+  name: 'list',
+  description: "A bead's dependencies, and the beads depending on it",
+  examples: ['ctl bead dep list alp-2'],
+  args: { ...idArg, ...inCityFlags },
   async run({ args: a }) {
     const { api, city } = await inCity(a);
     const { data } = await call(
       api,
       api.client.GET('/v0/city/{cityName}/bead/{id}/deps', { params: { path: { ...cityPath(city), id: a.id } } }),
     );
-    if (a.json) return writeJson(data);
+    if (a.json) return json(data);
     const byId = new Map([...data.depends_on, ...data.dependents].map((b) => [b.id, b]));
-    const rows = [
-      ...data.dependencies.map((d) => ['depends on', d.type, d.depends_on_id, byId.get(d.depends_on_id)]),
-      ...data.dependents.map((b) => [
-        'needed by',
-        (b.dependencies ?? []).find((d) => d.depends_on_id === a.id)?.type,
-        b.id,
-        b,
-      ]),
-    ] as [string, string | undefined, string, Bead | undefined][];
-    if (rows.length === 0) return write(`${a.id} has no dependencies and no dependents.`);
-    process.stdout.write(
-      renderTable(
-        ['RELATION', 'KIND', 'ID', 'STATUS', 'TITLE'],
-        rows.map(([rel, kind, id, b]) => [rel, cell(kind), id, cell(b?.status), b?.title ?? '']),
-      ),
+    type Row = { relation: string; kind?: string; id: string; bead?: Bead };
+    const rows: Row[] = [
+      ...data.dependencies.map((d) => ({
+        relation: 'depends on',
+        kind: d.type,
+        id: d.depends_on_id,
+        bead: byId.get(d.depends_on_id),
+      })),
+      ...data.dependents.map((b) => ({
+        relation: 'needed by',
+        kind: (b.dependencies ?? []).find((d) => d.depends_on_id === a.id)?.type,
+        id: b.id,
+        bead: b,
+      })),
+    ];
+    if (rows.length === 0) return line(`${a.id} has no dependencies and no dependents.`);
+    table<Row>(
+      [
+        { header: 'RELATION', value: (r) => r.relation },
+        { header: 'KIND', value: (r) => r.kind },
+        { header: 'ID', value: (r) => r.id, kind: 'id' },
+        { header: 'STATUS', value: (r) => r.bead?.status, kind: 'status' },
+        { header: 'TITLE', value: (r) => r.bead?.title, kind: 'text' },
+      ],
+      rows,
     );
   },
 });
 
-const dep = defineCommand({
-  meta: { name: 'dep', description: 'Dependencies between beads' },
-  subCommands: { add: depAdd, remove: depRemove, list: depList },
+const dep = group({
+  name: 'dep',
+  description: 'Dependencies between beads',
+  examples: ['ctl bead dep add alp-2 alp-1', 'ctl bead dep list alp-2'],
+  commands: { add: depAdd, remove: depRemove, list: depList },
 });
 
-export const beadCommand = defineCommand({
-  meta: { name: 'bead', description: "Create, list and change the city's beads (work units)" },
-  subCommands: { create, show, list, ready, update, close, reopen, assign, dep, delete: remove },
+export const beadCommand = group({
+  name: 'bead',
+  description: "Create, list and change the city's beads (work units)",
+  examples: [
+    'ctl bead create "Fix the flaky test" --type bug',
+    'ctl bead list --city alpha',
+    'ctl bead update alp-1 --status in_progress',
+  ],
+  commands: { create, show, list, ready, update, close, reopen, assign, dep, delete: remove },
 });

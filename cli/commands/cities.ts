@@ -1,23 +1,20 @@
-import { resolve } from 'node:path';
-import { defineCommand } from 'citty';
+import { existsSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
 import type { CityInfo } from '../../shared/dto/cities.js';
-import { apiArg, call, connect, CSRF, patient, type Api } from '../_api.js';
-import { CliError, leafCommand } from '../_command.js';
+import type { CityCreateSucceededPayload, CityUnregisterSucceededPayload } from '../../shared/dto/events.js';
+import { call, connect, CSRF, patient } from '../_api.js';
+import { command, group } from '../_command.js';
+import { CliError } from '../_errors.js';
+import { apiFlag, jsonFlag, timeout, timeoutFlag } from '../_flags.js';
+import { json, line, progress, table } from '../_output.js';
 import { findCityRoot, listCities } from '../_scope.js';
-import { renderTable } from '../_table.js';
-import { progress } from '../_progress.js';
-import { waitForRequest, waitForRunning } from '../_wait.js';
+import type { Api } from '../_types.js';
+import { CITY_COLUMNS } from '../_views.js';
+import { cityRunning, requestOutcome } from '../_wait.js';
 
-const waitArg = {
-  timeout: { type: 'string', description: 'Seconds to wait for the outcome (default 60)' },
-} as const;
-
-function timeoutMs(value: string | undefined): number {
-  if (value === undefined) return 60_000;
-  const seconds = Number(value);
-  if (!Number.isFinite(seconds) || seconds <= 0) throw new CliError(`--timeout ${value}: not a number of seconds`);
-  return seconds * 1000;
-}
+/** How long a command waits for the outcome, unless `--timeout` says. */
+const WAIT_MS = 60_000;
+const waitFlag = timeoutFlag('How long to wait for the outcome (default 60s)');
 
 /**
  * What a city operation may wait for on the server before it answers: the operation before it (they run one at
@@ -25,116 +22,170 @@ function timeoutMs(value: string | undefined): number {
  */
 const CITY_OPERATION_WAIT_MS = 60_000;
 
-/** The API, patient enough for a city operation's request (the polls that follow it need no patience). */
+/** The API, patient enough for a city operation's request (the waits that follow read a stream). */
 function forCityOperation(api: Api): Api {
   return patient(api, CITY_OPERATION_WAIT_MS);
 }
 
-function statusOf(city: CityInfo): string {
-  return city.running ? 'running' : (city.status ?? 'unknown');
+/**
+ * A start command as given, but a relative path to an existing program (`examples/agents/echo.sh`) made absolute:
+ * it is kept in the city's `city.toml`, and must name the same program wherever it is run from.
+ */
+function absoluteProgram(command: string): string {
+  const [program, ...rest] = command.trim().split(/\s+/);
+  if (!program.includes('/') || isAbsolute(program) || !existsSync(program)) return command;
+  return [resolve(program), ...rest].join(' ');
 }
 
-export const initCommand = leafCommand('init', {
-  meta: { name: 'init', description: 'Create a city and wait until it runs' },
+export const initCommand = command({
+  name: 'init',
+  description: 'Create a city and wait until it runs',
+  examples: [
+    'ctl init ~/cities/alpha --start-command examples/agents/echo.sh   # a city whose agents run echo.sh',
+    'ctl init ~/cities/beta --provider claude --timeout 2m',
+    'ctl init ~/cities/gamma --start-command "bash agent.sh" --json  # {"request_id":…,"name":…,"path":…}',
+  ],
   args: {
     dir: { type: 'positional', description: 'Directory to create the city in', required: true },
-    'start-command': { type: 'string', description: 'Start command of the default session template', valueHint: 'CMD' },
-    provider: { type: 'string', description: 'Provider of the default session template (claude, codex, …)' },
-    'bootstrap-profile': { type: 'string', description: 'k8s-cell or single-host-compat' },
-    ...waitArg,
-    ...apiArg,
+    'start-command': {
+      type: 'string',
+      description:
+        "The program that becomes the city's default agent command (with its arguments; a relative path is made absolute)",
+      valueHint: 'CMD',
+    },
+    provider: { type: 'string', description: 'Instead: a provider preset for its agents (claude, codex, …)' },
+    'bootstrap-profile': {
+      type: 'enum',
+      description: "Bootstrap profile (changes only the city's [api] defaults)",
+      options: ['k8s-cell', 'kubernetes', 'kubernetes-cell', 'single-host-compat'],
+    },
+    ...waitFlag,
+    ...jsonFlag,
+    ...apiFlag,
   },
-  async run({ args }) {
-    if ((args['start-command'] === undefined) === (args.provider === undefined)) {
+  async run({ args: a }) {
+    if ((a['start-command'] === undefined) === (a.provider === undefined)) {
       throw new CliError('pass exactly one of --start-command and --provider');
     }
-    const wait = timeoutMs(args.timeout);
-    const api = connect(args.api);
-    const dir = resolve(args.dir);
+    const wait = timeout(a.timeout, WAIT_MS);
+    const api = connect(a.api);
+    const dir = resolve(a.dir);
     const body = {
       dir,
-      ...(args.provider !== undefined ? { provider: args.provider } : {}),
-      ...(args['start-command'] !== undefined ? { start_command: args['start-command'] } : {}),
-      ...(args['bootstrap-profile'] !== undefined
-        ? { bootstrap_profile: args['bootstrap-profile'] as 'k8s-cell' | 'single-host-compat' }
-        : {}),
+      ...(a.provider !== undefined ? { provider: a.provider } : {}),
+      ...(a['start-command'] !== undefined ? { start_command: absoluteProgram(a['start-command']) } : {}),
+      ...(a['bootstrap-profile'] !== undefined ? { bootstrap_profile: a['bootstrap-profile'] } : {}),
     };
     const slow = forCityOperation(api);
     const { data } = await call(slow, slow.client.POST('/v0/city', { params: { header: CSRF }, body }));
     const name = dir.split('/').pop()!;
     progress(`Creating city ${name} at ${dir} (request ${data.request_id})`);
-    await waitForRequest(api, data.request_id, 'city.create', name, wait);
-    process.stdout.write(`City ${name} is running at ${dir}\n`);
+    const outcome = await requestOutcome(api, {
+      requestId: data.request_id,
+      eventCursor: data.event_cursor,
+      operation: 'city.create',
+      city: name,
+      timeoutMs: wait,
+    });
+    const created = outcome.payload as CityCreateSucceededPayload;
+    if (a.json) return json(created);
+    line(`City ${created.name} is running at ${created.path}`);
   },
 });
 
-export const citiesCommand = leafCommand('cities', {
-  meta: { name: 'cities', description: 'List registered cities' },
-  args: { json: { type: 'boolean', description: 'Print the API response as JSON' }, ...apiArg },
-  async run({ args }) {
-    const api = connect(args.api);
-    const items = await listCities(api);
-    const data = { items, total: items.length };
-    if (args.json) {
-      process.stdout.write(JSON.stringify(data) + '\n');
-      return;
-    }
-    if (data.items.length === 0) {
-      process.stdout.write('No cities registered. Create one with "ctl init DIR --start-command CMD".\n');
-      return;
-    }
-    const rows = data.items.map((c) => [c.name, statusOf(c), c.pid ? String(c.pid) : '-', c.path, c.error ?? '']);
-    process.stdout.write(renderTable(['NAME', 'STATUS', 'PID', 'PATH', 'ERROR'], rows));
+export const citiesCommand = command({
+  name: 'cities',
+  description: 'List registered cities',
+  examples: ['ctl cities', 'ctl cities --json | jq -r ".items[].name"'],
+  args: { ...jsonFlag, ...apiFlag },
+  async run({ args: a }) {
+    const items = await listCities(connect(a.api));
+    if (a.json) return json({ items, total: items.length });
+    if (items.length === 0) return line('No cities registered. Create one with "ctl init DIR --start-command CMD".');
+    table(CITY_COLUMNS, items);
   },
 });
 
-export const registerCommand = leafCommand('register', {
-  meta: { name: 'register', description: 'Attach an existing city directory to the supervisor and start it' },
+export const registerCommand = command({
+  name: 'register',
+  description: 'Attach an existing city directory to the supervisor and wait until it runs',
+  examples: [
+    'ctl register ~/cities/alpha',
+    'ctl register                                       # the city the working directory is in',
+    'ctl register ~/cities/alpha --name alpha2 --rename # it was registered as alpha',
+  ],
   args: {
     path: { type: 'positional', description: 'City directory (default: the city you are in)', required: false },
     name: { type: 'string', description: 'Register under this name (default: its declared name)' },
-    ...waitArg,
-    ...apiArg,
+    rename: { type: 'boolean', description: 'Rename a city registered under another name to --name' },
+    ...waitFlag,
+    ...jsonFlag,
+    ...apiFlag,
   },
-  async run({ args }) {
-    const wait = timeoutMs(args.timeout);
-    const root = args.path !== undefined ? resolve(args.path) : findCityRoot(process.cwd());
+  async run({ args: a }) {
+    const wait = timeout(a.timeout, WAIT_MS);
+    if (a.rename && a.name === undefined) throw new CliError('--rename needs --name, the new name');
+    const root = a.path !== undefined ? resolve(a.path) : findCityRoot(process.cwd());
     if (!root) throw new CliError('not inside a city; pass the city directory');
-    const api = connect(args.api);
+    const api = connect(a.api);
+    const before = (await listCities(api)).find((c) => c.path === root);
+    if (before && a.name !== undefined && a.name !== before.name && !a.rename) {
+      throw new CliError(
+        `${root} is registered as ${before.name}; pass --rename to rename it to ${a.name} (its controller restarts)`,
+      );
+    }
+    // Registered already, and no new name: it keeps the one it has.
+    const name = a.name ?? before?.name;
     const slow = forCityOperation(api);
-    const { data: city } = await call(
+    const { data: registered } = await call(
       slow,
       slow.client.POST('/v0/cities/register', {
         params: { header: CSRF },
-        body: { path: root, ...(args.name !== undefined ? { name: args.name } : {}) },
+        body: { path: root, ...(name !== undefined ? { name } : {}) },
       }),
     );
-    progress(`Registered city ${city.name} (${city.path})`);
-    await waitForRunning(api, city.name, wait);
-    process.stdout.write(`City ${city.name} is running at ${city.path}\n`);
+    const renamed = before !== undefined && before.name !== registered.name;
+    progress(
+      renamed
+        ? `Renamed city ${before.name} to ${registered.name} (${registered.path})`
+        : `Registered city ${registered.name} (${registered.path})`,
+    );
+    const city = await cityRunning(api, registered.name, wait);
+    if (a.json) return json(city);
+    const state = city.running ? 'it is running' : `it is stopped; "ctl city start ${city.name}" starts it`;
+    line(
+      renamed
+        ? `Renamed city ${before.name} to ${city.name} (${city.path}); ${state}`
+        : city.running
+          ? `City ${city.name} is running at ${city.path}`
+          : `City ${city.name} is registered at ${city.path}; ${state}`,
+    );
   },
 });
 
-export const unregisterCommand = leafCommand('unregister', {
-  meta: { name: 'unregister', description: 'Detach a city from the supervisor (its directory is left as it is)' },
+export const unregisterCommand = command({
+  name: 'unregister',
+  description: 'Detach a city from the supervisor and wait until its controller stops (its directory is left as it is)',
+  examples: ['ctl unregister alpha', 'ctl unregister ~/cities/alpha', 'ctl unregister   # the city you are in'],
   args: {
     city: {
       type: 'positional',
       description: 'City directory or registered name (default: the city you are in)',
       required: false,
     },
-    ...waitArg,
-    ...apiArg,
+    ...waitFlag,
+    ...jsonFlag,
+    ...apiFlag,
   },
-  async run({ args }) {
-    const wait = timeoutMs(args.timeout);
-    const api = connect(args.api);
+  async run({ args: a }) {
+    const wait = timeout(a.timeout, WAIT_MS);
+    const api = connect(a.api);
     const cities = await listCities(api);
     let city: CityInfo | undefined;
-    if (args.city !== undefined) {
-      const asPath = resolve(args.city);
-      city = cities.find((c) => c.path === asPath) ?? cities.find((c) => c.name === args.city);
-      if (!city) throw new CliError(`no registered city at ${asPath} or named ${args.city}; run "ctl cities"`);
+    if (a.city !== undefined) {
+      const asPath = resolve(a.city);
+      city = cities.find((c) => c.path === asPath) ?? cities.find((c) => c.name === a.city);
+      if (!city) throw new CliError(`no registered city at ${asPath} or named ${a.city}; run "ctl cities"`);
     } else {
       const root = findCityRoot(process.cwd());
       if (!root) throw new CliError('not inside a city; pass a city directory or name');
@@ -146,38 +197,56 @@ export const unregisterCommand = leafCommand('unregister', {
       slow,
       slow.client.POST('/v0/city/{cityName}/unregister', { params: { header: CSRF, path: { cityName: city.name } } }),
     );
-    await waitForRequest(api, data.request_id, 'city.unregister', city.name, wait);
-    process.stdout.write(`Unregistered city ${city.name} (${city.path}); its directory is unchanged\n`);
+    const outcome = await requestOutcome(api, {
+      requestId: data.request_id,
+      eventCursor: data.event_cursor,
+      operation: 'city.unregister',
+      city: city.name,
+      timeoutMs: wait,
+    });
+    const gone = outcome.payload as CityUnregisterSucceededPayload;
+    if (a.json) return json(gone);
+    line(`Unregistered city ${gone.name} (${gone.path}); its directory is unchanged`);
   },
 });
 
-const cityStart = leafCommand('city start', {
-  meta: { name: 'start', description: 'Start a stopped city and wait until it runs' },
-  args: { name: { type: 'positional', description: 'City name', required: true }, ...apiArg },
-  async run({ args }) {
-    const api = forCityOperation(connect(args.api));
+const nameArg = { name: { type: 'positional', description: 'City name', required: true } } as const;
+
+const cityStart = command({
+  name: 'start',
+  description: 'Start a stopped city and wait until it runs',
+  examples: ['ctl city start alpha', 'ctl city start alpha --json'],
+  args: { ...nameArg, ...jsonFlag, ...apiFlag },
+  async run({ args: a }) {
+    const api = forCityOperation(connect(a.api));
     const { data } = await call(
       api,
-      api.client.POST('/v0/city/{cityName}/start', { params: { header: CSRF, path: { cityName: args.name } } }),
+      api.client.POST('/v0/city/{cityName}/start', { params: { header: CSRF, path: { cityName: a.name } } }),
     );
-    process.stdout.write(`City ${data.name} is running (pid ${data.pid ?? '?'})\n`);
+    if (a.json) return json(data);
+    line(`City ${data.name} is running (pid ${data.pid ?? '?'})`);
   },
 });
 
-const cityStop = leafCommand('city stop', {
-  meta: { name: 'stop', description: "Stop a city's controller; the city stays registered" },
-  args: { name: { type: 'positional', description: 'City name', required: true }, ...apiArg },
-  async run({ args }) {
-    const api = forCityOperation(connect(args.api));
+const cityStop = command({
+  name: 'stop',
+  description: "Stop a city's controller; the city stays registered",
+  examples: ['ctl city stop alpha', 'ctl city stop alpha --json'],
+  args: { ...nameArg, ...jsonFlag, ...apiFlag },
+  async run({ args: a }) {
+    const api = forCityOperation(connect(a.api));
     const { data } = await call(
       api,
-      api.client.POST('/v0/city/{cityName}/stop', { params: { header: CSRF, path: { cityName: args.name } } }),
+      api.client.POST('/v0/city/{cityName}/stop', { params: { header: CSRF, path: { cityName: a.name } } }),
     );
-    process.stdout.write(`City ${data.name} is stopped\n`);
+    if (a.json) return json(data);
+    line(`City ${data.name} is stopped`);
   },
 });
 
-export const cityCommand = defineCommand({
-  meta: { name: 'city', description: 'Start and stop cities' },
-  subCommands: { start: cityStart, stop: cityStop },
+export const cityCommand = group({
+  name: 'city',
+  description: 'Start and stop cities',
+  examples: ['ctl city stop alpha && ctl city start alpha'],
+  commands: { start: cityStart, stop: cityStop },
 });

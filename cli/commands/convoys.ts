@@ -1,41 +1,45 @@
-import { defineCommand } from 'citty';
+import type { Bead } from '../../shared/dto/beads.js';
 import type { ConvoyCreateInputBody } from '../../shared/dto/convoys.js';
-import { call, CSRF, type Api } from '../_api.js';
-import { CliError, leafCommand } from '../_command.js';
-import { collectPages, noteMore } from '../_pages.js';
-import { renderTable } from '../_table.js';
-import {
-  cityArgs,
-  cityPath,
-  inCity,
-  listLimit,
-  optString,
-  positionals,
-  repeated,
-  variadicCommand,
-  write,
-  writeJson,
-} from '../_work.js';
-import { beadTable } from './beads.js';
+import { idAction } from '../_action.js';
+import { call, CSRF } from '../_api.js';
+import { command, group } from '../_command.js';
+import { ApiProblem } from '../_errors.js';
+import { idempotencyFlag, inCityFlags, limitFlag, listLimit } from '../_flags.js';
+import { json, line, noteMore, table } from '../_output.js';
+import { collectPages } from '../_pages.js';
+import { cityPath, inCity } from '../_scope.js';
+import type { Api } from '../_types.js';
+import { beadTable } from '../_views.js';
 
 const idArg = { id: { type: 'positional', description: 'Convoy id', required: true } } as const;
 
-const create = leafCommand('convoy create', {
-  meta: { name: 'create', description: 'Create a convoy tracking beads' },
+function itemCount(n: number): string {
+  return `${n} ${n === 1 ? 'item' : 'items'}`;
+}
+
+const create = command({
+  name: 'create',
+  description: 'Create a convoy tracking beads',
+  examples: ['ctl convoy create "Release 1.2" --item alp-1 --item alp-2'],
   args: {
     title: { type: 'positional', description: 'Title', required: true },
-    item: { type: 'string', description: 'A bead to track (repeatable)', valueHint: 'ID' },
+    item: {
+      type: 'string',
+      description: 'A bead to track (repeatable)',
+      valueHint: 'ID',
+      repeatable: true,
+      field: 'items',
+    },
     rig: { type: 'string', description: 'Rig the convoy belongs to' },
-    'idempotency-key': { type: 'string', description: 'Makes a retried create safe', valueHint: 'KEY' },
-    ...cityArgs,
+    ...idempotencyFlag,
+    ...inCityFlags,
   },
-  async run({ args: a, rawArgs }) {
+  async run({ args: a, all }) {
     const body: ConvoyCreateInputBody = { title: a.title };
-    const items = repeated(rawArgs, '--item');
-    const rig = optString(a.rig, 'rig');
-    const key = optString(a['idempotency-key'], 'idempotency-key');
+    const items = all('item');
     if (items.length) body.items = items;
-    if (rig !== undefined) body.rig = rig;
+    if (a.rig !== undefined) body.rig = a.rig;
+    const key = a['idempotency-key'];
     const { api, city } = await inCity(a);
     const { data } = await call(
       api,
@@ -44,25 +48,27 @@ const create = leafCommand('convoy create', {
         body,
       }),
     );
-    if (a.json) return writeJson(data);
-    write(`Created convoy ${data.id}: ${data.title} (${items.length} ${items.length === 1 ? 'item' : 'items'})`);
+    if (a.json) return json(data);
+    line(`Created convoy ${data.id}: ${data.title} (${itemCount(items.length)})`);
   },
 });
 
 const itemsArgs = {
   ...idArg,
   items: { type: 'positional', description: 'Bead ids (one or more)', required: true, valueHint: 'ITEM…' },
-  ...cityArgs,
+  ...inCityFlags,
 } as const;
 
 /** `convoy add` and `convoy remove`: POST `{items}` to `/convoy/{id}/<action>`. */
-function itemsCommand(action: 'add' | 'remove', description: string) {
-  return variadicCommand(`convoy ${action}`, {
-    meta: { name: action, description },
+function itemsCommand(action: 'add' | 'remove', description: string, example: string) {
+  return command({
+    name: action,
+    description,
+    examples: [example],
     args: itemsArgs,
-    async run({ args: a, rawArgs }) {
-      const items = positionals(rawArgs, itemsArgs).slice(1);
-      if (items.length === 0) throw new CliError('pass at least one ITEM');
+    variadic: true,
+    async run({ args: a, rest }) {
+      const items = [a.items, ...rest];
       const { api, city } = await inCity(a);
       const params = { header: CSRF, path: { ...cityPath(city), id: a.id } };
       const { data } = await call(
@@ -71,22 +77,21 @@ function itemsCommand(action: 'add' | 'remove', description: string) {
           ? api.client.POST('/v0/city/{cityName}/convoy/{id}/add', { params, body: { items } })
           : api.client.POST('/v0/city/{cityName}/convoy/{id}/remove', { params, body: { items } }),
       );
-      if (a.json) return writeJson(data);
-      const n = `${items.length} ${items.length === 1 ? 'item' : 'items'}`;
-      write(action === 'add' ? `Added ${n} to ${a.id}` : `Removed ${n} from ${a.id}`);
+      if (a.json) return json(data);
+      const n = itemCount(items.length);
+      line(action === 'add' ? `Added ${n} to ${a.id}` : `Removed ${n} from ${a.id}`);
     },
   });
 }
 
-const add = itemsCommand('add', 'Track more beads');
-const remove = itemsCommand('remove', 'Stop tracking beads');
+const add = itemsCommand('add', 'Track more beads', 'ctl convoy add alp-4 alp-3 alp-5');
+const remove = itemsCommand('remove', 'Stop tracking beads', 'ctl convoy remove alp-4 alp-5');
 
-const check = leafCommand('convoy check', {
-  meta: {
-    name: 'check',
-    description: 'How many tracked beads are closed; complete once all are, and then the convoy is closed',
-  },
-  args: { ...idArg, ...cityArgs },
+const check = command({
+  name: 'check',
+  description: 'How many tracked beads are closed; complete once all are, and then the convoy is closed',
+  examples: ['ctl convoy check alp-4'],
+  args: { ...idArg, ...inCityFlags },
   async run({ args: a }) {
     const { api, city } = await inCity(a);
     const path = { ...cityPath(city), id: a.id };
@@ -95,42 +100,37 @@ const check = leafCommand('convoy check', {
     if (data.complete) {
       await call(api, api.client.POST('/v0/city/{cityName}/convoy/{id}/close', { params: { header: CSRF, path } }));
     }
-    if (a.json) return writeJson(data);
-    write(
+    if (a.json) return json(data);
+    line(
       `${data.convoy_id}: ${data.complete ? 'complete, closed' : 'incomplete'} (${data.closed}/${data.total} closed)`,
     );
   },
 });
 
-const close = leafCommand('convoy close', {
-  meta: { name: 'close', description: 'Close a convoy (closing a closed one changes nothing)' },
-  args: { ...idArg, ...cityArgs },
-  async run({ args: a }) {
-    const { api, city } = await inCity(a);
-    const { data } = await call(
-      api,
-      api.client.POST('/v0/city/{cityName}/convoy/{id}/close', {
-        params: { header: CSRF, path: { ...cityPath(city), id: a.id } },
-      }),
-    );
-    if (a.json) return writeJson(data);
-    write(`Closed convoy ${a.id}`);
-  },
+const close = idAction({
+  name: 'close',
+  description: 'Close a convoy (closing a closed one changes nothing)',
+  examples: ['ctl convoy close alp-4'],
+  id: 'Convoy id',
+  request: (api, path) => api.client.POST('/v0/city/{cityName}/convoy/{id}/close', { params: { header: CSRF, path } }),
+  done: (_, id) => `Closed convoy ${id}`,
 });
 
-const show = leafCommand('convoy show', {
-  meta: { name: 'show', description: 'A convoy, its progress and the beads it tracks' },
-  args: { ...idArg, ...cityArgs },
+const show = command({
+  name: 'show',
+  description: 'A convoy, its progress and the beads it tracks',
+  examples: ['ctl convoy show alp-4'],
+  args: { ...idArg, ...inCityFlags },
   async run({ args: a }) {
     const { api, city } = await inCity(a);
     const { data } = await call(
       api,
       api.client.GET('/v0/city/{cityName}/convoy/{id}', { params: { path: { ...cityPath(city), id: a.id } } }),
     );
-    if (a.json) return writeJson(data);
+    if (a.json) return json(data);
     const c = data.convoy;
-    write(`${c.id} (${c.status}): ${c.title}; ${data.progress.closed}/${data.progress.total} closed`);
-    if (data.children.length) process.stdout.write(beadTable(data.children));
+    line(`${c.id} (${c.status}): ${c.title}; ${data.progress.closed}/${data.progress.total} closed`);
+    if (data.children.length) beadTable(data.children);
   },
 });
 
@@ -146,7 +146,7 @@ async function progressOf(api: Api, cityName: string, ids: string[]): Promise<st
         );
         return `${data.closed}/${data.total}`;
       } catch (err) {
-        if (err instanceof CliError) return '-';
+        if (err instanceof ApiProblem) return '-';
         throw err;
       }
     });
@@ -155,12 +155,11 @@ async function progressOf(api: Api, cityName: string, ids: string[]): Promise<st
   return out;
 }
 
-const list = leafCommand('convoy list', {
-  meta: { name: 'list', description: 'Open convoys, newest first, with their progress' },
-  args: {
-    limit: { type: 'string', description: 'At most this many (default 100; pages through the API)', valueHint: 'N' },
-    ...cityArgs,
-  },
+const list = command({
+  name: 'list',
+  description: 'Open convoys, newest first, with their progress',
+  examples: ['ctl convoy list', 'ctl convoy list --json'],
+  args: { ...limitFlag, ...inCityFlags },
   async run({ args: a }) {
     const limit = listLimit(a.limit);
     const { api, city } = await inCity(a);
@@ -173,24 +172,30 @@ const list = leafCommand('convoy list', {
       );
       return data;
     });
-    if (a.json) return writeJson(body);
-    if (body.items.length === 0) return write('No open convoys.');
+    if (a.json) return json(body);
+    if (body.items.length === 0) return line('No open convoys.');
     const progress = await progressOf(
       api,
       city.name,
       body.items.map((c) => c.id),
     );
-    process.stdout.write(
-      renderTable(
-        ['ID', 'STATUS', 'CLOSED', 'TITLE'],
-        body.items.map((c, i) => [c.id, c.status, progress[i], c.title]),
-      ),
+    const rows = body.items.map((convoy, i) => ({ convoy, progress: progress[i] }));
+    table<{ convoy: Bead; progress: string }>(
+      [
+        { header: 'ID', value: (r) => r.convoy.id, kind: 'id' },
+        { header: 'STATUS', value: (r) => r.convoy.status, kind: 'status' },
+        { header: 'CLOSED', value: (r) => r.progress },
+        { header: 'TITLE', value: (r) => r.convoy.title, kind: 'text' },
+      ],
+      rows,
     );
     noteMore(body.items.length, body.total);
   },
 });
 
-export const convoyCommand = defineCommand({
-  meta: { name: 'convoy', description: 'Convoys: beads tracked together to completion' },
-  subCommands: { create, add, remove, check, close, list, show },
+export const convoyCommand = group({
+  name: 'convoy',
+  description: 'Convoys: beads tracked together to completion',
+  examples: ['ctl convoy create "Release 1.2" --item alp-1 --item alp-2', 'ctl convoy check alp-4'],
+  commands: { create, add, remove, check, close, list, show },
 });

@@ -1,77 +1,71 @@
-import { defineCommand } from 'citty';
 import type { MailReplyInputBody, MailSendInputBody, Message } from '../../shared/dto/mail.js';
+import { idAction } from '../_action.js';
 import { call, CSRF } from '../_api.js';
-import { CliError, leafCommand } from '../_command.js';
-import { allPages, collectPages, noteMore } from '../_pages.js';
-import { renderTable } from '../_table.js';
-import { cell, cityArgs, cityPath, inCity, listLimit, optString, renderFields, write, writeJson } from '../_work.js';
+import { command, group } from '../_command.js';
+import { idempotencyFlag, inCityFlags, limitFlag, listLimit } from '../_flags.js';
+import { fields, json, line, noteMore, table } from '../_output.js';
+import { allPages, collectPages } from '../_pages.js';
+import { cityPath, inCity } from '../_scope.js';
+import type { Column } from '../_types.js';
 
 const idArg = { id: { type: 'positional', description: 'Message id', required: true } } as const;
-const keyArg = {
-  'idempotency-key': { type: 'string', description: 'Makes a retried send safe', valueHint: 'KEY' },
-} as const;
 
-function messageTable(messages: Message[]): string {
-  return renderTable(
-    ['ID', 'FROM', 'TO', 'STATE', 'SUBJECT'],
-    messages.map((m) => [m.id, cell(m.from), cell(m.to), m.read ? 'read' : 'unread', m.subject]),
-  );
-}
+const MESSAGE_COLUMNS: Column<Message>[] = [
+  { header: 'ID', value: (m) => m.id, kind: 'id' },
+  { header: 'FROM', value: (m) => m.from, kind: 'id' },
+  { header: 'TO', value: (m) => m.to, kind: 'id' },
+  { header: 'STATE', value: (m) => (m.read ? 'read' : 'unread'), kind: 'status' },
+  { header: 'SUBJECT', value: (m) => m.subject, kind: 'text' },
+];
 
 function idempotencyHeader(key: string | undefined): { 'idempotency-key'?: string } {
   return key !== undefined ? { 'idempotency-key': key } : {};
 }
 
-const send = leafCommand('mail send', {
-  meta: { name: 'send', description: 'Send a message (a new thread)' },
+const send = command({
+  name: 'send',
+  description: 'Send a message (a new thread)',
+  examples: ['ctl mail send --to ann --subject "Review?" --body "alp-2 is ready"'],
   args: {
-    to: { type: 'string', description: 'Recipient', valueHint: 'AGENT' },
-    subject: { type: 'string', description: 'Subject' },
+    to: { type: 'string', description: 'Recipient', valueHint: 'AGENT', required: true },
+    subject: { type: 'string', description: 'Subject', required: true },
     body: { type: 'string', description: 'Body' },
     from: { type: 'string', description: 'Sender (default human)' },
     rig: { type: 'string', description: 'Rig the message belongs to' },
-    ...keyArg,
-    ...cityArgs,
+    ...idempotencyFlag,
+    ...inCityFlags,
   },
   async run({ args: a }) {
-    const to = optString(a.to, 'to');
-    const subject = optString(a.subject, 'subject');
-    if (to === undefined) throw new CliError('--to is required');
-    if (subject === undefined) throw new CliError('--subject is required');
-    const body: MailSendInputBody = { to, subject };
-    const text = optString(a.body, 'body');
-    const from = optString(a.from, 'from');
-    const rig = optString(a.rig, 'rig');
-    const key = optString(a['idempotency-key'], 'idempotency-key');
-    if (text !== undefined) body.body = text;
-    if (from !== undefined) body.from = from;
-    if (rig !== undefined) body.rig = rig;
+    const body: MailSendInputBody = { to: a.to, subject: a.subject };
+    if (a.body !== undefined) body.body = a.body;
+    if (a.from !== undefined) body.from = a.from;
+    if (a.rig !== undefined) body.rig = a.rig;
     const { api, city } = await inCity(a);
     const { data } = await call(
       api,
       api.client.POST('/v0/city/{cityName}/mail', {
-        params: { header: { ...CSRF, ...idempotencyHeader(key) }, path: cityPath(city) },
+        params: { header: { ...CSRF, ...idempotencyHeader(a['idempotency-key']) }, path: cityPath(city) },
         body,
       }),
     );
-    if (a.json) return writeJson(data);
-    write(`Sent ${data.id} to ${data.to}: ${data.subject}`);
+    if (a.json) return json(data);
+    line(`Sent ${data.id} to ${data.to}: ${data.subject}`);
   },
 });
 
-const inbox = leafCommand('mail inbox', {
-  meta: { name: 'inbox', description: 'Unread messages, newest first (--all: read ones too; archived ones never)' },
+const inbox = command({
+  name: 'inbox',
+  description: 'Unread messages, newest first (--all: read ones too; archived ones never)',
+  examples: ['ctl mail inbox --agent ann', 'ctl mail inbox --all --limit 20'],
   args: {
     agent: { type: 'string', description: 'Only messages to this recipient' },
     all: { type: 'boolean', description: 'Read messages too' },
     rig: { type: 'string', description: 'Only messages of this rig' },
-    limit: { type: 'string', description: 'At most this many (default 100; pages through the API)', valueHint: 'N' },
-    ...cityArgs,
+    ...limitFlag,
+    ...inCityFlags,
   },
   async run({ args: a }) {
     const limit = listLimit(a.limit);
-    const agent = optString(a.agent, 'agent');
-    const rig = optString(a.rig, 'rig');
     const { api, city } = await inCity(a);
     const body = await collectPages(limit, async (size, cursor) => {
       const { data } = await call(
@@ -80,8 +74,8 @@ const inbox = leafCommand('mail inbox', {
           params: {
             path: cityPath(city),
             query: {
-              ...(agent !== undefined ? { agent } : {}),
-              ...(rig !== undefined ? { rig } : {}),
+              ...(a.agent !== undefined ? { agent: a.agent } : {}),
+              ...(a.rig !== undefined ? { rig: a.rig } : {}),
               ...(a.all ? { status: 'all' } : {}),
               limit: size,
               ...(cursor ? { cursor } : {}),
@@ -91,89 +85,85 @@ const inbox = leafCommand('mail inbox', {
       );
       return data;
     });
-    if (a.json) return writeJson(body);
-    if (body.items.length === 0) return write(a.all ? 'No messages.' : 'No unread messages.');
-    process.stdout.write(messageTable(body.items));
+    if (a.json) return json(body);
+    if (body.items.length === 0) return line(a.all ? 'No messages.' : 'No unread messages.');
+    table(MESSAGE_COLUMNS, body.items);
     noteMore(body.items.length, body.total);
   },
 });
 
-const read = leafCommand('mail read', {
-  meta: { name: 'read', description: 'Mark a message read and print it' },
-  args: { ...idArg, ...cityArgs },
+const read = command({
+  name: 'read',
+  description: 'Mark a message read and print it',
+  examples: ['ctl mail read alp-3'],
+  args: { ...idArg, ...inCityFlags },
   async run({ args: a }) {
     const { api, city } = await inCity(a);
     const path = { ...cityPath(city), id: a.id };
     await call(api, api.client.POST('/v0/city/{cityName}/mail/{id}/read', { params: { header: CSRF, path } }));
     const { data } = await call(api, api.client.GET('/v0/city/{cityName}/mail/{id}', { params: { path } }));
-    if (a.json) return writeJson(data);
-    process.stdout.write(
-      renderFields([
-        ['ID', data.id],
-        ['From', data.from],
-        ['To', data.to],
-        ['Subject', data.subject],
-        ['Date', data.created_at],
-        ['Thread', data.thread_id],
-        ['Reply to', data.reply_to],
-        ['Rig', data.rig],
-      ]),
-    );
+    if (a.json) return json(data);
+    fields([
+      ['ID', data.id],
+      ['From', data.from],
+      ['To', data.to],
+      ['Subject', data.subject],
+      ['Date', data.created_at],
+      ['Thread', data.thread_id],
+      ['Reply to', data.reply_to],
+      ['Rig', data.rig],
+    ]);
     if (data.body !== '') process.stdout.write(`\n${data.body.replace(/\n?$/, '\n')}`);
   },
 });
 
-const reply = leafCommand('mail reply', {
-  meta: { name: 'reply', description: "Reply in a message's thread, to its sender (subject Re: … unless --subject)" },
+const reply = command({
+  name: 'reply',
+  description: "Reply in a message's thread, to its sender (subject Re: … unless --subject)",
+  examples: ['ctl mail reply alp-3 --body "on it"'],
   args: {
     ...idArg,
     body: { type: 'string', description: 'Body' },
     from: { type: 'string', description: "Sender (default: the original's recipient)" },
     subject: { type: 'string', description: 'Subject (default Re: <original subject>)' },
-    ...keyArg,
-    ...cityArgs,
+    ...idempotencyFlag,
+    ...inCityFlags,
   },
   async run({ args: a }) {
     const body: MailReplyInputBody = {};
-    const text = optString(a.body, 'body');
-    const from = optString(a.from, 'from');
-    const subject = optString(a.subject, 'subject');
-    const key = optString(a['idempotency-key'], 'idempotency-key');
-    if (text !== undefined) body.body = text;
-    if (from !== undefined) body.from = from;
-    if (subject !== undefined) body.subject = subject;
+    if (a.body !== undefined) body.body = a.body;
+    if (a.from !== undefined) body.from = a.from;
+    if (a.subject !== undefined) body.subject = a.subject;
     const { api, city } = await inCity(a);
     const { data } = await call(
       api,
       api.client.POST('/v0/city/{cityName}/mail/{id}/reply', {
-        params: { header: { ...CSRF, ...idempotencyHeader(key) }, path: { ...cityPath(city), id: a.id } },
+        params: {
+          header: { ...CSRF, ...idempotencyHeader(a['idempotency-key']) },
+          path: { ...cityPath(city), id: a.id },
+        },
         body,
       }),
     );
-    if (a.json) return writeJson(data);
-    write(`Sent ${data.id} to ${data.to}: ${data.subject}`);
+    if (a.json) return json(data);
+    line(`Sent ${data.id} to ${data.to}: ${data.subject}`);
   },
 });
 
-const archive = leafCommand('mail archive', {
-  meta: { name: 'archive', description: 'Archive a message (it leaves the inbox; its thread keeps it)' },
-  args: { ...idArg, ...cityArgs },
-  async run({ args: a }) {
-    const { api, city } = await inCity(a);
-    const { data } = await call(
-      api,
-      api.client.POST('/v0/city/{cityName}/mail/{id}/archive', {
-        params: { header: CSRF, path: { ...cityPath(city), id: a.id } },
-      }),
-    );
-    if (a.json) return writeJson(data);
-    write(`Archived ${a.id}`);
-  },
+const archive = idAction({
+  name: 'archive',
+  description: 'Archive a message (it leaves the inbox; its thread keeps it)',
+  examples: ['ctl mail archive alp-3'],
+  id: 'Message id',
+  request: (api, path) => api.client.POST('/v0/city/{cityName}/mail/{id}/archive', { params: { header: CSRF, path } }),
+  done: (_, id) => `Archived ${id}`,
 });
 
-const thread = leafCommand('mail thread', {
-  meta: { name: 'thread', description: 'Every message of a thread, oldest first (ID: a message or a thread id)' },
-  args: { ...idArg, ...cityArgs },
+const thread = command({
+  name: 'thread',
+  description: 'Every message of a thread, oldest first (ID: a message or a thread id)',
+  examples: ['ctl mail thread alp-3'],
+  args: { ...idArg, ...inCityFlags },
   async run({ args: a }) {
     const { api, city } = await inCity(a);
     // Pages come newest first, each oldest first: the whole thread is the pages in reverse.
@@ -191,12 +181,18 @@ const thread = leafCommand('mail thread', {
       return data;
     });
     const items = pages.reverse().flat();
-    if (a.json) return writeJson({ items, total });
-    process.stdout.write(messageTable(items));
+    if (a.json) return json({ items, total });
+    table(MESSAGE_COLUMNS, items);
   },
 });
 
-export const mailCommand = defineCommand({
-  meta: { name: 'mail', description: 'Messages between agents and people' },
-  subCommands: { send, inbox, read, reply, archive, thread },
+export const mailCommand = group({
+  name: 'mail',
+  description: 'Messages between agents and people',
+  examples: [
+    'ctl mail send --to ann --subject "Review?"',
+    'ctl mail inbox --agent ann',
+    'ctl mail reply alp-3 --body "on it"',
+  ],
+  commands: { send, inbox, read, reply, archive, thread },
 });

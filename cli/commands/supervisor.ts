@@ -2,14 +2,17 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { defineCommand } from 'citty';
 import { execa } from 'execa';
 import type { SupervisorHealthOutputBody } from '../../shared/dto/health.js';
+import { formatDuration } from '../../shared/duration.js';
 import { ctlEntryPath, ctlHome, homePaths, packageRoot } from '../../shared/paths.js';
 import type { ProgramEntry, SupervisorRunOptions } from '../../shared/run-options.js';
-import { apiArg, call, connect, NoAnswer } from '../_api.js';
-import { CliError, leafCommand } from '../_command.js';
+import { call, connect } from '../_api.js';
+import { command, group } from '../_command.js';
+import { CliError, NoAnswer } from '../_errors.js';
+import { apiFlag, jsonFlag, timeout, timeoutFlag } from '../_flags.js';
 import { exited, stopLeftoverControllers } from '../_leftover-controllers.js';
+import { json, line, paint, statusColour } from '../_output.js';
 import { supervisorPid } from '../_supervisor-pid.js';
 
 const addressArgs = {
@@ -31,8 +34,10 @@ function runOptions(args: { host?: string; port?: string }): SupervisorRunOption
   return options;
 }
 
-const run = leafCommand('supervisor run', {
-  meta: { name: 'run', description: 'Run the supervisor in the foreground' },
+const run = command({
+  name: 'run',
+  description: 'Run the supervisor in the foreground (logs: readable on a terminal, JSON lines otherwise)',
+  examples: ['ctl supervisor run', 'ctl supervisor run --port 9000 2> supervisor.log'],
   args: addressArgs,
   async run({ args }) {
     const options = runOptions(args);
@@ -47,14 +52,14 @@ const run = leafCommand('supervisor run', {
   },
 });
 
-const start = leafCommand('supervisor start', {
-  meta: { name: 'start', description: 'Start the supervisor in the background; returns once its API answers' },
-  args: { ...addressArgs, timeout: { type: 'string', description: 'Seconds to wait for the API (default 15)' } },
+const start = command({
+  name: 'start',
+  description: 'Start the supervisor in the background; returns once its API answers',
+  examples: ['ctl supervisor start', 'ctl supervisor start --port 9000 --json   # {"pid":…,"api":…,"log":…}'],
+  args: { ...addressArgs, ...timeoutFlag('How long to wait for its API (default 15s)'), ...jsonFlag },
   async run({ args }) {
     const options = runOptions(args);
-    const timeoutSec = args.timeout === undefined ? 15 : Number(args.timeout);
-    if (!Number.isFinite(timeoutSec) || timeoutSec <= 0)
-      throw new CliError(`--timeout ${args.timeout}: not a number of seconds`);
+    const waitMs = timeout(args.timeout, 15_000);
     const running = supervisorPid();
     if (running) throw new CliError(`supervisor is already running (pid ${running})`);
     const paths = homePaths(ctlHome());
@@ -85,7 +90,7 @@ const start = leafCommand('supervisor start', {
         ? `http://${host ?? '127.0.0.1'}:${options.port ?? 8372}`
         : undefined,
     );
-    const deadline = Date.now() + timeoutSec * 1000;
+    const deadline = Date.now() + waitMs;
     while (Date.now() < deadline) {
       if (exited) throw new CliError(`supervisor exited during startup: ${lastLogError(paths.log)}`);
       try {
@@ -93,7 +98,8 @@ const start = leafCommand('supervisor start', {
         if (res.ok) {
           const health = (await res.json()) as SupervisorHealthOutputBody;
           if (health.pid === child.pid) {
-            process.stdout.write(`Supervisor started (pid ${health.pid}) at ${api.base}\n`);
+            if (args.json) return json({ pid: health.pid, api: api.base, log: paths.log });
+            line(`Supervisor started (pid ${health.pid}) at ${api.base}`);
             return;
           }
         }
@@ -102,7 +108,7 @@ const start = leafCommand('supervisor start', {
       }
       await sleep(50);
     }
-    throw new CliError(`supervisor did not answer at ${api.base} within ${timeoutSec}s; see ${paths.log}`);
+    throw new CliError(`supervisor did not answer at ${api.base} within ${formatDuration(waitMs)}; see ${paths.log}`);
   },
 });
 
@@ -127,30 +133,36 @@ function lastLogError(logFile: string): string {
 /** How long a SIGKILLed supervisor may take to be gone (it cannot refuse; this only bounds the wait). */
 const KILL_WAIT_MS = 5_000;
 
-const stop = leafCommand('supervisor stop', {
-  meta: { name: 'stop', description: 'Stop the supervisor and every city controller; returns once it has exited' },
+const stop = command({
+  name: 'stop',
+  description: 'Stop the supervisor and every city controller; returns once it has exited',
+  examples: [
+    'ctl supervisor stop',
+    'ctl supervisor stop --force --timeout 5s   # one that does not exit (frozen): kill it and its controllers',
+    'ctl supervisor stop --json                 # {"pid":…,"killed":false,"controllers_stopped":0}',
+  ],
   args: {
-    timeout: { type: 'string', description: 'Seconds to wait for it to exit (default 15)' },
+    ...timeoutFlag('How long to wait for it to exit (default 15s)'),
     force: {
       type: 'boolean',
       description: 'If it has not exited by then (frozen), kill it and the city controllers it leaves running',
     },
+    ...jsonFlag,
   },
   async run({ args }) {
-    const timeoutSec = args.timeout === undefined ? 15 : Number(args.timeout);
-    if (!Number.isFinite(timeoutSec) || timeoutSec <= 0)
-      throw new CliError(`--timeout ${args.timeout}: not a number of seconds`);
+    const waitMs = timeout(args.timeout, 15_000);
     const pid = supervisorPid();
     if (!pid) throw new CliError('supervisor is not running');
     // The lock is held, so this pid file is the live supervisor's.
     process.kill(pid, 'SIGTERM');
-    if (await exited(pid, timeoutSec * 1000)) {
-      process.stdout.write('Supervisor stopped.\n');
+    if (await exited(pid, waitMs)) {
+      if (args.json) return json({ pid, killed: false, controllers_stopped: 0 });
+      line('Supervisor stopped.');
       return;
     }
     if (!args.force) {
       throw new CliError(
-        `supervisor (pid ${pid}) did not exit within ${timeoutSec}s; "ctl supervisor stop --force" kills it and its cities' controllers`,
+        `supervisor (pid ${pid}) did not exit within ${formatDuration(waitMs)}; "ctl supervisor stop --force" kills it and its cities' controllers`,
       );
     }
     process.kill(pid, 'SIGKILL');
@@ -159,16 +171,19 @@ const stop = leafCommand('supervisor stop', {
     }
     // Killed, it could not stop its controllers (each in a process group of its own): they are still running.
     const controllers = await stopLeftoverControllers(ctlHome());
-    process.stdout.write(
-      `Supervisor (pid ${pid}) killed: it did not exit within ${timeoutSec}s of SIGTERM; ` +
-        `${controllers} city controller${controllers === 1 ? '' : 's'} it left running stopped.\n`,
+    if (args.json) return json({ pid, killed: true, controllers_stopped: controllers });
+    line(
+      `Supervisor (pid ${pid}) killed: it did not exit within ${formatDuration(waitMs)} of SIGTERM; ` +
+        `${controllers} city controller${controllers === 1 ? '' : 's'} it left running stopped.`,
     );
   },
 });
 
-const status = leafCommand('supervisor status', {
-  meta: { name: 'status', description: 'Is the supervisor up? Exit status 1 when it is not' },
-  args: { ...apiArg, json: { type: 'boolean', description: 'Print the health document as JSON' } },
+const status = command({
+  name: 'status',
+  description: 'Is the supervisor up? Exit status 1 when it is not',
+  examples: ['ctl supervisor status', 'ctl supervisor status --json   # the /health document'],
+  args: { ...jsonFlag, ...apiFlag },
   async run({ args }) {
     const api = connect(args.api);
     let health: SupervisorHealthOutputBody;
@@ -179,13 +194,14 @@ const status = leafCommand('supervisor status', {
       if (err instanceof NoAnswer) throw err;
       throw new CliError(`supervisor is not running at ${api.base}`);
     }
-    if (args.json) {
-      process.stdout.write(JSON.stringify(health) + '\n');
-      return;
-    }
-    process.stdout.write(
+    if (args.json) return json(health);
+    const state =
+      health.status === 'ok'
+        ? ''
+        : ` — ${paint(health.status, statusColour(health.status))}: reconciler last ran ${health.reconciler.last_tick_age_ms} ms ago`;
+    line(
       `Supervisor is running (pid ${health.pid}) at ${api.base}: ${health.cities_running}/${health.cities_total} cities running, ` +
-        `home ${health.home}, up ${health.uptime_sec}s${health.status === 'ok' ? '' : ` — ${health.status}: reconciler last ran ${health.reconciler.last_tick_age_ms} ms ago`}\n`,
+        `home ${health.home}, up ${health.uptime_sec}s${state}`,
     );
   },
 });
@@ -215,11 +231,17 @@ WantedBy=default.target
 `;
 }
 
-const install = leafCommand('supervisor install', {
-  meta: { name: 'install', description: 'Write a systemd user unit that runs the supervisor' },
+const install = command({
+  name: 'install',
+  description: 'Write a systemd user unit that runs the supervisor',
+  examples: [
+    'ctl supervisor install && systemctl --user enable --now ctl-supervisor',
+    'ctl supervisor install --print   # the unit, written nowhere',
+  ],
   args: {
     force: { type: 'boolean', description: 'Overwrite an existing unit' },
     print: { type: 'boolean', description: 'Print the unit instead of writing it' },
+    ...jsonFlag,
   },
   async run({ args }) {
     const unit = systemdUnit({
@@ -229,6 +251,7 @@ const install = leafCommand('supervisor install', {
       path: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
     });
     if (args.print) {
+      if (args.json) return json({ unit });
       process.stdout.write(unit);
       return;
     }
@@ -237,13 +260,17 @@ const install = leafCommand('supervisor install', {
     if (existsSync(file) && !args.force) throw new CliError(`${file} exists; pass --force to overwrite it`);
     mkdirSync(dirname(file), { recursive: true });
     writeFileSync(file, unit);
-    process.stdout.write(
-      `Wrote ${file}\nEnable it with:\n  systemctl --user daemon-reload\n  systemctl --user enable --now ctl-supervisor\n`,
-    );
+    if (args.json) return json({ path: file, unit });
+    line(`Wrote ${file}`);
+    line('Enable it with:');
+    line('  systemctl --user daemon-reload');
+    line('  systemctl --user enable --now ctl-supervisor');
   },
 });
 
-export const supervisorCommand = defineCommand({
-  meta: { name: 'supervisor', description: 'Run, start, stop and inspect the supervisor' },
-  subCommands: { run, start, stop, status, install },
+export const supervisorCommand = group({
+  name: 'supervisor',
+  description: 'Run, start, stop and inspect the supervisor',
+  examples: ['ctl supervisor start', 'ctl supervisor status', 'ctl supervisor stop'],
+  commands: { run, start, stop, status, install },
 });

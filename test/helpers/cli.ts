@@ -18,7 +18,7 @@ export async function runCtl(
   options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {},
 ): Promise<CliResult> {
   const result = await execa(process.execPath, [ctlEntryPath(), ...args], {
-    env: { ...process.env, ...options.env },
+    env: { ...process.env, NO_COLOR: undefined, FORCE_COLOR: undefined, ...options.env },
     cwd: options.cwd,
     reject: false,
     timeout: options.timeoutMs ?? 60_000,
@@ -61,6 +61,35 @@ export async function runCtlWithTerminal(
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Runs the real `ctl` with stdout and stderr on a terminal `columns` wide (a pty from util-linux `script`, which
+ * Debian and CI have), as a person at a terminal runs it; returns what reached the terminal (both streams, `\n`
+ * line ends) as stdout.
+ */
+export async function runCtlOnTerminal(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; cwd?: string; columns?: number } = {},
+): Promise<CliResult> {
+  if (!findOnPath('script', process.env.PATH ?? '')) throw new Error('terminal tests need util-linux script');
+  const command = [process.execPath, ctlEntryPath(), ...args].map(quoted).join(' ');
+  const result = await execa(
+    'script',
+    ['-qefc', `stty cols ${options.columns ?? 80} rows 50; exec ${command}`, '/dev/null'],
+    {
+      env: { ...process.env, NO_COLOR: undefined, FORCE_COLOR: undefined, ...options.env },
+      cwd: options.cwd,
+      reject: false,
+      timeout: 60_000,
+      stdin: 'ignore',
+    },
+  );
+  return {
+    code: result.exitCode ?? -1,
+    stdout: String(result.stdout).replace(/\r\n/g, '\n').replace(/\n$/, ''),
+    stderr: String(result.stderr),
+  };
 }
 
 /** The lines of an output (runCtl, through execa, has already stripped the final newline). */

@@ -1,0 +1,54 @@
+import type { Bead } from '../shared/dto/beads.js';
+import type { CityInfo } from '../shared/dto/cities.js';
+import { fields, table } from './_output.js';
+import type { Column } from './_types.js';
+
+// How a resource more than one command shows is shown to people: its table columns, its fields.
+
+export const CITY_COLUMNS: Column<CityInfo>[] = [
+  { header: 'NAME', value: (c) => c.name, kind: 'id' },
+  { header: 'STATUS', value: (c) => (c.running ? 'running' : (c.status ?? 'unknown')), kind: 'status' },
+  { header: 'PID', value: (c) => c.pid },
+  { header: 'PATH', value: (c) => c.path, kind: 'text' },
+  { header: 'ERROR', value: (c) => c.error, kind: 'text' },
+];
+
+export const BEAD_COLUMNS: Column<Bead>[] = [
+  { header: 'ID', value: (b) => b.id, kind: 'id' },
+  { header: 'STATUS', value: (b) => b.status, kind: 'status' },
+  { header: 'TYPE', value: (b) => b.issue_type },
+  { header: 'PRI', value: (b) => b.priority },
+  { header: 'ASSIGNEE', value: (b) => b.assignee, kind: 'id' },
+  { header: 'LABELS', value: (b) => b.labels?.join(','), kind: 'text' },
+  { header: 'TITLE', value: (b) => b.title, kind: 'text' },
+];
+
+export function beadTable(beads: Bead[]): void {
+  table(BEAD_COLUMNS, beads);
+}
+
+function metaText(metadata: Record<string, string> | undefined): string | undefined {
+  const entries = Object.entries(metadata ?? {});
+  return entries.length ? entries.map(([k, v]) => `${k}=${v}`).join(', ') : undefined;
+}
+
+/** One bead, every field it has. */
+export function beadFields(b: Bead): void {
+  fields([
+    ['ID', b.id],
+    ['Title', b.title],
+    ['Status', b.status],
+    ['Type', b.issue_type],
+    ['Priority', b.priority],
+    ['Assignee', b.assignee],
+    ['Labels', b.labels?.join(', ')],
+    ['Parent', b.parent],
+    ['Depends on', (b.dependencies ?? []).map((d) => `${d.depends_on_id} (${d.type})`).join(', ')],
+    ['Blocked', b.is_blocked ? 'yes' : undefined],
+    ['Metadata', metaText(b.metadata)],
+    ['Deferred until', b.defer_until],
+    ['Created', b.created_at],
+    ['Updated', b.updated_at],
+    ['Description', b.description],
+  ]);
+}
