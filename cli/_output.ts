@@ -64,6 +64,21 @@ const STATUS_COLOURS: Record<string, Colour> = {
   pending: 'yellow',
   degraded: 'yellow',
   unread: 'bold',
+  active: 'green',
+  idle: 'green',
+  creating: 'yellow',
+  'start-pending': 'yellow',
+  'in-turn': 'yellow',
+  waiting: 'yellow',
+  asleep: 'dim',
+  suspended: 'dim',
+  quarantined: 'red',
+  'failed-create': 'red',
+  configured: 'green',
+  needs_auth: 'yellow',
+  not_installed: 'red',
+  invalid_configuration: 'red',
+  probe_error: 'red',
 };
 
 /** The colour of a state word: running green, stopped red, starting yellow, … (startup phases yellow). */

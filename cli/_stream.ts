@@ -24,6 +24,8 @@ export interface StreamOptions {
   signal?: AbortSignal;
   /** What a reconnect has to say, for a person. */
   note(text: string): void;
+  /** Another stream of the city (a session's, `/session/{id}/stream`) and the frame names to read from it. */
+  other?: { path: string; frames: string[] };
 }
 
 /** How reading ended: `visit` had what it wanted, the signal aborted it, or (without reconnect) the stream ended. */
@@ -39,12 +41,13 @@ export type StreamEnd = 'done' | 'aborted' | 'ended';
 export async function readEvents(
   api: Api,
   o: StreamOptions,
-  visit: (envelope: Record<string, unknown>, data: string) => boolean,
+  visit: (envelope: Record<string, unknown>, data: string, frame: string) => boolean,
 ): Promise<StreamEnd> {
   const frameName = o.city ? 'event' : 'tagged_event';
-  const url = o.city
-    ? `${api.base}/v0/city/${encodeURIComponent(o.city.name)}/events/stream`
-    : `${api.base}/v0/events/stream`;
+  const names = o.other?.frames ?? [frameName];
+  const cityBase = o.city ? `${api.base}/v0/city/${encodeURIComponent(o.city.name)}` : undefined;
+  const url =
+    cityBase === undefined ? `${api.base}/v0/events/stream` : `${cityBase}${o.other?.path ?? '/events/stream'}`;
   let position = o.after;
   let backoff = BACKOFF_START_MS;
   /** Once a stream was open, a 404 means the city is restarting (worth waiting for); before, it is not there. */
@@ -90,7 +93,8 @@ export async function readEvents(
     try {
       for await (const frame of connection.frames) {
         // A frame without an `event:` line is a data frame too; heartbeats and other names are not ours.
-        if ((frame.event ?? frameName) !== frameName) continue;
+        const name = frame.event ?? frameName;
+        if (!names.includes(name)) continue;
         if (frame.id !== undefined) {
           position = frame.id;
           advanced = true;
@@ -104,7 +108,7 @@ export async function readEvents(
         }
         if (typeof envelope !== 'object' || envelope === null)
           throw new CliError('decode: frame data is not an object');
-        if (visit(envelope as Record<string, unknown>, frame.data)) {
+        if (visit(envelope as Record<string, unknown>, frame.data, name)) {
           abort.abort();
           return 'done';
         }

@@ -36,6 +36,8 @@ export const ctl: AnyCommand = defineCommand({
     bead: () => import('./commands/beads.js').then((m) => m.beadCommand),
     mail: () => import('./commands/mail.js').then((m) => m.mailCommand),
     convoy: () => import('./commands/convoys.js').then((m) => m.convoyCommand),
+    session: () => import('./commands/sessions.js').then((m) => m.sessionCommand),
+    provider: () => import('./commands/providers.js').then((m) => m.providerCommand),
     help: () => import('./commands/help.js').then((m) => m.helpCommand),
     version: () => import('./commands/help.js').then((m) => m.versionCommand),
     completion: () => import('./commands/completion.js').then((m) => m.completionCommand),

@@ -146,7 +146,7 @@ describe('providers over the API', function () {
         runtime: 'pipe',
         prompt_mode: 'stdin',
         quiet_ms: 200,
-        ready_delay_ms: 0,
+        ready_delay_ms: 200,
       });
       expect(byName.get('default')).to.include({ command: 'sleep 3600', protocol: 'text', builtin: false });
     });

@@ -324,7 +324,7 @@ export class Session extends EventEmitter<SessionEvents> {
     if (pending.kind === 'question' && answer.text === undefined && answer.action !== 'answer') {
       const message = 'a question is answered with action "answer" and the answer in text';
       throw new Problem('validation-failed', `invalid: ${message}`, {
-        errors: [{ location: 'body.text', message }],
+        errors: [{ location: 'body.action', message, value: answer.action }],
       });
     }
     await this.runtime.respond(pending.request_id, answer);

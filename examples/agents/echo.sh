@@ -8,7 +8,7 @@
 # `ready_prompt_prefix`), so a turn ends at once instead of after a quiet spell.
 marker="${ECHO_READY:-}"
 trap 'printf "interrupted\n"' INT
-[ -n "$marker" ] && printf '%s\n' "$marker"
+if [ -n "$marker" ]; then printf '%s\n' "$marker"; fi
 while IFS= read -r line; do
   case "$line" in
     ask\ *)
@@ -29,5 +29,5 @@ while IFS= read -r line; do
       printf 'echo: %s\n' "$line"
       ;;
   esac
-  [ -n "$marker" ] && printf '%s\n' "$marker"
+  if [ -n "$marker" ]; then printf '%s\n' "$marker"; fi
 done
