@@ -98,7 +98,7 @@ describe('ctl session and ctl provider (real binary, real supervisor, real agent
       reject: false,
     });
     const seen: string[] = [];
-    child.stdout!.on('data', (chunk: Buffer) => seen.push(...chunk.toString().split('\n').filter(Boolean)));
+    child.stdout.on('data', (chunk: Buffer) => seen.push(...chunk.toString().split('\n').filter(Boolean)));
     try {
       await waitUntil('the stream to be open', () => seen.some((l) => l.includes('"activity"')));
       expectSuccess(await ctl(['session', 'send', 'streamed', 'streaming now']));
