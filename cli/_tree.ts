@@ -94,7 +94,8 @@ export async function findCommand(words: string[]): Promise<Found> {
   const globals: string[] = [];
   let i = 0;
   for (;;) {
-    const subs = await subCommandsOf(cmd);
+    // Names only: a command's module is loaded when it is the one named (`ctl controller run` loads no other).
+    const subs = (await resolved(cmd.subCommands)) ?? {};
     if (Object.keys(subs).length === 0) break;
     const width = i < words.length ? globalFlagWidth(words[i]) : 0;
     if (width > 0) {
@@ -106,7 +107,7 @@ export async function findCommand(words: string[]): Promise<Found> {
     if (word === undefined || word === '--' || isFlagWord(word)) break;
     if (Object.hasOwn(subs, word)) {
       path.push(word);
-      cmd = subs[word];
+      cmd = (await resolved(subs[word])) as AnyCommand;
       i++;
       continue;
     }

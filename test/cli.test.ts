@@ -753,8 +753,14 @@ describe('ctl init, register and unregister wait on the event stream, not by pol
   it('ctl init of a city whose controller cannot start: the request.failed on the stream, in one line', async function () {
     const dir = sup.cityDir('broken');
     const init = sup.ctl(['init', dir, '--start-command', 'sleep 3600']);
-    // Break the config before the controller reads it (its first phase is delayed).
-    await waitUntil('the city to be scaffolded', () => existsSync(join(dir, 'city.toml')), 10_000, 5);
+    // Break the config before the controller reads it: it reports its first phase, then waits (the delay) before
+    // reading city.toml. Waiting for the phase, not for the file, keeps a slow controller start out of the race.
+    await waitUntil(
+      'the controller to be loading its config',
+      async () => (await sup.city('broken'))?.status === 'loading_config',
+      10_000,
+      5,
+    );
     writeFileSync(join(dir, 'city.toml'), '[workspace\nbroken = ');
     expectFailure(await init, 'init', /city\.toml.* \(city_init_failed\)$/);
   });

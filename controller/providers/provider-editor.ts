@@ -13,11 +13,13 @@ import { Problem } from '../../shared/http/problem.js';
 import { checkAgents } from '../agents.js';
 import { IDEMPOTENCY_TTL_MS } from '../beads/bead-rules.js';
 import { bodyHash } from '../beads/beads-service.js';
-import { setProviderTable, TomlEditError, type ProviderTable } from './city-toml-edit.js';
+import type { ProviderTable } from './city-toml-edit.js';
 import { PRESETS } from './presets.js';
 import type { ResolvedProvider } from './provider-spec.js';
 import { ProviderRegistry } from './provider-registry.js';
 import { ProviderConfigError, resolveCityProviders, WORKSPACE_PROVIDER } from './resolve.js';
+
+let tomlEdit: typeof import('./city-toml-edit.js') | undefined;
 
 /** The settings of a `[providers.<name>]` table, in the order a new table is written. */
 const SETTINGS = [
@@ -163,7 +165,11 @@ export class ProviderEditor {
 
   /** Runs `fn` after every write queued before it has finished. */
   private exclusive<T>(fn: () => T): Promise<T> {
-    const run = this.queue.then(fn);
+    const run = this.queue.then(async () => {
+      // The TOML editor (and its library) is loaded by the first edit, not by every controller that never edits.
+      tomlEdit ??= await import('./city-toml-edit.js');
+      return fn();
+    });
     this.queue = run.catch(() => undefined);
     return run;
   }
@@ -217,9 +223,9 @@ export class ProviderEditor {
     }
     let text: string;
     try {
-      text = setProviderTable(current.text, name, table);
+      text = tomlEdit!.setProviderTable(current.text, name, table);
     } catch (err) {
-      if (!(err instanceof TomlEditError)) throw err;
+      if (!(err instanceof tomlEdit!.TomlEditError)) throw err;
       throw new Problem('internal', `internal: city.toml was not changed: ${err.message}`);
     }
     writeFileAtomic(this.host.configPath, text, { mode: current.mode });
