@@ -1,0 +1,325 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+// A scripted model server for tests with the real agent CLIs, offline: the Anthropic Messages API (what Claude
+// Code calls) and the OpenAI Responses API (what Codex calls), both streaming, answering by a few rules a test
+// reads at a glance:
+//
+//   - a user text is echoed back: `You said: <text>`;
+//   - `run: <command>` asks for a tool call (Claude: `Bash {command}`; Codex: `shell {command: [sh, -c, …]}`);
+//     once the tool's result comes back, the reply is `Tool said: <result>`;
+//   - `slow: <text>` streams the echo one word every 200 ms (a turn long enough to interrupt);
+//   - `rate-limit` answers 429 (with `retry-after`), `overloaded` answers 529/503: the provider's errors;
+//   - a text starting `say: <text>` replies exactly `<text>`.
+//
+// It records every request (path and body) so that a test can check what the CLI sent, e.g. that a resumed
+// conversation carries its earlier turns.
+
+export interface ModelRequest {
+  api: 'messages' | 'responses';
+  path: string;
+  body: Record<string, unknown>;
+  /** The user text the rules answered (undefined when the request ended a tool call). */
+  userText: string | undefined;
+}
+
+export interface ModelServer {
+  /** `http://127.0.0.1:PORT` (Claude Code's ANTHROPIC_BASE_URL; Codex's base_url is this plus `/v1`). */
+  readonly url: string;
+  readonly requests: ModelRequest[];
+  /** Answers every request with this HTTP status until cleared (a server that is down or overloaded). */
+  failWith(status: number | undefined): void;
+  close(): Promise<void>;
+}
+
+const SLOW_WORD_MS = 200;
+
+interface Reply {
+  text?: string;
+  tool?: { name: string; input: Record<string, unknown> };
+  slow?: boolean;
+  status?: number;
+}
+
+/** What the rules answer to the last user text, or to a tool's result. */
+export function replyTo(userText: string | undefined, toolResult: string | undefined, api: ModelRequest['api']): Reply {
+  if (toolResult !== undefined) return { text: `Tool said: ${toolResult.trim()}` };
+  const text = (userText ?? '').trim();
+  if (/\brate-limit\b/.test(text)) return { status: 429 };
+  if (/\boverloaded\b/.test(text)) return { status: api === 'messages' ? 529 : 503 };
+  const run = /^run:\s*(.+)$/s.exec(text);
+  if (run) {
+    return api === 'messages'
+      ? { tool: { name: 'Bash', input: { command: run[1], description: 'Run the command the test asked for' } } }
+      : { tool: { name: 'shell', input: { command: ['sh', '-c', run[1]] } } };
+  }
+  const slow = /^slow:\s*(.+)$/s.exec(text);
+  if (slow) return { text: `You said: ${slow[1]}`, slow: true };
+  const say = /^say:\s*(.+)$/s.exec(text);
+  if (say) return { text: say[1] };
+  return { text: `You said: ${text}` };
+}
+
+type Block = { type?: string; text?: string; content?: unknown };
+
+function textOf(content: unknown): string[] {
+  if (typeof content === 'string') return [content];
+  if (!Array.isArray(content)) return [];
+  return (content as Block[]).flatMap((b) =>
+    (b.type === 'text' || b.type === 'input_text') && typeof b.text === 'string' ? [b.text] : [],
+  );
+}
+
+/** The CLIs add their own context as user text in angle brackets (`<system-reminder>`, `<environment_context>`). */
+function isPeopleText(text: string): boolean {
+  return !text.trimStart().startsWith('<') && text.trim() !== '';
+}
+
+/** Messages API: the last user message's own text, or the result of the tool call it answers. */
+function readMessages(body: Record<string, unknown>): { userText?: string; toolResult?: string } {
+  const messages = (body.messages ?? []) as { role?: string; content?: unknown }[];
+  // Claude Code may put a `system` message after the user's (its list of agents and skills).
+  const last = messages.filter((m) => m.role !== 'system').at(-1);
+  if (!last || last.role !== 'user') return {};
+  if (Array.isArray(last.content)) {
+    const result = (last.content as Block[]).find((b) => b.type === 'tool_result');
+    if (result) return { toolResult: textOf(result.content).join('\n') || String(result.content ?? '') };
+  }
+  return { userText: textOf(last.content).filter(isPeopleText).at(-1) };
+}
+
+/** Responses API: the newest input item decides — a function call's output, or a user message. */
+function readResponses(body: Record<string, unknown>): { userText?: string; toolResult?: string } {
+  const input = body.input;
+  if (typeof input === 'string') return { userText: input };
+  const items = (Array.isArray(input) ? input : []) as {
+    type?: string;
+    role?: string;
+    content?: unknown;
+    output?: unknown;
+  }[];
+  const last = items.at(-1);
+  if (last?.type === 'function_call_output') {
+    const output = typeof last.output === 'string' ? last.output : JSON.stringify(last.output);
+    // Codex wraps a shell result as JSON `{output, metadata}`.
+    try {
+      const parsed = JSON.parse(output) as { output?: string };
+      if (typeof parsed.output === 'string') return { toolResult: parsed.output };
+    } catch {
+      // plain text
+    }
+    return { toolResult: output };
+  }
+  const users = items.filter((i) => i.role === 'user');
+  for (let i = users.length - 1; i >= 0; i--) {
+    const text = textOf(users[i].content).filter(isPeopleText).at(-1);
+    if (text !== undefined) return { userText: text };
+  }
+  return {};
+}
+
+async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const text = Buffer.concat(chunks).toString('utf8');
+  try {
+    return text ? (JSON.parse(text) as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+function sse(res: ServerResponse, event: string, data: Record<string, unknown>): void {
+  res.write(`event: ${event}\ndata: ${JSON.stringify({ type: event, ...data })}\n\n`);
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Pieces a reply streams in: words (slowly, for `slow:`), or the whole text at once. */
+function pieces(reply: Reply): string[] {
+  const text = reply.text ?? '';
+  return reply.slow ? text.split(/(?<= )/) : [text];
+}
+
+let counter = 0;
+const nextId = (prefix: string) => `${prefix}_${(++counter).toString().padStart(6, '0')}`;
+
+async function streamMessages(res: ServerResponse, body: Record<string, unknown>, reply: Reply): Promise<void> {
+  const model = typeof body.model === 'string' ? body.model : 'scripted';
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'request-id': nextId('req') });
+  const usage = { input_tokens: 12, output_tokens: 1, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+  sse(res, 'message_start', {
+    message: {
+      id: nextId('msg'),
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage,
+    },
+  });
+  let outputTokens = 0;
+  if (reply.tool) {
+    sse(res, 'content_block_start', {
+      index: 0,
+      content_block: { type: 'tool_use', id: nextId('toolu'), name: reply.tool.name, input: {} },
+    });
+    sse(res, 'content_block_delta', {
+      index: 0,
+      delta: { type: 'input_json_delta', partial_json: JSON.stringify(reply.tool.input) },
+    });
+    sse(res, 'content_block_stop', { index: 0 });
+    outputTokens = 20;
+  } else {
+    sse(res, 'content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
+    for (const piece of pieces(reply)) {
+      if (res.destroyed) return;
+      sse(res, 'content_block_delta', { index: 0, delta: { type: 'text_delta', text: piece } });
+      outputTokens += piece.split(/\s+/).filter(Boolean).length;
+      if (reply.slow) await pause(SLOW_WORD_MS);
+    }
+    sse(res, 'content_block_stop', { index: 0 });
+  }
+  sse(res, 'message_delta', {
+    delta: { stop_reason: reply.tool ? 'tool_use' : 'end_turn', stop_sequence: null },
+    usage: { output_tokens: outputTokens },
+  });
+  sse(res, 'message_stop', {});
+  res.end();
+}
+
+async function streamResponses(res: ServerResponse, body: Record<string, unknown>, reply: Reply): Promise<void> {
+  const model = typeof body.model === 'string' ? body.model : 'scripted';
+  const id = nextId('resp');
+  const created_at = Math.floor(Date.now() / 1000);
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  const response = (status: string, output: unknown[]) => ({
+    id,
+    object: 'response',
+    created_at,
+    status,
+    model,
+    output,
+    ...(status === 'completed'
+      ? {
+          usage: {
+            input_tokens: 12,
+            input_tokens_details: { cached_tokens: 0 },
+            output_tokens: 5,
+            output_tokens_details: { reasoning_tokens: 0 },
+            total_tokens: 17,
+          },
+        }
+      : {}),
+  });
+  sse(res, 'response.created', { response: response('in_progress', []) });
+  let item: Record<string, unknown>;
+  if (reply.tool) {
+    item = {
+      id: nextId('fc'),
+      type: 'function_call',
+      status: 'completed',
+      call_id: nextId('call'),
+      name: reply.tool.name,
+      arguments: JSON.stringify(reply.tool.input),
+    };
+    sse(res, 'response.output_item.added', {
+      output_index: 0,
+      item: { ...item, status: 'in_progress', arguments: '' },
+    });
+    sse(res, 'response.function_call_arguments.done', {
+      item_id: item.id,
+      output_index: 0,
+      arguments: item.arguments,
+    });
+  } else {
+    const itemId = nextId('msg');
+    const part = { type: 'output_text', text: '', annotations: [] };
+    sse(res, 'response.output_item.added', {
+      output_index: 0,
+      item: { id: itemId, type: 'message', status: 'in_progress', role: 'assistant', content: [] },
+    });
+    sse(res, 'response.content_part.added', { item_id: itemId, output_index: 0, content_index: 0, part });
+    for (const delta of pieces(reply)) {
+      if (res.destroyed) return;
+      sse(res, 'response.output_text.delta', { item_id: itemId, output_index: 0, content_index: 0, delta });
+      if (reply.slow) await pause(SLOW_WORD_MS);
+    }
+    const text = reply.text ?? '';
+    sse(res, 'response.output_text.done', { item_id: itemId, output_index: 0, content_index: 0, text });
+    sse(res, 'response.content_part.done', {
+      item_id: itemId,
+      output_index: 0,
+      content_index: 0,
+      part: { ...part, text },
+    });
+    item = {
+      id: itemId,
+      type: 'message',
+      status: 'completed',
+      role: 'assistant',
+      content: [{ type: 'output_text', text, annotations: [] }],
+    };
+  }
+  sse(res, 'response.output_item.done', { output_index: 0, item });
+  sse(res, 'response.completed', { response: response('completed', [item]) });
+  res.end();
+}
+
+function fail(res: ServerResponse, api: ModelRequest['api'], status: number): void {
+  const headers = { 'content-type': 'application/json', ...(status === 429 ? { 'retry-after': '30' } : {}) };
+  res.writeHead(status, headers);
+  const message = status === 429 ? 'rate limited by the scripted model server' : `scripted failure ${status}`;
+  res.end(
+    JSON.stringify(
+      api === 'messages'
+        ? { type: 'error', error: { type: status === 429 ? 'rate_limit_error' : 'overloaded_error', message } }
+        : { error: { type: status === 429 ? 'rate_limit_exceeded' : 'server_error', message } },
+    ),
+  );
+}
+
+/** Starts the scripted model server on a free loopback port. */
+export async function startModelServer(): Promise<ModelServer> {
+  const requests: ModelRequest[] = [];
+  let failing: number | undefined;
+  const server: Server = createServer((req, res) => {
+    void (async () => {
+      const path = (req.url ?? '/').split('?')[0];
+      const api = path.endsWith('/messages') ? 'messages' : path.endsWith('/responses') ? 'responses' : undefined;
+      if (req.method !== 'POST' || !api) {
+        // Claude Code's `HEAD /` reachability check, and anything else: a plain answer.
+        await readBody(req);
+        res.writeHead(req.method === 'HEAD' || path === '/' ? 200 : 404, { 'content-type': 'application/json' });
+        res.end(req.method === 'HEAD' ? undefined : '{}');
+        return;
+      }
+      const body = await readBody(req);
+      const read = api === 'messages' ? readMessages(body) : readResponses(body);
+      requests.push({ api, path, body, userText: read.userText });
+      if (failing !== undefined) return fail(res, api, failing);
+      const reply = replyTo(read.userText, read.toolResult, api);
+      if (reply.status !== undefined) return fail(res, api, reply.status);
+      await (api === 'messages' ? streamMessages(res, body, reply) : streamResponses(res, body, reply));
+    })().catch((err: unknown) => {
+      if (!res.headersSent) res.writeHead(500);
+      res.end(String(err));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    failWith(status) {
+      failing = status;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
