@@ -83,7 +83,7 @@ function readMessages(body: Record<string, unknown>): { userText?: string; toolR
   if (!last || last.role !== 'user') return {};
   if (Array.isArray(last.content)) {
     const result = (last.content as Block[]).find((b) => b.type === 'tool_result');
-    if (result) return { toolResult: textOf(result.content).join('\n') || String(result.content ?? '') };
+    if (result) return { toolResult: textOf(result.content).join('\n') || JSON.stringify(result.content ?? '') };
   }
   return { userText: textOf(last.content).filter(isPeopleText).at(-1) };
 }
