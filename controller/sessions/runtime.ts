@@ -26,6 +26,9 @@ export interface ProgramExit {
   stderrTail: string;
 }
 
+/** What a program's output can be (each is a transcript entry kind). */
+export type OutputKind = 'assistant' | 'tool_call' | 'tool_result' | 'error' | 'thought' | 'plan' | 'notice';
+
 /**
  * What a runtime tells its session as it happens. The session turns these into transcript entries, stream
  * frames, state changes and events; the runtime knows nothing of those.
@@ -33,8 +36,11 @@ export interface ProgramExit {
 export interface RuntimeSink {
   /** The program can take a turn. */
   ready(): void;
-  /** Output of the current turn: a reply (in pieces, as it comes), a tool call or result, an error. */
-  output(kind: 'assistant' | 'tool_call' | 'tool_result' | 'error', text: string, data?: Record<string, unknown>): void;
+  /**
+   * Output of the current turn: a reply (in pieces, as it comes; a piece with `data.chunk` continues the text
+   * before it), a tool call or result, an error; from programs that say them, thoughts, a plan, a notice.
+   */
+  output(kind: OutputKind, text: string, data?: Record<string, unknown>): void;
   /** The current turn ended (the program is idle); `data` holds what the program said about it (usage, …). */
   turnEnded(data?: Record<string, unknown>): void;
   pending(interaction: PendingInteraction): void;
@@ -63,9 +69,11 @@ export interface RuntimeOptions {
   permissionMode?: string;
   /** The first message, for providers that take it on the command line. */
   firstMessage?: string;
+  /** How long the program has to become ready (a runtime whose `start` waits for a handshake bounds it by this). */
+  startTimeoutMs: number;
 }
 
-/** One session's program, whatever runs it. The next runtimes (ACP, tmux) implement this and nothing else. */
+/** One session's program, whatever runs it. The next runtimes (tmux) implement this and nothing else. */
 export interface SessionRuntime {
   readonly capabilities: RuntimeCapabilities;
   /** The process id of the program it started (it may have exited since). */

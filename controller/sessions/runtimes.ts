@@ -1,4 +1,5 @@
-import type { WireProtocol } from '../providers/provider-spec.js';
+import type { ResolvedProvider, WireProtocol } from '../providers/provider-spec.js';
+import { AcpRuntime } from './acp/acp-runtime.js';
 import { PipeRuntime } from './pipe/pipe-runtime.js';
 import type { ProtocolFactory } from './protocols/protocol.js';
 import { StreamJsonProtocol } from './protocols/stream-json.js';
@@ -12,12 +13,23 @@ const PROTOCOLS: Partial<Record<WireProtocol, ProtocolFactory>> = {
 
 /** Whether this controller can run sessions of a provider speaking `protocol`. */
 export function canRun(protocol: WireProtocol): boolean {
-  return PROTOCOLS[protocol] !== undefined;
+  return protocol === 'acp' || PROTOCOLS[protocol] !== undefined;
+}
+
+/**
+ * Whether a provider's program can continue a conversation by the provider's own id: on its command line
+ * (`resume_args`), or — ACP — by `session/load`, when the agent can.
+ */
+export function canResume(provider: ResolvedProvider): boolean {
+  return provider.resume_args !== undefined || provider.protocol === 'acp';
 }
 
 /** The runtime a session's program runs in, speaking its provider's protocol. */
 export function createRuntime(options: RuntimeOptions, sink: RuntimeSink): SessionRuntime {
   const { provider } = options;
+  // ACP is a conversation with requests both ways and answers that come later, not lines in and lines out: it has
+  // a runtime of its own (still a child program over our pipes).
+  if (provider.protocol === 'acp') return new AcpRuntime(options, sink);
   const protocol = PROTOCOLS[provider.protocol];
   if (!protocol) {
     throw new Error(`provider ${provider.name} speaks ${provider.protocol}, which this controller cannot run`);

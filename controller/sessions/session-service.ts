@@ -35,7 +35,7 @@ const TRANSCRIPT_MAX = 1000;
 /** Whether sessions of this provider can ask questions or request permissions (and so have `pending`). */
 function canAsk(provider: ResolvedProvider | undefined): boolean {
   if (!provider) return false;
-  return provider.protocol === 'stream-json' || provider.pending_pattern !== undefined;
+  return provider.protocol === 'stream-json' || provider.protocol === 'acp' || provider.pending_pattern !== undefined;
 }
 
 export interface SessionServiceOptions {

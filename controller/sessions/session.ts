@@ -17,7 +17,7 @@ import type { ResolvedProvider } from '../providers/provider-spec.js';
 import { reapLeftover } from './pipe/child-program.js';
 import { MessageQueue, type QueuedMessage } from './queue.js';
 import type { ProgramExit, RuntimeSink, SessionRuntime } from './runtime.js';
-import { createRuntime } from './runtimes.js';
+import { canResume, createRuntime } from './runtimes.js';
 import { nextState, requireTransition, type SessionCommand } from './session-states.js';
 import type { SessionRecord, SessionStore } from './session-store.js';
 import { Transcript, type NewEntry } from './transcript.js';
@@ -74,6 +74,8 @@ export class Session extends EventEmitter<SessionEvents> {
   /** Turns delivered and not yet ended, oldest first: output belongs to the first. */
   private openTurns: number[] = [];
   private lastOutput = '';
+  /** The turn `lastOutput` ends with. */
+  private lastOutputTurn = 0;
   private delivering = false;
   private interruptWanted = false;
   private startTimer: NodeJS.Timeout | undefined;
@@ -178,7 +180,7 @@ export class Session extends EventEmitter<SessionEvents> {
     try {
       provider = this.provider();
       this.ensureWorkDir();
-      const resumeKey = provider.resume_args ? this.record.provider_session_key : undefined;
+      const resumeKey = canResume(provider) ? this.record.provider_session_key : undefined;
       const first = provider.prompt_mode !== 'stdin' ? this.queue.peek() : undefined;
       this.runtime = createRuntime(
         {
@@ -190,6 +192,7 @@ export class Session extends EventEmitter<SessionEvents> {
           resumeKey,
           permissionMode: this.record.permission_mode,
           firstMessage: first?.text,
+          startTimeoutMs: this.ctx.startTimeoutMs,
         },
         this.sink(),
       );
@@ -417,8 +420,13 @@ export class Session extends EventEmitter<SessionEvents> {
       output: (kind, text, data) => {
         const now = new Date().toISOString();
         this.record.last_active = now;
-        if (kind === 'assistant')
-          this.lastOutput = (this.lastOutput + (this.lastOutput ? '\n' : '') + text).slice(-LAST_OUTPUT_CHARS);
+        if (kind === 'assistant') {
+          // A streamed chunk continues the reply of its turn; anything else starts a line.
+          const continues = data?.chunk === true && this.lastOutputTurn === this.currentTurn();
+          const separator = this.lastOutput && !continues ? '\n' : '';
+          this.lastOutput = (this.lastOutput + separator + text).slice(-LAST_OUTPUT_CHARS);
+          this.lastOutputTurn = this.currentTurn();
+        }
         void this.write({
           kind,
           actor: kind === 'error' ? 'ctl' : 'assistant',

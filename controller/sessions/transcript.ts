@@ -14,6 +14,9 @@ export type EntryKind =
   | 'pending_cleared'
   | 'turn_end'
   | 'error'
+  | 'thought'
+  | 'plan'
+  | 'notice'
   | 'exit';
 
 /** The conversational entries: the ones `format=conversation` shows as turns. */
@@ -25,6 +28,7 @@ const ROLES: Partial<Record<EntryKind, string>> = {
   pending: 'system',
   pending_cleared: 'system',
   error: 'system',
+  notice: 'system',
 };
 
 export interface NewEntry {
@@ -111,7 +115,8 @@ export function conversation(records: EventRecord[]): SessionTurn[] {
     if (!turn) continue;
     const last = turns.at(-1);
     if (last && turn.role === 'assistant' && last.role === 'assistant' && last.turn === turn.turn) {
-      last.text += `\n${turn.text}`;
+      // A streamed chunk (ACP) continues the text before it; separate pieces are separate lines.
+      last.text += (record.payload as { chunk?: unknown } | undefined)?.chunk === true ? turn.text : `\n${turn.text}`;
       last.seq = turn.seq;
       continue;
     }
