@@ -69,7 +69,9 @@ export const PRESETS: Record<string, Preset> = {
     spec: {
       display_name: 'Gemini CLI',
       command: 'gemini',
-      args: ['--experimental-acp'],
+      // `--acp` since Gemini CLI 0.33 (google-gemini/gemini-cli#21171 renamed `--experimental-acp`, which now only
+      // warns that it is deprecated).
+      args: ['--acp'],
       protocol: 'acp',
       runtime: 'pipe',
       prompt_mode: 'stdin',
