@@ -1,24 +1,26 @@
 /**
  * Benchmarks, against a real supervisor and real controllers (build first: `npm run bench` does).
  *
- *   npx tsx bench/run.ts [foundation|events|beads|sessions|all]      (default: all, one after the other)
+ *   npx tsx bench/run.ts [foundation|events|beads|sessions|sessions-acp|all]   (default: all, one after the other)
  *   npm run bench -- beads                                  (builds, then runs one)
  *
  * foundation (bench/foundation.ts): city create latency, memory, proxied vs direct GET → .bench-out/foundation.json
  * events (bench/events.ts): the event bus — append → SSE latency, fan-out, list, `ctl events --seq` → .bench-out/events.json
  * beads (bench/beads.ts): 100,000 beads per store backend — creates/s, `ready` and list latency, open time, RSS → .bench-out/beads.json
- * sessions (bench/sessions.ts): session create → woke, message → reply frame, 100 idle sessions, a 100,000-entry transcript → .bench-out/sessions.json
+ * sessions (bench/sessions.ts): session create → woke, message → reply frame, 100 idle sessions, a 100,000-entry transcript, the ACP example agent → .bench-out/sessions.json
+ * sessions-acp (bench/sessions.ts): the ACP example agent's part alone → .bench-out/sessions-acp.json
  */
 import { runBeads } from './beads.js';
 import { runEvents } from './events.js';
 import { runFoundation } from './foundation.js';
-import { runSessions } from './sessions.js';
+import { runSessions, runSessionsAcp } from './sessions.js';
 
 const BENCHMARKS: Record<string, () => Promise<void>> = {
   foundation: runFoundation,
   events: runEvents,
   beads: runBeads,
   sessions: runSessions,
+  'sessions-acp': runSessionsAcp,
 };
 
 async function main(): Promise<void> {

@@ -4,10 +4,13 @@
  *   1. session create → `session.woke` on the city stream (p50/p99),
  *   2. a message → the first reply frame on the session stream (p50/p99; goal ≤ 20 ms p50),
  *   3. 100 sessions running: the controller's RSS and CPU at idle,
- *   4. a transcript of 100,000 entries: the newest 50 through the API (goal ≤ 20 ms).
- * Prints tables and writes `.bench-out/sessions.json`. Run with `npm run bench -- sessions`.
+ *   4. a transcript of 100,000 entries: the newest 50 through the API (goal ≤ 20 ms),
+ *   5. the ACP example agent (examples/agents/acp-agent.mjs, Node and the ACP SDK): session create → `session.woke`
+ *      and a message → the first reply frame, 10 runs each.
+ * Prints tables and writes `.bench-out/sessions.json`. Run with `npm run bench -- sessions`; part 5 alone (a city of
+ * its own, `.bench-out/sessions-acp.json`) with `npm run bench -- sessions-acp`.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -17,6 +20,7 @@ import { EventLog } from '../shared/events/event-log.js';
 import type { CityApi } from '../test/helpers/city-api.js';
 import { startSessionCity, type Accepted, type SessionCity } from '../test/helpers/sessions.js';
 import { SseStreamReader } from '../test/helpers/sse.js';
+import { tempDir } from '../test/helpers/supervisor.js';
 import { cpuMs, memoryKiB } from './proc.js';
 import { round, rounded, summarize, type Summary } from './stats.js';
 import { formatTable, mib, ms } from './table.js';
@@ -27,9 +31,22 @@ const IDLE_SESSIONS = 100;
 const IDLE_WINDOW_MS = 10_000;
 const TRANSCRIPT_ENTRIES = 100_000;
 const TAIL_READS = 200;
+const ACP_RUNS = 10;
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const OUT_FILE = join(repoRoot, '.bench-out', 'sessions.json');
+const ACP_OUT_FILE = join(repoRoot, '.bench-out', 'sessions-acp.json');
+const ACP_AGENT = join(repoRoot, 'examples', 'agents', 'acp-agent.mjs');
+
+/** The `acp` provider: the ACP example agent, keeping its conversations in `stateDir`. */
+function acpProviderToml(stateDir: string): string {
+  return `
+[providers.acp]
+command = "${process.execPath} ${ACP_AGENT}"
+protocol = "acp"
+env = { ACP_AGENT_STATE = "${stateDir}" }
+`;
+}
 
 async function post(api: CityApi, path: string, body: unknown): Promise<Accepted> {
   const reply = await api.post<Accepted>(path, body);
@@ -82,6 +99,42 @@ async function replyLatency(api: CityApi): Promise<number[]> {
     stream.close();
   }
   return latencies;
+}
+
+/**
+ * 5. The ACP example agent, `ACP_RUNS` times: POST /sessions → its `session.woke` on the city stream (the agent
+ * started, `initialize` and `session/new` answered), then POST …/messages → the first assistant `turn` frame on the
+ * session stream (`session/prompt` out, the first `agent_message_chunk` back).
+ */
+async function acpLatency(api: CityApi): Promise<{ create: number[]; reply: number[] }> {
+  const events = await SseStreamReader.open(api.url('/events/stream'));
+  const create: number[] = [];
+  const reply: number[] = [];
+  try {
+    for (let i = 0; i < ACP_RUNS; i++) {
+      const created = performance.now();
+      const { session_id: id } = await post(api, '/sessions', { name: 'acp' });
+      await events.until((f) => {
+        if (f.event !== 'event') return false;
+        const event = JSON.parse(f.data) as { type: string; payload: { session_id?: string } };
+        return event.type === 'session.woke' && event.payload.session_id === id;
+      }, 30_000);
+      create.push(performance.now() - created);
+      const stream = await SseStreamReader.open(api.url(`/session/${id}/stream`));
+      try {
+        const sent = performance.now();
+        await post(api, `/session/${id}/messages`, { message: `message ${i}` });
+        await stream.until((f) => f.event === 'turn' && (JSON.parse(f.data) as { role: string }).role === 'assistant');
+        reply.push(performance.now() - sent);
+      } finally {
+        stream.close();
+      }
+      await api.post(`/session/${id}/close?delete=true`);
+    }
+  } finally {
+    events.close();
+  }
+  return { create, reply };
 }
 
 interface IdlePhase {
@@ -162,20 +215,25 @@ export async function runSessions(): Promise<void> {
   const started = performance.now();
   console.log(`ctl sessions benchmark: node ${process.version}, ${availableParallelism()} cores — starting a city…`);
   const loadAtStart = loadavg().map((l) => round(l, 2));
-  const city = await startSessionCity('sessions');
+  const acpState = tempDir('ctl-bench-acp-');
+  const city = await startSessionCity('sessions', acpProviderToml(acpState));
   try {
-    console.log(`1/4 ${CREATES} session creates…`);
+    console.log(`1/5 ${CREATES} session creates…`);
     const create = await createLatency(city.api);
-    console.log(`2/4 ${MESSAGES} messages → reply frames…`);
+    console.log(`2/5 ${MESSAGES} messages → reply frames…`);
     const reply = await replyLatency(city.api);
-    console.log(`3/4 ${IDLE_SESSIONS} idle sessions…`);
+    console.log(`3/5 ${IDLE_SESSIONS} idle sessions…`);
     const idle = await idleSessions(city);
-    console.log(`4/4 a transcript of ${TRANSCRIPT_ENTRIES} entries…`);
+    console.log(`4/5 a transcript of ${TRANSCRIPT_ENTRIES} entries…`);
     const tail = await transcriptTail(city);
+    console.log(`5/5 ${ACP_RUNS} ACP sessions (the example agent)…`);
+    const acp = await acpLatency(city.api);
 
     const c = summarize(create);
     const r = summarize(reply);
     const t = summarize(tail.latencies);
+    const ac = summarize(acp.create);
+    const ar = summarize(acp.reply);
     const out = [
       `load average at start ${loadAtStart.join(' ')}, at end ${loadavg()
         .map((l) => l.toFixed(2))
@@ -188,6 +246,8 @@ export async function runSessions(): Promise<void> {
           row('session create → session.woke (city stream)', c),
           row('message → first reply frame (session stream; echo agent)', r),
           row(`transcript of ${tail.entries} entries: GET …/transcript?tail=50`, t),
+          row('ACP session create → session.woke (example agent)', ac),
+          row('ACP message → first reply frame (example agent)', ar),
         ],
       ),
       '',
@@ -216,6 +276,8 @@ export async function runSessions(): Promise<void> {
           message_to_reply_frame_ms: rounded(r),
           idle_sessions: idle,
           transcript_tail_50_ms: { entries: tail.entries, ...rounded(t) },
+          acp_create_to_woke_ms: rounded(ac),
+          acp_message_to_reply_frame_ms: rounded(ar),
           total_runtime_s: round((performance.now() - started) / 1000, 1),
         },
         null,
@@ -225,5 +287,51 @@ export async function runSessions(): Promise<void> {
     console.log(`wrote ${OUT_FILE}`);
   } finally {
     await city.sup.cleanup();
+    rmSync(acpState, { recursive: true, force: true });
+  }
+}
+
+/** Part 5 alone, in a city of its own: `npm run bench -- sessions-acp`. */
+export async function runSessionsAcp(): Promise<void> {
+  console.log(
+    `ctl ACP sessions benchmark: node ${process.version}, ${availableParallelism()} cores — starting a city…`,
+  );
+  const loadAtStart = loadavg().map((l) => round(l, 2));
+  const acpState = tempDir('ctl-bench-acp-');
+  const city = await startSessionCity('sessions', acpProviderToml(acpState));
+  try {
+    console.log(`${ACP_RUNS} ACP sessions (the example agent)…`);
+    const acp = await acpLatency(city.api);
+    const ac = summarize(acp.create);
+    const ar = summarize(acp.reply);
+    console.log(
+      formatTable(
+        'Latency (ms), through the supervisor',
+        ['measure', 'n', 'p50', 'p90', 'p99', 'max'],
+        [
+          row('ACP session create → session.woke (example agent)', ac),
+          row('ACP message → first reply frame (example agent)', ar),
+        ],
+      ),
+    );
+    mkdirSync(dirname(ACP_OUT_FILE), { recursive: true });
+    writeFileSync(
+      ACP_OUT_FILE,
+      JSON.stringify(
+        {
+          date: new Date().toISOString(),
+          node: process.version,
+          loadavg_at_start: loadAtStart,
+          acp_create_to_woke_ms: rounded(ac),
+          acp_message_to_reply_frame_ms: rounded(ar),
+        },
+        null,
+        2,
+      ) + '\n',
+    );
+    console.log(`wrote ${ACP_OUT_FILE}`);
+  } finally {
+    await city.sup.cleanup();
+    rmSync(acpState, { recursive: true, force: true });
   }
 }
