@@ -52,6 +52,11 @@ command = "${process.execPath} ${ACP_AGENT}"
 protocol = "acp"
 env = { ACP_AGENT_STATE = "${agentState}" }
 
+[providers.acp-no-load]
+command = "${process.execPath} ${ACP_AGENT}"
+protocol = "acp"
+env = { ACP_AGENT_STATE = "${agentState}", ACP_AGENT_NO_LOAD = "1" }
+
 [providers.acp-missing]
 command = "/nonexistent/acp-agent"
 protocol = "acp"
@@ -232,6 +237,29 @@ protocol = "acp"
     expect(entries.filter((e) => e.kind === 'error')).to.deep.equal([]);
   });
 
+  it('an agent that cannot load sessions: a woken session starts a new conversation, and the transcript says so', async function () {
+    const { api } = city;
+    const id = await createSession(api, { name: 'acp-no-load', message: 'remember the lighthouse' });
+    await waitForTurn(api, id, 'assistant', 'You said: remember the lighthouse');
+    const pid = await running(id);
+    const key = (await session(api, id)).provider_session_key!;
+    await api.post(`/session/${id}/kill`);
+    await waitUntil('asleep', async () => (await session(api, id)).state === 'asleep');
+    expect(isAlive(pid)).to.equal(false);
+    await deliver(api, id, 'recall');
+    await waitForTurn(api, id, 'assistant', 'You first said: recall');
+    seenPids.add((await session(api, id)).pid!);
+    await waitForTurn(
+      api,
+      id,
+      'system',
+      `the agent cannot load conversations: conversation ${key} is not resumed, this is a new one`,
+    );
+    const newKey = (await session(api, id)).provider_session_key!;
+    expect(newKey).to.match(/^[0-9a-f-]{36}$/);
+    expect(newKey).to.not.equal(key);
+  });
+
   it('a command that is not installed: request.failed naming it', async function () {
     const { api } = city;
     const reply = await api.post<{ request_id: string; session_id: string }>('/sessions', { name: 'acp-missing' });
@@ -278,6 +306,31 @@ protocol = "acp"
     await waitForTurn(api, id, 'assistant', 'You said: next');
     const texts = (await turns(api, id)).map((t) => t.text);
     expect(texts.indexOf('a b c')).to.be.lessThan(texts.indexOf('next'));
+  });
+
+  it('a session outlives its controller: the next one reaps the old agent and loads the conversation in a new one', async function () {
+    const { api, sup } = city;
+    const id = await createSession(api, { name: 'acp', message: 'the password is swordfish' });
+    await waitForTurn(api, id, 'assistant', 'You said: the password is swordfish');
+    const oldPid = await running(id);
+    const controller = (await sup.city('acp'))!.pid!;
+    process.kill(controller, 'SIGKILL');
+    await waitUntil(
+      'a new controller',
+      async () => {
+        const info = await sup.city('acp');
+        return info?.running === true && info.pid !== controller;
+      },
+      20_000,
+    );
+    await waitUntil('the old agent to be gone', () => !isAlive(oldPid));
+    await waitUntil('the session running again', async () => {
+      const v = await session(api, id);
+      return v.running && v.state === 'active';
+    });
+    seenPids.add((await session(api, id)).pid!);
+    await deliver(api, id, 'recall');
+    await waitForTurn(api, id, 'assistant', 'You first said: the password is swordfish');
   });
 
   it('ctl supervisor stop leaves no agent program behind', async function () {

@@ -11,6 +11,7 @@
 //
 // Conversations are kept in $ACP_AGENT_STATE (default: a directory under the temp dir), one JSON Lines file per
 // session, so it advertises loadSession: a loaded session replays its history as session/update notifications.
+// With ACP_AGENT_NO_LOAD=1 it does not, as agents that cannot resume a conversation.
 /* global AbortController */
 import { randomUUID } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -146,7 +147,7 @@ const app = acp
   .agent({ name: 'acp-example-agent' })
   .onRequest(acp.methods.agent.initialize, () => ({
     protocolVersion: acp.PROTOCOL_VERSION,
-    agentCapabilities: { loadSession: true },
+    agentCapabilities: { loadSession: process.env.ACP_AGENT_NO_LOAD !== '1' },
     agentInfo: { name: 'acp-example-agent', version: '1.0.0' },
   }))
   .onRequest(acp.methods.agent.session.new, () => {
