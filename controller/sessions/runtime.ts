@@ -1,5 +1,6 @@
 import type { PendingInteraction } from '../../shared/dto/sessions.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
+import type { TurnFailure } from './turn-failure.js';
 
 /** What a runtime can do beyond start, deliver and stop. */
 export interface RuntimeCapabilities {
@@ -41,12 +42,20 @@ export interface RuntimeSink {
    * before it), a tool call or result, an error; from programs that say them, thoughts, a plan, a notice.
    */
   output(kind: OutputKind, text: string, data?: Record<string, unknown>): void;
-  /** The current turn ended (the program is idle); `data` holds what the program said about it (usage, …). */
-  turnEnded(data?: Record<string, unknown>): void;
+  /**
+   * The current turn ended (the program is idle); `data` holds what the program said about it (usage, …), and
+   * `failure` what the provider's service answered instead of a reply (a rate limit, an unreachable model).
+   */
+  turnEnded(data?: Record<string, unknown>, failure?: TurnFailure): void;
   pending(interaction: PendingInteraction): void;
   pendingCleared(requestId: string, action: string): void;
   /** The provider's own conversation id, to resume it with later. */
   sessionKey(key: string): void;
+  /**
+   * The program could not resume the conversation it was started with (it no longer has it): the next start
+   * begins a new one, and the program's end that follows is not a crash.
+   */
+  resumeRefused(reason: string): void;
   exited(exit: ProgramExit): void;
   /**
    * While the session is behind in writing what it heard, a promise that resolves once it has caught up: the

@@ -21,6 +21,7 @@ import { canResume, createRuntime } from './runtimes.js';
 import { nextState, requireTransition, type SessionCommand } from './session-states.js';
 import type { SessionRecord, SessionStore } from './session-store.js';
 import { Transcript, type NewEntry } from './transcript.js';
+import { categoryOf } from './turn-failure.js';
 
 /** How much of its latest output a session keeps in memory for `last_output`. */
 const LAST_OUTPUT_CHARS = 2000;
@@ -76,6 +77,8 @@ export class Session extends EventEmitter<SessionEvents> {
   private lastOutput = '';
   /** The turn `lastOutput` ends with. */
   private lastOutputTurn = 0;
+  /** Why the program could not resume its conversation, when it said so: its end that follows is not a crash. */
+  private resumeRefusal: string | undefined;
   private delivering = false;
   private interruptWanted = false;
   private startTimer: NodeJS.Timeout | undefined;
@@ -434,13 +437,33 @@ export class Session extends EventEmitter<SessionEvents> {
           data: { turn: this.currentTurn(), ...data },
         });
       },
-      turnEnded: (data) => {
+      turnEnded: (data, failure) => {
         const ended = this.openTurns.shift() ?? this.turn;
         if (this.openTurns.length === 0) this.setActivity('idle');
         this.save({ last_active: this.record.last_active });
-        void this.write({ kind: 'turn_end', actor: 'ctl', data: { turn: ended, ...data } }).then(() =>
-          this.deliverNext(),
-        );
+        const category = failure ? categoryOf(failure) : undefined;
+        void this.write({
+          kind: 'turn_end',
+          actor: 'ctl',
+          data: { turn: ended, ...data, ...(failure ? { error: failure.message, error_category: category } : {}) },
+        }).then(() => this.deliverNext());
+        if (failure) {
+          void this.ctx.log.append({
+            type: 'session.turn_failed',
+            actor: 'ctl',
+            subject: this.id,
+            message: failure.message,
+            payload: {
+              session_id: this.id,
+              template: this.record.template,
+              provider: this.record.provider,
+              turn: ended,
+              category: category!,
+              error: failure.message,
+              ...(failure.status !== undefined ? { status: failure.status } : {}),
+            },
+          });
+        }
       },
       pending: (interaction) => {
         this.pendingInteraction = interaction;
@@ -491,6 +514,13 @@ export class Session extends EventEmitter<SessionEvents> {
         if (this.record.provider_session_key === key) return;
         this.record.provider_session_key = key;
         this.save({ provider_session_key: key });
+      },
+      resumeRefused: (reason) => {
+        const key = this.record.provider_session_key;
+        this.resumeRefusal = `could not resume conversation ${key ?? ''}: ${reason}; the next start begins a new one`;
+        this.record.provider_session_key = undefined;
+        this.save({ provider_session_key: undefined });
+        void this.write({ kind: 'error', actor: 'ctl', text: this.resumeRefusal });
       },
       exited: (exit) => void this.programExited(exit),
       behind: () => (this.writesWaiting > MAX_WRITES_WAITING ? this.writes.then(() => undefined) : undefined),
@@ -576,6 +606,19 @@ export class Session extends EventEmitter<SessionEvents> {
       return;
     }
     const how = exit.signal ? `killed by ${exit.signal}` : `exited with code ${exit.code}`;
+    const refusal = this.resumeRefusal;
+    this.resumeRefusal = undefined;
+    if (refusal !== undefined && wasReady) {
+      // It ended because its conversation was gone, and said so: not a crash. Asleep, the next message starts
+      // it on a new conversation (the key rotation and its reason are in the transcript and the event).
+      const to = nextState(this.state, 'exited');
+      if (to !== undefined) this.setState(to);
+      this.record.reason = refusal;
+      this.save({ reason: refusal });
+      await this.recordLifecycle('session.updated', refusal);
+      await this.failQueued('session_exited', `session ${this.id}'s program ${how} before the message was delivered`);
+      return;
+    }
     const reason = wasReady ? `its program ${how}` : `its program ${how} before it was ready`;
     if (!wasReady && this.state === 'creating') {
       await this.startFailed(`${reason}${exit.stderrTail ? `: ${exit.stderrTail.split('\n').at(-1)}` : ''}`, exit, pid);

@@ -335,6 +335,30 @@ export interface SessionCrashedPayload {
   stderr_tail?: string;
 }
 
+/** Why a turn failed: the provider refused (rate limit, sign-in) or could not be reached, or something else. */
+export type TurnFailureCategory = 'rate_limited' | 'auth' | 'provider_unavailable' | 'error';
+
+/**
+ * Payload of `session.turn_failed`: a turn ended without an answer because the provider's service failed it (a
+ * rate limit, an overloaded or unreachable model server, a refused key). The program still runs and takes the
+ * next message: this is not a crash, and does not count as one.
+ */
+export interface SessionTurnFailedPayload {
+  session_id: string;
+  template: string;
+  provider: string;
+  /** @isInt */
+  turn: number;
+  category: TurnFailureCategory;
+  /** What the provider said. */
+  error: string;
+  /**
+   * The HTTP status of the provider's API, when it reported one.
+   * @isInt
+   */
+  status?: number;
+}
+
 /** Payload of `session.pending`. */
 export interface SessionPendingPayload {
   session_id: string;

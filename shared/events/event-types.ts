@@ -19,6 +19,7 @@ import type {
   SessionPendingClearedPayload,
   SessionPendingPayload,
   SessionSubmitSucceededPayload,
+  SessionTurnFailedPayload,
 } from '../dto/sessions.js';
 
 /**
@@ -44,6 +45,7 @@ export interface EventPayloadTypes {
   SessionCreateSucceededPayload: SessionCreateSucceededPayload;
   SessionMessageSucceededPayload: SessionMessageSucceededPayload;
   SessionSubmitSucceededPayload: SessionSubmitSucceededPayload;
+  SessionTurnFailedPayload: SessionTurnFailedPayload;
 }
 
 /**
@@ -87,6 +89,7 @@ export const EVENT_PAYLOADS = {
   'session.updated': 'SessionLifecyclePayload',
   'session.pending': 'SessionPendingPayload',
   'session.pending_cleared': 'SessionPendingClearedPayload',
+  'session.turn_failed': 'SessionTurnFailedPayload',
   'request.result.session.create': 'SessionCreateSucceededPayload',
   'request.result.session.message': 'SessionMessageSucceededPayload',
   'request.result.session.submit': 'SessionSubmitSucceededPayload',

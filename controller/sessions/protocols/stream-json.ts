@@ -3,6 +3,12 @@ import type { ResolvedProvider } from '../../providers/provider-spec.js';
 import type { RuntimeCapabilities, RuntimeSink } from '../runtime.js';
 import type { ProgramIO, Protocol } from './protocol.js';
 
+/** The model Claude Code names on a message it made up itself (an API error worded as a reply). */
+const SYNTHETIC_MODEL = '<synthetic>';
+
+/** Claude Code's words for a `--resume` of a conversation it does not have. */
+const NO_CONVERSATION = /no conversation found/i;
+
 /** How long a control request of ours (interrupt, permission mode) waits for the program's answer. */
 const CONTROL_TIMEOUT_MS = 10_000;
 
@@ -21,7 +27,7 @@ interface Frame {
   type?: string;
   subtype?: string;
   session_id?: string;
-  message?: { role?: string; content?: string | ContentBlock[] };
+  message?: { role?: string; model?: string; content?: string | ContentBlock[] };
   request_id?: string;
   request?: { subtype?: string; tool_name?: string; input?: unknown; tool_use_id?: string; [key: string]: unknown };
   response?: { subtype?: string; request_id?: string; error?: string; response?: unknown };
@@ -31,6 +37,11 @@ interface Frame {
   num_turns?: unknown;
   duration_ms?: unknown;
   is_error?: unknown;
+  /** Claude Code: the model API's HTTP status when a turn failed on it. */
+  api_error_status?: unknown;
+  stop_reason?: unknown;
+  /** Claude Code: why a turn could not run at all (`No conversation found with session ID: …`). */
+  errors?: unknown;
 }
 
 /** A tool call or result as a line for people: `Bash {"command":"ls"}`. */
@@ -63,6 +74,8 @@ export class StreamJsonProtocol implements Protocol {
   };
   private io: ProgramIO | undefined;
   private inTurn = false;
+  /** We asked the current turn to stop: its error result is the answer, not a failure. */
+  private interrupting = false;
   /** Its `can_use_tool` requests waiting for an answer, with the input an `allow` hands back. */
   private readonly asked = new Map<string, unknown>();
   /** Our control requests waiting for its `control_response`. */
@@ -101,6 +114,7 @@ export class StreamJsonProtocol implements Protocol {
 
   async interrupt(): Promise<boolean> {
     if (!this.inTurn) return false;
+    this.interrupting = true;
     return this.control({ subtype: 'interrupt' });
   }
 
@@ -139,12 +153,19 @@ export class StreamJsonProtocol implements Protocol {
   }
 
   private frame(frame: Frame): void {
-    if (frame.session_id && (frame.type === 'system' || frame.type === 'result'))
+    // The conversation id to resume with, once there is a conversation to resume: Claude Code names its session
+    // in `system` frames before any turn (a mode change's status), but `--resume` of a session without a turn
+    // fails ("No conversation found"). Its `init` comes with a turn; its `result` ends one.
+    if (frame.session_id && ((frame.type === 'system' && frame.subtype === 'init') || frame.type === 'result'))
       this.sink.sessionKey(frame.session_id);
     switch (frame.type) {
       case 'assistant':
         for (const block of this.blocks(frame)) {
-          if (block.type === 'text' && block.text) this.sink.output('assistant', block.text, { frame });
+          // Claude Code words an API failure as an assistant message of model `<synthetic>`: it is an error of
+          // the turn, not the model's reply.
+          if (block.type === 'text' && block.text && frame.message?.model === SYNTHETIC_MODEL) {
+            this.sink.output('error', block.text);
+          } else if (block.type === 'text' && block.text) this.sink.output('assistant', block.text, { frame });
           else if (block.type === 'tool_use') {
             this.sink.output('tool_call', `${block.name ?? 'tool'} ${describe(block.input)}`, {
               tool_use_id: block.id,
@@ -164,17 +185,37 @@ export class StreamJsonProtocol implements Protocol {
           }
         }
         return;
-      case 'result':
+      case 'result': {
         this.inTurn = false;
-        this.sink.turnEnded({
-          subtype: frame.subtype,
-          ...(frame.usage !== undefined ? { usage: frame.usage } : {}),
-          ...(frame.total_cost_usd !== undefined ? { total_cost_usd: frame.total_cost_usd } : {}),
-          ...(frame.num_turns !== undefined ? { num_turns: frame.num_turns } : {}),
-          ...(frame.duration_ms !== undefined ? { duration_ms: frame.duration_ms } : {}),
-          ...(frame.is_error ? { is_error: true } : {}),
-        });
+        const status = typeof frame.api_error_status === 'number' ? frame.api_error_status : undefined;
+        const errors = Array.isArray(frame.errors) ? frame.errors.filter((e) => typeof e === 'string') : [];
+        if (errors.some((e) => NO_CONVERSATION.test(e))) this.sink.resumeRefused(errors.join('; '));
+        // A turn we interrupted ends `error_during_execution` (with a diagnostic among its errors): asked for, not
+        // a failure.
+        const interrupted = this.interrupting && frame.subtype === 'error_during_execution';
+        this.interrupting = false;
+        const failed = frame.is_error === true && !interrupted;
+        this.sink.turnEnded(
+          {
+            subtype: frame.subtype,
+            ...(frame.stop_reason !== undefined ? { stop_reason: frame.stop_reason } : {}),
+            ...(frame.usage !== undefined ? { usage: frame.usage } : {}),
+            ...(frame.total_cost_usd !== undefined ? { total_cost_usd: frame.total_cost_usd } : {}),
+            ...(frame.num_turns !== undefined ? { num_turns: frame.num_turns } : {}),
+            ...(frame.duration_ms !== undefined ? { duration_ms: frame.duration_ms } : {}),
+            ...(frame.is_error ? { is_error: true } : {}),
+          },
+          failed
+            ? {
+                message:
+                  errors.join('; ') ||
+                  (typeof frame.result === 'string' && frame.result ? frame.result : `turn failed (${frame.subtype})`),
+                ...(status !== undefined ? { status } : {}),
+              }
+            : undefined,
+        );
         return;
+      }
       case 'control_request':
         this.controlRequest(frame);
         return;

@@ -1,0 +1,353 @@
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { packageRoot } from '../shared/paths.js';
+import { expectProblem } from './helpers/city-api.js';
+import { startModelServer, type ModelServer } from './helpers/model-server.js';
+import { isAlive, processesMentioning } from './helpers/processes.js';
+import {
+  createSession,
+  deliver,
+  session,
+  sessionEvents,
+  startSessionCity,
+  terminalOf,
+  turns,
+  waitForTurn,
+  type SessionCity,
+} from './helpers/sessions.js';
+import { closeAllStreams, SseStreamReader } from './helpers/sse.js';
+import { tempDir } from './helpers/supervisor.js';
+import { waitUntil } from './helpers/wait.js';
+
+/** The real Claude Code, pinned as a dev dependency for these tests only. */
+const CLAUDE = join(packageRoot, 'node_modules', '.bin', 'claude');
+
+interface RawEntry {
+  seq: number;
+  kind: string;
+  text?: string;
+  turn?: number;
+  subtype?: string;
+  usage?: Record<string, number>;
+  is_error?: boolean;
+  request_id?: string;
+  action?: string;
+}
+
+/**
+ * Claude Code itself (2.1.197), offline: its model is the scripted server (test/helpers/model-server.ts), which
+ * echoes, asks for a Bash call on `run:`, streams slowly on `slow:` and fails on `rate-limit`. Each session is a
+ * real `claude -p --input-format stream-json …` process (~300 MB): the tests run them one at a time.
+ */
+describe('sessions of the real Claude Code (stream-json, against a scripted model server)', function () {
+  this.timeout(60_000);
+  let city: SessionCity;
+  let model: ModelServer;
+  let home: string;
+  let work: string;
+  const seenPids = new Set<number>();
+
+  before(async function () {
+    if (!existsSync(CLAUDE)) throw new Error(`${CLAUDE} is missing: npm ci installs it (a dev dependency)`);
+    model = await startModelServer();
+    home = tempDir('ctl-claude-home-');
+    work = tempDir('ctl-claude-work-');
+    city = await startSessionCity('claude');
+    // The contract point: a provider created over the API, based on the preset, with its command and env.
+    const created = await city.api.post('/providers', {
+      name: 'claude-local',
+      base: 'builtin:claude',
+      command: CLAUDE,
+      env: {
+        HOME: home,
+        ANTHROPIC_BASE_URL: model.url,
+        ANTHROPIC_API_KEY: 'test-key',
+        DISABLE_TELEMETRY: '1',
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+        DISABLE_AUTOUPDATER: '1',
+        CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL: '1',
+        CLAUDE_CODE_MAX_RETRIES: '0',
+        // Claude Code refuses bypassPermissions as root (as tests here run) outside a sandbox it is told of.
+        IS_SANDBOX: '1',
+      },
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+  });
+
+  afterEach(function () {
+    closeAllStreams();
+  });
+
+  after(async function () {
+    await city?.sup.cleanup();
+    await model?.close();
+    for (const pid of seenPids) expect(isAlive(pid), `claude ${pid} outlived its city`).to.equal(false);
+    rmSync(home, { recursive: true, force: true });
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  async function raw(id: string): Promise<RawEntry[]> {
+    const reply = await city.api.get<{ messages: RawEntry[] }>(`/session/${id}/transcript?format=raw&tail=1000`);
+    expect(reply.status).to.equal(200);
+    return reply.body.messages;
+  }
+
+  async function start(): Promise<string> {
+    const id = await createSession(city.api, { name: 'claude-local' });
+    const view = await session(city.api, id);
+    expect(view.running).to.equal(true);
+    seenPids.add(view.pid!);
+    return id;
+  }
+
+  async function close(id: string): Promise<void> {
+    const pid = (await session(city.api, id)).pid;
+    const reply = await city.api.post(`/session/${id}/close`);
+    expect(reply.status, JSON.stringify(reply.body)).to.be.oneOf([200, 202]);
+    if (pid) await waitUntil(`claude ${pid} to end`, () => !isAlive(pid), 15_000);
+  }
+
+  it('a session talks: each reply is an assistant turn on the transcript and the stream, with usage stored', async function () {
+    const { api } = city;
+    const id = await start();
+    const stream = await SseStreamReader.open(api.url(`/session/${id}/stream`));
+    await deliver(api, id, 'hello there');
+    await stream.until((frame) => frame.event === 'turn' && frame.data.includes('You said: hello there'), 30_000);
+    await waitForTurn(api, id, 'assistant', 'You said: hello there', 30_000);
+    await deliver(api, id, 'and again');
+    await waitForTurn(api, id, 'assistant', 'You said: and again', 30_000);
+    expect((await turns(api, id)).map((t) => [t.role, t.text])).to.deep.equal([
+      ['user', 'hello there'],
+      ['assistant', 'You said: hello there'],
+      ['user', 'and again'],
+      ['assistant', 'You said: and again'],
+    ]);
+    const view = await session(api, id);
+    expect(view.provider_session_key, "Claude Code's session id, kept to resume").to.match(/^[0-9a-f-]{36}$/);
+    const ends = (await raw(id)).filter((e) => e.kind === 'turn_end');
+    expect(ends).to.have.length(2);
+    for (const end of ends) {
+      expect(end.subtype).to.equal('success');
+      expect(end.usage?.input_tokens, 'usage from its result line').to.be.a('number');
+      expect(end.usage?.output_tokens).to.be.a('number');
+    }
+    // The model server saw both messages from one process (the second request carries the first turn).
+    const texts = model.requests.filter((r) => r.api === 'messages').map((r) => r.userText);
+    expect(texts).to.include.members(['hello there', 'and again']);
+    await close(id);
+  });
+
+  it('a tool call that needs approval is pending until respond: allow runs it, deny reaches Claude Code as a denial', async function () {
+    const { api } = city;
+    const id = await start();
+    const allowed = join(work, 'allowed.txt');
+    await deliver(api, id, `run: touch ${allowed} && echo made`);
+    const first = await waitUntil('the permission request', async () => (await session(api, id)).pending, 30_000);
+    expect(first.kind).to.equal('tool-approval');
+    expect(first.prompt).to.match(/^Allow Bash\? .*touch/);
+    const listed = await api.get<{ pending: { request_id: string } }>(`/session/${id}/pending`);
+    expect(listed.body.pending.request_id).to.equal(first.request_id);
+    expect(existsSync(allowed), 'nothing runs before the answer').to.equal(false);
+    expect((await api.post(`/session/${id}/respond`, { action: 'allow' })).status).to.equal(202);
+    await waitForTurn(api, id, 'assistant', 'Tool said: made', 30_000);
+    expect(existsSync(allowed)).to.equal(true);
+    // The request was answered: answering it again is a 409.
+    expectProblem(
+      await api.post(`/session/${id}/respond`, { action: 'allow', request_id: first.request_id }),
+      409,
+      'conflict-wrong-state',
+    );
+
+    const denied = join(work, 'denied.txt');
+    await deliver(api, id, `run: touch ${denied}`);
+    const second = await waitUntil(
+      'the second permission request',
+      async () => {
+        const pending = (await session(api, id)).pending;
+        return pending && pending.request_id !== first.request_id ? pending : undefined;
+      },
+      30_000,
+    );
+    expect((await api.post(`/session/${id}/respond`, { action: 'deny', text: 'not that one' })).status).to.equal(202);
+    // The denial is the tool's result Claude Code sends back to the model.
+    await waitForTurn(api, id, 'assistant', /^Tool said: .*not that one/, 30_000);
+    expect(existsSync(denied)).to.equal(false);
+    const cleared = (await sessionEvents(api, 'session.pending_cleared', id)).map((e) => e.payload);
+    expect(cleared).to.deep.include.members([
+      { session_id: id, request_id: first.request_id, action: 'allow' },
+      { session_id: id, request_id: second.request_id, action: 'deny' },
+    ]);
+    await close(id);
+  });
+
+  it('stop interrupts the turn (its interrupt control request); the session answers the next message', async function () {
+    const { api } = city;
+    const id = await start();
+    const words = Array.from({ length: 60 }, (_, i) => `w${i}`).join(' ');
+    await deliver(api, id, `slow: ${words}`);
+    await waitUntil('the turn to be under way', async () => (await session(api, id)).activity === 'in-turn', 30_000);
+    const stopped = await api.post<{ status: string }>(`/session/${id}/stop`);
+    expect(stopped.body).to.deep.include({ status: 'ok' });
+    const end = await waitUntil(
+      'the interrupted turn to end',
+      async () => (await raw(id)).find((e) => e.kind === 'turn_end'),
+      30_000,
+    );
+    expect(end.subtype).to.equal('error_during_execution');
+    expect(await sessionEvents(api, 'session.turn_failed', id), 'asked for, not a failure').to.deep.equal([]);
+    await deliver(api, id, 'still there?');
+    await waitForTurn(api, id, 'assistant', 'You said: still there?', 30_000);
+    expect((await session(api, id)).running).to.equal(true);
+    await close(id);
+  });
+
+  it('permission-mode: live where Claude Code allows it (acceptEdits), else at the next start (bypassPermissions)', async function () {
+    const { api } = city;
+    const id = await start();
+    const pid = (await session(api, id)).pid;
+    const mode = (permission_mode: string) =>
+      api.post<{ permission_mode: string; reason: string }>(`/session/${id}/permission-mode`, { permission_mode });
+    // acceptEdits: its set_permission_mode control request, answered success by the running program.
+    const live = await mode('acceptEdits');
+    expect(live.status, JSON.stringify(live.body)).to.equal(200);
+    expect(live.body).to.include({ permission_mode: 'acceptEdits', reason: 'permission mode acceptEdits' });
+    expect((await session(api, id)).pid, 'the same program').to.equal(pid);
+    // bypassPermissions: Claude Code refuses it live (not launched with --dangerously-skip-permissions), so it
+    // takes effect when the program next starts, and the session says so.
+    const later = await mode('bypassPermissions');
+    expect(later.body.reason).to.equal('permission mode bypassPermissions (takes effect when the program next starts)');
+    expect((await api.post(`/session/${id}/kill`)).status).to.equal(200);
+    await waitUntil('the program to end', () => !isAlive(pid!), 15_000);
+    const made = join(work, 'bypassed.txt');
+    await deliver(api, id, `run: touch ${made} && echo made`);
+    await waitForTurn(api, id, 'assistant', 'Tool said: made', 30_000);
+    seenPids.add((await session(api, id)).pid!);
+    expect(existsSync(made)).to.equal(true);
+    expect(await sessionEvents(api, 'session.pending', id), 'nothing asked').to.deep.equal([]);
+    expectProblem(await mode('yolo'), 422, 'validation-failed');
+    await close(id);
+  });
+
+  it('killed and woken by a message, it resumes the conversation (--resume): the model sees the earlier turns', async function () {
+    const { api } = city;
+    const id = await start();
+    await deliver(api, id, 'remember the word teapot');
+    await waitForTurn(api, id, 'assistant', 'You said: remember the word teapot', 30_000);
+    const before = await session(api, id);
+    expect((await api.post(`/session/${id}/kill`)).status).to.equal(200);
+    await waitUntil('the program to end', () => !isAlive(before.pid!), 15_000);
+    await deliver(api, id, 'what was the word?');
+    await waitForTurn(api, id, 'assistant', 'You said: what was the word?', 30_000);
+    const after = await session(api, id);
+    seenPids.add(after.pid!);
+    expect(after.pid).to.not.equal(before.pid);
+    expect(after.provider_session_key).to.equal(before.provider_session_key);
+    expect(processesMentioning(before.provider_session_key!), 'started with --resume <key>').to.not.be.empty;
+    const request = model.requests.filter((r) => r.userText === 'what was the word?').at(-1)!;
+    expect(JSON.stringify(request.body.messages), 'the earlier turn, resumed').to.include('remember the word teapot');
+    await close(id);
+  });
+
+  it('a conversation Claude Code no longer has: the turn fails saying so, no crash, and the next message starts afresh', async function () {
+    const { api } = city;
+    const id = await start();
+    await deliver(api, id, 'first words');
+    await waitForTurn(api, id, 'assistant', 'You said: first words', 30_000);
+    const before = await session(api, id);
+    expect((await api.post(`/session/${id}/kill`)).status).to.equal(200);
+    await waitUntil('the program to end', () => !isAlive(before.pid!), 15_000);
+    // Its own store of conversations is gone (another HOME, a cleaned-up machine).
+    rmSync(join(home, '.claude', 'projects'), { recursive: true, force: true });
+    await deliver(api, id, 'are you there?');
+    const [failed] = await waitUntil(
+      'session.turn_failed',
+      async () => {
+        const events = await sessionEvents(api, 'session.turn_failed', id);
+        return events.length > 0 ? events : undefined;
+      },
+      30_000,
+    );
+    expect(failed.payload.error).to.include(`No conversation found with session ID: ${before.provider_session_key}`);
+    await waitUntil('the session to be asleep', async () => (await session(api, id)).running === false, 15_000);
+    const updated = (await sessionEvents(api, 'session.updated', id)).map((e) => e.payload.reason);
+    expect(updated.some((r) => String(r).startsWith(`could not resume conversation ${before.provider_session_key}`))).to
+      .be.true;
+    expect(await sessionEvents(api, 'session.crashed', id), 'not a crash').to.deep.equal([]);
+    await deliver(api, id, 'start again');
+    await waitForTurn(api, id, 'assistant', 'You said: start again', 30_000);
+    const after = await session(api, id);
+    seenPids.add(after.pid!);
+    expect(after.provider_session_key).to.match(/^[0-9a-f-]{36}$/);
+    expect(after.provider_session_key, 'a new conversation').to.not.equal(before.provider_session_key);
+    await close(id);
+  });
+
+  it('a rate limit ends the turn with the error recorded and an event, not a crash; the next message is answered', async function () {
+    const { api } = city;
+    const id = await start();
+    await deliver(api, id, 'rate-limit me');
+    const [failed] = await waitUntil(
+      'session.turn_failed',
+      async () => {
+        const events = await sessionEvents(api, 'session.turn_failed', id);
+        return events.length > 0 ? events : undefined;
+      },
+      30_000,
+    );
+    expect(failed.payload).to.include({ session_id: id, category: 'rate_limited', status: 429, turn: 1 });
+    expect(failed.payload.error).to.match(/429/);
+    const entries = await raw(id);
+    expect(entries.find((e) => e.kind === 'error')?.text, 'the error, in the transcript').to.match(/429/);
+    expect(entries.find((e) => e.kind === 'turn_end')).to.deep.include({ is_error: true });
+    expect(
+      (await turns(api, id)).filter((t) => t.role === 'assistant'),
+      'no reply made up',
+    ).to.deep.equal([]);
+    expect(await sessionEvents(api, 'session.crashed', id)).to.deep.equal([]);
+    await deliver(api, id, 'better now?');
+    await waitForTurn(api, id, 'assistant', 'You said: better now?', 30_000);
+    expect((await session(api, id)).state).to.equal('active');
+    await close(id);
+  });
+
+  it('a model server that is down fails the turn as provider_unavailable; the session stays up for the next one', async function () {
+    const { api } = city;
+    model.failWith(503);
+    try {
+      const id = await start();
+      await deliver(api, id, 'anyone there?');
+      const [failed] = await waitUntil(
+        'session.turn_failed',
+        async () => {
+          const events = await sessionEvents(api, 'session.turn_failed', id);
+          return events.length > 0 ? events : undefined;
+        },
+        30_000,
+      );
+      expect(failed.payload).to.include({ category: 'provider_unavailable', status: 503 });
+      expect(await sessionEvents(api, 'session.crashed', id)).to.deep.equal([]);
+      model.failWith(undefined);
+      await deliver(api, id, 'back again');
+      await waitForTurn(api, id, 'assistant', 'You said: back again', 30_000);
+      await close(id);
+    } finally {
+      model.failWith(undefined);
+    }
+  });
+
+  it('a claude command that is not installed: request.failed naming it', async function () {
+    const { api } = city;
+    const created = await api.post('/providers', {
+      name: 'claude-missing',
+      base: 'builtin:claude',
+      command: '/nonexistent/claude',
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    const reply = await api.post<{ request_id: string }>('/sessions', { name: 'claude-missing' });
+    expect(reply.status).to.equal(202);
+    const result = await terminalOf(api, reply.body.request_id);
+    expect(result.type).to.equal('request.failed');
+    expect(result.payload.error_message).to.include('/nonexistent/claude');
+  });
+});
