@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import { delimiter, isAbsolute, join } from 'node:path';
 import type { ProviderReadinessResponse, ReadinessItem, ReadinessResponse } from './dto/readiness.js';
 import { Problem } from './http/problem.js';
+import { withScratchHome } from './scratch-home.js';
 
 // Real probes of the agent command-line tools a city can use: is the binary on PATH, and is it signed in.
 
@@ -62,10 +63,10 @@ export class ReadinessProber {
    * checks that the program found is signed in, as that probe does.
    */
   probeCommand(target: CommandTarget, fresh = false): Promise<ReadinessItem> {
-    const key = `command\0${target.name}\0${target.command}\0${target.auth ?? ''}\0${target.cwd}`;
+    const key = `command\0${target.name}\0${target.command}\0${target.auth ?? ''}\0${target.cwd}\0${JSON.stringify(target.env ?? {})}`;
     const cached = this.cache.get(key);
     if (!fresh && cached && Date.now() - cached.at < this.cacheMs) return cached.item;
-    const item = probeCommand(target, this.env);
+    const item = probeCommand(target, { ...this.env, ...target.env });
     this.cache.set(key, { at: Date.now(), item });
     return item;
   }
@@ -110,6 +111,8 @@ export interface CommandTarget {
   cwd: string;
   /** The probe whose sign-in check applies (`claude`, `codex`, `gemini`), for providers built on one. */
   auth?: string;
+  /** The provider's own environment, over the process's: its sessions run with it, so its probe does too. */
+  env?: Record<string, string>;
 }
 
 /** The program a command runs: its first word past `NAME=value` assignments, unquoted. */
@@ -171,23 +174,32 @@ function homeOf(env: NodeJS.ProcessEnv): string {
   return env.HOME ?? homedir();
 }
 
+/** Where Claude Code keeps a person's sign-in, relative to HOME. */
+const CLAUDE_CREDENTIAL_FILES = ['.claude.json', join('.claude', '.credentials.json')];
+
 async function claudeAuth(binary: string, env: NodeJS.ProcessEnv) {
   // Loaded on first use: most processes that import this module never probe a tool.
   const { execa } = await import('execa');
-  const result = await execa(binary, ['auth', 'status', '--json'], {
-    env,
-    extendEnv: false,
-    reject: false,
-    timeout: PROBE_TIMEOUT_MS,
-    stdin: 'ignore',
-  });
+  // `claude auth status` writes to the home it runs in (it creates ~/.claude.json): it runs in a scratch HOME
+  // with copies of the sign-in files, so a probe changes nothing of the person's. An API key in the
+  // environment (the provider's env included) counts as it would for a session.
+  const result = await withScratchHome(homeOf(env), CLAUDE_CREDENTIAL_FILES, (scratch) =>
+    execa(binary, ['auth', 'status', '--json'], {
+      env: { ...env, HOME: scratch },
+      extendEnv: false,
+      reject: false,
+      timeout: PROBE_TIMEOUT_MS,
+      stdin: 'ignore',
+    }),
+  );
   if (result.timedOut) return { status: 'probe_error', detail: `claude auth status timed out` };
   if (result.exitCode !== 0) {
     return { status: 'needs_auth', detail: firstLine(result.stderr || result.stdout) || 'not signed in' };
   }
   try {
-    const status = JSON.parse(result.stdout) as { loggedIn?: boolean };
+    const status = JSON.parse(result.stdout) as { loggedIn?: boolean; authMethod?: string };
     if (status.loggedIn === false) return { status: 'needs_auth', detail: 'claude reports it is not signed in' };
+    if (status.authMethod) return { status: 'configured', detail: `${binary}; signed in (${status.authMethod})` };
   } catch {
     // Older versions print text; a zero exit is what counts.
   }

@@ -1,4 +1,4 @@
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { packageRoot } from '../shared/paths.js';
@@ -333,6 +333,31 @@ describe('sessions of the real Claude Code (stream-json, against a scripted mode
       await close(id);
     } finally {
       model.failWith(undefined);
+    }
+  });
+
+  it('readiness runs `claude auth status` as the provider would: configured with its API key, needs_auth without; no file left in its HOME', async function () {
+    const { api } = city;
+    const bareHome = tempDir('ctl-claude-bare-home-');
+    try {
+      const created = await api.post('/providers', {
+        name: 'claude-signed-out',
+        base: 'builtin:claude',
+        command: CLAUDE,
+        env: { HOME: bareHome },
+      });
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+      const reply = await api.get<{ providers: Record<string, { status: string; detail?: string }> }>(
+        '/provider-readiness?providers=claude-local,claude-signed-out&fresh=true',
+      );
+      expect(reply.status, JSON.stringify(reply.body)).to.equal(200);
+      expect(reply.body.providers['claude-local'].status).to.equal('configured');
+      expect(reply.body.providers['claude-local'].detail).to.match(/signed in \(api_key\)/);
+      expect(reply.body.providers['claude-signed-out'].status).to.equal('needs_auth');
+      // The probe ran in a scratch HOME: the provider's own HOME got nothing (claude would create .claude.json).
+      expect(readdirSync(bareHome)).to.deep.equal([]);
+    } finally {
+      rmSync(bareHome, { recursive: true, force: true });
     }
   });
 

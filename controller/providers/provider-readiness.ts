@@ -70,6 +70,7 @@ export async function cityProviderReadiness(
           command: provider.command,
           cwd: options.cityRoot,
           ...(provider.probe !== undefined ? { auth: provider.probe } : {}),
+          env: provider.env,
         },
         fresh,
       );
