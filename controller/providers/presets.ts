@@ -54,11 +54,12 @@ export const PRESETS: Record<string, Preset> = {
       runtime: 'pipe',
       prompt_mode: 'arg',
       resume_args: ['resume', '{session_key}'],
+      // As configuration overrides, which `exec resume` takes too (it has no --sandbox flag).
       permission_modes: {
         default: [],
-        'read-only': ['--sandbox', 'read-only'],
-        'workspace-write': ['--sandbox', 'workspace-write'],
-        'danger-full-access': ['--sandbox', 'danger-full-access'],
+        'read-only': ['-c', 'sandbox_mode="read-only"'],
+        'workspace-write': ['-c', 'sandbox_mode="workspace-write"'],
+        'danger-full-access': ['-c', 'sandbox_mode="danger-full-access"'],
       },
       default_permission_mode: 'default',
       process_names: ['codex'],

@@ -1,5 +1,6 @@
 import type { ResolvedProvider, WireProtocol } from '../providers/provider-spec.js';
 import { AcpRuntime } from './acp/acp-runtime.js';
+import { CodexExecRuntime } from './exec/codex-exec-runtime.js';
 import { PipeRuntime } from './pipe/pipe-runtime.js';
 import type { ProtocolFactory } from './protocols/protocol.js';
 import { StreamJsonProtocol } from './protocols/stream-json.js';
@@ -13,7 +14,7 @@ const PROTOCOLS: Partial<Record<WireProtocol, ProtocolFactory>> = {
 
 /** Whether this controller can run sessions of a provider speaking `protocol`. */
 export function canRun(protocol: WireProtocol): boolean {
-  return protocol === 'acp' || PROTOCOLS[protocol] !== undefined;
+  return protocol === 'acp' || protocol === 'codex-exec' || PROTOCOLS[protocol] !== undefined;
 }
 
 /**
@@ -30,6 +31,8 @@ export function createRuntime(options: RuntimeOptions, sink: RuntimeSink): Sessi
   // ACP is a conversation with requests both ways and answers that come later, not lines in and lines out: it has
   // a runtime of its own (still a child program over our pipes).
   if (provider.protocol === 'acp') return new AcpRuntime(options, sink);
+  // Codex's exec mode is one process per turn, resumed by thread id: no program lives between turns.
+  if (provider.protocol === 'codex-exec') return new CodexExecRuntime(options, sink);
   const protocol = PROTOCOLS[provider.protocol];
   if (!protocol) {
     throw new Error(`provider ${provider.name} speaks ${provider.protocol}, which this controller cannot run`);

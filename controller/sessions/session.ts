@@ -204,7 +204,7 @@ export class Session extends EventEmitter<SessionEvents> {
       await this.write({
         kind: 'start',
         actor: 'ctl',
-        text: `${provider.display_name} started (pid ${this.runtime.pid})${resumeKey ? `, resuming ${resumeKey}` : ''}`,
+        text: `${provider.display_name} started${this.runtime.pid !== undefined ? ` (pid ${this.runtime.pid})` : ''}${resumeKey ? `, resuming ${resumeKey}` : ''}`,
         data: { pid: this.runtime.pid, command: provider.command, ...(resumeKey ? { resumed: resumeKey } : {}) },
       });
     } catch (err) {
@@ -517,10 +517,12 @@ export class Session extends EventEmitter<SessionEvents> {
       },
       resumeRefused: (reason) => {
         const key = this.record.provider_session_key;
-        this.resumeRefusal = `could not resume conversation ${key ?? ''}: ${reason}; the next start begins a new one`;
+        const refusal = `could not resume conversation ${key ?? ''}: ${reason}; the next start begins a new one`;
+        this.resumeRefusal = refusal;
         this.record.provider_session_key = undefined;
         this.save({ provider_session_key: undefined });
-        void this.write({ kind: 'error', actor: 'ctl', text: this.resumeRefusal });
+        void this.write({ kind: 'error', actor: 'ctl', text: refusal });
+        void this.recordLifecycle('session.updated', refusal);
       },
       exited: (exit) => void this.programExited(exit),
       behind: () => (this.writesWaiting > MAX_WRITES_WAITING ? this.writes.then(() => undefined) : undefined),
@@ -582,6 +584,8 @@ export class Session extends EventEmitter<SessionEvents> {
   private async programExited(exit: ProgramExit): Promise<void> {
     clearTimeout(this.startTimer);
     const wasReady = this.ready;
+    const refusal = this.resumeRefusal;
+    this.resumeRefusal = undefined;
     const pid = this.runtime?.pid;
     this.runtime = undefined;
     this.ready = false;
@@ -606,16 +610,13 @@ export class Session extends EventEmitter<SessionEvents> {
       return;
     }
     const how = exit.signal ? `killed by ${exit.signal}` : `exited with code ${exit.code}`;
-    const refusal = this.resumeRefusal;
-    this.resumeRefusal = undefined;
     if (refusal !== undefined && wasReady) {
       // It ended because its conversation was gone, and said so: not a crash. Asleep, the next message starts
-      // it on a new conversation (the key rotation and its reason are in the transcript and the event).
+      // it on a new conversation (the key rotation and its reason are in the transcript and session.updated).
       const to = nextState(this.state, 'exited');
       if (to !== undefined) this.setState(to);
       this.record.reason = refusal;
       this.save({ reason: refusal });
-      await this.recordLifecycle('session.updated', refusal);
       await this.failQueued('session_exited', `session ${this.id}'s program ${how} before the message was delivered`);
       return;
     }

@@ -162,6 +162,11 @@ export class ChildProgram {
     });
   }
 
+  /** Closes its stdin: a program that reads input to its end (`codex exec`) goes on without waiting for more. */
+  closeInput(): void {
+    this.child.stdin.end();
+  }
+
   /** Signals its whole group (what it started too). */
   signal(signal: NodeJS.Signals): void {
     if (!this.running) return;

@@ -1,0 +1,252 @@
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { packageRoot } from '../shared/paths.js';
+import { startModelServer, type ModelServer } from './helpers/model-server.js';
+import { isAlive, processesMentioning } from './helpers/processes.js';
+import {
+  createSession,
+  deliver,
+  session,
+  sessionEvents,
+  startSessionCity,
+  terminalOf,
+  turns,
+  waitForTurn,
+  type SessionCity,
+} from './helpers/sessions.js';
+import { closeAllStreams, SseStreamReader } from './helpers/sse.js';
+import { tempDir } from './helpers/supervisor.js';
+import { waitUntil } from './helpers/wait.js';
+
+/** The real Codex CLI, pinned as a dev dependency for these tests only. */
+const CODEX = join(packageRoot, 'node_modules', '.bin', 'codex');
+
+interface RawEntry {
+  kind: string;
+  text?: string;
+  turn?: number;
+  usage?: Record<string, number>;
+  error?: string;
+  error_category?: string;
+  interrupted?: boolean;
+}
+
+/**
+ * Codex itself (0.169.0) in `exec` mode, offline: a process per turn, `exec resume <thread_id>` after the first,
+ * against the scripted model server's Responses API (echo; `rate-limit` is a 429; `slow:` streams a word every
+ * 200 ms). Its CODEX_HOME holds a config naming the server as its model provider.
+ */
+describe('sessions of the real Codex (exec per turn, against a scripted model server)', function () {
+  this.timeout(60_000);
+  let city: SessionCity;
+  let model: ModelServer;
+  let home: string;
+
+  before(async function () {
+    if (!existsSync(CODEX)) throw new Error(`${CODEX} is missing: npm ci installs it (a dev dependency)`);
+    model = await startModelServer();
+    home = tempDir('ctl-codex-home-');
+    const codexHome = join(home, 'codex');
+    mkdirSync(codexHome);
+    writeFileSync(
+      join(codexHome, 'config.toml'),
+      [
+        'model_provider = "mock"',
+        'model = "scripted"',
+        '[model_providers.mock]',
+        'name = "mock"',
+        `base_url = "${model.url}/v1"`,
+        'wire_api = "responses"',
+        'env_key = "MOCK_KEY"',
+        'request_max_retries = 0',
+        'stream_max_retries = 0',
+        '',
+      ].join('\n'),
+    );
+    city = await startSessionCity('codex');
+    const created = await city.api.post('/providers', {
+      name: 'codex-local',
+      base: 'builtin:codex',
+      command: CODEX,
+      env: { HOME: home, CODEX_HOME: codexHome, MOCK_KEY: 'test-key' },
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+  });
+
+  afterEach(function () {
+    closeAllStreams();
+  });
+
+  after(async function () {
+    await city?.sup.cleanup();
+    await model?.close();
+    expect(processesMentioning(CODEX), 'no codex left behind').to.deep.equal([]);
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  async function raw(id: string): Promise<RawEntry[]> {
+    const reply = await city.api.get<{ messages: RawEntry[] }>(`/session/${id}/transcript?format=raw&tail=1000`);
+    expect(reply.status).to.equal(200);
+    return reply.body.messages;
+  }
+
+  async function firstTurnFailed(id: string) {
+    const [failed] = await waitUntil(
+      'session.turn_failed',
+      async () => {
+        const events = await sessionEvents(city.api, 'session.turn_failed', id);
+        return events.length > 0 ? events : undefined;
+      },
+      30_000,
+    );
+    return failed;
+  }
+
+  it('two messages, two processes: the second resumes the thread, and the model sees the first turn', async function () {
+    const { api } = city;
+    const id = await createSession(api, { name: 'codex-local' });
+    expect(await session(api, id)).to.include({ running: true, state: 'active' });
+    const stream = await SseStreamReader.open(api.url(`/session/${id}/stream`));
+    await deliver(api, id, 'first words');
+    await stream.until((f) => f.event === 'turn' && f.data.includes('You said: first words'), 30_000);
+    await waitForTurn(api, id, 'assistant', 'You said: first words', 30_000);
+    const thread = (await session(api, id)).provider_session_key;
+    expect(thread, 'the thread id, kept to resume').to.match(/^[0-9a-f-]{36}$/);
+    await deliver(api, id, 'second words');
+    await waitForTurn(api, id, 'assistant', 'You said: second words', 30_000);
+    const conversation = (await turns(api, id)).filter((t) => t.role !== 'system');
+    expect(conversation.map((t) => [t.role, t.text])).to.deep.equal([
+      ['user', 'first words'],
+      ['assistant', 'You said: first words'],
+      ['user', 'second words'],
+      ['assistant', 'You said: second words'],
+    ]);
+    expect((await session(api, id)).provider_session_key, 'one thread').to.equal(thread);
+    const second = model.requests.filter((r) => r.userText === 'second words').at(-1)!;
+    expect(JSON.stringify(second.body.input), 'the first turn, resumed').to.include('first words');
+    const ends = await waitUntil('both turns to end', async () => {
+      const found = (await raw(id)).filter((e) => e.kind === 'turn_end');
+      return found.length === 2 ? found : undefined;
+    });
+    for (const end of ends) expect(end.usage?.output_tokens, 'usage from turn.completed').to.be.a('number');
+    expect(await sessionEvents(api, 'session.turn_failed', id)).to.deep.equal([]);
+    expect(await sessionEvents(api, 'session.crashed', id)).to.deep.equal([]);
+    await api.post(`/session/${id}/close`);
+  });
+
+  it('after a controller restart, a message resumes the same thread', async function () {
+    const { api, sup } = city;
+    const id = await createSession(api, { name: 'codex-local' });
+    await deliver(api, id, 'before the restart');
+    await waitForTurn(api, id, 'assistant', 'You said: before the restart', 30_000);
+    const thread = (await session(api, id)).provider_session_key;
+    const controller = (await sup.city('codex'))!.pid!;
+    process.kill(controller, 'SIGKILL');
+    await waitUntil(
+      'a new controller',
+      async () => {
+        const info = await sup.city('codex');
+        return info?.running === true && info.pid !== controller;
+      },
+      30_000,
+    );
+    await deliver(api, id, 'after the restart');
+    await waitForTurn(api, id, 'assistant', 'You said: after the restart', 30_000);
+    expect((await session(api, id)).provider_session_key).to.equal(thread);
+    const request = model.requests.filter((r) => r.userText === 'after the restart').at(-1)!;
+    expect(JSON.stringify(request.body.input)).to.include('before the restart');
+    await api.post(`/session/${id}/close`);
+  });
+
+  it('a rate limit and an unreachable model fail the turn (the error recorded, an event), never a crash; the next turn works', async function () {
+    const { api } = city;
+    const id = await createSession(api, { name: 'codex-local' });
+    await deliver(api, id, 'rate-limit me');
+    const failed = await firstTurnFailed(id);
+    expect(failed.payload).to.include({ session_id: id, category: 'rate_limited', status: 429 });
+    const end = await waitUntil(
+      'the failed turn in the transcript',
+      async () => (await raw(id)).find((e) => e.kind === 'turn_end'),
+      15_000,
+    );
+    expect(end).to.include({ error_category: 'rate_limited' });
+    expect(end.error).to.match(/429/);
+    model.failWith(503);
+    try {
+      await deliver(api, id, 'anyone?');
+      await waitUntil(
+        'a second turn_failed',
+        async () => (await sessionEvents(api, 'session.turn_failed', id)).length === 2,
+        30_000,
+      );
+      const [, second] = await sessionEvents(api, 'session.turn_failed', id);
+      expect(second.payload).to.include({ category: 'provider_unavailable' });
+    } finally {
+      model.failWith(undefined);
+    }
+    await deliver(api, id, 'better now');
+    await waitForTurn(api, id, 'assistant', 'You said: better now', 30_000);
+    expect(await sessionEvents(api, 'session.crashed', id)).to.deep.equal([]);
+    expect((await session(api, id)).state).to.equal('active');
+    await api.post(`/session/${id}/close`);
+  });
+
+  it('stop ends a turn in progress (its process interrupted); the session takes the next message', async function () {
+    const { api } = city;
+    const id = await createSession(api, { name: 'codex-local' });
+    const words = Array.from({ length: 80 }, (_, i) => `w${i}`).join(' ');
+    await deliver(api, id, `slow: ${words}`);
+    await waitUntil('the turn to be under way', async () => (await session(api, id)).pid !== undefined, 15_000);
+    const pid = (await session(api, id)).pid!;
+    const stopped = await api.post<{ status: string }>(`/session/${id}/stop`);
+    expect(stopped.body).to.deep.include({ status: 'ok' });
+    await waitUntil('its process to end', () => !isAlive(pid), 15_000);
+    const end = await waitUntil(
+      'the interrupted turn',
+      async () => (await raw(id)).find((e) => e.kind === 'turn_end'),
+      15_000,
+    );
+    expect(end.interrupted).to.equal(true);
+    expect(await sessionEvents(api, 'session.turn_failed', id), 'asked for, not a failure').to.deep.equal([]);
+    await deliver(api, id, 'next one');
+    await waitForTurn(api, id, 'assistant', 'You said: next one', 30_000);
+    await api.post(`/session/${id}/close`);
+  });
+
+  it('a thread Codex no longer has: the turn fails saying so, and the next message starts a new thread', async function () {
+    const { api } = city;
+    const id = await createSession(api, { name: 'codex-local' });
+    await deliver(api, id, 'hello');
+    await waitForTurn(api, id, 'assistant', 'You said: hello', 30_000);
+    const thread = (await session(api, id)).provider_session_key!;
+    rmSync(join(home, 'codex', 'sessions'), { recursive: true, force: true });
+    await deliver(api, id, 'do you remember?');
+    const failed = await firstTurnFailed(id);
+    expect(failed.payload.error).to.include(`no rollout found for thread id ${thread}`);
+    const updated = (await sessionEvents(api, 'session.updated', id)).map((e) => String(e.payload.reason));
+    expect(updated.some((r) => r.startsWith(`could not resume conversation ${thread}`))).to.equal(true);
+    await deliver(api, id, 'fresh start');
+    await waitForTurn(api, id, 'assistant', 'You said: fresh start', 30_000);
+    const now = (await session(api, id)).provider_session_key;
+    expect(now).to.match(/^[0-9a-f-]{36}$/);
+    expect(now).to.not.equal(thread);
+    expect(await sessionEvents(api, 'session.crashed', id)).to.deep.equal([]);
+    await api.post(`/session/${id}/close`);
+  });
+
+  it('a codex command that is not installed: request.failed naming it', async function () {
+    const { api } = city;
+    const created = await api.post('/providers', {
+      name: 'codex-missing',
+      base: 'builtin:codex',
+      command: '/nonexistent/codex',
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    const reply = await api.post<{ request_id: string }>('/sessions', { name: 'codex-missing' });
+    expect(reply.status).to.equal(202);
+    const result = await terminalOf(api, reply.body.request_id);
+    expect(result.type).to.equal('request.failed');
+    expect(result.payload.error_message).to.include('/nonexistent/codex');
+  });
+});
