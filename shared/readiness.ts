@@ -206,14 +206,54 @@ async function claudeAuth(binary: string, env: NodeJS.ProcessEnv) {
   return { status: 'configured', detail: binary };
 }
 
+/**
+ * Codex is ready when it can reach its model: a model provider of its config that takes its key from the
+ * environment (`env_key`) needs that variable set (`codex login status` knows nothing of those and says "Not
+ * logged in"); otherwise an OPENAI_API_KEY, or what `codex login status` says. That runs in a scratch
+ * CODEX_HOME with copies of its config and sign-in: codex writes helper files into the home it runs in.
+ */
 async function codexAuth(binary: string, env: NodeJS.ProcessEnv) {
+  const codexHome = env.CODEX_HOME ?? join(homeOf(env), '.codex');
+  const provider = await codexModelProvider(join(codexHome, 'config.toml'));
+  if (provider?.envKey) {
+    return env[provider.envKey]
+      ? { status: 'configured', detail: `${binary}; model provider ${provider.name}, key in ${provider.envKey}` }
+      : { status: 'needs_auth', detail: `model provider ${provider.name} needs ${provider.envKey} set` };
+  }
+  if (provider) return { status: 'configured', detail: `${binary}; model provider ${provider.name} (no key)` };
   if (env.OPENAI_API_KEY) return { status: 'configured', detail: `${binary}; OPENAI_API_KEY set` };
-  const file = join(homeOf(env), '.codex', 'auth.json');
-  const auth = readJson(file);
-  if (auth === undefined) return { status: 'needs_auth', detail: `${file} not found; run codex login` };
-  const tokens = (auth as { tokens?: unknown; OPENAI_API_KEY?: unknown }) ?? {};
-  if (tokens.tokens || tokens.OPENAI_API_KEY) return { status: 'configured', detail: binary };
-  return { status: 'needs_auth', detail: `${file} holds no credentials; run codex login` };
+  // Loaded on first use: most processes that import this module never probe a tool.
+  const { execa } = await import('execa');
+  const result = await withScratchHome(codexHome, ['auth.json', 'config.toml'], (scratch) =>
+    execa(binary, ['login', 'status'], {
+      env: { ...env, CODEX_HOME: scratch },
+      extendEnv: false,
+      reject: false,
+      timeout: PROBE_TIMEOUT_MS,
+      stdin: 'ignore',
+    }),
+  );
+  if (result.timedOut) return { status: 'probe_error', detail: 'codex login status timed out' };
+  const said = firstLine(result.stdout) || firstLine(result.stderr.replace(/^WARNING:.*\n?/gm, ''));
+  if (result.exitCode === 0) return { status: 'configured', detail: `${binary}; ${said}` };
+  return { status: 'needs_auth', detail: `${said || 'not logged in'}; run codex login` };
+}
+
+/** The model provider a Codex config selects other than OpenAI's own, with the variable its key comes from. */
+async function codexModelProvider(file: string): Promise<{ name: string; envKey?: string } | undefined> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  const { parse } = await import('smol-toml');
+  const config = parse(text) as { model_provider?: unknown; model_providers?: Record<string, { env_key?: unknown }> };
+  const name = typeof config.model_provider === 'string' ? config.model_provider : undefined;
+  if (name === undefined || name === 'openai') return undefined;
+  const envKey = config.model_providers?.[name]?.env_key;
+  return { name, ...(typeof envKey === 'string' ? { envKey } : {}) };
 }
 
 async function geminiAuth(binary: string, env: NodeJS.ProcessEnv) {

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { packageRoot } from '../shared/paths.js';
@@ -233,6 +233,38 @@ describe('sessions of the real Codex (exec per turn, against a scripted model se
     expect(now).to.not.equal(thread);
     expect(await sessionEvents(api, 'session.crashed', id)).to.deep.equal([]);
     await api.post(`/session/${id}/close`);
+  });
+
+  it('readiness: its model provider with its key is configured, without the key needs_auth; signed out, codex login status says so', async function () {
+    const { api } = city;
+    const bare = tempDir('ctl-codex-bare-');
+    mkdirSync(join(bare, '.codex'));
+    try {
+      for (const body of [
+        { name: 'codex-no-key', env: { HOME: home, CODEX_HOME: join(home, 'codex') } },
+        { name: 'codex-signed-out', env: { HOME: bare } },
+      ]) {
+        const created = await api.post('/providers', { ...body, base: 'builtin:codex', command: CODEX });
+        expect(created.status, JSON.stringify(created.body)).to.equal(201);
+      }
+      const reply = await api.get<{ providers: Record<string, { status: string; detail?: string }> }>(
+        '/provider-readiness?providers=codex-local,codex-no-key,codex-signed-out&fresh=true',
+      );
+      expect(reply.status, JSON.stringify(reply.body)).to.equal(200);
+      const { providers } = reply.body;
+      expect(providers['codex-local']).to.include({ status: 'configured' });
+      expect(providers['codex-local'].detail).to.match(/model provider mock, key in MOCK_KEY$/);
+      expect(providers['codex-no-key']).to.deep.equal({
+        display_name: 'Codex CLI',
+        status: 'needs_auth',
+        detail: 'model provider mock needs MOCK_KEY set',
+      });
+      expect(providers['codex-signed-out'].status).to.equal('needs_auth');
+      expect(providers['codex-signed-out'].detail).to.match(/^Not logged in; run codex login$/);
+      expect(readdirSync(join(bare, '.codex')), 'the probe wrote nothing into its home').to.deep.equal([]);
+    } finally {
+      rmSync(bare, { recursive: true, force: true });
+    }
   });
 
   it('a codex command that is not installed: request.failed naming it', async function () {
