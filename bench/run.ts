@@ -1,7 +1,7 @@
 /**
  * Benchmarks, against a real supervisor and real controllers (build first: `npm run bench` does).
  *
- *   npx tsx bench/run.ts [foundation|events|beads|sessions|sessions-acp|all]   (default: all, one after the other)
+ *   npx tsx bench/run.ts [foundation|events|beads|sessions|sessions-acp|sessions-real-clis|all]   (default: all, one after the other)
  *   npm run bench -- beads                                  (builds, then runs one)
  *
  * foundation (bench/foundation.ts): city create latency, memory, proxied vs direct GET → .bench-out/foundation.json
@@ -9,10 +9,12 @@
  * beads (bench/beads.ts): 100,000 beads per store backend — creates/s, `ready` and list latency, open time, RSS → .bench-out/beads.json
  * sessions (bench/sessions.ts): session create → woke, message → reply frame, 100 idle sessions, a 100,000-entry transcript, the ACP example agent → .bench-out/sessions.json
  * sessions-acp (bench/sessions.ts): the ACP example agent's part alone → .bench-out/sessions-acp.json
+ * sessions-real-clis (bench/sessions-real-clis.ts): the real Claude Code and Codex against the scripted model server → .bench-out/sessions-real-clis.json
  */
 import { runBeads } from './beads.js';
 import { runEvents } from './events.js';
 import { runFoundation } from './foundation.js';
+import { runSessionsRealClis } from './sessions-real-clis.js';
 import { runSessions, runSessionsAcp } from './sessions.js';
 
 const BENCHMARKS: Record<string, () => Promise<void>> = {
@@ -21,6 +23,7 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   beads: runBeads,
   sessions: runSessions,
   'sessions-acp': runSessionsAcp,
+  'sessions-real-clis': runSessionsRealClis,
 };
 
 async function main(): Promise<void> {
