@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { CSRF, TestSupervisor, tempDir } from './helpers/supervisor.js';
@@ -36,7 +36,9 @@ describe("the spec's error table", function () {
     bin = tempDir('ctl-bin-');
     writeFileSync(join(bin, 'claude'), '#!/bin/sh\necho \'{"loggedIn": true}\'\n');
     chmodSync(join(bin, 'claude'), 0o755);
-    sup = await TestSupervisor.start({ env: { PATH: `${bin}:${process.env.PATH}` } });
+    // `npm test` puts node_modules/.bin on PATH, where the real codex (a dev dependency, for its own tests) is.
+    const others = (process.env.PATH ?? '').split(':').filter((dir) => !existsSync(join(dir, 'codex')));
+    sup = await TestSupervisor.start({ env: { PATH: [bin, ...others].join(':') } });
     await sup.createCity('alpha');
   });
 

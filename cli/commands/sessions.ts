@@ -196,6 +196,37 @@ const show = command({
   },
 });
 
+const attach = command({
+  name: 'attach',
+  description: "Join a session's terminal (a session in tmux): detach with Ctrl-b d, the session goes on",
+  examples: ['ctl session attach alp-7'],
+  args: { ...idArg, ...inCityFlags },
+  async run({ args: a }) {
+    const { api, city } = await inCity(a);
+    const { data: s } = await call(
+      api,
+      api.client.GET('/v0/city/{cityName}/session/{id}', { params: { path: { ...cityPath(city), id: a.id } } }),
+    );
+    if (!s.attach) {
+      throw new CliError(
+        s.running
+          ? `${s.id} has no terminal to join (its provider ${s.provider} does not run in tmux); ctl session stream ${s.id} follows it`
+          : `${s.id} is not running (${s.state}); ctl session wake ${s.id} starts it`,
+      );
+    }
+    if (a.json) return json(s.attach);
+    if (!process.stdin.isTTY) throw new CliError('attach needs a terminal (stdin is not one)');
+    // tmux itself, in this terminal: the socket is on this machine (the supervisor listens on loopback only).
+    const { spawnSync } = await import('node:child_process');
+    const result = spawnSync('tmux', ['-S', s.attach.socket, 'attach-session', '-t', s.attach.target], {
+      stdio: 'inherit',
+      env: { ...process.env, TMUX: '' },
+    });
+    if (result.error) throw new CliError(`cannot run tmux: ${result.error.message}`);
+    if (result.status !== 0) throw new CliError(`tmux attach exited with status ${result.status}`);
+  },
+});
+
 /** `send` and `submit`: accepted (202), then delivered — waited for on the city stream unless --no-wait. */
 function deliveryCommand(name: 'send' | 'submit') {
   const submit = name === 'submit';
@@ -532,5 +563,6 @@ export const sessionCommand = group({
     close,
     respond,
     pending,
+    attach,
   },
 });

@@ -76,12 +76,24 @@ export class SessionsRoutes extends Controller {
 
   /**
    * One session: its lifecycle `state`, whether its program is `running`, its `activity`, `last_output`, any
-   * `pending` interaction and undelivered (`queued`) messages.
+   * `pending` interaction and undelivered (`queued`) messages. With `peek`, `last_output` is what the program
+   * shows now, its last `peek_lines` lines (a terminal session's screen; the latest output of the others).
    * @summary Get a session
+   * @param peek Read what the program shows now into `last_output`.
+   * @param peek_lines How many lines `peek` reads (1–10000, default 5).
+   * @isInt peek_lines
+   * @minimum peek_lines 1
+   * @maximum peek_lines 10000
    */
   @Get('session/{id}')
-  public getSession(@Path() cityName: string, @Path() id: string): SessionResponse {
-    return this.city.sessions.view(id);
+  @Response<ErrorModel>(422, 'A bad peek or peek_lines')
+  public async getSession(
+    @Path() cityName: string,
+    @Path() id: string,
+    @Query() peek?: boolean,
+    @Query() peek_lines?: number,
+  ): Promise<SessionResponse> {
+    return peek ? this.city.sessions.peek(id, peek_lines ?? 5) : this.city.sessions.view(id);
   }
 
   /**

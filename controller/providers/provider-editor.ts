@@ -35,6 +35,7 @@ const SETTINGS = [
   'prompt_flag',
   'resume_args',
   'ready_prompt_prefix',
+  'screen_rules',
   'ready_delay_ms',
   'quiet_ms',
   'pending_pattern',

@@ -7,8 +7,11 @@
 export const WIRE_PROTOCOLS = ['text', 'stream-json', 'codex-exec', 'acp'] as const;
 export type WireProtocol = (typeof WIRE_PROTOCOLS)[number];
 
-/** Where a session's program runs. `pipe`: a child of the controller with our own stdin/stdout/stderr pipes. */
-export const RUNTIME_KINDS = ['pipe'] as const;
+/**
+ * Where a session's program runs. `pipe`: a child of the controller with our own stdin/stdout/stderr pipes.
+ * `tmux`: an interactive terminal program in a tmux session of the city's server, read by its screen rules.
+ */
+export const RUNTIME_KINDS = ['pipe', 'tmux'] as const;
 export type RuntimeKind = (typeof RUNTIME_KINDS)[number];
 
 /**
@@ -44,6 +47,8 @@ export interface ProviderSpec {
   resume_args?: string[];
   /** `text`: a line that starts with this means the program is ready for the next turn. */
   ready_prompt_prefix?: string;
+  /** `tmux`: the screen rules it is read by (`tui-agent`, … in controller/sessions/tmux/rules, or a path). */
+  screen_rules?: string;
   /** `text`: without a ready marker, a turn ends after this long without output (default 500 ms). */
   quiet_ms?: number;
   /** How long a program without a ready marker must keep running to be taken as ready (default 200 ms). */
@@ -81,6 +86,7 @@ export interface ResolvedProvider {
   prompt_flag?: string;
   resume_args?: string[];
   ready_prompt_prefix?: string;
+  screen_rules?: string;
   quiet_ms: number;
   ready_delay_ms: number;
   pending_pattern?: string;

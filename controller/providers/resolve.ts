@@ -68,6 +68,7 @@ function parseSetting(spec: ProviderSpec, key: string, value: unknown, at: (key:
     case 'command':
     case 'prompt_flag':
     case 'ready_prompt_prefix':
+    case 'screen_rules':
     case 'pending_pattern':
     case 'default_permission_mode':
       spec[key] = string(value, at(key));
@@ -271,12 +272,19 @@ function merge(name: string, base: ResolvedProvider | undefined, spec: ProviderS
     prompt_flag: spec.prompt_flag ?? base?.prompt_flag,
     resume_args: spec.resume_args ?? base?.resume_args,
     ready_prompt_prefix: spec.ready_prompt_prefix ?? base?.ready_prompt_prefix,
+    screen_rules: spec.screen_rules ?? base?.screen_rules,
     pending_pattern: spec.pending_pattern ?? base?.pending_pattern,
     default_permission_mode: spec.default_permission_mode ?? base?.default_permission_mode,
     probe: base?.probe,
   };
   for (const [key, value] of Object.entries(optional)) {
     if (value !== undefined) (provider as unknown as Record<string, unknown>)[key] = value;
+  }
+  if (provider.runtime === 'tmux' && provider.screen_rules === undefined) {
+    throw new ProviderConfigError(
+      `${where} has runtime = "tmux" but no screen_rules to read its screen by`,
+      'screen_rules',
+    );
   }
   if (provider.prompt_mode === 'flag' && provider.prompt_flag === undefined) {
     throw new ProviderConfigError(`${where} has prompt_mode = "flag" but no prompt_flag`, 'prompt_flag');

@@ -100,4 +100,8 @@ export interface SessionRuntime {
   /** Ends the program: asked nicely, then, after `graceMs`, not. Resolves once it is gone. */
   stop(graceMs: number): Promise<void>;
   isRunning(): boolean;
+  /** A terminal runtime's screen: its last `lines` lines (`peek`). */
+  peek?(lines: number): Promise<string[]>;
+  /** A terminal runtime's place for a person to join it. */
+  readonly attach?: { socket: string; target: string };
 }

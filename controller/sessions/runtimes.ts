@@ -2,6 +2,7 @@ import type { ResolvedProvider, WireProtocol } from '../providers/provider-spec.
 import { AcpRuntime } from './acp/acp-runtime.js';
 import { CodexExecRuntime } from './exec/codex-exec-runtime.js';
 import { PipeRuntime } from './pipe/pipe-runtime.js';
+import { TmuxRuntime } from './tmux/tmux-runtime.js';
 import type { ProtocolFactory } from './protocols/protocol.js';
 import { StreamJsonProtocol } from './protocols/stream-json.js';
 import { TextProtocol } from './protocols/text.js';
@@ -40,5 +41,8 @@ export function createRuntime(options: RuntimeOptions, sink: RuntimeSink): Sessi
   switch (provider.runtime) {
     case 'pipe':
       return new PipeRuntime(options, sink, protocol);
+    case 'tmux':
+      // Read off its screen: the protocol's lines do not apply.
+      return new TmuxRuntime(options, sink);
   }
 }

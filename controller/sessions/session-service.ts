@@ -132,6 +132,11 @@ export class SessionService {
     return this.find(idOrName).view();
   }
 
+  /** The view with what the program shows now, its last `lines` lines. */
+  peek(idOrName: string, lines: number): Promise<SessionResponse> {
+    return this.find(idOrName).peekView(lines);
+  }
+
   create(body: SessionCreateBody): AsyncAcceptedBody {
     const kind = body.kind ?? 'provider';
     const name = body.name ?? this.options.defaultProvider();

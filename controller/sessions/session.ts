@@ -157,6 +157,20 @@ export class Session extends EventEmitter<SessionEvents> {
     if (this.pendingInteraction) view.pending = this.pendingInteraction;
     if (pid !== undefined) view.pid = pid;
     if (r.provider_session_key) view.provider_session_key = r.provider_session_key;
+    if (this.running && this.runtime?.attach) view.attach = this.runtime.attach;
+    return view;
+  }
+
+  /**
+   * The view with what the program shows now (`peek`): a terminal's screen, its last `lines` lines, as
+   * `last_output`; for the others, the last `lines` lines of its latest output.
+   */
+  async peekView(lines: number): Promise<SessionResponse> {
+    const view = this.view();
+    const screen = this.running && this.runtime?.peek ? await this.runtime.peek(lines) : undefined;
+    const text = screen ? screen.join('\n') : this.lastOutput.split('\n').slice(-lines).join('\n');
+    if (text) view.last_output = text;
+    else delete view.last_output;
     return view;
   }
 

@@ -4,8 +4,11 @@
  */
 export type ProviderProtocol = 'text' | 'stream-json' | 'codex-exec' | 'acp';
 
-/** Where a session's program runs. `pipe`: a child of the controller with its own stdin/stdout pipes. */
-export type ProviderRuntime = 'pipe';
+/**
+ * Where a session's program runs. `pipe`: a child of the controller with its own stdin/stdout pipes. `tmux`: an
+ * interactive program in a tmux session of the city's tmux server, read off its screen by its `screen_rules`.
+ */
+export type ProviderRuntime = 'pipe' | 'tmux';
 
 /** How a session's first message reaches the program: on `stdin`, as an `arg`, or after `prompt_flag`. */
 export type ProviderPromptMode = 'stdin' | 'arg' | 'flag';
@@ -34,6 +37,8 @@ export interface ProviderResponse {
   resume_args?: string[];
   /** `text`: an output line starting with this means the program waits for the next turn. */
   ready_prompt_prefix?: string;
+  /** `tmux`: the screen rules it is read by (a shipped rules file's name, or a path to a TOML file). */
+  screen_rules?: string;
   /**
    * How long after it starts a program is taken to be ready when it gives no other sign.
    * @isInt
@@ -128,6 +133,7 @@ export interface ProviderSettings {
   prompt_flag?: string;
   resume_args?: string[];
   ready_prompt_prefix?: string;
+  screen_rules?: string;
   /**
    * @isInt
    * @minimum 0
@@ -176,6 +182,7 @@ export interface ProviderUpdateInputBody {
   prompt_flag?: string | null;
   resume_args?: string[] | null;
   ready_prompt_prefix?: string | null;
+  screen_rules?: string | null;
   /**
    * @isInt
    * @minimum 0

@@ -74,7 +74,17 @@ export interface SessionResponse {
   pid?: number;
   /** The provider's own conversation id (resumed when the session wakes), once the program has told it. */
   provider_session_key?: string;
+  /** A session in tmux: where a person joins it (`tmux -S <socket> attach -t <target>`, or `ctl session attach`). */
+  attach?: SessionAttach;
   submission_capabilities: SubmissionCapabilities;
+}
+
+/** Where to attach to a session's terminal. */
+export interface SessionAttach {
+  /** The city's tmux server socket. */
+  socket: string;
+  /** The tmux session. */
+  target: string;
 }
 
 /** Body of `POST /v0/city/{cityName}/sessions`. */

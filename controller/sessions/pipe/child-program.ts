@@ -66,6 +66,12 @@ export function reapLeftover(stateDir: string): boolean {
   }
 }
 
+/** Records `pid` (with its start time) as a session's program, for `reapLeftover`. */
+export function writePidFile(stateDir: string, pid: number): void {
+  const file: PidFile = { pid, starttime: starttimeOf(pid) ?? '' };
+  writeFileSync(join(stateDir, 'pid'), JSON.stringify(file) + '\n');
+}
+
 /**
  * A program run with our own pipes, in a process group of its own (so stopping it stops whatever it started),
  * its stdout read as lines, the end of its stderr kept, its exit reported once. No shell unless its command

@@ -1,0 +1,91 @@
+import { readFileSync } from 'node:fs';
+import { isAbsolute, join } from 'node:path';
+import { parse } from 'smol-toml';
+import { packageRoot } from '../../../shared/paths.js';
+
+/** Where the screen rules shipped with ctl live (data, not code: a new program's rules need no release of ours). */
+export const RULES_DIR = join(packageRoot, 'controller', 'sessions', 'tmux', 'rules');
+
+/** The rules of the format this runtime reads. */
+const RULES_VERSION = 1;
+
+/**
+ * How to read an interactive program's screen, as data per program (`rules/<name>.toml`): when it waits for
+ * input, when it works, when it asks for permission and how to answer, which startup dialogs to answer and how.
+ * Screen reading is the fallback for programs without a structured interface; these rules are its only
+ * knowledge of a program.
+ */
+export interface ScreenRules {
+  /** Where they were read from, for errors. */
+  source: string;
+  /** The last non-empty line when it waits for input. */
+  ready: RegExp;
+  /** Seen on the screen's last lines while it works. */
+  busy?: RegExp;
+  interruptKeys: string[];
+  permission?: { pattern: RegExp; allowKeys: string[]; denyKeys: string[] };
+  /** Startup dialogs: when the screen matches, send the keys. */
+  dialogs: { pattern: RegExp; keys: string[] }[];
+}
+
+export class ScreenRulesError extends Error {}
+
+function regex(value: unknown, where: string, source: string): RegExp {
+  if (typeof value !== 'string' || value === '') throw new ScreenRulesError(`${source}: ${where} must be a pattern`);
+  try {
+    return new RegExp(value, 'm');
+  } catch (err) {
+    throw new ScreenRulesError(`${source}: ${where} is not a valid pattern: ${(err as Error).message}`);
+  }
+}
+
+function keys(value: unknown, where: string, source: string): string[] {
+  if (!Array.isArray(value) || value.length === 0 || !value.every((k) => typeof k === 'string' && k !== '')) {
+    throw new ScreenRulesError(`${source}: ${where} must be a list of tmux key names`);
+  }
+  return value as string[];
+}
+
+/** The rules `name` names: a file of the shipped ones (`claude`, `tui-agent`), or a path to a TOML file. */
+export function loadScreenRules(name: string, cwd: string): ScreenRules {
+  const path =
+    name.includes('/') || name.endsWith('.toml')
+      ? isAbsolute(name)
+        ? name
+        : join(cwd, name)
+      : join(RULES_DIR, `${name}.toml`);
+  let doc: Record<string, unknown>;
+  try {
+    doc = parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new ScreenRulesError(
+      code === 'ENOENT' ? `screen rules ${name}: ${path} not found` : `screen rules ${path}: ${(err as Error).message}`,
+    );
+  }
+  if (doc.version !== RULES_VERSION) {
+    throw new ScreenRulesError(`${path}: version must be ${RULES_VERSION} (the format this ctl reads)`);
+  }
+  const permission = doc.permission as Record<string, unknown> | undefined;
+  const dialogs = (doc.dialogs ?? []) as Record<string, unknown>[];
+  if (!Array.isArray(dialogs)) throw new ScreenRulesError(`${path}: dialogs must be a list of tables`);
+  return {
+    source: path,
+    ready: regex(doc.ready, 'ready', path),
+    ...(doc.busy !== undefined ? { busy: regex(doc.busy, 'busy', path) } : {}),
+    interruptKeys: doc.interrupt_keys === undefined ? ['Escape'] : keys(doc.interrupt_keys, 'interrupt_keys', path),
+    ...(permission
+      ? {
+          permission: {
+            pattern: regex(permission.pattern, 'permission.pattern', path),
+            allowKeys: keys(permission.allow_keys, 'permission.allow_keys', path),
+            denyKeys: keys(permission.deny_keys, 'permission.deny_keys', path),
+          },
+        }
+      : {}),
+    dialogs: dialogs.map((d, i) => ({
+      pattern: regex(d.pattern, `dialogs[${i}].pattern`, path),
+      keys: keys(d.keys, `dialogs[${i}].keys`, path),
+    })),
+  };
+}

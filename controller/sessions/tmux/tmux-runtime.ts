@@ -1,0 +1,376 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { commandArgv, writePidFile } from '../pipe/child-program.js';
+import { programArgs } from '../pipe/pipe-runtime.js';
+import type { ProgramExit, RuntimeCapabilities, RuntimeOptions, RuntimeSink, SessionRuntime } from '../runtime.js';
+import { loadScreenRules, type ScreenRules } from './screen-rules.js';
+import { TmuxServer } from './tmux.js';
+
+/** How often the screen is read. */
+const POLL_MS = 100;
+/** A state read off the screen counts once two reads in a row agree (a screen caught mid-draw does not). */
+const AGREEING_READS = 2;
+/** After typing a message, how long each Enter gets to show that it was submitted, and how many Enters. */
+const SUBMIT_WAIT_MS = 1000;
+const SUBMIT_TRIES = 3;
+/** A startup dialog's keys are sent at most this often (the screen may not have redrawn yet). */
+const DIALOG_REPEAT_MS = 1000;
+/** How long an answer to a permission prompt has to make the prompt go away. */
+const ANSWER_WAIT_MS = 3000;
+/** A permission prompt counts while it is among this many last non-empty lines of the screen. */
+const ASKING_LINES = 8;
+/** The screen's size: wide enough that a reply is not wrapped into pieces a person would not write. */
+const COLUMNS = '200';
+const ROWS = '50';
+
+function lastNonEmpty(lines: string[]): string {
+  for (let i = lines.length - 1; i >= 0; i--) if (lines[i].trim() !== '') return lines[i];
+  return '';
+}
+
+/** The socket of a city's tmux server: `<city>/.ctl/tmux.sock` (a session's state dir is `<city>/.ctl/sessions/<id>`). */
+export function tmuxSocketOf(stateDir: string): string {
+  return join(stateDir, '..', '..', 'tmux.sock');
+}
+
+/**
+ * The tmux runtime, for interactive terminal programs with no structured interface: the program runs in a tmux
+ * session of the city's own tmux server, and what it shows is read off its screen by the provider's screen rules
+ * (`screen-rules.ts`): ready, busy, asking, startup dialogs. A person can join it (`ctl session attach`).
+ *
+ * - A message is typed as it is (`send-keys -l`), then Enter, and is delivered only once the screen shows it was
+ *   submitted (the input line no longer holds it, or the program went busy); Enter is tried again a few times,
+ *   then the delivery fails with why. Nothing is typed while the program works or asks (messages wait their turn
+ *   in the session's queue, one turn at a time), so a message never lands in a menu.
+ * - A turn ends when the screen shows the program waiting again; its reply is what appeared between the echoed
+ *   input and the new prompt (busy lines left out). Screen reading sees only what is on the screen: a reply
+ *   longer than the screen keeps its last lines.
+ * - A permission prompt on the screen is a pending interaction; `respond` sends the rule's keys and checks that the
+ *   prompt went away.
+ * - The pane's process is the program: its exit (status kept by `remain-on-exit`) is the program's exit. Its pid is
+ *   in the pid file like any program's, so a controller that died leaves nothing the next one does not reap.
+ */
+export class TmuxRuntime implements SessionRuntime {
+  readonly capabilities: RuntimeCapabilities;
+  private readonly rules: ScreenRules;
+  private readonly server: TmuxServer;
+  /** The tmux session's name. */
+  readonly target: string;
+  private panePid: number | undefined;
+  private running = false;
+  private stopRequested = false;
+  private reported = false;
+  private poller: NodeJS.Timeout | undefined;
+  private polling = false;
+  private isReady = false;
+  private readyReads = 0;
+  private idleReads = 0;
+  /** The turn in progress: what was typed, and whether the program has been seen working on it since. */
+  private turn: { text: string; working: boolean; echoed?: string } | undefined;
+  private asked: { requestId: string } | undefined;
+  private lastDialogAt = 0;
+  private lastScreen: string[] = [];
+
+  constructor(
+    private readonly options: RuntimeOptions,
+    private readonly sink: RuntimeSink,
+  ) {
+    const { provider, workDir } = options;
+    if (!provider.screen_rules) throw new Error(`provider ${provider.name} runs in tmux but names no screen_rules`);
+    this.rules = loadScreenRules(provider.screen_rules, workDir);
+    this.server = new TmuxServer(tmuxSocketOf(options.stateDir));
+    this.target = `ctl-${options.sessionId}`;
+    this.capabilities = {
+      interrupt: true,
+      pending: this.rules.permission !== undefined,
+      liveModeChange: false,
+      concurrentTurns: false,
+    };
+  }
+
+  get pid(): number | undefined {
+    return this.panePid;
+  }
+
+  /** Where a person joins it: the socket and the session's name. */
+  get attach(): { socket: string; target: string } {
+    return { socket: this.server.socket, target: this.target };
+  }
+
+  async start(): Promise<void> {
+    const { provider, workDir, env } = this.options;
+    const argv = commandArgv(provider.command, programArgs(provider, this.options));
+    // The program's environment goes on its command line (`-e`): a tmux server started by an earlier session
+    // has its own, and would hand that on.
+    const envFlags = Object.entries(env).flatMap(([key, value]) =>
+      value === undefined || key === 'TMUX' ? [] : ['-e', `${key}=${value}`],
+    );
+    try {
+      await this.server.run([
+        'new-session',
+        '-d',
+        '-s',
+        this.target,
+        '-x',
+        COLUMNS,
+        '-y',
+        ROWS,
+        '-c',
+        workDir,
+        ...envFlags,
+        '--',
+        ...argv,
+        // In the same command, so that a program that exits at once still leaves its status to read.
+        ';',
+        'set-option',
+        '-t',
+        this.target,
+        'remain-on-exit',
+        'on',
+      ]);
+      this.panePid = Number(await this.server.run(['display-message', '-p', '-t', this.target, '#{pane_pid}']));
+    } catch (err) {
+      await this.server.run(['kill-session', '-t', this.target]).catch(() => undefined);
+      throw new Error(`cannot start ${provider.command} in tmux: ${(err as Error).message}`, { cause: err });
+    }
+    writePidFile(this.options.stateDir, this.panePid);
+    this.running = true;
+    this.poller = setInterval(() => void this.poll(), POLL_MS);
+  }
+
+  async deliver(message: { id: string; text: string }): Promise<void> {
+    if (!this.running) throw new Error('the program is not running');
+    const text = message.text.replace(/\r?\n/g, ' ');
+    this.turn = { text, working: false };
+    this.idleReads = 0;
+    await this.server.type(this.target, text);
+    // Enter only once the text is on its input line: before it is echoed, "not on the input line" proves nothing.
+    let echoed = '';
+    const shown = await this.until((screen) => {
+      echoed = lastNonEmpty(screen).trimEnd();
+      return echoed.endsWith(text);
+    });
+    if (!shown) {
+      this.turn = undefined;
+      throw new Error(`typed into ${this.target} but the text never showed on its input line`);
+    }
+    // From here a bare prompt means the program is done with it (the screen has left its empty prompt); its reply
+    // comes after this line, the message as the program echoed it.
+    this.turn.working = true;
+    this.turn.echoed = echoed;
+    for (let attempt = 1; attempt <= SUBMIT_TRIES; attempt++) {
+      await this.server.sendKeys(this.target, ['Enter']);
+      if (await this.submitted(text)) return;
+    }
+    this.turn = undefined;
+    throw new Error(`typed into ${this.target} but not submitted after ${SUBMIT_TRIES} Enters`);
+  }
+
+  async interrupt(): Promise<boolean> {
+    if (!this.running || !this.turn) return false;
+    await this.server.sendKeys(this.target, this.rules.interruptKeys);
+    return true;
+  }
+
+  async respond(requestId: string, answer: { action: string; text?: string }): Promise<void> {
+    const permission = this.rules.permission;
+    if (!permission || this.asked?.requestId !== requestId) throw new Error(`no pending interaction ${requestId}`);
+    const allow = answer.action === 'allow';
+    await this.server.sendKeys(this.target, allow ? permission.allowKeys : permission.denyKeys);
+    const deadline = Date.now() + ANSWER_WAIT_MS;
+    while (Date.now() < deadline) {
+      const screen = await this.server.capture(this.target);
+      if (!this.isAsking(screen)) {
+        this.asked = undefined;
+        this.sink.pendingCleared(requestId, allow ? 'allow' : 'deny');
+        return;
+      }
+      await sleep(POLL_MS);
+    }
+    throw new Error(`the permission prompt of ${this.target} is still on its screen after the answer`);
+  }
+
+  setPermissionMode(): Promise<boolean> {
+    return Promise.resolve(false);
+  }
+
+  /** The screen's last `lines` lines (peek). */
+  async peek(lines: number): Promise<string[]> {
+    if (!this.running) return this.lastScreen.slice(-lines);
+    return (await this.server.capture(this.target)).slice(-lines);
+  }
+
+  async stop(graceMs: number): Promise<void> {
+    if (!this.running) return;
+    this.stopRequested = true;
+    const pid = this.panePid!;
+    // Closing its session hangs up its terminal (SIGHUP); a program that ignores it is killed after the grace.
+    await this.server.run(['kill-session', '-t', this.target]).catch(() => undefined);
+    const deadline = Date.now() + graceMs;
+    while (alive(pid) && Date.now() < deadline) await sleep(50);
+    if (alive(pid)) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    this.ended({ code: null, signal: 'SIGHUP', requested: true, stderrTail: '' });
+  }
+
+  isRunning(): boolean {
+    return this.running;
+  }
+
+  /** Waits until the screen shows the message submitted: its input line no longer holds it, or the program works. */
+  private submitted(text: string): Promise<boolean> {
+    return this.until(
+      (screen) =>
+        (this.rules.busy?.test(screen.slice(-15).join('\n')) ?? false) ||
+        !lastNonEmpty(screen).trimEnd().endsWith(text),
+    );
+  }
+
+  /**
+   * Whether the program asks now: its permission prompt among the screen's last lines while it neither works nor
+   * waits at its prompt (an answered menu stays on the screen above what follows).
+   */
+  private isAsking(screen: string[]): boolean {
+    const permission = this.rules.permission;
+    if (!permission) return false;
+    const bottom = screen.filter((l) => l.trim() !== '').slice(-ASKING_LINES);
+    return (
+      permission.pattern.test(bottom.join('\n')) &&
+      !(this.rules.busy?.test(bottom.join('\n')) ?? false) &&
+      !this.rules.ready.test(lastNonEmpty(screen))
+    );
+  }
+
+  /** Whether the screen comes to satisfy `ok` within SUBMIT_WAIT_MS. */
+  private async until(ok: (screen: string[]) => boolean): Promise<boolean> {
+    const deadline = Date.now() + SUBMIT_WAIT_MS;
+    while (Date.now() < deadline) {
+      if (ok(await this.server.capture(this.target))) return true;
+      await sleep(POLL_MS / 2);
+    }
+    return false;
+  }
+
+  private async poll(): Promise<void> {
+    if (this.polling || !this.running) return;
+    this.polling = true;
+    try {
+      const [dead, status] = (
+        await this.server.run(['display-message', '-p', '-t', this.target, '#{pane_dead} #{pane_dead_status}'])
+      ).split(' ');
+      if (dead === '1') {
+        this.lastScreen = await this.server.capture(this.target).catch(() => this.lastScreen);
+        await this.server.run(['kill-session', '-t', this.target]).catch(() => undefined);
+        const code = Number(status);
+        this.ended({
+          code: Number.isInteger(code) ? code : null,
+          signal: null,
+          requested: this.stopRequested,
+          stderrTail: this.lastScreen.slice(-10).join('\n'),
+        });
+        return;
+      }
+      const screen = await this.server.capture(this.target);
+      this.lastScreen = screen;
+      this.read(screen);
+    } catch (err) {
+      if (!this.running) return;
+      // Its session is gone (a person killed it in tmux): the program with it.
+      if (/can't find|no server|not found/i.test((err as Error).message)) {
+        this.ended({ code: null, signal: 'SIGHUP', requested: this.stopRequested, stderrTail: String(err) });
+      }
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  /** One read of the screen: dialogs answered, readiness, the turn's end, a permission prompt. */
+  private read(screen: string[]): void {
+    const tail = screen.slice(-15).join('\n');
+    const dialog = this.rules.dialogs.find((d) => d.pattern.test(tail));
+    if (dialog && Date.now() - this.lastDialogAt > DIALOG_REPEAT_MS) {
+      this.lastDialogAt = Date.now();
+      void this.server.sendKeys(this.target, dialog.keys).catch(() => undefined);
+      return;
+    }
+    const busy = this.rules.busy?.test(tail) ?? false;
+    const asking = this.isAsking(screen);
+    const waiting = !busy && !asking && !dialog && this.rules.ready.test(lastNonEmpty(screen));
+
+    if (!this.isReady) {
+      this.readyReads = waiting ? this.readyReads + 1 : 0;
+      if (this.readyReads >= AGREEING_READS) {
+        this.isReady = true;
+        this.sink.ready();
+      }
+      return;
+    }
+    if (asking && !this.asked && this.turn) {
+      const requestId = `tmux-${randomBytes(6).toString('hex')}`;
+      this.asked = { requestId };
+      const at = screen.findLastIndex((l) => this.rules.permission!.pattern.test(l));
+      const about = screen
+        .slice(Math.max(0, at - 1), at + 1)
+        .join(' ')
+        .trim();
+      this.sink.pending({
+        request_id: requestId,
+        kind: 'tool-approval',
+        prompt: about,
+        options: ['allow', 'deny'],
+        metadata: { screen: screen.slice(-15).join('\n') },
+        created_at: new Date().toISOString(),
+      });
+    } else if (!asking && this.asked) {
+      // Answered on the screen itself (a person attached to it).
+      this.sink.pendingCleared(this.asked.requestId, 'answered');
+      this.asked = undefined;
+    }
+    if (!this.turn) return;
+    // Its prompt before the message showed is not the end of the turn.
+    if (!this.turn.working) return;
+    this.idleReads = waiting ? this.idleReads + 1 : 0;
+    if (this.idleReads < AGREEING_READS) return;
+    const reply = this.replyOf(screen, this.turn.echoed ?? this.turn.text);
+    this.turn = undefined;
+    this.idleReads = 0;
+    if (reply) this.sink.output('assistant', reply);
+    this.sink.turnEnded({});
+  }
+
+  /** What appeared between the echoed input line and the new prompt, without the program's busy lines. */
+  private replyOf(screen: string[], echoed: string): string {
+    let end = screen.length - 1;
+    while (end > 0 && screen[end].trim() === '') end--;
+    // The input line exactly as it showed: a reply that quotes the message ends with its text too.
+    const start = screen.findLastIndex((l, i) => i < end && l.trimEnd() === echoed);
+    return screen
+      .slice(start + 1, end)
+      .filter((l) => !(this.rules.busy?.test(l) ?? false))
+      .join('\n')
+      .trim();
+  }
+
+  private ended(exit: ProgramExit): void {
+    if (this.reported) return;
+    this.reported = true;
+    this.running = false;
+    clearInterval(this.poller);
+    this.sink.exited(exit);
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

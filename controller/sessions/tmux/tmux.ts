@@ -1,0 +1,48 @@
+import { execa } from 'execa';
+
+/** No tmux command of ours may hang a session: each is bounded. */
+const TMUX_TIMEOUT_MS = 5000;
+
+/**
+ * The city's tmux server, on a socket of its own in the city's runtime directory (`<city>/.ctl/tmux.sock`): a
+ * person's own tmux sessions are never touched, and the server exits by itself once its last session has ended.
+ */
+export class TmuxServer {
+  constructor(readonly socket: string) {}
+
+  /** Runs `tmux -S <socket> …args`; resolves with its stdout, rejects with its stderr. */
+  async run(args: string[]): Promise<string> {
+    // `-f /dev/null`: our own settings only, never a person's ~/.tmux.conf (keys, status line, sizes).
+    const result = await execa('tmux', ['-f', '/dev/null', '-S', this.socket, ...args], {
+      reject: false,
+      timeout: TMUX_TIMEOUT_MS,
+      stdin: 'ignore',
+      // Run from inside a person's tmux, tmux would refuse to nest.
+      env: { TMUX: '' },
+    });
+    if (result.failed) {
+      const why = result.timedOut
+        ? `timed out after ${TMUX_TIMEOUT_MS} ms`
+        : String(result.stderr || result.message).trim();
+      throw new Error(`tmux ${args[0]}: ${why}`);
+    }
+    return result.stdout;
+  }
+
+  /** The visible screen of a session's pane, as text lines (trailing blanks dropped). */
+  async capture(target: string): Promise<string[]> {
+    const text = await this.run(['capture-pane', '-p', '-t', target]);
+    const lines = text.split('\n').map((l) => l.trimEnd());
+    while (lines.length > 0 && lines.at(-1) === '') lines.pop();
+    return lines;
+  }
+
+  sendKeys(target: string, keys: string[]): Promise<string> {
+    return this.run(['send-keys', '-t', target, ...keys]);
+  }
+
+  /** Types `text` as it is (no key names). */
+  type(target: string, text: string): Promise<string> {
+    return this.run(['send-keys', '-t', target, '-l', text]);
+  }
+}

@@ -1,0 +1,217 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { execa } from 'execa';
+import { ctlEntryPath, packageRoot } from '../shared/paths.js';
+import { expectProblem } from './helpers/city-api.js';
+import { isAlive, processesMentioning } from './helpers/processes.js';
+import {
+  createSession,
+  deliver,
+  session,
+  sessionEvents,
+  startSessionCity,
+  turns,
+  waitForTurn,
+  type SessionCity,
+} from './helpers/sessions.js';
+import { waitUntil } from './helpers/wait.js';
+
+const TUI_AGENT = join(packageRoot, 'examples', 'agents', 'tui-agent.mjs');
+
+function hasTmux(): boolean {
+  try {
+    execFileSync('tmux', ['-V'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The tmux runtime with the shipped interactive example (examples/agents/tui-agent.mjs), read off its screen by
+ * its rules (controller/sessions/tmux/rules/tui-agent.toml): a prompt, a busy line, a numbered permission menu.
+ */
+describe('sessions in tmux (an interactive terminal program, read by screen rules)', function () {
+  this.timeout(30_000);
+  let city: SessionCity;
+
+  before(async function () {
+    // .ci/run installs tmux; a machine without it cannot run this runtime at all.
+    if (!hasTmux()) this.skip();
+    city = await startSessionCity(
+      'tmux',
+      `
+[providers.tui]
+command = "${process.execPath} ${TUI_AGENT}"
+runtime = "tmux"
+screen_rules = "tui-agent"
+
+[providers.tui-slow]
+command = "${process.execPath} ${TUI_AGENT}"
+runtime = "tmux"
+screen_rules = "tui-agent"
+env = { TUI_AGENT_THINK_MS = "3000" }
+
+[providers.tui-no-rules-file]
+command = "${process.execPath} ${TUI_AGENT}"
+runtime = "tmux"
+screen_rules = "/nonexistent/rules.toml"
+`,
+    );
+  });
+
+  after(async function () {
+    await city?.sup.cleanup();
+  });
+
+  function socketOf(): string {
+    return join(city.dir, '.ctl', 'tmux.sock');
+  }
+
+  it('starts in the city’s tmux server, answers two messages read off its screen, and can be peeked at and attached to', async function () {
+    const { api } = city;
+    const id = await createSession(api, { name: 'tui' });
+    const view = await session(api, id);
+    expect(view).to.include({ running: true, state: 'active' });
+    expect(existsSync(socketOf()), 'the city’s own tmux server').to.equal(true);
+    await deliver(api, id, 'hello there');
+    await waitForTurn(api, id, 'assistant', 'You said: hello there');
+    await deliver(api, id, 'and again');
+    await waitForTurn(api, id, 'assistant', 'You said: and again');
+    expect((await turns(api, id)).map((t) => [t.role, t.text])).to.deep.equal([
+      ['user', 'hello there'],
+      ['assistant', 'You said: hello there'],
+      ['user', 'and again'],
+      ['assistant', 'You said: and again'],
+    ]);
+    const peeked = await api.get<{ last_output?: string; attach?: { socket: string; target: string } }>(
+      `/session/${id}?peek=true&peek_lines=3`,
+    );
+    expect(peeked.status).to.equal(200);
+    expect(peeked.body.last_output?.split('\n')).to.deep.equal(['You said: and again', '', '❯']);
+    expect(peeked.body.attach).to.deep.equal({ socket: socketOf(), target: `ctl-${id}` });
+    const panes = execFileSync('tmux', ['-S', socketOf(), 'list-sessions', '-F', '#{session_name}'], {
+      encoding: 'utf8',
+    });
+    expect(panes.split('\n')).to.include(`ctl-${id}`);
+    await api.post(`/session/${id}/close`);
+  });
+
+  it('a permission menu on its screen is pending until respond: allow and deny press the rule’s keys', async function () {
+    const { api } = city;
+    const id = await createSession(api, { name: 'tui' });
+    await deliver(api, id, 'run: make test');
+    const first = await waitUntil('the permission prompt', async () => (await session(api, id)).pending);
+    expect(first).to.include({ kind: 'tool-approval', prompt: 'Bash(make test) Do you want to proceed?' });
+    // Nothing is typed into the menu: a message waits for the turn to end.
+    expect((await api.post(`/session/${id}/respond`, { action: 'allow' })).status).to.equal(202);
+    await waitForTurn(api, id, 'assistant', /Ran: make test$/);
+    expectProblem(
+      await api.post(`/session/${id}/respond`, { action: 'allow', request_id: first.request_id }),
+      409,
+      'conflict-wrong-state',
+    );
+    await deliver(api, id, 'run: rm -rf build');
+    await waitUntil('the second prompt', async () => {
+      const pending = (await session(api, id)).pending;
+      return pending && pending.request_id !== first.request_id;
+    });
+    expect((await api.post(`/session/${id}/respond`, { action: 'deny' })).status).to.equal(202);
+    await waitForTurn(api, id, 'assistant', /Denied: rm -rf build$/);
+    const cleared = (await sessionEvents(api, 'session.pending_cleared', id)).map((e) => e.payload.action);
+    expect(cleared).to.deep.equal(['allow', 'deny']);
+    await api.post(`/session/${id}/close`);
+  });
+
+  it('stop presses the interrupt key; kill ends the program, and a message wakes it again', async function () {
+    const { api } = city;
+    const id = await createSession(api, { name: 'tui-slow' });
+    await deliver(api, id, 'take your time');
+    await waitUntil('it to be at work', async () => {
+      const peeked = await api.get<{ last_output?: string }>(`/session/${id}?peek=true`);
+      return peeked.body.last_output?.includes('esc to interrupt');
+    });
+    await api.post(`/session/${id}/stop`);
+    await waitForTurn(api, id, 'assistant', 'Interrupted by user');
+    const pid = (await session(api, id)).pid!;
+    expect((await api.post(`/session/${id}/kill`)).status).to.equal(200);
+    await waitUntil('the program to end', () => !isAlive(pid));
+    await deliver(api, id, 'back?');
+    await waitForTurn(api, id, 'assistant', 'You said: back?', 15_000);
+    expect((await session(api, id)).pid).to.not.equal(pid);
+    expect(await sessionEvents(api, 'session.crashed', id)).to.deep.equal([]);
+    await api.post(`/session/${id}/close`);
+  });
+
+  it('ctl session attach joins its terminal in tmux (and refuses without a terminal, or for a session not in tmux)', async function () {
+    const { api, sup } = city;
+    const id = await createSession(api, { name: 'tui' });
+    const noTerminal = await sup.ctl(['session', 'attach', id, '--city', 'tmux']);
+    expect(noTerminal.code).to.equal(1);
+    expect(noTerminal.stderr.trim()).to.equal('ctl session attach: attach needs a terminal (stdin is not one)');
+    const asJson = await sup.ctl(['session', 'attach', id, '--city', 'tmux', '--json']);
+    expect(JSON.parse(asJson.stdout)).to.deep.equal({ socket: socketOf(), target: `ctl-${id}` });
+    const echo = await createSession(api, { name: 'echo' });
+    const notTmux = await sup.ctl(['session', 'attach', echo, '--city', 'tmux']);
+    expect(notTmux.code).to.equal(1);
+    expect(notTmux.stderr).to.match(/has no terminal to join \(its provider echo does not run in tmux\)/);
+
+    // On a terminal (a pty from util-linux script): a tmux client of the session until it is detached.
+    const command = [process.execPath, ctlEntryPath(), 'session', 'attach', id, '--city', 'tmux']
+      .map((w) => `'${w}'`)
+      .join(' ');
+    const attached = execa('script', ['-qefc', command, '/dev/null'], {
+      env: { ...process.env, ...sup.env },
+      reject: false,
+      timeout: 20_000,
+      stdin: 'pipe',
+    });
+    const clients = () =>
+      execFileSync('tmux', ['-S', socketOf(), 'list-clients', '-t', `ctl-${id}`], { encoding: 'utf8' }).trim();
+    await waitUntil('a client attached to the session', () => clients() !== '');
+    execFileSync('tmux', ['-S', socketOf(), 'detach-client', '-s', `ctl-${id}`]);
+    const result = await attached;
+    expect(result.exitCode, String(result.stdout)).to.equal(0);
+    expect(clients()).to.equal('');
+    expect((await session(api, id)).running, 'detaching leaves it running').to.equal(true);
+    await api.post(`/session/${id}/close`);
+    await api.post(`/session/${echo}/close`);
+  });
+
+  it('a program that exits by itself is a crash with its exit code, read from its pane', async function () {
+    const { api } = city;
+    const id = await createSession(api, { name: 'tui' });
+    const pid = (await session(api, id)).pid!;
+    await api.post(`/session/${id}/messages`, { message: 'exit' });
+    const [crashed] = await waitUntil('session.crashed', async () => {
+      const events = await sessionEvents(api, 'session.crashed', id);
+      return events.length ? events : undefined;
+    });
+    expect(crashed.payload).to.include({ pid, exit_code: 0 });
+    await api.post(`/session/${id}/close`);
+  });
+
+  it('screen rules that cannot be read: the create fails naming them', async function () {
+    const reply = await city.api.post<{ request_id: string }>('/sessions', { name: 'tui-no-rules-file' });
+    expect(reply.status).to.equal(202);
+    const { terminalOf } = await import('./helpers/sessions.js');
+    const result = await terminalOf(city.api, reply.body.request_id);
+    expect(result.type).to.equal('request.failed');
+    expect(result.payload.error_message).to.include('/nonexistent/rules.toml');
+  });
+
+  it('when the city stops, its tmux server and programs are gone', async function () {
+    const { api, sup } = city;
+    await createSession(api, { name: 'tui' });
+    expect(processesMentioning(socketOf()).length, 'a tmux server on the city’s socket').to.be.greaterThan(0);
+    const stopped = await fetch(`${sup.base}/v0/city/tmux/stop`, { method: 'POST', headers: { 'X-CTL-Request': 't' } });
+    expect(stopped.status).to.be.oneOf([200, 202]);
+    await waitUntil(
+      'no tmux server and no program left',
+      () => processesMentioning(socketOf()).length === 0 && processesMentioning(TUI_AGENT).length === 0,
+      15_000,
+    );
+  });
+});
