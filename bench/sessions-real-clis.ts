@@ -4,7 +4,10 @@
  *      the first assistant `turn` frame on the session stream (the program's own start-up included: Claude
  *      Code reads its first input when it has started); a second message → its reply frame (a warm program);
  *   2. Codex (`exec` per turn), 10 runs: a message → the first assistant frame (a process per turn);
- *   3. 10 live Claude Code sessions at once: the controller's RSS, and the programs' (each a process tree).
+ *   3. 10 live Claude Code sessions at once: the controller's RSS, and the programs' (each a process tree);
+ *   4. the tmux runtime with the example terminal agent (examples/agents/tui-agent.mjs, thinking 0 ms), 10 runs:
+ *      session create → `session.woke` (its prompt read off the screen), a message → the reply frame (typed,
+ *      submitted, its reply read off the screen).
  * Prints tables and writes `.bench-out/sessions-real-clis.json`. Run with `npm run bench -- sessions-real-clis`.
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,6 +31,7 @@ const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const OUT_FILE = join(repoRoot, '.bench-out', 'sessions-real-clis.json');
 const CLAUDE = join(repoRoot, 'node_modules', '.bin', 'claude');
 const CODEX = join(repoRoot, 'node_modules', '.bin', 'codex');
+const TUI_AGENT = join(repoRoot, 'examples', 'agents', 'tui-agent.mjs');
 
 async function post(api: CityApi, path: string, body: unknown): Promise<Accepted> {
   const reply = await api.post<Accepted>(path, body);
@@ -63,6 +67,13 @@ async function createProviders(api: CityApi, model: ModelServer, home: string): 
       base: 'builtin:codex',
       command: CODEX,
       env: { HOME: home, CODEX_HOME: codexHome, MOCK_KEY: 'k' },
+    },
+    {
+      name: 'tui',
+      command: `${process.execPath} ${TUI_AGENT}`,
+      runtime: 'tmux',
+      screen_rules: 'tui-agent',
+      env: { TUI_AGENT_THINK_MS: '0' },
     },
   ];
   for (const provider of providers) {
@@ -144,7 +155,7 @@ export async function runSessionsRealClis(): Promise<void> {
   const events = await SseStreamReader.open(api.url('/events/stream'));
   try {
     await createProviders(api, model, home);
-    console.log(`1/3 ${RUNS} Claude Code sessions…`);
+    console.log(`1/4 ${RUNS} Claude Code sessions…`);
     const claudeCreate: number[] = [];
     const claudeFirst: number[] = [];
     const claudeWarm: number[] = [];
@@ -155,13 +166,23 @@ export async function runSessionsRealClis(): Promise<void> {
       claudeWarm.push(await replyTime(api, id, `second ${i}`));
       await api.post(`/session/${id}/close?delete=true`);
     }
-    console.log(`2/3 ${RUNS} Codex turns…`);
+    console.log(`2/4 ${RUNS} Codex turns…`);
     const codexReply: number[] = [];
     const { id: codexId } = await create(api, events, 'codex-local');
     for (let i = 0; i < RUNS; i++) codexReply.push(await replyTime(api, codexId, `turn ${i}`));
     await api.post(`/session/${codexId}/close?delete=true`);
 
-    console.log(`3/3 ${LIVE_SESSIONS} live Claude Code sessions…`);
+    console.log(`3/4 ${RUNS} tmux sessions (the example terminal agent)…`);
+    const tmuxCreate: number[] = [];
+    const tmuxReply: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      const { id, ms: created } = await create(api, events, 'tui');
+      tmuxCreate.push(created);
+      tmuxReply.push(await replyTime(api, id, `screen ${i}`));
+      await api.post(`/session/${id}/close?delete=true`);
+    }
+
+    console.log(`4/4 ${LIVE_SESSIONS} live Claude Code sessions…`);
     const controller = (await city.sup.city('real'))!.pid!;
     const baseline = memoryKiB(controller);
     const live: string[] = [];
@@ -181,6 +202,8 @@ export async function runSessionsRealClis(): Promise<void> {
     const cf = summarize(claudeFirst);
     const cw = summarize(claudeWarm);
     const cx = summarize(codexReply);
+    const tc = summarize(tmuxCreate);
+    const tr = summarize(tmuxReply);
     console.log(
       formatTable(
         'Latency (ms), through the supervisor, against the scripted model server',
@@ -190,6 +213,8 @@ export async function runSessionsRealClis(): Promise<void> {
           row('Claude Code: first message → first reply frame (cold program)', cf),
           row('Claude Code: second message → first reply frame (warm)', cw),
           row('Codex: message → first reply frame (a process per turn)', cx),
+          row('tmux (example terminal agent): session create → session.woke', tc),
+          row('tmux (example terminal agent): message → reply frame', tr),
         ],
       ),
     );
@@ -217,6 +242,8 @@ export async function runSessionsRealClis(): Promise<void> {
           claude_first_message_to_reply_frame_ms: rounded(cf),
           claude_second_message_to_reply_frame_ms: rounded(cw),
           codex_message_to_reply_frame_ms: rounded(cx),
+          tmux_create_to_woke_ms: rounded(tc),
+          tmux_message_to_reply_frame_ms: rounded(tr),
           live_claude_sessions: {
             sessions: LIVE_SESSIONS,
             controller_rss_before_mib: round(baseline.rss / 1024, 1),
