@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { packageRoot } from '../shared/paths.js';
@@ -358,6 +358,57 @@ describe('sessions of the real Claude Code (stream-json, against a scripted mode
       expect(readdirSync(bareHome)).to.deep.equal([]);
     } finally {
       rmSync(bareHome, { recursive: true, force: true });
+    }
+  });
+
+  it('interactive in tmux with a seeded home: read off its screen (and its session status file), nudged twice, a permission answered', async function () {
+    const { api, dir } = city;
+    const tmuxHome = tempDir('ctl-claude-tmux-home-');
+    const key = 'sk-ant-test-0123456789abcdefghijklmnop';
+    // What a person's first run would have asked: onboarding done, this key approved, the city's folder trusted.
+    writeFileSync(
+      join(tmuxHome, '.claude.json'),
+      JSON.stringify({
+        hasCompletedOnboarding: true,
+        customApiKeyResponses: { approved: [key.slice(-20)], rejected: [] },
+        projects: { [dir]: { hasTrustDialogAccepted: true } },
+      }),
+    );
+    try {
+      const created = await api.post('/providers', {
+        name: 'claude-tmux',
+        command: CLAUDE,
+        runtime: 'tmux',
+        screen_rules: 'claude',
+        env: {
+          HOME: tmuxHome,
+          ANTHROPIC_BASE_URL: model.url,
+          ANTHROPIC_API_KEY: key,
+          DISABLE_TELEMETRY: '1',
+          CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+          DISABLE_AUTOUPDATER: '1',
+          CLAUDE_CODE_MAX_RETRIES: '0',
+        },
+      });
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+      const id = await createSession(api, { name: 'claude-tmux' });
+      const view = await session(api, id);
+      seenPids.add(view.pid!);
+      expect(view.attach?.target).to.equal(`ctl-${id}`);
+      await deliver(api, id, 'hello from tmux');
+      await waitForTurn(api, id, 'assistant', 'You said: hello from tmux', 30_000);
+      await deliver(api, id, 'and once more');
+      await waitForTurn(api, id, 'assistant', 'You said: and once more', 30_000);
+      const made = join(work, 'tmux-made.txt');
+      await deliver(api, id, `run: touch ${made}`);
+      const asked = await waitUntil('the permission prompt', async () => (await session(api, id)).pending, 30_000);
+      expect(asked.kind).to.equal('tool-approval');
+      expect(existsSync(made)).to.equal(false);
+      expect((await api.post(`/session/${id}/respond`, { action: 'allow' })).status).to.equal(202);
+      await waitUntil('the command to have run', () => existsSync(made), 30_000);
+      await close(id);
+    } finally {
+      rmSync(tmuxHome, { recursive: true, force: true });
     }
   });
 

@@ -167,6 +167,7 @@ export interface SessionView {
   last_output?: string;
   permission_mode?: string;
   provider_session_key?: string;
+  attach?: { socket: string; target: string };
   pending?: { request_id: string; kind: string; prompt?: string; options?: string[] };
 }
 

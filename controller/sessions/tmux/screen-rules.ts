@@ -18,8 +18,16 @@ const RULES_VERSION = 1;
 export interface ScreenRules {
   /** Where they were read from, for errors. */
   source: string;
-  /** The last non-empty line when it waits for input. */
-  ready: RegExp;
+  /** Its input line's prefix: the text after it is what has been typed (nothing: it waits for input). */
+  prompt: RegExp;
+  /** How many of the screen's last non-empty lines its input line may be among (below it: rules, a status line). */
+  promptLines: number;
+  /** Lines that are never part of a reply (rules, status lines). */
+  ignore?: RegExp;
+  /** A prefix its reply lines carry, left out of the reply. */
+  replyPrefix?: RegExp;
+  /** A status file it keeps (`{home}`, `{pid}` filled in): `status` idle, busy or waiting (for a permission prompt). */
+  statusFile?: string;
   /** Seen on the screen's last lines while it works. */
   busy?: RegExp;
   interruptKeys: string[];
@@ -44,6 +52,19 @@ function keys(value: unknown, where: string, source: string): string[] {
     throw new ScreenRulesError(`${source}: ${where} must be a list of tmux key names`);
   }
   return value as string[];
+}
+
+function promptLines(value: unknown, source: string): number {
+  if (value === undefined) return 1;
+  if (!Number.isInteger(value) || (value as number) < 1 || (value as number) > 50) {
+    throw new ScreenRulesError(`${source}: prompt_lines must be a whole number from 1 to 50`);
+  }
+  return value as number;
+}
+
+function text(value: unknown, where: string, source: string): string {
+  if (typeof value !== 'string' || value === '') throw new ScreenRulesError(`${source}: ${where} must be a string`);
+  return value;
 }
 
 /** The rules `name` names: a file of the shipped ones (`claude`, `tui-agent`), or a path to a TOML file. */
@@ -71,7 +92,11 @@ export function loadScreenRules(name: string, cwd: string): ScreenRules {
   if (!Array.isArray(dialogs)) throw new ScreenRulesError(`${path}: dialogs must be a list of tables`);
   return {
     source: path,
-    ready: regex(doc.ready, 'ready', path),
+    prompt: regex(doc.prompt, 'prompt', path),
+    promptLines: promptLines(doc.prompt_lines, path),
+    ...(doc.ignore !== undefined ? { ignore: regex(doc.ignore, 'ignore', path) } : {}),
+    ...(doc.reply_prefix !== undefined ? { replyPrefix: regex(doc.reply_prefix, 'reply_prefix', path) } : {}),
+    ...(doc.status_file !== undefined ? { statusFile: text(doc.status_file, 'status_file', path) } : {}),
     ...(doc.busy !== undefined ? { busy: regex(doc.busy, 'busy', path) } : {}),
     interruptKeys: doc.interrupt_keys === undefined ? ['Escape'] : keys(doc.interrupt_keys, 'interrupt_keys', path),
     ...(permission

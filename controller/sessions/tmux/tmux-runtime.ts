@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { commandArgv, writePidFile } from '../pipe/child-program.js';
@@ -24,9 +26,34 @@ const ASKING_LINES = 8;
 const COLUMNS = '200';
 const ROWS = '50';
 
-function lastNonEmpty(lines: string[]): string {
-  for (let i = lines.length - 1; i >= 0; i--) if (lines[i].trim() !== '') return lines[i];
-  return '';
+/** The program's input line (by its rules' prompt, among the screen's last lines) and what is typed on it. */
+function inputLine(screen: string[], rules: ScreenRules): { index: number; typed: string } | undefined {
+  let seen = 0;
+  for (let i = screen.length - 1; i >= 0 && seen < rules.promptLines; i--) {
+    if (screen[i].trim() === '') continue;
+    seen++;
+    const match = rules.prompt.exec(screen[i]);
+    if (match) return { index: i, typed: screen[i].slice(match[0].length).trim() };
+  }
+  return undefined;
+}
+
+/** What the program's status file says, when its rules name one and it can be read. */
+function statusOf(
+  rules: ScreenRules,
+  env: NodeJS.ProcessEnv,
+  pid: number | undefined,
+): 'idle' | 'busy' | 'asking' | undefined {
+  if (!rules.statusFile || pid === undefined) return undefined;
+  const path = rules.statusFile.replaceAll('{home}', env.HOME ?? homedir()).replaceAll('{pid}', String(pid));
+  try {
+    const file = JSON.parse(readFileSync(path, 'utf8')) as { status?: string; waitingFor?: string };
+    if (file.status === 'idle') return 'idle';
+    if (file.status === 'waiting') return /permission/i.test(file.waitingFor ?? '') ? 'asking' : 'idle';
+    return file.status ? 'busy' : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The socket of a city's tmux server: `<city>/.ctl/tmux.sock` (a session's state dir is `<city>/.ctl/sessions/<id>`). */
@@ -68,7 +95,8 @@ export class TmuxRuntime implements SessionRuntime {
   private idleReads = 0;
   /** The turn in progress: what was typed, and whether the program has been seen working on it since. */
   private turn: { text: string; working: boolean; echoed?: string } | undefined;
-  private asked: { requestId: string } | undefined;
+  /** The permission prompt on its screen, as a pending interaction; `answering` while respond sends its keys. */
+  private asked: { requestId: string; answering?: boolean } | undefined;
   private lastDialogAt = 0;
   private lastScreen: string[] = [];
 
@@ -148,8 +176,9 @@ export class TmuxRuntime implements SessionRuntime {
     // Enter only once the text is on its input line: before it is echoed, "not on the input line" proves nothing.
     let echoed = '';
     const shown = await this.until((screen) => {
-      echoed = lastNonEmpty(screen).trimEnd();
-      return echoed.endsWith(text);
+      const input = inputLine(screen, this.rules);
+      echoed = input ? screen[input.index].trimEnd() : '';
+      return input !== undefined && input.typed.endsWith(text.trim());
     });
     if (!shown) {
       this.turn = undefined;
@@ -177,6 +206,7 @@ export class TmuxRuntime implements SessionRuntime {
     const permission = this.rules.permission;
     if (!permission || this.asked?.requestId !== requestId) throw new Error(`no pending interaction ${requestId}`);
     const allow = answer.action === 'allow';
+    this.asked.answering = true;
     await this.server.sendKeys(this.target, allow ? permission.allowKeys : permission.denyKeys);
     const deadline = Date.now() + ANSWER_WAIT_MS;
     while (Date.now() < deadline) {
@@ -188,6 +218,7 @@ export class TmuxRuntime implements SessionRuntime {
       }
       await sleep(POLL_MS);
     }
+    if (this.asked) this.asked.answering = false;
     throw new Error(`the permission prompt of ${this.target} is still on its screen after the answer`);
   }
 
@@ -228,7 +259,7 @@ export class TmuxRuntime implements SessionRuntime {
     return this.until(
       (screen) =>
         (this.rules.busy?.test(screen.slice(-15).join('\n')) ?? false) ||
-        !lastNonEmpty(screen).trimEnd().endsWith(text),
+        !(inputLine(screen, this.rules)?.typed.endsWith(text.trim()) ?? false),
     );
   }
 
@@ -239,11 +270,13 @@ export class TmuxRuntime implements SessionRuntime {
   private isAsking(screen: string[]): boolean {
     const permission = this.rules.permission;
     if (!permission) return false;
+    const status = statusOf(this.rules, this.options.env, this.panePid);
+    if (status !== undefined) return status === 'asking';
     const bottom = screen.filter((l) => l.trim() !== '').slice(-ASKING_LINES);
     return (
       permission.pattern.test(bottom.join('\n')) &&
       !(this.rules.busy?.test(bottom.join('\n')) ?? false) &&
-      !this.rules.ready.test(lastNonEmpty(screen))
+      inputLine(screen, this.rules)?.typed !== ''
     );
   }
 
@@ -299,9 +332,12 @@ export class TmuxRuntime implements SessionRuntime {
       void this.server.sendKeys(this.target, dialog.keys).catch(() => undefined);
       return;
     }
-    const busy = this.rules.busy?.test(tail) ?? false;
+    // Its status file, where it keeps one, says better than the screen whether it works; the screen says when its
+    // input line is empty.
+    const status = statusOf(this.rules, this.options.env, this.panePid);
+    const busy = status !== undefined ? status === 'busy' : (this.rules.busy?.test(tail) ?? false);
     const asking = this.isAsking(screen);
-    const waiting = !busy && !asking && !dialog && this.rules.ready.test(lastNonEmpty(screen));
+    const waiting = !busy && !asking && !dialog && inputLine(screen, this.rules)?.typed === '';
 
     if (!this.isReady) {
       this.readyReads = waiting ? this.readyReads + 1 : 0;
@@ -327,7 +363,7 @@ export class TmuxRuntime implements SessionRuntime {
         metadata: { screen: screen.slice(-15).join('\n') },
         created_at: new Date().toISOString(),
       });
-    } else if (!asking && this.asked) {
+    } else if (!asking && this.asked && !this.asked.answering) {
       // Answered on the screen itself (a person attached to it).
       this.sink.pendingCleared(this.asked.requestId, 'answered');
       this.asked = undefined;
@@ -344,15 +380,21 @@ export class TmuxRuntime implements SessionRuntime {
     this.sink.turnEnded({});
   }
 
-  /** What appeared between the echoed input line and the new prompt, without the program's busy lines. */
+  /**
+   * What appeared between the message as it was echoed and the input line, without the program's busy and
+   * ignored lines, its reply prefix taken off.
+   */
   private replyOf(screen: string[], echoed: string): string {
-    let end = screen.length - 1;
-    while (end > 0 && screen[end].trim() === '') end--;
-    // The input line exactly as it showed: a reply that quotes the message ends with its text too.
-    const start = screen.findLastIndex((l, i) => i < end && l.trimEnd() === echoed);
+    const end = inputLine(screen, this.rules)?.index ?? screen.length;
+    // The line exactly as it showed: a reply that quotes the message ends with its text too.
+    // Spacing compared loosely: a program may draw its input line with other spaces than its history (NBSP).
+    const same = (line: string) => line.replace(/\s+/g, ' ').trim() === echoed.replace(/\s+/g, ' ').trim();
+    const start = screen.findLastIndex((l, i) => i < end && same(l));
+    const { busy, ignore, replyPrefix } = this.rules;
     return screen
       .slice(start + 1, end)
-      .filter((l) => !(this.rules.busy?.test(l) ?? false))
+      .filter((l) => !(busy?.test(l) ?? false) && !(ignore?.test(l) ?? false))
+      .map((l) => (replyPrefix ? l.replace(replyPrefix, '') : l))
       .join('\n')
       .trim();
   }
