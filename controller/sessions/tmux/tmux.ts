@@ -1,5 +1,3 @@
-import { execa } from 'execa';
-
 /** No tmux command of ours may hang a session: each is bounded. */
 const TMUX_TIMEOUT_MS = 5000;
 
@@ -12,6 +10,8 @@ export class TmuxServer {
 
   /** Runs `tmux -S <socket> …args`; resolves with its stdout, rejects with its stderr. */
   async run(args: string[]): Promise<string> {
+    // Loaded by the first tmux command: a controller with no session in tmux never needs execa.
+    const { execa } = await import('execa');
     // `-f /dev/null`: our own settings only, never a person's ~/.tmux.conf (keys, status line, sizes).
     const result = await execa('tmux', ['-f', '/dev/null', '-S', this.socket, ...args], {
       reject: false,
