@@ -12,6 +12,7 @@ import { cityEventStream } from './event-stream.js';
 import { RegisterRoutes } from './generated/routes.js';
 import { serviceProxy } from './service-proxy.js';
 import { sessionStream } from './session-stream.js';
+import { agentOutputStream } from './agent-output-stream.js';
 
 /** The controller's HTTP application: the shared conventions, then its city's routes at their public paths. */
 export function createControllerApp(city: CityRuntime, logger: Logger): Koa {
@@ -30,6 +31,7 @@ export function createControllerApp(city: CityRuntime, logger: Logger): Koa {
   const streams = streamSettings();
   app.use(cityEventStream(city, streams));
   app.use(sessionStream(city, streams));
+  app.use(agentOutputStream(city, streams));
   app.use(jsonBody());
   const router = apiRouter();
   RegisterRoutes(router);

@@ -1,4 +1,8 @@
-import type { CityConfig } from '../shared/config/city-config.js';
+import { isDeepStrictEqual } from 'node:util';
+import type { Logger } from 'pino';
+import { readFileSync } from 'node:fs';
+import { configReadError, parseCityConfig, type CityConfig } from '../shared/config/city-config.js';
+import { ConfigError } from '../shared/config/config-error.js';
 import type { EventLog } from '../shared/events/event-log.js';
 import type { LogTail } from '../shared/events/log-tail.js';
 import type { CityPaths } from '../shared/paths.js';
@@ -9,17 +13,61 @@ import type { SessionService } from './sessions/session-service.js';
 import { ConvoysService } from './beads/convoys.js';
 import { MailService } from './beads/mail.js';
 import { ProviderEditor } from './providers/provider-editor.js';
+import { declaredAgents, resolveAgents, type AgentDefinition } from './agents/agent-catalog.js';
+import { checkAgents } from './agents/check-agents.js';
+import type { AgentTick } from './agents/tick.js';
+
+/**
+ * A city's configuration as the controller runs it: `city.toml` read and its agents (inline and from `agents/`)
+ * resolved against its providers. Built whole or not at all, so a broken edit leaves the last good one in place.
+ */
+export interface LoadedConfig {
+  config: CityConfig;
+  agents: AgentDefinition[];
+}
+
+/** Reads and resolves the city's configuration; throws a ConfigError naming the file and key at fault. */
+export function loadConfig(
+  root: string,
+  configPath: string,
+  providers: ProviderRegistry,
+  config?: CityConfig,
+): LoadedConfig {
+  const read = config ?? readConfigFile(configPath);
+  const agents = declaredAgents(root, read);
+  checkAgents({ agents }, 'city');
+  providers.load(read, configPath);
+  return {
+    config: read,
+    agents: resolveAgents(root, read, agents, (name) => providers.get(name), providers.defaultProvider()),
+  };
+}
+
+/** `city.toml` read, its errors naming it as the city knows it (`city.toml: …`). */
+function readConfigFile(path: string): CityConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw configReadError(err, 'city.toml');
+  }
+  return parseCityConfig(text, 'city.toml');
+}
 
 /** Everything the controller holds for its one city once it is running. */
 export class CityRuntime {
   readonly startedAt = Date.now();
   readonly prober = new ReadinessProber();
+  /** The controller's tick (set once it runs). */
+  tick: AgentTick | undefined;
+  private loaded: LoadedConfig;
+  private lastReloadError: string | undefined;
 
   constructor(
     /** The name this controller serves: the registered one when the supervisor started it. */
     readonly name: string,
     readonly paths: CityPaths,
-    config: CityConfig,
+    loaded: LoadedConfig,
     readonly log: EventLog,
     /** Follows the log for streams and blocking queries, whoever appends. */
     readonly tail: LogTail,
@@ -28,8 +76,9 @@ export class CityRuntime {
     /** The providers sessions start from. */
     readonly providers: ProviderRegistry,
     readonly sessions: SessionService,
+    private readonly logger?: Logger,
   ) {
-    this.currentConfig = config;
+    this.loaded = loaded;
     this.mail = new MailService(beads);
     this.convoys = new ConvoysService(beads);
     this.providerEditor = new ProviderEditor({
@@ -42,21 +91,75 @@ export class CityRuntime {
   readonly convoys: ConvoysService;
   /** The provider API's writes to `city.toml`. */
   readonly providerEditor: ProviderEditor;
-  private currentConfig: CityConfig;
 
-  /** The city's `city.toml` as last read: at startup, and again after each write of ours. */
+  /** The city's `city.toml` as last read: at startup, after each write of ours, after each edit on disk. */
   get config(): CityConfig {
-    return this.currentConfig;
+    return this.loaded.config;
+  }
+
+  /** The city's agents, resolved. */
+  get agents(): AgentDefinition[] {
+    return this.loaded.agents;
+  }
+
+  /** An agent by its qualified name (`base`, or `dir/base`). */
+  agent(name: string): AgentDefinition | undefined {
+    return this.loaded.agents.find((a) => a.name === name);
+  }
+
+  /** Why the files on disk are not the configuration in use, when the last edit could not be taken. */
+  get reloadError(): string | undefined {
+    return this.lastReloadError;
   }
 
   /**
-   * Takes a `city.toml` just read: its providers for the next session start (a running session keeps the
-   * program it runs), and the rest for every reader. Throws a ConfigError, keeping what it had, when its
-   * providers do not resolve.
+   * Takes a `city.toml` just written by us: its providers for the next session start (a running session keeps
+   * the program it runs), its agents for the tick, the rest for every reader. Throws a ConfigError, keeping what
+   * it had, when it does not resolve.
    */
   reloadConfig(config: CityConfig): void {
-    this.providers.load(config, this.paths.config);
-    this.currentConfig = config;
+    this.loaded = loadConfig(this.paths.root, this.paths.config, this.providers, config);
+    this.lastReloadError = undefined;
+    this.tick?.poke();
+  }
+
+  /**
+   * Reads the configuration again after an edit on disk (`file`, relative to the city). A broken edit keeps the
+   * last good configuration and records `config.reload_failed` with the reason (once per reason); a good one
+   * records `config.reloaded` when it changed anything.
+   */
+  async reloadFromDisk(file: string): Promise<void> {
+    let next: LoadedConfig;
+    try {
+      next = loadConfig(this.paths.root, this.paths.config, this.providers);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      // The registry may hold a half-loaded state: back to what is in use.
+      this.providers.load(this.loaded.config, this.paths.config);
+      if (err.message === this.lastReloadError) return;
+      this.lastReloadError = err.message;
+      this.logger?.warn({ file, error: err.message }, 'configuration edit not taken');
+      await this.log.append({
+        type: 'config.reload_failed',
+        actor: 'ctl',
+        subject: file,
+        message: `${err.message}; the last good configuration stays in use`,
+        payload: { file, error: err.message },
+      });
+      return;
+    }
+    const hadError = this.lastReloadError !== undefined;
+    this.lastReloadError = undefined;
+    const same =
+      isDeepStrictEqual(next.config, this.loaded.config) &&
+      isDeepStrictEqual(
+        next.agents.map((a) => [a.name, a.fingerprint, a.config]),
+        this.loaded.agents.map((a) => [a.name, a.fingerprint, a.config]),
+      );
+    this.loaded = next;
+    if (same && !hadError) return;
+    await this.log.append({ type: 'config.reloaded', actor: 'ctl', subject: file, payload: { file } });
+    this.tick?.poke();
   }
 
   get root(): string {

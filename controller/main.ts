@@ -21,7 +21,6 @@ import { cityPaths } from '../shared/paths.js';
 import type { ControllerRunOptions } from '../shared/run-options.js';
 import { answerClientErrors } from '../shared/http/client-error.js';
 import { lazyHandler } from '../shared/http/lazy-handler.js';
-import { checkAgents } from './agents.js';
 import { ProviderRegistry } from './providers/provider-registry.js';
 import { SessionService } from './sessions/session-service.js';
 import { SessionStore } from './sessions/session-store.js';
@@ -30,7 +29,10 @@ import { beadPrefix } from './beads/prefix.js';
 import type { BeadStore } from './beads/bead-store.js';
 import { openBeadStore } from './beads/open-store.js';
 import { DEFAULT_ROTATION_MAX_BYTES, rotateWhenLarge } from './auto-rotate.js';
-import { CityRuntime } from './city-runtime.js';
+import { CityRuntime, loadConfig } from './city-runtime.js';
+import { promptFor } from './agents/agent-catalog.js';
+import { watchConfig } from './agents/config-watch.js';
+import { AgentTick } from './agents/tick.js';
 
 /** A session's program gets this long after SIGTERM before SIGKILL (our own shutdown is bounded at 5 s). */
 const SESSION_STOP_GRACE_MS = 3000;
@@ -127,7 +129,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     await enter('starting_agents');
     let city: CityRuntime | undefined = undefined;
     const providers = new ProviderRegistry(config, paths.config);
-    checkAgents(config, paths.config, providers);
+    const loaded = loadConfig(root, paths.config, providers, config);
     const sessions = new SessionService(
       {
         cityName: name,
@@ -137,20 +139,41 @@ export async function run(options: ControllerRunOptions): Promise<void> {
         log,
         logger,
         provider: (provider) => providers.get(provider),
-        env: process.env,
+        env: sessionEnvironment(),
         stopGraceMs: SESSION_STOP_GRACE_MS,
         startTimeoutMs: SESSION_START_TIMEOUT_MS,
       },
-      // The city's configuration as it is now: provider writes reload it (CityRuntime.reloadConfig).
-      { agents: () => (city?.config ?? config).agents, defaultProvider: () => providers.defaultProvider() },
+      // The city's configuration as it is now: edits on disk and provider writes reload it.
+      {
+        agent: (agentName) => (city?.agents ?? loaded.agents).find((a) => a.name === agentName),
+        promptOf: (agent, session) => promptFor(agent, { city: name, session }),
+        defaultProvider: () => providers.defaultProvider(),
+      },
     );
     // Sessions that were running when the last controller stopped start again (their programs, not yet ready).
     await sessions.start();
     completed.push('starting_agents');
 
     await enter('starting_api');
-    city = new CityRuntime(name, paths, config, log, tail, new BeadsService(store, log), providers, sessions);
+    city = new CityRuntime(name, paths, loaded, log, tail, new BeadsService(store, log), providers, sessions, logger);
     const running = city;
+    const tick = new AgentTick({
+      cityName: name,
+      cityRoot: root,
+      log,
+      beads: running.beads,
+      sessions,
+      logger,
+      agents: () => running.agents,
+      daemon: () => running.config.daemon,
+      citySuspended: () => running.config.workspace.suspended,
+      rigSuspended: (rig) => running.config.rigs.some((r) => r.name === rig && r.suspended),
+      env: process.env,
+    });
+    running.tick = tick;
+    const stopWatching = await watchConfig(root, (file) => {
+      running.reloadFromDisk(file).catch((err: unknown) => logger.error({ err }, 'could not reload the configuration'));
+    });
     // The HTTP stack loads with the first request: a city nobody asks anything does not pay for it.
     const handler = lazyHandler(async () => {
       const [{ createControllerApp }, { handlerOf }] = await Promise.all([
@@ -166,6 +189,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     completed.push('starting_api');
 
     await log.append({ type: 'controller.started', actor: 'ctl', subject: name, payload: {} });
+    tick.start();
     logger.info({ name, listen }, 'controller ready');
     report({ kind: 'ready', pid: process.pid });
 
@@ -179,6 +203,10 @@ export async function run(options: ControllerRunOptions): Promise<void> {
       paths,
       store,
       sessions,
+      beforeStop: async () => {
+        tick.stop();
+        await stopWatching();
+      },
     });
   } catch (err) {
     // A failure we expect (a locked city, a bad city.toml) is its message, one line; a bug's stack goes only to
@@ -215,6 +243,17 @@ async function listenOn(server: Server, listen: string): Promise<void> {
   if (port === undefined) chmodSync(listen, 0o600);
 }
 
+/**
+ * What every session's program starts with: ours, plus how to reach the city with `ctl` — `CTL_CLI`, the
+ * `ctl` entry point this controller runs from (programs run it with node), and the supervisor's API address.
+ */
+function sessionEnvironment(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  if (process.argv[1]) env.CTL_CLI = process.argv[1];
+  env.CTL_NODE = process.execPath;
+  return env;
+}
+
 function describeHolder(pidPath: string): string {
   try {
     const holder = JSON.parse(readFileSync(pidPath, 'utf8')) as ControllerPidFile;
@@ -234,6 +273,7 @@ function installShutdown(o: {
   paths: ReturnType<typeof cityPaths>;
   store: BeadStore;
   sessions: SessionService;
+  beforeStop: () => Promise<void>;
 }): void {
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
@@ -245,8 +285,10 @@ function installShutdown(o: {
     o.server.close();
     o.server.closeAllConnections();
     // Every session's program ends with us (their states stay: the next controller starts them again).
-    void o.sessions
-      .shutdown()
+    void o
+      .beforeStop()
+      .catch(() => undefined)
+      .then(() => o.sessions.shutdown())
       .catch((err: unknown) => o.logger.error({ err }, 'could not stop every session'))
       .then(() => o.log.append({ type: 'controller.stopped', actor: 'ctl', subject: o.name, payload: {} }))
       .catch((err: unknown) => o.logger.error({ err }, 'could not record controller.stopped'))

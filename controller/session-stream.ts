@@ -73,6 +73,8 @@ export function sessionStream(city: CityRuntime, settings: StreamSettings): Midd
     ctx.set('CTL-Session-State', session.state);
     if (!session.running) ctx.set('CTL-Session-Status', 'stopped');
     const stream = new SseStream(ctx, settings);
+    // Someone watching a session is attached to it: a configuration change waits for them before it restarts it.
+    stream.onClose(session.watch());
     let last = after;
     const deliver = (record: EventRecord) => {
       if (record.seq <= last) return;

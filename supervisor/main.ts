@@ -49,13 +49,20 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
     const registry = new Registry(paths.registry);
     registry.load();
     const supervisorLog = EventLog.at(paths.events, paths.eventsLock);
+    // Controllers stream with the supervisor's heartbeat interval, and tell their sessions' programs where the
+    // API is (`CTL_API`), so `ctl` run by an agent reaches this supervisor whatever its port.
+    const apiHost = bind === '0.0.0.0' || bind === '::' ? '127.0.0.1' : bind.includes(':') ? `[${bind}]` : bind;
+    const controllerEnv: NodeJS.ProcessEnv = {
+      ...process.env,
+      CTL_SSE_HEARTBEAT_MS: String(config.sseHeartbeatMs),
+      ...(port ? { CTL_API: `http://${apiHost}:${port}` } : {}),
+    };
     const reconciler = new Reconciler({
       registry,
       supervisorLog,
       logger,
       entry: ctlEntryPath(),
-      // Controllers stream with the supervisor's heartbeat interval.
-      env: { ...process.env, CTL_SSE_HEARTBEAT_MS: String(config.sseHeartbeatMs) },
+      env: controllerEnv,
       intervalMs: config.patrolIntervalMs,
       startupTimeoutMs: 60_000,
       stopGraceMs: STOP_GRACE_MS,
@@ -135,6 +142,7 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
     });
     const address = server.address();
     const boundPort = typeof address === 'object' && address ? address.port : port;
+    controllerEnv.CTL_API = `http://${apiHost}:${boundPort}`;
     const started: SupervisorStartedPayload = { previous_exit: previousExit };
     await supervisorLog.append({ type: 'supervisor.started', actor: 'ctl', payload: started });
     reconciler.start();

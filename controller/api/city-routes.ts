@@ -1,6 +1,7 @@
-import { Controller, Get, Path, Query, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
+import { Body, Controller, Get, Patch, Path, Query, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
+import type { CityPatchInputBody } from '../../shared/dto/agents.js';
 import type { CityGetResponse } from '../../shared/dto/cities.js';
-import type { ConfigResponse } from '../../shared/dto/config.js';
+import type { ConfigIssue, ConfigResponse, ConfigValidateOutputBody } from '../../shared/dto/config.js';
 import type { ErrorModel } from '../../shared/dto/errors.js';
 import type { HealthOutputBody, StatusBody } from '../../shared/dto/health.js';
 import type { ProviderReadinessResponse, ReadinessResponse } from '../../shared/dto/readiness.js';
@@ -8,6 +9,8 @@ import { DEFAULT_READINESS_ITEMS, SUPPORTED_PROVIDERS } from '../../shared/readi
 import { VERSION } from '../../shared/version.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { cityProviderReadiness } from '../providers/provider-readiness.js';
+import { AgentEditor } from '../agents/agent-editor.js';
+import { isSuspended } from '../agents/agent-views.js';
 
 /**
  * @param cityName City name.
@@ -33,13 +36,35 @@ export class CityRoutes extends Controller {
       path: this.city.root,
       suspended: config.workspace.suspended,
       uptime_sec: this.city.uptimeSec(),
-      agent_count: config.agents.length,
+      agent_count: this.city.agents.length,
       rig_count: config.rigs.length,
       version: VERSION,
     };
     if (config.workspace.provider) body.provider = config.workspace.provider;
     if (config.workspace.startCommand) body.start_command = config.workspace.startCommand;
     return body;
+  }
+
+  /**
+   * Suspends the whole city (`suspended: true`: every agent's sessions finish their turn, then stop; nothing
+   * starts) or resumes it, by setting `[workspace] suspended` in `city.toml`. Records `city.suspended` or
+   * `city.resumed` when it changes; asking for the state it is in changes nothing.
+   * @summary Suspend or resume the city
+   */
+  @Patch('')
+  @Response<ErrorModel>(409, 'city.toml on disk is not valid (fix it by hand first)')
+  @Response<ErrorModel>(422, 'Invalid body')
+  public async patchCity(@Path() cityName: string, @Body() body: CityPatchInputBody): Promise<CityGetResponse> {
+    if (body.suspended !== undefined && body.suspended !== this.city.config.workspace.suspended) {
+      new AgentEditor(this.city).setCitySuspended(body.suspended);
+      await this.city.log.append({
+        type: body.suspended ? 'city.suspended' : 'city.resumed',
+        actor: 'api',
+        subject: cityName,
+        payload: {},
+      });
+    }
+    return this.getCity(cityName);
   }
 
   /**
@@ -68,16 +93,23 @@ export class CityRoutes extends Controller {
     const { config } = this.city;
     const head = this.city.log.head();
     this.setHeader('X-CTL-Index', String(head));
-    const suspendedAgents = config.agents.filter((a) => a.suspended).length;
+    const agents = this.city.agents;
+    const sessions = (name: string) => this.city.sessions.agentSessions(name);
+    const runningAgents = agents.filter((a) => sessions(a.name).some((s) => s.running)).length;
     return {
       name: cityName,
       path: this.city.root,
       uptime_sec: this.city.uptimeSec(),
       suspended: config.workspace.suspended,
-      agent_count: config.agents.length,
+      agent_count: agents.length,
       rig_count: config.rigs.length,
-      running: 0,
-      agents: { total: config.agents.length, running: 0, suspended: suspendedAgents, quarantined: 0 },
+      running: runningAgents,
+      agents: {
+        total: agents.length,
+        running: runningAgents,
+        suspended: agents.filter((a) => isSuspended(this.city, a)).length,
+        quarantined: agents.filter((a) => sessions(a.name).some((s) => s.state === 'quarantined')).length,
+      },
       rigs: { total: config.rigs.length, suspended: config.rigs.filter((r) => r.suspended).length },
       work: this.city.beads.workCounts(),
       mail: this.city.mail.count({}),
@@ -148,9 +180,11 @@ export class CityRoutes extends Controller {
     if (config.workspace.startCommand !== undefined) workspace.start_command = config.workspace.startCommand;
     return {
       workspace,
-      agents: config.agents.map((a) => ({
+      agents: this.city.agents.map(({ config: a, isPool }) => ({
         name: a.name,
         suspended: a.suspended,
+        is_pool: isPool,
+        source: a.source,
         ...(a.dir ? { dir: a.dir } : {}),
         ...(a.provider ? { provider: a.provider } : {}),
         ...(a.scope ? { scope: a.scope } : {}),
@@ -164,5 +198,34 @@ export class CityRoutes extends Controller {
       services: config.services.map((s) => ({ name: s.name, url: s.url })),
       patches: { agent_count: 0, provider_count: 0, rig_count: 0 },
     };
+  }
+
+  /**
+   * Checks the city's configuration as it is on disk now: `errors` when a file does not load (the controller
+   * keeps the last good configuration meanwhile) or an agent cannot run (a provider the city lacks, a
+   * `depends_on` naming nobody or going round in a circle), each naming its file and key; `warnings` for what
+   * runs but is likely a mistake.
+   * @summary Validate the city's configuration
+   */
+  @Get('config/validate')
+  public validateCityConfig(@Path('cityName') _cityName: string): ConfigValidateOutputBody {
+    const errors: ConfigIssue[] = [];
+    const warnings: ConfigIssue[] = [];
+    const broken = this.city.reloadError;
+    if (broken) {
+      const file = /^([^:]+):/.exec(broken)?.[1] ?? 'city.toml';
+      errors.push({ file, message: `${broken} (the last good configuration is in use)` });
+    }
+    for (const agent of this.city.agents) {
+      const key = `agent.${agent.name}`;
+      if (!agent.available)
+        errors.push({ file: agent.config.source, key, message: `agent ${agent.name}: ${agent.unavailableReason}` });
+      if (agent.config.suspended)
+        warnings.push({ file: agent.config.source, key, message: `agent ${agent.name} is suspended` });
+    }
+    if (this.city.config.workspace.suspended) {
+      warnings.push({ file: 'city.toml', key: 'workspace.suspended', message: 'the city is suspended: no agent runs' });
+    }
+    return { valid: errors.length === 0, errors, warnings };
   }
 }

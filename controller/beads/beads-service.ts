@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { canonicalJson } from '../../shared/canonical-json.js';
 import type { Bead, BeadGraphResponse } from '../../shared/dto/beads.js';
 import type { StatusWorkCounts } from '../../shared/dto/health.js';
-import type { KnownEventType, KnownNewEvent } from '../../shared/events/event-types.js';
+import type { KnownNewEvent } from '../../shared/events/event-types.js';
 import type { EventLog } from '../../shared/events/event-log.js';
 import { Problem } from '../../shared/http/problem.js';
 import { BeadError, type BeadChange, type BeadStore, type NewBead } from './bead-store.js';
@@ -197,7 +197,7 @@ export class BeadsService {
   }
 
   /** Records a `bead.*` event: the bead as payload. */
-  async record(type: Extract<KnownEventType, `bead.${string}`>, bead: Bead): Promise<void> {
+  async record(type: 'bead.created' | 'bead.updated' | 'bead.closed' | 'bead.deleted', bead: Bead): Promise<void> {
     await this.log.append({ type, actor: 'api', subject: bead.id, payload: { bead } });
   }
 

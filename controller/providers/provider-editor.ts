@@ -10,7 +10,7 @@ import type {
   ProviderUpdateInputBody,
 } from '../../shared/dto/providers.js';
 import { Problem } from '../../shared/http/problem.js';
-import { checkAgents } from '../agents.js';
+import { checkAgents } from '../agents/check-agents.js';
 import { IDEMPOTENCY_TTL_MS } from '../beads/bead-rules.js';
 import { bodyHash } from '../beads/beads-service.js';
 import type { ProviderTable } from './city-toml-edit.js';
@@ -183,7 +183,7 @@ export class ProviderEditor {
       const { mode } = statSync(path);
       const config = parseCityConfig(text, FILE);
       const registry = new ProviderRegistry(config, FILE);
-      checkAgents(config, FILE, registry);
+      checkAgents(config, FILE);
       return { text, mode: mode & 0o7777, config, registry };
     } catch (err) {
       const error =
@@ -217,7 +217,7 @@ export class ProviderEditor {
     }
     const registry = new ProviderRegistry(next, FILE);
     try {
-      checkAgents(next, FILE, registry);
+      checkAgents(next, FILE);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       throw new Problem('conflict-wrong-state', `conflict: ${err.message}`);

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
-import type { CityAgentConfig } from '../../shared/config/city-config.js';
+import type { AgentDefinition } from '../agents/agent-catalog.js';
 import type {
   AsyncAcceptedBody,
   CityPendingEntry,
@@ -39,8 +38,10 @@ function canAsk(provider: ResolvedProvider | undefined): boolean {
 }
 
 export interface SessionServiceOptions {
-  /** The city's `[[agent]]` definitions now. */
-  agents(): CityAgentConfig[];
+  /** The city's agent called `name` now (qualified: `dir/base` for a rig's agent). */
+  agent(name: string): AgentDefinition | undefined;
+  /** The prompt a new session of an agent starts with. */
+  promptOf(agent: AgentDefinition, sessionName: string): string | undefined;
   /** The city's default template: its `[workspace] provider`, or `default` for its start command. */
   defaultProvider(): string | undefined;
 }
@@ -51,6 +52,8 @@ export interface SessionServiceOptions {
  */
 export class SessionService {
   private readonly sessions = new Map<string, Session>();
+  /** Told of every session the service takes on (created, or found open at start). */
+  private readonly openedListeners: ((session: Session) => void)[] = [];
   /**
    * Closed sessions lately asked about (their transcripts are read, their streams replayed), at most
    * CLOSED_KEPT: each holds its transcript's file open.
@@ -71,7 +74,7 @@ export class SessionService {
     const starting: Promise<void>[] = [];
     for (const record of this.ctx.store.open()) {
       const session = new Session(record, this.ctx);
-      this.sessions.set(record.id, session);
+      this.track(session);
       session.adopt();
       const state = record.state;
       if (state === 'active' || state === 'creating' || state === 'start-pending' || state === 'draining') {
@@ -146,15 +149,15 @@ export class SessionService {
     }
     let providerName = name;
     let workDir = this.ctx.cityRoot;
+    let agent: AgentDefinition | undefined;
     if (kind === 'agent') {
-      const agent = this.options.agents().find((a) => a.name === name);
+      agent = this.options.agent(name);
       if (!agent) throw new Problem('agent-not-found', `not_found: agent not found: ${name}`);
-      const fallback = this.options.defaultProvider();
-      if (agent.provider === undefined && fallback === undefined) {
-        throw new Problem('validation-failed', `invalid: agent ${name} has no provider, and the city has no default`);
+      if (!agent.available || agent.providerName === undefined) {
+        throw new Problem('conflict-wrong-state', `conflict: agent ${name} is unavailable: ${agent.unavailableReason}`);
       }
-      providerName = agent.provider ?? fallback!;
-      if (agent.dir) workDir = isAbsolute(agent.dir) ? agent.dir : resolve(this.ctx.cityRoot, agent.dir);
+      providerName = agent.providerName;
+      workDir = agent.workDir;
     }
     const provider = this.ctx.provider(providerName);
     if (!provider) throw new Problem('provider-not-found', `not_found: provider not found: ${providerName}`);
@@ -184,12 +187,14 @@ export class SessionService {
         create_request: requestId,
         ...(body.alias ? { alias: body.alias } : {}),
         ...(body.permission_mode ? { permission_mode: body.permission_mode } : {}),
+        ...(agent ? { config_hash: agent.fingerprint } : {}),
       },
-      (id) => `${name}-${id.slice(id.lastIndexOf('-') + 1)}`,
+      (id) => sessionNameOf(name, id),
     );
     const session = new Session(record, this.ctx);
-    this.sessions.set(record.id, session);
-    void this.begin(session, body.message);
+    this.track(session);
+    const prompt = agent ? this.options.promptOf(agent, record.session_name) : undefined;
+    void this.begin(session, prompt, body.message);
     return { status: 'accepted', request_id: requestId, event_cursor: String(cursor), session_id: record.id };
   }
 
@@ -227,11 +232,13 @@ export class SessionService {
     return { status: 'ok', id: session.id };
   }
 
-  async suspend(idOrName: string): Promise<SessionResponse> {
+  async suspend(idOrName: string, reason = 'suspended'): Promise<SessionResponse> {
     const session = this.open(idOrName);
     session.transition('suspend');
-    if (session.running) await session.stopProgram('suspended');
-    else await session.recordLifecycle('session.suspended', 'suspended');
+    session.record.reason = reason;
+    this.ctx.store.save(session.record, { reason });
+    if (session.running) await session.stopProgram(reason);
+    else await session.recordLifecycle('session.suspended', reason);
     return session.view();
   }
 
@@ -386,10 +393,85 @@ export class SessionService {
     return this.sessions.get(session.id) ?? session;
   }
 
-  private async begin(session: Session, message: string | undefined): Promise<void> {
-    await session.recordLifecycle('session.created');
+  /**
+   * A session of `agent` started by the controller itself (the tick): no request waits for it, and it begins
+   * with the agent's prompt. Resolves once its program is starting.
+   */
+  startAgentSession(agent: AgentDefinition, reason: string): Session {
+    const record = this.ctx.store.create(
+      {
+        title: agent.name,
+        state: 'start-pending',
+        template: agent.name,
+        kind: 'agent',
+        provider: agent.providerName!,
+        work_dir: agent.workDir,
+        config_hash: agent.fingerprint,
+        managed: 'tick',
+        reason,
+      },
+      (id) => sessionNameOf(agent.name, id),
+    );
+    const session = new Session(record, this.ctx);
+    this.track(session);
+    void this.begin(session, this.options.promptOf(agent, record.session_name), undefined, reason);
+    return session;
+  }
+
+  /** The open sessions of agent `name`, oldest first. */
+  agentSessions(name: string): Session[] {
+    const found: Session[] = [];
+    for (const session of this.sessions.values()) {
+      if (session.record.kind === 'agent' && session.record.template === name) found.push(session);
+    }
+    return found;
+  }
+
+  /** An open session by id (undefined once closed and let go). */
+  openById(id: string): Session | undefined {
+    return this.sessions.get(id);
+  }
+
+  /** Saves fields of a session's record the controller changed (an agent session's new configuration). */
+  saveRecord(session: Session, changed: Partial<SessionRecord>): void {
+    this.ctx.store.save(session.record, changed);
+  }
+
+  /** Every open session. */
+  all(): IterableIterator<Session> {
+    return this.sessions.values();
+  }
+
+  /** An open session by its session name (how work is assigned to it). */
+  bySessionName(name: string): Session | undefined {
+    for (const session of this.sessions.values()) if (session.record.session_name === name) return session;
+    return undefined;
+  }
+
+  /** Calls `listener` for every session taken on from now, until the function returned is called. */
+  onOpened(listener: (session: Session) => void): () => void {
+    this.openedListeners.push(listener);
+    return () => {
+      const i = this.openedListeners.indexOf(listener);
+      if (i >= 0) this.openedListeners.splice(i, 1);
+    };
+  }
+
+  private track(session: Session): void {
+    this.sessions.set(session.id, session);
+    for (const listener of this.openedListeners) listener(session);
+  }
+
+  private async begin(
+    session: Session,
+    prompt: string | undefined,
+    message: string | undefined,
+    reason = 'created',
+  ): Promise<void> {
+    await session.recordLifecycle('session.created', reason === 'created' ? undefined : reason);
+    if (prompt !== undefined) session.accept(prompt, 'default');
     if (message !== undefined) session.accept(message, 'default');
-    await session.wake('start', 'created');
+    await session.wake('start', reason);
   }
 
   private viewOf(record: SessionRecord): SessionResponse {
@@ -411,6 +493,11 @@ export class SessionService {
 
 function matches(record: SessionRecord, name: string): boolean {
   return record.id === name || record.alias === name || record.session_name === name;
+}
+
+/** `<agent or provider>-<bead number>`; a rig's agent `rig/base` gives `rig--base-<n>` (one path segment). */
+function sessionNameOf(template: string, id: string): string {
+  return `${template.replace('/', '--')}-${id.slice(id.lastIndexOf('-') + 1)}`;
 }
 
 function firstWords(text: string): string {

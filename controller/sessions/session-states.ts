@@ -27,9 +27,12 @@ const TRANSITIONS: Record<SessionCommand, { from: SessionState[]; to: SessionSta
   'fail-create': { from: ['creating', 'start-pending'], to: 'failed-create' },
   exited: { from: ['active', 'draining'], to: 'asleep' },
   wake: { from: DORMANT, to: 'creating' },
-  suspend: { from: ['start-pending', 'creating', 'active', 'asleep', 'quarantined', 'drained'], to: 'suspended' },
-  quarantine: { from: ['active', 'asleep'], to: 'quarantined' },
-  drain: { from: ['active'], to: 'draining' },
+  suspend: {
+    from: ['start-pending', 'creating', 'active', 'asleep', 'quarantined', 'draining', 'drained', 'failed-create'],
+    to: 'suspended',
+  },
+  quarantine: { from: ['active', 'asleep', 'failed-create', 'creating'], to: 'quarantined' },
+  drain: { from: ['active', 'creating'], to: 'draining' },
   drained: { from: ['draining'], to: 'drained' },
   archive: { from: ['active', 'asleep', 'suspended', 'quarantined', 'draining', 'drained'], to: 'archived' },
   close: {

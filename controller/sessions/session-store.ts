@@ -22,6 +22,10 @@ export interface SessionRecord {
   last_active?: string;
   /** The create request still waiting for its result (a controller restart in between finishes it). */
   create_request?: string;
+  /** An agent's session: the fingerprint of the agent's configuration it was started from. */
+  config_hash?: string;
+  /** `tick`: the controller started it for its agent and may stop it (scale-down); otherwise a person did. */
+  managed?: string;
 }
 
 const OPTIONAL: (keyof SessionRecord)[] = [
@@ -31,6 +35,8 @@ const OPTIONAL: (keyof SessionRecord)[] = [
   'provider_session_key',
   'last_active',
   'create_request',
+  'config_hash',
+  'managed',
 ];
 
 /** Sessions live in the bead store as beads of type `session`; their fields are metadata. */

@@ -54,6 +54,15 @@ export interface SessionEvents {
   pending: [PendingInteraction];
   pending_cleared: [string];
   state: [SessionState];
+  /** Its program ended: `crashed` when nobody asked (or it never became ready); `ran_ms` since it was ready. */
+  ended: [{ crashed: boolean; ran_ms: number }];
+}
+
+/** A turn the provider's service failed, as the tick weighs it (rate limits and refused keys are not crashes). */
+export interface TurnFailureNote {
+  category: string;
+  message: string;
+  at: number;
 }
 
 /**
@@ -86,6 +95,16 @@ export class Session extends EventEmitter<SessionEvents> {
   private writes: Promise<unknown> = Promise.resolve();
   /** How many entries are waiting to be written. */
   private writesWaiting = 0;
+  /** When the program last became ready (ms since the epoch), or 0. */
+  private readyAt = 0;
+  /** When the session last went idle: no turn, nothing queued, nothing asked. */
+  private idleAt = Date.now();
+  /** Open session streams: a person watching (or typing into) it. */
+  private watchers = 0;
+  /** The last turn the provider's service failed. */
+  private lastFailure: TurnFailureNote | undefined;
+  /** The handling of the program's last exit (a restart waits for it before it starts the next program). */
+  private exiting: Promise<void> = Promise.resolve();
 
   constructor(
     public record: SessionRecord,
@@ -116,6 +135,60 @@ export class Session extends EventEmitter<SessionEvents> {
     return this.pendingInteraction;
   }
 
+  /** Its program runs, is ready, and has nothing to do: no turn, nothing queued, nothing asked. */
+  get idle(): boolean {
+    return (
+      this.running &&
+      this.ready &&
+      this.activity === 'idle' &&
+      this.openTurns.length === 0 &&
+      this.queue.length === 0 &&
+      !this.delivering &&
+      this.pendingInteraction === undefined
+    );
+  }
+
+  /** Its program is in a turn. */
+  get inTurn(): boolean {
+    return this.activity === 'in-turn' || this.openTurns.length > 0;
+  }
+
+  /** Ready to take a turn (whether or not it has one). */
+  get isReady(): boolean {
+    return this.running && this.ready;
+  }
+
+  /** When it last became idle (ms since the epoch). */
+  get idleSince(): number {
+    return this.idleAt;
+  }
+
+  /** When its program last became ready (ms since the epoch), 0 when it never did. */
+  get readySince(): number {
+    return this.readyAt;
+  }
+
+  /** Someone has its stream open: a person is attached to it. */
+  get attached(): boolean {
+    return this.watchers > 0;
+  }
+
+  /** The last turn the provider's service failed, if any. */
+  get lastTurnFailure(): TurnFailureNote | undefined {
+    return this.lastFailure;
+  }
+
+  /** A stream opened on it (closed by the function returned). */
+  watch(): () => void {
+    this.watchers++;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.watchers--;
+    };
+  }
+
   /** Its provider now, or a 409 when the city no longer has it. */
   provider(): ResolvedProvider {
     const provider = this.ctx.provider(this.record.provider);
@@ -140,7 +213,7 @@ export class Session extends EventEmitter<SessionEvents> {
       session_name: r.session_name,
       state: r.state,
       running: this.running,
-      attached: false,
+      attached: this.attached,
       created_at: r.created_at,
       kind: r.kind,
       work_dir: r.work_dir,
@@ -225,6 +298,7 @@ export class Session extends EventEmitter<SessionEvents> {
       this.runtime = undefined;
       const why = err instanceof Problem ? err.detail : (err as Error).message;
       await this.startFailed(why);
+      this.emit('ended', { crashed: true, ran_ms: 0 });
       return;
     }
     this.startTimer = setTimeout(() => {
@@ -248,8 +322,22 @@ export class Session extends EventEmitter<SessionEvents> {
     if (!this.runtime?.isRunning()) {
       throw new Problem('conflict-wrong-state', `conflict: session ${this.id} is not running`);
     }
+    await this.sleep('killed');
+  }
+
+  /** Its program ends and the session sleeps until a message or `wake` (the controller's idle sleep, a kill). */
+  async sleep(reason: string): Promise<void> {
     this.setState(nextState(this.state, 'exited') ?? nextState(this.state, 'fail-create') ?? this.state);
-    await this.stopProgram('killed');
+    await this.stopProgram(reason);
+  }
+
+  /** Its program ends and starts again at once, on what the configuration says now (`changes`). */
+  async restart(reason: string, changes: Partial<SessionRecord>): Promise<void> {
+    await this.sleep(reason);
+    await this.exiting;
+    Object.assign(this.record, changes);
+    this.save(changes);
+    await this.wake('wake', reason);
   }
 
   // ---------------------------------------------------------------------------------------------------------
@@ -291,6 +379,8 @@ export class Session extends EventEmitter<SessionEvents> {
       for (;;) {
         const next = this.queue.peek();
         if (!next || !this.ready || !this.runtime || this.pendingInteraction) return;
+        // A draining session finishes the turn it has and takes no other.
+        if (this.state === 'draining') return;
         const busy = this.openTurns.length > 0;
         if (next.intent === 'interrupt_now' && busy) {
           if (this.interruptWanted) {
@@ -408,7 +498,10 @@ export class Session extends EventEmitter<SessionEvents> {
       | 'session.stopped'
       | 'session.suspended'
       | 'session.closed'
-      | 'session.updated',
+      | 'session.updated'
+      | 'session.draining'
+      | 'session.quarantined'
+      | 'session.restart_pending',
     reason?: string,
   ): Promise<void> {
     const payload: SessionLifecyclePayload = {
@@ -456,6 +549,7 @@ export class Session extends EventEmitter<SessionEvents> {
         if (this.openTurns.length === 0) this.setActivity('idle');
         this.save({ last_active: this.record.last_active });
         const category = failure ? categoryOf(failure) : undefined;
+        if (failure) this.lastFailure = { category: category!, message: failure.message, at: Date.now() };
         void this.write({
           kind: 'turn_end',
           actor: 'ctl',
@@ -538,7 +632,9 @@ export class Session extends EventEmitter<SessionEvents> {
         void this.write({ kind: 'error', actor: 'ctl', text: refusal });
         void this.recordLifecycle('session.updated', refusal);
       },
-      exited: (exit) => void this.programExited(exit),
+      exited: (exit) => {
+        this.exiting = this.programExited(exit);
+      },
       behind: () => (this.writesWaiting > MAX_WRITES_WAITING ? this.writes.then(() => undefined) : undefined),
     };
   }
@@ -546,6 +642,8 @@ export class Session extends EventEmitter<SessionEvents> {
   private async becameReady(): Promise<void> {
     clearTimeout(this.startTimer);
     this.ready = true;
+    this.readyAt = Date.now();
+    this.idleAt = Date.now();
     const to = nextState(this.state, 'ready');
     if (to !== undefined) this.setState(to);
     this.record.reason = undefined;
@@ -601,10 +699,14 @@ export class Session extends EventEmitter<SessionEvents> {
     const refusal = this.resumeRefusal;
     this.resumeRefusal = undefined;
     const pid = this.runtime?.pid;
+    const ranMs = wasReady ? Date.now() - this.readyAt : 0;
     this.runtime = undefined;
     this.ready = false;
     this.openTurns = [];
     this.setActivity('idle');
+    // Told once the state below is settled.
+    const crashed = !exit.requested && !(refusal !== undefined && wasReady);
+    setImmediate(() => this.emit('ended', { crashed, ran_ms: ranMs }));
     await this.write({
       kind: 'exit',
       actor: 'ctl',
@@ -753,6 +855,7 @@ export class Session extends EventEmitter<SessionEvents> {
   private setActivity(activity: 'idle' | 'in-turn'): void {
     if (this.activity === activity) return;
     this.activity = activity;
+    if (activity === 'idle') this.idleAt = Date.now();
     this.inOrder(() => this.emit('activity', activity));
   }
 

@@ -1,24 +1,82 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { parse, stringify } from 'smol-toml';
+import { parseDuration } from '../duration.js';
 import { ConfigError } from './config-error.js';
 
 /** City names: what `cities.toml`, URLs and cursors can carry unescaped. */
 export const CITY_NAME_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9._-]*$/;
 
+/** Agent names: one path segment, as `/agent/{base}` and `/agent/{dir}/{base}` carry them. */
+export const AGENT_NAME_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9._-]*$/;
+
+/**
+ * One agent as `[[agent]]` in `city.toml` or `agents/<name>/agent.toml` declares it: a template the controller
+ * keeps sessions of (between `min_active_sessions` and `max_active_sessions`) and routes work to.
+ */
 export interface CityAgentConfig {
   name: string;
   provider?: string;
+  /** A rig (or directory under the city) the agent belongs to: it is then addressed `dir/name`. */
   dir?: string;
+  /** Its sessions' working directory (relative to the city), when not `dir`. */
+  work_dir?: string;
   scope?: string;
   suspended: boolean;
+  description?: string;
+  /** The text its sessions start with (from `prompt`, or the agent directory's `prompt.md` / `prompt.template.md`). */
+  prompt?: string;
+  /** The prompt is a template: `{{agent}}`, `{{city}}`, `{{rig}}`, `{{work_dir}}`, `{{session}}` are filled in. */
+  prompt_is_template?: boolean;
+  env: Record<string, string>;
+  min_active_sessions?: number;
+  max_active_sessions?: number;
+  /** A command printing how many sessions the agent needs now (an integer). */
+  scale_check?: string;
+  /** A command printing the agent's work, one item per line: each line is work that wakes or scales it. */
+  work_query?: string;
+  /** A session idle (no turn, no work) this long goes to sleep until work or mail wakes it. */
+  idle_timeout_ms?: number;
+  /** Agents whose sessions must be running before this one's start. */
+  depends_on: string[];
+  default_sling_formula?: string;
+  /** The file it was declared in (`city.toml`, or `agents/<name>/agent.toml`), relative to the city. */
+  source: string;
 }
 
 export interface CityRigConfig {
   name: string;
+  path?: string;
   prefix?: string;
   suspended: boolean;
 }
+
+/** `[daemon]`: how the controller's tick runs. */
+export interface CityDaemonConfig {
+  /** A tick runs at least this often (besides every change that asks for one). */
+  patrolIntervalMs: number;
+  /** Session starts at most per tick. */
+  maxWakesPerTick: number;
+  /** Fast failures in a row after which a session is quarantined. */
+  maxRestarts: number;
+  /** A session that ran at least this long before it ended was not failing fast. */
+  restartWindowMs: number;
+  /** The first restart after a fast failure waits this long, doubling up to `restartBackoffMaxMs`. */
+  restartBackoffMs: number;
+  restartBackoffMaxMs: number;
+  /** A `scale_check` or `work_query` command is stopped after this long. */
+  checkTimeoutMs: number;
+}
+
+export const DEFAULT_DAEMON: CityDaemonConfig = {
+  patrolIntervalMs: 10_000,
+  maxWakesPerTick: 5,
+  maxRestarts: 5,
+  restartWindowMs: 60_000,
+  restartBackoffMs: 1000,
+  restartBackoffMaxMs: 60_000,
+  checkTimeoutMs: 10_000,
+};
 
 /** A workspace service reachable through the raw `svc/<name>/…` proxy. */
 export interface CityServiceConfig {
@@ -40,6 +98,7 @@ export interface CityConfig {
   agents: CityAgentConfig[];
   rigs: CityRigConfig[];
   services: CityServiceConfig[];
+  daemon: CityDaemonConfig;
   /** `[events] rotation_max_bytes`: rotate the event log once it reaches this size. */
   eventsRotationMaxBytes?: number;
   /** `[beads] backend`: `sqlite` (the default) or `journal`. */
@@ -85,6 +144,7 @@ export function parseCityConfig(text: string, path: string): CityConfig {
     agents: [],
     rigs: [],
     services: [],
+    daemon: { ...DEFAULT_DAEMON },
   };
   if (cfg.workspace.name !== undefined && !CITY_NAME_PATTERN.test(cfg.workspace.name)) {
     throw new ConfigError(`${where('workspace.name')} must match ${CITY_NAME_PATTERN.source}`);
@@ -97,19 +157,29 @@ export function parseCityConfig(text: string, path: string): CityConfig {
     cfg.providers[name] = spec as Record<string, unknown>;
   }
   for (const [i, agent] of tables(doc, 'agent', where).entries()) {
-    const at = (k: string) => where(`agent[${i}].${k}`);
-    cfg.agents.push({
-      name: reqString(agent, 'name', at('name')),
-      provider: optString(agent, 'provider', at('provider')),
-      dir: optString(agent, 'dir', at('dir')),
-      scope: optString(agent, 'scope', at('scope')),
-      suspended: optBool(agent, 'suspended', at('suspended')) ?? false,
-    });
+    cfg.agents.push(parseAgentTable(agent, (k) => where(`agent[${i}].${k}`), 'city.toml'));
   }
+  const daemon = table(doc, 'daemon', where);
+  const durations: [keyof CityDaemonConfig, string][] = [
+    ['patrolIntervalMs', 'patrol_interval'],
+    ['restartWindowMs', 'restart_window'],
+    ['restartBackoffMs', 'restart_backoff'],
+    ['restartBackoffMaxMs', 'restart_backoff_max'],
+    ['checkTimeoutMs', 'check_timeout'],
+  ];
+  for (const [field, key] of durations) {
+    const ms = optDuration(daemon, key, where(`daemon.${key}`));
+    if (ms !== undefined) cfg.daemon[field] = Math.max(ms, 10);
+  }
+  const wakes = optInt(daemon, 'max_wakes_per_tick', where('daemon.max_wakes_per_tick'));
+  if (wakes !== undefined) cfg.daemon.maxWakesPerTick = Math.max(wakes, 1);
+  const restarts = optInt(daemon, 'max_restarts', where('daemon.max_restarts'));
+  if (restarts !== undefined) cfg.daemon.maxRestarts = Math.max(restarts, 1);
   for (const [i, rig] of tables(doc, 'rigs', where).entries()) {
     const at = (k: string) => where(`rigs[${i}].${k}`);
     cfg.rigs.push({
       name: reqString(rig, 'name', at('name')),
+      path: optString(rig, 'path', at('path')),
       prefix: optString(rig, 'prefix', at('prefix')),
       suspended: optBool(rig, 'suspended_on_start', at('suspended_on_start')) ?? false,
     });
@@ -143,6 +213,67 @@ export function parseCityConfig(text: string, path: string): CityConfig {
     cfg.eventsRotationMaxBytes = n;
   }
   return cfg;
+}
+
+/**
+ * One agent's table (`[[agent]]`, or an `agent.toml`), checked field by field; `at` names a key in errors,
+ * `source` is the file it came from.
+ */
+export function parseAgentTable(
+  agent: Record<string, unknown>,
+  at: (key: string) => string,
+  source: string,
+  defaults: { name?: string } = {},
+): CityAgentConfig {
+  const name = optString(agent, 'name', at('name')) ?? defaults.name;
+  if (name === undefined || name.trim() === '') throw new ConfigError(`${at('name')} is required`);
+  if (!AGENT_NAME_PATTERN.test(name)) throw new ConfigError(`${at('name')} must match ${AGENT_NAME_PATTERN.source}`);
+  const dir = optString(agent, 'dir', at('dir'));
+  if (dir !== undefined && (dir === '' || dir.startsWith('/') || dir.split('/').includes('..'))) {
+    throw new ConfigError(`${at('dir')} must be a directory inside the city (a rig name)`);
+  }
+  const env = table(agent, 'env', at);
+  for (const [key, value] of Object.entries(env)) {
+    if (typeof value !== 'string') throw new ConfigError(`${at(`env.${key}`)} must be a string`);
+  }
+  const dependsOn = agent.depends_on ?? [];
+  if (!Array.isArray(dependsOn) || dependsOn.some((d) => typeof d !== 'string')) {
+    throw new ConfigError(`${at('depends_on')} must be an array of agent names`);
+  }
+  const min = optInt(agent, 'min_active_sessions', at('min_active_sessions'));
+  const max = optInt(agent, 'max_active_sessions', at('max_active_sessions'));
+  if (min !== undefined && min < 0) throw new ConfigError(`${at('min_active_sessions')} must be 0 or more`);
+  if (max !== undefined && max < 1) throw new ConfigError(`${at('max_active_sessions')} must be 1 or more`);
+  if (min !== undefined && max !== undefined && min > max) {
+    throw new ConfigError(`${at('min_active_sessions')} (${min}) is more than max_active_sessions (${max})`);
+  }
+  const config: CityAgentConfig = {
+    name,
+    suspended: optBool(agent, 'suspended', at('suspended')) ?? false,
+    env: env as Record<string, string>,
+    depends_on: dependsOn as string[],
+    source,
+  };
+  const strings = [
+    'provider',
+    'work_dir',
+    'scope',
+    'description',
+    'prompt',
+    'scale_check',
+    'work_query',
+    'default_sling_formula',
+  ] as const;
+  for (const key of strings) {
+    const value = optString(agent, key, at(key));
+    if (value !== undefined) config[key] = value;
+  }
+  if (dir !== undefined) config.dir = dir;
+  if (min !== undefined) config.min_active_sessions = min;
+  if (max !== undefined) config.max_active_sessions = max;
+  const idle = optDuration(agent, 'idle_timeout', at('idle_timeout'));
+  if (idle !== undefined && idle > 0) config.idle_timeout_ms = idle;
+  return config;
 }
 
 /** The city's name when nobody registered it under another: `[workspace] name`, else the directory name. */
@@ -194,6 +325,25 @@ function reqString(t: Record<string, unknown>, key: string, where: string): stri
   const v = optString(t, key, where);
   if (v === undefined || v.trim() === '') throw new ConfigError(`${where} is required`);
   return v;
+}
+
+function optInt(t: Record<string, unknown>, key: string, where: string): number | undefined {
+  const v = t[key];
+  if (v === undefined) return undefined;
+  const n = typeof v === 'bigint' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isInteger(n)) throw new ConfigError(`${where} must be an integer`);
+  return n;
+}
+
+/** A Go-style duration (`30s`, `5m`, `1h30m`). */
+function optDuration(t: Record<string, unknown>, key: string, where: string): number | undefined {
+  const v = optString(t, key, where);
+  if (v === undefined) return undefined;
+  try {
+    return parseDuration(v);
+  } catch {
+    throw new ConfigError(`${where} must be a duration such as 30s, 5m or 1h30m (got ${JSON.stringify(v)})`);
+  }
 }
 
 function optBool(t: Record<string, unknown>, key: string, where: string): boolean | undefined {

@@ -16,6 +16,27 @@ export interface ConfigAgent {
   dir?: string;
   provider?: string;
   scope?: string;
+  /** More than one session, or a `scale_check`. */
+  is_pool: boolean;
+  /** `city.toml`, or `agents/<name>/agent.toml`. */
+  source: string;
+}
+
+/** One problem `GET /config/validate` found. */
+export interface ConfigIssue {
+  /** The file at fault, relative to the city. */
+  file: string;
+  /** What is at fault (`agent.worker`, `providers.x`), when one thing is. */
+  key?: string;
+  message: string;
+}
+
+/** Body of `GET /v0/city/{cityName}/config/validate`. */
+export interface ConfigValidateOutputBody {
+  /** The files on disk load, and every agent can run. */
+  valid: boolean;
+  errors: ConfigIssue[];
+  warnings: ConfigIssue[];
 }
 
 export interface ConfigRig {

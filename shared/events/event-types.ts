@@ -1,3 +1,4 @@
+import type { AgentEventPayload, BeadDeadAssigneeReopenedPayload, ConfigReloadPayload } from '../dto/agents.js';
 import type { BeadEventPayload } from '../dto/beads.js';
 import type {
   CityCreateSucceededPayload,
@@ -46,6 +47,9 @@ export interface EventPayloadTypes {
   SessionMessageSucceededPayload: SessionMessageSucceededPayload;
   SessionSubmitSucceededPayload: SessionSubmitSucceededPayload;
   SessionTurnFailedPayload: SessionTurnFailedPayload;
+  BeadDeadAssigneeReopenedPayload: BeadDeadAssigneeReopenedPayload;
+  AgentEventPayload: AgentEventPayload;
+  ConfigReloadPayload: ConfigReloadPayload;
 }
 
 /**
@@ -90,6 +94,18 @@ export const EVENT_PAYLOADS = {
   'session.pending': 'SessionPendingPayload',
   'session.pending_cleared': 'SessionPendingClearedPayload',
   'session.turn_failed': 'SessionTurnFailedPayload',
+  'session.draining': 'SessionLifecyclePayload',
+  'session.quarantined': 'SessionLifecyclePayload',
+  'session.restart_pending': 'SessionLifecyclePayload',
+  'bead.dead_assignee_reopened': 'BeadDeadAssigneeReopenedPayload',
+  'agent.suspended': 'AgentEventPayload',
+  'agent.resumed': 'AgentEventPayload',
+  'agent.waiting': 'AgentEventPayload',
+  'agent.check_failed': 'AgentEventPayload',
+  'city.suspended': 'NoPayload',
+  'city.resumed': 'NoPayload',
+  'config.reloaded': 'ConfigReloadPayload',
+  'config.reload_failed': 'ConfigReloadPayload',
   'request.result.session.create': 'SessionCreateSucceededPayload',
   'request.result.session.message': 'SessionMessageSucceededPayload',
   'request.result.session.submit': 'SessionSubmitSucceededPayload',

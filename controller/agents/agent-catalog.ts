@@ -1,0 +1,219 @@
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
+import { parse } from 'smol-toml';
+import { parseAgentTable, type CityAgentConfig, type CityConfig } from '../../shared/config/city-config.js';
+import { ConfigError } from '../../shared/config/config-error.js';
+import type { ResolvedProvider } from '../providers/provider-spec.js';
+
+/** One agent as the controller runs it: its declaration, resolved against the city's providers and agents. */
+export interface AgentDefinition {
+  /** `base`, or `dir/base` for an agent of a rig: how paths, routing and `depends_on` name it. */
+  name: string;
+  base: string;
+  rig?: string;
+  config: CityAgentConfig;
+  /** The provider its sessions start from (undefined when it names none the city has). */
+  provider?: ResolvedProvider;
+  providerName?: string;
+  workDir: string;
+  /** Sessions always kept (running, or asleep when idle). */
+  min: number;
+  max: number;
+  isPool: boolean;
+  available: boolean;
+  unavailableReason?: string;
+  /** What its sessions are started from, hashed: a session started from another fingerprint has drifted. */
+  fingerprint: string;
+}
+
+/** Where an agent directory keeps its declaration and its prompt. */
+const AGENT_FILE = 'agent.toml';
+const PROMPT_FILES: [string, boolean][] = [
+  ['prompt.template.md', true],
+  ['prompt.md', false],
+];
+
+/**
+ * Every agent the city declares: `[[agent]]` tables of `city.toml`, then one per `agents/<name>/` directory
+ * (its `agent.toml`, optional, and its `prompt.md` or `prompt.template.md`). Throws a ConfigError naming the
+ * file and key of anything malformed.
+ */
+export function declaredAgents(root: string, config: CityConfig): CityAgentConfig[] {
+  const agents = [...config.agents];
+  const dir = join(root, 'agents');
+  let names: string[];
+  try {
+    names = readdirSync(dir).sort();
+  } catch {
+    return agents;
+  }
+  for (const name of names) {
+    const home = join(dir, name);
+    if (name.startsWith('.') || !statSync(home, { throwIfNoEntry: false })?.isDirectory()) continue;
+    const source = `agents/${name}/${AGENT_FILE}`;
+    const file = join(home, AGENT_FILE);
+    let table: Record<string, unknown> = {};
+    if (existsSync(file)) {
+      try {
+        table = parse(readFileSync(file, 'utf8'));
+      } catch (err) {
+        throw new ConfigError(`${source}: ${(err as Error).message.split('\n')[0]}`);
+      }
+    } else if (!PROMPT_FILES.some(([f]) => existsSync(join(home, f)))) {
+      continue; // not an agent directory (yet)
+    }
+    const agent = parseAgentTable(table, (key) => `${source}: ${key}`, source, { name });
+    if (agent.name !== name) throw new ConfigError(`${source}: name must be ${name}, the directory's name`);
+    if (agent.prompt === undefined) {
+      for (const [promptFile, template] of PROMPT_FILES) {
+        const path = join(home, promptFile);
+        if (!existsSync(path)) continue;
+        agent.prompt = readFileSync(path, 'utf8');
+        agent.prompt_is_template = template;
+        break;
+      }
+    }
+    agents.push(agent);
+  }
+  return agents;
+}
+
+/** The agents' qualified name: `dir/base` for an agent of a rig. */
+export function qualifiedName(agent: Pick<CityAgentConfig, 'name' | 'dir'>): string {
+  return agent.dir ? `${agent.dir}/${agent.name}` : agent.name;
+}
+
+/**
+ * The agents resolved: provider, working directory, pool bounds, fingerprint, and whether each can run (a
+ * provider the city lacks, or a `depends_on` naming nobody or going round in a circle, makes it unavailable —
+ * with the reason — and leaves every other agent alone).
+ */
+export function resolveAgents(
+  root: string,
+  config: CityConfig,
+  agents: CityAgentConfig[],
+  provider: (name: string) => ResolvedProvider | undefined,
+  defaultProvider: string | undefined,
+): AgentDefinition[] {
+  const definitions = agents.map((agent) => {
+    const name = qualifiedName(agent);
+    const providerName = agent.provider ?? defaultProvider;
+    const resolved = providerName === undefined ? undefined : provider(providerName);
+    const rig = agent.dir ? config.rigs.find((r) => r.name === agent.dir) : undefined;
+    const base = rig?.path ? (isAbsolute(rig.path) ? rig.path : resolve(root, rig.path)) : undefined;
+    const workDir = agent.work_dir
+      ? isAbsolute(agent.work_dir)
+        ? agent.work_dir
+        : resolve(base ?? root, agent.work_dir)
+      : (base ?? (agent.dir ? resolve(root, agent.dir) : root));
+    const max = agent.max_active_sessions ?? Math.max(1, agent.min_active_sessions ?? 1);
+    const min = agent.min_active_sessions ?? (agent.max_active_sessions === undefined ? 1 : 0);
+    const definition: AgentDefinition = {
+      name,
+      base: agent.name,
+      config: agent,
+      workDir,
+      min,
+      max,
+      isPool: max > 1 || agent.scale_check !== undefined,
+      available: true,
+      fingerprint: '',
+      ...(agent.dir ? { rig: agent.dir } : {}),
+      ...(providerName !== undefined ? { providerName } : {}),
+      ...(resolved ? { provider: resolved } : {}),
+    };
+    if (providerName === undefined) {
+      unavailable(definition, 'it names no provider, and the city has no default provider or start command');
+    } else if (!resolved) {
+      unavailable(definition, `its provider ${providerName} is neither built in nor defined in [providers]`);
+    }
+    definition.fingerprint = fingerprintOf(definition);
+    return definition;
+  });
+  checkDependencies(definitions);
+  return definitions;
+}
+
+function unavailable(definition: AgentDefinition, reason: string): void {
+  if (!definition.available) return;
+  definition.available = false;
+  definition.unavailableReason = reason;
+}
+
+/** The agent `name` means from `from`'s point of view: its rig's agent of that name first, then the city's. */
+export function dependencyOf(
+  from: AgentDefinition,
+  name: string,
+  byName: Map<string, AgentDefinition>,
+): AgentDefinition | undefined {
+  return (from.rig ? byName.get(`${from.rig}/${name}`) : undefined) ?? byName.get(name);
+}
+
+/** Unknown dependencies and circles in `depends_on` make the agents involved unavailable. */
+function checkDependencies(definitions: AgentDefinition[]): void {
+  const byName = new Map(definitions.map((d) => [d.name, d]));
+  for (const definition of definitions) {
+    for (const dep of definition.config.depends_on) {
+      if (!dependencyOf(definition, dep, byName)) unavailable(definition, `it depends on ${dep}, which is no agent`);
+    }
+  }
+  // Depth-first search; an agent met again while still on the path closes a circle.
+  const state = new Map<string, 'visiting' | 'done'>();
+  const path: AgentDefinition[] = [];
+  const visit = (definition: AgentDefinition): void => {
+    if (state.get(definition.name) === 'done') return;
+    if (state.get(definition.name) === 'visiting') {
+      const circle = path.slice(path.indexOf(definition)).concat(definition);
+      const words = circle.map((d) => d.name).join(' → ');
+      for (const member of circle) unavailable(member, `depends_on goes round in a circle: ${words}`);
+      return;
+    }
+    state.set(definition.name, 'visiting');
+    path.push(definition);
+    for (const dep of definition.config.depends_on) {
+      const target = dependencyOf(definition, dep, byName);
+      if (target) visit(target);
+    }
+    path.pop();
+    state.set(definition.name, 'done');
+  };
+  for (const definition of definitions) visit(definition);
+}
+
+function fingerprintOf(definition: AgentDefinition): string {
+  const p = definition.provider;
+  const what = {
+    provider: p
+      ? {
+          name: p.name,
+          command: p.command,
+          args: p.args,
+          env: p.env,
+          protocol: p.protocol,
+          runtime: p.runtime,
+          screen_rules: p.screen_rules,
+          prompt_mode: p.prompt_mode,
+        }
+      : definition.providerName,
+    env: definition.config.env,
+    work_dir: definition.workDir,
+    prompt: definition.config.prompt,
+  };
+  return createHash('sha256').update(JSON.stringify(what)).digest('hex').slice(0, 16);
+}
+
+/** The agent's prompt for one session: a template has its `{{…}}` names filled in. */
+export function promptFor(definition: AgentDefinition, values: { city: string; session: string }): string | undefined {
+  const prompt = definition.config.prompt;
+  if (prompt === undefined || prompt.trim() === '') return undefined;
+  if (!definition.config.prompt_is_template) return prompt;
+  const known: Record<string, string> = {
+    agent: definition.name,
+    city: values.city,
+    rig: definition.rig ?? '',
+    work_dir: definition.workDir,
+    session: values.session,
+  };
+  return prompt.replace(/\{\{\s*([a-z_]+)\s*\}\}/g, (whole, key: string) => known[key] ?? whole);
+}

@@ -1,0 +1,205 @@
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../../shared/atomic-write.js';
+import { AGENT_NAME_PATTERN, parseCityConfig } from '../../shared/config/city-config.js';
+import { ConfigError } from '../../shared/config/config-error.js';
+import type { AgentCreateInputBody, AgentUpdateInputBody } from '../../shared/dto/agents.js';
+import { parseDuration } from '../../shared/duration.js';
+import { Problem } from '../../shared/http/problem.js';
+import type { CityRuntime } from '../city-runtime.js';
+import type { AgentDefinition } from './agent-catalog.js';
+import {
+  AgentEditError,
+  appendAgent,
+  removeAgent,
+  setAgentKeys,
+  setFileKeys,
+  type AgentValue,
+} from './agent-toml-edit.js';
+
+/**
+ * The agents API's writes: each goes to the file the agent is declared in (`city.toml`'s `[[agent]]` table, or
+ * `agents/<name>/agent.toml`), edited line by line, and is read back by the controller at once. A file a person
+ * broke by hand is a 409: it is theirs to mend, not ours to overwrite.
+ */
+export class AgentEditor {
+  constructor(private readonly city: CityRuntime) {}
+
+  create(body: AgentCreateInputBody): string {
+    const name = body.dir ? `${body.dir}/${body.name}` : body.name;
+    if (!AGENT_NAME_PATTERN.test(body.name)) throw invalid('body.name', `name must match ${AGENT_NAME_PATTERN.source}`);
+    if (this.city.agent(name)) throw new Problem('conflict-wrong-state', `conflict: agent ${name} already exists`);
+    if (!this.city.providers.get(body.provider)) {
+      throw invalid(
+        'body.provider',
+        `provider ${body.provider} is neither built in nor defined in [providers]`,
+        body.provider,
+      );
+    }
+    const fields: Record<string, AgentValue> = { name: body.name, provider: body.provider };
+    if (body.dir !== undefined) fields.dir = body.dir;
+    if (body.scope !== undefined) fields.scope = body.scope;
+    if (body.description !== undefined) fields.description = body.description;
+    if (body.prompt !== undefined) fields.prompt = body.prompt;
+    if (body.min_active_sessions !== undefined) fields.min_active_sessions = body.min_active_sessions;
+    if (body.max_active_sessions !== undefined) fields.max_active_sessions = body.max_active_sessions;
+    if (body.idle_timeout !== undefined) fields.idle_timeout = duration(body.idle_timeout);
+    if (body.depends_on !== undefined) fields.depends_on = body.depends_on;
+    if (body.suspended !== undefined) fields.suspended = body.suspended;
+    this.writeCityToml((text) => appendAgent(text, fields));
+    return name;
+  }
+
+  /** Changes keys of the agent's table; `suspended` is what suspend and resume write. */
+  update(definition: AgentDefinition, body: AgentUpdateInputBody): void {
+    const keys: Record<string, AgentValue | undefined> = {};
+    if (body.provider !== undefined) {
+      if (!this.city.providers.get(body.provider)) {
+        throw invalid(
+          'body.provider',
+          `provider ${body.provider} is neither built in nor defined in [providers]`,
+          body.provider,
+        );
+      }
+      keys.provider = body.provider;
+    }
+    if (body.scope !== undefined) keys.scope = body.scope;
+    if (body.description !== undefined) keys.description = body.description;
+    if (body.suspended !== undefined) keys.suspended = body.suspended ? true : undefined;
+    if (body.min_active_sessions !== undefined) keys.min_active_sessions = body.min_active_sessions;
+    if (body.max_active_sessions !== undefined) keys.max_active_sessions = body.max_active_sessions;
+    if (body.idle_timeout !== undefined)
+      keys.idle_timeout = body.idle_timeout === '' ? undefined : duration(body.idle_timeout);
+    const min = body.min_active_sessions ?? definition.config.min_active_sessions;
+    const max = body.max_active_sessions ?? definition.config.max_active_sessions;
+    if (min !== undefined && max !== undefined && min > max) {
+      throw invalid(
+        'body.min_active_sessions',
+        `min_active_sessions (${min}) is more than max_active_sessions (${max})`,
+      );
+    }
+    if (Object.keys(keys).length === 0) return;
+    if (definition.config.source === 'city.toml') {
+      const index = this.indexInCityToml(definition);
+      this.writeCityToml((text) => setAgentKeys(text, index, keys));
+    } else {
+      this.writeAgentFile(definition, keys);
+    }
+  }
+
+  remove(definition: AgentDefinition): void {
+    if (definition.config.source !== 'city.toml') {
+      throw new Problem(
+        'conflict-wrong-state',
+        `conflict: agent ${definition.name} is its own directory (${definition.config.source}); remove agents/${definition.base}/ to delete it`,
+      );
+    }
+    const index = this.indexInCityToml(definition);
+    this.writeCityToml((text) => removeAgent(text, index));
+  }
+
+  /** Sets `[workspace] suspended` (the city's suspension). */
+  setCitySuspended(suspended: boolean): void {
+    this.writeCityToml((text) => setWorkspaceKey(text, 'suspended', suspended));
+  }
+
+  /** Where the agent's table is among `city.toml`'s `[[agent]]` tables. */
+  private indexInCityToml(definition: AgentDefinition): number {
+    const agents = this.city.config.agents;
+    const index = agents.findIndex((a) => a.name === definition.base && (a.dir ?? '') === (definition.rig ?? ''));
+    if (index < 0) throw new Problem('agent-not-found', `not_found: agent not found: ${definition.name}`);
+    return index;
+  }
+
+  /** Reads `city.toml`, applies `edit`, writes it (mode kept) and reloads: all at once, no other write between. */
+  private writeCityToml(edit: (text: string) => string): void {
+    const path = this.city.paths.config;
+    const text = readFileSync(path, 'utf8');
+    try {
+      parseCityConfig(text, 'city.toml');
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      throw new Problem(
+        'conflict-wrong-state',
+        `conflict: city.toml is not valid as it is on disk; fix it by hand first: ${err.message}`,
+      );
+    }
+    let out: string;
+    try {
+      out = edit(text);
+    } catch (err) {
+      if (!(err instanceof AgentEditError)) throw err;
+      throw new Problem('internal', `internal: city.toml was not changed: ${err.message}`);
+    }
+    const next = parseCityConfig(out, 'city.toml');
+    writeFileAtomic(path, out, { mode: statSync(path).mode & 0o7777 });
+    try {
+      this.city.reloadConfig(next);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      // Written, but the whole configuration does not resolve (an agents/ directory broken meanwhile): the
+      // watcher records why, and the last good configuration stays in use.
+    }
+  }
+
+  private writeAgentFile(definition: AgentDefinition, keys: Record<string, AgentValue | undefined>): void {
+    const path = join(this.city.paths.root, definition.config.source);
+    let text = '';
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch {
+      // An agent directory with only a prompt: its agent.toml starts here.
+    }
+    let out: string;
+    try {
+      out = setFileKeys(text, keys);
+    } catch (err) {
+      if (!(err instanceof AgentEditError) && !(err instanceof Error && err.name === 'TomlError')) throw err;
+      throw new Problem(
+        'conflict-wrong-state',
+        `conflict: ${definition.config.source} was not changed: ${err.message}`,
+      );
+    }
+    writeFileAtomic(path, out);
+    void this.city.reloadFromDisk(definition.config.source);
+  }
+}
+
+/** `[workspace] <key>` set, the rest of the file as it was. */
+function setWorkspaceKey(text: string, key: string, value: boolean): string {
+  const lines = text.split('\n');
+  const header = lines.findIndex((l) => /^\s*\[\s*workspace\s*\]\s*(#.*)?$/.test(l));
+  if (header < 0) {
+    const first = lines.findIndex((l) => /^\s*\[/.test(l));
+    const block = ['[workspace]', `${key} = ${value}`, ''];
+    if (first < 0) return `${text}${text.endsWith('\n') || text === '' ? '' : '\n'}${block.join('\n')}`;
+    return [...lines.slice(0, first), ...block, ...lines.slice(first)].join('\n');
+  }
+  let end = lines.findIndex((l, i) => i > header && /^\s*\[/.test(l));
+  if (end < 0) end = lines.length;
+  const pattern = new RegExp(`^\\s*${key}\\s*=`);
+  const at = lines.slice(header + 1, end).findIndex((l) => pattern.test(l));
+  if (at >= 0) {
+    lines[header + 1 + at] = `${key} = ${value}`;
+    return lines.join('\n');
+  }
+  let insert = end;
+  while (insert > header + 1 && (lines[insert - 1].trim() === '' || /^\s*#/.test(lines[insert - 1]))) insert--;
+  lines.splice(insert, 0, `${key} = ${value}`);
+  return lines.join('\n');
+}
+
+function duration(text: string): string {
+  try {
+    parseDuration(text);
+  } catch {
+    throw invalid('body.idle_timeout', `idle_timeout must be a duration such as 30s, 5m or 1h30m`, text);
+  }
+  return text;
+}
+
+function invalid(location: string, message: string, value?: unknown): Problem {
+  return new Problem('validation-failed', `invalid: ${message}`, {
+    errors: [{ location, message, ...(value !== undefined ? { value } : {}) }],
+  });
+}

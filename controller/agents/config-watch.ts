@@ -1,0 +1,42 @@
+import { relative, sep } from 'node:path';
+import type { FSWatcher } from 'chokidar';
+
+/** Edits settle for this long before the configuration is read again (an editor writes a file in steps). */
+const DEBOUNCE_MS = 200;
+
+/** What of a city is its configuration: these files and directories, relative to its root. */
+const WATCHED = ['city.toml', 'pack.toml', 'agents', 'formulas', 'orders'];
+
+/**
+ * Watches a city's configuration files (`city.toml`, `agents/`, `formulas/`, `orders/`) and calls `changed`
+ * once edits have settled, with the last file that changed. Nothing else under the city is watched (rigs can be
+ * large repositories, and `.ctl/` changes all the time).
+ */
+export async function watchConfig(root: string, changed: (file: string) => void): Promise<() => Promise<void>> {
+  const { watch } = await import('chokidar');
+  const wanted = (path: string): boolean => {
+    const rel = relative(root, path);
+    if (rel === '') return true;
+    const first = rel.split(sep)[0];
+    return WATCHED.includes(first);
+  };
+  const watcher: FSWatcher = watch(root, {
+    ignoreInitial: true,
+    depth: 4,
+    ignored: (path) => !wanted(path),
+  });
+  let timer: NodeJS.Timeout | undefined;
+  let last = '';
+  const heard = (path: string) => {
+    last = relative(root, path);
+    clearTimeout(timer);
+    timer = setTimeout(() => changed(last), DEBOUNCE_MS);
+  };
+  watcher.on('all', (_event, path) => heard(path));
+  watcher.on('error', () => undefined);
+  await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
+  return async () => {
+    clearTimeout(timer);
+    await watcher.close();
+  };
+}

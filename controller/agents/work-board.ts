@@ -1,0 +1,82 @@
+import type { Bead } from '../../shared/dto/beads.js';
+import type { BeadsService } from '../beads/beads-service.js';
+
+/** The agent a bead is routed to (stamped by sling). */
+export const ROUTED_TO = 'ctl.routed_to';
+/** The session the tick handed a bead to (its id; the bead's assignee is its session name). */
+export const ASSIGNED_SESSION = 'ctl.assigned_session';
+
+/** Beads read per look at the store. */
+const READ_LIMIT = 5000;
+
+/**
+ * The work the tick routes: ready beads routed to each agent and not yet taken, and the beads each session
+ * holds. Read from the store only after a bead changed (every bead event says so), so a tick in a quiet city
+ * reads nothing.
+ */
+export class WorkBoard {
+  private version = 0;
+  private readVersion = -1;
+  private readonly ready = new Map<string, Bead[]>();
+  private readonly holding = new Map<string, Bead[]>();
+
+  constructor(private readonly beads: BeadsService) {}
+
+  /** A bead changed: the next refresh reads the store again. */
+  changed(): void {
+    this.version++;
+  }
+
+  refresh(): void {
+    if (this.readVersion === this.version) return;
+    this.readVersion = this.version;
+    this.ready.clear();
+    this.holding.clear();
+    const store = this.beads.store;
+    for (const bead of store.ready({ limit: READ_LIMIT }).items) {
+      const agent = bead.metadata?.[ROUTED_TO];
+      if (!agent || bead.assignee) continue;
+      push(this.ready, agent, bead);
+    }
+    for (const bead of store.list({ status: 'in_progress', limit: READ_LIMIT }).items.reverse()) {
+      const session = bead.metadata?.[ASSIGNED_SESSION];
+      if (session) push(this.holding, session, bead);
+    }
+  }
+
+  /** Ready beads routed to `agent` and not taken, oldest first. */
+  routedReady(agent: string): Bead[] {
+    return this.ready.get(agent) ?? [];
+  }
+
+  /** The next of them, taken off the board. */
+  takeNext(agent: string): Bead | undefined {
+    return this.ready.get(agent)?.shift();
+  }
+
+  heldBy(sessionId: string): Bead[] {
+    return this.holding.get(sessionId) ?? [];
+  }
+
+  allHeld(): Bead[] {
+    return [...this.holding.values()].flat();
+  }
+
+  held(sessionId: string, bead: Bead): void {
+    push(this.holding, sessionId, bead);
+  }
+
+  released(sessionId: string, bead: Bead): void {
+    const list = this.holding.get(sessionId)?.filter((b) => b.id !== bead.id) ?? [];
+    if (list.length) this.holding.set(sessionId, list);
+    else this.holding.delete(sessionId);
+    const agent = bead.metadata?.[ROUTED_TO];
+    if (agent && !bead.is_blocked) push(this.ready, agent, bead);
+  }
+}
+
+function push(map: Map<string, Bead[]>, key: string, bead: Bead): void {
+  const list = map.get(key);
+  if (list) list.push(bead);
+  else map.set(key, [bead]);
+}

@@ -1,0 +1,211 @@
+/** The session an agent is seen through: its running one, else its latest. */
+export interface SessionInfo {
+  /** The session's name (`<agent>-<n>`). */
+  name: string;
+  /** Someone has its stream open. */
+  attached: boolean;
+  /** @format date-time */
+  last_activity?: string;
+}
+
+/**
+ * An agent, as configured and as it is doing now. `state` is derived, never stored: `suspended` (the agent, its
+ * rig or the city) > `quarantined` (a session failed fast too often) > `stopped` (no session running) >
+ * `working` (it holds a bead and was active in the last 10 minutes) > `waiting` (it holds a bead, no recent
+ * activity) > `idle`.
+ */
+export interface AgentResponse {
+  /** `base`, or `dir/base` for an agent of a rig. */
+  name: string;
+  running: boolean;
+  suspended: boolean;
+  /** Always false until packs exist: every agent comes from the city's own files. */
+  pack_derived: boolean;
+  state: 'suspended' | 'quarantined' | 'stopped' | 'working' | 'waiting' | 'idle';
+  /** It can run: its provider exists and its `depends_on` names agents without a circle. */
+  available: boolean;
+  unavailable_reason?: string;
+  display_name?: string;
+  description?: string;
+  provider?: string;
+  rig?: string;
+  /** The agent's name when it is a pool (more than one session, or a `scale_check`). */
+  pool?: string;
+  /** `in-turn` or `idle`, of its running session. */
+  activity?: string;
+  /** The bead its session is working on. */
+  active_bead?: string;
+  last_output?: string;
+  session?: SessionInfo;
+  /** Where it is declared: `city.toml` or `agents/<name>/agent.toml`. */
+  source: string;
+  /** @isInt */
+  min_active_sessions: number;
+  /** @isInt */
+  max_active_sessions: number;
+  /**
+   * Its open sessions (running or asleep).
+   * @isInt
+   */
+  session_count: number;
+  /** Ready beads routed to it and not yet taken. @isInt */
+  queued_work: number;
+  /** Its configuration changed while a session was busy or attached: that session restarts once idle. */
+  restart_pending: boolean;
+  /** Why it does not start a session it wants (a dependency not running, a back-off after failures). */
+  wait_reason?: string;
+}
+
+export interface ListBodyAgentResponse {
+  items: AgentResponse[];
+  /** @isInt */
+  total: number;
+  next_cursor?: string;
+}
+
+/** Body of `POST /v0/city/{cityName}/agents`: an `[[agent]]` table added to `city.toml`. */
+export interface AgentCreateInputBody {
+  /**
+   * Agent name.
+   * @minLength 1
+   * @pattern ^[a-zA-Z0-9][a-zA-Z0-9._-]*$
+   */
+  name: string;
+  /**
+   * Provider name.
+   * @minLength 1
+   */
+  provider: string;
+  /** The rig (directory of the city) it belongs to; it is then addressed `dir/name`. */
+  dir?: string;
+  scope?: string;
+  description?: string;
+  /** The text its sessions start with. */
+  prompt?: string;
+  /** @isInt @minimum 0 */
+  min_active_sessions?: number;
+  /** @isInt @minimum 1 */
+  max_active_sessions?: number;
+  /** A duration (`30s`, `5m`): an idle session sleeps after it. */
+  idle_timeout?: string;
+  depends_on?: string[];
+  suspended?: boolean;
+}
+
+export interface AgentCreatedOutputBody {
+  /** `created`. */
+  status: string;
+  /** The created agent's name. */
+  agent: string;
+}
+
+/** Body of `PATCH …/agent/{base}`: the fields changed in its `[[agent]]` table (or `agent.toml`). */
+export interface AgentUpdateInputBody {
+  provider?: string;
+  scope?: string;
+  suspended?: boolean;
+  description?: string;
+  /** @isInt @minimum 0 */
+  min_active_sessions?: number;
+  /** @isInt @minimum 1 */
+  max_active_sessions?: number;
+  /** A duration (`30s`, `5m`); empty removes it. */
+  idle_timeout?: string;
+}
+
+/** One turn of an agent's conversation. */
+export interface OutputTurn {
+  /** `user`, `assistant` or `system`. */
+  role: string;
+  text: string;
+  /** @format date-time */
+  timestamp?: string;
+}
+
+export interface OutputPaginationInfo {
+  has_older_messages: boolean;
+  /** @isInt */
+  total_message_count: number;
+  /** @isInt */
+  returned_message_count: number;
+  /** Always 0: our transcripts are never compacted. @isInt */
+  total_compactions: number;
+}
+
+/** An agent's conversation, from its running session's transcript (else its latest session's). */
+export interface AgentOutputResponse {
+  agent: string;
+  /** `conversation`. */
+  format: string;
+  /** The session the turns come from. */
+  session_id?: string;
+  turns: OutputTurn[];
+  pagination?: OutputPaginationInfo;
+}
+
+/** Body of `POST /v0/city/{cityName}/sling`: route a bead (or a convoy's open members) to an agent. */
+export interface SlingInputBody {
+  /**
+   * The agent (or pool) to route to: `name` or `dir/name`.
+   * @minLength 1
+   */
+  target: string;
+  /** The bead to route; a convoy routes each of its open members. */
+  bead?: string;
+  /** A formula to launch (none exist in this city yet: the formulas family is still to come). */
+  formula?: string;
+  vars?: { [key: string]: string };
+  title?: string;
+  /** Do not create a convoy for the routed bead. */
+  no_convoy?: boolean;
+  /** Suppress the target's `default_sling_formula`. */
+  no_formula?: boolean;
+  /** Clear the bead's assignee before routing, so the target can take it. */
+  reassign?: boolean;
+  /** Route even a closed bead (it is reopened). */
+  force?: boolean;
+}
+
+export interface SlingResponse {
+  /** `slung`. */
+  status: string;
+  target: string;
+  /** The bead routed (for a convoy: the convoy). */
+  bead?: string;
+  /** `direct` (one bead) or `convoy` (its members). */
+  mode: string;
+  /** The beads routed to the target. */
+  routed: string[];
+  /** The convoy tracking the routed work (created unless `no_convoy`, or the convoy slung). */
+  workflow_id?: string;
+  warnings?: string[];
+}
+
+/** Body of `PATCH /v0/city/{cityName}`. */
+export interface CityPatchInputBody {
+  /** Suspend every agent of the city (sessions drain, then stop), or resume them. */
+  suspended?: boolean;
+}
+
+/** Payload of `bead.dead_assignee_reopened`: work held by a session that is gone went back to open. */
+export interface BeadDeadAssigneeReopenedPayload {
+  bead_id: string;
+  /** The session name that held it. */
+  dead_assignee?: string;
+  /** The agent it stays routed to. */
+  routed_to?: string;
+}
+
+/** Payload of `agent.*` events. */
+export interface AgentEventPayload {
+  agent: string;
+  reason?: string;
+}
+
+/** Payload of `config.reloaded` and `config.reload_failed`. */
+export interface ConfigReloadPayload {
+  /** What changed on disk (a file relative to the city), when known. */
+  file?: string;
+  /** Why the files were not taken (the last good configuration stays). */
+  error?: string;
+}
