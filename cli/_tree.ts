@@ -38,6 +38,8 @@ export const ctl: AnyCommand = defineCommand({
     convoy: () => import('./commands/convoys.js').then((m) => m.convoyCommand),
     session: () => import('./commands/sessions.js').then((m) => m.sessionCommand),
     provider: () => import('./commands/providers.js').then((m) => m.providerCommand),
+    agent: () => import('./commands/agents.js').then((m) => m.agentCommand),
+    sling: () => import('./commands/agents.js').then((m) => m.slingCommand),
     help: () => import('./commands/help.js').then((m) => m.helpCommand),
     version: () => import('./commands/help.js').then((m) => m.versionCommand),
     completion: () => import('./commands/completion.js').then((m) => m.completionCommand),

@@ -149,6 +149,33 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
     logger.info({ home: paths.home, url: `http://${bind}:${boundPort}` }, 'supervisor listening');
 
     let stopping = false;
+    // SIGHUP: restart in place. Every controller (and so every session) keeps running; the next supervisor
+    // adopts them. `ctl supervisor restart` and systemd's `reload` send it.
+    const detach = (signal: NodeJS.Signals) => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, 'supervisor restarting: its cities keep running');
+      setTimeout(() => {
+        homeLock.release();
+        process.exit(1);
+      }, SHUTDOWN_DEADLINE_MS).unref();
+      const payload: SupervisorShutdownPayload = { mode: 'preserve_sessions', source: 'signal', signal };
+      void supervisorLog
+        .append({ type: 'supervisor.shutdown_requested', actor: 'ctl', payload })
+        .catch(() => undefined)
+        .then(() => {
+          server.close();
+          server.closeAllConnections();
+          void hub.close();
+          return reconciler.detach();
+        })
+        .finally(() => {
+          logger.info('supervisor exited; its cities keep running');
+          homeLock.release();
+          process.exit(0);
+        });
+    };
+    process.on('SIGHUP', detach);
     const shutdown = (signal: NodeJS.Signals) => {
       if (stopping) return;
       stopping = true;

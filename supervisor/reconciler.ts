@@ -183,6 +183,18 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
    * Stops the reconciler (after any pass in flight, so nothing starts behind our back) and every
    * controller, concurrently; bounded by the stop grace period.
    */
+  /**
+   * Stops reconciling but leaves every controller running (each in its own process group, logging to its own
+   * file): a supervisor restarting in place, whose successor adopts them. Their sessions never notice.
+   */
+  async detach(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.interval);
+    clearTimeout(this.wakeTimer);
+    await this.running;
+    await Promise.all([...this.recording]);
+  }
+
   async shutdown(): Promise<void> {
     this.closed = true;
     clearInterval(this.interval);

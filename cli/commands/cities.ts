@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
+import { packageRoot } from '../../shared/paths.js';
 import type { CityInfo } from '../../shared/dto/cities.js';
 import type { CityCreateSucceededPayload, CityUnregisterSucceededPayload } from '../../shared/dto/events.js';
 import { call, connect, CSRF, patient } from '../_api.js';
@@ -37,10 +38,47 @@ function absoluteProgram(command: string): string {
   return [resolve(program), ...rest].join(' ');
 }
 
+/**
+ * `--template demo`: a city whose agent `worker` is the shipped demo worker (examples/agents/demo-worker.mjs, no
+ * model, no network): a pool of up to two sessions that start when work is slung to it. Built through the API
+ * like any other city: created with the echo agent as its default, then a provider and an agent added.
+ */
+async function applyDemoTemplate(api: Api, city: string): Promise<void> {
+  const examples = join(packageRoot, 'examples', 'agents');
+  const path = { cityName: city };
+  await call(
+    api,
+    api.client.POST('/v0/city/{cityName}/providers', {
+      params: { header: CSRF, path },
+      body: {
+        name: 'demo-worker',
+        display_name: 'Demo worker',
+        command: `${process.execPath} ${join(examples, 'demo-worker.mjs')}`,
+        protocol: 'stream-json',
+      },
+    }),
+  );
+  await call(
+    api,
+    api.client.POST('/v0/city/{cityName}/agents', {
+      params: { header: CSRF, path },
+      body: {
+        name: 'worker',
+        provider: 'demo-worker',
+        description: 'Takes a bead slung to it, does its step, closes it and mails the result to human',
+        min_active_sessions: 0,
+        max_active_sessions: 2,
+        idle_timeout: '2m',
+      },
+    }),
+  );
+}
+
 export const initCommand = command({
   name: 'init',
   description: 'Create a city and wait until it runs',
   examples: [
+    'ctl init ~/cities/demo --template demo                            # a city with a worker agent, offline',
     'ctl init ~/cities/alpha --start-command examples/agents/echo.sh   # a city whose agents run echo.sh',
     'ctl init ~/cities/beta --provider claude --timeout 2m',
     'ctl init ~/cities/gamma --start-command "bash agent.sh" --json  # {"request_id":…,"name":…,"path":…}',
@@ -54,6 +92,11 @@ export const initCommand = command({
       valueHint: 'CMD',
     },
     provider: { type: 'string', description: 'Instead: a provider preset for its agents (claude, codex, …)' },
+    template: {
+      type: 'enum',
+      description: 'A ready-made city: demo (a worker agent that does slung beads, offline)',
+      options: ['demo'],
+    },
     'bootstrap-profile': {
       type: 'enum',
       description: "Bootstrap profile (changes only the city's [api] defaults)",
@@ -64,8 +107,14 @@ export const initCommand = command({
     ...apiFlag,
   },
   async run({ args: a }) {
-    if ((a['start-command'] === undefined) === (a.provider === undefined)) {
-      throw new CliError('pass exactly one of --start-command and --provider');
+    let startCommand = a['start-command'];
+    if (a.template === 'demo') {
+      if (a['start-command'] !== undefined || a.provider !== undefined) {
+        throw new CliError('--template demo brings its own agents: pass neither --start-command nor --provider');
+      }
+      startCommand = join(packageRoot, 'examples', 'agents', 'echo.sh');
+    } else if ((a['start-command'] === undefined) === (a.provider === undefined)) {
+      throw new CliError('pass exactly one of --start-command and --provider (or --template demo)');
     }
     const wait = timeout(a.timeout, WAIT_MS);
     const api = connect(a.api);
@@ -73,7 +122,7 @@ export const initCommand = command({
     const body = {
       dir,
       ...(a.provider !== undefined ? { provider: a.provider } : {}),
-      ...(a['start-command'] !== undefined ? { start_command: absoluteProgram(a['start-command']) } : {}),
+      ...(startCommand !== undefined ? { start_command: absoluteProgram(startCommand) } : {}),
       ...(a['bootstrap-profile'] !== undefined ? { bootstrap_profile: a['bootstrap-profile'] } : {}),
     };
     const slow = forCityOperation(api);
@@ -88,8 +137,16 @@ export const initCommand = command({
       timeoutMs: wait,
     });
     const created = outcome.payload as CityCreateSucceededPayload;
+    if (a.template === 'demo') await applyDemoTemplate(api, created.name);
     if (a.json) return json(created);
     line(`City ${created.name} is running at ${created.path}`);
+    if (a.template === 'demo') {
+      line(`Its agent "worker" does beads slung to it. Try:`);
+      line(`  cd ${created.path}`);
+      line(`  ctl bead create "reverse: hello world"      # prints the bead's id`);
+      line(`  ctl sling worker <id>`);
+      line(`  ctl agent output worker --follow            # watch it work; ctl mail inbox human shows its results`);
+    }
   },
 });
 
@@ -244,9 +301,33 @@ const cityStop = command({
   },
 });
 
+function suspension(name: 'suspend' | 'resume') {
+  const suspended = name === 'suspend';
+  return command({
+    name,
+    description: suspended
+      ? "Suspend a city's agents: each session finishes its turn, then stops, and none starts (the controller keeps serving)"
+      : "Resume a suspended city's agents",
+    examples: [`ctl city ${name} alpha`],
+    args: { ...nameArg, ...jsonFlag, ...apiFlag },
+    async run({ args: a }) {
+      const api = connect(a.api);
+      const { data } = await call(
+        api,
+        api.client.PATCH('/v0/city/{cityName}', {
+          params: { header: CSRF, path: { cityName: a.name } },
+          body: { suspended },
+        }),
+      );
+      if (a.json) return json(data);
+      line(`City ${data.name} is ${data.suspended ? 'suspended' : 'running its agents'}`);
+    },
+  });
+}
+
 export const cityCommand = group({
   name: 'city',
-  description: 'Start and stop cities',
-  examples: ['ctl city stop alpha && ctl city start alpha'],
-  commands: { start: cityStart, stop: cityStop },
+  description: 'Start, stop, suspend and resume cities',
+  examples: ['ctl city stop alpha && ctl city start alpha', 'ctl city suspend alpha'],
+  commands: { start: cityStart, stop: cityStop, suspend: suspension('suspend'), resume: suspension('resume') },
 });

@@ -12,7 +12,7 @@ import { command, group } from '../_command.js';
 import { CliError, NoAnswer } from '../_errors.js';
 import { apiFlag, jsonFlag, timeout, timeoutFlag } from '../_flags.js';
 import { exited, stopLeftoverControllers } from '../_leftover-controllers.js';
-import { json, line, paint, statusColour } from '../_output.js';
+import { json, line, paint, progress, statusColour } from '../_output.js';
 import { supervisorPid } from '../_supervisor-pid.js';
 
 const addressArgs = {
@@ -58,59 +58,69 @@ const start = command({
   examples: ['ctl supervisor start', 'ctl supervisor start --port 9000 --json   # {"pid":…,"api":…,"log":…}'],
   args: { ...addressArgs, ...timeoutFlag('How long to wait for its API (default 15s)'), ...jsonFlag },
   async run({ args }) {
-    const options = runOptions(args);
-    const waitMs = timeout(args.timeout, 15_000);
-    const running = supervisorPid();
-    if (running) throw new CliError(`supervisor is already running (pid ${running})`);
-    const paths = homePaths(ctlHome());
-    mkdirSync(paths.home, { recursive: true, mode: 0o700 });
-    const flags = [
-      ...(options.host !== undefined ? ['--host', options.host] : []),
-      ...(options.port !== undefined ? ['--port', String(options.port)] : []),
-    ];
-    // Output the supervisor writes before its logger is up (or a crash trace) lands in its log file.
-    const out = openSync(paths.log, 'a') as 1; // execa's types list only fds 1–9; any open fd works
-    const child = execa(process.execPath, [ctlEntryPath(), 'supervisor', 'run', ...flags], {
-      detached: true,
-      cleanup: false,
-      reject: false,
-      stdin: 'ignore',
-      stdout: out,
-      stderr: out,
-      env: { ...process.env, CTL_LOG_STDERR: '0' },
-      buffer: false,
-    });
-    closeSync(out);
-    let exited = false;
-    void child.then(() => (exited = true));
-    child.unref();
-    const host = options.host === undefined || options.host === '0.0.0.0' ? undefined : options.host;
-    const api = connect(
-      options.port !== undefined || host !== undefined
-        ? `http://${host ?? '127.0.0.1'}:${options.port ?? 8372}`
-        : undefined,
-    );
-    const deadline = Date.now() + waitMs;
-    while (Date.now() < deadline) {
-      if (exited) throw new CliError(`supervisor exited during startup: ${lastLogError(paths.log)}`);
-      try {
-        const res = await fetch(`${api.base}/health`, { signal: AbortSignal.timeout(1000) });
-        if (res.ok) {
-          const health = (await res.json()) as SupervisorHealthOutputBody;
-          if (health.pid === child.pid) {
-            if (args.json) return json({ pid: health.pid, api: api.base, log: paths.log });
-            line(`Supervisor started (pid ${health.pid}) at ${api.base}`);
-            return;
-          }
-        }
-      } catch {
-        // not listening yet
-      }
-      await sleep(50);
-    }
-    throw new CliError(`supervisor did not answer at ${api.base} within ${formatDuration(waitMs)}; see ${paths.log}`);
+    await startInBackground(args);
   },
 });
+
+/** Starts `ctl supervisor run` detached and returns once its API answers (what start and restart do). */
+async function startInBackground(args: {
+  host?: string;
+  port?: string;
+  timeout?: string;
+  json?: boolean;
+}): Promise<void> {
+  const options = runOptions(args);
+  const waitMs = timeout(args.timeout, 15_000);
+  const running = supervisorPid();
+  if (running) throw new CliError(`supervisor is already running (pid ${running})`);
+  const paths = homePaths(ctlHome());
+  mkdirSync(paths.home, { recursive: true, mode: 0o700 });
+  const flags = [
+    ...(options.host !== undefined ? ['--host', options.host] : []),
+    ...(options.port !== undefined ? ['--port', String(options.port)] : []),
+  ];
+  // Output the supervisor writes before its logger is up (or a crash trace) lands in its log file.
+  const out = openSync(paths.log, 'a') as 1; // execa's types list only fds 1–9; any open fd works
+  const child = execa(process.execPath, [ctlEntryPath(), 'supervisor', 'run', ...flags], {
+    detached: true,
+    cleanup: false,
+    reject: false,
+    stdin: 'ignore',
+    stdout: out,
+    stderr: out,
+    env: { ...process.env, CTL_LOG_STDERR: '0' },
+    buffer: false,
+  });
+  closeSync(out);
+  let exited = false;
+  void child.then(() => (exited = true));
+  child.unref();
+  const host = options.host === undefined || options.host === '0.0.0.0' ? undefined : options.host;
+  const api = connect(
+    options.port !== undefined || host !== undefined
+      ? `http://${host ?? '127.0.0.1'}:${options.port ?? 8372}`
+      : undefined,
+  );
+  const deadline = Date.now() + waitMs;
+  while (Date.now() < deadline) {
+    if (exited) throw new CliError(`supervisor exited during startup: ${lastLogError(paths.log)}`);
+    try {
+      const res = await fetch(`${api.base}/health`, { signal: AbortSignal.timeout(1000) });
+      if (res.ok) {
+        const health = (await res.json()) as SupervisorHealthOutputBody;
+        if (health.pid === child.pid) {
+          if (args.json) return json({ pid: health.pid, api: api.base, log: paths.log });
+          line(`Supervisor started (pid ${health.pid}) at ${api.base}`);
+          return;
+        }
+      }
+    } catch {
+      // not listening yet
+    }
+    await sleep(50);
+  }
+  throw new CliError(`supervisor did not answer at ${api.base} within ${formatDuration(waitMs)}; see ${paths.log}`);
+}
 
 function lastLogError(logFile: string): string {
   try {
@@ -179,6 +189,25 @@ const stop = command({
   },
 });
 
+const restart = command({
+  name: 'restart',
+  description: 'Restart the supervisor in place: its cities, their controllers and sessions keep running',
+  examples: ['ctl supervisor restart', 'ctl supervisor restart --json   # {"pid":…,"api":…,"log":…}'],
+  args: { ...addressArgs, ...timeoutFlag('How long to wait for each step (default 15s)'), ...jsonFlag },
+  async run({ args }) {
+    const waitMs = timeout(args.timeout, 15_000);
+    const pid = supervisorPid();
+    if (!pid) throw new CliError('supervisor is not running ("ctl supervisor start" starts it)');
+    // SIGHUP: it exits leaving every controller running; the new one adopts them.
+    process.kill(pid, 'SIGHUP');
+    if (!(await exited(pid, waitMs))) {
+      throw new CliError(`supervisor (pid ${pid}) did not exit within ${formatDuration(waitMs)} of SIGHUP`);
+    }
+    progress(`Supervisor (pid ${pid}) exited; its cities kept running`);
+    await startInBackground(args);
+  },
+});
+
 const status = command({
   name: 'status',
   description: 'Is the supervisor up? Exit status 1 when it is not',
@@ -218,12 +247,16 @@ Type=simple
 ExecStart=${options.node} ${options.entry} supervisor run
 Environment=CTL_HOME=${options.home}
 Environment=PATH=${options.path}
-Restart=on-failure
-RestartSec=2
-# The supervisor stops every controller within 10 s of SIGTERM; anything left after 15 s is killed.
+# \`systemctl reload\` restarts the supervisor in place: on SIGHUP it exits leaving every city's controller (and
+# its sessions) running, and systemd starts it again to adopt them.
+ExecReload=/bin/kill -HUP $MAINPID
+Restart=always
+RestartSec=1
+# The supervisor stops every controller within 10 s of SIGTERM (\`systemctl stop\`); it is killed after 15 s.
 TimeoutStopSec=15
-# SIGTERM to the supervisor alone (it stops its controllers in order), then SIGKILL to the whole group.
-KillMode=mixed
+# Signals go to the supervisor alone: it stops its controllers itself on SIGTERM, and leaves them running on
+# SIGHUP (which mixed or control-group would defeat by killing the rest of the unit once it exits).
+KillMode=process
 KillSignal=SIGTERM
 
 [Install]
@@ -272,5 +305,5 @@ export const supervisorCommand = group({
   name: 'supervisor',
   description: 'Run, start, stop and inspect the supervisor',
   examples: ['ctl supervisor start', 'ctl supervisor status', 'ctl supervisor stop'],
-  commands: { run, start, stop, status, install },
+  commands: { run, start, stop, restart, status, install },
 });

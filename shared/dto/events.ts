@@ -78,7 +78,7 @@ export interface SupervisorStartedPayload {
 
 /** Payload of `supervisor.shutdown_requested`. */
 export interface SupervisorShutdownPayload {
-  /** Always `destructive`: every controller is stopped. */
+  /** `destructive`: every controller is stopped (SIGTERM, SIGINT); `preserve_sessions`: every controller keeps running for the next supervisor to adopt (SIGHUP, `ctl supervisor restart`). */
   mode: 'destructive' | 'preserve_sessions' | 'unknown';
   /** What asked for the shutdown. */
   source: 'signal' | 'socket_stop';

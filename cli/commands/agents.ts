@@ -1,0 +1,322 @@
+import type { AgentResponse, OutputTurn } from '../../shared/dto/agents.js';
+import { call, CSRF } from '../_api.js';
+import { command, group } from '../_command.js';
+import { CliError } from '../_errors.js';
+import { inCityFlags, limitFlag, listLimit } from '../_flags.js';
+import { exitWhenReaderLeaves, fields, json, line, noteMore, paint, progress, table } from '../_output.js';
+import { collectPages } from '../_pages.js';
+import { cityPath, inCity } from '../_scope.js';
+import { readEvents } from '../_stream.js';
+import type { Column } from '../_types.js';
+
+const nameArg = {
+  name: { type: 'positional', description: 'Agent name (rig agents: RIG/NAME)', required: true },
+} as const;
+
+const AGENT_COLUMNS: Column<AgentResponse>[] = [
+  { header: 'NAME', value: (a) => a.name, kind: 'id' },
+  { header: 'STATE', value: (a) => (a.available ? a.state : 'unavailable'), kind: 'status' },
+  { header: 'SESSIONS', value: (a) => `${a.session_count} (${a.min_active_sessions}–${a.max_active_sessions})` },
+  { header: 'PROVIDER', value: (a) => a.provider ?? '', kind: 'id' },
+  { header: 'BEAD', value: (a) => a.active_bead ?? '', kind: 'id' },
+  { header: 'QUEUED', value: (a) => (a.queued_work ? String(a.queued_work) : '') },
+  {
+    header: 'NOTE',
+    value: (a) =>
+      a.unavailable_reason ?? a.wait_reason ?? (a.restart_pending ? 'restarts once idle (configuration changed)' : ''),
+    kind: 'text',
+  },
+];
+
+/** `rig/name` as the API's path: `/agent/{base}` or `/agent/{dir}/{base}`. */
+function agentPath(name: string): { dir?: string; base: string } {
+  const parts = name.split('/');
+  if (parts.length > 2 || parts.some((p) => p === ''))
+    throw new CliError(`${name} is not an agent name (NAME or RIG/NAME)`);
+  return parts.length === 2 ? { dir: parts[0], base: parts[1] } : { base: parts[0] };
+}
+
+const list = command({
+  name: 'list',
+  description: 'Agents: their state, sessions, work and what holds them back',
+  examples: ['ctl agent list', 'ctl agent list --running', 'ctl agent list --json | jq -r ".items[].name"'],
+  args: {
+    running: { type: 'boolean', description: 'Only agents with a running session (--no-running: only those without)' },
+    rig: { type: 'string', description: 'Only the agents of this rig' },
+    peek: { type: 'boolean', description: "Read each running terminal program's screen for its latest output" },
+    ...limitFlag,
+    ...inCityFlags,
+  },
+  async run({ args: a }) {
+    const limit = listLimit(a.limit);
+    const { api, city } = await inCity(a);
+    const body = await collectPages(limit, async (size, cursor) => {
+      const { data } = await call(
+        api,
+        api.client.GET('/v0/city/{cityName}/agents', {
+          params: {
+            path: cityPath(city),
+            query: {
+              ...(a.running !== undefined ? { running: a.running } : {}),
+              ...(a.rig !== undefined ? { rig: a.rig } : {}),
+              ...(a.peek ? { peek: true } : {}),
+              limit: size,
+              ...(cursor ? { cursor } : {}),
+            },
+          },
+        }),
+      );
+      return data;
+    });
+    if (a.json) return json(body);
+    if (body.items.length === 0) return line('No agents. Add one with "ctl agent add NAME --provider PROVIDER".');
+    table(AGENT_COLUMNS, body.items);
+    noteMore(body.items.length, body.total);
+  },
+});
+
+const show = command({
+  name: 'show',
+  description: 'One agent: its state, session, work and latest output',
+  examples: ['ctl agent show worker', 'ctl agent show frontend/reviewer --json'],
+  args: { ...nameArg, ...inCityFlags },
+  async run({ args: a }) {
+    const { api, city } = await inCity(a);
+    const { dir, base } = agentPath(a.name);
+    const { data } = dir
+      ? await call(
+          api,
+          api.client.GET('/v0/city/{cityName}/agent/{dir}/{base}', {
+            params: { path: { ...cityPath(city), dir, base } },
+          }),
+        )
+      : await call(
+          api,
+          api.client.GET('/v0/city/{cityName}/agent/{base}', { params: { path: { ...cityPath(city), base } } }),
+        );
+    if (a.json) return json(data);
+    fields([
+      ['Name', data.name],
+      ['State', data.available ? data.state : `unavailable: ${data.unavailable_reason}`],
+      ['Provider', data.provider],
+      ['Description', data.description],
+      [
+        'Sessions',
+        `${data.session_count} open (keeps ${data.min_active_sessions}, at most ${data.max_active_sessions})`,
+      ],
+      ['Session', data.session ? `${data.session.name}${data.session.attached ? ' (attached)' : ''}` : undefined],
+      ['Activity', data.activity],
+      ['Bead', data.active_bead],
+      ['Queued work', data.queued_work ? String(data.queued_work) : undefined],
+      ['Waiting', data.wait_reason],
+      ['Restart', data.restart_pending ? 'pending: it restarts once idle (its configuration changed)' : undefined],
+      ['Declared in', data.source],
+    ]);
+    if (data.last_output) process.stdout.write(`\n${data.last_output.replace(/\n?$/, '\n')}`);
+  },
+});
+
+const add = command({
+  name: 'add',
+  description: "Add an agent to the city's city.toml; the controller starts it at once",
+  examples: [
+    'ctl agent add worker --provider claude',
+    'ctl agent add builder --provider codex --max 3 --min 0 --idle-timeout 5m',
+  ],
+  args: {
+    ...nameArg,
+    provider: { type: 'string', description: 'The provider its sessions run', required: true },
+    dir: { type: 'string', description: 'The rig it belongs to (it is then RIG/NAME)' },
+    description: { type: 'string', description: 'What it is for' },
+    prompt: { type: 'string', description: 'The text its sessions start with' },
+    min: { type: 'string', description: 'Sessions always kept (default 1; 0 for a pool that starts on work)' },
+    max: { type: 'string', description: 'Sessions at most (default 1)' },
+    'idle-timeout': { type: 'string', description: 'An idle session sleeps after this long (30s, 5m, …)' },
+    suspended: { type: 'boolean', description: 'Add it suspended' },
+    ...inCityFlags,
+  },
+  async run({ args: a }) {
+    const count = (flag: string, value: string | undefined) => {
+      if (value === undefined) return undefined;
+      if (!/^\d+$/.test(value)) throw new CliError(`--${flag} must be a whole number, not ${value}`);
+      return Number(value);
+    };
+    const { api, city } = await inCity(a);
+    const min = count('min', a.min);
+    const max = count('max', a.max);
+    const { data } = await call(
+      api,
+      api.client.POST('/v0/city/{cityName}/agents', {
+        params: { header: CSRF, path: cityPath(city) },
+        body: {
+          name: a.name,
+          provider: a.provider,
+          ...(a.dir !== undefined ? { dir: a.dir } : {}),
+          ...(a.description !== undefined ? { description: a.description } : {}),
+          ...(a.prompt !== undefined ? { prompt: a.prompt } : {}),
+          ...(min !== undefined ? { min_active_sessions: min } : {}),
+          ...(max !== undefined ? { max_active_sessions: max } : {}),
+          ...(a['idle-timeout'] !== undefined ? { idle_timeout: a['idle-timeout'] } : {}),
+          ...(a.suspended ? { suspended: true } : {}),
+        },
+      }),
+    );
+    if (a.json) return json(data);
+    line(`Added agent ${data.agent}`);
+  },
+});
+
+const remove = command({
+  name: 'remove',
+  description: 'Remove an agent from city.toml; its sessions finish their turn, then close',
+  examples: ['ctl agent remove worker'],
+  args: { ...nameArg, ...inCityFlags },
+  async run({ args: a }) {
+    const { api, city } = await inCity(a);
+    const { dir, base } = agentPath(a.name);
+    const params = { header: CSRF, path: { ...cityPath(city), base } };
+    const { data } = dir
+      ? await call(
+          api,
+          api.client.DELETE('/v0/city/{cityName}/agent/{dir}/{base}', {
+            params: { ...params, path: { ...params.path, dir } },
+          }),
+        )
+      : await call(api, api.client.DELETE('/v0/city/{cityName}/agent/{base}', { params }));
+    if (a.json) return json(data);
+    line(`Removed agent ${a.name}`);
+  },
+});
+
+function action(name: 'suspend' | 'resume') {
+  return command({
+    name,
+    description:
+      name === 'suspend'
+        ? 'Suspend an agent: its sessions finish their turn, then stop, and none starts (written to its config)'
+        : 'Resume a suspended agent (and give a quarantined session another try)',
+    examples: [`ctl agent ${name} worker`],
+    args: { ...nameArg, ...inCityFlags },
+    async run({ args: a }) {
+      const { api, city } = await inCity(a);
+      const { dir, base } = agentPath(a.name);
+      const path = { ...cityPath(city), base, action: name };
+      const { data } = dir
+        ? await call(
+            api,
+            api.client.POST('/v0/city/{cityName}/agent/{dir}/{base}/{action}', {
+              params: { header: CSRF, path: { ...path, dir } },
+            }),
+          )
+        : await call(
+            api,
+            api.client.POST('/v0/city/{cityName}/agent/{base}/{action}', { params: { header: CSRF, path } }),
+          );
+      if (a.json) return json(data);
+      line(name === 'suspend' ? `Suspended agent ${a.name}` : `Resumed agent ${a.name}`);
+    },
+  });
+}
+
+function turnLine(turn: OutputTurn): string {
+  const colours: Record<string, 'cyan' | 'green' | 'yellow' | 'dim'> = {
+    user: 'cyan',
+    assistant: 'green',
+    tool: 'yellow',
+    system: 'dim',
+  };
+  return `${paint(`${turn.role}:`, colours[turn.role])} ${turn.text}`;
+}
+
+const output = command({
+  name: 'output',
+  description: "An agent's conversation (its running session's, else its latest); --follow keeps reading",
+  examples: ['ctl agent output worker', 'ctl agent output worker --follow', 'ctl agent output worker --tail 20 --json'],
+  args: {
+    ...nameArg,
+    tail: { type: 'string', description: 'How many transcript entries (default 100)' },
+    follow: { type: 'boolean', description: 'Go on printing turns as they come, across restarts of its sessions' },
+    ...inCityFlags,
+  },
+  async run({ args: a }) {
+    const { api, city } = await inCity(a);
+    const { dir, base } = agentPath(a.name);
+    if (a.tail !== undefined && !/^\d+$/.test(a.tail))
+      throw new CliError(`--tail must be a whole number, not ${a.tail}`);
+    if (a.follow) {
+      exitWhenReaderLeaves();
+      const path = `/agent/${dir ? `${encodeURIComponent(dir)}/` : ''}${encodeURIComponent(base)}/output/stream`;
+      const people = !a.json;
+      await readEvents(
+        api,
+        { city, after: '', reconnect: true, note: progress, other: { path, frames: ['turn'] } },
+        (envelope) => {
+          const turns = (envelope.turns ?? []) as OutputTurn[];
+          for (const turn of turns) line(people ? turnLine(turn) : JSON.stringify(turn));
+          return false;
+        },
+      );
+      return;
+    }
+    const query = a.tail !== undefined ? { tail: Number(a.tail) } : {};
+    const { data } = dir
+      ? await call(
+          api,
+          api.client.GET('/v0/city/{cityName}/agent/{dir}/{base}/output', {
+            params: { path: { ...cityPath(city), dir, base }, query },
+          }),
+        )
+      : await call(
+          api,
+          api.client.GET('/v0/city/{cityName}/agent/{base}/output', {
+            params: { path: { ...cityPath(city), base }, query },
+          }),
+        );
+    if (a.json) return json(data);
+    if (data.turns.length === 0) return line(`${data.agent} has said nothing yet.`);
+    for (const turn of data.turns) line(turnLine(turn));
+  },
+});
+
+export const agentCommand = group({
+  name: 'agent',
+  description: 'Agents: the workers a city keeps running and routes work to',
+  examples: ['ctl agent list', 'ctl agent add worker --provider claude', 'ctl agent output worker --follow'],
+  commands: { list, show, add, remove, suspend: action('suspend'), resume: action('resume'), output },
+});
+
+export const slingCommand = command({
+  name: 'sling',
+  description: 'Route a bead (or a convoy’s open members) to an agent; the agent is woken and handed the work',
+  examples: ['ctl sling worker alp-12', 'ctl sling reviewer alp-30 --no-convoy', 'ctl sling worker alp-12 --json'],
+  args: {
+    target: { type: 'positional', description: 'The agent (or pool) to route to', required: true },
+    bead: { type: 'positional', description: 'The bead or convoy id', required: true },
+    'no-convoy': { type: 'boolean', description: 'Do not create a convoy tracking the bead' },
+    reassign: { type: 'boolean', description: "Clear the bead's assignee so the agent can take it" },
+    force: { type: 'boolean', description: 'Route a closed bead (it is reopened)' },
+    ...inCityFlags,
+  },
+  async run({ args: a }) {
+    const { api, city } = await inCity(a);
+    const { data } = await call(
+      api,
+      api.client.POST('/v0/city/{cityName}/sling', {
+        params: { header: CSRF, path: cityPath(city) },
+        body: {
+          target: a.target,
+          bead: a.bead,
+          ...(a['no-convoy'] ? { no_convoy: true } : {}),
+          ...(a.reassign ? { reassign: true } : {}),
+          ...(a.force ? { force: true } : {}),
+        },
+      }),
+    );
+    if (a.json) return json(data);
+    const what = data.mode === 'convoy' ? `${data.routed.length} beads of convoy ${data.bead}` : `bead ${data.bead}`;
+    line(
+      `Slung ${what} to ${data.target}${data.workflow_id && data.mode !== 'convoy' ? ` (convoy ${data.workflow_id})` : ''}`,
+    );
+    for (const warning of data.warnings ?? []) progress(`warning: ${warning}`);
+  },
+});
