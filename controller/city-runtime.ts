@@ -35,7 +35,7 @@ export function loadConfig(
 ): LoadedConfig {
   const read = config ?? readConfigFile(configPath);
   const agents = declaredAgents(root, read);
-  checkAgents({ agents }, 'city');
+  checkAgents({ agents, rigs: read.rigs }, 'city');
   providers.load(read, configPath);
   return {
     config: read,

@@ -79,9 +79,12 @@ export function declaredAgents(root: string, config: CityConfig): CityAgentConfi
   return agents;
 }
 
-/** The agents' qualified name: `dir/base` for an agent of a rig. */
-export function qualifiedName(agent: Pick<CityAgentConfig, 'name' | 'dir'>): string {
-  return agent.dir ? `${agent.dir}/${agent.name}` : agent.name;
+/**
+ * An agent's qualified name: `dir/base` when its `dir` names one of the city's rigs (it is that rig's agent),
+ * else its name (`dir` is then only the directory its sessions work in).
+ */
+export function qualifiedName(agent: Pick<CityAgentConfig, 'name' | 'dir'>, rigs: { name: string }[]): string {
+  return agent.dir && rigs.some((r) => r.name === agent.dir) ? `${agent.dir}/${agent.name}` : agent.name;
 }
 
 /**
@@ -97,7 +100,7 @@ export function resolveAgents(
   defaultProvider: string | undefined,
 ): AgentDefinition[] {
   const definitions = agents.map((agent) => {
-    const name = qualifiedName(agent);
+    const name = qualifiedName(agent, config.rigs);
     const providerName = agent.provider ?? defaultProvider;
     const resolved = providerName === undefined ? undefined : provider(providerName);
     const rig = agent.dir ? config.rigs.find((r) => r.name === agent.dir) : undefined;
@@ -107,6 +110,7 @@ export function resolveAgents(
         ? agent.work_dir
         : resolve(base ?? root, agent.work_dir)
       : (base ?? (agent.dir ? resolve(root, agent.dir) : root));
+    // (`dir` that names no rig is the sessions' directory: relative to the city, or absolute.)
     const max = agent.max_active_sessions ?? Math.max(1, agent.min_active_sessions ?? 1);
     const min = agent.min_active_sessions ?? (agent.max_active_sessions === undefined ? 1 : 0);
     const definition: AgentDefinition = {
@@ -119,7 +123,7 @@ export function resolveAgents(
       isPool: max > 1 || agent.scale_check !== undefined,
       available: true,
       fingerprint: '',
-      ...(agent.dir ? { rig: agent.dir } : {}),
+      ...(rig ? { rig: rig.name } : {}),
       ...(providerName !== undefined ? { providerName } : {}),
       ...(resolved ? { provider: resolved } : {}),
     };

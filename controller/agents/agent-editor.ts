@@ -7,7 +7,7 @@ import type { AgentCreateInputBody, AgentUpdateInputBody } from '../../shared/dt
 import { parseDuration } from '../../shared/duration.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { CityRuntime } from '../city-runtime.js';
-import type { AgentDefinition } from './agent-catalog.js';
+import { qualifiedName, type AgentDefinition } from './agent-catalog.js';
 import {
   AgentEditError,
   appendAgent,
@@ -26,7 +26,7 @@ export class AgentEditor {
   constructor(private readonly city: CityRuntime) {}
 
   create(body: AgentCreateInputBody): string {
-    const name = body.dir ? `${body.dir}/${body.name}` : body.name;
+    const name = qualifiedName(body, this.city.config.rigs);
     if (!AGENT_NAME_PATTERN.test(body.name)) throw invalid('body.name', `name must match ${AGENT_NAME_PATTERN.source}`);
     if (this.city.agent(name)) throw new Problem('conflict-wrong-state', `conflict: agent ${name} already exists`);
     if (!this.city.providers.get(body.provider)) {
@@ -106,7 +106,9 @@ export class AgentEditor {
   /** Where the agent's table is among `city.toml`'s `[[agent]]` tables. */
   private indexInCityToml(definition: AgentDefinition): number {
     const agents = this.city.config.agents;
-    const index = agents.findIndex((a) => a.name === definition.base && (a.dir ?? '') === (definition.rig ?? ''));
+    const index = agents.findIndex(
+      (a) => a.source === 'city.toml' && qualifiedName(a, this.city.config.rigs) === definition.name,
+    );
     if (index < 0) throw new Problem('agent-not-found', `not_found: agent not found: ${definition.name}`);
     return index;
   }

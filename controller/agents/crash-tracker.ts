@@ -5,6 +5,8 @@ interface Failures {
   count: number;
   /** No start before this (ms since the epoch). */
   notBefore: number;
+  /** Why the next start waits. */
+  why: string;
 }
 
 /**
@@ -19,14 +21,23 @@ export class CrashTracker {
   failed(id: string, fast: boolean, daemon: CityDaemonConfig): number {
     const count = fast ? (this.failures.get(id)?.count ?? 0) + 1 : 1;
     const delay = Math.min(daemon.restartBackoffMs * 2 ** (count - 1), daemon.restartBackoffMaxMs);
-    this.failures.set(id, { count, notBefore: Date.now() + delay });
+    this.failures.set(id, {
+      count,
+      notBefore: Date.now() + delay,
+      why: `after ${count} failure${count === 1 ? '' : 's'}`,
+    });
     return count;
   }
 
   /** Holds the next start for `ms` without counting a failure (the provider's service said to wait). */
-  pause(id: string, ms: number): void {
+  pause(id: string, ms: number, why: string): void {
     const count = this.failures.get(id)?.count ?? 0;
-    this.failures.set(id, { count, notBefore: Date.now() + ms });
+    this.failures.set(id, { count, notBefore: Date.now() + ms, why });
+  }
+
+  /** Why the next start of `id` waits. */
+  why(id: string): string {
+    return this.failures.get(id)?.why ?? '';
   }
 
   /** How long the next start of `id` must still wait (0: it may start). */

@@ -188,6 +188,7 @@ export class AgentTick {
     let budget = daemon.maxWakesPerTick;
     for (const agent of inDependencyOrder(agents, byName)) {
       const memory = this.memoryOf(agent.name);
+      // A session being restarted counts, but is left alone until it is back.
       const sessions = this.host.sessions.agentSessions(agent.name).filter((s) => s.state !== 'closed');
       this.applyDrains(sessions, report);
       if (this.suspended(agent)) {
@@ -225,7 +226,7 @@ export class AgentTick {
         if (!needed || !wakeable(session)) continue;
         const wait = this.crashes.waitFor(session.id);
         if (wait > 0) {
-          waitReason = `restarting ${session.record.session_name} after failures in ${Math.ceil(wait / 1000)} s`;
+          waitReason = `restarting ${session.record.session_name} in ${Math.ceil(wait / 1000)} s (${this.crashes.why(session.id)})`;
           this.retickIn(wait);
           continue;
         }
@@ -278,7 +279,7 @@ export class AgentTick {
   /** Suspended agents (or all, when the city is): each running session drains, then is suspended. */
   private suspendAll(agent: AgentDefinition, sessions: Session[], report: TickReport): void {
     for (const session of sessions) {
-      if (session.state === 'suspended' || this.draining.has(session.id)) continue;
+      if (session.state === 'suspended' || this.draining.has(session.id) || session.changing) continue;
       const busy = session.running && !session.idle;
       if (busy && session.state !== 'draining') {
         this.draining.set(session.id, 'suspend');
@@ -298,7 +299,7 @@ export class AgentTick {
   private applyDrains(sessions: Session[], report: TickReport): void {
     for (const session of sessions) {
       const then = this.draining.get(session.id);
-      if (!then) continue;
+      if (!then || session.changing) continue;
       if (session.running && session.inTurn) continue;
       this.draining.delete(session.id);
       report.stopped++;
@@ -315,6 +316,7 @@ export class AgentTick {
    */
   private applyDrift(agent: AgentDefinition, sessions: Session[], report: TickReport): void {
     for (const session of sessions) {
+      if (session.changing) continue;
       if (session.record.config_hash === agent.fingerprint || !agent.available) {
         this.restartPending.delete(session.id);
         continue;
@@ -389,7 +391,7 @@ export class AgentTick {
     const now = Date.now();
     const idleLimit = agent.config.idle_timeout_ms;
     for (const [index, session] of sessions.entries()) {
-      if (this.draining.has(session.id) || this.board.heldBy(session.id).length > 0) continue;
+      if (this.draining.has(session.id) || this.board.heldBy(session.id).length > 0 || session.changing) continue;
       const excess = index >= keepOpen && session.record.managed === 'tick';
       if (excess) {
         const dormant = !session.running && session.state !== 'creating' && session.state !== 'start-pending';
@@ -462,6 +464,7 @@ export class AgentTick {
   private async retireOrphans(byName: Map<string, AgentDefinition>, report: TickReport): Promise<void> {
     for (const session of this.host.sessions.all()) {
       if (session.record.kind !== 'agent' || session.record.managed !== 'tick' || session.state === 'closed') continue;
+      if (session.changing) continue;
       if (byName.has(session.record.template) || this.draining.has(session.id)) continue;
       if (session.running && !session.idle) {
         this.draining.set(session.id, 'close');
@@ -553,7 +556,14 @@ export class AgentTick {
     const serviceFailure =
       failure && Date.now() - failure.at < 30_000 && ['rate_limited', 'auth'].includes(failure.category);
     if (serviceFailure) {
-      this.crashes.pause(session.id, failure.category === 'rate_limited' ? 30_000 : daemon.restartBackoffMaxMs);
+      const rateLimited = failure.category === 'rate_limited';
+      this.crashes.pause(
+        session.id,
+        rateLimited ? 30_000 : daemon.restartBackoffMaxMs,
+        rateLimited
+          ? 'its provider is rate-limited; not counted as a failure'
+          : 'its provider refused its credentials; not counted as a failure',
+      );
       this.poke();
       return;
     }
@@ -719,7 +729,7 @@ function byRunningThenAge(a: Session, b: Session): number {
  * or by quarantine. One the tick suspended with its agent wakes once the agent is resumed.
  */
 function wakeable(session: Session): boolean {
-  if (session.running) return false;
+  if (session.running || session.changing) return false;
   if (session.state === 'suspended') return session.record.reason?.startsWith(SUSPENDED_WITH_AGENT) === true;
   return ['asleep', 'failed-create', 'drained'].includes(session.state);
 }

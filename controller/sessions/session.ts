@@ -103,6 +103,7 @@ export class Session extends EventEmitter<SessionEvents> {
   private watchers = 0;
   /** The last turn the provider's service failed. */
   private lastFailure: TurnFailureNote | undefined;
+  private restarting = false;
   /** The handling of the program's last exit (a restart waits for it before it starts the next program). */
   private exiting: Promise<void> = Promise.resolve();
 
@@ -333,11 +334,21 @@ export class Session extends EventEmitter<SessionEvents> {
 
   /** Its program ends and starts again at once, on what the configuration says now (`changes`). */
   async restart(reason: string, changes: Partial<SessionRecord>): Promise<void> {
-    await this.sleep(reason);
-    await this.exiting;
-    Object.assign(this.record, changes);
-    this.save(changes);
-    await this.wake('wake', reason);
+    this.restarting = true;
+    try {
+      await this.sleep(reason);
+      await this.exiting;
+      Object.assign(this.record, changes);
+      this.save(changes);
+      await this.wake('wake', reason);
+    } finally {
+      this.restarting = false;
+    }
+  }
+
+  /** A restart is under way: between its stop and its start the session only looks asleep. */
+  get changing(): boolean {
+    return this.restarting;
   }
 
   // ---------------------------------------------------------------------------------------------------------

@@ -22,7 +22,11 @@ import { createInterface } from 'node:readline';
 const sessionId = process.argv.includes('--resume') ? process.argv[process.argv.indexOf('--resume') + 1] : randomUUID();
 const send = (frame) => process.stdout.write(`${JSON.stringify(frame)}\n`);
 const say = (content) =>
-  send({ type: 'assistant', message: { id: `msg_${randomUUID()}`, role: 'assistant', model: 'demo-worker', content }, session_id: sessionId });
+  send({
+    type: 'assistant',
+    message: { id: `msg_${randomUUID()}`, role: 'assistant', model: 'demo-worker', content },
+    session_id: sessionId,
+  });
 
 /** Runs `ctl <args>`, shown as a tool use and its result; resolves with its stdout. */
 function ctl(args) {
@@ -39,7 +43,10 @@ function ctl(args) {
       const output = (err ? stderr || err.message : stdout).trim();
       send({
         type: 'user',
-        message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content: output, is_error: Boolean(err) }] },
+        message: {
+          role: 'user',
+          content: [{ type: 'tool_result', tool_use_id: id, content: output, is_error: Boolean(err) }],
+        },
         session_id: sessionId,
       });
       if (err) reject(new Error(output.split('\n').at(-1)));
@@ -59,7 +66,13 @@ function step(title) {
     case 'count':
       return `${rest.split(/\s+/).filter(Boolean).length} words`;
     case 'sum':
-      return String(rest.split(/\s+/).filter(Boolean).map(Number).reduce((a, b) => a + b, 0));
+      return String(
+        rest
+          .split(/\s+/)
+          .filter(Boolean)
+          .map(Number)
+          .reduce((a, b) => a + b, 0),
+      );
     default:
       return `done: ${title}`;
   }
@@ -73,7 +86,14 @@ async function handle(text) {
   turns++;
   if (!initialised) {
     initialised = true;
-    send({ type: 'system', subtype: 'init', session_id: sessionId, cwd: process.cwd(), tools: ['ctl'], model: 'demo-worker' });
+    send({
+      type: 'system',
+      subtype: 'init',
+      session_id: sessionId,
+      cwd: process.cwd(),
+      tools: ['ctl'],
+      model: 'demo-worker',
+    });
   }
   let reply;
   let failed = false;
@@ -84,7 +104,18 @@ async function handle(text) {
       const bead = JSON.parse(await ctl(['bead', 'show', id, '--json']));
       const result = step(bead.title);
       await ctl(['bead', 'close', id]);
-      await ctl(['mail', 'send', '--to', 'human', '--from', process.env.CTL_SESSION_NAME ?? 'worker', '--subject', `${id} done`, '--body', result]);
+      await ctl([
+        'mail',
+        'send',
+        '--to',
+        'human',
+        '--from',
+        process.env.CTL_SESSION_NAME ?? 'worker',
+        '--subject',
+        `${id} done`,
+        '--body',
+        result,
+      ]);
       reply = `Closed ${id}: ${result}`;
     } else if (text.startsWith('New mail:')) {
       reply = 'Noted the mail.';

@@ -229,9 +229,7 @@ export function parseAgentTable(
   if (name === undefined || name.trim() === '') throw new ConfigError(`${at('name')} is required`);
   if (!AGENT_NAME_PATTERN.test(name)) throw new ConfigError(`${at('name')} must match ${AGENT_NAME_PATTERN.source}`);
   const dir = optString(agent, 'dir', at('dir'));
-  if (dir !== undefined && (dir === '' || dir.startsWith('/') || dir.split('/').includes('..'))) {
-    throw new ConfigError(`${at('dir')} must be a directory inside the city (a rig name)`);
-  }
+  if (dir !== undefined && dir.trim() === '') throw new ConfigError(`${at('dir')} must not be empty`);
   const env = table(agent, 'env', at);
   for (const [key, value] of Object.entries(env)) {
     if (typeof value !== 'string') throw new ConfigError(`${at(`env.${key}`)} must be a string`);
