@@ -1,7 +1,7 @@
 /**
  * Benchmarks, against a real supervisor and real controllers (build first: `npm run bench` does).
  *
- *   npx tsx bench/run.ts [foundation|events|beads|sessions|sessions-acp|sessions-real-clis|all]   (default: all, one after the other)
+ *   npx tsx bench/run.ts [foundation|events|beads|sessions|sessions-acp|sessions-real-clis|agents|all]   (default: all, one after the other)
  *   npm run bench -- beads                                  (builds, then runs one)
  *
  * foundation (bench/foundation.ts): city create latency, memory, proxied vs direct GET → .bench-out/foundation.json
@@ -10,7 +10,9 @@
  * sessions (bench/sessions.ts): session create → woke, message → reply frame, 100 idle sessions, a 100,000-entry transcript, the ACP example agent → .bench-out/sessions.json
  * sessions-acp (bench/sessions.ts): the ACP example agent's part alone → .bench-out/sessions-acp.json
  * sessions-real-clis (bench/sessions-real-clis.ts): the real Claude Code and Codex against the scripted model server → .bench-out/sessions-real-clis.json
+ * agents (bench/agents.ts): the tick with 50 agents and 500 beads, sling → first turn, 20 cities × 5 agents at idle → .bench-out/agents.json
  */
+import { runAgents } from './agents.js';
 import { runBeads } from './beads.js';
 import { runEvents } from './events.js';
 import { runFoundation } from './foundation.js';
@@ -24,6 +26,7 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   sessions: runSessions,
   'sessions-acp': runSessionsAcp,
   'sessions-real-clis': runSessionsRealClis,
+  agents: runAgents,
 };
 
 async function main(): Promise<void> {

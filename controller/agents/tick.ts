@@ -86,6 +86,10 @@ export class AgentTick {
   private readonly mailNotices = new Map<string, { id: string; from: string; subject: string }[]>();
   private lastReport: TickReport | undefined;
   private patrolMs = 0;
+  /** The durations of the last runs (ms), for the city status. */
+  private readonly durations: number[] = [];
+  private runs = 0;
+  private lastRunAt = 0;
 
   constructor(private readonly host: TickHost) {
     this.board = new WorkBoard(host.beads);
@@ -120,6 +124,20 @@ export class AgentTick {
   /** The last tick's report. */
   get last(): TickReport | undefined {
     return this.lastReport;
+  }
+
+  /** How often the tick ran and how long it takes (its last 256 runs). */
+  stats(): { runs: number; last_ms: number; p50_ms: number; p99_ms: number; last_run_age_ms: number } {
+    const sorted = [...this.durations].sort((a, b) => a - b);
+    const at = (q: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : 0);
+    const round = (n: number) => Math.round(n * 1000) / 1000;
+    return {
+      runs: this.runs,
+      last_ms: round(this.lastReport?.ms ?? 0),
+      p50_ms: round(at(0.5)),
+      p99_ms: round(at(0.99)),
+      last_run_age_ms: this.lastRunAt ? Date.now() - this.lastRunAt : 0,
+    };
   }
 
   /** Whether a session's restart for a configuration change is waiting for it to be idle. */
@@ -159,6 +177,10 @@ export class AgentTick {
     try {
       const report = await this.once();
       this.lastReport = report;
+      this.runs++;
+      this.lastRunAt = Date.now();
+      this.durations.push(report.ms);
+      if (this.durations.length > 256) this.durations.shift();
       if (report.deferred > 0) this.again = true;
       return report;
     } catch (err) {

@@ -115,6 +115,7 @@ export class CityRoutes extends Controller {
       mail: this.city.mail.count({}),
       version: VERSION,
       event_head: head,
+      ...(this.city.tick ? { tick: this.city.tick.stats() } : {}),
     };
   }
 

@@ -160,4 +160,20 @@ export interface StatusBody {
    * @isInt
    */
   event_head?: number;
+  /** The controller's tick: how often it ran and how long it takes. */
+  tick?: StatusTick;
+}
+
+/** The controller's tick, over its last 256 runs. */
+export interface StatusTick {
+  /** @isInt */
+  runs: number;
+  last_ms: number;
+  p50_ms: number;
+  p99_ms: number;
+  /**
+   * How long ago the last tick ran.
+   * @isInt
+   */
+  last_run_age_ms: number;
 }

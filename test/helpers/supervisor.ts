@@ -76,7 +76,13 @@ export class TestSupervisor {
     mkdirSync(sup.citiesDir, { recursive: true });
     writeFileSync(
       join(sup.home, 'supervisor.toml'),
-      ['[supervisor]', `port = ${port}`, 'patrol_interval = "1s"', ...(options.config ?? [])].join('\n') + '\n',
+      [
+        '[supervisor]',
+        `port = ${port}`,
+        // Tests want a quick reconciler; a config that sets its own interval (a benchmark's) wins.
+        ...(options.config?.some((l) => l.startsWith('patrol_interval')) ? [] : ['patrol_interval = "1s"']),
+        ...(options.config ?? []),
+      ].join('\n') + '\n',
     );
     await sup.launch();
     return sup;

@@ -145,6 +145,55 @@ const lastEventId = (description: string) => ({
   schema: { type: 'string' },
 });
 
+/** The agent output streams: the same operation at the reference's path and the spec's (`/agents/…`). */
+function agentOutputStream(operationId: string, qualified: boolean): Json {
+  const path = (name: string, description: string) => ({
+    name,
+    in: 'path',
+    required: true,
+    description,
+    schema: { type: 'string' },
+  });
+  return {
+    get: {
+      operationId,
+      summary: qualified ? "Stream a rig agent's output" : "Stream an agent's output",
+      tags: ['Agents'],
+      description:
+        "The agent's conversation as Server-Sent Events: `turn` frames whose data is an AgentOutputResponse " +
+        "holding one turn, `id:` `<session id>:<transcript seq>`. It starts with the last turns of the agent's " +
+        'running session — or, when none runs, of its latest session, with `CTL-Agent-Status: stopped` set before ' +
+        'the first frame — then goes on live, from every session of the agent, including ones that start later. ' +
+        '`Last-Event-ID` resumes after that entry of that session. Heartbeats every 15 s. An unknown agent, or one ' +
+        'that has never run, is a 404 problem before any 200.',
+      parameters: [
+        path('cityName', 'City name.'),
+        ...(qualified ? [path('dir', 'The rig of the agent.')] : []),
+        path('base', 'Agent name.'),
+        lastEventId('Resume position: the last `id:` received (`<session id>:<seq>`).'),
+      ],
+      responses: {
+        '200': {
+          ...sseResponse(
+            [
+              frame('turn', 'AgentOutputResponse', '`<session id>:<transcript seq>`.'),
+              frame('heartbeat', 'HeartbeatEvent'),
+            ],
+            'The output stream; headers are sent before the first frame.',
+          ),
+          headers: {
+            'CTL-Agent-Status': {
+              description: '`stopped` when no session of the agent runs: the stream replays its latest transcript.',
+              schema: { type: 'string', enum: ['stopped'] },
+            },
+          },
+        },
+        '404': problem('City not running, no such agent, or an agent that has never run (`agent-not-found`)'),
+      },
+    },
+  };
+}
+
 export const extraPaths: Record<string, Json> = {
   '/v0/events/stream': {
     get: {
@@ -220,4 +269,8 @@ export const extraPaths: Record<string, Json> = {
       },
     },
   },
+  '/v0/city/{cityName}/agent/{base}/output/stream': agentOutputStream('stream-agent-output', false),
+  '/v0/city/{cityName}/agent/{dir}/{base}/output/stream': agentOutputStream('stream-agent-output-qualified', true),
+  '/v0/city/{cityName}/agents/{base}/output/stream': agentOutputStream('stream-agents-output', false),
+  '/v0/city/{cityName}/agents/{dir}/{base}/output/stream': agentOutputStream('stream-agents-output-qualified', true),
 };
