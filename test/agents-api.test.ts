@@ -288,4 +288,29 @@ describe('agents API (real controller, agents from city.toml and agents/)', func
     expect((mayor as unknown as { active_bead: string }).active_bead).to.equal(bead.id);
     expect(mayor.state).to.equal('working');
   });
+
+  it('sling of a convoy routes each open member (closed ones left alone) and creates no other convoy', async function () {
+    const [a, b, c] = [
+      await city.api.create({ title: 'one' }),
+      await city.api.create({ title: 'two' }),
+      await city.api.create({ title: 'three' }),
+    ];
+    await city.api.close(c.id);
+    const convoy = await city.api.post<{ id: string }>('/convoys', { title: 'batch', items: [a.id, b.id, c.id] });
+    expect(convoy.status).to.equal(201);
+    const convoysBefore = (await city.api.get<{ total: number }>('/convoys')).body.total;
+    const reply = await city.api.post<{ mode: string; routed: string[]; workflow_id: string }>('/sling', {
+      target: 'frontend/reviewer',
+      bead: convoy.body.id,
+    });
+    expect(reply.status, JSON.stringify(reply.body)).to.equal(200);
+    expect(reply.body.mode).to.equal('convoy');
+    expect(reply.body.routed.sort()).to.deep.equal([a.id, b.id].sort());
+    expect(reply.body.workflow_id).to.equal(convoy.body.id);
+    expect((await city.api.get<{ total: number }>('/convoys')).body.total).to.equal(convoysBefore);
+    expect((await city.api.bead(a.id)).metadata?.['ctl.routed_to']).to.equal('frontend/reviewer');
+    expect((await city.api.bead(c.id)).metadata?.['ctl.routed_to']).to.equal(undefined);
+    // The rig's agent (min 0) starts a session for the work.
+    await waitUntil('the reviewer to run', async () => (await agent(city, 'frontend/reviewer')).running, 10_000);
+  });
 });

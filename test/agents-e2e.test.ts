@@ -82,7 +82,8 @@ describe('agent output, the supervisor restart and the CLI (real processes)', fu
 
     expect((await city.api.post('/agent/talker/suspend')).status).to.equal(200);
     await waitUntil('talker to stop', async () => !(await session(city.api, id)).running);
-    const replay = await SseStreamReader.open(city.api.url('/agent/talker/output/stream'));
+    // The spec's path (`/agents/{agent}/output/stream`) is the same stream.
+    const replay = await SseStreamReader.open(city.api.url('/agents/talker/output/stream'));
     expect(replay.response.status).to.equal(200);
     expect(replay.response.headers.get('ctl-agent-status')).to.equal('stopped');
     const texts: string[] = [];
