@@ -153,7 +153,7 @@ export async function manyCities(): Promise<Record<string, number>> {
       500,
     );
     // Settled: starting twenty controllers and a hundred programs (module loads, JIT, GC) is not idling.
-    await sleep(15_000);
+    await sleep(30_000);
     const cities = (await sup.api.GET('/v0/cities')).data!.items;
     const controllers = cities.map((c) => c.pid!).filter(Boolean);
     const pids = [sup.pid, ...controllers];

@@ -90,6 +90,7 @@ export class AgentTick {
   private readonly durations: number[] = [];
   private runs = 0;
   private lastRunAt = 0;
+  private baseEnv: NodeJS.ProcessEnv | undefined;
 
   constructor(private readonly host: TickHost) {
     this.board = new WorkBoard(host.beads);
@@ -623,7 +624,10 @@ export class AgentTick {
   // Helpers
 
   private runChecks(agent: AgentDefinition, daemon: CityDaemonConfig): void {
-    const env = { ...this.host.env, ...agent.config.env, CTL_CITY: this.host.cityName, CTL_AGENT: agent.name };
+    if (!agent.config.scale_check && !agent.config.work_query) return;
+    // process.env is read key by key through the C++ environment: copied once, not per agent per tick.
+    this.baseEnv ??= { ...this.host.env };
+    const env = { ...this.baseEnv, ...agent.config.env, CTL_CITY: this.host.cityName, CTL_AGENT: agent.name };
     const options = { cwd: agent.workDir, env, timeoutMs: daemon.checkTimeoutMs, everyMs: daemon.patrolIntervalMs };
     if (agent.config.scale_check) this.checks.run(`${agent.name}:scale_check`, agent.config.scale_check, options);
     if (agent.config.work_query) this.checks.run(`${agent.name}:work_query`, agent.config.work_query, options);
