@@ -35,6 +35,11 @@ export class CrashTracker {
     this.failures.set(id, { count, notBefore: Date.now() + ms, why });
   }
 
+  /** When the next start of `id` may be (ms since the epoch; 0 when it may start now). */
+  notBefore(id: string): number {
+    return this.failures.get(id)?.notBefore ?? 0;
+  }
+
   /** Why the next start of `id` waits. */
   why(id: string): string {
     return this.failures.get(id)?.why ?? '';

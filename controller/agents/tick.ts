@@ -249,7 +249,9 @@ export class AgentTick {
         if (!needed || !wakeable(session)) continue;
         const wait = this.crashes.waitFor(session.id);
         if (wait > 0) {
-          waitReason = `restarting ${session.record.session_name} in ${Math.ceil(wait / 1000)} s (${this.crashes.why(session.id)})`;
+          // The moment, not a countdown: the reason (and its event) stays the same while it waits.
+          const at = new Date(this.crashes.notBefore(session.id)).toISOString();
+          waitReason = `restarting ${session.record.session_name} at ${at} (${this.crashes.why(session.id)})`;
           this.retickIn(wait);
           continue;
         }
