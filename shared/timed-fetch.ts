@@ -92,7 +92,8 @@ async function send(request: Request, limits: FetchLimits): Promise<Response> {
       }
       const empty = request.method === 'HEAD' || status === 204 || status === 205 || status === 304;
       answer.once('end', () => end());
-      answer.once('error', (err) => end(err));
+      // on, not once: a destroyed request or answer can emit a second error (the socket's end after an abort).
+      answer.on('error', (err) => end(err));
       if (empty) answer.resume();
       try {
         const response = new Response(empty ? null : (Readable.toWeb(answer) as ReadableStream<Uint8Array>), {
@@ -106,7 +107,7 @@ async function send(request: Request, limits: FetchLimits): Promise<Response> {
         end(err as Error);
       }
     });
-    req.once('error', (err) => end(err));
+    req.on('error', (err) => end(err));
     req.once('socket', (socket: Socket) => {
       // A kept-alive connection is connected already.
       if (socket.connecting) socket.once('connect', () => clearTimeout(connectTimer));

@@ -153,18 +153,20 @@ describe('a supervisor restart keeps sessions running; ctl supervisor stop ends 
       });
       const controller = (await city.sup.city('keep')) as { pid?: number };
       expect(controller.pid).to.be.a('number');
-      // The test supervisor runs in the foreground; restart it in place by its signal, as systemd's reload does.
-      process.kill(city.sup.pid, 'SIGHUP');
+      // `ctl supervisor restart`: SIGHUP to the running supervisor (as systemd's reload sends), then a new one in the
+      // background on the same home and port.
+      const restarted = expectSuccess(await city.sup.ctl(['supervisor', 'restart', '--port', String(city.sup.port)]));
+      expect(restarted.at(-1)).to.match(/^Supervisor started \(pid \d+\) at http:\/\/127\.0\.0\.1:\d+$/);
       await city.sup.process;
       expect(isAlive(before.pid!)).to.equal(true);
       expect(isAlive(controller.pid!)).to.equal(true);
-      const again = await TestSupervisor.start({ root: city.sup.root, port: city.sup.port });
-      const shutdown = (await again.events()).filter((e) => e.type === 'supervisor.shutdown_requested').at(-1);
-      expect(shutdown?.payload).to.deep.include({ mode: 'preserve_sessions', signal: 'SIGHUP' });
+      const again = city.sup;
       await waitUntil(
         'the city to run under the new supervisor',
         async () => (await again.city('keep'))?.running === true,
       );
+      const shutdown = (await again.events()).filter((e) => e.type === 'supervisor.shutdown_requested').at(-1);
+      expect(shutdown?.payload).to.deep.include({ mode: 'preserve_sessions', signal: 'SIGHUP' });
       const api = new CityApi(again, 'keep');
       const after = await session(api, before.id);
       expect(after).to.include({ running: true, pid: before.pid, state: 'active' });

@@ -1136,9 +1136,11 @@ describe('ctl supervisor install', function () {
     const result = await runCtl(['supervisor', 'install', '--print'], { env, cwd: root });
     const out = expectSuccess(result);
     expect(out).to.include(`ExecStart=${process.execPath} ${ctlEntryPath()} supervisor run`);
-    expect(out).to.include('Restart=on-failure');
+    expect(out).to.include('Restart=always');
     expect(out.some((l) => /^TimeoutStopSec=\d+/.test(l))).to.equal(true);
-    expect(out.some((l) => /^KillMode=\w+/.test(l))).to.equal(true);
+    // Signals to the supervisor alone: a reload (SIGHUP) leaves its controllers and their sessions running.
+    expect(out).to.include('KillMode=process');
+    expect(out).to.include('ExecReload=/bin/kill -HUP $MAINPID');
     expect(out).to.include(`Environment=CTL_HOME=${join(root, 'home')}`);
     expect(out).to.include('[Service]');
     expect(out).to.include('[Install]');
