@@ -8,7 +8,8 @@
  *      their CPU at idle (goal < 1 % of a core).
  * Prints tables and writes `.bench-out/agents.json`. Run with `npm run bench -- agents`.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -16,7 +17,10 @@ import { fileURLToPath } from 'node:url';
 import { CityApi } from '../test/helpers/city-api.js';
 import { ECHO_AGENT, startSessionCity, type SessionCity } from '../test/helpers/sessions.js';
 import { SseStreamReader } from '../test/helpers/sse.js';
-import { CSRF, TestSupervisor } from '../test/helpers/supervisor.js';
+import { createApiClient } from '../shared/api-client.js';
+import { ctlEntryPath } from '../shared/paths.js';
+import { killAllMentioning } from '../test/helpers/processes.js';
+import { CSRF, freePort, tempDir } from '../test/helpers/supervisor.js';
 import { waitUntil } from '../test/helpers/wait.js';
 import { cpuMs, rssKiB } from './proc.js';
 import { round, rounded, summarize } from './stats.js';
@@ -28,7 +32,7 @@ const SLINGS = 30;
 const COLD_SLINGS = 10;
 const CITIES = 20;
 const AGENTS_PER_CITY = 5;
-const IDLE_WINDOW_MS = 30_000;
+const IDLE_WINDOW_MS = 60_000;
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const OUT_FILE = join(repoRoot, '.bench-out', 'agents.json');
@@ -119,19 +123,29 @@ async function slingLatency(api: CityApi, agent: string, runs: number, cold: boo
   return latencies;
 }
 
-/** 3. Twenty cities of five agents each: memory and CPU at idle. */
+/**
+ * 3. Twenty cities of five agents each: memory and CPU at idle. The supervisor is started as a person starts it
+ * (`ctl supervisor start`, in the background, its defaults), not as a child of this process.
+ */
 export async function manyCities(): Promise<Record<string, number>> {
-  // The supervisor at its default patrol interval (10 s), as it runs on a workstation.
-  const sup = await TestSupervisor.start({ config: ['patrol_interval = "10s"'] });
+  const root = tempDir('ctl-bench-agents-');
+  const home = join(root, 'home');
+  mkdirSync(home, { recursive: true });
+  const port = await freePort();
+  writeFileSync(join(home, 'supervisor.toml'), `[supervisor]\nport = ${port}\n`);
+  const env = { ...process.env, CTL_HOME: home, CTL_API: `http://127.0.0.1:${port}` };
+  const ctl = (args: string[]) => execFileSync(process.execPath, [ctlEntryPath(), ...args], { env, encoding: 'utf8' });
+  ctl(['supervisor', 'start', '--port', String(port)]);
+  const api = createApiClient(`http://127.0.0.1:${port}`);
   try {
     for (let c = 0; c < CITIES; c++) {
-      const dir = sup.cityDir(`c${c}`);
+      const dir = join(root, 'cities', `c${c}`);
       mkdirSync(dir, { recursive: true });
       writeFileSync(
         join(dir, 'city.toml'),
         `[providers.echo]\ncommand = "${ECHO_AGENT}"\nready_prompt_prefix = "ready>"\nenv = { ECHO_READY = "ready>" }\n${agentsToml(AGENTS_PER_CITY, 'agent')}`,
       );
-      const res = await fetch(`${sup.base}/v0/cities/register`, {
+      const res = await fetch(`http://127.0.0.1:${port}/v0/cities/register`, {
         method: 'POST',
         headers: { ...CSRF, 'Content-Type': 'application/json' },
         body: JSON.stringify({ path: dir }),
@@ -143,8 +157,9 @@ export async function manyCities(): Promise<Record<string, number>> {
       async () => {
         const counts = await Promise.all(
           Array.from({ length: CITIES }, async (_, c) => {
-            const list = await new CityApi(sup, `c${c}`).get<{ items?: { running: boolean }[] }>('/sessions');
-            return (list.body.items ?? []).filter((s) => s.running).length;
+            const res = await fetch(`http://127.0.0.1:${port}/v0/city/c${c}/sessions`);
+            const body = (await res.json()) as { items?: { running: boolean }[] };
+            return (body.items ?? []).filter((s) => s.running).length;
           }),
         );
         return counts.every((n) => n === AGENTS_PER_CITY);
@@ -153,10 +168,11 @@ export async function manyCities(): Promise<Record<string, number>> {
       500,
     );
     // Settled: starting twenty controllers and a hundred programs (module loads, JIT, GC) is not idling.
-    await sleep(30_000);
-    const cities = (await sup.api.GET('/v0/cities')).data!.items;
+    await sleep(45_000);
+    const cities = (await api.GET('/v0/cities')).data!.items;
     const controllers = cities.map((c) => c.pid!).filter(Boolean);
-    const pids = [sup.pid, ...controllers];
+    const supervisor = Number(readFileSync(join(home, 'supervisor.pid'), 'utf8'));
+    const pids = [supervisor, ...controllers];
     const cpu0 = pids.map(cpuMs);
     const t0 = performance.now();
     await sleep(IDLE_WINDOW_MS);
@@ -167,7 +183,7 @@ export async function manyCities(): Promise<Record<string, number>> {
     return {
       cities: CITIES,
       sessions: CITIES * AGENTS_PER_CITY,
-      supervisor_rss_kib: rssKiB(sup.pid),
+      supervisor_rss_kib: rssKiB(supervisor),
       controllers_rss_kib: controllerRss,
       controller_rss_kib_each: round(controllerRss / controllers.length, 0),
       idle_cpu_pct_of_core: round((cpu / elapsed) * 100, 3),
@@ -175,7 +191,12 @@ export async function manyCities(): Promise<Record<string, number>> {
       controllers_cpu_pct_of_core: round(((cpu - used[0]) / elapsed) * 100, 3),
     };
   } finally {
-    await sup.cleanup();
+    try {
+      ctl(['supervisor', 'stop']);
+    } finally {
+      killAllMentioning(root);
+      rmSync(root, { recursive: true, force: true });
+    }
   }
 }
 

@@ -69,7 +69,9 @@ export interface CityDaemonConfig {
 }
 
 export const DEFAULT_DAEMON: CityDaemonConfig = {
-  patrolIntervalMs: 10_000,
+  // The reference's default. The tick runs on every change anyway, and time-outs and back-offs set their own
+  // timers; the patrol is a backstop, and each wake-up of an idle controller costs more than the tick itself.
+  patrolIntervalMs: 30_000,
   maxWakesPerTick: 5,
   maxRestarts: 5,
   restartWindowMs: 60_000,
