@@ -149,43 +149,20 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
     logger.info({ home: paths.home, url: `http://${bind}:${boundPort}` }, 'supervisor listening');
 
     let stopping = false;
-    // SIGHUP: restart in place. Every controller (and so every session) keeps running; the next supervisor
-    // adopts them. `ctl supervisor restart` and systemd's `reload` send it.
-    const detach = (signal: NodeJS.Signals) => {
+    // SIGTERM, SIGINT: stop every controller, then exit. SIGHUP: restart in place — exit leaving every controller
+    // (and so every session) running for the next supervisor to adopt; `ctl supervisor restart` and systemd's
+    // `reload` send it.
+    const exit = (signal: NodeJS.Signals, mode: SupervisorShutdownPayload['mode']) => {
       if (stopping) return;
       stopping = true;
-      logger.info({ signal }, 'supervisor restarting: its cities keep running');
-      setTimeout(() => {
-        homeLock.release();
-        process.exit(1);
-      }, SHUTDOWN_DEADLINE_MS).unref();
-      const payload: SupervisorShutdownPayload = { mode: 'preserve_sessions', source: 'signal', signal };
-      void supervisorLog
-        .append({ type: 'supervisor.shutdown_requested', actor: 'ctl', payload })
-        .catch(() => undefined)
-        .then(() => {
-          server.close();
-          server.closeAllConnections();
-          void hub.close();
-          return reconciler.detach();
-        })
-        .finally(() => {
-          logger.info('supervisor exited; its cities keep running');
-          homeLock.release();
-          process.exit(0);
-        });
-    };
-    process.on('SIGHUP', detach);
-    const shutdown = (signal: NodeJS.Signals) => {
-      if (stopping) return;
-      stopping = true;
-      logger.info({ signal }, 'supervisor stopping');
+      const keep = mode === 'preserve_sessions';
+      logger.info({ signal }, keep ? 'supervisor restarting: its cities keep running' : 'supervisor stopping');
       setTimeout(() => {
         logger.error('shutdown deadline passed; exiting');
         homeLock.release();
         process.exit(1);
       }, SHUTDOWN_DEADLINE_MS).unref();
-      const payload: SupervisorShutdownPayload = { mode: 'destructive', source: 'signal', signal };
+      const payload: SupervisorShutdownPayload = { mode, source: 'signal', signal };
       void supervisorLog
         .append({ type: 'supervisor.shutdown_requested', actor: 'ctl', payload })
         .catch(() => undefined)
@@ -193,16 +170,17 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
           server.close();
           server.closeAllConnections();
           void hub.close();
-          return reconciler.shutdown();
+          return keep ? reconciler.detach() : reconciler.shutdown();
         })
         .finally(() => {
-          logger.info('supervisor stopped');
+          logger.info(keep ? 'supervisor exited; its cities keep running' : 'supervisor stopped');
           homeLock.release();
           process.exit(0);
         });
     };
-    process.on('SIGTERM', shutdown);
-    process.on('SIGINT', shutdown);
+    process.on('SIGHUP', (signal) => exit(signal, 'preserve_sessions'));
+    process.on('SIGTERM', (signal) => exit(signal, 'destructive'));
+    process.on('SIGINT', (signal) => exit(signal, 'destructive'));
   } catch (err) {
     // The caller prints the one-line reason on stderr; the log file keeps the details.
     createLogger({ name: 'supervisor', file: paths.log, stderr: false }).error({ err }, 'supervisor failed to start');
