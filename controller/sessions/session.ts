@@ -169,9 +169,9 @@ export class Session extends EventEmitter<SessionEvents> {
     return this.readyAt;
   }
 
-  /** Someone has its stream open: a person is attached to it. */
+  /** A person is attached: its stream is open, or a terminal is attached to its tmux session. */
   get attached(): boolean {
-    return this.watchers > 0;
+    return this.watchers > 0 || (this.runtime?.attachedClients?.() ?? 0) > 0;
   }
 
   /** The last turn the provider's service failed, if any. */
