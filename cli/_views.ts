@@ -1,6 +1,6 @@
 import type { Bead } from '../shared/dto/beads.js';
 import type { CityInfo } from '../shared/dto/cities.js';
-import { fields, table } from './_output.js';
+import { fields, paint, table } from './_output.js';
 import type { Column } from './_types.js';
 
 // How a resource more than one command shows is shown to people: its table columns, its fields.
@@ -51,4 +51,16 @@ export function beadFields(b: Bead): void {
     ['Updated', b.updated_at],
     ['Description', b.description],
   ]);
+}
+
+/** One turn of a conversation (a session's, an agent's) for people: its role, coloured, then its text. */
+export function turnLine(turn: { role: string; text: string }, stream: NodeJS.WriteStream = process.stdout): string {
+  const colours: Record<string, 'cyan' | 'green' | 'yellow' | 'dim'> = {
+    user: 'cyan',
+    assistant: 'green',
+    tool: 'yellow',
+    system: 'dim',
+  };
+  const who = paint(`${turn.role}:`, colours[turn.role], stream);
+  return `${who} ${turn.text}`;
 }

@@ -30,7 +30,7 @@ import type { BeadStore } from './beads/bead-store.js';
 import { openBeadStore } from './beads/open-store.js';
 import { DEFAULT_ROTATION_MAX_BYTES, rotateWhenLarge } from './auto-rotate.js';
 import { CityRuntime, loadConfig } from './city-runtime.js';
-import { promptFor } from './agents/agent-catalog.js';
+import { promptFor, suspensionIn } from './agents/agent-catalog.js';
 import { watchConfig } from './agents/config-watch.js';
 import { AgentTick } from './agents/tick.js';
 
@@ -166,8 +166,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
       logger,
       agents: () => running.agents,
       daemon: () => running.config.daemon,
-      citySuspended: () => running.config.workspace.suspended,
-      rigSuspended: (rig) => running.config.rigs.some((r) => r.name === rig && r.suspended),
+      suspension: () => suspensionIn(running.config),
       env: process.env,
     });
     running.tick = tick;

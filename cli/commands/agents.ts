@@ -3,7 +3,8 @@ import { call, CSRF } from '../_api.js';
 import { command, group } from '../_command.js';
 import { CliError } from '../_errors.js';
 import { inCityFlags, limitFlag, listLimit } from '../_flags.js';
-import { exitWhenReaderLeaves, fields, json, line, noteMore, paint, progress, table } from '../_output.js';
+import { exitWhenReaderLeaves, fields, json, line, noteMore, progress, table } from '../_output.js';
+import { turnLine } from '../_views.js';
 import { collectPages } from '../_pages.js';
 import { cityPath, inCity } from '../_scope.js';
 import { readEvents } from '../_stream.js';
@@ -216,16 +217,6 @@ function action(name: 'suspend' | 'resume') {
       line(name === 'suspend' ? `Suspended agent ${a.name}` : `Resumed agent ${a.name}`);
     },
   });
-}
-
-function turnLine(turn: OutputTurn): string {
-  const colours: Record<string, 'cyan' | 'green' | 'yellow' | 'dim'> = {
-    user: 'cyan',
-    assistant: 'green',
-    tool: 'yellow',
-    system: 'dim',
-  };
-  return `${paint(`${turn.role}:`, colours[turn.role])} ${turn.text}`;
 }
 
 const output = command({

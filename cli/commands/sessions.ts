@@ -8,6 +8,7 @@ import { CliError } from '../_errors.js';
 import { inCityFlags, limitFlag, listLimit, timeout, timeoutFlag } from '../_flags.js';
 import { colourOn, exitWhenReaderLeaves, fields, json, line, noteMore, paint, progress, table } from '../_output.js';
 import { collectPages } from '../_pages.js';
+import { turnLine } from '../_views.js';
 import { cityPath, inCity } from '../_scope.js';
 import { readEvents } from '../_stream.js';
 import type { Api, Column } from '../_types.js';
@@ -291,17 +292,6 @@ function deliveryCommand(name: 'send' | 'submit') {
       line(`Delivered ${String(result.message_id)} to ${accepted.session_id}`);
     },
   });
-}
-
-function turnLine(turn: SessionTurn, stream: NodeJS.WriteStream = process.stdout): string {
-  const colours: Record<string, 'cyan' | 'green' | 'yellow' | 'dim'> = {
-    user: 'cyan',
-    assistant: 'green',
-    tool: 'yellow',
-    system: 'dim',
-  };
-  const who = paint(`${turn.role}:`, colours[turn.role], stream);
-  return `${who} ${turn.text}`;
 }
 
 const transcript = command({

@@ -207,6 +207,25 @@ function fingerprintOf(definition: AgentDefinition): string {
   return createHash('sha256').update(JSON.stringify(what)).digest('hex').slice(0, 16);
 }
 
+/** What is suspended in a city: the city itself, and its rigs by name. */
+export interface Suspension {
+  city: boolean;
+  rigs: ReadonlySet<string>;
+}
+
+/** The suspension of a city, from its configuration. */
+export function suspensionIn(config: CityConfig): Suspension {
+  return { city: config.workspace.suspended, rigs: new Set(config.rigs.filter((r) => r.suspended).map((r) => r.name)) };
+}
+
+/** Why the agent is kept from running (the city, itself, or its rig is suspended), or undefined when it is not. */
+export function suspensionOf(agent: AgentDefinition, suspension: Suspension): string | undefined {
+  if (suspension.city) return 'the city is suspended';
+  if (agent.config.suspended) return `agent ${agent.name} is suspended`;
+  if (agent.rig !== undefined && suspension.rigs.has(agent.rig)) return `rig ${agent.rig} is suspended`;
+  return undefined;
+}
+
 /** The agent's prompt for one session: a template has its `{{…}}` names filled in. */
 export function promptFor(definition: AgentDefinition, values: { city: string; session: string }): string | undefined {
   const prompt = definition.config.prompt;

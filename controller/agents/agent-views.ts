@@ -3,7 +3,7 @@ import { Problem } from '../../shared/http/problem.js';
 import type { CityRuntime } from '../city-runtime.js';
 import type { Session } from '../sessions/session.js';
 import { conversation } from '../sessions/transcript.js';
-import type { AgentDefinition } from './agent-catalog.js';
+import { suspensionIn, suspensionOf, type AgentDefinition } from './agent-catalog.js';
 
 /** An agent that held a bead and did something within this long is `working`; longer, `waiting`. */
 const WORKING_WINDOW_MS = 10 * 60_000;
@@ -23,13 +23,9 @@ export function primarySession(city: CityRuntime, agent: AgentDefinition): Sessi
   return sessions.find((s) => s.running && s.inTurn) ?? sessions.find((s) => s.running) ?? sessions.at(-1);
 }
 
-/** Whether the agent is kept from running, and by what. */
+/** Whether the agent is kept from running (the city, itself or its rig suspended). */
 export function isSuspended(city: CityRuntime, agent: AgentDefinition): boolean {
-  return (
-    city.config.workspace.suspended ||
-    agent.config.suspended ||
-    (agent.rig !== undefined && city.config.rigs.some((r) => r.name === agent.rig && r.suspended))
-  );
+  return suspensionOf(agent, suspensionIn(city.config)) !== undefined;
 }
 
 /** An agent as `GET /agents` shows it, its state derived from its sessions and its work. */

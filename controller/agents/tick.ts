@@ -6,7 +6,7 @@ import type { EventRecord } from '../../shared/events/record.js';
 import type { BeadsService } from '../beads/beads-service.js';
 import type { Session } from '../sessions/session.js';
 import type { SessionService } from '../sessions/session-service.js';
-import { dependencyOf, type AgentDefinition } from './agent-catalog.js';
+import { dependencyOf, suspensionOf, type AgentDefinition, type Suspension } from './agent-catalog.js';
 import { AgentChecks, type CheckResult } from './agent-checks.js';
 import { CrashTracker } from './crash-tracker.js';
 import { ASSIGNED_SESSION, ROUTED_TO, WorkBoard } from './work-board.js';
@@ -27,8 +27,8 @@ export interface TickHost {
   /** The agents as the configuration resolves them now. */
   agents(): AgentDefinition[];
   daemon(): CityDaemonConfig;
-  citySuspended(): boolean;
-  rigSuspended(rig: string): boolean;
+  /** What is suspended now: the city, and which rigs. */
+  suspension(): Suspension;
   /** The environment checks run with. */
   env: NodeJS.ProcessEnv;
 }
@@ -91,6 +91,8 @@ export class AgentTick {
   private runs = 0;
   private lastRunAt = 0;
   private baseEnv: NodeJS.ProcessEnv | undefined;
+  /** What is suspended, read once per tick. */
+  private suspension: Suspension = { city: false, rigs: new Set() };
 
   constructor(private readonly host: TickHost) {
     this.board = new WorkBoard(host.beads);
@@ -120,11 +122,6 @@ export class AgentTick {
       this.scheduled = false;
       void this.run();
     });
-  }
-
-  /** The last tick's report. */
-  get last(): TickReport | undefined {
-    return this.lastReport;
   }
 
   /** How often the tick ran and how long it takes (its last 256 runs). */
@@ -202,8 +199,9 @@ export class AgentTick {
     const daemon = this.host.daemon();
     if (daemon.patrolIntervalMs !== this.patrolMs) this.schedulePatrol();
     const agents = this.host.agents();
+    this.suspension = this.host.suspension();
     const byName = new Map(agents.map((a) => [a.name, a]));
-    this.board.refresh();
+    this.board.refresh(agents.map((a) => a.name));
 
     report.released = await this.releaseDeadWork(byName);
     await this.retireOrphans(byName, report);
@@ -309,13 +307,13 @@ export class AgentTick {
       if (busy && session.state !== 'draining') {
         this.draining.set(session.id, 'suspend');
         session.transition('drain');
-        void session.recordLifecycle('session.draining', `${this.suspendReason(agent)}; its turn finishes first`);
+        void session.recordLifecycle('session.draining', `${this.suspendReason(agent)!}; its turn finishes first`);
         continue;
       }
       if (busy) continue;
       report.stopped++;
       void this.host.sessions
-        .suspend(session.id, SUSPENDED_WITH_AGENT + this.suspendReason(agent))
+        .suspend(session.id, SUSPENDED_WITH_AGENT + this.suspendReason(agent)!)
         .catch(() => undefined);
     }
   }
@@ -648,17 +646,12 @@ export class AgentTick {
   }
 
   private suspended(agent: AgentDefinition): boolean {
-    return (
-      this.host.citySuspended() ||
-      agent.config.suspended ||
-      (agent.rig !== undefined && this.host.rigSuspended(agent.rig))
-    );
+    return this.suspendReason(agent) !== undefined;
   }
 
-  private suspendReason(agent: AgentDefinition): string {
-    if (this.host.citySuspended()) return 'the city is suspended';
-    if (agent.config.suspended) return `agent ${agent.name} is suspended`;
-    return `rig ${agent.rig} is suspended`;
+  /** Why the agent is suspended (the city, itself, its rig), or undefined. */
+  private suspendReason(agent: AgentDefinition): string | undefined {
+    return suspensionOf(agent, this.suspension);
   }
 
   /** Why the agent cannot start now for its dependencies, if it cannot. */

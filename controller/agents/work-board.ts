@@ -6,13 +6,14 @@ export const ROUTED_TO = 'ctl.routed_to';
 /** The session the tick handed a bead to (its id; the bead's assignee is its session name). */
 export const ASSIGNED_SESSION = 'ctl.assigned_session';
 
-/** Beads read per look at the store. */
+/** Beads read per look at the store (per agent for routed work). */
 const READ_LIMIT = 5000;
 
 /**
  * The work the tick routes: ready beads routed to each agent and not yet taken, and the beads each session
  * holds. Read from the store only after a bead changed (every bead event says so), so a tick in a quiet city
- * reads nothing.
+ * reads nothing; and routed beads through the store's metadata index, agent by agent, so a city creating beads
+ * nobody routes (or with no agents) reads none of them.
  */
 export class WorkBoard {
   private version = 0;
@@ -27,16 +28,20 @@ export class WorkBoard {
     this.version++;
   }
 
-  refresh(): void {
+  refresh(agents: string[]): void {
     if (this.readVersion === this.version) return;
     this.readVersion = this.version;
     this.ready.clear();
     this.holding.clear();
     const store = this.beads.store;
-    for (const bead of store.ready({ limit: READ_LIMIT }).items) {
-      const agent = bead.metadata?.[ROUTED_TO];
-      if (!agent || bead.assignee) continue;
-      push(this.ready, agent, bead);
+    const now = new Date().toISOString();
+    for (const agent of agents) {
+      const routed = store.list({ status: 'open', metadata: { [ROUTED_TO]: agent }, limit: READ_LIMIT }).items;
+      // Oldest first, and only what `ready` would hand out: nothing blocking it, not deferred, not taken.
+      for (const bead of routed.reverse()) {
+        if (bead.assignee || bead.is_blocked || (bead.defer_until !== undefined && bead.defer_until > now)) continue;
+        push(this.ready, agent, bead);
+      }
     }
     for (const bead of store.list({ status: 'in_progress', limit: READ_LIMIT }).items.reverse()) {
       const session = bead.metadata?.[ASSIGNED_SESSION];

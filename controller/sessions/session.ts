@@ -164,11 +164,6 @@ export class Session extends EventEmitter<SessionEvents> {
     return this.idleAt;
   }
 
-  /** When its program last became ready (ms since the epoch), 0 when it never did. */
-  get readySince(): number {
-    return this.readyAt;
-  }
-
   /** A person is attached: its stream is open, or a terminal is attached to its tmux session. */
   get attached(): boolean {
     return this.watchers > 0 || (this.runtime?.attachedClients?.() ?? 0) > 0;
