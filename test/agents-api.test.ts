@@ -116,6 +116,13 @@ describe('agents API (real controller, agents from city.toml and agents/)', func
     expectProblem(await city.api.get('/agent/reviewer'), 404, 'agent-not-found');
     const rigAgents = await city.api.get<{ items: Agent[] }>('/agents?rig=frontend');
     expect(rigAgents.body.items.map((a) => a.name)).to.deep.equal(['frontend/reviewer']);
+    // The other filters: running or not.
+    const stopped = await city.api.get<{ items: Agent[] }>('/agents?running=false');
+    expect(stopped.body.items.map((a) => a.name)).to.include.members(['ghost', 'frontend/reviewer']);
+    expect(stopped.body.items.every((a) => !a.running)).to.equal(true);
+    const up = await city.api.get<{ items: Agent[] }>('/agents?running=true');
+    expect(up.body.items.map((a) => a.name)).to.include('mayor');
+    expect(up.body.items.every((a) => a.running)).to.equal(true);
   });
 
   it('POST /agents writes an [[agent]] table (the rest of city.toml untouched), lists it at once and starts it; POST /sessions {kind: agent} starts another', async function () {

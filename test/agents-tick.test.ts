@@ -64,6 +64,13 @@ max_active_sessions = 5
 scale_check = "echo 2"
 
 [[agent]]
+name = "queried"
+provider = "echo"
+min_active_sessions = 0
+max_active_sessions = 3
+work_query = "printf 'job-a\\njob-b\\n'"
+
+[[agent]]
 name = "first"
 provider = "slow-echo"
 
@@ -350,5 +357,11 @@ describe("the controller's tick (real controller, real programs)", function () {
     expect(secondCreated.seq).to.be.above(firstWoke.seq);
     const waiting = await city.api.eventsAbout('agent.waiting', 'second');
     expect(waiting[0]?.payload.reason).to.equal('waiting for first, which it depends on, to run');
+  });
+
+  it('follows work_query: each line it prints is work that wants a session (within max_active_sessions)', async function () {
+    await waitUntil('queried to run two sessions', async () => (await running(city, 'queried')).length === 2, 10_000);
+    const agent = await city.api.get<{ pool?: string; session_count: number }>('/agent/queried');
+    expect(agent.body).to.include({ pool: 'queried', session_count: 2 });
   });
 });
