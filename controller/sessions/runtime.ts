@@ -104,6 +104,4 @@ export interface SessionRuntime {
   peek?(lines: number): Promise<string[]>;
   /** A terminal runtime's place for a person to join it. */
   readonly attach?: { socket: string; target: string };
-  /** A terminal runtime: how many terminals a person has attached to it now. */
-  attachedClients?(): number;
 }

@@ -164,9 +164,9 @@ export class Session extends EventEmitter<SessionEvents> {
     return this.idleAt;
   }
 
-  /** A person is attached: its stream is open, or a terminal is attached to its tmux session. */
+  /** Someone has its stream open: a person is attached to it. */
   get attached(): boolean {
-    return this.watchers > 0 || (this.runtime?.attachedClients?.() ?? 0) > 0;
+    return this.watchers > 0;
   }
 
   /** The last turn the provider's service failed, if any. */

@@ -14,8 +14,6 @@ const POLL_MS = 100;
 /** A state read off the screen counts once two reads in a row agree (a screen caught mid-draw does not). */
 const AGREEING_READS = 2;
 /** After typing a message, how long each Enter gets to show that it was submitted, and how many Enters. */
-/** Polls between two reads of how many terminals are attached (about a second). */
-const ATTACH_READ_EVERY = 10;
 const SUBMIT_WAIT_MS = 1000;
 const SUBMIT_TRIES = 3;
 /** A startup dialog's keys are sent at most this often (the screen may not have redrawn yet). */
@@ -92,8 +90,6 @@ export class TmuxRuntime implements SessionRuntime {
   private reported = false;
   private poller: NodeJS.Timeout | undefined;
   private polling = false;
-  private polls = 0;
-  private clients = 0;
   private isReady = false;
   private readyReads = 0;
   private idleReads = 0;
@@ -294,11 +290,6 @@ export class TmuxRuntime implements SessionRuntime {
     return false;
   }
 
-  /** Terminals attached to its tmux session (`ctl session attach`, `tmux attach`), as last read. */
-  attachedClients(): number {
-    return this.running ? this.clients : 0;
-  }
-
   private async poll(): Promise<void> {
     if (this.polling || !this.running) return;
     this.polling = true;
@@ -306,13 +297,6 @@ export class TmuxRuntime implements SessionRuntime {
       const [dead, status] = (
         await this.server.run(['display-message', '-p', '-t', this.target, '#{pane_dead} #{pane_dead_status}'])
       ).split(' ');
-      // Whether a person has a terminal attached: read once a second, not on every poll.
-      if (this.polls++ % ATTACH_READ_EVERY === 0) {
-        const attached = await this.server
-          .run(['display-message', '-p', '-t', this.target, '#{session_attached}'])
-          .catch(() => '0');
-        this.clients = Number(attached) || 0;
-      }
       if (dead === '1') {
         this.lastScreen = await this.server.capture(this.target).catch(() => this.lastScreen);
         await this.server.run(['kill-session', '-t', this.target]).catch(() => undefined);
