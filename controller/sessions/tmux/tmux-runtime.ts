@@ -93,6 +93,8 @@ export class TmuxRuntime implements SessionRuntime {
   private isReady = false;
   private readyReads = 0;
   private idleReads = 0;
+  /** Reads in a row without the permission prompt while one is pending: a redraw can hide it for one read. */
+  private promptGoneReads = 0;
   /** The turn in progress: what was typed, and whether the program has been seen working on it since. */
   private turn: { text: string; working: boolean; echoed?: string } | undefined;
   /** The permission prompt on its screen, as a pending interaction; `answering` while respond sends its keys. */
@@ -364,10 +366,15 @@ export class TmuxRuntime implements SessionRuntime {
         created_at: new Date().toISOString(),
       });
     } else if (!asking && this.asked && !this.asked.answering) {
-      // Answered on the screen itself (a person attached to it).
-      this.sink.pendingCleared(this.asked.requestId, 'answered');
-      this.asked = undefined;
+      // Answered on the screen itself (a person attached to it) — when reads agree: a screen caught mid-redraw
+      // lacks the prompt too.
+      this.promptGoneReads += 1;
+      if (this.promptGoneReads >= AGREEING_READS) {
+        this.sink.pendingCleared(this.asked.requestId, 'answered');
+        this.asked = undefined;
+      }
     }
+    if (asking || !this.asked) this.promptGoneReads = 0;
     if (!this.turn) return;
     // Its prompt before the message showed is not the end of the turn.
     if (!this.turn.working) return;
