@@ -32,7 +32,8 @@ export function createControllerApp(city: CityRuntime, logger: Logger): Koa {
   app.use(cityEventStream(city, streams));
   app.use(sessionStream(city, streams));
   app.use(agentOutputStream(city, streams));
-  app.use(jsonBody());
+  // A formula is written and validated as its TOML text.
+  app.use(jsonBody({ rawText: [/\/formulas\/[^/]+(\/validate)?$/] }));
   const router = apiRouter();
   RegisterRoutes(router);
   app.use(router.routes());

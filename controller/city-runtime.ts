@@ -16,6 +16,11 @@ import { ProviderEditor } from './providers/provider-editor.js';
 import { declaredAgents, resolveAgents, type AgentDefinition } from './agents/agent-catalog.js';
 import { checkAgents } from './agents/check-agents.js';
 import type { AgentTick } from './agents/tick.js';
+import { cityClock, type Clock } from './clock.js';
+import { CommandRunner } from './commands.js';
+import { FormulaCatalog } from './formulas/formula-catalog.js';
+import { MoleculeEngine } from './molecules/molecule-engine.js';
+import { RunViews } from './molecules/run-views.js';
 
 /**
  * A city's configuration as the controller runs it: `city.toml` read and its agents (inline and from `agents/`)
@@ -77,10 +82,25 @@ export class CityRuntime {
     readonly providers: ProviderRegistry,
     readonly sessions: SessionService,
     private readonly logger?: Logger,
+    /** The time orders and gates go by. */
+    readonly clock: Clock = cityClock(),
   ) {
     this.loaded = loaded;
     this.mail = new MailService(beads);
     this.convoys = new ConvoysService(beads);
+    this.formulas = new FormulaCatalog(paths.root, () => this.config.rigs);
+    this.runs = new RunViews(beads.store);
+    this.molecules = new MoleculeEngine({
+      beads,
+      log,
+      commands: this.commands,
+      cityRoot: paths.root,
+      env: { ...process.env, CTL_CITY: name, CTL_CITY_ROOT: paths.root },
+      logger,
+      now: () => this.clock.now(),
+      poke: () => this.tick?.poke(),
+    });
+    clock.onMoved(() => this.molecules.recheckAll());
     this.providerEditor = new ProviderEditor({
       configPath: paths.config,
       reload: (next) => this.reloadConfig(next),
@@ -89,6 +109,12 @@ export class CityRuntime {
 
   readonly mail: MailService;
   readonly convoys: ConvoysService;
+  /** Shell commands of formulas and orders, killed when the city stops. */
+  readonly commands = new CommandRunner();
+  readonly formulas: FormulaCatalog;
+  /** Runs of formulas: their beads, carried on as they change. */
+  readonly molecules: MoleculeEngine;
+  readonly runs: RunViews;
   /** The provider API's writes to `city.toml`. */
   readonly providerEditor: ProviderEditor;
 

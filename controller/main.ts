@@ -189,6 +189,8 @@ export async function run(options: ControllerRunOptions): Promise<void> {
 
     await log.append({ type: 'controller.started', actor: 'ctl', subject: name, payload: {} });
     tick.start();
+    // Runs that were in flight when the last controller stopped carry on (their checks, gates and finalize).
+    running.molecules.resume();
     logger.info({ name, listen }, 'controller ready');
     report({ kind: 'ready', pid: process.pid });
 
@@ -204,6 +206,9 @@ export async function run(options: ControllerRunOptions): Promise<void> {
       sessions,
       beforeStop: async () => {
         tick.stop();
+        running.molecules.stop();
+        running.commands.stop();
+        running.clock.stop();
         await stopWatching();
       },
     });

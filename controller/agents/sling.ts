@@ -1,5 +1,7 @@
 import type { Bead } from '../../shared/dto/beads.js';
 import type { SlingInputBody, SlingResponse } from '../../shared/dto/agents.js';
+import { compileForRun, launchFormula } from '../formulas/launch.js';
+import type { AgentDefinition } from './agent-catalog.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { ASSIGNED_SESSION, ROUTED_TO } from './work-board.js';
@@ -13,22 +15,40 @@ import { ASSIGNED_SESSION, ROUTED_TO } from './work-board.js';
 export async function sling(city: CityRuntime, body: SlingInputBody): Promise<SlingResponse> {
   const agent = city.agent(body.target);
   if (!agent) throw new Problem('agent-not-found', `not_found: agent not found: ${body.target}`);
-  if (body.formula !== undefined) {
-    throw new Problem('formula-not-found', `not_found: formula not found: ${body.formula} (this city has no formulas)`);
-  }
-  if (body.bead === undefined) {
-    throw new Problem('validation-failed', 'invalid: bead is required', {
-      errors: [{ location: 'body.bead', message: 'bead is required (the bead or convoy to route)' }],
-    });
-  }
-  const bead = city.beads.get(body.bead);
   const warnings: string[] = [];
   if (!agent.available)
     warnings.push(`agent ${agent.name} is unavailable (${agent.unavailableReason}): the work waits`);
   else if (agent.config.suspended || city.config.workspace.suspended) {
     warnings.push(`agent ${agent.name} is suspended: the work waits until it is resumed`);
   }
+  if (body.formula !== undefined) return slingFormula(city, agent, body.formula, body, warnings);
+  if (body.bead === undefined) {
+    throw new Problem('validation-failed', 'invalid: bead is required', {
+      errors: [{ location: 'body.bead', message: 'bead is required (the bead or convoy to route)' }],
+    });
+  }
+  const bead = city.beads.get(body.bead);
   const isConvoy = bead.issue_type === 'convoy';
+  // An agent with a default formula gets a single bead wrapped in a run of it (the bead is the run's attachment).
+  const wrapping = agent.config.default_sling_formula;
+  if (wrapping && !body.no_formula && !isConvoy) {
+    if (bead.status === 'closed' && !body.force) {
+      throw new Problem(
+        'conflict-wrong-state',
+        `conflict: bead ${bead.id} is closed; pass force to reopen and route it`,
+      );
+    }
+    // The formula and vars are checked before the bead is touched.
+    compileForRun(city.formulas, wrapping, body.vars ?? {}, { attached_bead_id: bead.id, target: agent.name });
+    if (bead.status === 'closed') await city.beads.update(bead.id, { status: 'open' });
+    return slingFormula(
+      city,
+      agent,
+      wrapping,
+      { ...body, attached_bead_id: body.attached_bead_id ?? bead.id },
+      warnings,
+    );
+  }
   const members = isConvoy ? convoyMembers(city, bead) : [bead];
   for (const member of members) {
     if (member.status === 'closed' && !(body.force && !isConvoy)) {
@@ -76,6 +96,49 @@ export async function sling(city: CityRuntime, body: SlingInputBody): Promise<Sl
     mode: isConvoy ? 'convoy' : 'direct',
     routed,
     ...(workflowId ? { workflow_id: workflowId } : {}),
+    ...(warnings.length ? { warnings } : {}),
+  };
+}
+
+/**
+ * A sling with a formula: a run of it whose work steps are routed to the agent (a step's own `assignee` wins),
+ * attached to `attached_bead_id` (default: the slung bead), with a convoy tracking the attached bead unless
+ * `no_convoy`. Vars and the formula are checked before anything is created (404 / 422).
+ */
+async function slingFormula(
+  city: CityRuntime,
+  agent: AgentDefinition,
+  formula: string,
+  body: SlingInputBody,
+  warnings: string[] = [],
+): Promise<SlingResponse> {
+  const attached = body.attached_bead_id ?? body.bead;
+  if (attached !== undefined) city.beads.get(attached);
+  const { root, members } = await launchFormula(city.formulas, city.molecules, formula, body.vars ?? {}, {
+    source: 'sling',
+    routedTo: agent.name,
+    title: body.title,
+    attachedBeadId: attached,
+  });
+  let convoyId: string | undefined;
+  if (attached !== undefined && !body.no_convoy) {
+    const { convoy } = await city.convoys.create({ title: `${root.title} → ${agent.name}`, items: [attached] });
+    convoyId = convoy.id;
+  }
+  city.tick?.poke();
+  const routed = [...members.values()].filter((b) => b.metadata?.[ROUTED_TO] === agent.name).map((b) => b.id);
+  return {
+    status: 'slung',
+    target: agent.name,
+    ...(body.bead ? { bead: body.bead } : {}),
+    mode: 'formula',
+    routed,
+    formula,
+    root_bead_id: root.id,
+    workflow_id: root.id,
+    ...(attached ? { attached_bead_id: attached } : {}),
+    ...(convoyId ? { convoy_id: convoyId } : {}),
+    run: { kind: 'sling', run_id: root.id, status: city.runs.status(root) },
     ...(warnings.length ? { warnings } : {}),
   };
 }

@@ -1,3 +1,5 @@
+import type { RunRef } from './formulas.js';
+
 /** The session an agent is seen through: its running one, else its latest. */
 export interface SessionInfo {
   /** The session's name (`<agent>-<n>`). */
@@ -152,9 +154,13 @@ export interface SlingInputBody {
   target: string;
   /** The bead to route; a convoy routes each of its open members. */
   bead?: string;
-  /** A formula to launch (none exist in this city yet: the formulas family is still to come). */
+  /** A formula to run: its work steps are routed to the target (with `vars`); the answer names the new run. */
   formula?: string;
+  /** The formula's vars. */
   vars?: { [key: string]: string };
+  /** The bead the formula's run is for (`{{attached_bead_id}}`; closed when the run passes). Default: `bead`. */
+  attached_bead_id?: string;
+  /** The convoy's (or the run's) title. */
   title?: string;
   /** Do not create a convoy for the routed bead. */
   no_convoy?: boolean;
@@ -172,12 +178,20 @@ export interface SlingResponse {
   target: string;
   /** The bead routed (for a convoy: the convoy). */
   bead?: string;
-  /** `direct` (one bead) or `convoy` (its members). */
+  /** `direct` (one bead), `convoy` (its members) or `formula` (a run of a formula, maybe the agent's default). */
   mode: string;
-  /** The beads routed to the target. */
+  /** The beads routed to the target (a run's work steps). */
   routed: string[];
-  /** The convoy tracking the routed work (created unless `no_convoy`, or the convoy slung). */
+  /** The convoy tracking the routed work (created unless `no_convoy`, or the convoy slung); for a formula, its run. */
   workflow_id?: string;
+  /** The formula run. */
+  formula?: string;
+  /** The run's root bead (its run id). */
+  root_bead_id?: string;
+  attached_bead_id?: string;
+  /** The convoy created for the slung bead when a formula wraps it. */
+  convoy_id?: string;
+  run?: RunRef;
   warnings?: string[];
 }
 

@@ -12,6 +12,8 @@ import type {
   SupervisorStartedPayload,
 } from '../dto/events.js';
 import type { MailEventPayload } from '../dto/mail.js';
+import type { MoleculeEventPayload } from '../dto/formulas.js';
+import type { OrderEventPayload } from '../dto/orders.js';
 import type {
   SessionCrashedPayload,
   SessionCreateSucceededPayload,
@@ -50,6 +52,8 @@ export interface EventPayloadTypes {
   BeadDeadAssigneeReopenedPayload: BeadDeadAssigneeReopenedPayload;
   AgentEventPayload: AgentEventPayload;
   ConfigReloadPayload: ConfigReloadPayload;
+  MoleculeEventPayload: MoleculeEventPayload;
+  OrderEventPayload: OrderEventPayload;
 }
 
 /**
@@ -106,6 +110,13 @@ export const EVENT_PAYLOADS = {
   'city.resumed': 'NoPayload',
   'config.reloaded': 'ConfigReloadPayload',
   'config.reload_failed': 'ConfigReloadPayload',
+  'molecule.created': 'MoleculeEventPayload',
+  'molecule.step_retried': 'MoleculeEventPayload',
+  'molecule.step_failed': 'MoleculeEventPayload',
+  'molecule.resolved': 'MoleculeEventPayload',
+  'order.fired': 'OrderEventPayload',
+  'order.completed': 'OrderEventPayload',
+  'order.failed': 'OrderEventPayload',
   'request.result.session.create': 'SessionCreateSucceededPayload',
   'request.result.session.message': 'SessionMessageSucceededPayload',
   'request.result.session.submit': 'SessionSubmitSucceededPayload',

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
 import { Problem } from './problem.js';
 
@@ -19,7 +20,7 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  * body: it pulls in zod and formidable (~140 ms and ~24 MB), which would otherwise slow down the start of
  * every controller, body or not.
  */
-export function jsonBody(): Middleware {
+export function jsonBody(options: { rawText?: RegExp[] } = {}): Middleware {
   let parser: Promise<Middleware> | undefined;
   const load = async (): Promise<Middleware> => {
     const { koaBody } = await import('koa-body');
@@ -39,6 +40,12 @@ export function jsonBody(): Middleware {
   };
   return async (ctx, next) => {
     if (!BODY_METHODS.has(ctx.method) || !hasBody(ctx.req.headers)) {
+      await next();
+      return;
+    }
+    // A few operations take a document as it is (a formula's TOML): its text is the body, as a string.
+    if (options.rawText?.some((path) => path.test(ctx.path)) && ctx.is(...RAW_TEXT_TYPES)) {
+      ctx.request.body = await readText(ctx.req);
       await next();
       return;
     }
@@ -79,6 +86,21 @@ export function nestsDeeperThan(value: unknown, limit: number): boolean {
     }
   }
   return false;
+}
+
+/** The media types a raw-text operation takes. */
+export const RAW_TEXT_TYPES = ['application/octet-stream', 'text/plain', 'application/toml'];
+
+async function readText(req: IncomingMessage): Promise<string> {
+  const { default: getRawBody } = await import('raw-body');
+  try {
+    return await getRawBody(req, { limit: BODY_LIMIT, encoding: 'utf8' });
+  } catch (err) {
+    if ((err as { status?: number }).status === 413) {
+      throw new Problem('payload-too-large', 'too_large: request body exceeds the 1 MiB limit');
+    }
+    throw new Problem('invalid-request', `invalid: request body could not be read: ${(err as Error).message}`);
+  }
 }
 
 function hasBody(headers: Record<string, string | string[] | undefined>): boolean {

@@ -1,0 +1,108 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+
+/** What one command did. */
+export interface CommandResult {
+  /** null when it was killed (time-out) or could not start. */
+  exitCode: number | null;
+  signal: string | null;
+  /** Its stdout and stderr interleaved as they came, the last `outputMax` bytes of it. */
+  output: string;
+  durationMs: number;
+  timedOut: boolean;
+  /** Why it could not start. */
+  error?: string;
+}
+
+/**
+ * The shell commands a city runs for its formulas and orders (step checks, condition gates, order `exec` and
+ * `check`): each under `/bin/sh -c` in its own process group, killed — the whole group — at its time-out, and
+ * every one still running killed when the controller stops. Nothing waits on them but the caller's promise.
+ */
+export class CommandRunner {
+  private readonly running = new Set<ChildProcess>();
+  private stopped = false;
+
+  run(
+    command: string,
+    options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number; outputMax?: number },
+  ): Promise<CommandResult> {
+    const started = Date.now();
+    const outputMax = options.outputMax ?? 64 * 1024;
+    if (this.stopped) {
+      return Promise.resolve({
+        exitCode: null,
+        signal: null,
+        output: '',
+        durationMs: 0,
+        timedOut: false,
+        error: 'the controller is stopping',
+      });
+    }
+    return new Promise((resolve) => {
+      let child: ChildProcess;
+      try {
+        child = spawn('/bin/sh', ['-c', command], {
+          cwd: options.cwd,
+          env: options.env,
+          detached: true,
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+      } catch (err) {
+        resolve({
+          exitCode: null,
+          signal: null,
+          output: '',
+          durationMs: 0,
+          timedOut: false,
+          error: (err as Error).message,
+        });
+        return;
+      }
+      this.running.add(child);
+      let output = '';
+      const take = (chunk: Buffer) => {
+        output += chunk.toString('utf8');
+        if (output.length > outputMax * 2) output = output.slice(-outputMax);
+      };
+      child.stdout!.on('data', take);
+      child.stderr!.on('data', take);
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        killGroup(child);
+      }, options.timeoutMs);
+      let settled = false;
+      const settle = (result: Omit<CommandResult, 'durationMs' | 'output' | 'timedOut'>) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        this.running.delete(child);
+        // Whatever it left behind in its group goes with it.
+        killGroup(child);
+        resolve({ ...result, output: output.slice(-outputMax), durationMs: Date.now() - started, timedOut });
+      };
+      child.on('error', (err) => settle({ exitCode: null, signal: null, error: err.message }));
+      child.on('close', (code, signal) => settle({ exitCode: timedOut ? null : code, signal: signal ?? null }));
+    });
+  }
+
+  /** Kills every command still running; later runs do not start. */
+  stop(): void {
+    this.stopped = true;
+    for (const child of this.running) killGroup(child);
+    this.running.clear();
+  }
+
+  get size(): number {
+    return this.running.size;
+  }
+}
+
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}

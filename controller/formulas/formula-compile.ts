@@ -1,0 +1,334 @@
+import {
+  wholeMatch,
+  type FormulaDef,
+  type StepCheck,
+  type StepDef,
+  type StepGate,
+  type StepRetry,
+} from './formula-file.js';
+
+/**
+ * One node of a compiled formula: a bead a run creates. `step` is work for an agent; `group` (a step with children
+ * or a loop), `check` (a step's check or retry) and `finalize` are closed by the controller; `gate` is a wait.
+ */
+export interface GraphNode {
+  id: string;
+  title: string;
+  description?: string;
+  kind: 'step' | 'group' | 'check' | 'gate' | 'finalize';
+  /** The bead type. */
+  type: string;
+  assignee?: string;
+  labels: string[];
+  metadata: Record<string, string>;
+  priority?: number;
+  /** Nodes it waits for. */
+  needs: string[];
+  check?: StepCheck;
+  retry?: StepRetry;
+  gate?: StepGate;
+  /** A check node: the step it checks. */
+  checks?: string;
+}
+
+export interface CompiledFormula {
+  name: string;
+  /** The formula's description with its vars filled in (the run's title). */
+  description: string;
+  /** The values every var took. */
+  vars: Record<string, string>;
+  /** In an order where each node comes after the nodes it needs; the finalize node last. */
+  nodes: GraphNode[];
+}
+
+/**
+ * `run` fills the vars in (a missing required var, an unknown one, or a value outside its enum or pattern is an
+ * error) and drops the steps whose condition is false; `validate` checks the formula for every set of vars: it
+ * keeps every step and leaves vars without a value as written.
+ */
+export type CompileMode = 'run' | 'validate';
+
+/** Vars every formula can use without declaring them: the bead a run was started for, and its target agent. */
+export const BUILTIN_VARS = ['attached_bead_id', 'target'] as const;
+export type BuiltinVar = (typeof BUILTIN_VARS)[number];
+
+const FALSY = new Set(['', 'false', '0', 'no', 'off']);
+
+/** Compiles a formula into its graph of nodes, or every error found, each naming the file, step and field. */
+export function compileFormula(
+  def: FormulaDef,
+  given: Record<string, string>,
+  mode: CompileMode,
+  builtins: Partial<Record<BuiltinVar, string>> = {},
+): { compiled?: CompiledFormula; errors: string[] } {
+  const errors: string[] = [];
+  const at = (where: string, field: string, message: string) =>
+    errors.push(`${def.file}: ${where ? `${where}: ` : ''}${field}: ${message}`);
+  const declared = resolveVars(def, given, mode, at);
+  // What the run itself knows, usable in any text without declaring it; as written when the run has none.
+  const vars = {
+    ...Object.fromEntries(BUILTIN_VARS.map((name) => [name, builtins[name] ?? `{{${name}}}`])),
+    ...declared,
+  };
+  checkUniqueIds(def.steps, at);
+
+  const nodes = new Map<string, GraphNode & { rawNeeds: { key: string; where: string }[] }>();
+  // What waits on a step key: the nodes a dependent of it needs; for a dropped step, the keys it needed.
+  const alias = new Map<string, { nodes?: string[]; dropped?: { key: string; where: string }[]; extra?: string[] }>();
+
+  const fill = (text: string | undefined, scope: Record<string, string>, where: string, field: string) => {
+    if (text === undefined) return undefined;
+    return text.replace(/\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g, (whole, name: string) => {
+      if (!(name in scope)) {
+        at(where, field, `unknown var "${name}" (declare it in [vars])`);
+        return whole;
+      }
+      return scope[name] ?? whole;
+    });
+  };
+
+  interface Scope {
+    vars: Record<string, string>;
+    /** Rewrites a `needs` entry: inside a loop body, a body step's id becomes its iteration's key. */
+    key: (id: string) => string;
+  }
+
+  const expand = (steps: StepDef[], scope: Scope, extraFor: (step: StepDef) => string[]): string[] => {
+    const keys: string[] = [];
+    for (const step of steps) {
+      const key = scope.key(step.id);
+      keys.push(key);
+      const where = `step "${key}"`;
+      const rawNeeds = step.needs.map((n) => ({ key: scope.key(n), where }));
+      const extra = extraFor(step);
+      const condition = fill(step.condition, scope.vars, where, 'condition');
+      if (mode === 'run' && condition !== undefined && !holds(condition)) {
+        alias.set(key, { dropped: rawNeeds, extra });
+        continue;
+      }
+      const base = {
+        title: fill(step.title, scope.vars, where, 'title') ?? step.id,
+        description: fill(step.description, scope.vars, where, 'description'),
+        assignee: fill(step.assignee, scope.vars, where, 'assignee'),
+        labels: step.labels.map((l) => fill(l, scope.vars, where, 'labels')!),
+        metadata: Object.fromEntries(
+          Object.entries(step.metadata).map(([k, v]) => [k, fill(v, scope.vars, where, `metadata.${k}`)!]),
+        ),
+        ...(step.priority !== undefined ? { priority: step.priority } : {}),
+      };
+      if (step.gate) {
+        nodes.set(key, { ...base, id: key, kind: 'gate', type: 'gate', needs: extra, rawNeeds, gate: step.gate });
+        alias.set(key, { nodes: [key] });
+      } else if (step.children.length) {
+        const inner = new Set(step.children.map((c) => c.id));
+        const children = expand(step.children, scope, (child) =>
+          child.needs.some((n) => inner.has(n)) ? [] : [...extra, ...rawNeeds.map((r) => `@${r.key}`)],
+        );
+        nodes.set(key, {
+          ...base,
+          id: key,
+          kind: 'group',
+          type: step.type ?? 'task',
+          needs: children.map((c) => `@${c}`),
+          rawNeeds: [],
+        });
+        alias.set(key, { nodes: [key] });
+      } else if (step.loop) {
+        const loop = step.loop;
+        const [from, to] = loop.range ?? [1, loop.count ?? 1];
+        let previous: string[] = [...extra, ...rawNeeds.map((r) => `@${r.key}`)];
+        const all: string[] = [];
+        const bodyIds = new Set(loop.body.map((b) => b.id));
+        for (let i = from; i <= to; i++) {
+          const prefix = `${key}.iter${i}.`;
+          const iterationVars = { ...scope.vars, ...(loop.var ? { [loop.var]: String(i) } : {}) };
+          const carried = previous;
+          const keysOfIteration = expand(
+            loop.body,
+            { vars: iterationVars, key: (id) => (bodyIds.has(id) ? prefix + id : scope.key(id)) },
+            (body) => (body.needs.some((n) => bodyIds.has(n)) ? [] : carried),
+          );
+          const needed = new Set(
+            loop.body.flatMap((b) => b.needs.filter((n) => bodyIds.has(n)).map((n) => prefix + n)),
+          );
+          previous = keysOfIteration.filter((k) => !needed.has(k)).map((k) => `@${k}`);
+          all.push(...keysOfIteration);
+        }
+        nodes.set(key, {
+          ...base,
+          title: base.title,
+          id: key,
+          kind: 'group',
+          type: step.type ?? 'task',
+          needs: all.map((k) => `@${k}`),
+          rawNeeds: [],
+        });
+        alias.set(key, { nodes: [key] });
+      } else {
+        nodes.set(key, { ...base, id: key, kind: 'step', type: step.type ?? 'task', needs: extra, rawNeeds });
+        if (step.check || step.retry) {
+          const checkKey = `${key}.check`;
+          nodes.set(checkKey, {
+            id: checkKey,
+            title: `Check: ${base.title}`,
+            kind: 'check',
+            type: 'task',
+            labels: [],
+            metadata: {},
+            needs: [key],
+            rawNeeds: [],
+            checks: key,
+            ...(step.check ? { check: step.check } : {}),
+            ...(step.retry ? { retry: step.retry } : {}),
+          });
+          alias.set(key, { nodes: [checkKey] });
+        } else alias.set(key, { nodes: [key] });
+      }
+    }
+    return keys;
+  };
+
+  expand(def.steps, { vars, key: (id) => id }, () => []);
+
+  // `@key` entries and raw needs become node ids through the aliases (a dropped step passes on what it needed).
+  const resolve = (key: string, where: string, seen: Set<string>): string[] => {
+    const a = alias.get(key);
+    if (!a) {
+      at(where, 'needs', `no step "${key}"`);
+      return [];
+    }
+    if (a.nodes) return a.nodes;
+    if (seen.has(key)) return [];
+    seen.add(key);
+    return [
+      ...(a.extra ?? []).flatMap((e) => (e.startsWith('@') ? resolve(e.slice(1), where, seen) : [e])),
+      ...(a.dropped ?? []).flatMap((r) => resolve(r.key, r.where, seen)),
+    ];
+  };
+  for (const node of nodes.values()) {
+    const needs = [
+      ...node.needs.flatMap((n) => (n.startsWith('@') ? resolve(n.slice(1), `step "${node.id}"`, new Set()) : [n])),
+      ...node.rawNeeds.flatMap((r) => resolve(r.key, r.where, new Set())),
+    ];
+    node.needs = [...new Set(needs)].filter(
+      (n) => n !== node.id || (at(`step "${node.id}"`, 'needs', 'a step cannot need itself'), false),
+    );
+  }
+
+  const ordered = topological([...nodes.values()], (cycle) =>
+    at(`step "${cycle[0]}"`, 'needs', `cycle: ${[...cycle, cycle[0]].join(' → ')}`),
+  );
+  const finalizeId = `${def.name}.workflow-finalize`;
+  const needed = new Set(ordered.flatMap((n) => n.needs));
+  const finalize: GraphNode = {
+    id: finalizeId,
+    title: `Finalize ${def.name}`,
+    kind: 'finalize',
+    type: 'task',
+    labels: [],
+    metadata: {},
+    needs: ordered.filter((n) => !needed.has(n.id)).map((n) => n.id),
+  };
+  if (ordered.length === 0 && errors.length === 0) at('', 'steps', 'no step is left to run (every condition is false)');
+  if (errors.length) return { errors };
+  return {
+    compiled: {
+      name: def.name,
+      description: fill(def.description, vars, '', 'description') ?? '',
+      vars: declared,
+      nodes: [...ordered.map(({ rawNeeds: _raw, ...n }) => n), finalize],
+    },
+    errors,
+  };
+}
+
+/** The value every var takes: given, else its default; checked against its enum and pattern. */
+function resolveVars(
+  def: FormulaDef,
+  given: Record<string, string>,
+  mode: CompileMode,
+  at: (where: string, field: string, message: string) => void,
+): Record<string, string> {
+  const vars: Record<string, string> = {};
+  for (const v of def.vars) {
+    if ((BUILTIN_VARS as readonly string[]).includes(v.name)) at(`var "${v.name}"`, 'name', 'is set by the run itself');
+  }
+  for (const name of Object.keys(given)) {
+    if (!def.vars.some((v) => v.name === name)) at('', `vars.${name}`, 'unknown var (not declared in [vars])');
+  }
+  for (const v of def.vars) {
+    const value = given[v.name] ?? v.default;
+    if (value === undefined) {
+      if (v.required && mode === 'run') at('', `vars.${v.name}`, 'is required');
+      // An optional var without a value stays as written.
+      vars[v.name] = `{{${v.name}}}`;
+      continue;
+    }
+    if (v.enum && !v.enum.includes(value)) {
+      at('', `vars.${v.name}`, `${JSON.stringify(value)} is not one of ${v.enum.join(', ')}`);
+    }
+    if (v.pattern && !wholeMatch(v.pattern, value)) {
+      at('', `vars.${v.name}`, `${JSON.stringify(value)} does not match ${v.pattern}`);
+    }
+    vars[v.name] = value;
+  }
+  return vars;
+}
+
+function checkUniqueIds(steps: StepDef[], at: (where: string, field: string, message: string) => void): void {
+  const seen = new Set<string>();
+  const walk = (list: StepDef[]) => {
+    for (const step of list) {
+      if (step.id && seen.has(step.id)) at(`step "${step.id}"`, 'id', 'is used by another step');
+      seen.add(step.id);
+      walk(step.children);
+      // A loop body's ids live in each iteration's own namespace, but are still unique in the formula.
+      if (step.loop) walk(step.loop.body);
+    }
+  };
+  walk(steps);
+}
+
+/** `{{v}} == x`, `{{v}} != x`, `!value`, or a bare value (false when empty, false, 0, no or off). */
+export function holds(condition: string): boolean {
+  const unquote = (s: string) => s.trim().replace(/^(["'])(.*)\1$/, '$2');
+  const eq = /^(.*?)(==|!=)(.*)$/.exec(condition);
+  if (eq) {
+    const same = unquote(eq[1]) === unquote(eq[3]);
+    return eq[2] === '==' ? same : !same;
+  }
+  const text = condition.trim();
+  if (text.startsWith('!')) return FALSY.has(unquote(text.slice(1)).toLowerCase());
+  return !FALSY.has(unquote(text).toLowerCase());
+}
+
+/** Kahn's order, stable in declaration order; a cycle is reported once with its path. */
+function topological<T extends { id: string; needs: string[] }>(nodes: T[], cycle: (path: string[]) => void): T[] {
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const pending = new Map(nodes.map((n) => [n.id, n.needs.filter((d) => byId.has(d)).length]));
+  const dependents = new Map<string, string[]>();
+  for (const n of nodes) for (const d of n.needs) dependents.set(d, [...(dependents.get(d) ?? []), n.id]);
+  const out: T[] = [];
+  const queue = nodes.filter((n) => pending.get(n.id) === 0).map((n) => n.id);
+  while (queue.length) {
+    const id = queue.shift()!;
+    out.push(byId.get(id)!);
+    for (const next of dependents.get(id) ?? []) {
+      const left = pending.get(next)! - 1;
+      pending.set(next, left);
+      if (left === 0) queue.push(next);
+    }
+  }
+  if (out.length < nodes.length) {
+    const left = new Set(nodes.filter((n) => !out.includes(n)).map((n) => n.id));
+    // Walk needs among what is left until a node repeats: that is a cycle.
+    let id = [...left][0];
+    const path: string[] = [];
+    while (!path.includes(id)) {
+      path.push(id);
+      id = byId.get(id)!.needs.find((d) => left.has(d))!;
+    }
+    cycle(path.slice(path.indexOf(id)));
+  }
+  return out;
+}

@@ -1,0 +1,394 @@
+import { parse } from 'smol-toml';
+import { parseDuration } from '../../shared/duration.js';
+
+/** A variable of `[vars]`: `name = "default"` or a table `{ description, default, required, enum, pattern }`. */
+export interface VarDef {
+  name: string;
+  description?: string;
+  default?: string;
+  required: boolean;
+  enum?: string[];
+  pattern?: string;
+}
+
+/** A step's check: a command the controller runs once the step's bead is closed; exit 0 passes it. */
+export interface StepCheck {
+  command: string;
+  timeoutMs: number;
+  maxAttempts: number;
+}
+
+/** A step's retry: a step closed with outcome `fail` is reopened, up to `maxAttempts` attempts in all. */
+export interface StepRetry {
+  maxAttempts: number;
+  /** `hard_fail` fails the whole molecule; `soft_fail` lets the steps after it go on. */
+  onExhausted: 'hard_fail' | 'soft_fail';
+}
+
+/** A step that is a wait: it holds what needs it until a time passes, a command succeeds or a person closes it. */
+export interface StepGate {
+  kind: 'timer' | 'condition' | 'human';
+  /** Timer: how long after it is reached it opens. */
+  durationMs?: number;
+  /** Condition: the command (exit 0 opens the gate), how often it runs, and its time-out. */
+  command?: string;
+  intervalMs?: number;
+  timeoutMs?: number;
+}
+
+export interface StepLoop {
+  /** Iterations 1..count, or range[0]..range[1]. */
+  count?: number;
+  range?: [number, number];
+  /** The variable that holds the iteration's number inside the body (`{{i}}`). */
+  var?: string;
+  body: StepDef[];
+}
+
+export interface StepDef {
+  id: string;
+  title?: string;
+  description?: string;
+  type?: string;
+  priority?: number;
+  labels: string[];
+  metadata: Record<string, string>;
+  needs: string[];
+  condition?: string;
+  assignee?: string;
+  children: StepDef[];
+  loop?: StepLoop;
+  check?: StepCheck;
+  retry?: StepRetry;
+  gate?: StepGate;
+}
+
+/** A formula file as written, checked for shape (not yet for references: see compileFormula). */
+export interface FormulaDef {
+  name: string;
+  description: string;
+  vars: VarDef[];
+  steps: StepDef[];
+  /** The file, relative to the city (`formulas/release.toml`). */
+  file: string;
+}
+
+const DEFAULT_CHECK_TIMEOUT_MS = 60_000;
+const DEFAULT_CONDITION_INTERVAL_MS = 30_000;
+const STEP_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+export const FORMULA_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+
+/**
+ * Reads a formula's TOML. Every error is collected (not just the first), each naming the file, the step and the
+ * field: `formulas/release.toml: step "build": needs: must be an array of step ids`.
+ */
+export function parseFormula(text: string, file: string, name: string): { formula?: FormulaDef; errors: string[] } {
+  const errors: string[] = [];
+  let doc: Record<string, unknown>;
+  try {
+    doc = parse(text);
+  } catch (err) {
+    return { errors: [`${file}: ${firstLine((err as Error).message)}`] };
+  }
+  const at = (where: string | undefined, field: string, message: string) =>
+    errors.push(`${file}: ${where ? `${where}: ` : ''}${field}: ${message}`);
+  const declared = doc.formula;
+  if (declared !== undefined && declared !== name) {
+    at(undefined, 'formula', `names ${JSON.stringify(declared)}, but the file is ${JSON.stringify(name)}`);
+  }
+  const requires = doc.requires;
+  if (requires !== undefined) {
+    if (!isTable(requires)) at(undefined, 'requires', 'must be a table');
+    else {
+      for (const key of Object.keys(requires)) {
+        if (key !== 'formula_compiler') at(undefined, `requires.${key}`, 'unknown requirement');
+      }
+    }
+  }
+  const description = str(doc, 'description', undefined, 'description', at) ?? '';
+  const vars = readVars(doc.vars, at);
+  const steps = readSteps(doc.steps, 'steps', at);
+  if (doc.steps === undefined) at(undefined, 'steps', 'a formula needs at least one [[steps]]');
+  return errors.length ? { errors } : { formula: { name, description, vars, steps, file }, errors };
+}
+
+type At = (where: string | undefined, field: string, message: string) => void;
+
+function readVars(value: unknown, at: At): VarDef[] {
+  if (value === undefined) return [];
+  if (!isTable(value)) {
+    at(undefined, 'vars', 'must be a table');
+    return [];
+  }
+  const vars: VarDef[] = [];
+  for (const [name, def] of Object.entries(value)) {
+    const where = `var "${name}"`;
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) at(where, 'name', 'must be letters, digits and _');
+    if (typeof def === 'string') {
+      vars.push({ name, default: def, required: false });
+      continue;
+    }
+    if (!isTable(def)) {
+      at(where, 'value', 'must be a default string or a table { default, required, enum, pattern, description }');
+      continue;
+    }
+    const v: VarDef = { name, required: false };
+    v.description = str(def, 'description', where, 'description', at);
+    const dflt = def.default;
+    if (dflt !== undefined) {
+      if (typeof dflt === 'string' || typeof dflt === 'number' || typeof dflt === 'boolean') v.default = String(dflt);
+      else at(where, 'default', 'must be a string');
+    }
+    if (def.required !== undefined) {
+      if (typeof def.required !== 'boolean') at(where, 'required', 'must be true or false');
+      else v.required = def.required;
+    }
+    if (v.required && v.default !== undefined) at(where, 'required', 'a required var cannot have a default');
+    if (def.enum !== undefined) {
+      if (!Array.isArray(def.enum) || def.enum.some((e) => typeof e !== 'string') || def.enum.length === 0) {
+        at(where, 'enum', 'must be a non-empty array of strings');
+      } else v.enum = def.enum as string[];
+    }
+    const pattern = str(def, 'pattern', where, 'pattern', at);
+    if (pattern !== undefined) {
+      try {
+        new RegExp(pattern);
+        v.pattern = pattern;
+      } catch (err) {
+        at(where, 'pattern', `is not a regular expression: ${(err as Error).message}`);
+      }
+    }
+    if (v.default !== undefined && v.enum && !v.enum.includes(v.default)) {
+      at(where, 'default', `${JSON.stringify(v.default)} is not one of its enum`);
+    }
+    if (v.default !== undefined && v.pattern && !wholeMatch(v.pattern, v.default)) {
+      at(where, 'default', `${JSON.stringify(v.default)} does not match its pattern`);
+    }
+    for (const key of Object.keys(def)) {
+      if (!['description', 'default', 'required', 'enum', 'pattern', 'type'].includes(key)) {
+        at(where, key, 'unknown field');
+      }
+    }
+    vars.push(v);
+  }
+  return vars;
+}
+
+function readSteps(value: unknown, field: string, at: At): StepDef[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value) || value.some((s) => !isTable(s))) {
+    at(undefined, field, `must be an array of tables ([[${field}]])`);
+    return [];
+  }
+  return (value as Record<string, unknown>[]).map((s, i) => readStep(s, `${field}[${i}]`, at));
+}
+
+function readStep(t: Record<string, unknown>, position: string, at: At): StepDef {
+  const id = typeof t.id === 'string' ? t.id : '';
+  const where = id ? `step "${id}"` : position;
+  if (!id) at(where, 'id', 'is required');
+  else if (!STEP_ID.test(id)) at(where, 'id', 'must be letters, digits, _, - and . (starting with a letter or digit)');
+  const step: StepDef = {
+    id,
+    labels: [],
+    metadata: {},
+    needs: [],
+    children: [],
+  };
+  step.title = str(t, 'title', where, 'title', at);
+  step.description = str(t, 'description', where, 'description', at);
+  step.type = str(t, 'type', where, 'type', at);
+  step.condition = str(t, 'condition', where, 'condition', at);
+  step.assignee = str(t, 'assignee', where, 'assignee', at);
+  if (t.priority !== undefined) {
+    const p = Number(t.priority);
+    if (!Number.isInteger(p) || p < 0 || p > 4) at(where, 'priority', 'must be an integer from 0 to 4');
+    else step.priority = p;
+  }
+  for (const key of ['tags', 'labels'] as const) {
+    if (t[key] === undefined) continue;
+    const list = strings(t[key]);
+    if (!list) at(where, key, 'must be an array of strings');
+    else step.labels.push(...list);
+  }
+  for (const key of ['needs', 'depends_on'] as const) {
+    if (t[key] === undefined) continue;
+    const list = strings(t[key]);
+    if (!list) at(where, key, 'must be an array of step ids');
+    else step.needs.push(...list.filter((n) => !step.needs.includes(n)));
+  }
+  if (t.metadata !== undefined) {
+    if (!isTable(t.metadata)) at(where, 'metadata', 'must be a table of strings');
+    else {
+      for (const [key, value] of Object.entries(t.metadata)) {
+        if (typeof value !== 'string') at(where, `metadata.${key}`, 'must be a string');
+        else if (key.startsWith('ctl.')) at(where, `metadata.${key}`, 'keys starting with ctl. are reserved');
+        else step.metadata[key] = value;
+      }
+    }
+  }
+  if (t.children !== undefined) step.children = readSteps(t.children, `${where}: children`, at);
+  if (t.loop !== undefined) step.loop = readLoop(t.loop, where, at);
+  if (t.check !== undefined) step.check = readCheck(t.check, where, at);
+  if (t.retry !== undefined) step.retry = readRetry(t.retry, where, at);
+  if (t.gate !== undefined) step.gate = readGate(t.gate, where, at);
+  const kinds = [step.children.length > 0, step.loop !== undefined, step.gate !== undefined].filter(Boolean).length;
+  if (kinds > 1) at(where, 'children', 'a step has at most one of children, loop and gate');
+  if ((step.check || step.retry) && (step.children.length || step.loop || step.gate)) {
+    at(where, step.check ? 'check' : 'retry', 'only a step of work (no children, loop or gate) can have one');
+  }
+  if (step.title === undefined && !step.gate && !step.loop) at(where, 'title', 'is required');
+  return step;
+}
+
+function readLoop(value: unknown, where: string, at: At): StepLoop | undefined {
+  if (!isTable(value)) {
+    at(where, 'loop', 'must be a table { count | range, var, body }');
+    return undefined;
+  }
+  const loop: StepLoop = { body: [] };
+  if (value.count !== undefined) {
+    const n = Number(value.count);
+    if (typeof value.count === 'string' || !Number.isInteger(n) || n < 1 || n > 1000) {
+      at(where, 'loop.count', 'must be a literal integer from 1 to 1000');
+    } else loop.count = n;
+  }
+  if (value.range !== undefined) {
+    const range = parseRange(value.range);
+    if (!range) at(where, 'loop.range', 'must be "A..B" or [A, B] with integers A ≤ B (at most 1000 iterations)');
+    else loop.range = range;
+  }
+  if (value.count === undefined && value.range === undefined) at(where, 'loop', 'needs count or range');
+  else if (value.count !== undefined && value.range !== undefined) at(where, 'loop', 'takes count or range, not both');
+  if (value.until !== undefined || value.max !== undefined) {
+    at(where, 'loop.until', 'loops run a fixed number of times here (count or range)');
+  }
+  loop.var = str(value, 'var', where, 'loop.var', at);
+  if (loop.var !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(loop.var)) {
+    at(where, 'loop.var', 'must be letters, digits and _');
+  }
+  loop.body = readSteps(value.body, `${where}: loop.body`, at);
+  if (loop.body.length === 0) at(where, 'loop.body', 'needs at least one step ([[steps.loop.body]])');
+  return loop;
+}
+
+function parseRange(value: unknown): [number, number] | undefined {
+  let pair: unknown[] | undefined;
+  if (typeof value === 'string') {
+    const m = /^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*$/.exec(value);
+    pair = m ? [Number(m[1]), Number(m[2])] : undefined;
+  } else if (Array.isArray(value) && value.length === 2) pair = value.map(Number);
+  if (!pair) return undefined;
+  const [a, b] = pair as number[];
+  if (!Number.isInteger(a) || !Number.isInteger(b) || a > b || b - a >= 1000) return undefined;
+  return [a, b];
+}
+
+function readCheck(value: unknown, where: string, at: At): StepCheck | undefined {
+  if (!isTable(value)) {
+    at(where, 'check', 'must be a table { command, timeout, max_attempts }');
+    return undefined;
+  }
+  // The reference nests the command as check.check { mode, path, timeout }; both forms are read.
+  const inner = isTable(value.check) ? value.check : value;
+  const mode = str(inner, 'mode', where, 'check.mode', at);
+  if (mode !== undefined && mode !== 'exec') at(where, 'check.mode', `must be "exec" (got ${JSON.stringify(mode)})`);
+  const command = str(inner, 'command', where, 'check.command', at) ?? str(inner, 'path', where, 'check.path', at);
+  if (!command) at(where, 'check.command', 'is required (a shell command; exit 0 passes the step)');
+  const timeoutMs = duration(inner, 'timeout', where, 'check.timeout', at) ?? DEFAULT_CHECK_TIMEOUT_MS;
+  const maxAttempts = attempts(value.max_attempts, where, 'check.max_attempts', at) ?? 1;
+  return command ? { command, timeoutMs, maxAttempts } : undefined;
+}
+
+function readRetry(value: unknown, where: string, at: At): StepRetry | undefined {
+  if (!isTable(value)) {
+    at(where, 'retry', 'must be a table { max_attempts, on_exhausted }');
+    return undefined;
+  }
+  const maxAttempts = attempts(value.max_attempts, where, 'retry.max_attempts', at);
+  if (maxAttempts === undefined && value.max_attempts === undefined) at(where, 'retry.max_attempts', 'is required');
+  const onExhausted = str(value, 'on_exhausted', where, 'retry.on_exhausted', at) ?? 'hard_fail';
+  if (onExhausted !== 'hard_fail' && onExhausted !== 'soft_fail') {
+    at(where, 'retry.on_exhausted', 'must be hard_fail or soft_fail');
+    return undefined;
+  }
+  return maxAttempts === undefined ? undefined : { maxAttempts, onExhausted };
+}
+
+function readGate(value: unknown, where: string, at: At): StepGate | undefined {
+  if (!isTable(value)) {
+    at(where, 'gate', 'must be a table { type = "timer" | "condition" | "human", … }');
+    return undefined;
+  }
+  const kind = str(value, 'type', where, 'gate.type', at);
+  if (kind !== 'timer' && kind !== 'condition' && kind !== 'human') {
+    at(where, 'gate.type', 'must be timer, condition or human');
+    return undefined;
+  }
+  const gate: StepGate = { kind };
+  if (kind === 'timer') {
+    gate.durationMs =
+      duration(value, 'duration', where, 'gate.duration', at) ?? duration(value, 'timeout', where, 'gate.timeout', at);
+    if (gate.durationMs === undefined) at(where, 'gate.duration', 'a timer gate needs a duration (30s, 10m, 1h)');
+  }
+  if (kind === 'condition') {
+    gate.command = str(value, 'check', where, 'gate.check', at) ?? str(value, 'command', where, 'gate.command', at);
+    if (!gate.command) at(where, 'gate.check', 'a condition gate needs a check command (exit 0 opens it)');
+    gate.intervalMs = duration(value, 'interval', where, 'gate.interval', at) ?? DEFAULT_CONDITION_INTERVAL_MS;
+    gate.timeoutMs = duration(value, 'check_timeout', where, 'gate.check_timeout', at) ?? 10_000;
+  }
+  return gate;
+}
+
+function attempts(value: unknown, where: string, field: string, at: At): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (typeof value === 'string' || !Number.isInteger(n) || n < 1 || n > 100) {
+    at(where, field, 'must be an integer from 1 to 100');
+    return undefined;
+  }
+  return n;
+}
+
+function duration(t: Record<string, unknown>, key: string, where: string, field: string, at: At): number | undefined {
+  const text = str(t, key, where, field, at);
+  if (text === undefined) return undefined;
+  try {
+    return parseDuration(text);
+  } catch {
+    at(where, field, `must be a duration such as 30s, 5m or 1h (got ${JSON.stringify(text)})`);
+    return undefined;
+  }
+}
+
+function str(
+  t: Record<string, unknown>,
+  key: string,
+  where: string | undefined,
+  field: string,
+  at: At,
+): string | undefined {
+  const v = t[key];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string') {
+    at(where, field, 'must be a string');
+    return undefined;
+  }
+  return v;
+}
+
+function strings(v: unknown): string[] | undefined {
+  return Array.isArray(v) && v.every((x) => typeof x === 'string') ? (v) : undefined;
+}
+
+function isTable(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
+}
+
+export function wholeMatch(pattern: string, value: string): boolean {
+  return new RegExp(`^(?:${pattern})$`).test(value);
+}
+
+function firstLine(message: string): string {
+  return message.split('\n')[0];
+}

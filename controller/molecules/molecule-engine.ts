@@ -1,0 +1,514 @@
+import type { Logger } from 'pino';
+import type { Bead } from '../../shared/dto/beads.js';
+import type { EventLog } from '../../shared/events/event-log.js';
+import type { BeadsService } from '../beads/beads-service.js';
+import type { CommandRunner } from '../commands.js';
+import type { CompiledFormula } from '../formulas/formula-compile.js';
+import { ROUTED_TO } from '../agents/work-board.js';
+import * as K from './molecule-keys.js';
+
+/** Beads of a run read at once (a formula compiles to at most a few thousand). */
+const MEMBERS_MAX = 100_000;
+/** The most of a failed check's output kept on its bead. */
+const REASON_MAX = 2000;
+
+export interface InstantiateOptions {
+  /** The agent its work steps are routed to (a step's own `assignee` wins). */
+  routedTo?: string;
+  title?: string;
+  attachedBeadId?: string;
+  source: 'sling' | 'order' | 'cook';
+  order?: string;
+  /** Labels the root gets (an order's `order-run:<name>`). */
+  rootLabels?: string[];
+}
+
+/**
+ * Molecules: a compiled formula made into beads — a root (`molecule`), a bead per node with `blocks` edges from
+ * its needs, and the root blocked by the finalize node — and carried on as their beads change. Agents close work
+ * steps; the controller closes the rest: a group once its children are closed, a check once its command passes
+ * (reopening the step for another attempt when it fails and attempts are left), a gate when its time comes or
+ * its condition holds, and finalize when everything before it is closed — which closes the root with its outcome
+ * (`pass`, or `fail` when a step failed hard) and records `molecule.resolved`. All state is in the beads'
+ * metadata, so a restarted controller carries on where the last one stopped (`resume`).
+ */
+export class MoleculeEngine {
+  /** Runs being advanced, and those asked again meanwhile. */
+  private readonly busy = new Set<string>();
+  private readonly again = new Set<string>();
+  /** Commands in flight (checks and condition gates), by bead id and attempt; and their answers. */
+  private readonly inFlight = new Set<string>();
+  private readonly answers = new Map<string, { pass: boolean; output: string }>();
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** Runs being canceled or deleted: nothing advances them meanwhile. */
+  private readonly ending = new Set<string>();
+  private stopped = false;
+
+  constructor(
+    private readonly deps: {
+      beads: BeadsService;
+      log: EventLog;
+      commands: CommandRunner;
+      cityRoot: string;
+      env: NodeJS.ProcessEnv;
+      logger?: Logger;
+      now: () => number;
+      /** Routed work appeared: the tick hands it out. */
+      poke: () => void;
+    },
+  ) {
+    deps.beads.onClosed((bead) => {
+      const root = bead.metadata?.[K.ROOT_BEAD_ID];
+      if (root) this.schedule(root);
+      return Promise.resolve();
+    });
+  }
+
+  /** Creates the run's beads; the caller has compiled the formula (and so checked every var). */
+  async instantiate(
+    compiled: CompiledFormula,
+    options: InstantiateOptions,
+  ): Promise<{ root: Bead; members: Map<string, Bead> }> {
+    const beads = this.deps.beads;
+    const { bead: root } = await beads.create({
+      title: options.title ?? (compiled.description.split('\n')[0] || compiled.name),
+      type: 'molecule',
+      description: compiled.description,
+      labels: options.rootLabels,
+      metadata: {
+        [K.KIND]: 'workflow',
+        [K.FORMULA]: compiled.name,
+        [K.VARS]: JSON.stringify(compiled.vars),
+        [K.RUN_SOURCE]: options.source,
+        ...(options.routedTo ? { [K.TARGET]: options.routedTo } : {}),
+        ...(options.attachedBeadId ? { [K.ATTACHED_BEAD_ID]: options.attachedBeadId } : {}),
+        ...(options.order ? { [K.ORDER]: options.order } : {}),
+      },
+    });
+    const members = new Map<string, Bead>();
+    for (const node of compiled.nodes) {
+      const metadata: Record<string, string> = {
+        ...node.metadata,
+        [K.ROOT_BEAD_ID]: root.id,
+        [K.KIND]: node.kind,
+        [K.STEP_REF]: node.id,
+      };
+      if (node.kind === 'step') {
+        metadata[K.ATTEMPT] = '1';
+        const routed = node.assignee ?? options.routedTo;
+        if (routed) metadata[ROUTED_TO] = routed;
+      }
+      if (node.checks) metadata[K.CHECKS] = members.get(node.checks)!.id;
+      if (node.check) {
+        metadata[K.CHECK_COMMAND] = node.check.command;
+        metadata[K.CHECK_TIMEOUT_MS] = String(node.check.timeoutMs);
+        metadata[K.CHECK_MAX_ATTEMPTS] = String(node.check.maxAttempts);
+      }
+      if (node.retry) {
+        metadata[K.RETRY_MAX_ATTEMPTS] = String(node.retry.maxAttempts);
+        metadata[K.ON_EXHAUSTED] = node.retry.onExhausted;
+      }
+      if (node.gate) {
+        metadata[K.GATE_KIND] = node.gate.kind;
+        if (node.gate.durationMs !== undefined) metadata[K.GATE_DURATION_MS] = String(node.gate.durationMs);
+        if (node.gate.command) metadata[K.GATE_CHECK] = node.gate.command;
+        if (node.gate.intervalMs !== undefined) metadata[K.GATE_INTERVAL_MS] = String(node.gate.intervalMs);
+        if (node.gate.timeoutMs !== undefined) metadata[K.GATE_TIMEOUT_MS] = String(node.gate.timeoutMs);
+      }
+      const { bead } = await beads.create({
+        title: node.title,
+        // Nodes the controller closes are `step` beads: never ready work for an agent.
+        type: node.kind === 'step' ? node.type : node.kind === 'gate' ? 'gate' : 'step',
+        description: node.description,
+        priority: node.priority,
+        labels: node.labels.length ? node.labels : undefined,
+        metadata,
+        dependencies: node.needs.map((n) => ({ dependsOn: members.get(n)!.id, kind: 'blocks' as const })),
+      });
+      members.set(node.id, bead);
+    }
+    const finalize = members.get(compiled.nodes.at(-1)!.id)!;
+    const blocked = await beads.addDependency(root.id, finalize.id, 'blocks');
+    await this.deps.log.append({
+      type: 'molecule.created',
+      actor: 'ctl',
+      subject: root.id,
+      message: `${compiled.name}: ${members.size} beads`,
+      payload: { run_id: root.id, formula: compiled.name },
+    });
+    this.schedule(root.id);
+    this.deps.poke();
+    return { root: blocked, members };
+  }
+
+  /** Carries on every open run (at start: a restarted controller picks up checks and gates). */
+  resume(): void {
+    for (const root of this.deps.beads.store.list({
+      type: 'molecule',
+      metadata: { [K.KIND]: 'workflow' },
+      limit: MEMBERS_MAX,
+    }).items) {
+      this.schedule(root.id);
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+  }
+
+  /** The run's beads but its root (closed ones too), oldest first. */
+  members(rootId: string): Bead[] {
+    return this.deps.beads.store
+      .list({ includeClosed: true, metadata: { [K.ROOT_BEAD_ID]: rootId }, limit: MEMBERS_MAX })
+      .items.reverse();
+  }
+
+  /**
+   * Closes every open bead of the run (outcome `canceled`, or `skipped` for a workflow delete) and the root with
+   * it; `molecule.resolved` says so. Answers how many beads it closed.
+   */
+  async cancel(rootId: string, outcome: 'canceled' | 'skipped' = 'canceled', reason = 'canceled'): Promise<number> {
+    const root = this.deps.beads.get(rootId);
+    if (root.status === 'closed') return 0;
+    this.ending.add(rootId);
+    try {
+      let closed = 0;
+      for (const bead of this.members(rootId)) {
+        if (bead.status === 'closed') continue;
+        await this.close(bead, outcome, reason);
+        closed++;
+      }
+      await this.resolve(this.deps.beads.get(rootId), outcome, reason);
+      return closed + 1;
+    } finally {
+      this.ending.delete(rootId);
+    }
+  }
+
+  /** Deletes the run's beads, members first. */
+  async remove(rootId: string): Promise<number> {
+    this.deps.beads.get(rootId);
+    this.ending.add(rootId);
+    try {
+      let deleted = 0;
+      for (const bead of this.members(rootId).reverse()) {
+        await this.deps.beads.delete(bead.id);
+        deleted++;
+      }
+      await this.deps.beads.delete(rootId);
+      this.clearTimer(rootId);
+      return deleted + 1;
+    } finally {
+      this.ending.delete(rootId);
+    }
+  }
+
+  /** Asks for the run to be advanced; runs one at a time per run, coalescing asks that come meanwhile. */
+  schedule(rootId: string): void {
+    if (this.stopped) return;
+    if (this.busy.has(rootId)) {
+      this.again.add(rootId);
+      return;
+    }
+    this.busy.add(rootId);
+    void (async () => {
+      try {
+        do {
+          this.again.delete(rootId);
+          await this.advance(rootId);
+        } while (this.again.has(rootId) && !this.stopped);
+      } catch (err) {
+        this.deps.logger?.error({ err, run: rootId }, 'could not advance a run');
+      } finally {
+        this.busy.delete(rootId);
+      }
+    })();
+  }
+
+  /** One pass over a run: closes what the controller closes, until nothing more changes. */
+  private async advance(rootId: string): Promise<void> {
+    const root = this.deps.beads.store.get(rootId);
+    if (!root || root.status === 'closed' || root.metadata?.[K.KIND] !== 'workflow' || this.ending.has(rootId)) return;
+    let changed = true;
+    let nextWake: number | undefined;
+    while (changed && !this.stopped) {
+      changed = false;
+      nextWake = undefined;
+      const members = this.members(rootId);
+      const byId = new Map(members.map((b) => [b.id, b]));
+      const checked = new Set(members.filter((b) => b.metadata?.[K.CHECKS]).map((b) => b.metadata![K.CHECKS]));
+      // A step that failed with nothing to retry or check it fails the run.
+      const failed = members.find(
+        (b) =>
+          b.status === 'closed' &&
+          b.metadata?.[K.KIND] === 'step' &&
+          b.metadata?.[K.OUTCOME] === 'fail' &&
+          !checked.has(b.id),
+      );
+      if (failed) {
+        await this.fail(rootId, failed, `step ${failed.metadata?.[K.STEP_REF]} failed`);
+        return;
+      }
+      for (const bead of members) {
+        if (bead.status === 'closed') continue;
+        const kind = bead.metadata?.[K.KIND];
+        if (kind === 'step') continue;
+        const open = (bead.dependencies ?? []).some(
+          (d) => d.type === 'blocks' && byId.get(d.depends_on_id)?.status !== 'closed',
+        );
+        if (open) continue;
+        if (kind === 'group') {
+          await this.close(bead, 'pass');
+          changed = true;
+        } else if (kind === 'finalize') {
+          await this.close(bead, 'pass');
+          const hard = members.find(
+            (b) =>
+              b.metadata?.[K.OUTCOME] === 'fail' &&
+              b.metadata?.[K.KIND] === 'check' &&
+              b.metadata?.[K.ON_EXHAUSTED] !== 'soft_fail',
+          );
+          await this.resolve(
+            this.deps.beads.get(rootId),
+            hard ? 'fail' : 'pass',
+            hard ? hard.metadata?.[K.OUTCOME_REASON] : undefined,
+          );
+          return;
+        } else if (kind === 'check') {
+          const outcome = await this.check(root, bead, byId);
+          if (outcome === 'hard-fail') {
+            await this.fail(rootId, bead, `step ${bead.metadata?.[K.STEP_REF]} failed its check`);
+            return;
+          }
+          if (outcome === 'changed') changed = true;
+        } else if (kind === 'gate') {
+          const at = await this.gate(root, bead);
+          if (at === 'opened') changed = true;
+          else if (at !== undefined) nextWake = Math.min(nextWake ?? at, at);
+        }
+      }
+    }
+    if (nextWake !== undefined) this.wakeAt(rootId, nextWake);
+  }
+
+  /**
+   * A check node whose step is closed: the step's outcome and the check's command decide. Answers `changed` when
+   * it closed the check or reopened the step, `hard-fail` when the run fails, or nothing while a command runs.
+   */
+  private async check(root: Bead, node: Bead, byId: Map<string, Bead>): Promise<'changed' | 'hard-fail' | undefined> {
+    const meta = node.metadata ?? {};
+    const step = byId.get(meta[K.CHECKS]);
+    if (!step) return undefined;
+    const attempt = Number(step.metadata?.[K.ATTEMPT] ?? '1');
+    const retries = Number(meta[K.RETRY_MAX_ATTEMPTS] ?? '1');
+    const checkAttempts = Number(meta[K.CHECK_MAX_ATTEMPTS] ?? '1');
+    const maxAttempts = Math.max(retries, checkAttempts);
+    let reason: string | undefined;
+    if (step.metadata?.[K.OUTCOME] === 'fail') {
+      reason = step.metadata?.[K.OUTCOME_REASON] ?? `attempt ${attempt} failed`;
+    } else if (meta[K.CHECK_COMMAND]) {
+      const key = `${node.id}#${attempt}`;
+      const answer = this.answers.get(key);
+      if (!answer) {
+        this.runCheck(root, node, step, attempt, key);
+        return undefined;
+      }
+      this.answers.delete(key);
+      if (!answer.pass) reason = answer.output;
+    }
+    if (reason === undefined) {
+      await this.close(node, 'pass');
+      return 'changed';
+    }
+    if (attempt < maxAttempts) {
+      await this.deps.beads.update(step.id, {
+        status: 'open',
+        assignee: '',
+        metadata: {
+          [K.ATTEMPT]: String(attempt + 1),
+          [K.OUTCOME]: '',
+          [K.OUTCOME_REASON]: clip(reason),
+          'ctl.assigned_session': '',
+        },
+      });
+      await this.deps.log.append({
+        type: 'molecule.step_retried',
+        actor: 'ctl',
+        subject: step.id,
+        message: `attempt ${attempt + 1} of ${maxAttempts}: ${clip(reason, 200)}`,
+        payload: {
+          run_id: root.id,
+          step: step.metadata?.[K.STEP_REF],
+          bead_id: step.id,
+          attempt: attempt + 1,
+          reason: clip(reason),
+        },
+      });
+      this.deps.poke();
+      return 'changed';
+    }
+    await this.close(node, 'fail', reason);
+    await this.deps.log.append({
+      type: 'molecule.step_failed',
+      actor: 'ctl',
+      subject: step.id,
+      message: `${attempt} attempt(s): ${clip(reason, 200)}`,
+      payload: { run_id: root.id, step: step.metadata?.[K.STEP_REF], bead_id: step.id, attempt, reason: clip(reason) },
+    });
+    return meta[K.ON_EXHAUSTED] === 'soft_fail' ? 'changed' : 'hard-fail';
+  }
+
+  private runCheck(root: Bead, node: Bead, step: Bead, attempt: number, key: string): void {
+    if (this.inFlight.has(key)) return;
+    this.inFlight.add(key);
+    const meta = node.metadata ?? {};
+    void this.deps.commands
+      .run(meta[K.CHECK_COMMAND], {
+        cwd: this.deps.cityRoot,
+        env: {
+          ...this.deps.env,
+          CTL_RUN_ID: root.id,
+          CTL_BEAD_ID: step.id,
+          CTL_STEP: step.metadata?.[K.STEP_REF] ?? '',
+          CTL_ATTEMPT: String(attempt),
+        },
+        timeoutMs: Number(meta[K.CHECK_TIMEOUT_MS] ?? 60_000),
+      })
+      .then((result) => {
+        this.inFlight.delete(key);
+        const why = result.timedOut
+          ? `check timed out after ${meta[K.CHECK_TIMEOUT_MS]} ms`
+          : (result.error ?? `check exited with ${result.signal ?? `code ${result.exitCode}`}`);
+        this.answers.set(key, {
+          pass: result.exitCode === 0,
+          output: result.exitCode === 0 ? '' : `${why}\n${result.output.trim()}`.trim(),
+        });
+        this.schedule(root.id);
+      });
+  }
+
+  /** A gate whose needs are closed: answers `opened`, the time to look again, or nothing (a person opens it). */
+  private async gate(root: Bead, gate: Bead): Promise<'opened' | number | undefined> {
+    const meta = gate.metadata ?? {};
+    const now = this.deps.now();
+    let armed = Date.parse(meta[K.GATE_ARMED_AT] ?? '');
+    if (Number.isNaN(armed)) {
+      armed = now;
+      await this.deps.beads.update(gate.id, { metadata: { [K.GATE_ARMED_AT]: new Date(now).toISOString() } });
+    }
+    if (meta[K.GATE_KIND] === 'timer') {
+      const opens = armed + Number(meta[K.GATE_DURATION_MS] ?? 0);
+      if (now < opens) return opens;
+      await this.close(gate, 'pass', 'timer elapsed');
+      return 'opened';
+    }
+    if (meta[K.GATE_KIND] === 'condition') {
+      const key = `${gate.id}#gate`;
+      const answer = this.answers.get(key);
+      if (answer?.pass) {
+        this.answers.delete(key);
+        await this.close(gate, 'pass', 'condition met');
+        return 'opened';
+      }
+      if (!this.inFlight.has(key)) {
+        const interval = Number(meta[K.GATE_INTERVAL_MS] ?? 30_000);
+        const last = (answer as { at?: number } | undefined)?.at;
+        if (last === undefined || now - last >= interval) this.runGateCheck(root, gate, key);
+        else return last + interval;
+      }
+      return undefined;
+    }
+    return undefined;
+  }
+
+  private runGateCheck(root: Bead, gate: Bead, key: string): void {
+    this.inFlight.add(key);
+    const meta = gate.metadata ?? {};
+    void this.deps.commands
+      .run(meta[K.GATE_CHECK], {
+        cwd: this.deps.cityRoot,
+        env: { ...this.deps.env, CTL_RUN_ID: root.id, CTL_BEAD_ID: gate.id },
+        timeoutMs: Number(meta[K.GATE_TIMEOUT_MS] ?? 10_000),
+      })
+      .then((result) => {
+        this.inFlight.delete(key);
+        this.answers.set(
+          key,
+          Object.assign({ pass: result.exitCode === 0, output: result.output }, { at: this.deps.now() }),
+        );
+        this.schedule(root.id);
+      });
+  }
+
+  /** The run fails: every open bead is skipped, the root closes with outcome `fail`. */
+  private async fail(rootId: string, cause: Bead, reason: string): Promise<void> {
+    for (const bead of this.members(rootId)) {
+      if (bead.status !== 'closed') await this.close(bead, 'skipped', reason);
+    }
+    await this.resolve(this.deps.beads.get(rootId), 'fail', cause.metadata?.[K.OUTCOME_REASON] ?? reason);
+  }
+
+  /** Closes the root with the run's outcome, then the bead it was started for when it passed. */
+  private async resolve(root: Bead, outcome: string, reason?: string): Promise<void> {
+    if (root.status === 'closed') return;
+    this.clearTimer(root.id);
+    await this.close(root, outcome, reason);
+    await this.deps.log.append({
+      type: 'molecule.resolved',
+      actor: 'ctl',
+      subject: root.id,
+      message: `${root.metadata?.[K.FORMULA] ?? 'run'}: ${outcome}${reason ? ` (${clip(reason, 200)})` : ''}`,
+      payload: {
+        run_id: root.id,
+        formula: root.metadata?.[K.FORMULA],
+        outcome,
+        ...(reason ? { reason: clip(reason) } : {}),
+      },
+    });
+    const attached = root.metadata?.[K.ATTACHED_BEAD_ID];
+    if (outcome === 'pass' && attached) {
+      const bead = this.deps.beads.store.get(attached);
+      if (bead && bead.status !== 'closed') {
+        await this.deps.beads.update(attached, {
+          status: 'closed',
+          metadata: { [K.OUTCOME]: 'pass', 'ctl.closed_by_run': root.id },
+        });
+      }
+    }
+  }
+
+  private async close(bead: Bead, outcome: string, reason?: string): Promise<void> {
+    await this.deps.beads.update(bead.id, {
+      status: 'closed',
+      metadata: { [K.OUTCOME]: outcome, ...(reason ? { [K.OUTCOME_REASON]: clip(reason) } : {}) },
+    });
+  }
+
+  private wakeAt(rootId: string, at: number): void {
+    this.clearTimer(rootId);
+    const delay = Math.max(0, Math.min(at - this.deps.now(), 2 ** 31 - 1));
+    const timer = setTimeout(() => {
+      this.timers.delete(rootId);
+      this.schedule(rootId);
+    }, delay);
+    timer.unref();
+    this.timers.set(rootId, timer);
+  }
+
+  private clearTimer(rootId: string): void {
+    const timer = this.timers.get(rootId);
+    if (timer) clearTimeout(timer);
+    this.timers.delete(rootId);
+  }
+
+  /** Looks at every open run again (the clock moved, in tests). */
+  recheckAll(): void {
+    for (const rootId of [...this.timers.keys()]) this.schedule(rootId);
+  }
+}
+
+function clip(text: string, max = REASON_MAX): string {
+  return text.length > max ? `…${text.slice(-max)}` : text;
+}
