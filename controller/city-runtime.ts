@@ -21,6 +21,9 @@ import { CommandRunner } from './commands.js';
 import { FormulaCatalog } from './formulas/formula-catalog.js';
 import { MoleculeEngine } from './molecules/molecule-engine.js';
 import { RunViews } from './molecules/run-views.js';
+import { OrderCatalog } from './orders/order-catalog.js';
+import { OrderDispatcher } from './orders/order-dispatch.js';
+import { OrderScheduler } from './orders/order-scheduler.js';
 
 /**
  * A city's configuration as the controller runs it: `city.toml` read and its agents (inline and from `agents/`)
@@ -101,6 +104,32 @@ export class CityRuntime {
       poke: () => this.tick?.poke(),
     });
     clock.onMoved(() => this.molecules.recheckAll());
+    const commandEnv = { ...process.env, CTL_CITY: name, CTL_CITY_ROOT: paths.root };
+    this.orders = new OrderCatalog(paths.root, () => this.config.orders);
+    const dispatcher = new OrderDispatcher({
+      beads,
+      log,
+      commands: this.commands,
+      formulas: this.formulas,
+      molecules: this.molecules,
+      cityRoot: paths.root,
+      env: commandEnv,
+      logger,
+      settled: () => this.orderScheduler.evaluateSoon(),
+    });
+    this.orderScheduler = new OrderScheduler({
+      catalog: this.orders,
+      dispatcher,
+      store: beads.store,
+      log,
+      tail,
+      clock,
+      commands: this.commands,
+      cityRoot: paths.root,
+      env: commandEnv,
+      conditionEveryMs: () => this.config.daemon.patrolIntervalMs,
+      logger,
+    });
     this.providerEditor = new ProviderEditor({
       configPath: paths.config,
       reload: (next) => this.reloadConfig(next),
@@ -115,6 +144,9 @@ export class CityRuntime {
   /** Runs of formulas: their beads, carried on as they change. */
   readonly molecules: MoleculeEngine;
   readonly runs: RunViews;
+  readonly orders: OrderCatalog;
+  /** When orders fire (started with the tick). */
+  readonly orderScheduler: OrderScheduler;
   /** The provider API's writes to `city.toml`. */
   readonly providerEditor: ProviderEditor;
 
@@ -147,6 +179,7 @@ export class CityRuntime {
     this.loaded = loadConfig(this.paths.root, this.paths.config, this.providers, config);
     this.lastReloadError = undefined;
     this.tick?.poke();
+    this.orderScheduler.evaluateSoon();
   }
 
   /**
@@ -155,6 +188,8 @@ export class CityRuntime {
    * records `config.reloaded` when it changed anything.
    */
   async reloadFromDisk(file: string): Promise<void> {
+    // Orders and formulas are read from their files as they are asked for: the scheduler only needs to look.
+    this.orderScheduler.evaluateSoon();
     let next: LoadedConfig;
     try {
       next = loadConfig(this.paths.root, this.paths.config, this.providers);

@@ -191,6 +191,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     tick.start();
     // Runs that were in flight when the last controller stopped carry on (their checks, gates and finalize).
     running.molecules.resume();
+    running.orderScheduler.start();
     logger.info({ name, listen }, 'controller ready');
     report({ kind: 'ready', pid: process.pid });
 
@@ -206,6 +207,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
       sessions,
       beforeStop: async () => {
         tick.stop();
+        running.orderScheduler.stop();
         running.molecules.stop();
         running.commands.stop();
         running.clock.stop();

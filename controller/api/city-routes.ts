@@ -204,7 +204,8 @@ export class CityRoutes extends Controller {
   /**
    * Checks the city's configuration as it is on disk now: `errors` when a file does not load (the controller
    * keeps the last good configuration meanwhile) or an agent cannot run (a provider the city lacks, a
-   * `depends_on` naming nobody or going round in a circle), each naming its file and key; `warnings` for what
+   * `depends_on` naming nobody or going round in a circle), an order or formula file does not parse (it is left
+   * out; the others run), each naming its file and key; `warnings` for what
    * runs but is likely a mistake.
    * @summary Validate the city's configuration
    */
@@ -223,6 +224,14 @@ export class CityRoutes extends Controller {
         errors.push({ file: agent.config.source, key, message: `agent ${agent.name}: ${agent.unavailableReason}` });
       if (agent.config.suspended)
         warnings.push({ file: agent.config.source, key, message: `agent ${agent.name} is suspended` });
+    }
+    // Orders and formulas that do not parse are left out; the others run.
+    for (const message of this.city.orders.list().errors) {
+      errors.push({ file: /^([^:]+):/.exec(message)?.[1] ?? 'orders', message });
+    }
+    for (const formula of this.city.formulas.list()) {
+      for (const message of formula.errors)
+        errors.push({ file: formula.file, key: `formula.${formula.name}`, message });
     }
     if (this.city.config.workspace.suspended) {
       warnings.push({ file: 'city.toml', key: 'workspace.suspended', message: 'the city is suspended: no agent runs' });

@@ -378,7 +378,7 @@ function str(
 }
 
 function strings(v: unknown): string[] | undefined {
-  return Array.isArray(v) && v.every((x) => typeof x === 'string') ? (v) : undefined;
+  return Array.isArray(v) && v.every((x) => typeof x === 'string') ? v : undefined;
 }
 
 function isTable(v: unknown): v is Record<string, unknown> {

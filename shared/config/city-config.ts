@@ -87,6 +87,27 @@ export interface CityServiceConfig {
   url: string;
 }
 
+/** `[[orders.overrides]]`: a change to one order (`enable`/`disable` write `enabled`). */
+export interface CityOrderOverride {
+  name: string;
+  /** A rig's instance of it; `*` for every rig. */
+  rig?: string;
+  enabled?: boolean;
+  /** Any other key the order file has (`interval`, `schedule`, `timeout`, `pool`, …), as written. */
+  fields: Record<string, unknown>;
+}
+
+/** `[orders]`. */
+export interface CityOrdersConfig {
+  overrides: CityOrderOverride[];
+  /** Orders left out altogether. */
+  skip: string[];
+  /** No order's `timeout` is longer. */
+  maxTimeoutMs?: number;
+  /** The time zone of cron schedules without their own `tz` (default: the machine's). */
+  timezone?: string;
+}
+
 /** What this product reads from a city's `city.toml`. */
 export interface CityConfig {
   workspace: {
@@ -101,6 +122,7 @@ export interface CityConfig {
   rigs: CityRigConfig[];
   services: CityServiceConfig[];
   daemon: CityDaemonConfig;
+  orders: CityOrdersConfig;
   /** `[events] rotation_max_bytes`: rotate the event log once it reaches this size. */
   eventsRotationMaxBytes?: number;
   /** `[beads] backend`: `sqlite` (the default) or `journal`. */
@@ -147,6 +169,7 @@ export function parseCityConfig(text: string, path: string): CityConfig {
     rigs: [],
     services: [],
     daemon: { ...DEFAULT_DAEMON },
+    orders: { overrides: [], skip: [] },
   };
   if (cfg.workspace.name !== undefined && !CITY_NAME_PATTERN.test(cfg.workspace.name)) {
     throw new ConfigError(`${where('workspace.name')} must match ${CITY_NAME_PATTERN.source}`);
@@ -197,6 +220,26 @@ export function parseCityConfig(text: string, path: string): CityConfig {
     }
     if (parsed.protocol !== 'http:') throw new ConfigError(`${at('url')} must be an http:// URL`);
     cfg.services.push({ name: reqString(service, 'name', at('name')), url: url.replace(/\/+$/, '') });
+  }
+  const orders = table(doc, 'orders', where);
+  const skip = orders.skip;
+  if (skip !== undefined) {
+    if (!Array.isArray(skip) || skip.some((x) => typeof x !== 'string')) {
+      throw new ConfigError(`${where('orders.skip')} must be an array of order names`);
+    }
+    cfg.orders.skip = skip as string[];
+  }
+  cfg.orders.maxTimeoutMs = optDuration(orders, 'max_timeout', where('orders.max_timeout'));
+  cfg.orders.timezone = optString(workspace, 'timezone', where('workspace.timezone'));
+  for (const [i, o] of tables(orders, 'overrides', (k) => where(`orders.${k}`)).entries()) {
+    const at = (k: string) => where(`orders.overrides[${i}].${k}`);
+    const fields = Object.fromEntries(Object.entries(o).filter(([k]) => !['name', 'rig', 'enabled'].includes(k)));
+    cfg.orders.overrides.push({
+      name: reqString(o, 'name', at('name')),
+      rig: optString(o, 'rig', at('rig')),
+      enabled: optBool(o, 'enabled', at('enabled')),
+      fields,
+    });
   }
   const beads = table(doc, 'beads', where);
   if (beads.backend !== undefined) {

@@ -1,0 +1,58 @@
+import { isDeepStrictEqual } from 'node:util';
+import { patch } from '@decimalturn/toml-patch';
+import { parse } from 'smol-toml';
+
+/** The edit of `city.toml` did not come out as intended (a form of file not edited safely). */
+export class OrderOverrideEditError extends Error {}
+
+// `enable`/`disable` of an order write `enabled` into the city's `[[orders.overrides]]` entry for it, keeping
+// every other byte of a person's `city.toml`. An existing entry has its value changed in place (toml-patch keeps
+// layout and comments when only a value changes); a new entry is appended at the end of the file as its own
+// `[[orders.overrides]]` table, where toml-patch would have put an inline table at the top. Either way the result
+// is parsed again and compared with what was meant, and never returned otherwise.
+
+/** `text` with order `name`'s override saying `enabled`. */
+export function setOrderEnabled(text: string, name: string, enabled: boolean): string {
+  const before = parse(text) as Record<string, unknown>;
+  const expected = structuredClone(before) as { orders?: { overrides?: Record<string, unknown>[] } };
+  const overrides = expected.orders?.overrides;
+  const index = overrides?.findIndex((o) => o.name === name && o.rig === undefined) ?? -1;
+  let out: string;
+  if (index >= 0) {
+    overrides![index].enabled = enabled;
+    out = patch(text, expected);
+  } else {
+    expected.orders ??= {};
+    expected.orders.overrides = [...(overrides ?? []), { name, enabled }];
+    const nl = text.includes('\r\n') ? '\r\n' : '\n';
+    const body = text.length === 0 || text.endsWith(nl) ? text : text + nl;
+    out = `${body}${nl}[[orders.overrides]]${nl}name = ${JSON.stringify(name)}${nl}enabled = ${enabled}${nl}`;
+    if (!parses(out)) out = patch(text, expected);
+  }
+  let after: unknown;
+  try {
+    after = parse(out);
+  } catch (err) {
+    throw new OrderOverrideEditError(
+      `editing orders.overrides gave a file that does not parse: ${(err as Error).message}`,
+    );
+  }
+  if (!isDeepStrictEqual(plain(after), plain(expected))) {
+    throw new OrderOverrideEditError('editing orders.overrides did not give the intended city.toml');
+  }
+  return out;
+}
+
+function parses(text: string): boolean {
+  try {
+    parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A parsed value compared by content alone (smol-toml's tables have no prototype). */
+function plain(value: unknown): unknown {
+  return JSON.parse(JSON.stringify(value));
+}
