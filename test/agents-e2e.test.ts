@@ -240,4 +240,31 @@ describe('the demo city (ctl init --template demo): agents doing real work, offl
     const output = expectSuccess(await sup.ctl(['agent', 'output', 'worker'], { env }));
     expect(output.some((l) => /^assistant: Closed \S+-\d+: /.test(l))).to.equal(true);
   });
+
+  it('runs its formula end to end: ctl sling --formula, each step done by the worker in order, the run completed', async function () {
+    this.timeout(60_000);
+    const env = { CTL_CITY: 'demo' };
+    const slung = expectSuccess(
+      await sup.ctl(['sling', 'worker', '--formula', 'shout-back', '--var', 'text=molecule'], { env }),
+    );
+    const runId = /run (\S+) \(2 steps\)$/.exec(slung[0])?.[1];
+    expect(runId, slung[0]).to.be.a('string');
+    const api = new CityApi(sup, 'demo');
+    await waitUntil(
+      'the run to complete',
+      async () => (await api.get<{ status: string }>(`/runs/${runId}`)).body.status === 'completed',
+      45_000,
+    );
+    const steps = expectSuccess(await sup.ctl(['run', 'steps', runId!], { env }));
+    expect(steps.filter((l) => / completed /.test(l))).to.have.length(3);
+    // The worker mailed each step's result; the second step came after the first.
+    const mail = await api.get<{ items: { subject: string; body: string }[] }>(
+      '/mail?agent=human&status=all&limit=100',
+    );
+    const bodies = mail.body.items.map((m) => m.body);
+    expect(bodies).to.include('MOLECULE');
+    expect(bodies).to.include([...'molecule'].reverse().join(''));
+    const resolved = (await api.events('molecule.resolved')).find((e) => e.subject === runId);
+    expect(resolved?.payload).to.include({ outcome: 'pass', formula: 'shout-back' });
+  });
 });

@@ -1,7 +1,8 @@
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { isAlive } from './helpers/processes.js';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { CSRF } from './helpers/supervisor.js';
+import { CSRF, tempDir } from './helpers/supervisor.js';
 import { expectProblem, type CityApi, type Envelope } from './helpers/city-api.js';
 import { startSessionCity, type SessionCity } from './helpers/sessions.js';
 import { waitUntil } from './helpers/wait.js';
@@ -110,8 +111,10 @@ describe('formulas and runs (molecules)', function () {
   this.timeout(60_000);
   let city: SessionCity;
   let api: CityApi;
+  const clockFile = join(tempDir('ctl-clock-'), 'now');
 
   before(async function () {
+    writeFileSync(clockFile, '2026-06-01T10:00:00Z');
     city = await startSessionCity(
       'works',
       `
@@ -120,6 +123,7 @@ name = "worker"
 provider = "echo"
 suspended = true
 `,
+      { CTL_CLOCK_FILE: clockFile },
     );
     api = city.api;
   });
@@ -401,5 +405,145 @@ timeout = "10s"
     expectProblem(await api.get('/formulas/scratch'), 404, 'formula-not-found');
     expect((await run(api, cooked.body.root_bead_id)).formula).to.equal('scratch');
     expectProblem(await api.del('/formulas/scratch'), 404, 'formula-not-found');
+  });
+
+  it('gates are waits: a timer opens when the clock passes it, a human gate when a person closes it', async function () {
+    const formula = `
+[[steps]]
+id = "prepare"
+title = "Prepare"
+
+[[steps]]
+id = "cool-off"
+needs = ["prepare"]
+gate = { type = "timer", duration = "2h" }
+
+[[steps]]
+id = "approve"
+title = "Approval"
+needs = ["prepare"]
+gate = { type = "human" }
+
+[[steps]]
+id = "launch"
+title = "Launch"
+needs = ["cool-off", "approve"]
+`;
+    expect((await putFormula(api, 'gated', formula)).status).to.equal(200);
+    const cooked = await api.post<{ root_bead_id: string; beads: Record<string, string> }>('/formulas/gated/cook', {});
+    const runId = cooked.body.root_bead_id;
+    const { beads } = cooked.body;
+    const waits = async () =>
+      (
+        await api.get<{
+          waits: {
+            id: string;
+            kind: string;
+            state: string;
+            run_id?: string;
+            dep_ids?: string[];
+            expires_at?: string;
+          }[];
+        }>('/waits')
+      ).body.waits.filter((w) => w.run_id === runId);
+    expect((await waits()).map((w) => [w.kind, w.state]).sort()).to.deep.equal([
+      ['human', 'pending'],
+      ['timer', 'pending'],
+    ]);
+    await close(api, beads.prepare);
+    await waitUntil('both gates reached', async () => (await waits()).every((w) => w.state === 'ready'));
+    const timer = (await waits()).find((w) => w.kind === 'timer')!;
+    expect(timer.dep_ids).to.deep.equal([beads.launch]);
+    await waitUntil(
+      'the timer armed',
+      async () => (await api.get<{ expires_at?: string }>(`/wait/${timer.id}`)).body.expires_at,
+    );
+    // Two hours after it was reached on the city's clock (which runs on from the time the file set).
+    expect((await api.get<{ expires_at: string }>(`/wait/${timer.id}`)).body.expires_at).to.match(
+      /^2026-06-01T12:00:0\d/,
+    );
+    expect((await run(api, runId)).status).to.equal('waiting');
+    writeFileSync(clockFile, '2026-06-01T12:00:30Z');
+    await waitUntil('the timer gate to open', async () => (await api.bead(beads['cool-off'])).status === 'closed');
+    expect((await steps(api, runId)).find((s) => s.id === beads.launch)!.status).to.equal('blocked');
+    // A person opens the human gate by closing it.
+    await close(api, beads.approve);
+    const launch = await readyStep(api, runId);
+    expect(launch.id).to.equal(beads.launch);
+    await close(api, launch.id);
+    expect((await resolved(api, runId)).payload).to.include({ outcome: 'pass' });
+    expect((await api.get<{ state: string }>(`/wait/${timer.id}`)).body.state).to.equal('closed');
+    expectProblem(await api.get(`/wait/${beads.launch}`), 404, 'wait-not-found');
+  });
+
+  it('a run carries on after its controller is killed: its state is its beads, and the next controller goes on', async function () {
+    const formula = `
+[[steps]]
+id = "work"
+title = "Work"
+[steps.check]
+command = "true"
+
+[[steps]]
+id = "after"
+title = "After"
+needs = ["work"]
+`;
+    expect((await putFormula(api, 'restartable', formula)).status).to.equal(200);
+    const cooked = await api.post<{ root_bead_id: string; beads: Record<string, string> }>(
+      '/formulas/restartable/cook',
+      {},
+    );
+    const runId = cooked.body.root_bead_id;
+    const before = (await city.sup.city('works'))!.pid!;
+    process.kill(before, 'SIGKILL');
+    await waitUntil('the controller to be gone', () => !isAlive(before));
+    await waitUntil(
+      'a new controller',
+      async () => {
+        const c = await city.sup.city('works');
+        return c?.running === true && c.pid !== before;
+      },
+      30_000,
+    );
+    const stepsBefore = await steps(api, runId);
+    expect(stepsBefore.map((s) => s.status)).to.deep.equal(['pending', 'blocked', 'blocked', 'blocked']);
+    await close(api, cooked.body.beads.work);
+    const next = await readyStep(api, runId);
+    expect(next.id).to.equal(cooked.body.beads.after);
+    await close(api, next.id);
+    expect((await resolved(api, runId)).payload).to.include({ outcome: 'pass' });
+  });
+
+  it('an agent with a default_sling_formula gets a slung bead wrapped in a run of it', async function () {
+    expect(
+      (await putFormula(api, 'do-work', '[[steps]]\nid = "do"\ntitle = "Do {{attached_bead_id}}"\n')).status,
+    ).to.equal(200);
+    const toml = join(city.dir, 'city.toml');
+    writeFileSync(
+      toml,
+      `${readFileSync(toml, 'utf8')}\n[[agent]]\nname = "wrapper"\nprovider = "echo"\nsuspended = true\ndefault_sling_formula = "do-work"\n`,
+    );
+    await waitUntil('the agent', async () => (await api.get('/agent/wrapper')).status === 200, 5000);
+    const bead = (await api.create({ title: 'Paint the fence' })).id;
+    const slung = await api.post<{
+      mode: string;
+      root_bead_id: string;
+      formula: string;
+      convoy_id?: string;
+      routed: string[];
+    }>('/sling', {
+      target: 'wrapper',
+      bead,
+    });
+    expect(slung.status, JSON.stringify(slung.body)).to.equal(200);
+    expect(slung.body).to.include({ mode: 'formula', formula: 'do-work' });
+    expect(slung.body.convoy_id).to.be.a('string');
+    const [step] = await steps(api, slung.body.root_bead_id);
+    expect(step.title).to.equal(`Do ${bead}`);
+    expect(step.assignee).to.equal('wrapper');
+    expect((await api.bead(bead)).metadata?.['ctl.routed_to']).to.equal(undefined);
+    const plain = await api.post<{ mode: string }>('/sling', { target: 'wrapper', bead, no_formula: true });
+    expect(plain.body.mode).to.equal('direct');
   });
 });

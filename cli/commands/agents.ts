@@ -2,7 +2,7 @@ import type { AgentResponse, OutputTurn } from '../../shared/dto/agents.js';
 import { call, CSRF } from '../_api.js';
 import { command, group } from '../_command.js';
 import { CliError } from '../_errors.js';
-import { inCityFlags, limitFlag, listLimit } from '../_flags.js';
+import { inCityFlags, keyValues, limitFlag, listLimit } from '../_flags.js';
 import { exitWhenReaderLeaves, fields, json, line, noteMore, progress, table } from '../_output.js';
 import { turnLine } from '../_views.js';
 import { collectPages } from '../_pages.js';
@@ -278,17 +278,37 @@ export const agentCommand = group({
 
 export const slingCommand = command({
   name: 'sling',
-  description: 'Route a bead (or a convoy’s open members) to an agent; the agent is woken and handed the work',
-  examples: ['ctl sling worker alp-12', 'ctl sling reviewer alp-30 --no-convoy', 'ctl sling worker alp-12 --json'],
+  description:
+    'Route a bead (or a convoy’s open members, or a run of a formula) to an agent; the agent is woken and handed the work',
+  examples: [
+    'ctl sling worker alp-12',
+    'ctl sling reviewer alp-30 --no-convoy',
+    'ctl sling worker --formula release --var version=1.2',
+    'ctl sling worker alp-12 --json',
+  ],
   args: {
     target: { type: 'positional', description: 'The agent (or pool) to route to', required: true },
-    bead: { type: 'positional', description: 'The bead or convoy id', required: true },
+    bead: {
+      type: 'positional',
+      description: 'The bead or convoy id (with --formula: the bead the run is for)',
+      required: false,
+    },
+    formula: {
+      type: 'string',
+      description: 'Start a run of this formula, its work steps routed to the agent',
+      valueHint: 'NAME',
+    },
+    var: { type: 'string', description: 'A formula var (repeatable)', valueHint: 'NAME=VALUE', repeatable: true },
+    'no-formula': { type: 'boolean', description: 'Do not wrap the bead in the agent’s default formula' },
     'no-convoy': { type: 'boolean', description: 'Do not create a convoy tracking the bead' },
     reassign: { type: 'boolean', description: "Clear the bead's assignee so the agent can take it" },
     force: { type: 'boolean', description: 'Route a closed bead (it is reopened)' },
     ...inCityFlags,
   },
-  async run({ args: a }) {
+  async run({ args: a, all }) {
+    if (!a.bead && !a.formula) throw new CliError('a bead (or --formula NAME) is required');
+    const vars = keyValues(all('var'), 'var');
+    if (vars && !a.formula) throw new CliError('--var goes with --formula');
     const { api, city } = await inCity(a);
     const { data } = await call(
       api,
@@ -296,7 +316,10 @@ export const slingCommand = command({
         params: { header: CSRF, path: cityPath(city) },
         body: {
           target: a.target,
-          bead: a.bead,
+          ...(a.bead ? { bead: a.bead } : {}),
+          ...(a.formula ? { formula: a.formula } : {}),
+          ...(vars ? { vars } : {}),
+          ...(a['no-formula'] ? { no_formula: true } : {}),
           ...(a['no-convoy'] ? { no_convoy: true } : {}),
           ...(a.reassign ? { reassign: true } : {}),
           ...(a.force ? { force: true } : {}),
@@ -304,6 +327,11 @@ export const slingCommand = command({
       }),
     );
     if (a.json) return json(data);
+    if (data.mode === 'formula') {
+      line(`Slung a run of ${data.formula} to ${data.target}: run ${data.root_bead_id} (${data.routed.length} steps)`);
+      for (const warning of data.warnings ?? []) progress(`warning: ${warning}`);
+      return;
+    }
     const what = data.mode === 'convoy' ? `${data.routed.length} beads of convoy ${data.bead}` : `bead ${data.bead}`;
     line(
       `Slung ${what} to ${data.target}${data.workflow_id && data.mode !== 'convoy' ? ` (convoy ${data.workflow_id})` : ''}`,

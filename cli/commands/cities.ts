@@ -40,7 +40,7 @@ function absoluteProgram(command: string): string {
 
 /**
  * `--template demo`: a city whose agent `worker` is the shipped demo worker (examples/agents/demo-worker.mjs, no
- * model, no network): a pool of up to two sessions that start when work is slung to it. Built through the API
+ * model, no network): a pool of up to two sessions that start when work is slung to it, and a formula for it. Built through the API
  * like any other city: created with the echo agent as its default, then a provider and an agent added.
  */
 async function applyDemoTemplate(api: Api, city: string): Promise<void> {
@@ -72,7 +72,34 @@ async function applyDemoTemplate(api: Api, city: string): Promise<void> {
       },
     }),
   );
+  await call(
+    api,
+    api.client.PUT('/v0/city/{cityName}/formulas/{name}', {
+      params: { header: CSRF, path: { ...path, name: 'shout-back' } },
+      body: DEMO_FORMULA,
+      bodySerializer: (body: string) => body,
+      headers: { 'Content-Type': 'application/octet-stream' },
+    }),
+  );
 }
+
+/** The demo city's formula: two steps the demo worker knows, the second after the first. */
+const DEMO_FORMULA = `# A run of two steps: the worker does the first, then the second (ctl sling worker --formula shout-back --var text=hi).
+formula = "shout-back"
+description = "Shout {{text}}, then say it backwards"
+
+[vars]
+text = { required = true, description = "What to shout" }
+
+[[steps]]
+id = "shout"
+title = "upper: {{text}}"
+
+[[steps]]
+id = "reverse"
+title = "reverse: {{text}}"
+needs = ["shout"]
+`;
 
 export const initCommand = command({
   name: 'init',

@@ -52,8 +52,8 @@ export interface SessionCity {
 }
 
 /** A supervisor with one running city whose city.toml has `providersToml` (and `extra`), registered through the API. */
-export async function startSessionCity(name = 'sessions', extra = ''): Promise<SessionCity> {
-  const sup = await TestSupervisor.start();
+export async function startSessionCity(name = 'sessions', extra = '', env?: NodeJS.ProcessEnv): Promise<SessionCity> {
+  const sup = await TestSupervisor.start({ env });
   const dir = sup.cityDir(name);
   mkdirSync(dir, { recursive: true });
   const state = tempDir('ctl-agent-state-');

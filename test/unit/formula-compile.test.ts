@@ -1,0 +1,167 @@
+import { expect } from 'chai';
+import { compileFormula, holds } from '../../controller/formulas/formula-compile.js';
+import { parseFormula } from '../../controller/formulas/formula-file.js';
+
+function compile(text: string, vars: Record<string, string> = {}, mode: 'run' | 'validate' = 'run') {
+  const parsed = parseFormula(text, 'formulas/f.toml', 'f');
+  if (!parsed.formula)
+    return { errors: parsed.errors, nodes: [] as { id: string; kind: string; needs: string[]; title: string }[] };
+  const { compiled, errors } = compileFormula(parsed.formula, vars, mode, {
+    attached_bead_id: 'ct-7',
+    target: 'worker',
+  });
+  return { errors, nodes: compiled?.nodes ?? [] };
+}
+
+const needsOf = (nodes: { id: string; needs: string[] }[]) =>
+  Object.fromEntries(nodes.map((n) => [n.id, [...n.needs].sort()]));
+
+describe('formula compiler (unit)', function () {
+  it('children: a group closes after its children, which start after what the group needs', function () {
+    const { errors, nodes } = compile(`
+[[steps]]
+id = "plan"
+title = "Plan"
+
+[[steps]]
+id = "build"
+title = "Build"
+needs = ["plan"]
+[[steps.children]]
+id = "code"
+title = "Code"
+[[steps.children]]
+id = "test"
+title = "Test"
+needs = ["code"]
+
+[[steps]]
+id = "ship"
+title = "Ship"
+needs = ["build"]
+`);
+    expect(errors).to.deep.equal([]);
+    expect(needsOf(nodes)).to.deep.equal({
+      plan: [],
+      code: ['plan'],
+      test: ['code'],
+      build: ['code', 'test'],
+      ship: ['build'],
+      'f.workflow-finalize': ['ship'],
+    });
+    expect(nodes.find((n) => n.id === 'build')!.kind).to.equal('group');
+  });
+
+  it('a loop over a range binds its var and chains iterations; a check adds a check node dependents wait for', function () {
+    const { errors, nodes } = compile(`
+[[steps]]
+id = "rounds"
+title = "Rounds"
+[steps.loop]
+range = "2..3"
+var = "n"
+[[steps.loop.body]]
+id = "draft"
+title = "Draft {{n}} for {{attached_bead_id}}"
+[[steps.loop.body]]
+id = "review"
+title = "Review {{n}}"
+needs = ["draft"]
+[steps.loop.body.retry]
+max_attempts = 2
+on_exhausted = "soft_fail"
+`);
+    expect(errors).to.deep.equal([]);
+    expect(nodes.map((n) => n.id)).to.deep.equal([
+      'rounds.iter2.draft',
+      'rounds.iter2.review',
+      'rounds.iter2.review.check',
+      'rounds.iter3.draft',
+      'rounds.iter3.review',
+      'rounds.iter3.review.check',
+      'rounds',
+      'f.workflow-finalize',
+    ]);
+    expect(nodes[0].title).to.equal('Draft 2 for ct-7');
+    expect(needsOf(nodes)['rounds.iter3.draft']).to.deep.equal(['rounds.iter2.review.check']);
+    expect(needsOf(nodes)['f.workflow-finalize']).to.deep.equal(['rounds']);
+  });
+
+  it('a chain of dropped steps passes on what the first needed; validate keeps every step', function () {
+    const text = `
+[vars]
+fast = "yes"
+[[steps]]
+id = "a"
+title = "A"
+[[steps]]
+id = "b"
+title = "B"
+needs = ["a"]
+condition = "!{{fast}}"
+[[steps]]
+id = "c"
+title = "C"
+needs = ["b"]
+condition = "{{fast}} != yes"
+[[steps]]
+id = "d"
+title = "D"
+needs = ["c"]
+`;
+    expect(needsOf(compile(text).nodes).d).to.deep.equal(['a']);
+    expect(compile(text, {}, 'validate').nodes.map((n) => n.id)).to.deep.equal([
+      'a',
+      'b',
+      'c',
+      'd',
+      'f.workflow-finalize',
+    ]);
+    expect(needsOf(compile(text, { fast: 'no' }).nodes).d).to.deep.equal(['c']);
+  });
+
+  it('names every error: duplicates, bad fields, a required var with a default, a self-need, unknown builtins', function () {
+    const { errors } = compile(
+      `
+[vars]
+who = { required = true, default = "x" }
+target = "me"
+[[steps]]
+id = "a"
+title = "A"
+needs = ["a"]
+priority = 9
+[[steps]]
+id = "a"
+title = "again"
+[[steps]]
+id = "g"
+gate = { type = "timer" }
+`,
+      {},
+      'validate',
+    );
+    const text = errors.join('\n');
+    expect(text).to.include('formulas/f.toml: var "who": required: a required var cannot have a default');
+    expect(text).to.include('formulas/f.toml: step "a": priority: must be an integer from 0 to 4');
+    expect(text).to.include('formulas/f.toml: step "g": gate.duration: a timer gate needs a duration');
+    expect(compile('[[steps]]\nid = "a"\ntitle = "A"\nneeds = ["a"]\n').errors.join('\n')).to.include(
+      'a step cannot need itself',
+    );
+    expect(
+      compile('[[steps]]\nid = "a"\ntitle = "A"\n[[steps]]\nid = "a"\ntitle = "B"\n').errors.join('\n'),
+    ).to.include('step "a": id: is used by another step');
+    expect(compile('[vars]\ntarget = "x"\n[[steps]]\nid = "a"\ntitle = "A"\n').errors.join('\n')).to.include(
+      'var "target": name: is set by the run itself',
+    );
+  });
+
+  it('conditions: ==, !=, negation and truthiness', function () {
+    expect(holds('prod == prod')).to.equal(true);
+    expect(holds('"prod" == prod')).to.equal(true);
+    expect(holds('prod != prod')).to.equal(false);
+    expect(holds('off')).to.equal(false);
+    expect(holds('!0')).to.equal(true);
+    expect(holds('yes')).to.equal(true);
+  });
+});
