@@ -99,7 +99,8 @@ const show = command({
 
 const validate = command({
   name: 'validate',
-  description: 'Check a formula file (or the city’s own) and print every error; exit 1 when it has any',
+  description:
+    'Check a formula file (or the city’s own): every error, one per line, and exit status 1 when there is any',
   examples: ['ctl formula validate release', 'ctl formula validate release --file ./release.toml'],
   args: {
     ...nameArg,
@@ -131,9 +132,10 @@ const validate = command({
         headers: { 'Content-Type': 'application/octet-stream' },
       }),
     );
+    // The verdict is the command's output (as a linter's is), and exit status 1 says it is not valid.
     if (a.json) json(data);
     else if (data.valid) line(`${a.name} is valid`);
-    for (const error of data.errors ?? []) process.stderr.write(`${error}\n`);
+    else for (const error of data.errors ?? []) line(error);
     if (!data.valid) process.exitCode = 1;
   },
 });

@@ -122,7 +122,8 @@ export function checkFormula(text: string, file: string, name: string): { def?: 
   const parsed = parseFormula(text, file, name);
   if (!parsed.formula) return { errors: parsed.errors };
   const compiled = compileFormula(parsed.formula, {}, 'validate');
-  return compiled.errors.length ? { errors: compiled.errors } : { def: parsed.formula, errors: [] };
+  const errors = [...new Set([...parsed.errors, ...compiled.errors])];
+  return errors.length ? { errors } : { def: parsed.formula, errors: [] };
 }
 
 /** The formula name a file in `formulas/` defines, if it is one. */

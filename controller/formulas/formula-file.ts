@@ -80,7 +80,8 @@ export const FORMULA_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 
 /**
  * Reads a formula's TOML. Every error is collected (not just the first), each naming the file, the step and the
- * field: `formulas/release.toml: step "build": needs: must be an array of step ids`.
+ * field: `formulas/release.toml: step "build": needs: must be an array of step ids`. The formula comes back
+ * whenever the TOML parses — with errors, only to be checked further, never to run.
  */
 export function parseFormula(text: string, file: string, name: string): { formula?: FormulaDef; errors: string[] } {
   const errors: string[] = [];
@@ -109,7 +110,8 @@ export function parseFormula(text: string, file: string, name: string): { formul
   const vars = readVars(doc.vars, at);
   const steps = readSteps(doc.steps, 'steps', at);
   if (doc.steps === undefined) at(undefined, 'steps', 'a formula needs at least one [[steps]]');
-  return errors.length ? { errors } : { formula: { name, description, vars, steps, file }, errors };
+  // With errors it is returned too, so a validation can also name what its references get wrong; it never runs.
+  return { formula: { name, description, vars, steps, file }, errors };
 }
 
 type At = (where: string | undefined, field: string, message: string) => void;

@@ -10,7 +10,7 @@ function compile(text: string, vars: Record<string, string> = {}, mode: 'run' | 
     attached_bead_id: 'ct-7',
     target: 'worker',
   });
-  return { errors, nodes: compiled?.nodes ?? [] };
+  return { errors: [...parsed.errors, ...errors], nodes: parsed.errors.length ? [] : (compiled?.nodes ?? []) };
 }
 
 const needsOf = (nodes: { id: string; needs: string[] }[]) =>
