@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import type { CityDaemonConfig } from '../../shared/config/city-config.js';
 import type { Bead } from '../../shared/dto/beads.js';
+import type { StatusTick } from '../../shared/dto/health.js';
+import { RunStats } from '../run-stats.js';
 import type { EventLog } from '../../shared/events/event-log.js';
 import type { EventRecord } from '../../shared/events/record.js';
 import type { BeadsService } from '../beads/beads-service.js';
@@ -86,10 +88,8 @@ export class AgentTick {
   private readonly mailNotices = new Map<string, { id: string; from: string; subject: string }[]>();
   private lastReport: TickReport | undefined;
   private patrolMs = 0;
-  /** The durations of the last runs (ms), for the city status. */
-  private readonly durations: number[] = [];
-  private runs = 0;
-  private lastRunAt = 0;
+  /** How long its last runs took, for the city status. */
+  private readonly runStats = new RunStats();
   private baseEnv: NodeJS.ProcessEnv | undefined;
   /** What is suspended, read once per tick. */
   private suspension: Suspension = { city: false, rigs: new Set() };
@@ -125,17 +125,8 @@ export class AgentTick {
   }
 
   /** How often the tick ran and how long it takes (its last 256 runs). */
-  stats(): { runs: number; last_ms: number; p50_ms: number; p99_ms: number; last_run_age_ms: number } {
-    const sorted = [...this.durations].sort((a, b) => a - b);
-    const at = (q: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : 0);
-    const round = (n: number) => Math.round(n * 1000) / 1000;
-    return {
-      runs: this.runs,
-      last_ms: round(this.lastReport?.ms ?? 0),
-      p50_ms: round(at(0.5)),
-      p99_ms: round(at(0.99)),
-      last_run_age_ms: this.lastRunAt ? Date.now() - this.lastRunAt : 0,
-    };
+  stats(): StatusTick {
+    return this.runStats.stats();
   }
 
   /** Whether a session's restart for a configuration change is waiting for it to be idle. */
@@ -175,10 +166,7 @@ export class AgentTick {
     try {
       const report = await this.once();
       this.lastReport = report;
-      this.runs++;
-      this.lastRunAt = Date.now();
-      this.durations.push(report.ms);
-      if (this.durations.length > 256) this.durations.shift();
+      this.runStats.record(report.ms);
       if (report.deferred > 0) this.again = true;
       return report;
     } catch (err) {

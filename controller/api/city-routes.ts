@@ -116,6 +116,7 @@ export class CityRoutes extends Controller {
       version: VERSION,
       event_head: head,
       ...(this.city.tick ? { tick: this.city.tick.stats() } : {}),
+      orders: this.city.orderScheduler.runStats.stats(),
     };
   }
 

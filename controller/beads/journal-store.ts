@@ -63,6 +63,8 @@ export class JournalBeadStore implements BeadStore {
   private readonly byStatus = new Map<string, Set<string>>();
   private readonly byType = new Map<string, Set<string>>();
   private readonly byLabel = new Map<string, Set<string>>();
+  /** By `key\0value` of each metadata entry (a run's members, an agent's routed work). */
+  private readonly byMetadata = new Map<string, Set<string>>();
   private readonly byAssignee = new Map<string, Set<string>>();
   private readonly byParent = new Map<string, Set<string>>();
   /** Target id → ids with a dependency on it. */
@@ -190,6 +192,9 @@ export class JournalBeadStore implements BeadStore {
     if (query.label !== undefined) sets.push(this.byLabel.get(query.label) ?? new Set());
     if (query.assignee !== undefined) sets.push(this.byAssignee.get(query.assignee) ?? new Set());
     if (query.parent !== undefined) sets.push(this.byParent.get(query.parent) ?? new Set());
+    for (const [key, value] of Object.entries(query.metadata ?? {})) {
+      sets.push(this.byMetadata.get(`${key}\0${value}`) ?? new Set());
+    }
     if (sets.length === 0 && !wantsClosed) {
       sets.push(union(this.byStatus.get('open'), this.byStatus.get('in_progress')));
     }
@@ -333,6 +338,7 @@ export class JournalBeadStore implements BeadStore {
     add(this.byStatus, bead.status, bead.id);
     add(this.byType, bead.issue_type, bead.id);
     for (const label of bead.labels ?? []) add(this.byLabel, label, bead.id);
+    for (const [key, value] of Object.entries(bead.metadata ?? {})) add(this.byMetadata, `${key}\0${value}`, bead.id);
     if (bead.assignee) add(this.byAssignee, bead.assignee, bead.id);
     if (bead.parent) add(this.byParent, bead.parent, bead.id);
     for (const dep of bead.dependencies ?? []) add(this.dependentsOf, dep.depends_on_id, bead.id);
@@ -342,6 +348,7 @@ export class JournalBeadStore implements BeadStore {
     drop(this.byStatus, bead.status, bead.id);
     drop(this.byType, bead.issue_type, bead.id);
     for (const label of bead.labels ?? []) drop(this.byLabel, label, bead.id);
+    for (const [key, value] of Object.entries(bead.metadata ?? {})) drop(this.byMetadata, `${key}\0${value}`, bead.id);
     if (bead.assignee) drop(this.byAssignee, bead.assignee, bead.id);
     if (bead.parent) drop(this.byParent, bead.parent, bead.id);
     for (const dep of bead.dependencies ?? []) drop(this.dependentsOf, dep.depends_on_id, bead.id);

@@ -292,7 +292,7 @@ export class SqliteBeadStore implements BeadStore {
       params.push(query.withoutLabel);
     }
     for (const [key, value] of Object.entries(query.metadata ?? {})) {
-      where.push('exists (select 1 from metadata m where m.key = ? and m.value = ? and m.n = b.n)');
+      where.push('b.n in (select n from metadata where key = ? and value = ?)');
       params.push(key, value);
     }
     if (!query.includeEphemeral) where.push('b.ephemeral = 0');

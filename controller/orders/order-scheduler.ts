@@ -10,6 +10,7 @@ import type { CommandRunner } from '../commands.js';
 import type { OrderCatalog } from './order-catalog.js';
 import { EVENT_SEQ, FIRED_AT, ORDER_STATUS, runLabel, type OrderDispatcher } from './order-dispatch.js';
 import type { OrderDef } from './order-file.js';
+import { RunStats } from '../run-stats.js';
 
 /** The scheduler looks again at least this often (new files are seen sooner: the config watcher says so). */
 const MAX_SLEEP_MS = 60_000;
@@ -51,9 +52,8 @@ export class OrderScheduler {
   private unsubscribe: (() => void) | undefined;
   /** Event types some order fires on. */
   private listening = new Set<string>();
-  /** How long the last evaluation took, for `GET /status` and the bench. */
-  lastEvaluationMs = 0;
-  evaluations = 0;
+  /** How long its evaluations take, for `GET /status` (and the bench). */
+  readonly runStats = new RunStats();
 
   constructor(
     private readonly deps: {
@@ -130,8 +130,7 @@ export class OrderScheduler {
       if (!dueness.due || this.deps.dispatcher.openWork(order)) continue;
       void this.fire(order, now);
     }
-    this.lastEvaluationMs = performance.now() - started;
-    this.evaluations++;
+    this.runStats.record(performance.now() - started);
     const delay = Math.max(10, Math.min(next - now, MAX_SLEEP_MS));
     this.timer = setTimeout(() => this.evaluateSafely(), delay);
     this.timer.unref();

@@ -162,9 +162,11 @@ export interface StatusBody {
   event_head?: number;
   /** The controller's tick: how often it ran and how long it takes. */
   tick?: StatusTick;
+  /** The order scheduler's evaluations (which orders are due): how often they ran and how long they take. */
+  orders?: StatusTick;
 }
 
-/** The controller's tick, over its last 256 runs. */
+/** Runs of something periodic (the tick, the order scheduler), over its last 256 runs. */
 export interface StatusTick {
   /** @isInt */
   runs: number;
