@@ -7,6 +7,8 @@ export interface CommandResult {
   signal: string | null;
   /** Its stdout and stderr interleaved as they came, the last `outputMax` bytes of it. */
   output: string;
+  /** Its stdout alone, the first `outputMax` bytes of it (what a check prints as its answer). */
+  stdout: string;
   durationMs: number;
   timedOut: boolean;
   /** Why it could not start. */
@@ -33,6 +35,7 @@ export class CommandRunner {
         exitCode: null,
         signal: null,
         output: '',
+        stdout: '',
         durationMs: 0,
         timedOut: false,
         error: 'the controller is stopping',
@@ -52,6 +55,7 @@ export class CommandRunner {
           exitCode: null,
           signal: null,
           output: '',
+          stdout: '',
           durationMs: 0,
           timedOut: false,
           error: (err as Error).message,
@@ -60,11 +64,15 @@ export class CommandRunner {
       }
       this.running.add(child);
       let output = '';
+      let stdout = '';
       const take = (chunk: Buffer) => {
         output += chunk.toString('utf8');
         if (output.length > outputMax * 2) output = output.slice(-outputMax);
       };
-      child.stdout!.on('data', take);
+      child.stdout!.on('data', (chunk: Buffer) => {
+        take(chunk);
+        if (stdout.length < outputMax) stdout += chunk.toString('utf8');
+      });
       child.stderr!.on('data', take);
       let timedOut = false;
       const timer = setTimeout(() => {
@@ -72,14 +80,20 @@ export class CommandRunner {
         killGroup(child);
       }, options.timeoutMs);
       let settled = false;
-      const settle = (result: Omit<CommandResult, 'durationMs' | 'output' | 'timedOut'>) => {
+      const settle = (result: Omit<CommandResult, 'durationMs' | 'output' | 'stdout' | 'timedOut'>) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
         this.running.delete(child);
         // Whatever it left behind in its group goes with it.
         killGroup(child);
-        resolve({ ...result, output: output.slice(-outputMax), durationMs: Date.now() - started, timedOut });
+        resolve({
+          ...result,
+          output: output.slice(-outputMax),
+          stdout: stdout.slice(0, outputMax),
+          durationMs: Date.now() - started,
+          timedOut,
+        });
       };
       child.on('error', (err) => settle({ exitCode: null, signal: null, error: err.message }));
       child.on('close', (code, signal) => settle({ exitCode: timedOut ? null : code, signal: signal ?? null }));

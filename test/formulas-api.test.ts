@@ -277,6 +277,10 @@ needs = ["ghost"]
     const runs = await api.get<{ runs: Run[]; status_counts: Record<string, number> }>('/runs');
     expect(runs.body.runs.find((r) => r.run_id === runId)!.status).to.equal('completed');
     expect(runs.body.status_counts.completed).to.be.at.least(1);
+    const census = await api.get<{ status_counts: Record<string, number> }>('/runs/census');
+    expect(census.body.status_counts).to.deep.equal(runs.body.status_counts);
+    const feed = await api.get<{ items: { id: string; type: string; status: string }[] }>('/formulas/feed?limit=1');
+    expect(feed.body.items).to.deep.equal([{ ...feed.body.items[0], id: runId, type: 'run', status: 'completed' }]);
     const snapshot = await api.get<{ beads: { id: string; kind: string }[]; deps: { from: string; to: string }[] }>(
       `/workflow/${runId}`,
     );

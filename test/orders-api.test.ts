@@ -175,7 +175,11 @@ describe('orders (automations on time, events and conditions)', function () {
   });
 
   it('the open-work gate refuses a second firing while the first runs; a hanging command is killed at its time-out', async function () {
-    writeOrder('hang', `trigger = "manual"\ntimeout = "700ms"\nexec = "echo started; exec sleep 30 # ctl-hang-marker"`);
+    const hangPid = join(work, 'hang.pid');
+    writeOrder(
+      'hang',
+      `trigger = "manual"\ntimeout = "700ms"\nexec = "echo started; sleep 30 & echo $! > ${hangPid}; wait"`,
+    );
     await listed('hang');
     const first = await api.post<{ tracking_id: string }>('/order/hang/run', {});
     expect(first.status).to.equal(202);
@@ -188,12 +192,8 @@ describe('orders (automations on time, events and conditions)', function () {
     const [entry] = await history('hang');
     expect(entry).to.include({ status: 'failed', signal: 'SIGKILL' });
     expect((await api.get<{ output: string }>(`/order/history/${entry.bead_id}`)).body.output).to.equal('started\n');
-    // Nothing of it is left running.
-    const { execFileSync } = await import('node:child_process');
-    const left = execFileSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' })
-      .split('\n')
-      .filter((l) => l.includes('ctl-hang-marker') && !l.includes('ps -eo'));
-    expect(left).to.deep.equal([]);
+    // Nothing of it is left running: the command's whole process group went with it.
+    expect(isAlive(Number(readFileSync(hangPid, 'utf8')))).to.equal(false);
     // Once it ended, it fires again.
     expect((await api.post('/order/hang/run', {})).status).to.equal(202);
   });
@@ -260,5 +260,49 @@ describe('orders (automations on time, events and conditions)', function () {
     );
     // Enabled again, with its interval long passed on the clock, it fires.
     await waitUntil('tidy to fire again', async () => (await events('order.fired', 'tidy')).length === firings + 1);
+  });
+
+  it('webhook: fires only when called, with its required params as environment; the feed lists firings', async function () {
+    const out = join(work, 'webhook.txt');
+    writeOrder(
+      'hook',
+      `trigger = "webhook"\nexec = "echo env=$CTL_ORDER_ARG_ENV > ${out}"\n[order.params]\nenv = { required = true }`,
+    );
+    await listed('hook');
+    expect((await check('hook'))!.reason).to.match(/^webhook trigger/);
+    const missing = await api.post('/order/hook/run', {});
+    expectProblem(missing, 422, 'validation-failed');
+    expect(JSON.stringify(missing.body)).to.include('body.vars.env');
+    const fired = await api.post<{ tracking_id: string }>('/order/hook/run', { vars: { env: 'staging' } });
+    expect(fired.status).to.equal(202);
+    await waitUntil('the webhook firing', async () => (await events('order.completed', 'hook')).length === 1);
+    expect(readFileSync(out, 'utf8')).to.equal('env=staging\n');
+    const feed = await api.get<{ items: { id: string; type: string; status: string; target: string }[] }>(
+      '/orders/feed?limit=5',
+    );
+    expect(feed.body.items[0]).to.include({
+      id: fired.body.tracking_id,
+      type: 'order',
+      status: 'success',
+      target: 'hook',
+    });
+  });
+
+  it('a command still running when its city stops is killed with it (no orphan in the process table)', async function () {
+    const pidFile = join(work, 'long.pid');
+    writeOrder('long', `trigger = "manual"\nexec = "sleep 120 & echo $! > ${pidFile}; wait"`);
+    await listed('long');
+    expect((await api.post('/order/long/run', {})).status).to.equal(202);
+    const pid = await waitUntil('the command to run', () => {
+      try {
+        const n = Number(readFileSync(pidFile, 'utf8'));
+        return n > 0 && isAlive(n) ? n : undefined;
+      } catch {
+        return undefined;
+      }
+    });
+    const stopped = await sup.ctl(['city', 'stop', 'orders']);
+    expect(stopped.code, stopped.stderr).to.equal(0);
+    await waitUntil('the command to be gone', () => !isAlive(pid), 10_000);
   });
 });

@@ -26,7 +26,9 @@ import type {
   FormulaSourceOutputBody,
   FormulaValidateOutputBody,
 } from '../../shared/dto/formulas.js';
+import { decodeToken, encodeToken, invalidToken } from '../../shared/http/page-token.js';
 import { Problem } from '../../shared/http/problem.js';
+import { decodeBeadCursor, encodeBeadCursor } from '../beads/page-token.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { checkFormula } from '../formulas/formula-catalog.js';
 import { compileFormula } from '../formulas/formula-compile.js';
@@ -56,21 +58,38 @@ export class FormulasRoutes extends Controller {
    * @summary List formulas
    * @param _scopeKind `city` or `rig` (every formula the city sees is listed either way).
    * @param _scopeRef The rig, for `scope_kind=rig`.
+   * @param limit Page size, 1–1000 (default 100; 0 means the default).
+   * @param cursor `next_cursor` of the previous page.
+   * @isInt limit
+   * @minimum limit 0
+   * @maximum limit 1000
    */
   @Get('formulas')
+  @Response<ErrorModel>(400, 'Invalid cursor')
   public async listFormulas(
     @Path('cityName') _cityName: string,
     @Query('scope_kind') _scopeKind?: string,
     @Query('scope_ref') _scopeRef?: string,
+    @Query() limit?: number,
+    @Query() cursor?: string,
   ): Promise<FormulaListBody> {
     const entries = this.city.formulas.list();
-    const items = entries.map((entry) => formulaSummary(entry, this.city.runs));
+    let after = '';
+    if (cursor !== undefined) {
+      const { name } = decodeToken(cursor, 'fm');
+      if (typeof name !== 'string') throw invalidToken();
+      after = name;
+    }
+    const size = limit || 100;
+    const rest = entries.filter((e) => e.name > after);
+    const page = rest.slice(0, size);
     const broken = entries.filter((e) => e.errors.length);
     return {
-      items,
-      total: items.length,
+      items: page.map((entry) => formulaSummary(entry, this.city.runs)),
+      total: entries.length,
       partial: false,
       ...(broken.length ? { partial_errors: broken.flatMap((e) => e.errors) } : {}),
+      ...(rest.length > size ? { next_cursor: encodeToken('fm', { name: page.at(-1)!.name }) } : {}),
     };
   }
 
@@ -78,19 +97,28 @@ export class FormulasRoutes extends Controller {
    * Recent runs (molecules) of every formula, newest first.
    * @summary Formula run feed
    * @param limit At most this many (default 50).
+   * @param cursor `next_cursor` of the previous page.
    * @isInt limit
    * @minimum limit 0
    * @maximum limit 1000
    */
   @Get('formulas/feed')
+  @Response<ErrorModel>(400, 'Invalid cursor')
   public async formulaFeed(
     @Path() cityName: string,
     @Query('scope_kind') _scopeKind?: string,
     @Query('scope_ref') _scopeRef?: string,
     @Query() limit?: number,
+    @Query() cursor?: string,
   ): Promise<FeedBody> {
-    const roots = this.city.runs.roots({ limit: limit || FEED_LIMIT });
-    return { items: roots.map((root) => this.city.runs.feedItem(root)), partial: false };
+    const size = limit || FEED_LIMIT;
+    const roots = this.city.runs.roots({ limit: size + 1, before: cursor ? decodeBeadCursor(cursor) : undefined });
+    const page = roots.slice(0, size);
+    return {
+      items: page.map((root) => this.city.runs.feedItem(root)),
+      partial: false,
+      ...(roots.length > size ? { next_cursor: encodeBeadCursor(page.at(-1)!) } : {}),
+    };
   }
 
   /**

@@ -15,6 +15,7 @@ import type {
 import { parseCityConfig } from '../../shared/config/city-config.js';
 import { writeFileAtomic } from '../../shared/atomic-write.js';
 import { Problem } from '../../shared/http/problem.js';
+import { decodeBeadCursor, encodeBeadCursor } from '../beads/page-token.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { runLabel } from '../orders/order-dispatch.js';
 import type { OrderDef } from '../orders/order-file.js';
@@ -112,23 +113,32 @@ export class OrdersRoutes extends Controller {
    * Recent order firings, newest first, as feed items.
    * @summary Order feed
    * @param limit At most this many (default 50).
+   * @param cursor `next_cursor` of the previous page.
    * @isInt limit
    * @minimum limit 0
    * @maximum limit 1000
    */
   @Get('orders/feed')
+  @Response<ErrorModel>(400, 'Invalid cursor')
   public async orderFeed(
     @Path() cityName: string,
     @Query('scope_kind') _scopeKind?: string,
     @Query('scope_ref') _scopeRef?: string,
     @Query() limit?: number,
+    @Query() cursor?: string,
   ): Promise<FeedBody> {
-    const beads = this.city.beads.store.list({
+    const size = limit || FEED_LIMIT;
+    const { items, more } = this.city.beads.store.list({
       label: 'order-tracking',
       includeClosed: true,
-      limit: limit || FEED_LIMIT,
-    }).items;
-    return { items: beads.map(orderFeedItem), partial: false };
+      limit: size,
+      ...(cursor ? { before: decodeBeadCursor(cursor) } : {}),
+    });
+    return {
+      items: items.map(orderFeedItem),
+      partial: false,
+      ...(more ? { next_cursor: encodeBeadCursor(items.at(-1)!) } : {}),
+    };
   }
 
   /**

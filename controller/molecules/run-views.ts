@@ -31,12 +31,13 @@ export class RunViews {
   constructor(private readonly store: BeadStore) {}
 
   /** Roots of runs, newest first. */
-  roots(options: { formula?: string; limit?: number } = {}): Bead[] {
+  roots(options: { formula?: string; limit?: number; before?: string } = {}): Bead[] {
     return this.store.list({
       type: 'molecule',
       includeClosed: true,
       metadata: { [K.KIND]: 'workflow', ...(options.formula ? { [K.FORMULA]: options.formula } : {}) },
       limit: options.limit ?? ROOTS_MAX,
+      ...(options.before ? { before: options.before } : {}),
     }).items;
   }
 

@@ -79,11 +79,17 @@ export interface FormulaSummaryResponse {
 }
 
 export interface FormulaListBody {
+  /** By name. */
   items: FormulaSummaryResponse[];
-  /** @isInt */
+  /**
+   * Formulas in all.
+   * @isInt
+   */
   total: number;
   partial: boolean;
   partial_errors?: string[];
+  /** Present when there are more; pass it back as `cursor`. */
+  next_cursor?: string;
 }
 
 /** Body of `GET /formulas/{name}` and `POST /formulas/{name}/preview`. */
@@ -150,9 +156,12 @@ export interface MonitorFeedItemResponse {
 }
 
 export interface FeedBody {
+  /** Newest first. */
   items: MonitorFeedItemResponse[];
   partial: boolean;
   partial_errors?: string[];
+  /** Present when there are more; pass it back as `cursor`. */
+  next_cursor?: string;
 }
 
 /** A run's status, derived from its beads. */
