@@ -257,13 +257,12 @@ describe('the demo city (ctl init --template demo): agents doing real work, offl
     );
     const steps = expectSuccess(await sup.ctl(['run', 'steps', runId!], { env }));
     expect(steps.filter((l) => / completed /.test(l))).to.have.length(3);
-    // The worker mailed each step's result; the second step came after the first.
-    const mail = await api.get<{ items: { subject: string; body: string }[] }>(
-      '/mail?agent=human&status=all&limit=100',
-    );
-    const bodies = mail.body.items.map((m) => m.body);
-    expect(bodies).to.include('MOLECULE');
-    expect(bodies).to.include([...'molecule'].reverse().join(''));
+    // The worker mails each step's result once it has closed the step.
+    await waitUntil('both results in the mail', async () => {
+      const mail = await api.get<{ items: { body: string }[] }>('/mail?agent=human&status=all&limit=100');
+      const bodies = mail.body.items.map((m) => m.body);
+      return bodies.includes('MOLECULE') && bodies.includes([...'molecule'].reverse().join(''));
+    });
     const resolved = (await api.events('molecule.resolved')).find((e) => e.subject === runId);
     expect(resolved?.payload).to.include({ outcome: 'pass', formula: 'shout-back' });
   });
