@@ -115,7 +115,7 @@ function upgradeOperation(op: Json, method: string, path: string): void {
     // A raw-text body (a formula's TOML) is taken as any of these types; tsoa's @Consumes names only one.
     const content = body.content as Json | undefined;
     const raw = content?.['application/octet-stream'];
-    if (raw) for (const type of ['text/plain', 'application/toml']) content![type] ??= structuredClone(raw);
+    if (raw) for (const type of ['text/plain', 'application/toml']) content[type] ??= structuredClone(raw);
   }
 
   const responses = (op.responses ?? {}) as Json;
