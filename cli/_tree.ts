@@ -43,6 +43,7 @@ export const ctl: AnyCommand = defineCommand({
     formula: () => import('./commands/formulas.js').then((m) => m.formulaCommand),
     run: () => import('./commands/formulas.js').then((m) => m.runCommand),
     order: () => import('./commands/orders.js').then((m) => m.orderCommand),
+    usage: () => import('./commands/usage.js').then((m) => m.usageCommand),
     help: () => import('./commands/help.js').then((m) => m.helpCommand),
     version: () => import('./commands/help.js').then((m) => m.versionCommand),
     completion: () => import('./commands/completion.js').then((m) => m.completionCommand),

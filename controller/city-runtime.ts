@@ -18,6 +18,7 @@ import { checkAgents } from './agents/check-agents.js';
 import type { AgentTick } from './agents/tick.js';
 import { cityClock, type Clock } from './clock.js';
 import { CommandRunner } from './commands.js';
+import type { UsageLog } from './usage/usage-log.js';
 import { FormulaCatalog } from './formulas/formula-catalog.js';
 import { MoleculeEngine } from './molecules/molecule-engine.js';
 import { RunViews } from './molecules/run-views.js';
@@ -84,6 +85,8 @@ export class CityRuntime {
     /** The providers sessions start from. */
     readonly providers: ProviderRegistry,
     readonly sessions: SessionService,
+    /** What the sessions' turns used, as their providers reported it. */
+    readonly usage: UsageLog,
     private readonly logger?: Logger,
     /** The time orders and gates go by. */
     readonly clock: Clock = cityClock(),

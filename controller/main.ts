@@ -33,6 +33,7 @@ import { CityRuntime, loadConfig } from './city-runtime.js';
 import { promptFor, suspensionIn } from './agents/agent-catalog.js';
 import { watchConfig } from './agents/config-watch.js';
 import { AgentTick } from './agents/tick.js';
+import { UsageLog } from './usage/usage-log.js';
 
 /** A session's program gets this long after SIGTERM before SIGKILL (our own shutdown is bounded at 5 s). */
 const SESSION_STOP_GRACE_MS = 3000;
@@ -130,6 +131,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     let city: CityRuntime | undefined = undefined;
     const providers = new ProviderRegistry(config, paths.config);
     const loaded = loadConfig(root, paths.config, providers, config);
+    const usage = new UsageLog(join(paths.runtimeDir, 'usage.jsonl'));
     const sessions = new SessionService(
       {
         cityName: name,
@@ -142,6 +144,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
         env: sessionEnvironment(),
         stopGraceMs: SESSION_STOP_GRACE_MS,
         startTimeoutMs: SESSION_START_TIMEOUT_MS,
+        usage: (fact) => usage.record(fact),
       },
       // The city's configuration as it is now: edits on disk and provider writes reload it.
       {
@@ -155,7 +158,18 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     completed.push('starting_agents');
 
     await enter('starting_api');
-    city = new CityRuntime(name, paths, loaded, log, tail, new BeadsService(store, log), providers, sessions, logger);
+    city = new CityRuntime(
+      name,
+      paths,
+      loaded,
+      log,
+      tail,
+      new BeadsService(store, log),
+      providers,
+      sessions,
+      usage,
+      logger,
+    );
     const running = city;
     const tick = new AgentTick({
       cityName: name,

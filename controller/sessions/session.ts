@@ -12,6 +12,7 @@ import type {
 } from '../../shared/dto/sessions.js';
 import type { EventLog } from '../../shared/events/event-log.js';
 import type { EventRecord } from '../../shared/events/record.js';
+import { usageOf, type UsageFact } from '../usage/usage-log.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import { reapLeftover } from './pipe/child-program.js';
@@ -45,6 +46,8 @@ export interface SessionContext {
   stopGraceMs: number;
   /** A program that is not ready this long after it started is taken to have failed. */
   startTimeoutMs: number;
+  /** Keeps what a turn used, as its provider reported it. */
+  usage?: (fact: UsageFact) => void;
 }
 
 /** What the session stream hears, besides transcript entries. */
@@ -552,6 +555,7 @@ export class Session extends EventEmitter<SessionEvents> {
       },
       turnEnded: (data, failure) => {
         const ended = this.openTurns.shift() ?? this.turn;
+        if (data) this.recordUsage(data);
         if (this.openTurns.length === 0) this.setActivity('idle');
         this.save({ last_active: this.record.last_active });
         const category = failure ? categoryOf(failure) : undefined;
@@ -660,6 +664,21 @@ export class Session extends EventEmitter<SessionEvents> {
   }
 
   /** The turn output belongs to now: the oldest one not yet ended, else the last one. */
+  /** The turn's usage, when its provider reported any, for `GET /usage`. */
+  private recordUsage(data: Record<string, unknown>): void {
+    const used = this.ctx.usage ? usageOf(data) : undefined;
+    if (!used) return;
+    this.ctx.usage!({
+      ts: new Date().toISOString(),
+      session_id: this.id,
+      session: this.record.session_name,
+      ...(this.record.kind === 'agent' ? { agent: this.record.template } : {}),
+      provider: this.record.provider,
+      ...used,
+      ...(typeof data.duration_ms === 'number' ? { duration_ms: data.duration_ms } : {}),
+    });
+  }
+
   private currentTurn(): number {
     return this.openTurns[0] ?? this.turn;
   }
