@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import { readFileSync } from 'node:fs';
@@ -18,6 +19,7 @@ import { checkAgents } from './agents/check-agents.js';
 import type { AgentTick } from './agents/tick.js';
 import { cityClock, type Clock } from './clock.js';
 import { CommandRunner } from './commands.js';
+import { StoreMaintenance } from './beads/store-maintenance.js';
 import type { UsageLog } from './usage/usage-log.js';
 import { FormulaCatalog } from './formulas/formula-catalog.js';
 import { MoleculeEngine } from './molecules/molecule-engine.js';
@@ -107,6 +109,14 @@ export class CityRuntime {
       poke: () => this.tick?.poke(),
     });
     clock.onMoved(() => this.molecules.recheckAll());
+    this.maintenance = new StoreMaintenance({
+      store: beads.store,
+      backend: beads.store.backend,
+      log,
+      statePath: join(paths.runtimeDir, 'maintenance.json'),
+      logger,
+    });
+    this.maintenance.schedule(loaded.config.maintenanceIntervalMs);
     const commandEnv = { ...process.env, CTL_CITY: name, CTL_CITY_ROOT: paths.root };
     this.orders = new OrderCatalog(paths.root, () => this.config.orders);
     const dispatcher = new OrderDispatcher({
@@ -148,6 +158,8 @@ export class CityRuntime {
   readonly molecules: MoleculeEngine;
   readonly runs: RunViews;
   readonly orders: OrderCatalog;
+  /** Bead store maintenance, on demand and on `[maintenance] interval`. */
+  readonly maintenance: StoreMaintenance;
   /** When orders fire (started with the tick). */
   readonly orderScheduler: OrderScheduler;
   /** The provider API's writes to `city.toml`. */
@@ -183,6 +195,7 @@ export class CityRuntime {
     this.lastReloadError = undefined;
     this.tick?.poke();
     this.orderScheduler.evaluateSoon();
+    this.maintenance.schedule(this.config.maintenanceIntervalMs);
   }
 
   /**
@@ -221,6 +234,7 @@ export class CityRuntime {
         this.loaded.agents.map((a) => [a.name, a.fingerprint, a.config]),
       );
     this.loaded = next;
+    this.maintenance.schedule(next.config.maintenanceIntervalMs);
     if (same && !hadError) return;
     await this.log.append({ type: 'config.reloaded', actor: 'ctl', subject: file, payload: { file } });
     this.tick?.poke();

@@ -222,6 +222,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
       beforeStop: async () => {
         tick.stop();
         running.orderScheduler.stop();
+        running.maintenance.stop();
         running.molecules.stop();
         running.commands.stop();
         running.clock.stop();

@@ -103,6 +103,8 @@ export class BeadError extends Error {
 
 /** What a bead store does; the unit suite runs against this, so another backend can be tested the same way. */
 export interface BeadStore {
+  /** Which kind of store it is (`sqlite`, `journal`). */
+  readonly backend: string;
   readonly size: number;
   get(id: string): Bead | undefined;
   /**
@@ -130,5 +132,12 @@ export interface BeadStore {
    * the bead as it was created, whatever became of it since.
    */
   idempotent(key: string): { bead: Bead; hash: string } | undefined;
+  /** The files the store keeps, with their sizes now. */
+  files(): { path: string; bytes: number }[];
+  /**
+   * Gives back the space dead data holds (deleted beads, old versions): the operations it ran, in order. It holds
+   * the store while it runs.
+   */
+  maintain(): string[];
   close(): void;
 }

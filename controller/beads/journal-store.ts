@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { writeFileAtomic } from '../../shared/atomic-write.js';
 import type { Bead, Dep } from '../../shared/dto/beads.js';
 import {
@@ -87,6 +87,8 @@ export class JournalBeadStore implements BeadStore {
     store.load();
     return store;
   }
+
+  readonly backend = 'journal';
 
   get size(): number {
     return this.beads.size;
@@ -482,6 +484,24 @@ export class JournalBeadStore implements BeadStore {
     // Replaying the old journal over the new snapshot would change nothing, so a crash here is harmless.
     ftruncateSync(this.fd, 0);
     this.journalLines = 0;
+  }
+
+  files(): { path: string; bytes: number }[] {
+    return [this.snapshotPath, this.journalPath].map((path) => {
+      try {
+        return { path, bytes: statSync(path).size };
+      } catch {
+        return { path, bytes: 0 };
+      }
+    });
+  }
+
+  /** Expired idempotency keys dropped and the journal folded into a new snapshot of the live beads. */
+  maintain(): string[] {
+    const cutoff = Date.now() - IDEMPOTENCY_TTL_MS;
+    for (const [key, entry] of this.idempotency) if (entry.at < cutoff) this.idempotency.delete(key);
+    this.compact();
+    return ['expire_idempotency_keys', 'compact_journal'];
   }
 
   /** Bytes in the journal (for tests and diagnostics). */

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { Bead, Dep } from '../../shared/dto/beads.js';
 import {
@@ -112,7 +113,7 @@ export class SqliteBeadStore implements BeadStore {
   };
 
   private constructor(
-    path: string,
+    private readonly path: string,
     private readonly prefix: string,
   ) {
     this.db = new Database(path);
@@ -148,6 +149,8 @@ export class SqliteBeadStore implements BeadStore {
   static open(dir: string, prefix: string): SqliteBeadStore {
     return new SqliteBeadStore(`${dir}/beads.db`, prefix);
   }
+
+  readonly backend = 'sqlite';
 
   get size(): number {
     return (this.sql('select count(*) as c from beads').get() as { c: number }).c;
@@ -364,6 +367,23 @@ export class SqliteBeadStore implements BeadStore {
     return { bead: JSON.parse(entry.response) as Bead, hash: entry.hash };
   }
 
+  files(): { path: string; bytes: number }[] {
+    return [this.path, `${this.path}-wal`, `${this.path}-shm`].map((path) => ({ path, bytes: sizeOf(path) }));
+  }
+
+  /**
+   * Expired idempotency keys deleted, the WAL folded into the database and truncated, the database rebuilt without
+   * its free pages (VACUUM), the planner's statistics refreshed (`PRAGMA optimize`), the WAL truncated again.
+   */
+  maintain(): string[] {
+    this.sql('delete from idempotency where at < ?').run(Date.now() - IDEMPOTENCY_TTL_MS);
+    this.db.pragma('wal_checkpoint(TRUNCATE)');
+    this.db.exec('VACUUM');
+    this.db.pragma('optimize');
+    this.db.pragma('wal_checkpoint(TRUNCATE)');
+    return ['expire_idempotency_keys', 'wal_checkpoint', 'vacuum', 'optimize', 'wal_checkpoint'];
+  }
+
   close(): void {
     if (this.db.open) this.db.close();
   }
@@ -481,4 +501,12 @@ function view(row: Row): Bead {
   bead.needs = bead.dependencies.filter((d) => BLOCKING_KINDS.has(d.type)).map((d) => d.depends_on_id);
   bead.is_blocked = row.blockers > 0;
   return bead;
+}
+
+function sizeOf(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
 }

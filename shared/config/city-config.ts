@@ -123,6 +123,8 @@ export interface CityConfig {
   services: CityServiceConfig[];
   daemon: CityDaemonConfig;
   orders: CityOrdersConfig;
+  /** `[maintenance] interval`: bead store maintenance runs this often (none when absent). */
+  maintenanceIntervalMs?: number;
   /** `[events] rotation_max_bytes`: rotate the event log once it reaches this size. */
   eventsRotationMaxBytes?: number;
   /** `[beads] backend`: `sqlite` (the default) or `journal`. */
@@ -240,6 +242,12 @@ export function parseCityConfig(text: string, path: string): CityConfig {
       enabled: optBool(o, 'enabled', at('enabled')),
       fields,
     });
+  }
+  const maintenance = table(doc, 'maintenance', where);
+  const maintenanceEvery = optDuration(maintenance, 'interval', where('maintenance.interval'));
+  if (maintenanceEvery !== undefined) {
+    if (maintenanceEvery < 60_000) throw new ConfigError(`${where('maintenance.interval')} must be at least 1m`);
+    cfg.maintenanceIntervalMs = maintenanceEvery;
   }
   const beads = table(doc, 'beads', where);
   if (beads.backend !== undefined) {

@@ -14,6 +14,7 @@ import type {
 import type { MailEventPayload } from '../dto/mail.js';
 import type { MoleculeEventPayload } from '../dto/formulas.js';
 import type { OrderEventPayload } from '../dto/orders.js';
+import type { StoreMaintenancePayload } from '../dto/maintenance.js';
 import type {
   SessionCrashedPayload,
   SessionCreateSucceededPayload,
@@ -54,6 +55,7 @@ export interface EventPayloadTypes {
   ConfigReloadPayload: ConfigReloadPayload;
   MoleculeEventPayload: MoleculeEventPayload;
   OrderEventPayload: OrderEventPayload;
+  StoreMaintenancePayload: StoreMaintenancePayload;
 }
 
 /**
@@ -117,6 +119,8 @@ export const EVENT_PAYLOADS = {
   'order.fired': 'OrderEventPayload',
   'order.completed': 'OrderEventPayload',
   'order.failed': 'OrderEventPayload',
+  'ctl.store.maintenance.done': 'StoreMaintenancePayload',
+  'ctl.store.maintenance.failed': 'StoreMaintenancePayload',
   'request.result.session.create': 'SessionCreateSucceededPayload',
   'request.result.session.message': 'SessionMessageSucceededPayload',
   'request.result.session.submit': 'SessionSubmitSucceededPayload',
