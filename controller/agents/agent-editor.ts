@@ -9,13 +9,13 @@ import { Problem } from '../../shared/http/problem.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { qualifiedName, type AgentDefinition } from './agent-catalog.js';
 import {
-  AgentEditError,
-  appendAgent,
-  removeAgent,
-  setAgentKeys,
+  TomlTableEditError,
+  appendTable,
+  removeTable,
+  setTableKeys,
   setFileKeys,
-  type AgentValue,
-} from './agent-toml-edit.js';
+  type TableValue,
+} from '../toml-table-edit.js';
 
 /**
  * The agents API's writes: each goes to the file the agent is declared in (`city.toml`'s `[[agent]]` table, or
@@ -36,7 +36,7 @@ export class AgentEditor {
         body.provider,
       );
     }
-    const fields: Record<string, AgentValue> = { name: body.name, provider: body.provider };
+    const fields: Record<string, TableValue> = { name: body.name, provider: body.provider };
     if (body.dir !== undefined) fields.dir = body.dir;
     if (body.scope !== undefined) fields.scope = body.scope;
     if (body.description !== undefined) fields.description = body.description;
@@ -46,13 +46,13 @@ export class AgentEditor {
     if (body.idle_timeout !== undefined) fields.idle_timeout = duration(body.idle_timeout);
     if (body.depends_on !== undefined) fields.depends_on = body.depends_on;
     if (body.suspended !== undefined) fields.suspended = body.suspended;
-    this.writeCityToml((text) => appendAgent(text, fields));
+    this.writeCityToml((text) => appendTable(text, 'agent', fields));
     return name;
   }
 
   /** Changes keys of the agent's table; `suspended` is what suspend and resume write. */
   update(definition: AgentDefinition, body: AgentUpdateInputBody): void {
-    const keys: Record<string, AgentValue | undefined> = {};
+    const keys: Record<string, TableValue | undefined> = {};
     if (body.provider !== undefined) {
       if (!this.city.providers.get(body.provider)) {
         throw invalid(
@@ -81,7 +81,7 @@ export class AgentEditor {
     if (Object.keys(keys).length === 0) return;
     if (definition.config.source === 'city.toml') {
       const index = this.indexInCityToml(definition);
-      this.writeCityToml((text) => setAgentKeys(text, index, keys));
+      this.writeCityToml((text) => setTableKeys(text, 'agent', index, keys));
     } else {
       this.writeAgentFile(definition, keys);
     }
@@ -95,7 +95,7 @@ export class AgentEditor {
       );
     }
     const index = this.indexInCityToml(definition);
-    this.writeCityToml((text) => removeAgent(text, index));
+    this.writeCityToml((text) => removeTable(text, 'agent', index));
   }
 
   /** Sets `[workspace] suspended` (the city's suspension). */
@@ -130,7 +130,7 @@ export class AgentEditor {
     try {
       out = edit(text);
     } catch (err) {
-      if (!(err instanceof AgentEditError)) throw err;
+      if (!(err instanceof TomlTableEditError)) throw err;
       throw new Problem('internal', `internal: city.toml was not changed: ${err.message}`);
     }
     const next = parseCityConfig(out, 'city.toml');
@@ -144,7 +144,7 @@ export class AgentEditor {
     }
   }
 
-  private writeAgentFile(definition: AgentDefinition, keys: Record<string, AgentValue | undefined>): void {
+  private writeAgentFile(definition: AgentDefinition, keys: Record<string, TableValue | undefined>): void {
     const path = join(this.city.paths.root, definition.config.source);
     let text = '';
     try {
@@ -156,7 +156,7 @@ export class AgentEditor {
     try {
       out = setFileKeys(text, keys);
     } catch (err) {
-      if (!(err instanceof AgentEditError) && !(err instanceof Error && err.name === 'TomlError')) throw err;
+      if (!(err instanceof TomlTableEditError) && !(err instanceof Error && err.name === 'TomlError')) throw err;
       throw new Problem(
         'conflict-wrong-state',
         `conflict: ${definition.config.source} was not changed: ${err.message}`,

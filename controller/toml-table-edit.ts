@@ -1,60 +1,66 @@
 import { isDeepStrictEqual } from 'node:util';
 import { parse } from 'smol-toml';
 
-// Editing one agent's table in a person's TOML file, surgically: only the lines of that table change (a key's
-// line replaced, added after the table's last key, or removed; a whole `[[agent]]` block appended or removed),
+// Editing one table of an array of tables (`[[agent]]`, `[[rigs]]`) in a person's TOML file, surgically: only the
+// lines of that table change (a key's line replaced, added after the table's last key, or removed; a whole block
+// appended or removed),
 // so comments, layout and everything else stay byte for byte. We edit lines rather than re-serialise because no
 // TOML library keeps a person's file as it was (toml-patch misplaces what it adds to arrays of tables); every
 // edit is parsed again and compared with what was meant, and refused if it differs.
 
-/** A value of an agent's table we write. */
-export type AgentValue = string | number | boolean | string[];
+/** A value of a table we write. */
+export type TableValue = string | number | boolean | string[];
 
 /** The edit did not come out as intended (a form of file we do not edit safely). */
-export class AgentEditError extends Error {}
+export class TomlTableEditError extends Error {}
 
-const AGENT_HEADER = /^\s*\[\[\s*agent\s*\]\]\s*(#.*)?$/;
 const ANY_HEADER = /^\s*\[/;
-const AGENT_SUBTABLE = /^\s*\[\s*agent\s*\.[^\]]*\]\s*(#.*)?$/;
+const header = (key: string) => new RegExp(`^\\s*\\[\\[\\s*${key}\\s*\\]\\]\\s*(#.*)?$`);
+const subtable = (key: string) => new RegExp(`^\\s*\\[\\s*${key}\\s*\\.[^\\]]*\\]\\s*(#.*)?$`);
 
 /** A TOML literal for a value. */
-export function tomlValue(value: AgentValue): string {
+export function tomlValue(value: TableValue): string {
   if (Array.isArray(value)) return `[${value.map((v) => JSON.stringify(v)).join(', ')}]`;
   if (typeof value === 'string') return JSON.stringify(value);
   return String(value);
 }
 
-/** `text` with a new `[[agent]]` table holding `fields` at its end. */
-export function appendAgent(text: string, fields: Record<string, AgentValue>): string {
-  const lines = ['[[agent]]', ...Object.entries(fields).map(([k, v]) => `${k} = ${tomlValue(v)}`)];
+/** `text` with a new `[[key]]` table holding `fields` at its end. */
+export function appendTable(text: string, key: string, fields: Record<string, TableValue>): string {
+  const lines = [`[[${key}]]`, ...Object.entries(fields).map(([k, v]) => `${k} = ${tomlValue(v)}`)];
   const sep = text === '' || text.endsWith('\n\n') ? '' : text.endsWith('\n') ? '\n' : '\n\n';
   const out = `${text}${sep}${lines.join('\n')}\n`;
   const before = parse(text) as Record<string, unknown>;
   const expected = structuredClone(before);
-  expected.agent = [...((before.agent as unknown[] | undefined) ?? []), fields];
-  check(out, expected, 'adding the agent');
+  expected[key] = [...((before[key] as unknown[] | undefined) ?? []), fields];
+  check(out, expected, `adding the [[${key}]] table`);
   return out;
 }
 
-/** `text` with the `index`-th `[[agent]]` table's keys set (undefined removes a key). */
-export function setAgentKeys(text: string, index: number, keys: Record<string, AgentValue | undefined>): string {
+/** `text` with the `index`-th `[[key]]` table's keys set (undefined removes a key). */
+export function setTableKeys(
+  text: string,
+  key: string,
+  index: number,
+  keys: Record<string, TableValue | undefined>,
+): string {
   const lines = text.split('\n');
-  const block = blocks(lines)[index];
-  if (!block) throw new AgentEditError(`city.toml has no [[agent]] table number ${index + 1}`);
+  const block = blocks(lines, key)[index];
+  if (!block) throw new TomlTableEditError(`city.toml has no [[${key}]] table number ${index + 1}`);
   const out = setKeys(lines, block.start + 1, block.mainEnd, keys).join('\n');
   const before = parse(text) as Record<string, unknown>;
   const expected = structuredClone(before);
-  const table = (expected.agent as Record<string, unknown>[])[index];
+  const table = (expected[key] as Record<string, unknown>[])[index];
   applyKeys(table, keys);
-  check(out, expected, 'editing the agent');
+  check(out, expected, `editing the [[${key}]] table`);
   return out;
 }
 
-/** `text` with the `index`-th `[[agent]]` table removed (and a blank line that separated it). */
-export function removeAgent(text: string, index: number): string {
+/** `text` with the `index`-th `[[key]]` table removed (and a blank line that separated it). */
+export function removeTable(text: string, key: string, index: number): string {
   const lines = text.split('\n');
-  const block = blocks(lines)[index];
-  if (!block) throw new AgentEditError(`city.toml has no [[agent]] table number ${index + 1}`);
+  const block = blocks(lines, key)[index];
+  if (!block) throw new TomlTableEditError(`city.toml has no [[${key}]] table number ${index + 1}`);
   let start = block.start;
   // Comments directly above the header describe it: they go with it.
   while (start > 0 && /^\s*#/.test(lines[start - 1])) start--;
@@ -63,26 +69,26 @@ export function removeAgent(text: string, index: number): string {
   const out = [...lines.slice(0, start), ...lines.slice(end)].join('\n');
   const before = parse(text) as Record<string, unknown>;
   const expected = structuredClone(before);
-  const agents = (expected.agent as unknown[]).filter((_, i) => i !== index);
-  if (agents.length) expected.agent = agents;
-  else delete expected.agent;
-  check(out, expected, 'removing the agent');
+  const rest = (expected[key] as unknown[]).filter((_, i) => i !== index);
+  if (rest.length) expected[key] = rest;
+  else delete expected[key];
+  check(out, expected, `removing the [[${key}]] table`);
   return out;
 }
 
-/** An `agent.toml` (one table at the top level) with its keys set. */
-export function setFileKeys(text: string, keys: Record<string, AgentValue | undefined>): string {
+/** A file of one table at the top level (an `agent.toml`) with its keys set. */
+export function setFileKeys(text: string, keys: Record<string, TableValue | undefined>): string {
   const lines = text.split('\n');
   let mainEnd = lines.findIndex((l) => ANY_HEADER.test(l));
   if (mainEnd < 0) mainEnd = lines.length;
   const out = setKeys(lines, 0, mainEnd, keys).join('\n');
   const expected = structuredClone(parse(text) as Record<string, unknown>);
   applyKeys(expected, keys);
-  check(out, expected, 'editing agent.toml');
+  check(out, expected, 'editing the file');
   return out;
 }
 
-function applyKeys(table: Record<string, unknown>, keys: Record<string, AgentValue | undefined>): void {
+function applyKeys(table: Record<string, unknown>, keys: Record<string, TableValue | undefined>): void {
   for (const [key, value] of Object.entries(keys)) {
     if (value === undefined) delete table[key];
     else table[key] = value;
@@ -90,14 +96,16 @@ function applyKeys(table: Record<string, unknown>, keys: Record<string, AgentVal
 }
 
 /** Sets keys among lines [from, to): replacing a key's line, removing it, or adding after the last key line. */
-function setKeys(lines: string[], from: number, to: number, keys: Record<string, AgentValue | undefined>): string[] {
+function setKeys(lines: string[], from: number, to: number, keys: Record<string, TableValue | undefined>): string[] {
   const out = [...lines];
   let end = to;
   for (const [key, value] of Object.entries(keys)) {
     const pattern = new RegExp(`^\\s*${key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s*=`);
     const at = out.slice(from, end).findIndex((l) => pattern.test(l));
     if (at >= 0) {
-      if (/"""|'''/.test(out[from + at])) throw new AgentEditError(`${key} is a multi-line string; edit it by hand`);
+      if (/"""|'''/.test(out[from + at])) {
+        throw new TomlTableEditError(`${key} is a multi-line string; edit it by hand`);
+      }
       if (value === undefined) {
         out.splice(from + at, 1);
         end--;
@@ -116,16 +124,18 @@ function setKeys(lines: string[], from: number, to: number, keys: Record<string,
   return out;
 }
 
-/** The `[[agent]]` blocks: header line, end of its own keys (before sub-tables), end of the block. */
-function blocks(lines: string[]): { start: number; mainEnd: number; end: number }[] {
+/** The `[[key]]` blocks: header line, end of its own keys (before sub-tables), end of the block. */
+function blocks(lines: string[], key: string): { start: number; mainEnd: number; end: number }[] {
   const found: { start: number; mainEnd: number; end: number }[] = [];
+  const blockHeader = header(key);
+  const blockSubtable = subtable(key);
   for (let i = 0; i < lines.length; i++) {
-    if (!AGENT_HEADER.test(lines[i])) continue;
+    if (!blockHeader.test(lines[i])) continue;
     let mainEnd = -1;
     let j = i + 1;
     for (; j < lines.length; j++) {
       if (!ANY_HEADER.test(lines[j])) continue;
-      if (AGENT_SUBTABLE.test(lines[j])) {
+      if (blockSubtable.test(lines[j])) {
         if (mainEnd < 0) mainEnd = j;
         continue;
       }
@@ -143,10 +153,10 @@ function check(out: string, expected: Record<string, unknown>, what: string): vo
   try {
     after = parse(out);
   } catch (err) {
-    throw new AgentEditError(`${what} gave a file that does not parse: ${(err as Error).message.split('\n')[0]}`);
+    throw new TomlTableEditError(`${what} gave a file that does not parse: ${(err as Error).message.split('\n')[0]}`);
   }
   if (!isDeepStrictEqual(plain(after), plain(expected))) {
-    throw new AgentEditError(`${what} did not give the intended file`);
+    throw new TomlTableEditError(`${what} did not give the intended file`);
   }
 }
 
