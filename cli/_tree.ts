@@ -44,6 +44,7 @@ export const ctl: AnyCommand = defineCommand({
     run: () => import('./commands/formulas.js').then((m) => m.runCommand),
     order: () => import('./commands/orders.js').then((m) => m.orderCommand),
     usage: () => import('./commands/usage.js').then((m) => m.usageCommand),
+    rig: () => import('./commands/rigs.js').then((m) => m.rigCommand),
     help: () => import('./commands/help.js').then((m) => m.helpCommand),
     version: () => import('./commands/help.js').then((m) => m.versionCommand),
     completion: () => import('./commands/completion.js').then((m) => m.completionCommand),

@@ -46,8 +46,10 @@ export interface CityAgentConfig {
 
 export interface CityRigConfig {
   name: string;
+  /** Its directory (relative to the city, or absolute). */
   path?: string;
   prefix?: string;
+  default_branch?: string;
   suspended: boolean;
 }
 
@@ -208,7 +210,11 @@ export function parseCityConfig(text: string, path: string): CityConfig {
       name: reqString(rig, 'name', at('name')),
       path: optString(rig, 'path', at('path')),
       prefix: optString(rig, 'prefix', at('prefix')),
-      suspended: optBool(rig, 'suspended_on_start', at('suspended_on_start')) ?? false,
+      default_branch: optString(rig, 'default_branch', at('default_branch')),
+      // `suspended` is what `ctl rig suspend` writes; `suspended_on_start` the reference's spelling.
+      suspended:
+        (optBool(rig, 'suspended', at('suspended')) ?? false) ||
+        (optBool(rig, 'suspended_on_start', at('suspended_on_start')) ?? false),
     });
   }
   for (const [i, service] of tables(doc, 'service', where).entries()) {

@@ -1,0 +1,145 @@
+import { resolve } from 'node:path';
+import type { RigResponse } from '../../shared/dto/rigs.js';
+import { call, CSRF } from '../_api.js';
+import { command, group } from '../_command.js';
+import { inCityFlags } from '../_flags.js';
+import { fields, json, line, table } from '../_output.js';
+import { cityPath, inCity } from '../_scope.js';
+
+const nameArg = { name: { type: 'positional', description: 'Rig name', required: true } } as const;
+
+function gitSummary(r: RigResponse): string {
+  const g = r.git;
+  if (!g) return '-';
+  if (g.error) return `error: ${g.error}`;
+  const distance = [g.ahead ? `↑${g.ahead}` : '', g.behind ? `↓${g.behind}` : ''].filter(Boolean).join(' ');
+  const state = g.clean ? 'clean' : `${g.changed_files.length} changed`;
+  return [g.branch ?? '(detached)', state, distance].filter(Boolean).join(' ');
+}
+
+const list = command({
+  name: 'list',
+  description: 'The city’s rigs: their directories, agents, and with --git their working trees',
+  examples: ['ctl rig list', 'ctl rig list --git', 'ctl rig list --json'],
+  args: { git: { type: 'boolean', description: 'Read each rig’s git status' }, ...inCityFlags },
+  async run({ args: a }) {
+    const { api, city } = await inCity(a);
+    const { data } = await call(
+      api,
+      api.client.GET('/v0/city/{cityName}/rigs', {
+        params: { path: cityPath(city), query: { limit: 1000, ...(a.git ? { git: true } : {}) } },
+      }),
+    );
+    if (a.json) return json(data);
+    if (data.items.length === 0) return line('No rigs (ctl rig add NAME PATH).');
+    table<RigResponse>(
+      [
+        { header: 'NAME', value: (r) => r.name, kind: 'id' },
+        {
+          header: 'STATE',
+          value: (r) => (r.suspended ? 'suspended' : r.present ? 'active' : 'missing'),
+          kind: 'status',
+        },
+        { header: 'AGENTS', value: (r) => `${r.running_count}/${r.agent_count}` },
+        ...(a.git ? [{ header: 'GIT', value: gitSummary }] : []),
+        { header: 'PATH', value: (r) => r.path, kind: 'text' as const },
+      ],
+      data.items,
+    );
+  },
+});
+
+const add = command({
+  name: 'add',
+  description: 'Add a rig for an existing directory (written to city.toml)',
+  examples: ['ctl rig add frontend ~/src/frontend', 'ctl rig add api ../api --prefix api --default-branch main'],
+  args: {
+    ...nameArg,
+    path: { type: 'positional', description: 'Its directory (it must exist)', required: true },
+    prefix: { type: 'string', description: 'Its prefix' },
+    'default-branch': { type: 'string', description: 'Its mainline branch', valueHint: 'BRANCH' },
+    ...inCityFlags,
+  },
+  async run({ args: a }) {
+    const { api, city } = await inCity(a);
+    const { data } = await call(
+      api,
+      api.client.POST('/v0/city/{cityName}/rigs', {
+        params: { header: CSRF, path: cityPath(city) },
+        body: {
+          name: a.name,
+          // A path typed here is relative to where it is typed, not to the city.
+          path: resolve(a.path),
+          ...(a.prefix ? { prefix: a.prefix } : {}),
+          ...(a['default-branch'] ? { default_branch: a['default-branch'] } : {}),
+        },
+      }),
+    );
+    if (a.json) return json(data);
+    line(`Added rig ${data.name} at ${data.path}`);
+  },
+});
+
+function rigAction(name: 'remove' | 'suspend' | 'resume', description: string, done: string) {
+  return command({
+    name,
+    description,
+    examples: [`ctl rig ${name} frontend`],
+    args: { ...nameArg, ...inCityFlags },
+    async run({ args: a }) {
+      const { api, city } = await inCity(a);
+      const params = { header: CSRF, path: { ...cityPath(city), name: a.name } };
+      const { data } =
+        name === 'remove'
+          ? await call(api, api.client.DELETE('/v0/city/{cityName}/rig/{name}', { params }))
+          : name === 'suspend'
+            ? await call(api, api.client.POST('/v0/city/{cityName}/rig/{name}/suspend', { params }))
+            : await call(api, api.client.POST('/v0/city/{cityName}/rig/{name}/resume', { params }));
+      if (a.json) return json(data);
+      line(`${done} rig ${a.name}`);
+    },
+  });
+}
+
+const status = command({
+  name: 'status',
+  description: 'A rig: its directory, agents and git working tree',
+  examples: ['ctl rig status frontend'],
+  args: { ...nameArg, ...inCityFlags },
+  async run({ args: a }) {
+    const { api, city } = await inCity(a);
+    const { data } = await call(
+      api,
+      api.client.GET('/v0/city/{cityName}/rig/{name}', {
+        params: { path: { ...cityPath(city), name: a.name }, query: { git: true } },
+      }),
+    );
+    if (a.json) return json(data);
+    fields([
+      ['Rig', data.name],
+      ['Path', data.path + (data.present ? '' : ' (missing)')],
+      ['Suspended', data.suspended ? 'yes' : 'no'],
+      ['Agents', `${data.running_count} running of ${data.agent_count}`],
+      ['Prefix', data.prefix],
+      ['Default branch', data.default_branch],
+      ['Git', gitSummary(data)],
+      ['Head', data.git?.head],
+      ['Upstream', data.git?.upstream],
+    ]);
+    for (const file of data.git?.changed_files ?? []) line(`  ${file}`);
+  },
+});
+
+export const rigCommand = group({
+  name: 'rig',
+  description: 'Rigs: the project directories a city’s agents work in',
+  examples: ['ctl rig add frontend ~/src/frontend', 'ctl rig list --git', 'ctl rig status frontend'],
+  commands: {
+    list,
+    add,
+    remove: rigAction('remove', 'Remove a rig from city.toml (its directory is left as it is)', 'Removed'),
+    suspend: rigAction('suspend', 'Suspend a rig: its agents finish their turn, then stop', 'Suspended'),
+    resume: rigAction('resume', 'Resume a rig: its agents start again', 'Resumed'),
+    status,
+  },
+});

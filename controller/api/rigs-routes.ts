@@ -1,0 +1,163 @@
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  Patch,
+  Path,
+  Post,
+  Query,
+  Response,
+  Route,
+  SuccessResponse,
+  Tags,
+} from '@tsoa/runtime';
+import type { OKResponseBody } from '../../shared/dto/common.js';
+import type { ErrorModel } from '../../shared/dto/errors.js';
+import type {
+  ListBodyRigResponse,
+  RigCreateInputBody,
+  RigResponse,
+  RigUpdateInputBody,
+} from '../../shared/dto/rigs.js';
+import { decodeToken, encodeToken, invalidToken } from '../../shared/http/page-token.js';
+import type { CityRuntime } from '../city-runtime.js';
+import { RigEditor, rigOrProblem, rigResponse } from '../rigs/rigs.js';
+
+/**
+ * @param cityName City name.
+ * @param name Rig name.
+ * @pattern cityName \S
+ */
+@Route('v0/city/{cityName}')
+@Tags('Rigs')
+@Response<ErrorModel>(404, 'City not running, or no such rig (`rig-not-found`)')
+export class RigsRoutes extends Controller {
+  constructor(private readonly city: CityRuntime) {
+    super();
+  }
+
+  /**
+   * The city's rigs (`[[rigs]]` in city.toml): the project directories its agents work in, each with how many of
+   * its agents run; with `git=true`, each working tree read with the machine's git (branch, head, clean, ahead and
+   * behind its upstream, changed files).
+   * @summary List rigs
+   * @param git Read each rig's git status (slower).
+   * @param limit Page size, 1–1000 (default 100; 0 means the default).
+   * @param cursor `next_cursor` of the previous page.
+   * @isInt limit
+   * @minimum limit 0
+   * @maximum limit 1000
+   */
+  @Get('rigs')
+  @Response<ErrorModel>(400, 'Invalid cursor')
+  public async listRigs(
+    @Path() cityName: string,
+    @Query() git?: boolean,
+    @Query() limit?: number,
+    @Query() cursor?: string,
+  ): Promise<ListBodyRigResponse> {
+    const rigs = [...this.city.config.rigs].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    let after = '';
+    if (cursor !== undefined) {
+      const { name } = decodeToken(cursor, 'rg');
+      if (typeof name !== 'string') throw invalidToken();
+      after = name;
+    }
+    const size = limit || 100;
+    const rest = rigs.filter((r) => r.name > after);
+    const page = rest.slice(0, size);
+    // git runs for every rig of the page at once: twenty rigs take about as long as one.
+    const items = await Promise.all(page.map((rig) => rigResponse(this.city, rig, git === true)));
+    return {
+      items,
+      total: rigs.length,
+      ...(rest.length > size ? { next_cursor: encodeToken('rg', { name: page.at(-1)!.name }) } : {}),
+    };
+  }
+
+  /**
+   * Adds a rig for an existing directory: a `[[rigs]]` table appended to city.toml (the rest of the file as it
+   * was). Agents whose `dir` names it become its agents (`rig/agent`) and run in its directory.
+   * @summary Add a rig
+   */
+  @Post('rigs')
+  @SuccessResponse(201, 'Created')
+  @Response<ErrorModel>(409, 'A rig of that name exists')
+  @Response<ErrorModel>(422, 'A bad name, or a path that is not an existing directory')
+  public async createRig(@Path() cityName: string, @Body() body: RigCreateInputBody): Promise<RigResponse> {
+    const rig = new RigEditor(this.city).add(body);
+    this.setStatus(201);
+    return rigResponse(this.city, rig, false);
+  }
+
+  /**
+   * One rig; with `git=true`, its working tree.
+   * @summary Get a rig
+   * @param git Read its git status.
+   */
+  @Get('rig/{name}')
+  public async getRig(@Path() cityName: string, @Path() name: string, @Query() git?: boolean): Promise<RigResponse> {
+    return rigResponse(this.city, rigOrProblem(this.city, name), git === true);
+  }
+
+  /**
+   * Changes a rig's path, prefix, default branch or suspension in its `[[rigs]]` table.
+   * @summary Update a rig
+   */
+  @Patch('rig/{name}')
+  @Response<ErrorModel>(422, 'A path that is not an existing directory')
+  public async updateRig(
+    @Path() cityName: string,
+    @Path() name: string,
+    @Body() body: RigUpdateInputBody,
+  ): Promise<RigResponse> {
+    return rigResponse(this.city, new RigEditor(this.city).update(name, body), false);
+  }
+
+  /**
+   * Removes the rig's `[[rigs]]` table (its directory is left as it is). Agents whose `dir` named it are then
+   * agents of the city, working in that directory.
+   * @summary Remove a rig
+   */
+  @Delete('rig/{name}')
+  public async deleteRig(@Path() cityName: string, @Path() name: string): Promise<OKResponseBody> {
+    new RigEditor(this.city).remove(name);
+    return { status: 'ok' };
+  }
+
+  /**
+   * Suspends the rig (`suspended = true` in its table): its agents' sessions finish their turn, then stop, and
+   * none starts until it is resumed.
+   * @summary Suspend a rig
+   */
+  @Post('rig/{name}/suspend')
+  public async suspendRig(@Path() cityName: string, @Path() name: string): Promise<RigResponse> {
+    return rigResponse(this.city, new RigEditor(this.city).update(name, { suspended: true }), false);
+  }
+
+  /**
+   * Resumes the rig: its agents start again as their configuration and work ask.
+   * @summary Resume a rig
+   */
+  @Post('rig/{name}/resume')
+  public async resumeRig(@Path() cityName: string, @Path() name: string): Promise<RigResponse> {
+    return rigResponse(this.city, new RigEditor(this.city).update(name, { suspended: false }), false);
+  }
+
+  /**
+   * Restarts the running sessions of the rig's agents (each stops, then starts again on its configuration), for
+   * after a change in the rig's directory the programs should see. Answers once each has been asked.
+   * @summary Restart a rig's sessions
+   */
+  @Post('rig/{name}/restart')
+  public async restartRig(@Path() cityName: string, @Path() name: string): Promise<RigResponse> {
+    const rig = rigOrProblem(this.city, name);
+    const sessions = this.city.agents
+      .filter((a) => a.rig === rig.name)
+      .flatMap((a) => this.city.sessions.agentSessions(a.name))
+      .filter((s) => s.running && !s.changing);
+    for (const session of sessions) void session.restart(`rig ${rig.name} restarted`, {});
+    return rigResponse(this.city, rig, false);
+  }
+}

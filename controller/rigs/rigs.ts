@@ -1,0 +1,159 @@
+import { readFileSync, statSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import { simpleGit } from 'simple-git';
+import type { CityRigConfig } from '../../shared/config/city-config.js';
+import { AGENT_NAME_PATTERN, parseCityConfig } from '../../shared/config/city-config.js';
+import { ConfigError } from '../../shared/config/config-error.js';
+import type { GitStatus, RigCreateInputBody, RigResponse, RigUpdateInputBody } from '../../shared/dto/rigs.js';
+import { writeFileAtomic } from '../../shared/atomic-write.js';
+import { Problem } from '../../shared/http/problem.js';
+import type { CityRuntime } from '../city-runtime.js';
+import { appendTable, removeTable, setTableKeys, TomlTableEditError, type TableValue } from '../toml-table-edit.js';
+
+/** A git status that takes longer than this is reported as an error, not waited on. */
+const GIT_TIMEOUT_MS = 5000;
+
+/** A rig by name, or the 404 problem. */
+export function rigOrProblem(city: CityRuntime, name: string): CityRigConfig {
+  const rig = city.config.rigs.find((r) => r.name === name);
+  if (!rig) throw new Problem('rig-not-found', `not_found: rig not found: ${name}`);
+  return rig;
+}
+
+export function rigPath(city: CityRuntime, rig: CityRigConfig): string {
+  const path = rig.path ?? rig.name;
+  return isAbsolute(path) ? path : resolve(city.root, path);
+}
+
+/** A rig as the API shows it; with `git`, its working tree read with the machine's git. */
+export async function rigResponse(city: CityRuntime, rig: CityRigConfig, git: boolean): Promise<RigResponse> {
+  const path = rigPath(city, rig);
+  const agents = city.agents.filter((a) => a.rig === rig.name);
+  const running = agents.filter((a) => city.sessions.agentSessions(a.name).some((s) => s.running)).length;
+  return {
+    name: rig.name,
+    path,
+    suspended: rig.suspended,
+    agent_count: agents.length,
+    running_count: running,
+    ...(rig.prefix ? { prefix: rig.prefix } : {}),
+    ...(rig.default_branch ? { default_branch: rig.default_branch } : {}),
+    present: isDirectory(path),
+    ...(git ? { git: await gitStatus(path) } : {}),
+  };
+}
+
+/** `git status` of a directory: branch, head, upstream distance, changed files; an error instead of failing. */
+export async function gitStatus(path: string): Promise<GitStatus> {
+  const empty = { clean: false, ahead: 0, behind: 0, changed_files: [] };
+  if (!isDirectory(path)) return { ...empty, error: `${path} is not a directory` };
+  try {
+    const repo = simpleGit({ baseDir: path, timeout: { block: GIT_TIMEOUT_MS } });
+    const status = await repo.status();
+    const head = await repo.revparse(['HEAD']).catch(() => undefined);
+    return {
+      ...(status.current && !status.detached ? { branch: status.current } : {}),
+      ...(head ? { head: head.trim() } : {}),
+      clean: status.isClean(),
+      ahead: status.ahead,
+      behind: status.behind,
+      ...(status.tracking ? { upstream: status.tracking } : {}),
+      changed_files: status.files.map((f) => f.path),
+    };
+  } catch (err) {
+    const message = (err as Error).message.split('\n').find((l) => l.trim()) ?? 'git failed';
+    return { ...empty, error: message.replace(/^fatal: /, '') };
+  }
+}
+
+/**
+ * The rigs API's writes to `city.toml`: a `[[rigs]]` table added, edited or removed surgically (the rest of the
+ * file as it was), checked by parsing the result, written atomically, then taken by the controller at once.
+ */
+export class RigEditor {
+  constructor(private readonly city: CityRuntime) {}
+
+  add(body: RigCreateInputBody): CityRigConfig {
+    if (!AGENT_NAME_PATTERN.test(body.name)) invalid('name', 'a rig name is letters, digits, ., _ and -', body.name);
+    if (this.city.config.rigs.some((r) => r.name === body.name)) {
+      throw new Problem('conflict-wrong-state', `conflict: rig ${body.name} already exists`);
+    }
+    const path = this.checkedPath(body.path);
+    const fields: Record<string, TableValue> = { name: body.name, path };
+    if (body.prefix) fields.prefix = body.prefix;
+    if (body.default_branch) fields.default_branch = body.default_branch;
+    this.write((text) => appendTable(text, 'rigs', fields));
+    return rigOrProblem(this.city, body.name);
+  }
+
+  update(name: string, body: RigUpdateInputBody): CityRigConfig {
+    const index = this.indexOf(name);
+    const keys: Record<string, TableValue | undefined> = {};
+    if (body.path !== undefined) keys.path = this.checkedPath(body.path);
+    if (body.prefix !== undefined) keys.prefix = body.prefix || undefined;
+    if (body.default_branch !== undefined) keys.default_branch = body.default_branch || undefined;
+    if (body.suspended !== undefined) {
+      keys.suspended = body.suspended ? true : undefined;
+      // Resuming clears the reference's spelling too, or the rig would stay suspended.
+      if (!body.suspended) keys.suspended_on_start = undefined;
+    }
+    if (Object.keys(keys).length) this.write((text) => setTableKeys(text, 'rigs', index, keys));
+    return rigOrProblem(this.city, name);
+  }
+
+  remove(name: string): void {
+    const index = this.indexOf(name);
+    this.write((text) => removeTable(text, 'rigs', index));
+  }
+
+  /** The rig's place among the `[[rigs]]` tables of `city.toml`. */
+  private indexOf(name: string): number {
+    rigOrProblem(this.city, name);
+    return this.city.config.rigs.findIndex((r) => r.name === name);
+  }
+
+  /** The path as it is written: kept as given (relative to the city, or absolute); it must be a directory. */
+  private checkedPath(path: string): string {
+    if (path.trim() === '') invalid('path', 'path is required (an existing directory)', path);
+    const absolute = isAbsolute(path) ? path : resolve(this.city.root, path);
+    if (!isDirectory(absolute)) invalid('path', `${absolute} is not an existing directory`, path);
+    return path;
+  }
+
+  private write(edit: (text: string) => string): void {
+    const path = this.city.paths.config;
+    const text = readFileSync(path, 'utf8');
+    let next: string;
+    try {
+      next = edit(text);
+    } catch (err) {
+      if (!(err instanceof TomlTableEditError)) throw err;
+      throw new Problem('conflict-wrong-state', `conflict: city.toml could not be edited safely: ${err.message}`);
+    }
+    let config;
+    try {
+      config = parseCityConfig(next, 'city.toml');
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      throw new Problem('validation-failed', `invalid: ${err.message}`, {
+        errors: [{ location: 'body', message: err.message }],
+      });
+    }
+    writeFileAtomic(path, next, { mode: statSync(path).mode & 0o7777 });
+    this.city.reloadConfig(config);
+  }
+}
+
+function invalid(field: string, message: string, value: string): never {
+  throw new Problem('validation-failed', `invalid: ${message}`, {
+    errors: [{ location: `body.${field}`, message, value }],
+  });
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,129 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { expectProblem } from './helpers/city-api.js';
+import { expectFailure, expectSuccess } from './helpers/cli.js';
+import { startSessionCity, type SessionCity } from './helpers/sessions.js';
+import { tempDir } from './helpers/supervisor.js';
+import { waitUntil } from './helpers/wait.js';
+
+interface Rig {
+  name: string;
+  path: string;
+  suspended: boolean;
+  agent_count: number;
+  running_count: number;
+  present: boolean;
+  prefix?: string;
+  git?: {
+    branch?: string;
+    clean: boolean;
+    ahead: number;
+    behind: number;
+    changed_files: string[];
+    head?: string;
+    upstream?: string;
+    error?: string;
+  };
+}
+
+/** A real git repository with one commit on `main`, and a clone of it that is one commit ahead. */
+function repositories(): { origin: string; work: string } {
+  const root = tempDir('ctl-rig-git-');
+  const origin = join(root, 'origin');
+  const git = (cwd: string, ...args: string[]) =>
+    execFileSync('git', ['-c', 'user.email=t@example.invalid', '-c', 'user.name=t', ...args], { cwd, stdio: 'pipe' });
+  mkdirSync(origin);
+  git(origin, 'init', '-q', '-b', 'main');
+  writeFileSync(join(origin, 'README'), 'hello\n');
+  git(origin, 'add', 'README');
+  git(origin, 'commit', '-q', '-m', 'first');
+  const work = join(root, 'work');
+  git(root, 'clone', '-q', origin, work);
+  writeFileSync(join(work, 'CHANGES'), 'more\n');
+  git(work, 'add', 'CHANGES');
+  git(work, 'commit', '-q', '-m', 'second');
+  return { origin, work };
+}
+
+describe('rigs (real git repositories)', function () {
+  this.timeout(60_000);
+  let city: SessionCity;
+  let repos: { origin: string; work: string };
+
+  before(async function () {
+    repos = repositories();
+    city = await startSessionCity(
+      'rigged',
+      '\n[[agent]]\nname = "fixer"\ndir = "web"\nprovider = "echo"\nmin_active_sessions = 0\n',
+    );
+  });
+  after(async () => city?.sup.cleanup());
+
+  it('POST /rigs adds an existing repository (201, written to city.toml); ?git=true shows its branch and state', async function () {
+    const { api } = city;
+    const before = readFileSync(join(city.dir, 'city.toml'), 'utf8');
+    const created = await api.post<Rig>('/rigs', { name: 'web', path: repos.work, prefix: 'web' });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    expect(created.body).to.include({ name: 'web', path: repos.work, suspended: false, agent_count: 1, present: true });
+    const after = readFileSync(join(city.dir, 'city.toml'), 'utf8');
+    expect(after.startsWith(before)).to.equal(true);
+    expect(after.slice(before.length)).to.equal(
+      `\n[[rigs]]\nname = "web"\npath = ${JSON.stringify(repos.work)}\nprefix = "web"\n`,
+    );
+    // Its agent is now the rig's: addressed rig/agent.
+    expect((await api.get('/agent/web/fixer')).status).to.equal(200);
+
+    const listed = await api.get<{ items: Rig[]; total: number }>('/rigs?git=true');
+    expect(listed.body.total).to.equal(1);
+    const git = listed.body.items[0].git!;
+    expect(git).to.include({ branch: 'main', clean: true, ahead: 1, behind: 0, upstream: 'origin/main' });
+    expect(git.head).to.match(/^[0-9a-f]{40}$/);
+    writeFileSync(join(repos.work, 'README'), 'changed\n');
+    writeFileSync(join(repos.work, 'NEW'), 'new\n');
+    const dirty = (await api.get<Rig>('/rig/web?git=true')).body.git!;
+    expect(dirty.clean).to.equal(false);
+    expect([...dirty.changed_files].sort()).to.deep.equal(['NEW', 'README']);
+  });
+
+  it('refuses a bad rig: a missing directory, a duplicate, a bad name; a directory that is not git says so', async function () {
+    const { api } = city;
+    const missing = await api.post('/rigs', { name: 'ghost', path: '/nonexistent/dir' });
+    expectProblem(missing, 422, 'validation-failed');
+    expect(JSON.stringify(missing.body)).to.include('body.path');
+    expectProblem(await api.post('/rigs', { name: 'web', path: repos.origin }), 409, 'conflict-wrong-state');
+    expectProblem(await api.post('/rigs', { name: '../x', path: repos.origin }), 422, 'validation-failed');
+    const plain = tempDir('ctl-rig-plain-');
+    expect((await api.post('/rigs', { name: 'plain', path: plain })).status).to.equal(201);
+    const status = (await api.get<Rig>('/rig/plain?git=true')).body.git!;
+    expect(status.error).to.match(/not a git repository/);
+    expectProblem(await api.get('/rig/nope'), 404, 'rig-not-found');
+  });
+
+  it('suspend, resume, patch and delete edit its table; the CLI speaks for them', async function () {
+    const { api, sup } = city;
+    const ctl = (...args: string[]) => sup.ctl(['--city', 'rigged', ...args]);
+    expect(expectSuccess(await ctl('rig', 'suspend', 'web'))).to.deep.equal(['Suspended rig web']);
+    expect(readFileSync(join(city.dir, 'city.toml'), 'utf8')).to.include('prefix = "web"\nsuspended = true\n');
+    await waitUntil('the agent suspended with its rig', async () => {
+      const agent = await api.get<{ state: string }>('/agent/web/fixer');
+      return agent.body.state === 'suspended';
+    });
+    const list = expectSuccess(await ctl('rig', 'list', '--git'));
+    expect(list[0]).to.match(/^NAME\s+STATE\s+AGENTS\s+GIT\s+PATH$/);
+    expect(list.some((l) => /^web\s+suspended\s+0\/1\s+main 2 changed ↑1\s+/.test(l))).to.equal(true);
+    expect(expectSuccess(await ctl('rig', 'resume', 'web'))).to.deep.equal(['Resumed rig web']);
+    expect(readFileSync(join(city.dir, 'city.toml'), 'utf8')).to.not.include('suspended = true');
+    const patched = await api.patch<Rig>('/rig/web', { prefix: 'wb' });
+    expect(patched.body.prefix).to.equal('wb');
+    const shown = expectSuccess(await ctl('rig', 'status', 'web'));
+    expect(shown.some((l) => /^Git:\s+main 2 changed ↑1$/.test(l))).to.equal(true);
+    expect(shown).to.include('  README');
+    expect(expectSuccess(await ctl('rig', 'remove', 'plain'))).to.deep.equal(['Removed rig plain']);
+    expectProblem(await api.get('/rig/plain'), 404, 'rig-not-found');
+    expectFailure(await ctl('rig', 'add', 'x', '/nonexistent/dir'), 'rig add', /is not an existing directory/);
+    const added = expectSuccess(await ctl('rig', 'add', 'origin', repos.origin));
+    expect(added).to.deep.equal([`Added rig origin at ${repos.origin}`]);
+  });
+});
