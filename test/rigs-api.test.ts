@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { expectProblem } from './helpers/city-api.js';
@@ -64,9 +64,15 @@ describe('rigs (real git repositories)', function () {
   it('POST /rigs adds an existing repository (201, written to city.toml); ?git=true shows its branch and state', async function () {
     const { api } = city;
     const before = readFileSync(join(city.dir, 'city.toml'), 'utf8');
-    const created = await api.post<Rig>('/rigs', { name: 'web', path: repos.work, prefix: 'web' });
+    const created = await api.post<{ status: string; rig: string; prefix: string }>('/rigs', {
+      name: 'web',
+      path: repos.work,
+      prefix: 'web',
+    });
     expect(created.status, JSON.stringify(created.body)).to.equal(201);
-    expect(created.body).to.include({ name: 'web', path: repos.work, suspended: false, agent_count: 1, present: true });
+    expect(created.body).to.deep.equal({ status: 'created', rig: 'web', prefix: 'web' });
+    const shown = await api.get<Rig>('/rig/web');
+    expect(shown.body).to.include({ name: 'web', path: repos.work, suspended: false, agent_count: 1, present: true });
     const after = readFileSync(join(city.dir, 'city.toml'), 'utf8');
     expect(after.startsWith(before)).to.equal(true);
     expect(after.slice(before.length)).to.equal(
@@ -117,6 +123,11 @@ describe('rigs (real git repositories)', function () {
     expect(readFileSync(join(city.dir, 'city.toml'), 'utf8')).to.not.include('suspended = true');
     const patched = await api.patch<Rig>('/rig/web', { prefix: 'wb' });
     expect(patched.body.prefix).to.equal('wb');
+    // A bead of the rig is numbered with its prefix; the numbers stay the city's.
+    const bead = await api.create({ title: 'Fix the header', rig: 'web' });
+    expect(bead.id).to.match(/^wb-\d+$/);
+    expect((await api.bead(bead.id)).metadata?.rig).to.equal('web');
+    expectProblem(await api.patch('/rig/web', { prefix: 'bad prefix' }), 422, 'validation-failed');
     const shown = expectSuccess(await ctl('rig', 'status', 'web'));
     expect(shown.some((l) => /^Git:\s+main 2 changed ↑1$/.test(l))).to.equal(true);
     expect(shown).to.include('  README');
@@ -125,5 +136,66 @@ describe('rigs (real git repositories)', function () {
     expectFailure(await ctl('rig', 'add', 'x', '/nonexistent/dir'), 'rig add', /is not an existing directory/);
     const added = expectSuccess(await ctl('rig', 'add', 'origin', repos.origin));
     expect(added).to.deep.equal([`Added rig origin at ${repos.origin}`]);
+  });
+
+  it('git_url: 202, the clone runs in the background with progress, then request.result.rig.create; a bad URL fails cleanly', async function () {
+    const { api, sup } = city;
+    const accepted = await api.post<{ status: string; rig: string; request_id: string; event_cursor: string }>(
+      '/rigs',
+      {
+        name: 'cloned',
+        git_url: `file://${repos.origin}`,
+      },
+    );
+    expect(accepted.status, JSON.stringify(accepted.body)).to.equal(202);
+    expect(accepted.body).to.include({ status: 'accepted', rig: 'cloned' });
+    const result = await waitUntil('the clone to finish', async () =>
+      (await api.events()).find(
+        (e) =>
+          (e.type === 'request.result.rig.create' || e.type === 'request.failed') &&
+          (e.payload as { request_id?: string }).request_id === accepted.body.request_id,
+      ),
+    );
+    expect(result.type, JSON.stringify(result.payload)).to.equal('request.result.rig.create');
+    expect(result.payload).to.deep.equal({
+      request_id: accepted.body.request_id,
+      rig: 'cloned',
+      prefix: '',
+      default_branch: 'main',
+    });
+    expect(result.seq).to.be.greaterThan(Number(accepted.body.event_cursor));
+    const steps = (await api.events('rig.provision.progress'))
+      .filter((e) => (e.payload as { request_id?: string }).request_id === accepted.body.request_id)
+      .map((e) => (e.payload as { step: string }).step);
+    expect(steps[0]).to.equal('clone');
+    expect(steps.at(-1)).to.equal('config');
+    const rig = (await api.get<Rig & { default_branch: string }>('/rig/cloned?git=true')).body;
+    expect(rig).to.include({ path: join(city.dir, 'rigs', 'cloned'), default_branch: 'main' });
+    expect(rig.git).to.include({ branch: 'main', clean: true });
+    expectProblem(
+      await api.post('/rigs', { name: 'cloned', git_url: `file://${repos.origin}` }),
+      409,
+      'conflict-wrong-state',
+    );
+    expectProblem(await api.post('/rigs', { name: 'bad', git_url: 'not a url' }), 422, 'validation-failed');
+
+    const failing = await api.post<{ request_id: string }>('/rigs', {
+      name: 'gone',
+      git_url: 'file:///nonexistent/repo.git',
+    });
+    expect(failing.status).to.equal(202);
+    const failed = await waitUntil('the failure', async () =>
+      (await api.events('request.failed')).find(
+        (e) => (e.payload as { request_id?: string }).request_id === failing.body.request_id,
+      ),
+    );
+    expect(failed.payload).to.include({ operation: 'rig.create', error_code: 'rig_clone_failed' });
+    expectProblem(await api.get('/rig/gone'), 404, 'rig-not-found');
+    expect(existsSync(join(city.dir, 'rigs', 'gone'))).to.equal(false);
+
+    const viaCli = expectSuccess(
+      await sup.ctl(['--city', 'rigged', 'rig', 'add', 'again', '--git-url', `file://${repos.origin}`]),
+    );
+    expect(viaCli).to.deep.equal([`Added rig again at ${join(city.dir, 'rigs', 'again')}`]);
   });
 });

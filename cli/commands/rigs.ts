@@ -2,8 +2,10 @@ import { resolve } from 'node:path';
 import type { RigResponse } from '../../shared/dto/rigs.js';
 import { call, CSRF } from '../_api.js';
 import { command, group } from '../_command.js';
-import { inCityFlags } from '../_flags.js';
-import { fields, json, line, table } from '../_output.js';
+import { CliError } from '../_errors.js';
+import { duration, inCityFlags, timeoutFlag } from '../_flags.js';
+import { readEvents } from '../_stream.js';
+import { fields, json, line, progress, table } from '../_output.js';
 import { cityPath, inCity } from '../_scope.js';
 
 const nameArg = { name: { type: 'positional', description: 'Rig name', required: true } } as const;
@@ -51,16 +53,32 @@ const list = command({
 
 const add = command({
   name: 'add',
-  description: 'Add a rig for an existing directory (written to city.toml)',
-  examples: ['ctl rig add frontend ~/src/frontend', 'ctl rig add api ../api --prefix api --default-branch main'],
+  description: 'Add a rig: an existing directory, or a repository cloned with --git-url (waits for the clone)',
+  examples: [
+    'ctl rig add frontend ~/src/frontend',
+    'ctl rig add api ../api --prefix api --default-branch main',
+    'ctl rig add docs --git-url https://example.com/docs.git',
+  ],
   args: {
     ...nameArg,
-    path: { type: 'positional', description: 'Its directory (it must exist)', required: true },
+    path: {
+      type: 'positional',
+      description: 'Its directory (it must exist; with --git-url: where to clone)',
+      required: false,
+    },
+    'git-url': {
+      type: 'string',
+      description: 'Clone this repository (default place: rigs/<name> in the city)',
+      valueHint: 'URL',
+    },
     prefix: { type: 'string', description: 'Its prefix' },
     'default-branch': { type: 'string', description: 'Its mainline branch', valueHint: 'BRANCH' },
+    ...timeoutFlag('How long to wait for a clone (default 30m)'),
     ...inCityFlags,
   },
   async run({ args: a }) {
+    if (!a.path && !a['git-url']) throw new CliError('a directory (PATH) or --git-url is required');
+    const timeoutMs = duration(a.timeout, 'timeout', 30 * 60_000);
     const { api, city } = await inCity(a);
     const { data } = await call(
       api,
@@ -69,14 +87,49 @@ const add = command({
         body: {
           name: a.name,
           // A path typed here is relative to where it is typed, not to the city.
-          path: resolve(a.path),
+          ...(a.path ? { path: resolve(a.path) } : {}),
+          ...(a['git-url'] ? { git_url: a['git-url'] } : {}),
           ...(a.prefix ? { prefix: a.prefix } : {}),
           ...(a['default-branch'] ? { default_branch: a['default-branch'] } : {}),
         },
       }),
     );
+    if (data.status === 'accepted') {
+      const seen: { outcome?: Record<string, unknown> } = {};
+      await readEvents(
+        api,
+        {
+          city,
+          after: data.event_cursor ?? '0',
+          reconnect: true,
+          signal: AbortSignal.timeout(timeoutMs),
+          note: (t) => progress(`  (${t})`),
+        },
+        (envelope) => {
+          const payload = (envelope.payload ?? {}) as { request_id?: string; detail?: string };
+          if (payload.request_id !== data.request_id) return false;
+          if (envelope.type === 'rig.provision.progress') progress(`  ${payload.detail ?? ''}`);
+          if (envelope.type === 'request.result.rig.create' || envelope.type === 'request.failed') {
+            seen.outcome = envelope;
+            return true;
+          }
+          return false;
+        },
+      );
+      if (!seen.outcome)
+        throw new CliError(
+          `the clone of ${a.name} did not end within ${a.timeout ?? '30m'} (request ${data.request_id})`,
+        );
+      if (seen.outcome.type === 'request.failed') {
+        throw new CliError((seen.outcome.payload as { error_message?: string }).error_message ?? 'the clone failed');
+      }
+    }
     if (a.json) return json(data);
-    line(`Added rig ${data.name} at ${data.path}`);
+    const { data: rig } = await call(
+      api,
+      api.client.GET('/v0/city/{cityName}/rig/{name}', { params: { path: { ...cityPath(city), name: a.name } } }),
+    );
+    line(`Added rig ${rig.name} at ${rig.path}`);
   },
 });
 

@@ -119,8 +119,11 @@ export class BeadsRoutes extends Controller {
     @Header('idempotency-key') idempotencyKey?: string,
   ): Promise<Bead> {
     const metadata = { ...(body.metadata ?? {}), ...(body.rig ? { rig: body.rig } : {}) };
+    // A bead of a rig with a prefix is numbered with it (`web-42`); the numbers stay the city's.
+    const rigPrefix = body.rig ? this.city.config.rigs.find((r) => r.name === body.rig)?.prefix : undefined;
     const { bead } = await this.city.beads.create(
       {
+        ...(rigPrefix ? { prefix: rigPrefix } : {}),
         title: body.title,
         type: body.type,
         description: body.description,

@@ -17,9 +17,12 @@ import type { ErrorModel } from '../../shared/dto/errors.js';
 import type {
   ListBodyRigResponse,
   RigCreateInputBody,
+  RigCreateResponseBody,
   RigResponse,
   RigUpdateInputBody,
 } from '../../shared/dto/rigs.js';
+import { Problem } from '../../shared/http/problem.js';
+import { startClone } from '../rigs/rig-clone.js';
 import { decodeToken, encodeToken, invalidToken } from '../../shared/http/page-token.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { RigEditor, rigOrProblem, rigResponse } from '../rigs/rigs.js';
@@ -77,18 +80,36 @@ export class RigsRoutes extends Controller {
   }
 
   /**
-   * Adds a rig for an existing directory: a `[[rigs]]` table appended to city.toml (the rest of the file as it
-   * was). Agents whose `dir` names it become its agents (`rig/agent`) and run in its directory.
+   * Adds a rig: for an existing directory (`path`), a `[[rigs]]` table appended to city.toml (the rest of the file
+   * as it was), 201; for a repository to clone (`git_url`), 202 at once — the clone runs in the background
+   * (`rig.provision.progress` as it goes), then the rig is written and `request.result.rig.create` recorded, or
+   * `request.failed`. Agents whose `dir` names the rig become its agents (`rig/agent`) and run in its directory.
    * @summary Add a rig
    */
   @Post('rigs')
   @SuccessResponse(201, 'Created')
-  @Response<ErrorModel>(409, 'A rig of that name exists')
-  @Response<ErrorModel>(422, 'A bad name, or a path that is not an existing directory')
-  public async createRig(@Path() cityName: string, @Body() body: RigCreateInputBody): Promise<RigResponse> {
-    const rig = new RigEditor(this.city).add(body);
+  @Response<RigCreateResponseBody>(202, 'Accepted: cloning')
+  @Response<ErrorModel>(409, 'A rig of that name exists (or is being cloned)')
+  @Response<ErrorModel>(422, 'A bad name, a path that is not an existing directory, a bad git_url')
+  public async createRig(@Path() cityName: string, @Body() body: RigCreateInputBody): Promise<RigCreateResponseBody> {
+    if (body.git_url !== undefined) {
+      const accepted = startClone(this.city, { ...body, git_url: body.git_url });
+      this.setStatus(202);
+      return accepted;
+    }
+    if (body.path === undefined) {
+      throw new Problem('validation-failed', 'invalid: path or git_url is required', {
+        errors: [{ location: 'body.path', message: 'an existing directory (path) or a repository to clone (git_url)' }],
+      });
+    }
+    const rig = new RigEditor(this.city).add({ ...body, path: body.path });
     this.setStatus(201);
-    return rigResponse(this.city, rig, false);
+    return {
+      status: 'created',
+      rig: rig.name,
+      ...(rig.prefix ? { prefix: rig.prefix } : {}),
+      ...(rig.default_branch ? { default_branch: rig.default_branch } : {}),
+    };
   }
 
   /**

@@ -26,6 +26,8 @@ export const NOT_WORK_TYPES: ReadonlySet<string> = new Set([
 export const NOT_WORK_LABELS: ReadonlySet<string> = new Set(['order-tracking', 'ctl:order-tracking']);
 
 export interface NewBead {
+  /** Its id's prefix, when not the store's (a rig's beads). */
+  prefix?: string;
   title: string;
   type?: string;
   description?: string;

@@ -101,7 +101,7 @@ export class JournalBeadStore implements BeadStore {
 
   create(input: NewBead, idempotency?: { key: string; hash: string }): Bead {
     const number = this.next;
-    const bead = newBead(`${this.prefix}-${number}`, input, this.lookup);
+    const bead = newBead(`${input.prefix ?? this.prefix}-${number}`, input, this.lookup);
     // What this create answers: kept with an idempotency key, so that a repeat answers the same.
     const response = this.viewOf(bead);
     const idem = idempotency ? { ...idempotency, at: Date.now(), response } : undefined;

@@ -164,7 +164,7 @@ export class SqliteBeadStore implements BeadStore {
   create(input: NewBead, idempotency?: { key: string; hash: string }): Bead {
     return this.db.transaction(() => {
       const n = this.nextNumber();
-      const bead = newBead(`${this.prefix}-${n}`, input, this.lookup);
+      const bead = newBead(`${input.prefix ?? this.prefix}-${n}`, input, this.lookup);
       this.sql('insert into beads (n, id, status, type, doc) values (?, ?, ?, ?, ?)').run(
         n,
         bead.id,

@@ -4,7 +4,7 @@ import { simpleGit } from 'simple-git';
 import type { CityRigConfig } from '../../shared/config/city-config.js';
 import { AGENT_NAME_PATTERN, parseCityConfig } from '../../shared/config/city-config.js';
 import { ConfigError } from '../../shared/config/config-error.js';
-import type { GitStatus, RigCreateInputBody, RigResponse, RigUpdateInputBody } from '../../shared/dto/rigs.js';
+import type { GitStatus, RigResponse, RigUpdateInputBody } from '../../shared/dto/rigs.js';
 import { writeFileAtomic } from '../../shared/atomic-write.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { CityRuntime } from '../city-runtime.js';
@@ -73,12 +73,19 @@ export async function gitStatus(path: string): Promise<GitStatus> {
 export class RigEditor {
   constructor(private readonly city: CityRuntime) {}
 
-  add(body: RigCreateInputBody): CityRigConfig {
-    if (!AGENT_NAME_PATTERN.test(body.name)) invalid('name', 'a rig name is letters, digits, ., _ and -', body.name);
-    if (this.city.config.rigs.some((r) => r.name === body.name)) {
-      throw new Problem('conflict-wrong-state', `conflict: rig ${body.name} already exists`);
+  /** Checks a new rig's name: valid and free. */
+  checkNew(name: string): void {
+    if (!AGENT_NAME_PATTERN.test(name)) invalid('name', 'a rig name is letters, digits, ., _ and -', name);
+    if (this.city.config.rigs.some((r) => r.name === name)) {
+      throw new Problem('conflict-wrong-state', `conflict: rig ${name} already exists`);
     }
+  }
+
+  /** Adds a rig for an existing directory. */
+  add(body: { name: string; path: string; prefix?: string; default_branch?: string }): CityRigConfig {
+    this.checkNew(body.name);
     const path = this.checkedPath(body.path);
+    if (body.prefix) checkPrefix(body.prefix);
     const fields: Record<string, TableValue> = { name: body.name, path };
     if (body.prefix) fields.prefix = body.prefix;
     if (body.default_branch) fields.default_branch = body.default_branch;
@@ -90,6 +97,7 @@ export class RigEditor {
     const index = this.indexOf(name);
     const keys: Record<string, TableValue | undefined> = {};
     if (body.path !== undefined) keys.path = this.checkedPath(body.path);
+    if (body.prefix) checkPrefix(body.prefix);
     if (body.prefix !== undefined) keys.prefix = body.prefix || undefined;
     if (body.default_branch !== undefined) keys.default_branch = body.default_branch || undefined;
     if (body.suspended !== undefined) {
@@ -142,6 +150,11 @@ export class RigEditor {
     writeFileAtomic(path, next, { mode: statSync(path).mode & 0o7777 });
     this.city.reloadConfig(config);
   }
+}
+
+/** A prefix begins the ids of the rig's beads (`web-42`): letters, digits, `.`, `_` and `-`. */
+function checkPrefix(prefix: string): void {
+  if (!AGENT_NAME_PATTERN.test(prefix)) invalid('prefix', 'a prefix is letters, digits, ., _ and -', prefix);
 }
 
 function invalid(field: string, message: string, value: string): never {

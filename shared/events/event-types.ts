@@ -15,6 +15,7 @@ import type { MailEventPayload } from '../dto/mail.js';
 import type { MoleculeEventPayload } from '../dto/formulas.js';
 import type { OrderEventPayload } from '../dto/orders.js';
 import type { StoreMaintenancePayload } from '../dto/maintenance.js';
+import type { RigCreateSucceededPayload, RigProvisionProgressPayload } from '../dto/rigs.js';
 import type {
   SessionCrashedPayload,
   SessionCreateSucceededPayload,
@@ -56,6 +57,8 @@ export interface EventPayloadTypes {
   MoleculeEventPayload: MoleculeEventPayload;
   OrderEventPayload: OrderEventPayload;
   StoreMaintenancePayload: StoreMaintenancePayload;
+  RigCreateSucceededPayload: RigCreateSucceededPayload;
+  RigProvisionProgressPayload: RigProvisionProgressPayload;
 }
 
 /**
@@ -121,6 +124,8 @@ export const EVENT_PAYLOADS = {
   'order.failed': 'OrderEventPayload',
   'ctl.store.maintenance.done': 'StoreMaintenancePayload',
   'ctl.store.maintenance.failed': 'StoreMaintenancePayload',
+  'rig.provision.progress': 'RigProvisionProgressPayload',
+  'request.result.rig.create': 'RigCreateSucceededPayload',
   'request.result.session.create': 'SessionCreateSucceededPayload',
   'request.result.session.message': 'SessionMessageSucceededPayload',
   'request.result.session.submit': 'SessionSubmitSucceededPayload',

@@ -1,0 +1,107 @@
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { simpleGit } from 'simple-git';
+import type { RigCreateInputBody, RigCreateResponseBody } from '../../shared/dto/rigs.js';
+import { Problem } from '../../shared/http/problem.js';
+import type { CityRuntime } from '../city-runtime.js';
+import { RigEditor } from './rigs.js';
+
+/** URL schemes a rig is cloned from. */
+const SCHEMES = /^(https?|ssh|git|file):\/\//;
+/** A clone that takes longer than this fails (and what it left is removed). */
+const CLONE_TIMEOUT_MS = 30 * 60_000;
+
+/** Rigs being cloned, by name: a second clone of one is refused meanwhile. */
+const cloning = new Set<string>();
+
+/**
+ * `POST /rigs` with `git_url`: checks what it can at once (name, URL, a free target directory), answers 202, and
+ * clones in the background with the machine's `git` (through simple-git), recording `rig.provision.progress` as
+ * git reports its phases, then — the rig written to city.toml with the branch it checked out — exactly one
+ * `request.result.rig.create`, or `request.failed` (the half-made directory removed).
+ */
+export function startClone(city: CityRuntime, body: RigCreateInputBody & { git_url: string }): RigCreateResponseBody {
+  const editor = new RigEditor(city);
+  editor.checkNew(body.name);
+  if (cloning.has(body.name)) throw new Problem('conflict-wrong-state', `conflict: rig ${body.name} is being cloned`);
+  if (!SCHEMES.test(body.git_url) && !/^[\w.-]+@[\w.-]+:/.test(body.git_url)) {
+    throw new Problem('validation-failed', `invalid: git_url ${JSON.stringify(body.git_url)} is not a git URL`, {
+      errors: [
+        {
+          location: 'body.git_url',
+          message: 'an https, http, ssh, git or file URL (or user@host:path)',
+          value: body.git_url,
+        },
+      ],
+    });
+  }
+  const written = body.path ?? `rigs/${body.name}`;
+  const target = isAbsolute(written) ? written : resolve(city.root, written);
+  if (existsSync(target) && readdirSync(target).length > 0) {
+    throw new Problem('validation-failed', `invalid: ${target} exists and is not empty`, {
+      errors: [{ location: 'body.path', message: `${target} exists and is not empty`, value: written }],
+    });
+  }
+  const requestId = body.request_id ?? `req-${randomBytes(12).toString('hex')}`;
+  const cursor = city.log.head();
+  cloning.add(body.name);
+  void clone(city, body, written, target, requestId).finally(() => cloning.delete(body.name));
+  return { status: 'accepted', rig: body.name, request_id: requestId, event_cursor: String(cursor) };
+}
+
+async function clone(
+  city: CityRuntime,
+  body: RigCreateInputBody & { git_url: string },
+  written: string,
+  target: string,
+  requestId: string,
+): Promise<void> {
+  const progress = (step: string, detail?: string) =>
+    city.log.append({
+      type: 'rig.provision.progress',
+      actor: 'ctl',
+      subject: body.name,
+      ...(detail ? { message: detail } : {}),
+      payload: { rig: body.name, step, request_id: requestId, ...(detail ? { detail } : {}) },
+    });
+  let lastStage = '';
+  try {
+    await progress('clone', `cloning ${body.git_url}`);
+    const git = simpleGit({
+      timeout: { block: CLONE_TIMEOUT_MS },
+      progress: ({ stage, progress: percent }) => {
+        // One event per phase of git's progress (counting, receiving, resolving), not one per percent.
+        if (stage === lastStage) return;
+        lastStage = stage;
+        void progress('clone', `${stage} ${percent}%`);
+      },
+    });
+    await git.clone(body.git_url, target, body.default_branch ? ['--branch', body.default_branch] : []);
+    const branch = body.default_branch ?? (await simpleGit(target).revparse(['--abbrev-ref', 'HEAD'])).trim();
+    new RigEditor(city).add({ name: body.name, path: written, prefix: body.prefix, default_branch: branch });
+    await progress('config', `written to city.toml`);
+    await city.log.append({
+      type: 'request.result.rig.create',
+      actor: 'ctl',
+      subject: body.name,
+      payload: { request_id: requestId, rig: body.name, prefix: body.prefix ?? '', default_branch: branch },
+    });
+  } catch (err) {
+    rmSync(target, { recursive: true, force: true });
+    const message =
+      err instanceof Problem ? err.detail : ((err as Error).message.split('\n').find((l) => l.trim()) ?? 'git failed');
+    await city.log.append({
+      type: 'request.failed',
+      actor: 'ctl',
+      subject: body.name,
+      message,
+      payload: {
+        request_id: requestId,
+        operation: 'rig.create',
+        error_code: 'rig_clone_failed',
+        error_message: message,
+      },
+    });
+  }
+}
