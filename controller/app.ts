@@ -27,7 +27,7 @@ export function createControllerApp(city: CityRuntime, logger: Logger): Koa {
   });
   app.use(serveOpenApi());
   app.use(cityScope(city.name));
-  app.use(serviceProxy(city.name, () => city.config.services));
+  app.use(serviceProxy(city));
   const streams = streamSettings();
   app.use(cityEventStream(city, streams));
   app.use(sessionStream(city, streams));

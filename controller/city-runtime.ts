@@ -14,7 +14,9 @@ import type { SessionService } from './sessions/session-service.js';
 import { ConvoysService } from './beads/convoys.js';
 import { MailService } from './beads/mail.js';
 import { ProviderEditor } from './providers/provider-editor.js';
-import { declaredAgents, resolveAgents, type AgentDefinition } from './agents/agent-catalog.js';
+import { resolveAgents, type AgentDefinition } from './agents/agent-catalog.js';
+import { composeConfig, type ComposedConfig } from './config/compose.js';
+import { ctlHome } from '../shared/paths.js';
 import { checkAgents } from './agents/check-agents.js';
 import type { AgentTick } from './agents/tick.js';
 import { cityClock, type Clock } from './clock.js';
@@ -27,6 +29,7 @@ import { RunViews } from './molecules/run-views.js';
 import { OrderCatalog } from './orders/order-catalog.js';
 import { OrderDispatcher } from './orders/order-dispatch.js';
 import { OrderScheduler } from './orders/order-scheduler.js';
+import { ServiceRunner } from './services/service-runner.js';
 
 /**
  * A city's configuration as the controller runs it: `city.toml` read and its agents (inline and from `agents/`)
@@ -35,6 +38,13 @@ import { OrderScheduler } from './orders/order-scheduler.js';
 export interface LoadedConfig {
   config: CityConfig;
   agents: AgentDefinition[];
+  /** How it was composed: packs, problems that leave the rest running, what patches changed. */
+  composed: ComposedConfig;
+}
+
+/** The machine's pack cache, shared by its cities. */
+export function packCacheRoot(env: NodeJS.ProcessEnv = process.env): string {
+  return join(ctlHome(env), 'cache', 'packs');
 }
 
 /** Reads and resolves the city's configuration; throws a ConfigError naming the file and key at fault. */
@@ -44,13 +54,14 @@ export function loadConfig(
   providers: ProviderRegistry,
   config?: CityConfig,
 ): LoadedConfig {
-  const read = config ?? readConfigFile(configPath);
-  const agents = declaredAgents(root, read);
-  checkAgents({ agents, rigs: read.rigs }, 'city');
+  const composed = composeConfig(root, config ?? readConfigFile(configPath), { cacheRoot: packCacheRoot() });
+  const read = composed.config;
+  checkAgents({ agents: composed.agents, rigs: read.rigs }, 'city');
   providers.load(read, configPath);
   return {
     config: read,
-    agents: resolveAgents(root, read, agents, (name) => providers.get(name), providers.defaultProvider()),
+    agents: resolveAgents(root, read, composed.agents, (name) => providers.get(name), providers.defaultProvider()),
+    composed,
   };
 }
 
@@ -96,7 +107,11 @@ export class CityRuntime {
     this.loaded = loaded;
     this.mail = new MailService(beads);
     this.convoys = new ConvoysService(beads);
-    this.formulas = new FormulaCatalog(paths.root, () => this.config.rigs);
+    this.formulas = new FormulaCatalog(
+      paths.root,
+      () => this.config.rigs,
+      () => this.packDirs('formulas'),
+    );
     this.runs = new RunViews(beads.store);
     this.molecules = new MoleculeEngine({
       beads,
@@ -118,7 +133,11 @@ export class CityRuntime {
     });
     this.maintenance.schedule(loaded.config.maintenanceIntervalMs);
     const commandEnv = { ...process.env, CTL_CITY: name, CTL_CITY_ROOT: paths.root };
-    this.orders = new OrderCatalog(paths.root, () => this.config.orders);
+    this.orders = new OrderCatalog(
+      paths.root,
+      () => this.config.orders,
+      () => this.packDirs('orders'),
+    );
     const dispatcher = new OrderDispatcher({
       beads,
       log,
@@ -143,6 +162,14 @@ export class CityRuntime {
       conditionEveryMs: () => this.config.daemon.patrolIntervalMs,
       logger,
     });
+    this.services = new ServiceRunner({
+      cityName: name,
+      cityRoot: paths.root,
+      runtimeDir: paths.runtimeDir,
+      log,
+      env: process.env,
+      logger,
+    });
     this.providerEditor = new ProviderEditor({
       configPath: paths.config,
       reload: (next) => this.reloadConfig(next),
@@ -162,12 +189,31 @@ export class CityRuntime {
   readonly maintenance: StoreMaintenance;
   /** When orders fire (started with the tick). */
   readonly orderScheduler: OrderScheduler;
+  /** The city's program services (`[[service]]` with a command). */
+  readonly services: ServiceRunner;
   /** The provider API's writes to `city.toml`. */
   readonly providerEditor: ProviderEditor;
 
   /** The city's `city.toml` as last read: at startup, after each write of ours, after each edit on disk. */
   get config(): CityConfig {
     return this.loaded.config;
+  }
+
+  /** How the configuration in use was composed (packs, problems, patches). */
+  get composed(): ComposedConfig {
+    return this.loaded.composed;
+  }
+
+  /** The `formulas/` or `orders/` directories of the city's imported packs (not its rigs'), by binding. */
+  packDirs(kind: 'formulas' | 'orders'): { binding: string; dir: string }[] {
+    return this.loaded.composed.packs
+      .filter((p) => p.dir !== undefined && p.rig === undefined)
+      .map((p) => ({ binding: p.binding, dir: join(p.dir!, kind) }));
+  }
+
+  /** `city.toml` as it is on disk now. */
+  configFromDisk(): CityConfig {
+    return readConfigFile(this.paths.config);
   }
 
   /** The city's agents, resolved. */
@@ -196,6 +242,7 @@ export class CityRuntime {
     this.tick?.poke();
     this.orderScheduler.evaluateSoon();
     this.maintenance.schedule(this.config.maintenanceIntervalMs);
+    if (this.tick) this.services.reconcile(this.config.services);
   }
 
   /**
@@ -229,12 +276,14 @@ export class CityRuntime {
     this.lastReloadError = undefined;
     const same =
       isDeepStrictEqual(next.config, this.loaded.config) &&
+      isDeepStrictEqual(next.composed.packs, this.loaded.composed.packs) &&
       isDeepStrictEqual(
         next.agents.map((a) => [a.name, a.fingerprint, a.config]),
         this.loaded.agents.map((a) => [a.name, a.fingerprint, a.config]),
       );
     this.loaded = next;
     this.maintenance.schedule(next.config.maintenanceIntervalMs);
+    if (this.tick) this.services.reconcile(next.config.services);
     if (same && !hadError) return;
     await this.log.append({ type: 'config.reloaded', actor: 'ctl', subject: file, payload: { file } });
     this.tick?.poke();

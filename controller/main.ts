@@ -34,6 +34,7 @@ import { promptFor, suspensionIn } from './agents/agent-catalog.js';
 import { watchConfig } from './agents/config-watch.js';
 import { AgentTick } from './agents/tick.js';
 import { UsageLog } from './usage/usage-log.js';
+import { serviceUpgrade } from './service-proxy.js';
 
 /** A session's program gets this long after SIGTERM before SIGKILL (our own shutdown is bounded at 5 s). */
 const SESSION_STOP_GRACE_MS = 3000;
@@ -197,12 +198,15 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     });
     server = createServer({ requireHostHeader: false }, handler);
     server.keepAliveTimeout = 65_000;
+    // WebSockets to workspace services (`svc/<name>/…`), spliced through to the service.
+    server.on('upgrade', serviceUpgrade(running));
     answerClientErrors(server, logger);
     await listenOn(server, listen);
     completed.push('starting_api');
 
     await log.append({ type: 'controller.started', actor: 'ctl', subject: name, payload: {} });
     tick.start();
+    running.services.reconcile(running.config.services);
     // Runs that were in flight when the last controller stopped carry on (their checks, gates and finalize).
     running.molecules.resume();
     running.orderScheduler.start();
@@ -226,6 +230,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
         running.molecules.stop();
         running.commands.stop();
         running.clock.stop();
+        await running.services.stop();
         await stopWatching();
       },
     });

@@ -1,42 +1,88 @@
-import { Agent } from 'node:http';
+import { Agent, type IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Middleware } from 'koa';
 import type { CityServiceConfig } from '../shared/config/city-config.js';
 import { forward } from '../shared/http/forward.js';
 import { decodeSegment, hasDotSegment } from '../shared/http/path-segment.js';
 import { Problem } from '../shared/http/problem.js';
+import { refuseWithProblem, tunnelUpgrade } from '../shared/http/upgrade-tunnel.js';
+import type { CityRuntime } from './city-runtime.js';
+import type { ServiceTarget } from './services/service-runner.js';
 
 /**
- * The raw workspace-service proxy: `/v0/city/{cityName}/svc/<service>/<rest>` goes, untouched and streaming,
- * to the `[[service]]` of that name in `city.toml` (as the controller last read it), as `<url>/<rest>`.
+ * The raw workspace-service proxy: `/v0/city/{cityName}/svc/<service>/<rest>` goes, untouched and streaming
+ * both ways (SSE included), to the `[[service]]` of that name — a URL somebody else runs, or a program the
+ * controller runs, on its port or Unix socket — as `<rest>`.
  */
-export function serviceProxy(cityName: string, services: () => CityServiceConfig[]): Middleware {
-  const prefix = `/v0/city/${encodeURIComponent(cityName)}/svc`;
+export function serviceProxy(city: CityRuntime): Middleware {
+  const prefix = `/v0/city/${encodeURIComponent(city.name)}/svc`;
   const agents = new Map<string, Agent>();
   return async (ctx, next) => {
     if (ctx.path !== prefix && !ctx.path.startsWith(`${prefix}/`)) {
       await next();
       return;
     }
-    // The service would resolve a dot segment against its own root, outside the path the city exposes.
-    if (hasDotSegment(ctx.path.slice(prefix.length))) {
-      throw new Problem('invalid-request', 'invalid: a service path may not have . or .. segments');
+    const { target, tail, service } = route(city, ctx.path.slice(prefix.length));
+    const key = `${service.name}@${'socketPath' in target ? target.socketPath : `${target.host}:${target.port}`}`;
+    let agent = agents.get(key);
+    if (!agent) {
+      agent = new Agent({ keepAlive: true });
+      agents.set(key, agent);
     }
-    const rest = ctx.path.slice(prefix.length + 1);
-    const slash = rest.indexOf('/');
-    const serviceName = decodeSegment(slash < 0 ? rest : rest.slice(0, slash));
-    const service = services().find((s) => s.name === serviceName);
-    if (!service) {
-      throw new Problem('service-not-found', `not_found: service not found: ${serviceName || '(none)'}`);
-    }
-    const upstream = new URL(service.url);
-    const tail = slash < 0 ? '' : rest.slice(slash);
-    const base = upstream.pathname === '/' ? '' : upstream.pathname;
     await forward(ctx, {
-      host: upstream.hostname,
-      port: Number(upstream.port || 80),
-      path: `${base}${tail || '/'}${ctx.querystring ? `?${ctx.querystring}` : ''}`,
-      agent: agents.get(service.name) ?? agents.set(service.name, new Agent({ keepAlive: true })).get(service.name),
-      hostHeader: upstream.host,
+      ...('socketPath' in target ? { socketPath: target.socketPath } : { host: target.host, port: target.port }),
+      path: `${'basePath' in target ? target.basePath : ''}${tail || '/'}${ctx.querystring ? `?${ctx.querystring}` : ''}`,
+      agent,
+      hostHeader: target.hostHeader,
     });
   };
+}
+
+/** The controller server's `upgrade` listener: a WebSocket to `svc/<name>/…` spliced through to the service. */
+export function serviceUpgrade(city: CityRuntime): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
+  const prefix = `/v0/city/${encodeURIComponent(city.name)}/svc`;
+  return (req, socket, head) => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    const query = q < 0 ? '' : url.slice(q);
+    try {
+      if (path !== prefix && !path.startsWith(`${prefix}/`)) {
+        throw new Problem('route-not-found', 'not_found: only workspace services (svc/<name>/…) take WebSockets');
+      }
+      const { target, tail } = route(city, path.slice(prefix.length));
+      tunnelUpgrade(req, socket, head, {
+        ...('socketPath' in target ? { socketPath: target.socketPath } : { host: target.host, port: target.port }),
+        path: `${'basePath' in target ? target.basePath : ''}${tail || '/'}${query}`,
+        hostHeader: target.hostHeader,
+      });
+    } catch (err) {
+      if (err instanceof Problem) refuseWithProblem(socket, err);
+      else socket.destroy();
+    }
+  };
+}
+
+/** `/<service>/<rest>` to the service and what to ask it for; a Problem when it cannot be reached. */
+function route(
+  city: CityRuntime,
+  afterPrefix: string,
+): { target: ServiceTarget; tail: string; service: CityServiceConfig } {
+  // The service would resolve a dot segment against its own root, outside the path the city exposes; an
+  // encoded slash would name a path the city's own routing never saw.
+  if (hasDotSegment(afterPrefix))
+    throw new Problem('invalid-request', 'invalid: a service path may not have . or .. segments');
+  if (/%2f|%5c/i.test(afterPrefix))
+    throw new Problem('invalid-request', 'invalid: a service path may not have encoded slashes');
+  const rest = afterPrefix.slice(1);
+  const slash = rest.indexOf('/');
+  const serviceName = decodeSegment(slash < 0 ? rest : rest.slice(0, slash));
+  const service = city.config.services.find((s) => s.name === serviceName);
+  if (!service) throw new Problem('service-not-found', `not_found: service not found: ${serviceName || '(none)'}`);
+  const target = city.services.target(service);
+  if ('unavailable' in target)
+    throw new Problem('service-unavailable', `service_unavailable: ${target.unavailable}`, {
+      headers: { 'Retry-After': '1' },
+    });
+  return { target, tail: slash < 0 ? '' : rest.slice(slash), service };
 }

@@ -8,31 +8,56 @@ import { parse } from 'smol-toml';
 // TOML library keeps a person's file as it was (toml-patch misplaces what it adds to arrays of tables); every
 // edit is parsed again and compared with what was meant, and refused if it differs.
 
-/** A value of a table we write. */
-export type TableValue = string | number | boolean | string[];
+/** A value of a table we write (an object is an inline table of strings: `env = { A = "1" }`). */
+export type TableValue = string | number | boolean | string[] | { [key: string]: string };
 
 /** The edit did not come out as intended (a form of file we do not edit safely). */
 export class TomlTableEditError extends Error {}
 
 const ANY_HEADER = /^\s*\[/;
-const header = (key: string) => new RegExp(`^\\s*\\[\\[\\s*${key}\\s*\\]\\]\\s*(#.*)?$`);
-const subtable = (key: string) => new RegExp(`^\\s*\\[\\s*${key}\\s*\\.[^\\]]*\\]\\s*(#.*)?$`);
+const escaped = (key: string) => key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\\\./g, '\\s*\\.\\s*');
+const header = (key: string) => new RegExp(`^\\s*\\[\\[\\s*${escaped(key)}\\s*\\]\\]\\s*(#.*)?$`);
+const subtable = (key: string) => new RegExp(`^\\s*\\[\\s*${escaped(key)}\\s*\\.[^\\]]*\\]\\s*(#.*)?$`);
+const plainHeader = (key: string) => new RegExp(`^\\s*\\[\\s*${escaped(key)}\\s*\\]\\s*(#.*)?$`);
+
+/** A bare TOML key, or a quoted one. */
+function tomlKey(key: string): string {
+  return /^[A-Za-z0-9_-]+$/.test(key) ? key : JSON.stringify(key);
+}
+
+/** The value at a dotted path (`patches.agent`) of a parsed document. */
+function getPath(doc: Record<string, unknown>, key: string): unknown {
+  return key.split('.').reduce<unknown>((t, k) => (t as Record<string, unknown> | undefined)?.[k], doc);
+}
+
+/** Sets (or, with undefined, deletes) the value at a dotted path, making the tables on the way. */
+function setPath(doc: Record<string, unknown>, key: string, value: unknown): void {
+  const parts = key.split('.');
+  let t = doc;
+  for (const part of parts.slice(0, -1)) t = (t[part] ??= {}) as Record<string, unknown>;
+  if (value === undefined) delete t[parts[parts.length - 1]];
+  else t[parts[parts.length - 1]] = value;
+}
 
 /** A TOML literal for a value. */
 export function tomlValue(value: TableValue): string {
   if (Array.isArray(value)) return `[${value.map((v) => JSON.stringify(v)).join(', ')}]`;
+  if (typeof value === 'object') {
+    const entries = Object.entries(value).map(([k, v]) => `${tomlKey(k)} = ${JSON.stringify(v)}`);
+    return entries.length ? `{ ${entries.join(', ')} }` : '{}';
+  }
   if (typeof value === 'string') return JSON.stringify(value);
   return String(value);
 }
 
 /** `text` with a new `[[key]]` table holding `fields` at its end. */
 export function appendTable(text: string, key: string, fields: Record<string, TableValue>): string {
-  const lines = [`[[${key}]]`, ...Object.entries(fields).map(([k, v]) => `${k} = ${tomlValue(v)}`)];
+  const lines = [`[[${key}]]`, ...Object.entries(fields).map(([k, v]) => `${tomlKey(k)} = ${tomlValue(v)}`)];
   const sep = text === '' || text.endsWith('\n\n') ? '' : text.endsWith('\n') ? '\n' : '\n\n';
   const out = `${text}${sep}${lines.join('\n')}\n`;
   const before = parse(text) as Record<string, unknown>;
   const expected = structuredClone(before);
-  expected[key] = [...((before[key] as unknown[] | undefined) ?? []), fields];
+  setPath(expected, key, [...((getPath(before, key) as unknown[] | undefined) ?? []), fields]);
   check(out, expected, `adding the [[${key}]] table`);
   return out;
 }
@@ -50,7 +75,7 @@ export function setTableKeys(
   const out = setKeys(lines, block.start + 1, block.mainEnd, keys).join('\n');
   const before = parse(text) as Record<string, unknown>;
   const expected = structuredClone(before);
-  const table = (expected[key] as Record<string, unknown>[])[index];
+  const table = (getPath(expected, key) as Record<string, unknown>[])[index];
   applyKeys(table, keys);
   check(out, expected, `editing the [[${key}]] table`);
   return out;
@@ -69,10 +94,46 @@ export function removeTable(text: string, key: string, index: number): string {
   const out = [...lines.slice(0, start), ...lines.slice(end)].join('\n');
   const before = parse(text) as Record<string, unknown>;
   const expected = structuredClone(before);
-  const rest = (expected[key] as unknown[]).filter((_, i) => i !== index);
-  if (rest.length) expected[key] = rest;
-  else delete expected[key];
+  const rest = (getPath(expected, key) as unknown[]).filter((_, i) => i !== index);
+  setPath(expected, key, rest.length ? rest : undefined);
+  if (key.includes('.') && Object.keys(getPath(expected, key.split('.')[0]) as object).length === 0) {
+    setPath(expected, key.split('.')[0], undefined);
+  }
   check(out, expected, `removing the [[${key}]] table`);
+  return out;
+}
+
+/** `text` with a `[key]` table (`imports.review`) holding `fields` at its end; refused when it exists. */
+export function appendPlainTable(text: string, key: string, fields: Record<string, TableValue>): string {
+  const lines = [`[${key}]`, ...Object.entries(fields).map(([k, v]) => `${tomlKey(k)} = ${tomlValue(v)}`)];
+  const sep = text === '' || text.endsWith('\n\n') ? '' : text.endsWith('\n') ? '\n' : '\n\n';
+  const out = `${text}${sep}${lines.join('\n')}\n`;
+  const expected = structuredClone(parse(text) as Record<string, unknown>);
+  if (getPath(expected, key) !== undefined) throw new TomlTableEditError(`[${key}] is already there`);
+  setPath(expected, key, fields);
+  check(out, expected, `adding the [${key}] table`);
+  return out;
+}
+
+/** `text` without its `[key]` table (`imports.review`): the header, its keys and the comments above it. */
+export function removePlainTable(text: string, key: string): string {
+  const lines = text.split('\n');
+  const start0 = lines.findIndex((l) => plainHeader(key).test(l));
+  if (start0 < 0) throw new TomlTableEditError(`there is no [${key}] table to remove (is it an inline table?)`);
+  let end = start0 + 1;
+  while (end < lines.length && !ANY_HEADER.test(lines[end])) end++;
+  while (end > start0 + 1 && (lines[end - 1].trim() === '' || /^\s*#/.test(lines[end - 1]))) end--;
+  let start = start0;
+  while (start > 0 && /^\s*#/.test(lines[start - 1])) start--;
+  if (end < lines.length && lines[end].trim() === '' && (start === 0 || lines[start - 1].trim() === '')) end++;
+  const out = [...lines.slice(0, start), ...lines.slice(end)].join('\n');
+  const expected = structuredClone(parse(text) as Record<string, unknown>);
+  setPath(expected, key, undefined);
+  const parent = key.split('.').slice(0, -1).join('.');
+  if (parent && Object.keys((getPath(expected, parent) as object | undefined) ?? {}).length === 0) {
+    setPath(expected, parent, undefined);
+  }
+  check(out, expected, `removing the [${key}] table`);
   return out;
 }
 
@@ -110,7 +171,7 @@ function setKeys(lines: string[], from: number, to: number, keys: Record<string,
         out.splice(from + at, 1);
         end--;
       } else {
-        out[from + at] = `${key} = ${tomlValue(value)}`;
+        out[from + at] = `${tomlKey(key)} = ${tomlValue(value)}`;
       }
       continue;
     }
@@ -118,7 +179,7 @@ function setKeys(lines: string[], from: number, to: number, keys: Record<string,
     // After the last key line of the table (its trailing comments and blank lines belong to what follows).
     let insert = end;
     while (insert > from && (out[insert - 1].trim() === '' || /^\s*#/.test(out[insert - 1]))) insert--;
-    out.splice(insert, 0, `${key} = ${tomlValue(value)}`);
+    out.splice(insert, 0, `${tomlKey(key)} = ${tomlValue(value)}`);
     end++;
   }
   return out;

@@ -1,5 +1,6 @@
 import { realpathSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { upgradeProxy } from './upgrade-proxy.js';
 import { handlerOf } from '../shared/http/app.js';
 import { answerClientErrors } from '../shared/http/client-error.js';
 import { isLoopbackHost } from '../shared/http/host-guard.js';
@@ -131,6 +132,10 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
       if (!proxied(req, res)) koa(req, res);
     });
     server.keepAliveTimeout = 65_000;
+    server.on(
+      'upgrade',
+      upgradeProxy({ registry, reconciler, allowedHosts: config.allowedHosts, connectTimeoutMs, logger }),
+    );
     answerClientErrors(server, logger);
     // Adopt what a previous supervisor left running before answering, so the first answers are right.
     await reconciler.adoptLeftovers();

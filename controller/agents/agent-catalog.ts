@@ -40,7 +40,15 @@ const PROMPT_FILES: [string, boolean][] = [
  * file and key of anything malformed.
  */
 export function declaredAgents(root: string, config: CityConfig): CityAgentConfig[] {
-  const agents = [...config.agents];
+  return [...config.agents, ...agentDirectories(root, '')];
+}
+
+/**
+ * The agents of a directory's `agents/<name>/` subdirectories (a city's, or a pack's); `label` goes before
+ * their file names in `source` and in errors (`pack:review/`).
+ */
+export function agentDirectories(root: string, label: string): CityAgentConfig[] {
+  const agents: CityAgentConfig[] = [];
   const dir = join(root, 'agents');
   let names: string[];
   try {
@@ -51,7 +59,7 @@ export function declaredAgents(root: string, config: CityConfig): CityAgentConfi
   for (const name of names) {
     const home = join(dir, name);
     if (name.startsWith('.') || !statSync(home, { throwIfNoEntry: false })?.isDirectory()) continue;
-    const source = `agents/${name}/${AGENT_FILE}`;
+    const source = `${label}agents/${name}/${AGENT_FILE}`;
     const file = join(home, AGENT_FILE);
     let table: Record<string, unknown> = {};
     if (existsSync(file)) {

@@ -1,7 +1,6 @@
 import { Body, Controller, Get, Patch, Path, Query, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
 import type { CityPatchInputBody } from '../../shared/dto/agents.js';
 import type { CityGetResponse } from '../../shared/dto/cities.js';
-import type { ConfigIssue, ConfigResponse, ConfigValidateOutputBody } from '../../shared/dto/config.js';
 import type { ErrorModel } from '../../shared/dto/errors.js';
 import type { HealthOutputBody, StatusBody } from '../../shared/dto/health.js';
 import type { ProviderReadinessResponse, ReadinessResponse } from '../../shared/dto/readiness.js';
@@ -166,77 +165,5 @@ export class CityRoutes extends Controller {
       providers,
       fresh === true,
     );
-  }
-
-  /**
-   * The city's `city.toml` as JSON, as the controller last read it (at startup, and after each provider write).
-   * @summary City config
-   */
-  @Get('config')
-  public getCityConfig(@Path() cityName: string): ConfigResponse {
-    const { config } = this.city;
-    const workspace: ConfigResponse['workspace'] = { name: cityName, suspended: config.workspace.suspended };
-    if (config.workspace.name !== undefined) workspace.declared_name = config.workspace.name;
-    if (config.workspace.prefix !== undefined) workspace.prefix = config.workspace.prefix;
-    if (config.workspace.provider !== undefined) workspace.provider = config.workspace.provider;
-    if (config.workspace.startCommand !== undefined) workspace.start_command = config.workspace.startCommand;
-    return {
-      workspace,
-      agents: this.city.agents.map(({ config: a, isPool }) => ({
-        name: a.name,
-        suspended: a.suspended,
-        is_pool: isPool,
-        source: a.source,
-        ...(a.dir ? { dir: a.dir } : {}),
-        ...(a.provider ? { provider: a.provider } : {}),
-        ...(a.scope ? { scope: a.scope } : {}),
-      })),
-      rigs: config.rigs.map((r) => ({
-        name: r.name,
-        suspended: r.suspended,
-        ...(r.prefix ? { prefix: r.prefix } : {}),
-      })),
-      providers: config.providers,
-      services: config.services.map((s) => ({ name: s.name, url: s.url })),
-      patches: { agent_count: 0, provider_count: 0, rig_count: 0 },
-    };
-  }
-
-  /**
-   * Checks the city's configuration as it is on disk now: `errors` when a file does not load (the controller
-   * keeps the last good configuration meanwhile) or an agent cannot run (a provider the city lacks, a
-   * `depends_on` naming nobody or going round in a circle), an order or formula file does not parse (it is left
-   * out; the others run), each naming its file and key; `warnings` for what
-   * runs but is likely a mistake.
-   * @summary Validate the city's configuration
-   */
-  @Get('config/validate')
-  public validateCityConfig(@Path('cityName') _cityName: string): ConfigValidateOutputBody {
-    const errors: ConfigIssue[] = [];
-    const warnings: ConfigIssue[] = [];
-    const broken = this.city.reloadError;
-    if (broken) {
-      const file = /^([^:]+):/.exec(broken)?.[1] ?? 'city.toml';
-      errors.push({ file, message: `${broken} (the last good configuration is in use)` });
-    }
-    for (const agent of this.city.agents) {
-      const key = `agent.${agent.name}`;
-      if (!agent.available)
-        errors.push({ file: agent.config.source, key, message: `agent ${agent.name}: ${agent.unavailableReason}` });
-      if (agent.config.suspended)
-        warnings.push({ file: agent.config.source, key, message: `agent ${agent.name} is suspended` });
-    }
-    // Orders and formulas that do not parse are left out; the others run.
-    for (const message of this.city.orders.list().errors) {
-      errors.push({ file: /^([^:]+):/.exec(message)?.[1] ?? 'orders', message });
-    }
-    for (const formula of this.city.formulas.list()) {
-      for (const message of formula.errors)
-        errors.push({ file: formula.file, key: `formula.${formula.name}`, message });
-    }
-    if (this.city.config.workspace.suspended) {
-      warnings.push({ file: 'city.toml', key: 'workspace.suspended', message: 'the city is suspended: no agent runs' });
-    }
-    return { valid: errors.length === 0, errors, warnings };
   }
 }

@@ -26,8 +26,8 @@ interface Cached {
 }
 
 /**
- * The city's formulas: `formulas/<name>.toml` (or the older `<name>.formula.toml`) in layers — the city's
- * `formulas/`, then each rig's `formulas/` — where a later layer wins a name, and within a layer `.toml` wins
+ * The city's formulas: `formulas/<name>.toml` (or the older `<name>.formula.toml`) in layers — imported
+ * packs' `formulas/`, the city's `formulas/`, then each rig's `formulas/` — where a later layer wins a name, and within a layer `.toml` wins
  * over `.formula.toml`. Files are read when they change (by size and time), so an edit on disk or a `PUT` shows
  * at the next request; a file that does not validate is listed with its errors and cannot run.
  */
@@ -37,6 +37,8 @@ export class FormulaCatalog {
   constructor(
     private readonly root: string,
     private readonly rigs: () => CityRigConfig[],
+    /** Imported packs' `formulas/` directories: the lowest layers. */
+    private readonly packs: () => { binding: string; dir: string }[] = () => [],
   ) {}
 
   /** The city's own formulas directory, where `PUT` writes. */
@@ -92,7 +94,8 @@ export class FormulaCatalog {
         name: `rig:${r.name}`,
         dir: join(isAbsolute(r.path!) ? r.path! : join(this.root, r.path!), 'formulas'),
       }));
-    return [{ name: 'city', dir: this.dir }, ...rigs];
+    const packs = this.packs().map((p) => ({ name: `pack:${p.binding}`, dir: p.dir }));
+    return [...packs, { name: 'city', dir: this.dir }, ...rigs];
   }
 
   private read(name: string, path: string, layer: string): FormulaEntry {

@@ -23,6 +23,8 @@ export class OrderCatalog {
   constructor(
     private readonly root: string,
     private readonly config: () => CityOrdersConfig,
+    /** Imported packs' `orders/` directories: their orders are named `binding.name`. */
+    private readonly packs: () => { binding: string; dir: string }[] = () => [],
   ) {}
 
   get dir(): string {
@@ -31,28 +33,16 @@ export class OrderCatalog {
 
   list(): { orders: OrderDef[]; errors: string[] } {
     const config = this.config();
-    let files: string[];
-    try {
-      files = readdirSync(this.dir).sort();
-    } catch {
-      files = [];
-    }
-    const chosen = new Map<string, string>();
-    for (const file of files) {
-      const m = /^(.+?)(?:\.order)?\.toml$/.exec(file);
-      if (!m || !ORDER_NAME.test(m[1])) continue;
-      const prior = chosen.get(m[1]);
-      if (!prior || (prior.endsWith('.order.toml') && !file.endsWith('.order.toml'))) chosen.set(m[1], file);
-    }
+    const chosen = this.files();
     const orders: OrderDef[] = [];
     const errors: string[] = [];
-    for (const [name, file] of chosen) {
+    for (const [name, { path, file }] of chosen) {
       if (config.skip.includes(name)) continue;
       const override = config.overrides.find((o) => o.name === name && (o.rig === undefined || o.rig === '*'));
       const fields = override
         ? { ...override.fields, ...(override.enabled !== undefined ? { enabled: override.enabled } : {}) }
         : {};
-      const entry = this.read(name, join(this.dir, file), `orders/${file}`, fields);
+      const entry = this.read(name, path, file, fields);
       if (entry.error) errors.push(entry.error);
       if (!entry.order) continue;
       const order = { ...entry.order };
@@ -72,11 +62,33 @@ export class OrderCatalog {
 
   /** Whether a file for `name` exists at all (parsed or not). */
   has(name: string): boolean {
-    try {
-      return readdirSync(this.dir).some((f) => f === `${name}.toml` || f === `${name}.order.toml`);
-    } catch {
-      return false;
+    return this.files().has(name);
+  }
+
+  /** Each order's file: the city's `orders/`, then each pack's (`binding.name`); `.toml` wins over `.order.toml`. */
+  private files(): Map<string, { path: string; file: string }> {
+    const chosen = new Map<string, { path: string; file: string }>();
+    const sources = [
+      { dir: this.dir, label: 'orders/', prefix: '' },
+      ...this.packs().map((p) => ({ dir: p.dir, label: `pack:${p.binding}/orders/`, prefix: `${p.binding}.` })),
+    ];
+    for (const source of sources) {
+      let files: string[];
+      try {
+        files = readdirSync(source.dir).sort();
+      } catch {
+        continue;
+      }
+      for (const file of files) {
+        const m = /^(.+?)(?:\.order)?\.toml$/.exec(file);
+        if (!m || !ORDER_NAME.test(m[1])) continue;
+        const name = `${source.prefix}${m[1]}`;
+        const prior = chosen.get(name);
+        if (prior && !(prior.file.endsWith('.order.toml') && !file.endsWith('.order.toml'))) continue;
+        chosen.set(name, { path: join(source.dir, file), file: `${source.label}${file}` });
+      }
     }
+    return chosen;
   }
 
   private read(name: string, path: string, file: string, overrides: Record<string, unknown>): Cached {

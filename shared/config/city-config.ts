@@ -42,6 +42,39 @@ export interface CityAgentConfig {
   default_sling_formula?: string;
   /** The file it was declared in (`city.toml`, or `agents/<name>/agent.toml`), relative to the city. */
   source: string;
+  /** `pack-derived` for an agent an imported pack brings (named `binding.agent`); else the city's own. */
+  origin?: 'inline' | 'pack-derived';
+  /** The import binding it came through (`review`, or `outer.inner` for a pack a pack imports). */
+  pack?: string;
+  /** The pack directory its prompt and files live in (a pack-derived agent). */
+  pack_dir?: string;
+}
+
+/** `[imports.<binding>]`: a pack the city (or a rig) brings in. */
+export interface PackImport {
+  binding: string;
+  /** A directory (used in place), or a git URL (`https://…`, `file://…`, `ssh://…`, `user@host:path`), with an optional `//subdir`. */
+  source: string;
+  /** A branch, a tag, `sha:<commit>`, or a semver range over the repository's tags (git sources). */
+  version?: string;
+  /** The file that declares it, relative to the city (`city.toml` or `pack.toml`). */
+  file: string;
+}
+
+/** `[[patches.agent|provider|rig]]`: a change laid over what the city and its packs declare. */
+export interface ConfigPatch {
+  /** The agent (`base`, `binding.base`), provider or rig it changes. */
+  name: string;
+  /** An agent patch's rig (`dir`): it then changes `dir/name`. */
+  dir?: string;
+  /** The keys it sets, as written (`env` is merged). */
+  fields: Record<string, unknown>;
+}
+
+export interface CityPatches {
+  agents: ConfigPatch[];
+  providers: ConfigPatch[];
+  rigs: ConfigPatch[];
 }
 
 export interface CityRigConfig {
@@ -51,6 +84,8 @@ export interface CityRigConfig {
   prefix?: string;
   default_branch?: string;
   suspended: boolean;
+  /** `[rigs.imports.<binding>]`: packs whose rig-scoped agents run in this rig (`rig/binding.agent`). */
+  imports?: PackImport[];
 }
 
 /** `[daemon]`: how the controller's tick runs. */
@@ -82,11 +117,24 @@ export const DEFAULT_DAEMON: CityDaemonConfig = {
   checkTimeoutMs: 10_000,
 };
 
-/** A workspace service reachable through the raw `svc/<name>/…` proxy. */
+/** A workspace service reachable through the raw `svc/<name>/…` proxy: a URL, or a program the controller runs. */
 export interface CityServiceConfig {
   name: string;
-  /** `http://127.0.0.1:<port>` (loopback only). */
-  url: string;
+  /** `http://127.0.0.1:<port>` (loopback only): a service somebody else runs. */
+  url?: string;
+  /** A program the controller runs (`sh -c`), in its own process group, stopped with the city. */
+  command?: string;
+  /** The TCP port it listens on (127.0.0.1); 0 or absent with no `socket`: a free one, given as `$PORT`. */
+  port?: number;
+  /** A Unix socket it listens on instead (relative to the city's `.ctl/services/`), given as `$CTL_SERVICE_SOCKET`. */
+  socket?: string;
+  /** A path answered with 2xx once it is up (and while it stays healthy). */
+  health?: string;
+  /** Its working directory (relative to the city). */
+  dir?: string;
+  env: Record<string, string>;
+  /** `[[service]]` from `pack.toml` of an imported pack, else the city's. */
+  pack?: string;
 }
 
 /** `[[orders.overrides]]`: a change to one order (`enable`/`disable` write `enabled`). */
@@ -125,6 +173,13 @@ export interface CityConfig {
   services: CityServiceConfig[];
   daemon: CityDaemonConfig;
   orders: CityOrdersConfig;
+  /** `[imports.<binding>]` of `city.toml` (those of the city's `pack.toml` are added by the loader). */
+  imports: PackImport[];
+  /** `[defaults.rig.imports.<binding>]`: packs every rig imports. */
+  rigDefaultImports: PackImport[];
+  patches: CityPatches;
+  /** `[agent_defaults]`: keys every agent has unless it sets them itself. */
+  agentDefaults: Record<string, unknown>;
   /** `[maintenance] interval`: bead store maintenance runs this often (none when absent). */
   maintenanceIntervalMs?: number;
   /** `[events] rotation_max_bytes`: rotate the event log once it reaches this size. */
@@ -174,6 +229,18 @@ export function parseCityConfig(text: string, path: string): CityConfig {
     services: [],
     daemon: { ...DEFAULT_DAEMON },
     orders: { overrides: [], skip: [] },
+    imports: parseImports(table(doc, 'imports', where), (k) => where(`imports.${k}`), 'city.toml'),
+    rigDefaultImports: parseImports(
+      table(
+        table(table(doc, 'defaults', where), 'rig', (k) => where(`defaults.${k}`)),
+        'imports',
+        (k) => where(`defaults.rig.${k}`),
+      ),
+      (k) => where(`defaults.rig.imports.${k}`),
+      'city.toml',
+    ),
+    patches: parsePatches(table(doc, 'patches', where), (k) => where(`patches.${k}`)),
+    agentDefaults: table(doc, 'agent_defaults', where),
   };
   if (cfg.workspace.name !== undefined && !CITY_NAME_PATTERN.test(cfg.workspace.name)) {
     throw new ConfigError(`${where('workspace.name')} must match ${CITY_NAME_PATTERN.source}`);
@@ -215,19 +282,19 @@ export function parseCityConfig(text: string, path: string): CityConfig {
       suspended:
         (optBool(rig, 'suspended', at('suspended')) ?? false) ||
         (optBool(rig, 'suspended_on_start', at('suspended_on_start')) ?? false),
+      ...(rig.imports !== undefined
+        ? { imports: parseImports(table(rig, 'imports', at), (k) => at(`imports.${k}`), 'city.toml') }
+        : {}),
     });
   }
   for (const [i, service] of tables(doc, 'service', where).entries()) {
-    const at = (k: string) => where(`service[${i}].${k}`);
-    const url = reqString(service, 'url', at('url'));
-    let parsed: URL;
-    try {
-      parsed = new URL(url);
-    } catch {
-      throw new ConfigError(`${at('url')} is not a URL: ${url}`);
-    }
-    if (parsed.protocol !== 'http:') throw new ConfigError(`${at('url')} must be an http:// URL`);
-    cfg.services.push({ name: reqString(service, 'name', at('name')), url: url.replace(/\/+$/, '') });
+    cfg.services.push(parseServiceTable(service, (k) => where(`service[${i}].${k}`)));
+  }
+  const names = new Set<string>();
+  for (const [i, service] of cfg.services.entries()) {
+    if (names.has(service.name))
+      throw new ConfigError(`${where(`service[${i}].name`)}: ${service.name} is declared twice`);
+    names.add(service.name);
   }
   const orders = table(doc, 'orders', where);
   const skip = orders.skip;
@@ -331,6 +398,106 @@ export function parseAgentTable(
   const idle = optDuration(agent, 'idle_timeout', at('idle_timeout'));
   if (idle !== undefined && idle > 0) config.idle_timeout_ms = idle;
   return config;
+}
+
+/** Service names: one path segment of `svc/<name>/…`. */
+export const SERVICE_NAME_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9._-]*$/;
+
+/** One `[[service]]` table (of `city.toml` or a pack's `pack.toml`); `at` names a key in errors. */
+export function parseServiceTable(service: Record<string, unknown>, at: (key: string) => string): CityServiceConfig {
+  const name = reqString(service, 'name', at('name'));
+  if (!SERVICE_NAME_PATTERN.test(name))
+    throw new ConfigError(`${at('name')} must match ${SERVICE_NAME_PATTERN.source}`);
+  const url = optString(service, 'url', at('url'));
+  const command = optString(service, 'command', at('command'));
+  if ((url === undefined) === (command === undefined)) {
+    throw new ConfigError(
+      `${at('url')}: a service has either a url (somebody else runs it) or a command (ctl runs it)`,
+    );
+  }
+  const env = table(service, 'env', at);
+  for (const [key, value] of Object.entries(env)) {
+    if (typeof value !== 'string') throw new ConfigError(`${at(`env.${key}`)} must be a string`);
+  }
+  const config: CityServiceConfig = { name, env: env as Record<string, string> };
+  if (url !== undefined) {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new ConfigError(`${at('url')} is not a URL: ${url}`);
+    }
+    if (parsed.protocol !== 'http:') throw new ConfigError(`${at('url')} must be an http:// URL`);
+    config.url = url.replace(/\/+$/, '');
+    return config;
+  }
+  config.command = command;
+  const port = optInt(service, 'port', at('port'));
+  if (port !== undefined && (port < 0 || port > 65535))
+    throw new ConfigError(`${at('port')} must be a TCP port (0-65535)`);
+  const socket = optString(service, 'socket', at('socket'));
+  if (socket !== undefined && (port ?? 0) > 0)
+    throw new ConfigError(`${at('socket')}: a service has a port or a socket, not both`);
+  if (socket !== undefined && (socket.includes('..') || socket.startsWith('/') || socket.trim() === '')) {
+    throw new ConfigError(`${at('socket')} must be a file name under the city's .ctl/services/`);
+  }
+  const health = optString(service, 'health', at('health'));
+  if (health !== undefined && !health.startsWith('/'))
+    throw new ConfigError(`${at('health')} must be a path (/healthz)`);
+  const dir = optString(service, 'dir', at('dir'));
+  if (port !== undefined) config.port = port;
+  if (socket !== undefined) config.socket = socket;
+  if (health !== undefined) config.health = health;
+  if (dir !== undefined) config.dir = dir;
+  return config;
+}
+
+/** Import binding names: what `binding.agent` and `DELETE /packs/{name}` carry. */
+export const BINDING_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9_-]*$/;
+
+/** `[imports.<binding>]` tables: `{source, version}` each (a bare string is its source). */
+export function parseImports(
+  imports: Record<string, unknown>,
+  at: (key: string) => string,
+  file: string,
+): PackImport[] {
+  const out: PackImport[] = [];
+  for (const [binding, value] of Object.entries(imports).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    if (!BINDING_PATTERN.test(binding))
+      throw new ConfigError(`${at(binding)}: a binding must match ${BINDING_PATTERN.source}`);
+    const entry = typeof value === 'string' ? { source: value } : value;
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+      throw new ConfigError(`${at(binding)} must be a table with a source`);
+    }
+    const t = entry as Record<string, unknown>;
+    const source = reqString(t, 'source', at(`${binding}.source`));
+    const version = optString(t, 'version', at(`${binding}.version`));
+    out.push({ binding, source, file, ...(version !== undefined ? { version } : {}) });
+  }
+  return out;
+}
+
+/** `[[patches.agent]]`, `[[patches.provider]]`, `[[patches.rig]]`. */
+export function parsePatches(patches: Record<string, unknown>, at: (key: string) => string): CityPatches {
+  const out: CityPatches = { agents: [], providers: [], rigs: [] };
+  const kinds: [keyof CityPatches, string][] = [
+    ['agents', 'agent'],
+    ['providers', 'provider'],
+    ['rigs', 'rig'],
+  ];
+  for (const key of Object.keys(patches)) {
+    if (!kinds.some(([, k]) => k === key)) throw new ConfigError(`${at(key)}: patches are agent, provider or rig`);
+  }
+  for (const [field, key] of kinds) {
+    for (const [i, patch] of tables(patches, key, at).entries()) {
+      const where = (k: string) => at(`${key}[${i}].${k}`);
+      const name = reqString(patch, 'name', where('name'));
+      const dir = field === 'agents' ? optString(patch, 'dir', where('dir')) : undefined;
+      const fields = Object.fromEntries(Object.entries(patch).filter(([k]) => k !== 'name' && k !== 'dir'));
+      out[field].push({ name, fields, ...(dir !== undefined ? { dir } : {}) });
+    }
+  }
+  return out;
 }
 
 /** The city's name when nobody registered it under another: `[workspace] name`, else the directory name. */

@@ -17,6 +17,12 @@ export interface SupervisorConfig {
   patrolIntervalMs: number;
   /** Interval between SSE heartbeat frames. */
   sseHeartbeatMs: number;
+  /** `[packs]`: where cities may fetch packs from (their controllers read it when a pack is added). */
+  packs: {
+    allowFile: boolean;
+    allowPrivateNetworks: boolean;
+    allowedHosts: string[];
+  };
 }
 
 export function readSupervisorConfig(path: string, env: NodeJS.ProcessEnv = process.env): SupervisorConfig {
@@ -27,9 +33,11 @@ export function readSupervisorConfig(path: string, env: NodeJS.ProcessEnv = proc
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
   let table: Record<string, unknown>;
+  let packs: Record<string, unknown>;
   try {
     const doc = parse(text);
     table = (doc.supervisor ?? {}) as Record<string, unknown>;
+    packs = (doc.packs ?? {}) as Record<string, unknown>;
   } catch (err) {
     throw new ConfigError(`${path}: ${(err as Error).message.split('\n')[0]}`);
   }
@@ -42,6 +50,11 @@ export function readSupervisorConfig(path: string, env: NodeJS.ProcessEnv = proc
     allowedOrigins: stringsOr(table, 'allowed_origins', path),
     patrolIntervalMs: durationOr(table, 'patrol_interval', 10_000, path),
     sseHeartbeatMs: heartbeatEnv ? Number(heartbeatEnv) : intOr(table, 'sse_heartbeat_ms', 15_000, path),
+    packs: {
+      allowFile: boolOr(packs, 'allow_file_sources', true, path, 'packs'),
+      allowPrivateNetworks: boolOr(packs, 'allow_private_networks', false, path, 'packs'),
+      allowedHosts: stringsOr(packs, 'allowed_hosts', path, 'packs'),
+    },
   };
 }
 
@@ -62,18 +75,24 @@ function intOr(t: Record<string, unknown>, key: string, fallback: number, path: 
   return n;
 }
 
-function boolOr(t: Record<string, unknown>, key: string, fallback: boolean, path: string): boolean {
+function boolOr(
+  t: Record<string, unknown>,
+  key: string,
+  fallback: boolean,
+  path: string,
+  section = 'supervisor',
+): boolean {
   const v = t[key];
   if (v === undefined) return fallback;
-  if (typeof v !== 'boolean') throw new ConfigError(`${path}: supervisor.${key} must be true or false`);
+  if (typeof v !== 'boolean') throw new ConfigError(`${path}: ${section}.${key} must be true or false`);
   return v;
 }
 
-function stringsOr(t: Record<string, unknown>, key: string, path: string): string[] {
+function stringsOr(t: Record<string, unknown>, key: string, path: string, section = 'supervisor'): string[] {
   const v = t[key];
   if (v === undefined) return [];
   if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) {
-    throw new ConfigError(`${path}: supervisor.${key} must be an array of strings`);
+    throw new ConfigError(`${path}: ${section}.${key} must be an array of strings`);
   }
   return v as string[];
 }

@@ -18,8 +18,12 @@ export interface ConfigAgent {
   scope?: string;
   /** More than one session, or a `scale_check`. */
   is_pool: boolean;
-  /** `city.toml`, or `agents/<name>/agent.toml`. */
+  /** `city.toml`, `agents/<name>/agent.toml`, or `pack:<binding>/…` for an agent an imported pack brings. */
   source: string;
+  /** `inline` (the city's own) or `pack-derived`. */
+  origin: 'inline' | 'pack-derived';
+  /** The import binding of a pack-derived agent. */
+  pack?: string;
 }
 
 /** One problem `GET /config/validate` found. */
@@ -41,14 +45,22 @@ export interface ConfigValidateOutputBody {
 
 export interface ConfigRig {
   name: string;
+  path?: string;
   suspended: boolean;
   prefix?: string;
+  default_branch?: string;
 }
 
 export interface ConfigService {
   name: string;
-  /** Upstream the raw proxy `svc/<name>/…` forwards to. */
-  url: string;
+  /** `url`: somebody else runs it; `program`: the controller runs `command`. */
+  kind: 'url' | 'program';
+  /** Upstream the raw proxy `svc/<name>/…` forwards to (a `url` service). */
+  url?: string;
+  /** What the controller runs (a `program` service). */
+  command?: string;
+  /** The import binding of a service a pack brings. */
+  pack?: string;
 }
 
 export interface ConfigPatchCounts {
@@ -60,7 +72,20 @@ export interface ConfigPatchCounts {
   rig_count: number;
 }
 
-/** Body of `GET /v0/city/{cityName}/config`: the city's `city.toml`, as the controller read it. */
+/** One import of the composed configuration (direct, nested, or a rig's). */
+export interface ConfigPack {
+  /** `review`; `review.lint` for a pack a pack imports; `web/review` for a rig's import. */
+  binding: string;
+  source: string;
+  version?: string;
+  git_backed: boolean;
+  /** The commit `packs.lock` pins (git-backed packs). */
+  commit?: string;
+  /** Why it is left out (not fetched, missing, broken), when it is. */
+  error?: string;
+}
+
+/** Body of `GET /v0/city/{cityName}/config`: the city's configuration as composed and in use. */
 export interface ConfigResponse {
   workspace: ConfigWorkspace;
   agents: ConfigAgent[];
@@ -69,4 +94,57 @@ export interface ConfigResponse {
   providers: { [name: string]: { [key: string]: unknown } };
   services: ConfigService[];
   patches: ConfigPatchCounts;
+  /** Every import the configuration is composed from. */
+  packs: ConfigPack[];
+}
+
+/** An agent with where it came from, as `GET /config/explain` lists it. */
+export interface AnnotatedAgentResponse {
+  /** Its qualified name (`base`, `binding.base`, `rig/base`). */
+  name: string;
+  dir?: string;
+  provider?: string;
+  scope?: string;
+  is_pool: boolean;
+  suspended: boolean;
+  origin: 'inline' | 'pack-derived';
+  /** The file it is declared in. */
+  source: string;
+  pack?: string;
+  /** A `[[patches.agent]]` changed it. */
+  patched: boolean;
+}
+
+/** A provider with where it came from. */
+export interface AnnotatedProviderResponse {
+  /** `builtin` (a preset), `city` (the city's own), `builtin+city` (a preset the city's table changes), `pack-derived`. */
+  origin: 'builtin' | 'city' | 'builtin+city' | 'pack-derived';
+  display_name?: string;
+  command?: string;
+  args?: string[];
+  env?: { [key: string]: string };
+  prompt_mode?: string;
+  prompt_flag?: string;
+  /** @isInt */
+  ready_delay_ms?: number;
+  protocol?: string;
+  /** A `[[patches.provider]]` changed it. */
+  patched: boolean;
+}
+
+export interface ConfigExplainPatches {
+  /** @isInt */
+  agents: number;
+  /** @isInt */
+  providers: number;
+  /** @isInt */
+  rigs: number;
+}
+
+/** Body of `GET /v0/city/{cityName}/config/explain`. */
+export interface ConfigExplainResponse {
+  agents: AnnotatedAgentResponse[];
+  providers: { [name: string]: AnnotatedProviderResponse };
+  patches: ConfigExplainPatches;
+  packs: ConfigPack[];
 }

@@ -16,6 +16,7 @@ import type { MoleculeEventPayload } from '../dto/formulas.js';
 import type { OrderEventPayload } from '../dto/orders.js';
 import type { StoreMaintenancePayload } from '../dto/maintenance.js';
 import type { RigCreateSucceededPayload, RigProvisionProgressPayload } from '../dto/rigs.js';
+import type { ServiceEventPayload } from '../dto/services.js';
 import type {
   SessionCrashedPayload,
   SessionCreateSucceededPayload,
@@ -58,6 +59,7 @@ export interface EventPayloadTypes {
   OrderEventPayload: OrderEventPayload;
   StoreMaintenancePayload: StoreMaintenancePayload;
   RigCreateSucceededPayload: RigCreateSucceededPayload;
+  ServiceEventPayload: ServiceEventPayload;
   RigProvisionProgressPayload: RigProvisionProgressPayload;
 }
 
@@ -125,6 +127,10 @@ export const EVENT_PAYLOADS = {
   'ctl.store.maintenance.done': 'StoreMaintenancePayload',
   'ctl.store.maintenance.failed': 'StoreMaintenancePayload',
   'rig.provision.progress': 'RigProvisionProgressPayload',
+  'service.started': 'ServiceEventPayload',
+  'service.ready': 'ServiceEventPayload',
+  'service.exited': 'ServiceEventPayload',
+  'service.stopped': 'ServiceEventPayload',
   'request.result.rig.create': 'RigCreateSucceededPayload',
   'request.result.session.create': 'SessionCreateSucceededPayload',
   'request.result.session.message': 'SessionMessageSucceededPayload',

@@ -1,0 +1,213 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CityAgentConfig, CityConfig, PackImport } from '../../shared/config/city-config.js';
+import { ConfigError } from '../../shared/config/config-error.js';
+import { agentDirectories, declaredAgents } from '../agents/agent-catalog.js';
+import { installedPackDir, readPackLock, type PackLockEntry } from '../packs/pack-cache.js';
+import { readPackFile } from '../packs/pack-file.js';
+import { parsePackSource, PackSourceError } from '../packs/pack-source.js';
+import { applyAgentDefaults, applyPatches } from './patches.js';
+
+/** One import as the loader found it: where its files are, or why it could not be read. */
+export interface ComposedPack {
+  /** Its binding path: `review`, `review.lint` for a pack a pack imports, `web/review` for a rig's import. */
+  binding: string;
+  source: string;
+  version?: string;
+  /** The file that declares it (`city.toml`, `pack.toml`, or the importing pack's). */
+  file: string;
+  /** Its directory (in place, or in the cache at the locked commit); absent when it is not readable. */
+  dir?: string;
+  gitBacked: boolean;
+  commit?: string;
+  /** `[pack] name` and `version` of its `pack.toml`. */
+  packName?: string;
+  packVersion?: string;
+  rig?: string;
+  /** Imported by the city (`[imports.*]` of `city.toml` or `pack.toml`): what `GET /packs` lists. */
+  direct: boolean;
+  error?: string;
+}
+
+/** Something wrong that leaves the rest of the city running: what `GET /config/validate` reports. */
+export interface ConfigProblem {
+  file: string;
+  key?: string;
+  message: string;
+}
+
+/** The city's configuration composed: what the controller runs, with where each part came from. */
+export interface ComposedConfig {
+  config: CityConfig;
+  agents: CityAgentConfig[];
+  packs: ComposedPack[];
+  problems: ConfigProblem[];
+  /** Providers an imported pack declares (the city's own win a name). */
+  packProviders: Set<string>;
+  /** What patches changed, by kind and name, so that explain can say so. */
+  patched: { agents: Set<string>; providers: Set<string>; rigs: Set<string> };
+}
+
+export interface ComposeOptions {
+  /** The machine's pack cache (`$CTL_HOME/cache/packs`). */
+  cacheRoot: string;
+}
+
+/** How deep packs may import packs: a chain longer than this is a mistake, not a design. */
+const MAX_DEPTH = 8;
+
+/**
+ * Composes a city's configuration in the reference's order: `city.toml`, the city's own `pack.toml` (the root
+ * pack), its `agents/` directories, the packs it imports (recursively, in sorted binding order: their agents
+ * named `binding.agent`, their providers where the city has none of that name, their formulas and orders as
+ * lower layers), each rig's imports (`rig/binding.agent`, rig-scoped agents only), then `[agent_defaults]`,
+ * then patches. Never fetches: a git-backed pack is read from the cache at the commit `packs.lock` names, and
+ * one that is not there is reported and left out, like any pack that cannot be read; the rest runs. Two
+ * agents answering to one name make the whole configuration unusable (a ConfigError), as a broken `city.toml`
+ * does.
+ */
+export function composeConfig(root: string, cityToml: CityConfig, options: ComposeOptions): ComposedConfig {
+  const problems: ConfigProblem[] = [];
+  const packs: ComposedPack[] = [];
+  const config: CityConfig = {
+    ...cityToml,
+    providers: { ...cityToml.providers },
+    rigs: cityToml.rigs.map((r) => ({ ...r })),
+    services: [...cityToml.services],
+  };
+  const rootPack = readPackFile(root, 'pack.toml');
+  const imports = [...cityToml.imports];
+  for (const imp of rootPack.imports) {
+    if (imports.some((i) => i.binding === imp.binding)) {
+      throw new ConfigError(`pack.toml: imports.${imp.binding} is also in city.toml: one binding, one place`);
+    }
+    imports.push(imp);
+  }
+  imports.sort((a, b) => (a.binding < b.binding ? -1 : a.binding > b.binding ? 1 : 0));
+  for (const [name, spec] of Object.entries(rootPack.providers)) config.providers[name] ??= spec;
+  config.services.push(...rootPack.services);
+  const agents: CityAgentConfig[] = [
+    ...declaredAgents(root, cityToml),
+    ...rootPack.agents.map((a) => ({ ...a, source: 'pack.toml' })),
+  ].map((a) => ({ ...a, origin: 'inline' as const }));
+  let lock: Record<string, PackLockEntry> = {};
+  try {
+    lock = readPackLock(root);
+  } catch (err) {
+    problems.push({ file: 'packs.lock', message: (err as Error).message });
+  }
+  const packProviders = new Set<string>();
+  const load = (
+    imp: PackImport,
+    baseDir: string,
+    prefix: string,
+    rig: string | undefined,
+    depth: number,
+    stack: string[],
+  ) => {
+    const binding = prefix ? `${prefix}.${imp.binding}` : imp.binding;
+    const entry: ComposedPack = {
+      binding: rig ? `${rig}/${binding}` : binding,
+      source: imp.source,
+      file: imp.file,
+      gitBacked: false,
+      direct: rig === undefined && prefix === '',
+      ...(imp.version !== undefined ? { version: imp.version } : {}),
+      ...(rig ? { rig } : {}),
+    };
+    packs.push(entry);
+    const fail = (message: string) => {
+      entry.error = message;
+      problems.push({ file: imp.file, key: `imports.${imp.binding}`, message: `pack ${entry.binding}: ${message}` });
+    };
+    let dir: string | undefined;
+    try {
+      const source = parsePackSource(imp.source, baseDir);
+      if (source.kind === 'local') {
+        dir = existsSync(source.dir) ? source.dir : undefined;
+        if (!dir) return fail(`${source.dir} does not exist`);
+      } else {
+        entry.gitBacked = true;
+        const locked = lockEntryFor(lock, binding, imp);
+        if (!locked) return fail(`not fetched yet: POST /packs (ctl pack add) fetches it and records it in packs.lock`);
+        entry.commit = locked.commit;
+        dir = installedPackDir(options.cacheRoot, source, locked.commit);
+        if (!dir)
+          return fail(
+            `commit ${locked.commit.slice(0, 12)} is not in this machine's pack cache: ctl pack add fetches it`,
+          );
+      }
+    } catch (err) {
+      if (err instanceof PackSourceError) return fail(err.message);
+      throw err;
+    }
+    entry.dir = dir;
+    if (stack.includes(dir)) return fail(`imports itself (${[...stack, dir].join(' → ')})`);
+    if (depth > MAX_DEPTH) return fail(`imports are nested more than ${MAX_DEPTH} deep`);
+    const label = `pack:${entry.binding}/`;
+    let file;
+    let own: CityAgentConfig[];
+    try {
+      file = readPackFile(dir, `${label}pack.toml`);
+      own = [...file.agents, ...agentDirectories(dir, label)];
+    } catch (err) {
+      if (err instanceof ConfigError) return fail(err.message);
+      throw err;
+    }
+    if (file.name !== undefined) entry.packName = file.name;
+    if (file.version !== undefined) entry.packVersion = file.version;
+    const siblings = new Set(own.map((a) => a.name));
+    for (const agent of own) {
+      // Where it loads: `scope = "city"` agents only at the city, `scope = "rig"` ones only in a rig.
+      if (rig ? agent.scope === 'city' : agent.scope === 'rig') continue;
+      agents.push({
+        ...agent,
+        name: `${binding}.${agent.name}`,
+        depends_on: agent.depends_on.map((d) => (siblings.has(d) ? `${binding}.${d}` : d)),
+        source: agent.source.startsWith(label) ? agent.source : `${label}${agent.source}`,
+        origin: 'pack-derived',
+        pack: binding,
+        pack_dir: dir,
+        ...(rig ? { dir: rig } : {}),
+      });
+    }
+    for (const [name, spec] of Object.entries(file.providers)) {
+      if (config.providers[name] !== undefined) continue;
+      config.providers[name] = spec;
+      packProviders.add(name);
+    }
+    if (!rig) {
+      for (const service of file.services) {
+        config.services.push({
+          ...service,
+          name: `${binding}.${service.name}`,
+          pack: binding,
+          dir: join(dir, service.dir ?? ''),
+        });
+      }
+    }
+    for (const inner of file.imports) load(inner, dir, binding, rig, depth + 1, [...stack, dir]);
+  };
+  for (const imp of imports) load(imp, root, '', undefined, 1, []);
+  for (const rig of config.rigs) {
+    const own = rig.imports ?? [];
+    const all = [...own, ...config.rigDefaultImports.filter((d) => !own.some((o) => o.binding === d.binding))];
+    for (const imp of all) load(imp, root, '', rig.name, 1, []);
+  }
+  applyAgentDefaults(config.agentDefaults, agents);
+  const patched = applyPatches(config, agents, problems);
+  return { config, agents, packs, problems, packProviders, patched };
+}
+
+/** The lock's entry for an import: by its binding, or any entry fetched from the same source and version. */
+function lockEntryFor(
+  lock: Record<string, PackLockEntry>,
+  binding: string,
+  imp: PackImport,
+): PackLockEntry | undefined {
+  const same = (e: PackLockEntry | undefined) =>
+    e !== undefined && e.source === imp.source && (e.version ?? '') === (imp.version ?? '');
+  const byBinding = lock[binding];
+  if (same(byBinding)) return byBinding;
+  return Object.values(lock).find(same);
+}

@@ -1,0 +1,160 @@
+import {
+  parseAgentTable,
+  type CityAgentConfig,
+  type CityConfig,
+  type ConfigPatch,
+} from '../../shared/config/city-config.js';
+import { ConfigError } from '../../shared/config/config-error.js';
+import { qualifiedName } from '../agents/agent-catalog.js';
+import { PRESETS } from '../providers/presets.js';
+import type { ConfigProblem } from './compose.js';
+
+/** The agent keys a patch or `[agent_defaults]` may set (what `[[agent]]` has, less what names it). */
+export const AGENT_PATCH_KEYS = [
+  'provider',
+  'work_dir',
+  'scope',
+  'suspended',
+  'description',
+  'prompt',
+  'env',
+  'min_active_sessions',
+  'max_active_sessions',
+  'scale_check',
+  'work_query',
+  'idle_timeout',
+  'depends_on',
+  'default_sling_formula',
+] as const;
+
+/** The rig keys a rig patch may set. */
+export const RIG_PATCH_KEYS = ['path', 'prefix', 'default_branch', 'suspended'] as const;
+
+/**
+ * Lays `[[patches.*]]` over the composed agents, providers and rigs, in file order. A patch that matches
+ * nothing, or sets a key the target does not have or a value of the wrong kind, is a problem naming the
+ * patch; it is left out and the rest applies.
+ */
+export function applyPatches(
+  config: CityConfig,
+  agents: CityAgentConfig[],
+  problems: ConfigProblem[],
+): { agents: Set<string>; providers: Set<string>; rigs: Set<string> } {
+  const patched = { agents: new Set<string>(), providers: new Set<string>(), rigs: new Set<string>() };
+  for (const [i, patch] of config.patches.agents.entries()) {
+    const key = `patches.agent[${i}]`;
+    const target = patch.dir ? `${patch.dir}/${patch.name}` : patch.name;
+    const index = agents.findIndex((a) => qualifiedName(a, config.rigs) === target);
+    if (index < 0) {
+      problems.push({ file: 'city.toml', key, message: `${key}: no agent named ${target} to patch` });
+      continue;
+    }
+    try {
+      agents[index] = patchAgent(agents[index], patch.fields, (k) => `city.toml: ${key}.${k}`);
+      patched.agents.add(target);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push({ file: 'city.toml', key, message: err.message });
+    }
+  }
+  for (const [i, patch] of config.patches.providers.entries()) {
+    const key = `patches.provider[${i}]`;
+    const existing = config.providers[patch.name];
+    if (existing === undefined && !(patch.name in PRESETS)) {
+      problems.push({ file: 'city.toml', key, message: `${key}: no provider named ${patch.name} to patch` });
+      continue;
+    }
+    config.providers[patch.name] = mergeTable(existing ?? {}, patch.fields);
+    patched.providers.add(patch.name);
+  }
+  for (const [i, patch] of config.patches.rigs.entries()) {
+    const key = `patches.rig[${i}]`;
+    const rig = config.rigs.find((r) => r.name === patch.name);
+    if (!rig) {
+      problems.push({ file: 'city.toml', key, message: `${key}: no rig named ${patch.name} to patch` });
+      continue;
+    }
+    const wrong = checkRigPatch(patch);
+    if (wrong) {
+      problems.push({ file: 'city.toml', key, message: `city.toml: ${key}.${wrong}` });
+      continue;
+    }
+    for (const k of RIG_PATCH_KEYS) {
+      if (patch.fields[k] === undefined) continue;
+      if (k === 'suspended') rig.suspended = patch.fields[k] as boolean;
+      else rig[k] = patch.fields[k] as string;
+    }
+    patched.rigs.add(patch.name);
+  }
+  return patched;
+}
+
+/** `[agent_defaults]`: each key an agent does not set itself (`env` merged, the agent's own winning). */
+export function applyAgentDefaults(defaults: Record<string, unknown>, agents: CityAgentConfig[]): void {
+  const keys = Object.keys(defaults);
+  if (keys.length === 0) return;
+  const unknown = keys.filter((k) => !(AGENT_PATCH_KEYS as readonly string[]).includes(k));
+  if (unknown.length > 0) throw new ConfigError(`city.toml: agent_defaults.${unknown[0]} is not an agent key`);
+  const parsed = parseAgentTable(
+    { ...defaults, name: 'defaults' },
+    (k) => `city.toml: agent_defaults.${k}`,
+    'city.toml',
+  );
+  for (const agent of agents) {
+    for (const key of keys) {
+      if (key === 'env') agent.env = { ...parsed.env, ...agent.env };
+      else if (key === 'idle_timeout') agent.idle_timeout_ms ??= parsed.idle_timeout_ms;
+      else if (key === 'suspended') agent.suspended ||= parsed.suspended;
+      else if (key === 'depends_on') agent.depends_on = agent.depends_on.length ? agent.depends_on : parsed.depends_on;
+      else if ((agent as unknown as Record<string, unknown>)[key] === undefined) {
+        (agent as unknown as Record<string, unknown>)[key] = (parsed as unknown as Record<string, unknown>)[key];
+      }
+    }
+  }
+}
+
+/** An agent with a patch's keys laid over it; throws a ConfigError naming the key at fault. */
+export function patchAgent(
+  agent: CityAgentConfig,
+  fields: Record<string, unknown>,
+  at: (key: string) => string,
+): CityAgentConfig {
+  for (const key of Object.keys(fields)) {
+    if (!(AGENT_PATCH_KEYS as readonly string[]).includes(key)) throw new ConfigError(`${at(key)} is not an agent key`);
+  }
+  const parsed = parseAgentTable({ ...fields, name: 'patch' }, at, agent.source);
+  const next: CityAgentConfig = { ...agent };
+  for (const key of Object.keys(fields)) {
+    if (key === 'env') next.env = { ...agent.env, ...parsed.env };
+    else if (key === 'idle_timeout') next.idle_timeout_ms = parsed.idle_timeout_ms;
+    else (next as unknown as Record<string, unknown>)[key] = (parsed as unknown as Record<string, unknown>)[key];
+  }
+  const min = next.min_active_sessions;
+  const max = next.max_active_sessions;
+  if (min !== undefined && max !== undefined && min > max) {
+    throw new ConfigError(`${at('min_active_sessions')} (${min}) is more than max_active_sessions (${max})`);
+  }
+  return next;
+}
+
+/** The key of a rig patch that is wrong, with why, or undefined. */
+export function checkRigPatch(patch: ConfigPatch): string | undefined {
+  for (const [k, v] of Object.entries(patch.fields)) {
+    if (!(RIG_PATCH_KEYS as readonly string[]).includes(k))
+      return `${k} is not a rig key (${RIG_PATCH_KEYS.join(', ')})`;
+    if (k === 'suspended' ? typeof v !== 'boolean' : typeof v !== 'string') {
+      return `${k} must be ${k === 'suspended' ? 'true or false' : 'a string'}`;
+    }
+  }
+  return undefined;
+}
+
+function mergeTable(base: Record<string, unknown>, fields: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...base, ...fields };
+  if (isTable(base.env) && isTable(fields.env)) out.env = { ...base.env, ...fields.env };
+  return out;
+}
+
+function isTable(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

@@ -1,0 +1,343 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { expectProblem } from './helpers/city-api.js';
+import { expectFailure, expectSuccess } from './helpers/cli.js';
+import { startSessionCity, type SessionCity } from './helpers/sessions.js';
+import { CSRF, freePort, tempDir } from './helpers/supervisor.js';
+import { waitUntil } from './helpers/wait.js';
+
+interface Agent {
+  name: string;
+  state: string;
+}
+
+interface Explain {
+  agents: { name: string; origin: string; source: string; patched: boolean; pack?: string }[];
+  providers: Record<string, { origin: string; patched: boolean; env?: Record<string, string> }>;
+  patches: { agents: number; providers: number; rigs: number };
+  packs: { binding: string; git_backed: boolean; commit?: string; error?: string }[];
+}
+
+interface Validate {
+  valid: boolean;
+  errors: { file: string; key?: string; message: string }[];
+  warnings: { file: string; message: string }[];
+}
+
+const git = (cwd: string, ...args: string[]) =>
+  execFileSync('git', ['-c', 'user.email=t@example.invalid', '-c', 'user.name=t', ...args], { cwd, stdio: 'pipe' })
+    .toString()
+    .trim();
+
+/** A pack as a real git repository: an agent for the city, one for rigs, a formula and an order; tagged v1.0.0. */
+function packRepository(root: string, name: string): string {
+  const repo = join(root, name);
+  mkdirSync(join(repo, 'agents', 'lint'), { recursive: true });
+  mkdirSync(join(repo, 'agents', 'rigger'), { recursive: true });
+  mkdirSync(join(repo, 'formulas'));
+  mkdirSync(join(repo, 'orders'));
+  writeFileSync(join(repo, 'pack.toml'), `[pack]\nname = "${name}"\nversion = "1.0.0"\n`);
+  writeFileSync(join(repo, 'agents', 'lint', 'agent.toml'), 'provider = "echo"\nmin_active_sessions = 0\n');
+  writeFileSync(join(repo, 'agents', 'lint', 'prompt.md'), 'You lint.\n');
+  writeFileSync(
+    join(repo, 'agents', 'rigger', 'agent.toml'),
+    'provider = "echo"\nscope = "rig"\nmin_active_sessions = 0\n',
+  );
+  writeFileSync(
+    join(repo, 'formulas', 'review-flow.toml'),
+    'formula = "review-flow"\n\n[[steps]]\nid = "look"\ntitle = "Look at it"\n',
+  );
+  writeFileSync(join(repo, 'orders', 'nightly.toml'), '[order]\ntrigger = "manual"\nexec = "true"\n');
+  git(repo, 'init', '-q', '-b', 'main');
+  git(repo, 'add', '.');
+  git(repo, 'commit', '-q', '-m', 'first');
+  git(repo, 'tag', 'v1.0.0');
+  return repo;
+}
+
+describe('config, packs and patches (real git, real files)', function () {
+  this.timeout(90_000);
+  let city: SessionCity;
+  let root: string;
+  let repo: string;
+  let daemon: ChildProcess | undefined;
+
+  before(async function () {
+    root = tempDir('ctl-packs-');
+    repo = packRepository(root, 'review');
+    const tools = join(root, 'tools');
+    mkdirSync(join(tools, 'agents', 'helper'), { recursive: true });
+    writeFileSync(
+      join(tools, 'agents', 'helper', 'agent.toml'),
+      'provider = "echo"\nscope = "rig"\nmin_active_sessions = 0\n',
+    );
+    const web = join(root, 'web');
+    mkdirSync(web);
+    city = await startSessionCity(
+      'packed',
+      `\n# the city's own worker\n[[agent]]\nname = "fixer"\nprovider = "echo"\nmin_active_sessions = 0\n\n[[rigs]]\nname = "web"\npath = ${JSON.stringify(web)}\n\n[rigs.imports.tools]\nsource = ${JSON.stringify(tools)}\n`,
+    );
+  });
+  after(async () => {
+    daemon?.kill();
+    await city?.sup.cleanup();
+  });
+
+  it('POST /packs fetches a file:// repository, pins its commit in packs.lock, and its agents, formulas and orders join the city', async function () {
+    const { api } = city;
+    const source = `file://${repo}`;
+    const added = await api.post<Record<string, unknown>>('/packs', { source });
+    expect(added.status, JSON.stringify(added.body)).to.equal(201);
+    const head = git(repo, 'rev-parse', 'HEAD');
+    expect(added.body).to.deep.include({ name: 'review', source, git_backed: true, commit: head });
+    expect(added.body.agents).to.deep.equal(['review.lint']);
+    const lock = readFileSync(join(city.dir, 'packs.lock'), 'utf8');
+    expect(lock).to.include('[packs.review]').and.include(`commit = "${head}"`);
+    const toml = readFileSync(join(city.dir, 'city.toml'), 'utf8');
+    expect(toml)
+      .to.include(`[imports.review]\nsource = ${JSON.stringify(source)}\n`)
+      .and.include("# the city's own worker");
+    expect(existsSync(join(city.sup.home, 'cache', 'packs'))).to.equal(true);
+
+    const agents = (await api.get<{ items: Agent[] }>('/agents')).body.items.map((a) => a.name);
+    expect(agents).to.include.members(['fixer', 'review.lint', 'web/tools.helper']);
+    // A rig-scoped agent of a city import does not load at the city.
+    expect(agents).to.not.include('review.rigger');
+    const formulas = (await api.get<{ items: { name: string }[] }>('/formulas')).body.items.map((f) => f.name);
+    expect(formulas).to.include('review-flow');
+    const orders = (await api.get<{ orders: { name: string }[] }>('/orders')).body.orders.map((o) => o.name);
+    expect(orders).to.include('review.nightly');
+
+    const packs = await api.get<{
+      packs: { name: string; commit?: string; pack_version?: string; agents: string[] }[];
+    }>('/packs');
+    expect(packs.body.packs).to.have.length(1);
+    expect(packs.body.packs[0]).to.deep.include({ name: 'review', commit: head, pack_version: '1.0.0' });
+
+    const explain = (await api.get<Explain>('/config/explain')).body;
+    const origin = (name: string) => explain.agents.find((a) => a.name === name)?.origin;
+    expect(origin('review.lint')).to.equal('pack-derived');
+    expect(origin('web/tools.helper')).to.equal('pack-derived');
+    expect(origin('fixer')).to.equal('inline');
+    expect(explain.providers.echo.origin).to.equal('city');
+    expect(explain.providers.claude.origin).to.equal('builtin');
+
+    // The same import again is answered as it is; another source under that name is a conflict.
+    expect((await api.post('/packs', { source })).status).to.equal(200);
+    expectProblem(
+      await api.post('/packs', { source: `file://${root}/tools`, name: 'review' }),
+      409,
+      'conflict-wrong-state',
+    );
+  });
+
+  it('a semver version resolves to the newest matching tag; normal start never fetches', async function () {
+    const { api } = city;
+    writeFileSync(join(repo, 'agents', 'lint', 'prompt.md'), 'You lint harder.\n');
+    git(repo, 'commit', '-q', '-am', 'second');
+    git(repo, 'tag', 'v1.1.0');
+    git(repo, 'commit', '-q', '--allow-empty', '-m', 'third');
+    git(repo, 'tag', 'v2.0.0');
+    const added = await api.post<{ commit: string }>('/packs', {
+      source: `file://${repo}`,
+      name: 'ranged',
+      version: '^1.0.0',
+    });
+    expect(added.status, JSON.stringify(added.body)).to.equal(201);
+    expect(added.body.commit).to.equal(git(repo, 'rev-parse', 'v1.1.0^{commit}'));
+
+    // The repository goes away: the city restarts from its lock and the machine's cache alone.
+    rmSync(repo, { recursive: true, force: true });
+    const stop = await fetch(`${city.sup.base}/v0/city/packed/stop`, { method: 'POST', headers: CSRF });
+    expect(stop.status).to.be.oneOf([200, 202]);
+    await waitUntil('the city to stop', async () => (await city.sup.city('packed'))?.running === false, 20_000);
+    const start = await fetch(`${city.sup.base}/v0/city/packed/start`, { method: 'POST', headers: CSRF });
+    expect(start.status).to.be.oneOf([200, 202]);
+    await waitUntil('the city to run again', async () => (await city.sup.city('packed'))?.running === true, 20_000);
+    const agents = (await api.get<{ items: Agent[] }>('/agents')).body.items.map((a) => a.name);
+    expect(agents).to.include.members(['review.lint', 'ranged.lint']);
+    expect((await api.get<Validate>('/config/validate')).body.errors).to.deep.equal([]);
+  });
+
+  it('patches: PUT, GET, DELETE for agents, providers and rigs; one that matches nothing is a 422 and changes nothing', async function () {
+    const { api } = city;
+    const set = await api.call('PUT', '/patches/agents', {
+      name: 'review.lint',
+      suspended: true,
+      env: { LEVEL: 'strict' },
+    });
+    expect(set.status, JSON.stringify(set.body)).to.equal(200);
+    expect(set.body).to.deep.equal({ status: 'ok', agent_patch: 'review.lint' });
+    const agent = await api.get<Agent>('/agent/review.lint');
+    expect(agent.body.state).to.equal('suspended');
+    const patch = await api.get<Record<string, unknown>>('/patches/agent/review.lint');
+    expect(patch.body).to.deep.include({
+      Name: 'review.lint',
+      Suspended: true,
+      Env: { LEVEL: 'strict' },
+      Provider: null,
+    });
+    // A second PUT replaces it whole.
+    expect((await api.call('PUT', '/patches/agents', { name: 'review.lint', provider: 'echo' })).status).to.equal(200);
+    expect((await api.get<Record<string, unknown>>('/patches/agent/review.lint')).body).to.deep.include({
+      Suspended: null,
+      Provider: 'echo',
+    });
+    expect((await api.get<Agent>('/agent/review.lint')).body.state).to.not.equal('suspended');
+
+    const before = readFileSync(join(city.dir, 'city.toml'), 'utf8');
+    expect(
+      expectProblem(
+        await api.call('PUT', '/patches/agents', { name: 'nobody', suspended: true }),
+        422,
+        'validation-failed',
+      ).detail,
+    ).to.match(/no agent named nobody/);
+    expectProblem(
+      await api.call('PUT', '/patches/agents', { name: 'fixer', idle_timeout: 'soon' }),
+      422,
+      'validation-failed',
+    );
+    expectProblem(await api.call('PUT', '/patches/agents', { name: 'fixer' }), 422, 'validation-failed');
+    expectProblem(await api.call('PUT', '/patches/rigs', { name: 'nowhere', prefix: 'x' }), 422, 'validation-failed');
+    expectProblem(
+      await api.call('PUT', '/patches/providers', { name: 'nothing', command: 'x' }),
+      422,
+      'validation-failed',
+    );
+    expect(readFileSync(join(city.dir, 'city.toml'), 'utf8')).to.equal(before);
+
+    expect((await api.call('PUT', '/patches/rigs', { name: 'web', prefix: 'wb' })).status).to.equal(200);
+    const rigs = await api.get<{ rigs: { name: string; prefix?: string }[] }>('/config');
+    expect(rigs.body.rigs.find((r) => r.name === 'web')?.prefix).to.equal('wb');
+    expect((await api.call('PUT', '/patches/providers', { name: 'echo', env: { FROM_PATCH: '1' } })).status).to.equal(
+      200,
+    );
+    const explain = (await api.get<Explain>('/config/explain')).body;
+    expect(explain.patches).to.deep.equal({ agents: 1, providers: 1, rigs: 1 });
+    expect(explain.providers.echo.patched).to.equal(true);
+    expect(explain.providers.echo.env).to.include({ FROM_PATCH: '1' });
+    expect(explain.agents.find((a) => a.name === 'review.lint')?.patched).to.equal(true);
+    expect((await api.get<{ items: unknown[] }>('/patches/rigs')).body.items).to.deep.equal([
+      { Name: 'web', Path: null, Prefix: 'wb', DefaultBranch: null, Suspended: null },
+    ]);
+
+    for (const path of ['/patches/agent/review.lint', '/patches/provider/echo', '/patches/rig/web']) {
+      const gone = await api.del<{ status: string }>(path);
+      expect(gone.status, path).to.equal(200);
+      expect(gone.body.status).to.equal('deleted');
+      expectProblem(await api.get(path), 404, 'patch-not-found');
+    }
+    expect(readFileSync(join(city.dir, 'city.toml'), 'utf8')).to.not.include('patches');
+    expect(readFileSync(join(city.dir, 'city.toml'), 'utf8')).to.include("# the city's own worker");
+  });
+
+  it('validate names the file of a broken edit on disk while the city keeps running; a patch on disk matching nothing is an error', async function () {
+    const { api } = city;
+    expect((await api.get<Validate>('/config/validate')).body.valid).to.equal(true);
+    const path = join(city.dir, 'city.toml');
+    const good = readFileSync(path, 'utf8');
+    writeFileSync(path, `${good}\n[[agent]\nname = broken\n`);
+    const broken = await waitUntil('validate to see the broken file', async () => {
+      const v = (await api.get<Validate>('/config/validate')).body;
+      return v.valid ? undefined : v;
+    });
+    expect(broken.errors[0].file).to.equal('city.toml');
+    expect((await api.get<{ items: Agent[] }>('/agents')).body.items.map((a) => a.name)).to.include('review.lint');
+    writeFileSync(path, `${good}\n[[patches.agent]]\nname = "ghost"\nsuspended = true\n`);
+    const stale = await waitUntil('validate to see the stale patch', async () => {
+      const v = (await api.get<Validate>('/config/validate')).body;
+      return v.errors.some((e) => /ghost/.test(e.message)) ? v : undefined;
+    });
+    expect(stale.errors.find((e) => /ghost/.test(e.message))).to.deep.include({
+      file: 'city.toml',
+      key: 'patches.agent[0]',
+    });
+    writeFileSync(path, good);
+    await waitUntil('validate to be clean again', async () => (await api.get<Validate>('/config/validate')).body.valid);
+    const defaults = await api.get<{
+      workspace: { name: string; prefix: string };
+      agents: unknown[];
+      providers: Record<string, unknown>;
+    }>('/config/defaults');
+    expect(defaults.body.workspace).to.deep.include({ name: 'packed', prefix: 'pac' });
+    expect(defaults.body.agents).to.deep.equal([]);
+    expect(defaults.body.providers).to.have.property('claude');
+    expect(defaults.body.providers).to.not.have.property('echo');
+  });
+
+  it('refuses sources it must not fetch and sources that cannot be fetched, recording nothing', async function () {
+    const { api } = city;
+    const toml = readFileSync(join(city.dir, 'city.toml'), 'utf8');
+    const lock = readFileSync(join(city.dir, 'packs.lock'), 'utf8');
+    expect(
+      expectProblem(await api.post('/packs', { source: 'http://169.254.169.254/latest.git' }), 422, 'validation-failed')
+        .detail,
+    ).to.match(/link-local/);
+    expect(
+      expectProblem(await api.post('/packs', { source: 'https://10.1.2.3/team/pack.git' }), 422, 'validation-failed')
+        .detail,
+    ).to.match(/private/);
+    expect(
+      expectProblem(await api.post('/packs', { source: `file://${root}/missing.git` }), 502, 'pack-fetch-failed')
+        .detail,
+    ).to.match(/git could not fetch/);
+    expect(
+      expectProblem(await api.post('/packs', { source: join(root, 'web') }), 422, 'validation-failed').detail,
+    ).to.match(/not a pack/);
+    expectProblem(await api.post('/packs', { source: `file://${root}/x.git//../etc` }), 422, 'validation-failed');
+    expectProblem(await api.post('/packs', { source: '' }), 422, 'validation-failed');
+    expectProblem(await api.del('/packs/nothing'), 404, 'pack-not-found');
+    expect(readFileSync(join(city.dir, 'city.toml'), 'utf8')).to.equal(toml);
+    expect(readFileSync(join(city.dir, 'packs.lock'), 'utf8')).to.equal(lock);
+  });
+
+  it('a pack served by a local git daemon (git://), added and removed through the CLI', async function () {
+    const served = join(root, 'served');
+    mkdirSync(served);
+    packRepository(served, 'ops');
+    const port = await freePort();
+    daemon = spawn(
+      'git',
+      [
+        'daemon',
+        '--reuseaddr',
+        '--export-all',
+        `--base-path=${served}`,
+        '--listen=127.0.0.1',
+        `--port=${port}`,
+        served,
+      ],
+      { stdio: 'ignore' },
+    );
+    const source = `git://127.0.0.1:${port}/ops`;
+    const out = await waitUntil('the git daemon to serve the pack', async () => {
+      const r = await city.sup.ctl(['--city', 'packed', 'pack', 'add', source]);
+      return r.code === 0 ? r : undefined;
+    });
+    expect(expectSuccess(out)[0]).to.match(
+      /^Added pack ops \(git:\/\/127\.0\.0\.1:\d+\/ops at [0-9a-f]{12}\): 1 agent: ops\.lint$/,
+    );
+    const list = expectSuccess(await city.sup.ctl(['--city', 'packed', 'pack', 'list']));
+    expect(list[0]).to.match(/^NAME\s+SOURCE\s+COMMIT\s+AGENTS$/);
+    expect(list.some((l) => /^ops\s+git:\/\//.test(l))).to.equal(true);
+    expect(expectSuccess(await city.sup.ctl(['--city', 'packed', 'pack', 'remove', 'ops']))).to.deep.equal([
+      'Removed pack ops',
+    ]);
+    expect(readFileSync(join(city.dir, 'packs.lock'), 'utf8')).to.not.include('[packs.ops]');
+    expect((await city.api.get<{ items: Agent[] }>('/agents')).body.items.map((a) => a.name)).to.not.include(
+      'ops.lint',
+    );
+    expectFailure(
+      await city.sup.ctl(['--city', 'packed', 'pack', 'remove', 'ops']),
+      'pack remove',
+      /no pack named ops/,
+    );
+    const explained = expectSuccess(await city.sup.ctl(['--city', 'packed', 'config', 'explain']));
+    expect(explained.some((l) => /^review\.lint\s+pack-derived\s+/.test(l))).to.equal(true);
+    const valid = expectSuccess(await city.sup.ctl(['--city', 'packed', 'config', 'validate']));
+    expect(valid[0]).to.match(/^valid/);
+  });
+});
