@@ -216,7 +216,10 @@ export class ServiceRunner {
     const out = openSync(this.logPath(config.name), 'a');
     let child: ChildProcess;
     try {
-      child = spawn('/bin/sh', ['-c', config.command!], { cwd, env, detached: true, stdio: ['ignore', out, out] });
+      // A simple command is exec'd by the shell, so the pid we watch and report is the service's own.
+      const simple = !/[;&|\n`]|\$\(/.test(config.command!);
+      const line = simple ? `exec ${config.command!}` : config.command!;
+      child = spawn('/bin/sh', ['-c', line], { cwd, env, detached: true, stdio: ['ignore', out, out] });
     } catch (err) {
       closeSync(out);
       this.failed(program, `could not start: ${(err as Error).message}`);
@@ -265,7 +268,7 @@ export class ServiceRunner {
           subject: program.config.name,
           payload: { service: program.config.name, ...(child.pid !== undefined ? { pid: child.pid } : {}) },
         });
-        this.probeSoon(program, child, RUNNING_PROBE_MS);
+        this.probeSoon(program, child, program.config.healthIntervalMs ?? RUNNING_PROBE_MS);
       } else if (Date.now() - program.startedAt > START_TIMEOUT_MS) {
         program.reason = `not healthy within ${START_TIMEOUT_MS / 1000}s of its start`;
         void this.end(program, 'fail');
@@ -288,7 +291,7 @@ export class ServiceRunner {
     } else {
       this.set(program, 'unhealthy');
     }
-    this.probeSoon(program, child, RUNNING_PROBE_MS);
+    this.probeSoon(program, child, program.config.healthIntervalMs ?? RUNNING_PROBE_MS);
   }
 
   /** Its health path answers 2xx; without one, it accepts a connection. */
@@ -323,6 +326,8 @@ export class ServiceRunner {
     if (program.child !== child) return;
     clearTimeout(program.timer);
     program.child = undefined;
+    // Whatever it started in its group goes with it: a restarted service must find its port free.
+    signalGroup(child, 'SIGKILL');
     const ending = program.ending;
     const how = code !== null ? `exited with status ${code}` : `was killed by ${signal}`;
     if (ending === 'stop' || this.stopping) {

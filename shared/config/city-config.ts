@@ -130,6 +130,8 @@ export interface CityServiceConfig {
   socket?: string;
   /** A path answered with 2xx once it is up (and while it stays healthy). */
   health?: string;
+  /** How often a running service is probed (default 5 s); three failures in a row restart it. */
+  healthIntervalMs?: number;
   /** Its working directory (relative to the city). */
   dir?: string;
   env: Record<string, string>;
@@ -449,6 +451,8 @@ export function parseServiceTable(service: Record<string, unknown>, at: (key: st
   if (socket !== undefined) config.socket = socket;
   if (health !== undefined) config.health = health;
   if (dir !== undefined) config.dir = dir;
+  const every = optDuration(service, 'health_interval', at('health_interval'));
+  if (every !== undefined) config.healthIntervalMs = Math.max(every, 100);
   return config;
 }
 
