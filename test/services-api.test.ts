@@ -38,7 +38,7 @@ function wsExchange(url: string, send: string[], count: number): Promise<string[
     }, 10_000);
     ws.on('open', () => send.forEach((m) => ws.send(m)));
     ws.on('message', (data) => {
-      got.push(String(data));
+      got.push(Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.from(data as ArrayBuffer).toString('utf8'));
       if (got.length === count) {
         clearTimeout(timer);
         ws.close();
