@@ -232,6 +232,18 @@ describe('config, packs and patches (real git, real files)', function () {
     }
     expect(readFileSync(join(city.dir, 'city.toml'), 'utf8')).to.not.include('patches');
     expect(readFileSync(join(city.dir, 'city.toml'), 'utf8')).to.include("# the city's own worker");
+
+    // Suspending a pack's agent writes its patch (the pack's files are not ours); resuming takes it away again.
+    expect((await api.post('/agent/review.lint/suspend')).status).to.equal(200);
+    expect((await api.get<Record<string, unknown>>('/patches/agent/review.lint')).body).to.deep.include({
+      Suspended: true,
+    });
+    expect((await api.get<Agent>('/agent/review.lint')).body.state).to.equal('suspended');
+    expect((await api.post('/agent/review.lint/resume')).status).to.equal(200);
+    expectProblem(await api.get('/patches/agent/review.lint'), 404, 'patch-not-found');
+    expect(expectProblem(await api.del('/agent/review.lint'), 409, 'conflict-wrong-state').detail).to.match(
+      /comes from pack review/,
+    );
   });
 
   it('validate names the file of a broken edit on disk while the city keeps running; a patch on disk matching nothing is an error', async function () {

@@ -8,6 +8,7 @@ import { parseDuration } from '../../shared/duration.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { qualifiedName, type AgentDefinition } from './agent-catalog.js';
+import { PatchEditor } from '../config/patch-editor.js';
 import {
   TomlTableEditError,
   appendTable,
@@ -79,7 +80,9 @@ export class AgentEditor {
       );
     }
     if (Object.keys(keys).length === 0) return;
-    if (definition.config.source === 'city.toml') {
+    if (definition.config.origin === 'pack-derived' || definition.config.source === 'pack.toml') {
+      this.patch(definition, keys);
+    } else if (definition.config.source === 'city.toml') {
       const index = this.indexInCityToml(definition);
       this.writeCityToml((text) => setTableKeys(text, 'agent', index, keys));
     } else {
@@ -88,6 +91,12 @@ export class AgentEditor {
   }
 
   remove(definition: AgentDefinition): void {
+    if (definition.config.origin === 'pack-derived') {
+      throw new Problem(
+        'conflict-wrong-state',
+        `conflict: agent ${definition.name} comes from pack ${definition.config.pack}; remove the pack (DELETE /packs/${definition.config.pack?.split('.')[0]}) or suspend the agent`,
+      );
+    }
     if (definition.config.source !== 'city.toml') {
       throw new Problem(
         'conflict-wrong-state',
@@ -96,6 +105,24 @@ export class AgentEditor {
     }
     const index = this.indexInCityToml(definition);
     this.writeCityToml((text) => removeTable(text, 'agent', index));
+  }
+
+  /**
+   * An agent a pack brings (or the root pack.toml declares) is not ours to edit in place — a pack's files are
+   * the pack's, in the cache — so a change to it is its `[[patches.agent]]` in city.toml: the keys merged into
+   * the patch it has, the patch removed when nothing is left in it.
+   */
+  private patch(definition: AgentDefinition, keys: Record<string, TableValue | undefined>): void {
+    const patches = new PatchEditor(this.city);
+    const name = definition.config.name;
+    const existing = patches.list('agent').find((p) => p.name === name && (p.dir ?? '') === (definition.rig ?? ''));
+    const fields = { ...((existing?.fields ?? {}) as Record<string, TableValue>) };
+    for (const [key, value] of Object.entries(keys)) {
+      if (value === undefined) delete fields[key];
+      else fields[key] = value;
+    }
+    if (Object.keys(fields).length > 0) patches.set('agent', name, definition.rig, fields);
+    else if (existing) patches.remove('agent', name, definition.rig);
   }
 
   /** Sets `[workspace] suspended` (the city's suspension). */

@@ -5,7 +5,7 @@ import type { FSWatcher } from 'chokidar';
 const DEBOUNCE_MS = 200;
 
 /** What of a city is its configuration: these files and directories, relative to its root. */
-const WATCHED = ['city.toml', 'pack.toml', 'agents', 'formulas', 'orders'];
+const WATCHED = ['city.toml', 'pack.toml', 'packs.lock', 'agents', 'formulas', 'orders'];
 
 /**
  * Watches a city's configuration files (`city.toml`, `agents/`, `formulas/`, `orders/`) and calls `changed`
