@@ -35,6 +35,7 @@ import { watchConfig } from './agents/config-watch.js';
 import { AgentTick } from './agents/tick.js';
 import { UsageLog } from './usage/usage-log.js';
 import { serviceUpgrade } from './service-proxy.js';
+import { serviceFastPath } from './service-fast-path.js';
 
 /** A session's program gets this long after SIGTERM before SIGKILL (our own shutdown is bounded at 5 s). */
 const SESSION_STOP_GRACE_MS = 3000;
@@ -196,7 +197,10 @@ export async function run(options: ControllerRunOptions): Promise<void> {
       ]);
       return handlerOf(createControllerApp(running, logger));
     });
-    server = createServer({ requireHostHeader: false }, handler);
+    const fastService = serviceFastPath(running);
+    server = createServer({ requireHostHeader: false }, (req, res) => {
+      if (!fastService(req, res)) void handler(req, res);
+    });
     server.keepAliveTimeout = 65_000;
     // WebSockets to workspace services (`svc/<name>/…`), spliced through to the service.
     server.on('upgrade', serviceUpgrade(running));

@@ -22,7 +22,7 @@ export function serviceProxy(city: CityRuntime): Middleware {
       await next();
       return;
     }
-    const { target, tail, service } = route(city, ctx.path.slice(prefix.length));
+    const { target, tail, service } = routeService(city, ctx.path.slice(prefix.length));
     const key = `${service.name}@${'socketPath' in target ? target.socketPath : `${target.host}:${target.port}`}`;
     let agent = agents.get(key);
     if (!agent) {
@@ -50,7 +50,7 @@ export function serviceUpgrade(city: CityRuntime): (req: IncomingMessage, socket
       if (path !== prefix && !path.startsWith(`${prefix}/`)) {
         throw new Problem('route-not-found', 'not_found: only workspace services (svc/<name>/…) take WebSockets');
       }
-      const { target, tail } = route(city, path.slice(prefix.length));
+      const { target, tail } = routeService(city, path.slice(prefix.length));
       tunnelUpgrade(req, socket, head, {
         ...('socketPath' in target ? { socketPath: target.socketPath } : { host: target.host, port: target.port }),
         path: `${'basePath' in target ? target.basePath : ''}${tail || '/'}${query}`,
@@ -64,7 +64,7 @@ export function serviceUpgrade(city: CityRuntime): (req: IncomingMessage, socket
 }
 
 /** `/<service>/<rest>` to the service and what to ask it for; a Problem when it cannot be reached. */
-function route(
+export function routeService(
   city: CityRuntime,
   afterPrefix: string,
 ): { target: ServiceTarget; tail: string; service: CityServiceConfig } {
