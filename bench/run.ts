@@ -1,7 +1,7 @@
 /**
  * Benchmarks, against a real supervisor and real controllers (build first: `npm run bench` does).
  *
- *   npx tsx bench/run.ts [foundation|events|beads|sessions|sessions-acp|sessions-real-clis|agents|workflows|config|all]   (default: all, one after the other)
+ *   npx tsx bench/run.ts [foundation|events|beads|sessions|sessions-acp|sessions-real-clis|agents|workflows|config|extmsg|all]   (default: all, one after the other)
  *   npm run bench -- beads                                  (builds, then runs one)
  *
  * foundation (bench/foundation.ts): city create latency, memory, proxied vs direct GET → .bench-out/foundation.json
@@ -12,6 +12,7 @@
  * sessions-real-clis (bench/sessions-real-clis.ts): the real Claude Code and Codex against the scripted model server → .bench-out/sessions-real-clis.json
  * agents (bench/agents.ts): the tick with 50 agents and 500 beads, sling → first turn, 20 cities × 5 agents at idle → .bench-out/agents.json
  * workflows (bench/workflows.ts): a 100-step formula instantiated, GET /runs with 1,000 molecules, 100 cooldown orders' evaluation → .bench-out/workflows.json
+ * extmsg (bench/extmsg.ts): inbound → session reply → adapter callback round trip, transcript pages of a 1,000-message conversation → .bench-out/extmsg.json
  * config (bench/config.ts): composing 10 packs × 10 agents, the svc/* proxy vs the service directly, GET /rigs?git=true with 20 rigs → .bench-out/config.json
  */
 import { runAgents } from './agents.js';
@@ -22,6 +23,7 @@ import { runSessionsRealClis } from './sessions-real-clis.js';
 import { runSessions, runSessionsAcp } from './sessions.js';
 import { runWorkflows } from './workflows.js';
 import { runConfig } from './config.js';
+import { runExtmsg } from './extmsg.js';
 
 const BENCHMARKS: Record<string, () => Promise<void>> = {
   foundation: runFoundation,
@@ -33,6 +35,7 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   agents: runAgents,
   workflows: runWorkflows,
   config: runConfig,
+  extmsg: runExtmsg,
 };
 
 async function main(): Promise<void> {

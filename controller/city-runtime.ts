@@ -30,6 +30,7 @@ import { OrderCatalog } from './orders/order-catalog.js';
 import { OrderDispatcher } from './orders/order-dispatch.js';
 import { OrderScheduler } from './orders/order-scheduler.js';
 import { ServiceRunner } from './services/service-runner.js';
+import { ExtmsgService } from './extmsg/extmsg-service.js';
 
 /**
  * A city's configuration as the controller runs it: `city.toml` read and its agents (inline and from `agents/`)
@@ -170,6 +171,14 @@ export class CityRuntime {
       env: process.env,
       logger,
     });
+    this.extmsg = new ExtmsgService({
+      dir: join(paths.runtimeDir, 'extmsg'),
+      log,
+      sessions,
+      agent: (agentName) => this.agent(agentName),
+      callbackHosts: () => this.config.extmsgCallbackHosts,
+      logger,
+    });
     this.providerEditor = new ProviderEditor({
       configPath: paths.config,
       reload: (next) => this.reloadConfig(next),
@@ -189,6 +198,8 @@ export class CityRuntime {
   readonly maintenance: StoreMaintenance;
   /** When orders fire (started with the tick). */
   readonly orderScheduler: OrderScheduler;
+  /** External messaging: adapters, bindings, groups, transcripts. */
+  readonly extmsg: ExtmsgService;
   /** The city's program services (`[[service]]` with a command). */
   readonly services: ServiceRunner;
   /** The provider API's writes to `city.toml`. */

@@ -211,6 +211,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     await log.append({ type: 'controller.started', actor: 'ctl', subject: name, payload: {} });
     tick.start();
     running.services.reconcile(running.config.services);
+    running.extmsg.start();
     // Runs that were in flight when the last controller stopped carry on (their checks, gates and finalize).
     running.molecules.resume();
     running.orderScheduler.start();
@@ -234,6 +235,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
         running.molecules.stop();
         running.commands.stop();
         running.clock.stop();
+        running.extmsg.stop();
         await running.services.stop();
         await stopWatching();
       },

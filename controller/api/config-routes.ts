@@ -1,4 +1,5 @@
-import { Body, Controller, Delete, Get, Path, Put, Response, Route, Tags } from '@tsoa/runtime';
+import { Body, Controller, Delete, Get, Path, Put, Query, Response, Route, Tags } from '@tsoa/runtime';
+import { pageOf } from './list-page.js';
 import type { ConfigExplainResponse, ConfigResponse, ConfigValidateOutputBody } from '../../shared/dto/config.js';
 import type { ErrorModel } from '../../shared/dto/errors.js';
 import type {
@@ -85,11 +86,26 @@ export class ConfigRoutes extends Controller {
   /**
    * The `[[patches.agent]]` tables of city.toml: changes laid over agents the city or its packs declare.
    * @summary List agent patches
+   * @param limit Page size, 1–1000 (default 100; 0 means the default).
+   * @param cursor `next_cursor` of the previous page.
+   * @isInt limit
+   * @minimum limit 0
+   * @maximum limit 1000
    */
   @Get('patches/agents')
-  public listAgentPatches(@Path('cityName') _cityName: string): ListBodyAgentPatch {
-    const items = new PatchEditor(this.city).list('agent').map(agentPatchView);
-    return { items, total: items.length };
+  public listAgentPatches(
+    @Path('cityName') _cityName: string,
+    @Query() limit?: number,
+    @Query() cursor?: string,
+  ): ListBodyAgentPatch {
+    const page = pageOf(
+      new PatchEditor(this.city).list('agent'),
+      (p) => `${p.dir ?? ''}/${p.name}`,
+      'pa',
+      limit,
+      cursor,
+    );
+    return { ...page, items: page.items.map(agentPatchView) };
   }
 
   /**
@@ -160,11 +176,26 @@ export class ConfigRoutes extends Controller {
   /**
    * The `[[patches.provider]]` tables of city.toml.
    * @summary List provider patches
+   * @param limit Page size, 1–1000 (default 100; 0 means the default).
+   * @param cursor `next_cursor` of the previous page.
+   * @isInt limit
+   * @minimum limit 0
+   * @maximum limit 1000
    */
   @Get('patches/providers')
-  public listProviderPatches(@Path('cityName') _cityName: string): ListBodyProviderPatch {
-    const items = new PatchEditor(this.city).list('provider').map(providerPatchView);
-    return { items, total: items.length };
+  public listProviderPatches(
+    @Path('cityName') _cityName: string,
+    @Query() limit?: number,
+    @Query() cursor?: string,
+  ): ListBodyProviderPatch {
+    const page = pageOf(
+      new PatchEditor(this.city).list('provider'),
+      (p) => `${p.dir ?? ''}/${p.name}`,
+      'pp',
+      limit,
+      cursor,
+    );
+    return { ...page, items: page.items.map(providerPatchView) };
   }
 
   /**
@@ -206,11 +237,20 @@ export class ConfigRoutes extends Controller {
   /**
    * The `[[patches.rig]]` tables of city.toml.
    * @summary List rig patches
+   * @param limit Page size, 1–1000 (default 100; 0 means the default).
+   * @param cursor `next_cursor` of the previous page.
+   * @isInt limit
+   * @minimum limit 0
+   * @maximum limit 1000
    */
   @Get('patches/rigs')
-  public listRigPatches(@Path('cityName') _cityName: string): ListBodyRigPatch {
-    const items = new PatchEditor(this.city).list('rig').map(rigPatchView);
-    return { items, total: items.length };
+  public listRigPatches(
+    @Path('cityName') _cityName: string,
+    @Query() limit?: number,
+    @Query() cursor?: string,
+  ): ListBodyRigPatch {
+    const page = pageOf(new PatchEditor(this.city).list('rig'), (p) => `${p.dir ?? ''}/${p.name}`, 'pr', limit, cursor);
+    return { ...page, items: page.items.map(rigPatchView) };
   }
 
   /**

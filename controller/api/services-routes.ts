@@ -1,4 +1,5 @@
-import { Controller, Get, Path, Post, Response, Route, Tags } from '@tsoa/runtime';
+import { Controller, Get, Path, Post, Query, Response, Route, Tags } from '@tsoa/runtime';
+import { pageOf } from './list-page.js';
 import type { ErrorModel } from '../../shared/dto/errors.js';
 import type { ListBodyServiceStatus, ServiceRestartOutputBody, ServiceStatus } from '../../shared/dto/services.js';
 import { Problem } from '../../shared/http/problem.js';
@@ -22,11 +23,21 @@ export class ServicesRoutes extends Controller {
    * with its state (`starting`, `running`, `unhealthy`, `backoff` with when it starts again, `stopped`), pid,
    * port or socket, restarts, and why it last ended.
    * @summary List services
+   * @param limit Page size, 1–1000 (default 100; 0 means the default).
+   * @param cursor `next_cursor` of the previous page.
+   * @isInt limit
+   * @minimum limit 0
+   * @maximum limit 1000
    */
   @Get('services')
-  public listServices(@Path('cityName') _cityName: string): ListBodyServiceStatus {
-    const items = this.city.config.services.map((s) => this.city.services.status(s));
-    return { items, total: items.length };
+  @Response<ErrorModel>(400, 'Invalid cursor')
+  public listServices(
+    @Path('cityName') _cityName: string,
+    @Query() limit?: number,
+    @Query() cursor?: string,
+  ): ListBodyServiceStatus {
+    const page = pageOf(this.city.config.services, (s) => s.name, 'svc', limit, cursor);
+    return { ...page, items: page.items.map((s) => this.city.services.status(s)) };
   }
 
   /**

@@ -182,6 +182,8 @@ export interface CityConfig {
   patches: CityPatches;
   /** `[agent_defaults]`: keys every agent has unless it sets them itself. */
   agentDefaults: Record<string, unknown>;
+  /** `[extmsg] allowed_callback_hosts`: hosts besides loopback adapters' callback URLs may name. */
+  extmsgCallbackHosts: string[];
   /** `[maintenance] interval`: bead store maintenance runs this often (none when absent). */
   maintenanceIntervalMs?: number;
   /** `[events] rotation_max_bytes`: rotate the event log once it reaches this size. */
@@ -243,7 +245,16 @@ export function parseCityConfig(text: string, path: string): CityConfig {
     ),
     patches: parsePatches(table(doc, 'patches', where), (k) => where(`patches.${k}`)),
     agentDefaults: table(doc, 'agent_defaults', where),
+    extmsgCallbackHosts: [],
   };
+  const extmsg = table(doc, 'extmsg', where);
+  if (extmsg.allowed_callback_hosts !== undefined) {
+    const hosts = extmsg.allowed_callback_hosts;
+    if (!Array.isArray(hosts) || hosts.some((h) => typeof h !== 'string')) {
+      throw new ConfigError(`${where('extmsg.allowed_callback_hosts')} must be an array of host names`);
+    }
+    cfg.extmsgCallbackHosts = (hosts as string[]).map((h) => h.toLowerCase());
+  }
   if (cfg.workspace.name !== undefined && !CITY_NAME_PATTERN.test(cfg.workspace.name)) {
     throw new ConfigError(`${where('workspace.name')} must match ${CITY_NAME_PATTERN.source}`);
   }

@@ -98,18 +98,24 @@ export interface ListBodyAgentPatch {
   items: AgentPatch[];
   /** @isInt */
   total: number;
+  /** The cursor of the next page, when there is one. */
+  next_cursor?: string;
 }
 
 export interface ListBodyProviderPatch {
   items: ProviderPatch[];
   /** @isInt */
   total: number;
+  /** The cursor of the next page, when there is one. */
+  next_cursor?: string;
 }
 
 export interface ListBodyRigPatch {
   items: RigPatch[];
   /** @isInt */
   total: number;
+  /** The cursor of the next page, when there is one. */
+  next_cursor?: string;
 }
 
 /** Body of a `PUT /patches/…`: which patch was written. */

@@ -42,6 +42,8 @@ export interface ListBodyServiceStatus {
   items: ServiceStatus[];
   /** @isInt */
   total: number;
+  /** The cursor of the next page, when there is one. */
+  next_cursor?: string;
 }
 
 /** Body of `POST /service/{name}/restart`. */

@@ -18,6 +18,14 @@ import type { StoreMaintenancePayload } from '../dto/maintenance.js';
 import type { RigCreateSucceededPayload, RigProvisionProgressPayload } from '../dto/rigs.js';
 import type { ServiceEventPayload } from '../dto/services.js';
 import type {
+  AdapterEventPayload,
+  BoundEventPayload,
+  GroupCreatedEventPayload,
+  InboundEventPayload,
+  OutboundEventPayload,
+  UnboundEventPayload,
+} from '../dto/extmsg.js';
+import type {
   SessionCrashedPayload,
   SessionCreateSucceededPayload,
   SessionLifecyclePayload,
@@ -60,6 +68,12 @@ export interface EventPayloadTypes {
   StoreMaintenancePayload: StoreMaintenancePayload;
   RigCreateSucceededPayload: RigCreateSucceededPayload;
   ServiceEventPayload: ServiceEventPayload;
+  AdapterEventPayload: AdapterEventPayload;
+  BoundEventPayload: BoundEventPayload;
+  UnboundEventPayload: UnboundEventPayload;
+  GroupCreatedEventPayload: GroupCreatedEventPayload;
+  InboundEventPayload: InboundEventPayload;
+  OutboundEventPayload: OutboundEventPayload;
   RigProvisionProgressPayload: RigProvisionProgressPayload;
 }
 
@@ -131,6 +145,13 @@ export const EVENT_PAYLOADS = {
   'service.ready': 'ServiceEventPayload',
   'service.exited': 'ServiceEventPayload',
   'service.stopped': 'ServiceEventPayload',
+  'extmsg.adapter_added': 'AdapterEventPayload',
+  'extmsg.adapter_removed': 'AdapterEventPayload',
+  'extmsg.bound': 'BoundEventPayload',
+  'extmsg.unbound': 'UnboundEventPayload',
+  'extmsg.group_created': 'GroupCreatedEventPayload',
+  'extmsg.inbound': 'InboundEventPayload',
+  'extmsg.outbound': 'OutboundEventPayload',
   'request.result.rig.create': 'RigCreateSucceededPayload',
   'request.result.session.create': 'SessionCreateSucceededPayload',
   'request.result.session.message': 'SessionMessageSucceededPayload',

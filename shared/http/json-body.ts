@@ -24,8 +24,13 @@ export function jsonBody(options: { rawText?: RegExp[] } = {}): Middleware {
   let parser: Promise<Middleware> | undefined;
   const load = async (): Promise<Middleware> => {
     const { koaBody } = await import('koa-body');
+    type HttpMethod = NonNullable<Parameters<typeof koaBody>[0]>['parsedMethods'] extends (infer M)[] | undefined
+      ? M
+      : never;
     return koaBody({
       json: true,
+      // koa-body reads POST, PUT and PATCH bodies only; some DELETEs carry one (DELETE /extmsg/adapters).
+      parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as HttpMethod[],
       urlencoded: false,
       text: false,
       multipart: false,

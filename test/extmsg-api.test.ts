@@ -1,0 +1,497 @@
+import { createServer, type Server } from 'node:http';
+import { expect } from 'chai';
+import { expectProblem } from './helpers/city-api.js';
+import { expectFailure, expectSuccess } from './helpers/cli.js';
+import { createSession, startSessionCity, type SessionCity } from './helpers/sessions.js';
+import { CSRF } from './helpers/supervisor.js';
+import { waitUntil } from './helpers/wait.js';
+
+interface Posted {
+  message_id: string;
+  conversation: { conversation_id: string };
+  text: string;
+  part: number;
+  parts: number;
+  session_id: string;
+}
+
+interface Transcript {
+  items: { Sequence: number; Kind: string; Text: string; SourceSessionID: string }[];
+  total: number;
+  next_cursor?: string;
+}
+
+/** A loopback adapter: what the city POSTs to it, and how it answers (`refuse` times 500 first). */
+class FakeAdapter {
+  readonly posted: Posted[] = [];
+  refuse = 0;
+  private server!: Server;
+  url = '';
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c: Buffer) => (raw += c.toString()));
+      req.on('end', () => {
+        if (this.refuse > 0) {
+          this.refuse--;
+          res.writeHead(500).end('not now');
+          return;
+        }
+        this.posted.push(JSON.parse(raw) as Posted);
+        res.writeHead(200).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    const address = this.server.address();
+    this.url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/outbound`;
+  }
+
+  stop(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+const room = (id: string) => ({
+  scope_id: 'chat.example',
+  provider: 'chat',
+  account_id: 'bot',
+  conversation_id: id,
+  kind: 'room',
+});
+
+let counter = 0;
+function inbound(conversation: ReturnType<typeof room>, text: string, id = `m-${++counter}`) {
+  return {
+    provider: 'chat',
+    account_id: 'bot',
+    message: {
+      provider_message_id: id,
+      conversation,
+      actor: { id: 'u1', display_name: 'Ada', is_bot: false },
+      text,
+      received_at: new Date().toISOString(),
+    },
+  };
+}
+
+describe('external messaging (adapters, bindings, groups, transcripts)', function () {
+  this.timeout(60_000);
+  let city: SessionCity;
+  let adapter: FakeAdapter;
+  let session: string;
+
+  before(async function () {
+    adapter = new FakeAdapter();
+    await adapter.start();
+    city = await startSessionCity(
+      'chatty',
+      '\n[[agent]]\nname = "helper"\nprovider = "echo"\nmin_active_sessions = 0\n',
+    );
+    session = await createSession(city.api, { name: 'echo', title: 'room bot' });
+  });
+  after(async () => {
+    await city?.sup.cleanup();
+    await adapter?.stop();
+  });
+
+  it('contract: a registered adapter, a bound conversation, an inbound message — the reply reaches the callback; the transcript has both', async function () {
+    const { api } = city;
+    const registered = await api.post('/extmsg/adapters', {
+      provider: 'chat',
+      account_id: 'bot',
+      callback_url: adapter.url,
+      capabilities: { MaxMessageLength: 0, SupportsAttachments: false, SupportsChildConversations: true },
+    });
+    expect(registered.status, JSON.stringify(registered.body)).to.equal(201);
+    expect(registered.body).to.deep.equal({
+      provider: 'chat',
+      account_id: 'bot',
+      name: 'chat-bot',
+      status: 'registered',
+    });
+    // Registering again (an adapter restarting) updates it.
+    expect(
+      (await api.post('/extmsg/adapters', { provider: 'chat', account_id: 'bot', callback_url: adapter.url })).body,
+    ).to.deep.include({ status: 'updated' });
+
+    const bound = await api.post<{ SessionID: string; BindingGeneration: number; Status: string }>('/extmsg/bind', {
+      conversation: room('#general'),
+      session_id: session,
+    });
+    expect(bound.status, JSON.stringify(bound.body)).to.equal(200);
+    expect(bound.body).to.deep.include({ SessionID: session, BindingGeneration: 1, Status: 'active' });
+
+    const started = Date.now();
+    const result = await api.post<{ Status: string; TargetSessionID: string; TranscriptEntry: { Sequence: number } }>(
+      '/extmsg/inbound',
+      inbound(room('#general'), 'hello there'),
+    );
+    expect(result.status, JSON.stringify(result.body)).to.equal(200);
+    expect(result.body).to.deep.include({ Status: 'delivered', TargetSessionID: session });
+    expect(result.body.TranscriptEntry.Sequence).to.equal(1);
+    const reply = await waitUntil(
+      'the reply at the adapter',
+      async () => adapter.posted.find((p) => p.text === 'echo: hello there'),
+      5000,
+    );
+    expect(Date.now() - started).to.be.lessThan(5000);
+    expect(reply).to.deep.include({ session_id: session, part: 1, parts: 1 });
+    expect(reply.conversation.conversation_id).to.equal('#general');
+
+    const transcript = await api.get<Transcript>(
+      '/extmsg/transcript?scope_id=chat.example&provider=chat&account_id=bot&conversation_id=%23general',
+    );
+    expect(transcript.body.items.map((r) => [r.Sequence, r.Kind, r.Text])).to.deep.equal([
+      [1, 'inbound', 'hello there'],
+      [2, 'outbound', 'echo: hello there'],
+    ]);
+    const events = await api.get<{ items: { type: string; payload: Record<string, unknown> }[] }>('/events?limit=200');
+    const types = events.body.items.map((e) => e.type);
+    expect(types).to.include.members(['extmsg.adapter_added', 'extmsg.bound', 'extmsg.inbound', 'extmsg.outbound']);
+    expect(events.body.items.find((e) => e.type === 'extmsg.outbound')?.payload).to.deep.include({
+      status: 'delivered',
+      attempts: 1,
+    });
+  });
+
+  it('records a message once however often it arrives; an unbound conversation is recorded and says so', async function () {
+    const { api } = city;
+    const before = adapter.posted.length;
+    const first = await api.post<{ Status: string }>(
+      '/extmsg/inbound',
+      inbound(room('#general'), 'only once', 'dup-1'),
+    );
+    expect(first.body.Status).to.equal('delivered');
+    const again = await api.post<{ Status: string; TranscriptEntry: { Sequence: number } }>(
+      '/extmsg/inbound',
+      inbound(room('#general'), 'only once', 'dup-1'),
+    );
+    expect(again.status).to.equal(200);
+    expect(again.body.Status).to.equal('duplicate');
+    await waitUntil('the one reply', async () => adapter.posted.some((p) => p.text === 'echo: only once'));
+    const transcript = await api.get<Transcript>('/extmsg/transcript?conversation_id=%23general');
+    expect(transcript.body.items.filter((r) => r.Text === 'only once')).to.have.length(1);
+    expect(adapter.posted.slice(before).filter((p) => p.text === 'echo: only once')).to.have.length(1);
+
+    const lonely = await api.post<{ Status: string; Reason: string; TargetSessionID: string }>(
+      '/extmsg/inbound',
+      inbound(room('#empty'), 'anyone?'),
+    );
+    expect(lonely.status).to.equal(200);
+    expect(lonely.body).to.deep.include({ Status: 'unbound', TargetSessionID: '' });
+    expect(lonely.body.Reason).to.match(/bound to no session or agent/);
+    expect((await api.get<Transcript>('/extmsg/transcript?conversation_id=%23empty')).body.total).to.equal(1);
+  });
+
+  it('bindings: a rebind needs replace and makes a new generation; agents bind too; unbind ends them', async function () {
+    const { api } = city;
+    const other = await createSession(api, { name: 'echo', title: 'other' });
+    expectProblem(
+      await api.post('/extmsg/bind', { conversation: room('#general'), session_id: other }),
+      409,
+      'conflict-wrong-state',
+    );
+    const moved = await api.post<{ SessionID: string; BindingGeneration: number }>('/extmsg/bind', {
+      conversation: room('#general'),
+      session_id: other,
+      replace: true,
+    });
+    expect(moved.body).to.deep.include({ SessionID: other, BindingGeneration: 2 });
+    const all = await api.get<{ items: { Status: string; BindingGeneration: number }[] }>('/extmsg/bindings?all=true');
+    expect(all.body.items.filter((b) => b.Status === 'ended').map((b) => b.BindingGeneration)).to.include(1);
+    // An agent binding: its session is started for the message when none runs.
+    expect((await api.post('/extmsg/bind', { conversation: room('#help'), agent_name: 'helper' })).status).to.equal(
+      200,
+    );
+    const toAgent = await api.post<{ Status: string; TargetAgentName: string; TargetSessionID: string }>(
+      '/extmsg/inbound',
+      inbound(room('#help'), 'help me'),
+    );
+    expect(toAgent.body).to.deep.include({ Status: 'delivered', TargetAgentName: 'helper' });
+    await waitUntil(
+      'the agent to answer',
+      async () =>
+        adapter.posted.some((p) => p.text === 'echo: help me' && p.session_id === toAgent.body.TargetSessionID),
+      15_000,
+    );
+    const unbound = await api.post<{ unbound: { Conversation: { conversation_id: string } }[] }>('/extmsg/unbind', {
+      agent_name: 'helper',
+    });
+    expect(unbound.body.unbound.map((b) => b.Conversation.conversation_id)).to.deep.equal(['#help']);
+    expect((await api.get<{ items: unknown[] }>(`/extmsg/bindings?session_id=${other}`)).body.items).to.have.length(1);
+
+    expectProblem(
+      await api.post('/extmsg/bind', { conversation: room('#x'), session_id: 'nope' }),
+      404,
+      'session-not-found',
+    );
+    expectProblem(
+      await api.post('/extmsg/bind', { conversation: room('#x'), agent_name: 'nobody' }),
+      404,
+      'agent-not-found',
+    );
+    expectProblem(await api.post('/extmsg/bind', { conversation: room('#x') }), 422, 'validation-failed');
+    expectProblem(
+      await api.post('/extmsg/bind', { conversation: { ...room('#x'), kind: 'thread' }, session_id: other }),
+      422,
+      'validation-failed',
+    );
+  });
+
+  it('outbound: split by the adapter’s MaxMessageLength, never cut; idempotent by key; retried until the adapter takes it', async function () {
+    const { api } = city;
+    await api.post('/extmsg/adapters', {
+      provider: 'chat',
+      account_id: 'bot',
+      callback_url: adapter.url,
+      capabilities: { MaxMessageLength: 20, SupportsAttachments: false, SupportsChildConversations: false },
+    });
+    const text = 'the quick brown fox jumps over the lazy dog and keeps running';
+    const sent = await api.post<{ Receipt: { MessageID: string; Delivered: boolean; Metadata: { parts: string } } }>(
+      '/extmsg/outbound',
+      {
+        session_id: session,
+        conversation: room('#general'),
+        text,
+        idempotency_key: 'k-1',
+      },
+    );
+    expect(sent.status, JSON.stringify(sent.body)).to.equal(200);
+    expect(sent.body.Receipt.Delivered).to.equal(true);
+    const parts = adapter.posted.filter((p) => p.message_id.startsWith(sent.body.Receipt.MessageID));
+    expect(parts.length).to.equal(Number(sent.body.Receipt.Metadata.parts)).and.be.greaterThan(2);
+    expect(parts.every((p) => p.text.length <= 20)).to.equal(true);
+    expect(parts.map((p) => p.text).join(' ')).to.equal(text);
+    const repeat = await api.post<{ Receipt: { MessageID: string } }>('/extmsg/outbound', {
+      session_id: session,
+      conversation: room('#general'),
+      text,
+      idempotency_key: 'k-1',
+    });
+    expect(repeat.body.Receipt.MessageID).to.equal(sent.body.Receipt.MessageID);
+    expect(adapter.posted.filter((p) => p.message_id.startsWith(sent.body.Receipt.MessageID))).to.have.length(
+      parts.length,
+    );
+
+    adapter.refuse = 2;
+    const late = await api.post<{
+      Receipt: { Delivered: boolean; FailureKind: string; RetryAfter: number; MessageID: string };
+    }>('/extmsg/outbound', {
+      session_id: session,
+      conversation: room('#general'),
+      text: 'eventually',
+    });
+    expect(late.body.Receipt).to.deep.include({ Delivered: false, FailureKind: 'retrying' });
+    expect(late.body.Receipt.RetryAfter).to.be.greaterThan(0);
+    await waitUntil(
+      'the retried delivery',
+      async () => adapter.posted.some((p) => p.message_id === late.body.Receipt.MessageID),
+      10_000,
+    );
+    const outcomes = (
+      await api.get<{ items: { seq: number; type: string; payload: { message_id: string; status: string } }[] }>(
+        '/events?type=extmsg.outbound&limit=100',
+      )
+    ).body.items
+      .filter((e) => e.payload.message_id === late.body.Receipt.MessageID)
+      .sort((a, b) => a.seq - b.seq)
+      .map((e) => e.payload.status);
+    expect(outcomes).to.deep.equal(['retrying', 'retrying', 'delivered']);
+
+    expectProblem(
+      await api.post('/extmsg/outbound', {
+        session_id: session,
+        conversation: { ...room('#general'), provider: 'nochat', account_id: 'x' },
+        text: 'hi',
+      }),
+      404,
+      'adapter-not-found',
+    );
+    expectProblem(
+      await api.post('/extmsg/outbound', { session_id: 'nope', conversation: room('#general'), text: 'hi' }),
+      404,
+      'session-not-found',
+    );
+    expectProblem(
+      await api.post('/extmsg/adapters', {
+        provider: 'evil',
+        account_id: 'x',
+        callback_url: 'http://169.254.169.254/latest',
+      }),
+      422,
+      'validation-failed',
+    );
+    expectProblem(
+      await api.post('/extmsg/adapters', {
+        provider: 'evil',
+        account_id: 'x',
+        callback_url: 'http://example.com/hook',
+      }),
+      422,
+      'validation-failed',
+    );
+    expectProblem(
+      await api.post('/extmsg/inbound', inbound({ ...room('#general') }, 'x'.repeat(40_000))),
+      422,
+      'validation-failed',
+    );
+    expectProblem(
+      await api.post('/extmsg/inbound', {
+        ...inbound(room('#general'), 'hi'),
+        provider: 'ghost',
+        account_id: 'none',
+        message: {
+          ...inbound(room('#general'), 'hi').message,
+          conversation: { ...room('#general'), provider: 'ghost', account_id: 'none' },
+        },
+      }),
+      404,
+      'adapter-not-found',
+    );
+    await api.post('/extmsg/adapters', {
+      provider: 'chat',
+      account_id: 'bot',
+      callback_url: adapter.url,
+      capabilities: { MaxMessageLength: 0, SupportsAttachments: false, SupportsChildConversations: true },
+    });
+    // DELETE takes its adapter in the body.
+    await api.post('/extmsg/adapters', { provider: 'tmp', account_id: 'x', callback_url: adapter.url });
+    expect((await api.call('DELETE', '/extmsg/adapters', { provider: 'tmp', account_id: 'x' })).status).to.equal(200);
+    expectProblem(
+      await api.call('DELETE', '/extmsg/adapters', { provider: 'tmp', account_id: 'x' }),
+      404,
+      'adapter-not-found',
+    );
+  });
+
+  it('groups: two sessions in one room, each addressed by its handle; untargeted messages go to the default', async function () {
+    const { api } = city;
+    const alpha = await createSession(api, { name: 'echo', title: 'alpha' });
+    const beta = await createSession(api, { name: 'echo', title: 'beta' });
+    const group = await api.post<{ ID: string; Mode: string }>('/extmsg/groups', {
+      root_conversation: room('#team'),
+      default_handle: 'alpha',
+    });
+    expect(group.status).to.equal(201);
+    expect(group.body.Mode).to.equal('launcher');
+    expect((await api.post<{ ID: string }>('/extmsg/groups', { root_conversation: room('#team') })).body.ID).to.equal(
+      group.body.ID,
+    );
+    for (const [handle, id] of [
+      ['alpha', alpha],
+      ['beta', beta],
+    ]) {
+      const p = await api.post<{ Handle: string; SessionID: string }>('/extmsg/participants', {
+        group_id: group.body.ID,
+        handle,
+        session_id: id,
+      });
+      expect(p.body).to.deep.include({ Handle: handle, SessionID: id });
+    }
+    const toBeta = await api.post<{ TargetSessionID: string; GroupRoute: { Match: string } }>(
+      '/extmsg/inbound',
+      inbound(room('#team'), '@beta: status please'),
+    );
+    expect(toBeta.body.TargetSessionID).to.equal(beta);
+    expect(toBeta.body.GroupRoute.Match).to.equal('mention');
+    await waitUntil('beta to answer', async () =>
+      adapter.posted.some((p) => p.session_id === beta && p.text === 'echo: status please'),
+    );
+    const toDefault = await api.post<{ TargetSessionID: string; GroupRoute: { Match: string } }>(
+      '/extmsg/inbound',
+      inbound(room('#team'), 'anyone'),
+    );
+    expect(toDefault.body).to.deep.include({ TargetSessionID: alpha });
+    expect(toDefault.body.GroupRoute.Match).to.equal('default');
+    const fetched = await api.get<{ ID: string; LastAddressedHandle: string; Participants: unknown[] }>(
+      '/extmsg/groups?conversation_id=%23team',
+    );
+    expect(fetched.body).to.deep.include({ ID: group.body.ID, LastAddressedHandle: 'beta' });
+    expect(fetched.body.Participants).to.have.length(2);
+    const removed = await api.call('DELETE', '/extmsg/participants', { group_id: group.body.ID, handle: 'beta' });
+    expect(removed.status, JSON.stringify(removed.body)).to.equal(200);
+    expectProblem(
+      await api.call('DELETE', '/extmsg/participants', { group_id: group.body.ID, handle: 'beta' }),
+      404,
+      'extmsg-group-not-found',
+    );
+    expectProblem(await api.get('/extmsg/groups?conversation_id=%23nothing'), 404, 'extmsg-group-not-found');
+  });
+
+  it('transcript pages by sequence in either order; acks move forward only; all of it survives a controller restart', async function () {
+    const { api } = city;
+    const conv = room('#log');
+    for (let i = 1; i <= 25; i++) await api.post('/extmsg/inbound', inbound(conv, `line ${i}`, `log-${i}`));
+    const q = 'scope_id=chat.example&provider=chat&account_id=bot&conversation_id=%23log';
+    const first = await api.get<Transcript>(`/extmsg/transcript?${q}&limit=10`);
+    expect(first.body.items.map((r) => r.Sequence)).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(first.body).to.deep.include({ total: 25, next_cursor: '10' });
+    const second = await api.get<Transcript>(`/extmsg/transcript?${q}&limit=10&after_sequence=10`);
+    expect(second.body.items[0].Sequence).to.equal(11);
+    const newest = await api.get<Transcript>(`/extmsg/transcript?${q}&limit=3&order=desc`);
+    expect(newest.body.items.map((r) => r.Sequence)).to.deep.equal([25, 24, 23]);
+    expectProblem(await api.get(`/extmsg/transcript?${q}&limit=501`), 422, 'validation-failed');
+    const ack = await api.post<{ acked_sequence: number }>('/extmsg/transcript/ack', {
+      session_id: session,
+      conversation: conv,
+      sequence: 20,
+    });
+    expect(ack.body.acked_sequence).to.equal(20);
+    expect(
+      (
+        await api.post<{ acked_sequence: number }>('/extmsg/transcript/ack', {
+          session_id: session,
+          conversation: conv,
+          sequence: 5,
+        })
+      ).body.acked_sequence,
+    ).to.equal(20);
+    expectProblem(
+      await api.post('/extmsg/transcript/ack', { session_id: session, conversation: conv, sequence: 99 }),
+      422,
+      'validation-failed',
+    );
+
+    // The controller goes and comes back: sequences go on, repeats are still repeats, bindings are kept.
+    await fetch(`${city.sup.base}/v0/city/chatty/stop`, { method: 'POST', headers: CSRF });
+    await waitUntil('the city to stop', async () => (await city.sup.city('chatty'))?.running === false, 20_000);
+    await fetch(`${city.sup.base}/v0/city/chatty/start`, { method: 'POST', headers: CSRF });
+    await waitUntil('the city to run', async () => (await city.sup.city('chatty'))?.running === true, 20_000);
+    const repeat = await api.post<{ Status: string }>('/extmsg/inbound', inbound(conv, 'line 25', 'log-25'));
+    expect(repeat.body.Status).to.equal('duplicate');
+    const next = await api.post<{ TranscriptEntry: { Sequence: number } }>(
+      '/extmsg/inbound',
+      inbound(conv, 'line 26', 'log-26'),
+    );
+    expect(next.body.TranscriptEntry.Sequence).to.equal(26);
+    expect((await api.get<{ items: unknown[] }>('/extmsg/bindings')).body.items.length).to.be.greaterThan(0);
+    expect((await api.get<{ items: unknown[] }>('/extmsg/adapters')).body.items).to.have.length(1);
+  });
+
+  it('the CLI: adapters, bind, bindings, transcript, unbind', async function () {
+    const ctl = (...args: string[]) => city.sup.ctl(['--city', 'chatty', 'extmsg', ...args]);
+    const conv = ['--provider', 'chat', '--account', 'bot', '--scope', 'chat.example', '--conversation', '#cli'];
+    const adapters = expectSuccess(await ctl('adapters'));
+    expect(adapters[0]).to.match(/^NAME\s+PROVIDER\s+ACCOUNT\s+PENDING\s+CALLBACK$/);
+    expect(expectSuccess(await ctl('bind', ...conv, '--agent', 'helper'))).to.deep.equal([
+      'Bound #cli to agent helper (generation 1)',
+    ]);
+    const list = expectSuccess(await ctl('bindings'));
+    expect(list.some((l) => /^chat:#cli\s+-\s+helper\s+1\s+active\s+/.test(l))).to.equal(true);
+    await city.api.post('/extmsg/inbound', inbound(room('#cli'), 'from the cli test'));
+    const transcript = await waitUntil(
+      'the reply in the transcript',
+      async () => {
+        const out = expectSuccess(await ctl('transcript', ...conv));
+        return out.some((l) => /^2\s+out\s+/.test(l)) ? out : undefined;
+      },
+      15_000,
+    );
+    expect(transcript[0]).to.match(/^SEQ\s+DIR\s+FROM\s+TEXT$/);
+    expect(transcript[1]).to.match(/^1\s+in\s+Ada\s+from the cli test$/);
+    expect(expectSuccess(await ctl('unbind', ...conv))).to.deep.equal(['Unbound #cli']);
+    expectFailure(await ctl('bind', ...conv), 'extmsg bind', /--session or --agent is required/);
+    expectFailure(await ctl('transcript', ...conv, '--limit', 'many'), 'extmsg transcript', /invalid --limit/);
+  });
+});
