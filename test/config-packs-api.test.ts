@@ -124,6 +124,19 @@ describe('config, packs and patches (real git, real files)', function () {
     expect(explain.providers.echo.origin).to.equal('city');
     expect(explain.providers.claude.origin).to.equal('builtin');
 
+    // A retried add with its Idempotency-Key answers as the first (201); another body under the key is refused.
+    const tools = { source: join(root, 'tools'), name: 'toolbox' };
+    const keyedFirst = await api.post('/packs', tools, { 'Idempotency-Key': 'pack-1' });
+    expect(keyedFirst.status, JSON.stringify(keyedFirst.body)).to.equal(201);
+    const keyedAgain = await api.post('/packs', tools, { 'Idempotency-Key': 'pack-1' });
+    expect(keyedAgain.status).to.equal(201);
+    expect(keyedAgain.body).to.deep.equal(keyedFirst.body);
+    expectProblem(
+      await api.post('/packs', { ...tools, name: 'other' }, { 'Idempotency-Key': 'pack-1' }),
+      422,
+      'idempotency-mismatch',
+    );
+    expect((await api.del('/packs/toolbox')).status).to.equal(200);
     // The same import again is answered as it is; another source under that name is a conflict.
     expect((await api.post('/packs', { source })).status).to.equal(200);
     expectProblem(

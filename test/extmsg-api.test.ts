@@ -355,6 +355,19 @@ describe('external messaging (adapters, bindings, groups, transcripts)', functio
       callback_url: adapter.url,
       capabilities: { MaxMessageLength: 0, SupportsAttachments: false, SupportsChildConversations: true },
     });
+    // A retried registration with its Idempotency-Key answers as the first; another body under the key is refused.
+    const keyed = { provider: 'keyed', account_id: 'x', callback_url: adapter.url };
+    const once = await api.post('/extmsg/adapters', keyed, { 'Idempotency-Key': 'reg-1' });
+    const twice = await api.post('/extmsg/adapters', keyed, { 'Idempotency-Key': 'reg-1' });
+    expect([once.status, twice.status]).to.deep.equal([201, 201]);
+    expect(twice.body).to.deep.equal(once.body);
+    expect(once.body).to.deep.include({ status: 'registered' });
+    expectProblem(
+      await api.post('/extmsg/adapters', { ...keyed, name: 'other' }, { 'Idempotency-Key': 'reg-1' }),
+      422,
+      'idempotency-mismatch',
+    );
+    await api.call('DELETE', '/extmsg/adapters', { provider: 'keyed', account_id: 'x' });
     // DELETE takes its adapter in the body.
     await api.post('/extmsg/adapters', { provider: 'tmp', account_id: 'x', callback_url: adapter.url });
     expect((await api.call('DELETE', '/extmsg/adapters', { provider: 'tmp', account_id: 'x' })).status).to.equal(200);

@@ -3,6 +3,7 @@ import {
   Controller,
   Delete,
   Get,
+  Header,
   Path,
   Post,
   Query,
@@ -11,6 +12,7 @@ import {
   SuccessResponse,
   Tags,
 } from '@tsoa/runtime';
+import { IdempotentReplies } from '../idempotent-replies.js';
 import type { OKResponseBody } from '../../shared/dto/common.js';
 import type { ErrorModel } from '../../shared/dto/errors.js';
 import type {
@@ -39,6 +41,8 @@ import type {
 import { invalidToken } from '../../shared/http/page-token.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { pageOf } from './list-page.js';
+
+const adapterReplies = new IdempotentReplies<ExtMsgAdapterRegisterOutputBody>();
 
 /**
  * External messaging: people in a chat system (IRC, Slack, Discord, …) talking to the city's sessions through
@@ -75,8 +79,10 @@ export class ExtmsgRoutes extends Controller {
    * messages to its conversations are POSTed to `callback_url` as JSON `{provider, account_id, message_id,
    * conversation, text, part, parts, session_id, reply_to_message_id}`, retried with back-off until it answers 2xx
    * (each attempt recorded as `extmsg.outbound`). The callback must be loopback or a host in `[extmsg]
-   * allowed_callback_hosts` (422 otherwise). Records `extmsg.adapter_added` for a new one.
+   * allowed_callback_hosts` (422 otherwise). Records `extmsg.adapter_added` for a new one. With an
+   * `Idempotency-Key`, a repeat answers as the first did.
    * @summary Register an adapter
+   * @param idempotencyKey Makes a retried registration safe.
    */
   @Post('extmsg/adapters')
   @SuccessResponse(201, 'Registered')
@@ -84,10 +90,14 @@ export class ExtmsgRoutes extends Controller {
   public async registerAdapter(
     @Path('cityName') _cityName: string,
     @Body() body: ExtMsgAdapterRegisterInputBody,
+    @Header('idempotency-key') idempotencyKey?: string,
   ): Promise<ExtMsgAdapterRegisterOutputBody> {
-    const result = await this.city.extmsg.registerAdapter(body);
+    const { reply } = await adapterReplies.run(idempotencyKey, body, async () => ({
+      status: 201,
+      reply: await this.city.extmsg.registerAdapter(body),
+    }));
     this.setStatus(201);
-    return result;
+    return reply;
   }
 
   /**

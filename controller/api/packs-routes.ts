@@ -1,4 +1,17 @@
-import { Body, Controller, Delete, Get, Path, Post, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  Header,
+  Path,
+  Post,
+  Response,
+  Route,
+  SuccessResponse,
+  Tags,
+} from '@tsoa/runtime';
+import { IdempotentReplies } from '../idempotent-replies.js';
 import type { ErrorModel } from '../../shared/dto/errors.js';
 import type {
   PackAddInputBody,
@@ -8,6 +21,8 @@ import type {
 } from '../../shared/dto/packs.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { PackEditor } from '../packs/pack-editor.js';
+
+const packReplies = new IdempotentReplies<PackAddResponseBody>();
 
 /**
  * @param cityName City name.
@@ -38,8 +53,10 @@ export class PacksRoutes extends Controller {
    * and, when disabled, `file://` are refused), fetched with the machine's git into `$CTL_HOME/cache/packs`
    * with the git packs it imports, and its resolved commit recorded in packs.lock; then `[imports.<name>]` is
    * written to city.toml and its agents (`<name>.<agent>`), formulas and orders join the city at once. The same
-   * import again answers 200. Nothing is recorded when any step fails.
+   * import again answers 200. Nothing is recorded when any step fails. With an `Idempotency-Key`, a repeat answers
+   * as the first did (a different body under the key: 422).
    * @summary Add a pack
+   * @param idempotencyKey Makes a retried add safe.
    */
   @Post('packs')
   @SuccessResponse(201, 'Created')
@@ -50,10 +67,14 @@ export class PacksRoutes extends Controller {
   public async addPack(
     @Path('cityName') _cityName: string,
     @Body() body: PackAddInputBody,
+    @Header('idempotency-key') idempotencyKey?: string,
   ): Promise<PackAddResponseBody> {
-    const { created, pack } = await new PackEditor(this.city).add(body);
-    this.setStatus(created ? 201 : 200);
-    return pack;
+    const { status, reply } = await packReplies.run(idempotencyKey, body, async () => {
+      const { created, pack } = await new PackEditor(this.city).add(body);
+      return { status: created ? 201 : 200, reply: pack };
+    });
+    this.setStatus(status);
+    return reply;
   }
 
   /**
