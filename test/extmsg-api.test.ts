@@ -1,4 +1,6 @@
 import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
+import { packageRoot } from '../shared/paths.js';
 import { expect } from 'chai';
 import { expectProblem } from './helpers/city-api.js';
 import { expectFailure, expectSuccess } from './helpers/cli.js';
@@ -60,6 +62,8 @@ const room = (id: string) => ({
   kind: 'room',
 });
 
+const PEER_AGENT = join(packageRoot, 'test', 'fixtures', 'peer-agent.sh');
+
 let counter = 0;
 function inbound(conversation: ReturnType<typeof room>, text: string, id = `m-${++counter}`) {
   return {
@@ -86,7 +90,13 @@ describe('external messaging (adapters, bindings, groups, transcripts)', functio
     await adapter.start();
     city = await startSessionCity(
       'chatty',
-      '\n[[agent]]\nname = "helper"\nprovider = "echo"\nmin_active_sessions = 0\n',
+      '\n[[agent]]\nname = "helper"\nprovider = "echo"\nmin_active_sessions = 0\n' +
+        ['alpha', 'beta']
+          .map(
+            (peer) =>
+              `\n[providers.peer-of-${peer}]\ncommand = ${JSON.stringify(PEER_AGENT)}\nready_prompt_prefix = "ready>"\nenv = { PEER = "${peer}" }\n`,
+          )
+          .join(''),
     );
     session = await createSession(city.api, { name: 'echo', title: 'room bot' });
   });
@@ -430,6 +440,36 @@ describe('external messaging (adapters, bindings, groups, transcripts)', functio
       'extmsg-group-not-found',
     );
     expectProblem(await api.get('/extmsg/groups?conversation_id=%23nothing'), 404, 'extmsg-group-not-found');
+  });
+
+  it('sessions that address each other in a room stop at the group’s fan-out limits', async function () {
+    const { api } = city;
+    // alpha answers `@beta …`, beta answers `@alpha …`: without limits they would talk for ever.
+    const alpha = await createSession(api, { name: 'peer-of-beta', title: 'loop alpha' });
+    const beta = await createSession(api, { name: 'peer-of-alpha', title: 'loop beta' });
+    const group = await api.post<{ ID: string }>('/extmsg/groups', {
+      root_conversation: room('#loop'),
+      default_handle: 'alpha',
+    });
+    await api.post('/extmsg/participants', { group_id: group.body.ID, handle: 'alpha', session_id: alpha });
+    await api.post('/extmsg/participants', { group_id: group.body.ID, handle: 'beta', session_id: beta });
+    const before = adapter.posted.length;
+    await api.post('/extmsg/inbound', inbound(room('#loop'), 'start'));
+    // alpha, beta, alpha, beta (four peer deliveries, two publishes each), and alpha's last reply goes only out.
+    const loop = () => adapter.posted.slice(before).filter((p) => p.conversation.conversation_id === '#loop');
+    await waitUntil('five replies in #loop', async () => loop().length >= 5, 20_000).catch((err: Error) => {
+      throw new Error(`${err.message}: ${JSON.stringify(loop().map((p) => [p.session_id, p.text]))}`);
+    });
+    // Both sessions idle with nothing queued: the chain is over, and nothing more of it is on its way.
+    await waitUntil('alpha and beta to be idle', async () => {
+      for (const id of [alpha, beta]) {
+        const view = (await api.get<{ activity?: string; queued: number }>(`/session/${id}`)).body;
+        if (view.activity === 'in-turn' || view.queued > 0) return false;
+      }
+      return true;
+    });
+    expect(loop().map((p) => p.session_id)).to.deep.equal([alpha, beta, alpha, beta, alpha]);
+    expect(loop()[0].text).to.equal('@beta start');
   });
 
   it('transcript pages by sequence in either order; acks move forward only; all of it survives a controller restart', async function () {
