@@ -4,19 +4,8 @@ import { Problem } from '../shared/http/problem.js';
 import { newResponseId, REQUEST_ID_HEADER } from '../shared/http/request-id.js';
 import type { CityRuntime } from './city-runtime.js';
 import { routeService } from './service-proxy.js';
+import { HOP_BY_HOP } from '../shared/http/hop-by-hop.js';
 
-// Hop-by-hop headers (RFC 9110 §7.6.1) belong to one connection and are never forwarded.
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'proxy-connection',
-]);
 
 /**
  * The `svc/*` proxy's fast path, before Koa: a GET or HEAD without a body or an Origin to a service that is up

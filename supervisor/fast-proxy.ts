@@ -9,22 +9,11 @@ import { newResponseId, REQUEST_ID_HEADER } from '../shared/http/request-id.js';
 import { isStream, SUPERVISOR_OWNED, type Controller } from './city-proxy.js';
 import type { Reconciler } from './reconciler.js';
 import type { Registry } from './registry.js';
+import { HOP_BY_HOP } from '../shared/http/hop-by-hop.js';
 
 /** A body up to this size may take the fast path; larger or chunked ones go the long way (and meet its limits). */
 const MAX_FAST_BODY = 1024 * 1024;
 
-// Hop-by-hop headers (RFC 9110 §7.6.1) belong to one connection and are never forwarded.
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'proxy-connection',
-]);
 
 export interface FastProxyOptions {
   registry: Registry;

@@ -1,14 +1,14 @@
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../../shared/atomic-write.js';
-import { AGENT_NAME_PATTERN, parseCityConfig } from '../../shared/config/city-config.js';
-import { ConfigError } from '../../shared/config/config-error.js';
+import { AGENT_NAME_PATTERN } from '../../shared/config/city-config.js';
 import type { AgentCreateInputBody, AgentUpdateInputBody } from '../../shared/dto/agents.js';
 import { parseDuration } from '../../shared/duration.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { qualifiedName, type AgentDefinition } from './agent-catalog.js';
 import { PatchEditor } from '../config/patch-editor.js';
+import { editConfigFile } from '../config/config-file-edit.js';
 import {
   TomlTableEditError,
   appendTable,
@@ -142,34 +142,9 @@ export class AgentEditor {
 
   /** Reads `city.toml`, applies `edit`, writes it (mode kept) and reloads: all at once, no other write between. */
   private writeCityToml(edit: (text: string) => string): void {
-    const path = this.city.paths.config;
-    const text = readFileSync(path, 'utf8');
-    try {
-      parseCityConfig(text, 'city.toml');
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      throw new Problem(
-        'conflict-wrong-state',
-        `conflict: city.toml is not valid as it is on disk; fix it by hand first: ${err.message}`,
-      );
-    }
-    let out: string;
-    try {
-      out = edit(text);
-    } catch (err) {
-      if (!(err instanceof TomlTableEditError)) throw err;
-      throw new Problem('internal', `internal: city.toml was not changed: ${err.message}`);
-    }
-    const next = parseCityConfig(out, 'city.toml');
-    writeFileAtomic(path, out, { mode: statSync(path).mode & 0o7777 });
-    try {
-      this.city.reloadConfig(next);
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      // Written, but the whole configuration does not resolve (an agents/ directory broken meanwhile): the
-      // watcher records why, and the last good configuration stays in use.
-    }
+    editConfigFile(this.city, 'city.toml', edit);
   }
+
 
   private writeAgentFile(definition: AgentDefinition, keys: Record<string, TableValue | undefined>): void {
     const path = join(this.city.paths.root, definition.config.source);

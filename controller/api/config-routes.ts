@@ -93,6 +93,7 @@ export class ConfigRoutes extends Controller {
    * @maximum limit 1000
    */
   @Get('patches/agents')
+  @Response<ErrorModel>(400, 'Invalid cursor')
   public listAgentPatches(
     @Path('cityName') _cityName: string,
     @Query() limit?: number,
@@ -183,6 +184,7 @@ export class ConfigRoutes extends Controller {
    * @maximum limit 1000
    */
   @Get('patches/providers')
+  @Response<ErrorModel>(400, 'Invalid cursor')
   public listProviderPatches(
     @Path('cityName') _cityName: string,
     @Query() limit?: number,
@@ -244,6 +246,7 @@ export class ConfigRoutes extends Controller {
    * @maximum limit 1000
    */
   @Get('patches/rigs')
+  @Response<ErrorModel>(400, 'Invalid cursor')
   public listRigPatches(
     @Path('cityName') _cityName: string,
     @Query() limit?: number,

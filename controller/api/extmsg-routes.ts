@@ -66,6 +66,7 @@ export class ExtmsgRoutes extends Controller {
    * @maximum limit 1000
    */
   @Get('extmsg/adapters')
+  @Response<ErrorModel>(400, 'Invalid cursor')
   public listAdapters(
     @Path('cityName') _cityName: string,
     @Query() limit?: number,
@@ -155,6 +156,7 @@ export class ExtmsgRoutes extends Controller {
    * @maximum limit 1000
    */
   @Get('extmsg/bindings')
+  @Response<ErrorModel>(400, 'Invalid cursor')
   public listBindings(
     @Path('cityName') _cityName: string,
     @Query() session_id?: string,
@@ -274,6 +276,7 @@ export class ExtmsgRoutes extends Controller {
    * @param cursor `next_cursor` of the previous page (the same as `after_sequence` set to it).
    */
   @Get('extmsg/transcript')
+  @Response<ErrorModel>(400, 'Invalid cursor')
   public transcript(
     @Path('cityName') _cityName: string,
     @Query() scope_id?: string,

@@ -3,19 +3,8 @@ import type { Context } from 'koa';
 import { discardBody } from './discard-body.js';
 import { Problem } from './problem.js';
 import { REQUEST_ID_HEADER } from './request-id.js';
+import { HOP_BY_HOP } from './hop-by-hop.js';
 
-// Hop-by-hop headers (RFC 9110 §7.6.1) belong to one connection and are never forwarded.
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'proxy-connection',
-]);
 
 export interface ForwardTarget {
   /** A Unix socket, or a TCP host and port. */
