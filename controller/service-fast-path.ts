@@ -6,7 +6,6 @@ import type { CityRuntime } from './city-runtime.js';
 import { routeService } from './service-proxy.js';
 import { HOP_BY_HOP } from '../shared/http/hop-by-hop.js';
 
-
 /**
  * The `svc/*` proxy's fast path, before Koa: a GET or HEAD without a body or an Origin to a service that is up
  * goes to it over undici's connection pool, its answer streamed back as it comes (SSE included). Anything else

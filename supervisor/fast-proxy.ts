@@ -14,7 +14,6 @@ import { HOP_BY_HOP } from '../shared/http/hop-by-hop.js';
 /** A body up to this size may take the fast path; larger or chunked ones go the long way (and meet its limits). */
 const MAX_FAST_BODY = 1024 * 1024;
 
-
 export interface FastProxyOptions {
   registry: Registry;
   reconciler: Reconciler;

@@ -145,7 +145,6 @@ export class AgentEditor {
     editConfigFile(this.city, 'city.toml', edit);
   }
 
-
   private writeAgentFile(definition: AgentDefinition, keys: Record<string, TableValue | undefined>): void {
     const path = join(this.city.paths.root, definition.config.source);
     let text = '';

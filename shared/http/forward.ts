@@ -5,7 +5,6 @@ import { Problem } from './problem.js';
 import { REQUEST_ID_HEADER } from './request-id.js';
 import { HOP_BY_HOP } from './hop-by-hop.js';
 
-
 export interface ForwardTarget {
   /** A Unix socket, or a TCP host and port. */
   socketPath?: string;
