@@ -107,6 +107,8 @@ describe('config, packs and patches (real git, real files)', function () {
     expect(agents).to.not.include('review.rigger');
     const formulas = (await api.get<{ items: { name: string }[] }>('/formulas')).body.items.map((f) => f.name);
     expect(formulas).to.include('review-flow');
+    // Also under its binding, which reaches the pack's own whatever a higher layer has.
+    expect((await api.get<{ name: string }>('/formula/review.review-flow')).status).to.equal(200);
     const orders = (await api.get<{ orders: { name: string }[] }>('/orders')).body.orders.map((o) => o.name);
     expect(orders).to.include('review.nightly');
 

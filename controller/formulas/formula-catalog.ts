@@ -63,8 +63,21 @@ export class FormulaCatalog {
     return [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
   }
 
+  /**
+   * A formula by name — or, for one an imported pack brings, by `binding.name` as well, which reaches the pack's
+   * own even when a higher layer has one of that name.
+   */
   get(name: string): FormulaEntry | undefined {
-    return this.list().find((f) => f.name === name);
+    const found = this.list().find((f) => f.name === name);
+    if (found) return found;
+    for (const pack of this.packs()) {
+      if (!name.startsWith(`${pack.binding}.`)) continue;
+      const base = name.slice(pack.binding.length + 1);
+      const files = filesIn(pack.dir).filter((f) => nameOf(f) === base);
+      const file = files.find((f) => !f.endsWith('.formula.toml')) ?? files[0];
+      if (file) return this.read(base, join(pack.dir, file), `pack:${pack.binding}`);
+    }
+    return undefined;
   }
 
   /** Writes `formulas/<name>.toml` (an older `<name>.formula.toml` beside it is removed: one file per name). */

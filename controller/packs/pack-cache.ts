@@ -83,7 +83,13 @@ export async function fetchPack(
     } else {
       const temp = `${mirror}.${randomBytes(4).toString('hex')}`;
       await git.raw(['clone', '--mirror', '--quiet', source.url, temp]);
-      renameSync(temp, mirror);
+      try {
+        renameSync(temp, mirror);
+      } catch (err) {
+        // Another city fetched the same repository meanwhile: its mirror serves us too.
+        rmSync(temp, { recursive: true, force: true });
+        if (!existsSync(join(mirror, 'HEAD'))) throw err;
+      }
     }
   } catch (err) {
     throw new PackFetchError(`git could not fetch ${source.url}: ${firstLine(err)}`);
