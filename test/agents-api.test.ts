@@ -2,7 +2,7 @@ import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { expectProblem, type Bead } from './helpers/city-api.js';
-import { session, startSessionCity, turns, type SessionCity } from './helpers/sessions.js';
+import { deliver, session, startSessionCity, turns, type SessionCity } from './helpers/sessions.js';
 import { waitUntil } from './helpers/wait.js';
 
 interface Agent {
@@ -123,6 +123,36 @@ describe('agents API (real controller, agents from city.toml and agents/)', func
     const up = await city.api.get<{ items: Agent[] }>('/agents?running=true');
     expect(up.body.items.map((a) => a.name)).to.include('mayor');
     expect(up.body.items.every((a) => a.running)).to.equal(true);
+  });
+
+  it('pool filters (true, or a pool by name) list pools only; peek adds what a running program last wrote', async function () {
+    const created = await city.api.post('/agents', {
+      name: 'crew',
+      provider: 'echo',
+      min_active_sessions: 0,
+      max_active_sessions: 3,
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    const pools = await city.api.get<{ items: Agent[] }>('/agents?pool=true');
+    expect(pools.body.items.map((a) => a.name)).to.deep.equal(['crew']);
+    expect((await city.api.get<{ items: Agent[] }>('/agents?pool=crew')).body.items.map((a) => a.name)).to.deep.equal([
+      'crew',
+    ]);
+    expect((await city.api.get<{ items: Agent[] }>('/agents?pool=mayor')).body.items).to.deep.equal([]);
+    const mayor = await waitUntil('the mayor to run', async () => {
+      const a = await agent(city, 'mayor');
+      return a.running && a.session ? a : undefined;
+    });
+    await deliver(city.api, mayor.session!.name, 'peek at me');
+    const peeked = await waitUntil('peek to show the reply', async () => {
+      const list = await city.api.get<{ items: (Agent & { last_output?: string })[] }>(
+        '/agents?peek=true&running=true',
+      );
+      const found = list.body.items.find((a) => a.name === 'mayor');
+      return found?.last_output?.includes('echo: peek at me') ? found : undefined;
+    });
+    expect(peeked.last_output).to.include('echo: peek at me');
+    expect((await city.api.del('/agent/crew')).status).to.equal(200);
   });
 
   it('POST /agents writes an [[agent]] table (the rest of city.toml untouched), lists it at once and starts it; POST /sessions {kind: agent} starts another', async function () {
