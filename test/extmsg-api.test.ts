@@ -1,10 +1,11 @@
+import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { packageRoot } from '../shared/paths.js';
 import { expect } from 'chai';
 import { expectProblem } from './helpers/city-api.js';
 import { expectFailure, expectSuccess } from './helpers/cli.js';
-import { createSession, startSessionCity, type SessionCity } from './helpers/sessions.js';
+import { ECHO_AGENT, createSession, startSessionCity, type SessionCity } from './helpers/sessions.js';
 import { CSRF } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
@@ -91,6 +92,7 @@ describe('external messaging (adapters, bindings, groups, transcripts)', functio
     city = await startSessionCity(
       'chatty',
       '\n[[agent]]\nname = "helper"\nprovider = "echo"\nmin_active_sessions = 0\n' +
+        `\n[providers.gated-echo]\ncommand = "while [ ! -e gate-open ]; do sleep 0.1; done; exec ${ECHO_AGENT}"\nready_prompt_prefix = "ready>"\nenv = { ECHO_READY = "ready>" }\n` +
         ['alpha', 'beta']
           .map(
             (peer) =>
@@ -479,7 +481,8 @@ describe('external messaging (adapters, bindings, groups, transcripts)', functio
     const q = 'scope_id=chat.example&provider=chat&account_id=bot&conversation_id=%23log';
     const first = await api.get<Transcript>(`/extmsg/transcript?${q}&limit=10`);
     expect(first.body.items.map((r) => r.Sequence)).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
-    expect(first.body).to.deep.include({ total: 25, next_cursor: '10' });
+    expect(first.body.total).to.equal(25);
+    expect(first.body.next_cursor).to.be.a('string');
     const second = await api.get<Transcript>(`/extmsg/transcript?${q}&limit=10&after_sequence=10`);
     expect(second.body.items[0].Sequence).to.equal(11);
     const newest = await api.get<Transcript>(`/extmsg/transcript?${q}&limit=3&order=desc`);
@@ -520,6 +523,71 @@ describe('external messaging (adapters, bindings, groups, transcripts)', functio
     expect(next.body.TranscriptEntry.Sequence).to.equal(26);
     expect((await api.get<{ items: unknown[] }>('/extmsg/bindings')).body.items.length).to.be.greaterThan(0);
     expect((await api.get<{ items: unknown[] }>('/extmsg/adapters')).body.items).to.have.length(1);
+  });
+
+  it('transcript pages over every conversation it lists: A1, A2, A3, B1 with limit 2 lists B1 too', async function () {
+    const { api } = city;
+    await api.post('/extmsg/adapters', { provider: 'chat', account_id: 'bot', callback_url: adapter.url });
+    const paged = (id: string) => ({ ...room(id), scope_id: 'paging.example' });
+    for (const [conv, text] of [
+      ['#a', 'A1'],
+      ['#a', 'A2'],
+      ['#a', 'A3'],
+      ['#b', 'B1'],
+    ]) {
+      expect((await api.post('/extmsg/inbound', inbound(paged(conv), text))).status).to.equal(200);
+    }
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let pages = 0; pages < 5; pages++) {
+      const page = await api.get<Transcript>(
+        `/extmsg/transcript?scope_id=paging.example&limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
+      expect(page.status, JSON.stringify(page.body)).to.equal(200);
+      expect(page.body.total).to.equal(4);
+      seen.push(...page.body.items.map((r) => r.Text));
+      cursor = page.body.next_cursor;
+      if (!cursor) break;
+    }
+    expect(seen).to.deep.equal(['A1', 'A2', 'A3', 'B1']);
+    const newest = await api.get<Transcript>('/extmsg/transcript?scope_id=paging.example&limit=3&order=desc');
+    expect(newest.body.items.map((r) => r.Text)).to.deep.equal(['B1', 'A3', 'A2']);
+    const rest = await api.get<Transcript>(
+      `/extmsg/transcript?scope_id=paging.example&limit=3&order=desc&cursor=${encodeURIComponent(newest.body.next_cursor!)}`,
+    );
+    expect(rest.body.items.map((r) => r.Text)).to.deep.equal(['A1']);
+    expect(rest.body.next_cursor).to.equal(undefined);
+    expectProblem(await api.get('/extmsg/transcript?scope_id=paging.example&cursor=12'), 400, 'invalid-cursor');
+  });
+
+  it('a message queued for a session across a controller restart is answered to its conversation', async function () {
+    const { api } = city;
+    await api.post('/extmsg/adapters', { provider: 'chat', account_id: 'bot', callback_url: adapter.url });
+    // A program that becomes ready only once the test says so: the message waits in the session's queue.
+    const gate = join(city.dir, 'gate-open');
+    const created = await api.post<{ session_id: string }>('/sessions', { name: 'gated-echo', title: 'gated' });
+    expect(created.status, JSON.stringify(created.body)).to.equal(202);
+    const gated = created.body.session_id;
+    const conv = room('#restart');
+    expect((await api.post('/extmsg/bind', { conversation: conv, session_id: gated })).status).to.equal(200);
+    const sent = await api.post<{ Status: string }>('/extmsg/inbound', inbound(conv, 'across a restart'));
+    expect(sent.body.Status).to.equal('delivered');
+    await waitUntil('the message to be queued', async () => {
+      const view = await api.get<{ queued: number }>(`/session/${gated}`);
+      return view.body.queued === 1;
+    });
+
+    await fetch(`${city.sup.base}/v0/city/chatty/stop`, { method: 'POST', headers: CSRF });
+    await waitUntil('the city to stop', async () => (await city.sup.city('chatty'))?.running === false, 20_000);
+    await fetch(`${city.sup.base}/v0/city/chatty/start`, { method: 'POST', headers: CSRF });
+    await waitUntil('the city to run', async () => (await city.sup.city('chatty'))?.running === true, 20_000);
+    writeFileSync(gate, '');
+    const reply = await waitUntil(
+      'the reply at the adapter',
+      async () => adapter.posted.find((p) => p.session_id === gated && p.conversation.conversation_id === '#restart'),
+      30_000,
+    );
+    expect(reply.text).to.equal('echo: across a restart');
   });
 
   it('the CLI: adapters, bind, bindings, transcript, unbind', async function () {

@@ -377,7 +377,7 @@ export class AgentTick {
         this.host.logger.warn({ err, bead: bead.id }, 'could not assign a bead');
         continue;
       }
-      session.accept(workMessage(bead), 'default');
+      session.enqueue(workMessage(bead), 'default');
       assigned++;
     }
     return assigned;
@@ -391,7 +391,7 @@ export class AgentTick {
     if (!session) return;
     this.mailNotices.delete(agent.name);
     const list = notices.map((m) => `${m.id} from ${m.from}: ${m.subject.replace(/\s+/g, ' ')}`).join('; ');
-    session.accept(`New mail: ${list} (read it: ctl mail read <id>)`, 'default');
+    session.enqueue(`New mail: ${list} (read it: ctl mail read <id>)`, 'default');
   }
 
   /**

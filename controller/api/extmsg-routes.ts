@@ -38,7 +38,6 @@ import type {
   OutboundResult,
   SessionBindingRecord,
 } from '../../shared/dto/extmsg.js';
-import { invalidToken } from '../../shared/http/page-token.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { pageOf } from './list-page.js';
 
@@ -72,7 +71,7 @@ export class ExtmsgRoutes extends Controller {
     @Query() limit?: number,
     @Query() cursor?: string,
   ): ListBodyExtmsgAdapterInfo {
-    return pageOf(this.city.extmsg.adapters(), (a) => `${a.provider}|${a.account_id}`, 'xa', limit, cursor);
+    return pageOf(this.city.extmsg.adapters.list(), (a) => `${a.provider}|${a.account_id}`, 'xa', limit, cursor);
   }
 
   /**
@@ -95,7 +94,7 @@ export class ExtmsgRoutes extends Controller {
   ): Promise<ExtMsgAdapterRegisterOutputBody> {
     const { reply } = await adapterReplies.run(idempotencyKey, body, async () => ({
       status: 201,
-      reply: await this.city.extmsg.registerAdapter(body),
+      reply: await this.city.extmsg.adapters.register(body),
     }));
     this.setStatus(201);
     return reply;
@@ -111,7 +110,7 @@ export class ExtmsgRoutes extends Controller {
     @Path('cityName') _cityName: string,
     @Body() body: ExtMsgAdapterUnregisterInputBody,
   ): Promise<OKResponseBody> {
-    await this.city.extmsg.unregisterAdapter(body);
+    await this.city.extmsg.adapters.unregister(body);
     return { status: 'ok' };
   }
 
@@ -129,7 +128,7 @@ export class ExtmsgRoutes extends Controller {
     @Path('cityName') _cityName: string,
     @Body() body: ExtMsgBindInputBody,
   ): Promise<SessionBindingRecord> {
-    return this.city.extmsg.bind(body);
+    return this.city.extmsg.bindings.bind(body);
   }
 
   /**
@@ -141,7 +140,7 @@ export class ExtmsgRoutes extends Controller {
     @Path('cityName') _cityName: string,
     @Body() body: ExtMsgUnbindInputBody,
   ): Promise<ExtMsgUnbindOutputBody> {
-    return { unbound: await this.city.extmsg.unbind(body) };
+    return { unbound: await this.city.extmsg.bindings.unbind(body) };
   }
 
   /**
@@ -164,7 +163,7 @@ export class ExtmsgRoutes extends Controller {
     @Query() limit?: number,
     @Query() cursor?: string,
   ): ListBodySessionBindingRecord {
-    const items = this.city.extmsg.bindings({ ...(session_id ? { session_id } : {}), all: all === true });
+    const items = this.city.extmsg.bindings.list({ ...(session_id ? { session_id } : {}), all: all === true });
     return pageOf(items, (b) => b.ID, 'xb', limit, cursor);
   }
 
@@ -182,7 +181,7 @@ export class ExtmsgRoutes extends Controller {
     @Query() conversation_id?: string,
     @Query() kind?: 'dm' | 'room' | 'thread',
   ): ConversationGroupRecord {
-    return this.city.extmsg.group({ scope_id, provider, account_id, conversation_id, kind });
+    return this.city.extmsg.groups.find({ scope_id, provider, account_id, conversation_id, kind });
   }
 
   /**
@@ -198,7 +197,7 @@ export class ExtmsgRoutes extends Controller {
     @Path('cityName') _cityName: string,
     @Body() body: ExtMsgGroupEnsureInputBody,
   ): Promise<ConversationGroupRecord> {
-    const { group } = await this.city.extmsg.ensureGroup(body);
+    const { group } = await this.city.extmsg.groups.ensure(body);
     this.setStatus(201);
     return group;
   }
@@ -214,7 +213,7 @@ export class ExtmsgRoutes extends Controller {
     @Path('cityName') _cityName: string,
     @Body() body: ExtMsgParticipantUpsertInputBody,
   ): ConversationGroupParticipant {
-    return this.city.extmsg.upsertParticipant(body);
+    return this.city.extmsg.groups.upsertParticipant(body);
   }
 
   /**
@@ -226,7 +225,7 @@ export class ExtmsgRoutes extends Controller {
     @Path('cityName') _cityName: string,
     @Body() body: ExtMsgParticipantRemoveInputBody,
   ): OKResponseBody {
-    this.city.extmsg.removeParticipant(body);
+    this.city.extmsg.groups.removeParticipant(body);
     return { status: 'ok' };
   }
 
@@ -245,7 +244,7 @@ export class ExtmsgRoutes extends Controller {
     @Path('cityName') _cityName: string,
     @Body() body: ExtMsgInboundInputBody,
   ): Promise<InboundResult> {
-    return this.city.extmsg.inbound(body);
+    return this.city.extmsg.inbound.receive(body);
   }
 
   /**
@@ -261,19 +260,20 @@ export class ExtmsgRoutes extends Controller {
     @Path('cityName') _cityName: string,
     @Body() body: ExtMsgOutboundInputBody,
   ): Promise<OutboundResult> {
-    return this.city.extmsg.outbound(body);
+    return this.city.extmsg.outbound.publish(body);
   }
 
   /**
    * The messages of a conversation (or of every conversation matching the filters), in and out, each with its
-   * sequence number in its conversation; pages by `after_sequence` (`next_cursor`), at most 500.
+   * sequence number in its conversation, in the order recorded; at most 500 a page. `next_cursor` goes on where the
+   * page stopped, across every conversation listed; `after_sequence` starts within one conversation.
    * @summary Conversation transcript
    * @isInt after_sequence
    * @minimum after_sequence 0
    * @isInt limit
    * @minimum limit 0
    * @maximum limit 500
-   * @param cursor `next_cursor` of the previous page (the same as `after_sequence` set to it).
+   * @param cursor `next_cursor` of the previous page.
    */
   @Get('extmsg/transcript')
   @Response<ErrorModel>(400, 'Invalid cursor')
@@ -290,11 +290,7 @@ export class ExtmsgRoutes extends Controller {
     @Query() order?: 'asc' | 'desc',
     @Query() cursor?: string,
   ): ListBodyConversationTranscriptRecord {
-    if (cursor !== undefined) {
-      if (!/^\d+$/.test(cursor)) throw invalidToken();
-      after_sequence = Number(cursor);
-    }
-    return this.city.extmsg.transcript({
+    return this.city.extmsg.transcripts.list({
       scope_id,
       provider,
       account_id,
@@ -302,6 +298,7 @@ export class ExtmsgRoutes extends Controller {
       parent_conversation_id,
       kind,
       after_sequence,
+      cursor,
       limit,
       order,
     });
@@ -316,6 +313,6 @@ export class ExtmsgRoutes extends Controller {
     @Path('cityName') _cityName: string,
     @Body() body: ExtMsgTranscriptAckInputBody,
   ): ExtMsgTranscriptAckOutputBody {
-    return { status: 'ok', session_id: body.session_id, acked_sequence: this.city.extmsg.ack(body) };
+    return { status: 'ok', session_id: body.session_id, acked_sequence: this.city.extmsg.transcripts.ack(body) };
   }
 }

@@ -61,6 +61,7 @@ export function splitMessage(text: string, max: number): string[] {
   return parts;
 }
 
-function invalid(location: string, message: string): Problem {
+/** A 422 `validation-failed` naming where the input is wrong. */
+export function invalid(location: string, message: string): Problem {
   return new Problem('validation-failed', `invalid: ${message}`, { errors: [{ location, message }] });
 }

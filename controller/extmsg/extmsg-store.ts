@@ -35,6 +35,32 @@ export interface PendingDelivery {
   reply_to_message_id?: string;
 }
 
+/** One message from a person and what it set off: how far sessions may answer each other because of it. */
+export interface ReplyChain {
+  peer_deliveries: number;
+  publishes_by_session: Record<string, number>;
+}
+
+/**
+ * A message handed to a session whose answer goes back to a conversation, until the session's transcript shows
+ * the turn it began. Kept on disk: the message may wait in the session's queue across a controller restart.
+ */
+export interface AwaitedReply {
+  message_id: string;
+  session_id: string;
+  conversation: ConversationRef;
+  reply_to: string;
+  /** The session's transcript head when the message was handed over: its turn begins after it. */
+  from_seq: number;
+  chain: ReplyChain;
+}
+
+/** A transcript record and its place in the whole listing (every conversation, in the order recorded, from 1). */
+export interface ListedRecord {
+  record: ConversationTranscriptRecord;
+  position: number;
+}
+
 interface State {
   adapters: AdapterRecord[];
   bindings: SessionBindingRecord[];
@@ -44,7 +70,11 @@ interface State {
   pending: PendingDelivery[];
   /** Outbound results by idempotency key (the newest 1,000). */
   outboundByKey: Record<string, OutboundResult>;
+  /** Messages whose answers go back to their conversations, by message id (the newest 1,000). */
+  awaited: Record<string, AwaitedReply>;
 }
+
+const KEPT = 1000;
 
 /** A conversation's identity: what two references to one conversation share. */
 export function conversationKey(c: ConversationRef): string {
@@ -53,14 +83,23 @@ export function conversationKey(c: ConversationRef): string {
 
 /**
  * External messaging's durable state, in the city's `.ctl/extmsg/`: `state.json` (adapters, bindings, groups,
- * acks, deliveries still to make; small, replaced atomically on each change) and `transcript.jsonl` (every
- * message in and out, appended; read once at start into per-conversation lists). Consistent after a restart:
- * sequences continue, repeats are still recognised, deliveries still pending are retried.
+ * acks, deliveries still to make, messages whose answers are awaited; small, replaced atomically on each change)
+ * and `transcript.jsonl` (every message in and out, appended; read once at start into per-conversation lists).
+ * Consistent after a restart: sequences continue, repeats are still recognised, deliveries still pending are
+ * retried, answers to messages still queued go back where they belong.
  */
 export class ExtmsgStore {
-  private state: State = { adapters: [], bindings: [], groups: [], acks: {}, pending: [], outboundByKey: {} };
-  private readonly byConversation = new Map<string, ConversationTranscriptRecord[]>();
-  private readonly all: ConversationTranscriptRecord[] = [];
+  private state: State = {
+    adapters: [],
+    bindings: [],
+    groups: [],
+    acks: {},
+    pending: [],
+    outboundByKey: {},
+    awaited: {},
+  };
+  private readonly byConversation = new Map<string, ListedRecord[]>();
+  private readonly all: ListedRecord[] = [];
   /** Inbound messages seen, by `provider|account|dedup key` → their transcript record. */
   private readonly seen = new Map<string, ConversationTranscriptRecord>();
   private readonly statePath: string;
@@ -85,24 +124,81 @@ export class ExtmsgStore {
     }
   }
 
-  get adapters(): AdapterRecord[] {
+  // ---- adapters
+
+  adapters(): readonly AdapterRecord[] {
     return this.state.adapters;
   }
 
-  get bindings(): SessionBindingRecord[] {
+  adapter(provider: string, accountId: string): AdapterRecord | undefined {
+    return this.state.adapters.find((a) => a.provider === provider && a.account_id === accountId);
+  }
+
+  /** Adds an adapter, or replaces the one registered for its provider and account. */
+  putAdapter(record: AdapterRecord): void {
+    const at = this.state.adapters.findIndex(
+      (a) => a.provider === record.provider && a.account_id === record.account_id,
+    );
+    if (at >= 0) this.state.adapters[at] = record;
+    else this.state.adapters.push(record);
+    this.save();
+  }
+
+  removeAdapter(record: AdapterRecord): void {
+    this.state.adapters = this.state.adapters.filter((a) => a !== record);
+    this.save();
+  }
+
+  // ---- bindings
+
+  bindings(): readonly SessionBindingRecord[] {
     return this.state.bindings;
   }
 
-  get groups(): ConversationGroupRecord[] {
+  /** Ends `ending` (at `at`) and adds `record`, in one write: a takeover never leaves the conversation unbound. */
+  addBinding(record: SessionBindingRecord, ending: readonly SessionBindingRecord[] = [], at = record.BoundAt): void {
+    for (const b of ending) this.end(b, at);
+    this.state.bindings.push(record);
+    this.save();
+  }
+
+  endBindings(ending: readonly SessionBindingRecord[], at: string): void {
+    for (const b of ending) this.end(b, at);
+    if (ending.length > 0) this.save();
+  }
+
+  // ---- groups
+
+  groups(): readonly ConversationGroupRecord[] {
     return this.state.groups;
   }
 
-  get pending(): PendingDelivery[] {
+  addGroup(group: ConversationGroupRecord): void {
+    this.state.groups.push(group);
+    this.save();
+  }
+
+  /** Changes a group (the caller's `change` edits it) and writes it. */
+  changeGroup(group: ConversationGroupRecord, change: (group: ConversationGroupRecord) => void): void {
+    change(group);
+    this.save();
+  }
+
+  // ---- deliveries
+
+  pending(): readonly PendingDelivery[] {
     return this.state.pending;
   }
 
-  get acks(): Record<string, Record<string, number>> {
-    return this.state.acks;
+  addPending(delivery: PendingDelivery): void {
+    this.state.pending.push(delivery);
+    this.save();
+  }
+
+  /** Writes a delivery's progress (its parts sent, attempts, next try), or drops it once `done`. */
+  updatePending(delivery: PendingDelivery, done: boolean): void {
+    if (done) this.state.pending = this.state.pending.filter((p) => p !== delivery);
+    this.save();
   }
 
   outboundResult(key: string): OutboundResult | undefined {
@@ -111,14 +207,51 @@ export class ExtmsgStore {
 
   rememberOutbound(key: string, result: OutboundResult): void {
     this.state.outboundByKey[key] = result;
-    const keys = Object.keys(this.state.outboundByKey);
-    for (const old of keys.slice(0, Math.max(0, keys.length - 1000))) delete this.state.outboundByKey[old];
+    dropOldest(this.state.outboundByKey);
+    this.save();
   }
 
-  /** Writes the state (after the caller changed it). */
-  save(): void {
-    writeFileAtomic(this.statePath, JSON.stringify(this.state));
+  // ---- answers awaited
+
+  awaited(): AwaitedReply[] {
+    return Object.values(this.state.awaited);
   }
+
+  awaitReply(entry: AwaitedReply): void {
+    this.state.awaited[entry.message_id] = entry;
+    dropOldest(this.state.awaited);
+    this.save();
+  }
+
+  /** The awaited answer to `messageId`, taken out (its turn has begun). */
+  takeAwaited(messageId: string): AwaitedReply | undefined {
+    const entry = this.state.awaited[messageId];
+    if (!entry) return undefined;
+    delete this.state.awaited[messageId];
+    this.save();
+    return entry;
+  }
+
+  /** Forgets what a session was to answer (it is closed, or gone). */
+  dropAwaited(sessionId: string): void {
+    const before = Object.keys(this.state.awaited).length;
+    for (const [id, entry] of Object.entries(this.state.awaited)) {
+      if (entry.session_id === sessionId) delete this.state.awaited[id];
+    }
+    if (Object.keys(this.state.awaited).length !== before) this.save();
+  }
+
+  // ---- acks
+
+  /** Moves a session's ack of a conversation forward (never back); the ack now. */
+  ack(sessionId: string, key: string, sequence: number): number {
+    const acks = (this.state.acks[sessionId] ??= {});
+    acks[key] = Math.max(acks[key] ?? 0, sequence);
+    this.save();
+    return acks[key];
+  }
+
+  // ---- transcript
 
   /** Appends a message to its conversation's transcript, numbered next. */
   append(
@@ -126,7 +259,7 @@ export class ExtmsgStore {
     dedup?: string,
   ): ConversationTranscriptRecord {
     const list = this.byConversation.get(conversationKey(entry.Conversation));
-    const sequence = (list?.at(-1)?.Sequence ?? 0) + 1;
+    const sequence = (list?.at(-1)?.record.Sequence ?? 0) + 1;
     const record: ConversationTranscriptRecord = {
       ID: `xm-${this.all.length + 1}`,
       SchemaVersion: 1,
@@ -144,25 +277,42 @@ export class ExtmsgStore {
     return this.seen.get(key);
   }
 
-  conversation(key: string): ConversationTranscriptRecord[] {
+  /** A conversation's messages, in sequence, each with its place in the whole listing. */
+  conversation(key: string): readonly ListedRecord[] {
     return this.byConversation.get(key) ?? [];
   }
 
   /** Every message, in the order recorded. */
-  transcript(): ConversationTranscriptRecord[] {
+  transcript(): readonly ListedRecord[] {
     return this.all;
   }
 
   private index(record: ConversationTranscriptRecord): void {
-    this.all.push(record);
+    const listed = { record, position: this.all.length + 1 };
+    this.all.push(listed);
     const key = conversationKey(record.Conversation);
     let list = this.byConversation.get(key);
     if (!list) {
       list = [];
       this.byConversation.set(key, list);
     }
-    list.push(record);
+    list.push(listed);
     const dedup = record.Metadata?.dedup_key;
     if (record.Kind === 'inbound' && dedup) this.seen.set(dedup, record);
   }
+
+  private end(binding: SessionBindingRecord, at: string): void {
+    binding.Status = 'ended';
+    binding.EndedAt = at;
+  }
+
+  private save(): void {
+    writeFileAtomic(this.statePath, JSON.stringify(this.state));
+  }
+}
+
+/** Keeps a record keyed by insertion order to its newest KEPT entries. */
+function dropOldest(byKey: Record<string, unknown>): void {
+  const keys = Object.keys(byKey);
+  for (const old of keys.slice(0, Math.max(0, keys.length - KEPT))) delete byKey[old];
 }

@@ -37,7 +37,7 @@ export class OutboundDelivery {
 
   /** Retries what a previous controller left undelivered. */
   resume(): void {
-    for (const pending of this.o.store.pending) this.schedule(pending, Math.max(0, pending.next_at - Date.now()));
+    for (const pending of this.o.store.pending()) this.schedule(pending, Math.max(0, pending.next_at - Date.now()));
   }
 
   stop(): void {
@@ -48,8 +48,7 @@ export class OutboundDelivery {
 
   /** Starts delivering a message; resolves with how its first attempt went. */
   async deliver(pending: PendingDelivery): Promise<FirstAttempt> {
-    this.o.store.pending.push(pending);
-    this.o.store.save();
+    this.o.store.addPending(pending);
     return this.attempt(pending);
   }
 
@@ -66,25 +65,27 @@ export class OutboundDelivery {
 
   private async attempt(pending: PendingDelivery): Promise<FirstAttempt> {
     pending.attempts += 1;
-    const adapter = this.o.store.adapters.find(
-      (a) => a.provider === pending.provider && a.account_id === pending.account_id,
-    );
+    const adapter = this.o.store.adapter(pending.provider, pending.account_id);
     let error: string | undefined;
     if (!adapter?.callback_url) {
       error = adapter ? 'the adapter has no callback_url' : 'the adapter is not registered';
     } else {
       while (pending.sent < pending.parts.length) {
-        error = await post(adapter.callback_url, {
-          provider: pending.provider,
-          account_id: pending.account_id,
-          message_id: pending.parts.length > 1 ? `${pending.message_id}.${pending.sent + 1}` : pending.message_id,
-          conversation: pending.conversation,
-          text: pending.parts[pending.sent],
-          part: pending.sent + 1,
-          parts: pending.parts.length,
-          session_id: pending.session_id,
-          ...(pending.reply_to_message_id ? { reply_to_message_id: pending.reply_to_message_id } : {}),
-        });
+        error = await post(
+          adapter.callback_url,
+          {
+            provider: pending.provider,
+            account_id: pending.account_id,
+            message_id: pending.parts.length > 1 ? `${pending.message_id}.${pending.sent + 1}` : pending.message_id,
+            conversation: pending.conversation,
+            text: pending.parts[pending.sent],
+            part: pending.sent + 1,
+            parts: pending.parts.length,
+            session_id: pending.session_id,
+            ...(pending.reply_to_message_id ? { reply_to_message_id: pending.reply_to_message_id } : {}),
+          },
+          this.o.logger,
+        );
         if (error) break;
         pending.sent += 1;
       }
@@ -93,14 +94,11 @@ export class OutboundDelivery {
     const giveUp = !done && pending.attempts >= MAX_ATTEMPTS;
     const retryAfterMs = done || giveUp ? 0 : Math.min(FIRST_RETRY_MS * 2 ** (pending.attempts - 1), MAX_RETRY_MS);
     const status = done ? 'delivered' : giveUp ? 'failed' : 'retrying';
-    if (done || giveUp) {
-      const i = this.o.store.pending.indexOf(pending);
-      if (i >= 0) this.o.store.pending.splice(i, 1);
-    } else {
+    if (!done && !giveUp) {
       pending.next_at = Date.now() + retryAfterMs;
       this.schedule(pending, retryAfterMs);
     }
-    this.o.store.save();
+    this.o.store.updatePending(pending, done || giveUp);
     if (!done) this.o.logger?.warn({ message: pending.message_id, error, status }, 'outbound delivery failed');
     await this.o.log.append({
       type: 'extmsg.outbound',
@@ -123,7 +121,7 @@ export class OutboundDelivery {
 }
 
 /** One POST; undefined when the adapter took it (2xx), else why not. */
-async function post(url: string, body: unknown): Promise<string | undefined> {
+async function post(url: string, body: unknown, logger: Logger | undefined): Promise<string | undefined> {
   try {
     const res = await fetch(url, {
       method: 'POST',
@@ -132,7 +130,8 @@ async function post(url: string, body: unknown): Promise<string | undefined> {
       signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
       redirect: 'error',
     });
-    await res.arrayBuffer().catch(() => undefined);
+    // The answer's body says nothing we use; a body cut short still leaves the status to go by.
+    await res.arrayBuffer().catch((err: unknown) => logger?.debug({ err, url }, 'an adapter answer was cut short'));
     return res.ok ? undefined : `the adapter answered ${res.status}`;
   } catch (err) {
     const cause = (err as { cause?: { code?: string } }).cause?.code;

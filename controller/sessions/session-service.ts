@@ -214,8 +214,7 @@ export class SessionService {
     }
     const cursor = this.ctx.log.head();
     const requestId = newRequestId();
-    session.accept(text, intent, { id: requestId, operation });
-    if (wakesOnMessage(session.state)) void session.wake('wake', 'woken by a message');
+    session.enqueue(text, intent, { request: { id: requestId, operation }, wake: 'woken by a message' });
     return { status: 'accepted', request_id: requestId, event_cursor: String(cursor), session_id: session.id };
   }
 
@@ -469,8 +468,8 @@ export class SessionService {
     reason = 'created',
   ): Promise<void> {
     await session.recordLifecycle('session.created', reason === 'created' ? undefined : reason);
-    if (prompt !== undefined) session.accept(prompt, 'default');
-    if (message !== undefined) session.accept(message, 'default');
+    if (prompt !== undefined) session.enqueue(prompt, 'default');
+    if (message !== undefined) session.enqueue(message, 'default');
     await session.wake('start', reason);
   }
 

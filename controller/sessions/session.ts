@@ -19,7 +19,7 @@ import { reapLeftover } from './pipe/child-program.js';
 import { MessageQueue, type QueuedMessage } from './queue.js';
 import type { ProgramExit, RuntimeSink, SessionRuntime } from './runtime.js';
 import { canResume, createRuntime } from './runtimes.js';
-import { nextState, requireTransition, type SessionCommand } from './session-states.js';
+import { nextState, requireTransition, wakesOnMessage, type SessionCommand } from './session-states.js';
 import type { SessionRecord, SessionStore } from './session-store.js';
 import { Transcript, type NewEntry } from './transcript.js';
 import { categoryOf } from './turn-failure.js';
@@ -59,6 +59,12 @@ export interface SessionEvents {
   state: [SessionState];
   /** Its program ended: `crashed` when nobody asked (or it never became ready); `ran_ms` since it was ready. */
   ended: [{ crashed: boolean; ran_ms: number }];
+}
+
+/** How a message is queued: `wake` wakes a sleeping session for it (the reason recorded); `request` ends with it. */
+export interface EnqueueOptions {
+  wake?: string;
+  request?: { id: string; operation: 'session.message' | 'session.submit' };
 }
 
 /** A turn the provider's service failed, as the tick weighs it (rate limits and refused keys are not crashes). */
@@ -353,14 +359,13 @@ export class Session extends EventEmitter<SessionEvents> {
   // Messages
 
   /**
-   * Accepts a message: delivered as soon as the program can take it (after the messages before it), or — for a
-   * dormant session — once it has woken. Returns the message id.
+   * Queues a message: delivered as soon as the program can take it (after the messages before it), or — for a
+   * dormant session — once it has woken. With `wake` (the reason), a session asleep is woken for it (one
+   * quarantined is not: only an explicit wake starts it); without, it waits for whoever wakes it (the tick).
+   * Returns the message id.
    */
-  accept(
-    text: string,
-    intent: SubmitIntent,
-    request?: { id: string; operation: 'session.message' | 'session.submit' },
-  ): string {
+  enqueue(text: string, intent: SubmitIntent, options: EnqueueOptions = {}): string {
+    const { request } = options;
     const message: QueuedMessage = {
       message_id: `msg-${randomBytes(8).toString('hex')}`,
       text,
@@ -377,6 +382,11 @@ export class Session extends EventEmitter<SessionEvents> {
     this.queue.push(message);
     if (intent === 'interrupt_now' && this.activity === 'in-turn') this.interruptWanted = true;
     void this.deliverNext();
+    if (options.wake !== undefined && wakesOnMessage(this.state)) {
+      this.wake('wake', options.wake).catch((err: unknown) =>
+        this.ctx.logger.error({ err, session: this.id }, 'could not wake the session for a message'),
+      );
+    }
     return message.message_id;
   }
 
