@@ -269,7 +269,11 @@ describe('sessions (real controller, real agent programs on the pipe runtime)', 
       await waitUntil('in turn', async () => (await session(api, id)).activity === 'in-turn');
       expect((await api.post<{ status: string }>(`/session/${id}/stop`)).body).to.deep.equal({ status: 'ok', id });
       await waitForTurn(api, id, 'assistant', 'interrupted');
-      const view = await session(api, id);
+      // The turn ends with the ready marker the program prints after its answer, which may come a moment later.
+      const view = await waitUntil('the turn to end', async () => {
+        const now = await session(api, id);
+        return now.activity === 'idle' ? now : undefined;
+      });
       expect(view).to.include({ running: true, pid, activity: 'idle' });
     });
 

@@ -1,33 +1,26 @@
-import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type {
-  PendingInteraction,
-  SessionLifecyclePayload,
-  SessionResponse,
-  SessionState,
-  SubmitIntent,
-} from '../../shared/dto/sessions.js';
+import type { PendingInteraction, SessionResponse, SessionState, SubmitIntent } from '../../shared/dto/sessions.js';
 import type { EventLog } from '../../shared/events/event-log.js';
 import type { EventRecord } from '../../shared/events/record.js';
-import { usageOf, type UsageFact } from '../usage/usage-log.js';
+import type { UsageFact } from '../usage/usage-log.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import { reapLeftover } from './pipe/child-program.js';
-import { MessageQueue, type QueuedMessage } from './queue.js';
 import type { ProgramExit, RuntimeSink, SessionRuntime } from './runtime.js';
 import { canResume, createRuntime } from './runtimes.js';
+import { ensureWorkDir, sessionEnvironment } from './session-environment.js';
+import { SessionEventLog, type LifecycleEvent } from './session-events.js';
 import { nextState, requireTransition, wakesOnMessage, type SessionCommand } from './session-states.js';
 import type { SessionRecord, SessionStore } from './session-store.js';
-import { Transcript, type NewEntry } from './transcript.js';
-import { categoryOf } from './turn-failure.js';
+import { peekView, sessionView, type ViewParts } from './session-view.js';
+import { Transcript } from './transcript.js';
+import { TranscriptWriter } from './transcript-writer.js';
+import { Turns, type MessageRequest, type TurnFailureNote } from './turns.js';
 
-/** How much of its latest output a session keeps in memory for `last_output`. */
-const LAST_OUTPUT_CHARS = 2000;
-/** Transcript entries waiting to be written past which the program's output is no longer read until they are. */
-const MAX_WRITES_WAITING = 64;
+export type { TurnFailureNote } from './turns.js';
 
 /** What every session of a city shares. */
 export interface SessionContext {
@@ -64,54 +57,31 @@ export interface SessionEvents {
 /** How a message is queued: `wake` wakes a sleeping session for it (the reason recorded); `request` ends with it. */
 export interface EnqueueOptions {
   wake?: string;
-  request?: { id: string; operation: 'session.message' | 'session.submit' };
-}
-
-/** A turn the provider's service failed, as the tick weighs it (rate limits and refused keys are not crashes). */
-export interface TurnFailureNote {
-  category: string;
-  message: string;
-  at: number;
+  request?: MessageRequest;
 }
 
 /**
- * One session: its record (the session bead), its transcript, its queue of messages, and — while it runs — its
- * program's runtime. Every change of state goes through the transition table; every delivery, reply, question,
- * start and exit is a transcript entry; every lifecycle change is an event on the city log.
+ * One session: its record (the session bead), its lifecycle and — while it runs — its program's runtime. Its
+ * turns (turns.ts), transcript writes (transcript-writer.ts) and city-log events (session-events.ts) are its
+ * parts. Every change of state goes through the transition table; every delivery, reply, question, start and
+ * exit is a transcript entry; every lifecycle change is an event on the city log.
  */
 export class Session extends EventEmitter<SessionEvents> {
   readonly dir: string;
   readonly transcript: Transcript;
-  private readonly queue: MessageQueue;
+  private readonly writer: TranscriptWriter;
+  private readonly events: SessionEventLog;
+  private readonly turns: Turns;
   private runtime: SessionRuntime | undefined;
   /** The program can take a turn. */
   private ready = false;
-  private activity: 'idle' | 'in-turn' = 'idle';
-  private pendingInteraction: PendingInteraction | undefined;
-  /** The number of the last turn opened (one per delivered message). */
-  private turn = 0;
-  /** Turns delivered and not yet ended, oldest first: output belongs to the first. */
-  private openTurns: number[] = [];
-  private lastOutput = '';
-  /** The turn `lastOutput` ends with. */
-  private lastOutputTurn = 0;
   /** Why the program could not resume its conversation, when it said so: its end that follows is not a crash. */
   private resumeRefusal: string | undefined;
-  private delivering = false;
-  private interruptWanted = false;
   private startTimer: NodeJS.Timeout | undefined;
-  /** Entries being written, in order: the stream sees them in the order they happened. */
-  private writes: Promise<unknown> = Promise.resolve();
-  /** How many entries are waiting to be written. */
-  private writesWaiting = 0;
   /** When the program last became ready (ms since the epoch), or 0. */
   private readyAt = 0;
-  /** When the session last went idle: no turn, nothing queued, nothing asked. */
-  private idleAt = Date.now();
   /** Open session streams: a person watching (or typing into) it. */
   private watchers = 0;
-  /** The last turn the provider's service failed. */
-  private lastFailure: TurnFailureNote | undefined;
   private restarting = false;
   /** The handling of the program's last exit (a restart waits for it before it starts the next program). */
   private exiting: Promise<void> = Promise.resolve();
@@ -125,8 +95,31 @@ export class Session extends EventEmitter<SessionEvents> {
     this.dir = join(ctx.sessionsDir, record.id);
     mkdirSync(this.dir, { recursive: true });
     this.transcript = new Transcript(this.dir);
-    this.queue = new MessageQueue(this.dir);
-    this.restoreFromTranscript();
+    this.writer = new TranscriptWriter(this.transcript, {
+      sessionId: record.id,
+      logger: ctx.logger,
+      written: (entry) => this.emit('entry', entry),
+    });
+    this.events = new SessionEventLog(ctx.log, this);
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the host reads the session as it is then
+    const session = this;
+    this.turns = new Turns(this.dir, this.transcript, {
+      get record() {
+        return session.record;
+      },
+      get state() {
+        return session.state;
+      },
+      readyRuntime: () => (this.ready ? this.runtime : undefined),
+      writer: this.writer,
+      events: this.events,
+      logger: ctx.logger,
+      save: (changed) => this.save(changed),
+      showActivity: (activity) => this.emit('activity', activity),
+      showPending: (interaction) => this.emit('pending', interaction),
+      showPendingCleared: (requestId) => this.emit('pending_cleared', requestId),
+      usage: ctx.usage,
+    });
   }
 
   get id(): string {
@@ -141,26 +134,23 @@ export class Session extends EventEmitter<SessionEvents> {
     return this.runtime?.isRunning() === true;
   }
 
+  /** Its program's pid, while one runs. */
+  get pid(): number | undefined {
+    return this.runtime?.pid;
+  }
+
   get pending(): PendingInteraction | undefined {
-    return this.pendingInteraction;
+    return this.turns.pending;
   }
 
   /** Its program runs, is ready, and has nothing to do: no turn, nothing queued, nothing asked. */
   get idle(): boolean {
-    return (
-      this.running &&
-      this.ready &&
-      this.activity === 'idle' &&
-      this.openTurns.length === 0 &&
-      this.queue.length === 0 &&
-      !this.delivering &&
-      this.pendingInteraction === undefined
-    );
+    return this.running && this.ready && this.turns.settled;
   }
 
   /** Its program is in a turn. */
   get inTurn(): boolean {
-    return this.activity === 'in-turn' || this.openTurns.length > 0;
+    return this.turns.inTurn;
   }
 
   /** Ready to take a turn (whether or not it has one). */
@@ -170,7 +160,7 @@ export class Session extends EventEmitter<SessionEvents> {
 
   /** When it last became idle (ms since the epoch). */
   get idleSince(): number {
-    return this.idleAt;
+    return this.turns.idleSince;
   }
 
   /** Someone has its stream open: a person is attached to it. */
@@ -180,7 +170,7 @@ export class Session extends EventEmitter<SessionEvents> {
 
   /** The last turn the provider's service failed, if any. */
   get lastTurnFailure(): TurnFailureNote | undefined {
-    return this.lastFailure;
+    return this.turns.lastTurnFailure;
   }
 
   /** A stream opened on it (closed by the function returned). */
@@ -207,49 +197,12 @@ export class Session extends EventEmitter<SessionEvents> {
   }
 
   view(): SessionResponse {
-    const r = this.record;
-    const provider = this.ctx.provider(r.provider);
-    const pid = this.running ? this.runtime?.pid : undefined;
-    const view: SessionResponse = {
-      id: r.id,
-      template: r.template,
-      title: r.title,
-      provider: r.provider,
-      session_name: r.session_name,
-      state: r.state,
-      running: this.running,
-      attached: this.attached,
-      created_at: r.created_at,
-      kind: r.kind,
-      work_dir: r.work_dir,
-      queued: this.queue.length,
-      submission_capabilities: { supports_follow_up: true, supports_interrupt_now: true },
-    };
-    if (r.alias) view.alias = r.alias;
-    if (this.running) view.activity = this.activity;
-    if (r.last_active) view.last_active = r.last_active;
-    if (this.lastOutput) view.last_output = this.lastOutput;
-    if (r.reason) view.reason = r.reason;
-    const mode = r.permission_mode ?? provider?.default_permission_mode;
-    if (mode) view.permission_mode = mode;
-    if (this.pendingInteraction) view.pending = this.pendingInteraction;
-    if (pid !== undefined) view.pid = pid;
-    if (r.provider_session_key) view.provider_session_key = r.provider_session_key;
-    if (this.running && this.runtime?.attach) view.attach = this.runtime.attach;
-    return view;
+    return sessionView(this.viewParts());
   }
 
-  /**
-   * The view with what the program shows now (`peek`): a terminal's screen, its last `lines` lines, as
-   * `last_output`; for the others, the last `lines` lines of its latest output.
-   */
-  async peekView(lines: number): Promise<SessionResponse> {
-    const view = this.view();
-    const screen = this.running && this.runtime?.peek ? await this.runtime.peek(lines) : undefined;
-    const text = screen ? screen.join('\n') : this.lastOutput.split('\n').slice(-lines).join('\n');
-    if (text) view.last_output = text;
-    else delete view.last_output;
-    return view;
+  /** The view with what the program shows now (`peek`), its last `lines` lines. */
+  peekView(lines: number): Promise<SessionResponse> {
+    return peekView(this.viewParts(), lines);
   }
 
   /** A controller that starts finds this session: whatever the last one left running is ended first. */
@@ -274,15 +227,15 @@ export class Session extends EventEmitter<SessionEvents> {
     let provider: ResolvedProvider;
     try {
       provider = this.provider();
-      this.ensureWorkDir();
+      ensureWorkDir(this.record.work_dir, this.ctx.cityRoot);
       const resumeKey = canResume(provider) ? this.record.provider_session_key : undefined;
-      const first = provider.prompt_mode !== 'stdin' ? this.queue.peek() : undefined;
+      const first = provider.prompt_mode !== 'stdin' ? this.turns.firstMessage() : undefined;
       this.runtime = createRuntime(
         {
           sessionId: this.id,
           provider,
           workDir: this.record.work_dir,
-          env: this.environment(provider),
+          env: sessionEnvironment(this.ctx, this.record, provider),
           stateDir: this.dir,
           resumeKey,
           permissionMode: this.record.permission_mode,
@@ -292,8 +245,8 @@ export class Session extends EventEmitter<SessionEvents> {
         this.sink(),
       );
       await this.runtime.start();
-      if (first) await this.delivered(this.queue.shift()!);
-      await this.write({
+      if (first) await this.turns.deliveredWithStart();
+      await this.writer.write({
         kind: 'start',
         actor: 'ctl',
         text: `${provider.display_name} started${this.runtime.pid !== undefined ? ` (pid ${this.runtime.pid})` : ''}${resumeKey ? `, resuming ${resumeKey}` : ''}`,
@@ -356,7 +309,7 @@ export class Session extends EventEmitter<SessionEvents> {
   }
 
   // ---------------------------------------------------------------------------------------------------------
-  // Messages
+  // Messages and commands
 
   /**
    * Queues a message: delivered as soon as the program can take it (after the messages before it), or — for a
@@ -365,99 +318,25 @@ export class Session extends EventEmitter<SessionEvents> {
    * Returns the message id.
    */
   enqueue(text: string, intent: SubmitIntent, options: EnqueueOptions = {}): string {
-    const { request } = options;
-    const message: QueuedMessage = {
-      message_id: `msg-${randomBytes(8).toString('hex')}`,
-      text,
-      intent,
-      queued:
-        !this.ready ||
-        this.delivering ||
-        this.queue.length > 0 ||
-        this.activity === 'in-turn' ||
-        this.pending !== undefined,
-      accepted_at: new Date().toISOString(),
-      ...(request ? { request_id: request.id, operation: request.operation } : {}),
-    };
-    this.queue.push(message);
-    if (intent === 'interrupt_now' && this.activity === 'in-turn') this.interruptWanted = true;
-    void this.deliverNext();
+    const messageId = this.turns.enqueue(text, intent, options.request);
     if (options.wake !== undefined && wakesOnMessage(this.state)) {
       this.wake('wake', options.wake).catch((err: unknown) =>
         this.ctx.logger.error({ err, session: this.id }, 'could not wake the session for a message'),
       );
     }
-    return message.message_id;
+    return messageId;
   }
-
-  /** Hands queued messages to the program, one at a time, in order, as it becomes able to take them. */
-  async deliverNext(): Promise<void> {
-    if (this.delivering) return;
-    this.delivering = true;
-    try {
-      for (;;) {
-        const next = this.queue.peek();
-        if (!next || !this.ready || !this.runtime || this.pendingInteraction) return;
-        // A draining session finishes the turn it has and takes no other.
-        if (this.state === 'draining') return;
-        const busy = this.openTurns.length > 0;
-        if (next.intent === 'interrupt_now' && busy) {
-          if (this.interruptWanted) {
-            this.interruptWanted = false;
-            await this.runtime.interrupt();
-          }
-          return; // delivered when the turn has ended
-        }
-        // A program that takes one turn at a time gets the next message when it has answered the last.
-        if (busy && (next.intent === 'follow_up' || !this.runtime.capabilities.concurrentTurns)) return;
-        try {
-          await this.runtime.deliver({ id: next.message_id, text: next.text });
-        } catch {
-          return; // the program went away: its exit fails what is left
-        }
-        await this.delivered(this.queue.shift()!);
-      }
-    } finally {
-      this.delivering = false;
-    }
-  }
-
-  // ---------------------------------------------------------------------------------------------------------
-  // Commands
 
   /** Ends the current turn. False when none was in progress. */
   async interrupt(): Promise<boolean> {
-    if (!this.runtime?.isRunning()) {
-      throw new Problem('conflict-wrong-state', `conflict: session ${this.id} is not running`);
-    }
-    return this.runtime.interrupt();
+    return this.runningRuntime().interrupt();
   }
 
   async respond(answer: { action: string; request_id?: string; text?: string }): Promise<string> {
-    const pending = this.pendingInteraction;
-    if (!pending || !this.runtime?.isRunning()) {
+    if (!this.runtime?.isRunning() || !this.turns.pending) {
       throw new Problem('conflict-wrong-state', `conflict: session ${this.id} has no pending interaction`);
     }
-    if (answer.request_id !== undefined && answer.request_id !== pending.request_id) {
-      throw new Problem(
-        'conflict-wrong-state',
-        `conflict: session ${this.id} is waiting on ${pending.request_id}, not ${answer.request_id}`,
-      );
-    }
-    if (pending.kind === 'tool-approval' && answer.action !== 'allow' && answer.action !== 'deny') {
-      const message = 'a permission request is answered with allow or deny';
-      throw new Problem('validation-failed', `invalid: ${message}`, {
-        errors: [{ location: 'body.action', message, value: answer.action }],
-      });
-    }
-    if (pending.kind === 'question' && answer.text === undefined && answer.action !== 'answer') {
-      const message = 'a question is answered with action "answer" and the answer in text';
-      throw new Problem('validation-failed', `invalid: ${message}`, {
-        errors: [{ location: 'body.action', message, value: answer.action }],
-      });
-    }
-    await this.runtime.respond(pending.request_id, answer);
-    return pending.request_id;
+    return this.turns.respond(this.runtime, answer);
   }
 
   async setPermissionMode(mode: string): Promise<void> {
@@ -492,52 +371,12 @@ export class Session extends EventEmitter<SessionEvents> {
   }
 
   /** Fails every undelivered message's request (the program is gone, or the session closed). */
-  async failQueued(code: string, message: string): Promise<void> {
-    for (const queued of this.queue.drain()) {
-      if (!queued.request_id) continue;
-      await this.ctx.log.append({
-        type: 'request.failed',
-        actor: 'ctl',
-        subject: this.id,
-        message,
-        payload: {
-          request_id: queued.request_id,
-          operation: queued.operation!,
-          error_code: code,
-          error_message: message,
-        },
-      });
-    }
+  failQueued(code: string, message: string): Promise<void> {
+    return this.turns.failQueued(code, message);
   }
 
-  async recordLifecycle(
-    type:
-      | 'session.created'
-      | 'session.woke'
-      | 'session.stopped'
-      | 'session.suspended'
-      | 'session.closed'
-      | 'session.updated'
-      | 'session.draining'
-      | 'session.quarantined'
-      | 'session.restart_pending',
-    reason?: string,
-  ): Promise<void> {
-    const payload: SessionLifecyclePayload = {
-      session_id: this.id,
-      template: this.record.template,
-      provider: this.record.provider,
-      state: this.state,
-      ...(reason ? { reason } : {}),
-      ...(type === 'session.woke' && this.runtime?.pid !== undefined ? { pid: this.runtime.pid } : {}),
-    };
-    await this.ctx.log.append({
-      type,
-      actor: 'ctl',
-      subject: this.id,
-      ...(reason ? { message: reason } : {}),
-      payload,
-    });
+  recordLifecycle(type: LifecycleEvent, reason?: string): Promise<void> {
+    return this.events.lifecycle(type, reason);
   }
 
   // ---------------------------------------------------------------------------------------------------------
@@ -546,98 +385,10 @@ export class Session extends EventEmitter<SessionEvents> {
   private sink(): RuntimeSink {
     return {
       ready: () => void this.becameReady(),
-      output: (kind, text, data) => {
-        const now = new Date().toISOString();
-        this.record.last_active = now;
-        if (kind === 'assistant') {
-          // A streamed chunk continues the reply of its turn; anything else starts a line.
-          const continues = data?.chunk === true && this.lastOutputTurn === this.currentTurn();
-          const separator = this.lastOutput && !continues ? '\n' : '';
-          this.lastOutput = (this.lastOutput + separator + text).slice(-LAST_OUTPUT_CHARS);
-          this.lastOutputTurn = this.currentTurn();
-        }
-        void this.write({
-          kind,
-          actor: kind === 'error' ? 'ctl' : 'assistant',
-          text,
-          data: { turn: this.currentTurn(), ...data },
-        });
-      },
-      turnEnded: (data, failure) => {
-        const ended = this.openTurns.shift() ?? this.turn;
-        if (data) this.recordUsage(data);
-        if (this.openTurns.length === 0) this.setActivity('idle');
-        this.save({ last_active: this.record.last_active });
-        const category = failure ? categoryOf(failure) : undefined;
-        if (failure) this.lastFailure = { category: category!, message: failure.message, at: Date.now() };
-        void this.write({
-          kind: 'turn_end',
-          actor: 'ctl',
-          data: { turn: ended, ...data, ...(failure ? { error: failure.message, error_category: category } : {}) },
-        }).then(() => this.deliverNext());
-        if (failure) {
-          void this.ctx.log.append({
-            type: 'session.turn_failed',
-            actor: 'ctl',
-            subject: this.id,
-            message: failure.message,
-            payload: {
-              session_id: this.id,
-              template: this.record.template,
-              provider: this.record.provider,
-              turn: ended,
-              category: category!,
-              error: failure.message,
-              ...(failure.status !== undefined ? { status: failure.status } : {}),
-            },
-          });
-        }
-      },
-      pending: (interaction) => {
-        this.pendingInteraction = interaction;
-        this.inOrder(() => this.emit('pending', interaction));
-        void this.write({
-          kind: 'pending',
-          actor: 'assistant',
-          text: interaction.prompt ?? interaction.kind,
-          data: {
-            turn: this.currentTurn(),
-            request_id: interaction.request_id,
-            pending_kind: interaction.kind,
-            options: interaction.options,
-            metadata: interaction.metadata,
-          },
-        });
-        void this.ctx.log.append({
-          type: 'session.pending',
-          actor: 'ctl',
-          subject: this.id,
-          message: interaction.prompt,
-          payload: {
-            session_id: this.id,
-            request_id: interaction.request_id,
-            kind: interaction.kind,
-            ...(interaction.prompt ? { prompt: interaction.prompt } : {}),
-          },
-        });
-      },
-      pendingCleared: (requestId, action) => {
-        if (this.pendingInteraction?.request_id === requestId) this.pendingInteraction = undefined;
-        this.inOrder(() => this.emit('pending_cleared', requestId));
-        void this.write({
-          kind: 'pending_cleared',
-          actor: action === 'abandoned' ? 'ctl' : 'user',
-          text: action,
-          data: { turn: this.currentTurn(), request_id: requestId, action },
-        });
-        void this.ctx.log.append({
-          type: 'session.pending_cleared',
-          actor: 'ctl',
-          subject: this.id,
-          payload: { session_id: this.id, request_id: requestId, action },
-        });
-        void this.deliverNext();
-      },
+      output: (kind, text, data) => this.turns.output(kind, text, data),
+      turnEnded: (data, failure) => this.turns.turnEnded(data, failure),
+      pending: (interaction) => this.turns.asked(interaction),
+      pendingCleared: (requestId, action) => this.turns.answered(requestId, action),
       sessionKey: (key) => {
         if (this.record.provider_session_key === key) return;
         this.record.provider_session_key = key;
@@ -649,13 +400,15 @@ export class Session extends EventEmitter<SessionEvents> {
         this.resumeRefusal = refusal;
         this.record.provider_session_key = undefined;
         this.save({ provider_session_key: undefined });
-        void this.write({ kind: 'error', actor: 'ctl', text: refusal });
-        void this.recordLifecycle('session.updated', refusal);
+        void this.writer.write({ kind: 'error', actor: 'ctl', text: refusal });
+        this.recordLifecycle('session.updated', refusal).catch((err: unknown) =>
+          this.ctx.logger.error({ err, session: this.id }, 'could not record session.updated'),
+        );
       },
       exited: (exit) => {
         this.exiting = this.programExited(exit);
       },
-      behind: () => (this.writesWaiting > MAX_WRITES_WAITING ? this.writes.then(() => undefined) : undefined),
+      behind: () => this.writer.behind(),
     };
   }
 
@@ -663,69 +416,14 @@ export class Session extends EventEmitter<SessionEvents> {
     clearTimeout(this.startTimer);
     this.ready = true;
     this.readyAt = Date.now();
-    this.idleAt = Date.now();
+    this.turns.ready();
     const to = nextState(this.state, 'ready');
     if (to !== undefined) this.setState(to);
     this.record.reason = undefined;
     this.save({ reason: undefined });
     await this.recordLifecycle('session.woke');
     await this.settleCreate(undefined);
-    await this.deliverNext();
-  }
-
-  /** The turn output belongs to now: the oldest one not yet ended, else the last one. */
-  /** The turn's usage, when its provider reported any, for `GET /usage`. */
-  private recordUsage(data: Record<string, unknown>): void {
-    const used = this.ctx.usage ? usageOf(data) : undefined;
-    if (!used) return;
-    this.ctx.usage!({
-      ts: new Date().toISOString(),
-      session_id: this.id,
-      session: this.record.session_name,
-      ...(this.record.kind === 'agent' ? { agent: this.record.template } : {}),
-      provider: this.record.provider,
-      ...used,
-      ...(typeof data.duration_ms === 'number' ? { duration_ms: data.duration_ms } : {}),
-    });
-  }
-
-  private currentTurn(): number {
-    return this.openTurns[0] ?? this.turn;
-  }
-
-  private async delivered(message: QueuedMessage): Promise<void> {
-    this.turn++;
-    this.openTurns.push(this.turn);
-    this.record.last_active = new Date().toISOString();
-    this.setActivity('in-turn');
-    await this.write({
-      kind: 'user',
-      actor: 'user',
-      text: message.text,
-      data: { turn: this.turn, message_id: message.message_id, intent: message.intent },
-    });
-    if (!message.request_id) return;
-    if (message.operation === 'session.submit') {
-      await this.ctx.log.append({
-        type: 'request.result.session.submit',
-        actor: 'ctl',
-        subject: this.id,
-        payload: {
-          request_id: message.request_id,
-          session_id: this.id,
-          message_id: message.message_id,
-          intent: message.intent,
-          queued: message.queued,
-        },
-      });
-    } else {
-      await this.ctx.log.append({
-        type: 'request.result.session.message',
-        actor: 'ctl',
-        subject: this.id,
-        payload: { request_id: message.request_id, session_id: this.id, message_id: message.message_id },
-      });
-    }
+    await this.turns.deliverNext();
   }
 
   private async programExited(exit: ProgramExit): Promise<void> {
@@ -737,12 +435,11 @@ export class Session extends EventEmitter<SessionEvents> {
     const ranMs = wasReady ? Date.now() - this.readyAt : 0;
     this.runtime = undefined;
     this.ready = false;
-    this.openTurns = [];
-    this.setActivity('idle');
+    this.turns.programEnded();
     // Told once the state below is settled.
     const crashed = !exit.requested && !(refusal !== undefined && wasReady);
     setImmediate(() => this.emit('ended', { crashed, ran_ms: ranMs }));
-    await this.write({
+    await this.writer.write({
       kind: 'exit',
       actor: 'ctl',
       text: exit.signal ? `exited on ${exit.signal}` : `exited with code ${exit.code}`,
@@ -780,21 +477,7 @@ export class Session extends EventEmitter<SessionEvents> {
     if (to !== undefined) this.setState(to);
     this.record.reason = reason;
     this.save({ reason });
-    await this.ctx.log.append({
-      type: 'session.crashed',
-      actor: 'ctl',
-      subject: this.id,
-      message: reason,
-      payload: {
-        session_id: this.id,
-        template: this.record.template,
-        provider: this.record.provider,
-        pid: pid ?? 0,
-        exit_code: exit.code,
-        signal: exit.signal,
-        ...(exit.stderrTail ? { stderr_tail: exit.stderrTail } : {}),
-      },
-    });
+    await this.events.crashed(reason, exit, pid);
     await this.failQueued('session_exited', `session ${this.id}'s program ${how} before the message was delivered`);
   }
 
@@ -804,22 +487,8 @@ export class Session extends EventEmitter<SessionEvents> {
     if (to !== undefined) this.setState(to);
     this.record.reason = reason;
     this.save({ reason });
-    if (!exit) await this.write({ kind: 'error', actor: 'ctl', text: reason });
-    await this.ctx.log.append({
-      type: 'session.crashed',
-      actor: 'ctl',
-      subject: this.id,
-      message: reason,
-      payload: {
-        session_id: this.id,
-        template: this.record.template,
-        provider: this.record.provider,
-        pid: pid ?? 0,
-        exit_code: exit?.code ?? null,
-        signal: exit?.signal ?? null,
-        ...(exit?.stderrTail ? { stderr_tail: exit.stderrTail } : {}),
-      },
-    });
+    if (!exit) await this.writer.write({ kind: 'error', actor: 'ctl', text: reason });
+    await this.events.crashed(reason, exit, pid);
     await this.settleCreate(reason);
     await this.failQueued('session_start_failed', `session ${this.id} could not start: ${reason}`);
   }
@@ -835,49 +504,8 @@ export class Session extends EventEmitter<SessionEvents> {
     if (!requestId) return;
     this.record.create_request = undefined;
     this.save({ create_request: undefined });
-    if (failure === undefined) {
-      await this.ctx.log.append({
-        type: 'request.result.session.create',
-        actor: 'ctl',
-        subject: this.id,
-        payload: { request_id: requestId, session_id: this.id },
-      });
-    } else {
-      await this.ctx.log.append({
-        type: 'request.failed',
-        actor: 'ctl',
-        subject: this.id,
-        message: failure,
-        payload: {
-          request_id: requestId,
-          operation: 'session.create',
-          error_code: 'session_start_failed',
-          error_message: failure,
-        },
-      });
-    }
-  }
-
-  /** An agent's directory inside the city is made when missing; one outside it must exist. */
-  private ensureWorkDir(): void {
-    const dir = this.record.work_dir;
-    if (existsSync(dir)) return;
-    const root = this.ctx.cityRoot;
-    if (dir !== root && !dir.startsWith(`${root}/`)) throw new Error(`its working directory ${dir} does not exist`);
-    mkdirSync(dir, { recursive: true });
-  }
-
-  private environment(provider: ResolvedProvider): NodeJS.ProcessEnv {
-    return {
-      ...this.ctx.env,
-      ...provider.env,
-      CTL_CITY: this.ctx.cityName,
-      CTL_CITY_ROOT: this.ctx.cityRoot,
-      CTL_SESSION_ID: this.id,
-      CTL_SESSION_NAME: this.record.session_name,
-      CTL_TEMPLATE: this.record.template,
-      CTL_PROVIDER: provider.name,
-    };
+    if (failure === undefined) await this.events.created(requestId);
+    else await this.events.requestFailed(requestId, 'session.create', 'session_start_failed', failure);
   }
 
   private setState(state: SessionState): void {
@@ -885,18 +513,6 @@ export class Session extends EventEmitter<SessionEvents> {
     this.record.state = state;
     this.save({ state });
     this.emit('state', state);
-  }
-
-  private setActivity(activity: 'idle' | 'in-turn'): void {
-    if (this.activity === activity) return;
-    this.activity = activity;
-    if (activity === 'idle') this.idleAt = Date.now();
-    this.inOrder(() => this.emit('activity', activity));
-  }
-
-  /** Runs `show` after the entries being written now: a stream sees a turn end after the reply it ends. */
-  private inOrder(show: () => void): void {
-    this.writes = this.writes.then(show).catch(() => undefined);
   }
 
   private save(changed: Partial<SessionRecord>): void {
@@ -908,39 +524,24 @@ export class Session extends EventEmitter<SessionEvents> {
     }
   }
 
-  /** Appends a transcript entry (in order with the others) and shows it to the stream. */
-  private write(entry: NewEntry): Promise<EventRecord | undefined> {
-    this.writesWaiting++;
-    const written = this.writes.then(() => this.transcript.append(entry)).finally(() => this.writesWaiting--);
-    this.writes = written.catch(() => undefined);
-    return written.then(
-      (record) => {
-        this.emit('entry', record);
-        return record;
-      },
-      (err: unknown) => {
-        this.ctx.logger.error({ err, session: this.id }, 'could not write the transcript');
-        return undefined;
-      },
-    );
+  /** Its runtime while its program runs; a 409 otherwise. */
+  private runningRuntime(): SessionRuntime {
+    if (!this.runtime?.isRunning()) {
+      throw new Problem('conflict-wrong-state', `conflict: session ${this.id} is not running`);
+    }
+    return this.runtime;
   }
 
-  /** The turn count and latest output, from the end of the transcript (a restarted controller goes on from them). */
-  private restoreFromTranscript(): void {
-    const { entries } = this.transcript.tail(200);
-    const output: string[] = [];
-    for (const record of entries.reverse()) {
-      const payload = (record.payload ?? {}) as { turn?: unknown; text?: unknown };
-      if (this.turn === 0 && typeof payload.turn === 'number') this.turn = payload.turn;
-      if (
-        record.type === 'assistant' &&
-        typeof payload.text === 'string' &&
-        output.join('\n').length < LAST_OUTPUT_CHARS
-      ) {
-        output.unshift(payload.text);
-      }
-      if (record.type === 'user' && output.length) break;
-    }
-    this.lastOutput = output.join('\n').slice(-LAST_OUTPUT_CHARS);
+  private viewParts(): ViewParts {
+    return {
+      record: this.record,
+      provider: this.ctx.provider(this.record.provider),
+      running: this.running ? this.runtime : undefined,
+      attached: this.attached,
+      queued: this.turns.queued,
+      activity: this.turns.activity,
+      lastOutput: this.turns.lastOutput,
+      pending: this.turns.pending,
+    };
   }
 }
