@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { PendingInteraction } from '../../shared/dto/sessions.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import type { TurnFailure } from './turn-failure.js';
@@ -80,6 +81,8 @@ export interface RuntimeOptions {
   firstMessage?: string;
   /** How long the program has to become ready (a runtime whose `start` waits for a handshake bounds it by this). */
   startTimeoutMs: number;
+  /** Where a runtime says what went wrong that nobody waits on (a failed first turn, a clean-up that failed). */
+  logger: Logger;
 }
 
 /** One session's program, whatever runs it. The next runtimes (tmux) implement this and nothing else. */

@@ -10,7 +10,7 @@ import type { RuntimeOptions, RuntimeSink, SessionRuntime } from './runtime.js';
 
 const PROTOCOLS: Partial<Record<WireProtocol, ProtocolFactory>> = {
   text: (provider, sink) => new TextProtocol(provider, sink),
-  'stream-json': (provider, sink) => new StreamJsonProtocol(provider, sink),
+  'stream-json': (provider, sink, logger) => new StreamJsonProtocol(provider, sink, logger),
 };
 
 /** Whether this controller can run sessions of a provider speaking `protocol`. */

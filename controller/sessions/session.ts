@@ -241,6 +241,7 @@ export class Session extends EventEmitter<SessionEvents> {
           permissionMode: this.record.permission_mode,
           firstMessage: first?.text,
           startTimeoutMs: this.ctx.startTimeoutMs,
+          logger: this.ctx.logger.child({ session: this.id }),
         },
         this.sink(),
       );

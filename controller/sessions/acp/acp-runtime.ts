@@ -159,7 +159,10 @@ export class AcpRuntime implements SessionRuntime {
     }
     if (failure !== undefined) return; // asked to stop: its end is coming, and reported by `ended`
     if (this.options.firstMessage !== undefined) {
-      await this.deliver({ id: 'first', text: this.options.firstMessage }).catch(() => undefined);
+      // A first message the agent refused is not the start's failure: the turn's own end says what happened.
+      await this.deliver({ id: 'first', text: this.options.firstMessage }).catch((err: unknown) =>
+        this.options.logger.warn({ err }, 'the first message could not be delivered'),
+      );
     }
     // Ready after the session has recorded the start (which it does once this resolves).
     setImmediate(() => {

@@ -75,7 +75,10 @@ export class CodexExecRuntime implements SessionRuntime {
     const first = this.options.firstMessage;
     // After the session has recorded the first message as its turn (it does so as `start` resolves).
     setImmediate(() => {
-      if (first !== undefined) void this.runTurn(first).catch(() => undefined);
+      if (first !== undefined)
+        void this.runTurn(first).catch((err: unknown) =>
+          this.options.logger.error({ err }, 'the first turn could not be run'),
+        );
       this.sink.ready();
     });
   }

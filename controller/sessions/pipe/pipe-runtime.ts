@@ -33,7 +33,7 @@ export class PipeRuntime implements SessionRuntime {
     protocol: ProtocolFactory,
   ) {
     this.sink = sink;
-    this.protocol = protocol(options.provider, sink);
+    this.protocol = protocol(options.provider, sink, options.logger);
   }
 
   private readonly sink: RuntimeSink;

@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { ResolvedProvider } from '../../providers/provider-spec.js';
 import type { RuntimeCapabilities, RuntimeSink } from '../runtime.js';
 
@@ -28,4 +29,4 @@ export interface Protocol {
   ended(): void;
 }
 
-export type ProtocolFactory = (provider: ResolvedProvider, sink: RuntimeSink) => Protocol;
+export type ProtocolFactory = (provider: ResolvedProvider, sink: RuntimeSink, logger: Logger) => Protocol;

@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import { randomBytes } from 'node:crypto';
 import type { ResolvedProvider } from '../../providers/provider-spec.js';
 import type { RuntimeCapabilities, RuntimeSink } from '../runtime.js';
@@ -85,6 +86,7 @@ export class StreamJsonProtocol implements Protocol {
   constructor(
     private readonly provider: ResolvedProvider,
     private readonly sink: RuntimeSink,
+    private readonly logger: Logger,
   ) {}
 
   started(io: ProgramIO): void {
@@ -268,7 +270,7 @@ export class StreamJsonProtocol implements Protocol {
         request_id: id,
         error: `ctl does not handle ${request.subtype ?? 'this'} requests`,
       },
-    }).catch(() => undefined);
+    }).catch((err: unknown) => this.logger.debug({ err }, 'could not refuse a control request'));
   }
 
   /** Sends a control request of ours; resolves with whether the program answered success (false on time-out). */

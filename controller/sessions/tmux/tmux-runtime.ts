@@ -161,7 +161,9 @@ export class TmuxRuntime implements SessionRuntime {
       ]);
       this.panePid = Number(await this.server.run(['display-message', '-p', '-t', this.target, '#{pane_pid}']));
     } catch (err) {
-      await this.server.run(['kill-session', '-t', this.target]).catch(() => undefined);
+      await this.server
+        .run(['kill-session', '-t', this.target])
+        .catch((cleanup: unknown) => this.cleanupFailed(cleanup));
       throw new Error(`cannot start ${provider.command} in tmux: ${(err as Error).message}`, { cause: err });
     }
     writePidFile(this.options.stateDir, this.panePid);
@@ -239,7 +241,7 @@ export class TmuxRuntime implements SessionRuntime {
     this.stopRequested = true;
     const pid = this.panePid!;
     // Closing its session hangs up its terminal (SIGHUP); a program that ignores it is killed after the grace.
-    await this.server.run(['kill-session', '-t', this.target]).catch(() => undefined);
+    await this.server.run(['kill-session', '-t', this.target]).catch((err: unknown) => this.cleanupFailed(err));
     const deadline = Date.now() + graceMs;
     while (alive(pid) && Date.now() < deadline) await sleep(50);
     if (alive(pid)) {
@@ -301,7 +303,7 @@ export class TmuxRuntime implements SessionRuntime {
       ).split(' ');
       if (dead === '1') {
         this.lastScreen = await this.server.capture(this.target).catch(() => this.lastScreen);
-        await this.server.run(['kill-session', '-t', this.target]).catch(() => undefined);
+        await this.server.run(['kill-session', '-t', this.target]).catch((err: unknown) => this.cleanupFailed(err));
         const code = Number(status);
         this.ended({
           code: Number.isInteger(code) ? code : null,
@@ -325,13 +327,20 @@ export class TmuxRuntime implements SessionRuntime {
     }
   }
 
+  /** A tmux session that could not be killed: its program is reaped by its process group all the same. */
+  private cleanupFailed(err: unknown): void {
+    this.options.logger.debug({ err, target: this.target }, 'could not kill the tmux session');
+  }
+
   /** One read of the screen: dialogs answered, readiness, the turn's end, a permission prompt. */
   private read(screen: string[]): void {
     const tail = screen.slice(-15).join('\n');
     const dialog = this.rules.dialogs.find((d) => d.pattern.test(tail));
     if (dialog && Date.now() - this.lastDialogAt > DIALOG_REPEAT_MS) {
       this.lastDialogAt = Date.now();
-      void this.server.sendKeys(this.target, dialog.keys).catch(() => undefined);
+      void this.server
+        .sendKeys(this.target, dialog.keys)
+        .catch((err: unknown) => this.options.logger.warn({ err }, 'a startup dialog could not be answered'));
       return;
     }
     // Its status file, where it keeps one, says better than the screen whether it works; the screen says when its
