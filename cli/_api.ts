@@ -45,9 +45,23 @@ export function connect(explicit: string | undefined): Api {
   const limits = fetchLimits();
   return {
     base,
-    client: createApiClient(base, timedFetch(limits)),
+    client: createApiClient(base, withToken(timedFetch(limits))),
     limits,
-    streamFetch: timedFetch({ connectMs: limits.connectMs }),
+    streamFetch: withToken(timedFetch({ connectMs: limits.connectMs })),
+  };
+}
+
+/**
+ * Requests carrying `CTL_TOKEN` as a bearer token, when it is set: how someone other than the supervisor's user
+ * (or on another machine) uses `ctl`. Unset, nothing is added and the supervisor knows us by our account.
+ */
+function withToken(send: typeof fetch, env: NodeJS.ProcessEnv = process.env): typeof fetch {
+  const token = env.CTL_TOKEN?.trim();
+  if (!token) return send;
+  return (input, init) => {
+    const request = new Request(input, init);
+    if (!request.headers.has('authorization')) request.headers.set('authorization', `Bearer ${token}`);
+    return send(request);
   };
 }
 
@@ -78,7 +92,7 @@ function envDuration(env: NodeJS.ProcessEnv, name: string, fallback: number): nu
  */
 export function patient(api: Api, serverWaitMs: number): Api {
   const limits = { ...api.limits, answerMs: api.limits.answerMs + serverWaitMs };
-  return { ...api, client: createApiClient(api.base, timedFetch(limits)), limits };
+  return { ...api, client: createApiClient(api.base, withToken(timedFetch(limits))), limits };
 }
 
 /** Awaits one API call: its data; an ApiProblem for a problem answer, a CliError for no answer. */

@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { basename, dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -17,7 +17,11 @@ import type { EventLog } from '../shared/events/event-log.js';
 import { FileLock } from '../shared/fs/file-lock.js';
 import { LogTail } from '../shared/events/log-tail.js';
 import { createLogger } from '../shared/log.js';
-import { cityPaths } from '../shared/paths.js';
+import { cityPaths, ctlHome, homePaths } from '../shared/paths.js';
+import { readSupervisorConfig } from '../shared/config/supervisor-config.js';
+import { LocalAccounts } from '../shared/http/local-accounts.js';
+import { PeerAccess } from '../shared/http/peer-access.js';
+import { PeerGate } from '../shared/http/peer-gate.js';
 import type { ControllerRunOptions } from '../shared/run-options.js';
 import { answerClientErrors } from '../shared/http/client-error.js';
 import { lazyHandler } from '../shared/http/lazy-handler.js';
@@ -36,6 +40,7 @@ import { AgentTick } from './agents/tick.js';
 import { UsageLog } from './usage/usage-log.js';
 import { serviceUpgrade } from './service-proxy.js';
 import { serviceFastPath } from './service-fast-path.js';
+import { ensureOwnSocketDir, makeRuntimeDirPrivate } from './private-runtime-dir.js';
 
 /** A session's program gets this long after SIGTERM before SIGKILL (our own shutdown is bounded at 5 s). */
 const SESSION_STOP_GRACE_MS = 3000;
@@ -81,7 +86,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
   let lock: FileLock | undefined;
   let server: Server | undefined;
   try {
-    mkdirSync(paths.runtimeDir, { recursive: true });
+    makeRuntimeDirPrivate(paths.runtimeDir);
     lock = new FileLock(paths.controllerLock);
     if (!lock.tryAcquire()) {
       throw new StartupError(
@@ -198,12 +203,16 @@ export async function run(options: ControllerRunOptions): Promise<void> {
       return handlerOf(createControllerApp(running, logger));
     });
     const fastService = serviceFastPath(running);
-    server = createServer({ requireHostHeader: false }, (req, res) => {
-      if (!fastService(req, res)) void handler(req, res);
-    });
+    const gate = peerGate(listen, logger);
+    server = createServer(
+      { requireHostHeader: false },
+      gate.requests((req, res) => {
+        if (!fastService(req, res)) void handler(req, res);
+      }),
+    );
     server.keepAliveTimeout = 65_000;
     // WebSockets to workspace services (`svc/<name>/…`), spliced through to the service.
-    server.on('upgrade', serviceUpgrade(running));
+    server.on('upgrade', gate.upgrades(serviceUpgrade(running)));
     answerClientErrors(server, logger);
     await listenOn(server, listen);
     completed.push('starting_api');
@@ -258,10 +267,37 @@ export async function run(options: ControllerRunOptions): Promise<void> {
   }
 }
 
+/**
+ * Who may use this controller: on its Unix socket, its file modes decide; on a TCP port, the supervisor's peer
+ * rule with the supervisor's `allow_users` and `allow_groups` (read from `$CTL_HOME/supervisor.toml`).
+ */
+function peerGate(listen: string, logger: Logger): PeerGate {
+  const onError = (err: unknown) => logger.error({ err }, 'peer lookup failed');
+  if (!/^\d+$/.test(listen)) {
+    return new PeerGate({
+      peers: undefined,
+      ownUser: new LocalAccounts().byUid(process.geteuid?.() ?? 0).name,
+      onError,
+    });
+  }
+  const config = readSupervisorConfig(homePaths(ctlHome()).config);
+  let peers: PeerAccess;
+  try {
+    peers = new PeerAccess({ allowUsers: config.allowUsers, allowGroups: config.allowGroups });
+  } catch (err) {
+    throw new StartupError((err as Error).message);
+  }
+  return new PeerGate({ peers, ownUser: peers.ownUser, onError });
+}
+
 async function listenOn(server: Server, listen: string): Promise<void> {
   const port = /^\d+$/.test(listen) ? Number(listen) : undefined;
   if (port === undefined) {
-    mkdirSync(dirname(listen), { recursive: true, mode: 0o700 });
+    try {
+      ensureOwnSocketDir(dirname(listen));
+    } catch (err) {
+      throw new StartupError((err as Error).message);
+    }
     // We hold the city's controller lock, so a socket file left here belongs to a dead controller.
     rmSync(listen, { force: true });
   }

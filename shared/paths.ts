@@ -21,6 +21,7 @@ export interface HomePaths {
   log: string;
   lock: string;
   pid: string;
+  tokens: string;
 }
 
 export function homePaths(home: string): HomePaths {
@@ -33,6 +34,7 @@ export function homePaths(home: string): HomePaths {
     log: join(home, 'supervisor.log'),
     lock: join(home, 'supervisor.lock'),
     pid: join(home, 'supervisor.pid'),
+    tokens: join(home, 'tokens.json'),
   };
 }
 

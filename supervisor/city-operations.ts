@@ -369,12 +369,12 @@ export class CityOperations {
   ): Promise<void> {
     const payload: CityLifecyclePayload = { name, path };
     try {
-      await cityLog(path).append({ type, actor: 'ctl', subject: name, payload });
+      await cityLog(path).append({ type, actor: 'api', subject: name, payload });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (!orInOurs || (code !== 'ENOENT' && code !== 'ENOTDIR')) throw err;
       const message = `the city directory ${path} no longer exists; recorded in the supervisor's log`;
-      await this.o.supervisorLog.append({ type, actor: 'ctl', subject: name, message, payload });
+      await this.o.supervisorLog.append({ type, actor: 'api', subject: name, message, payload });
     }
   }
 

@@ -1,9 +1,10 @@
-import { realpathSync } from 'node:fs';
+import { chmodSync, realpathSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { upgradeProxy } from './upgrade-proxy.js';
 import { handlerOf } from '../shared/http/app.js';
 import { answerClientErrors } from '../shared/http/client-error.js';
 import { isLoopbackHost } from '../shared/http/host-guard.js';
+import { PeerAccess } from '../shared/http/peer-access.js';
 import { readSupervisorConfig } from '../shared/config/supervisor-config.js';
 import type { SupervisorShutdownPayload, SupervisorStartedPayload } from '../shared/dto/events.js';
 import { EventLog } from '../shared/events/event-log.js';
@@ -13,7 +14,10 @@ import { ctlEntryPath, ctlHome, homePaths } from '../shared/paths.js';
 import { ReadinessProber } from '../shared/readiness.js';
 import type { SupervisorRunOptions } from '../shared/run-options.js';
 import { VERSION } from '../shared/version.js';
+import { AccessGate } from './access-gate.js';
+import { ApiTokens } from './api-tokens.js';
 import { createSupervisorApp } from './app.js';
+import { BrowserSessions } from './browser-sessions.js';
 import { fastProxy } from './fast-proxy.js';
 import { CityOperations } from './city-operations.js';
 import { EventHub } from './event-hub.js';
@@ -47,6 +51,18 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
   const startedAt = Date.now();
 
   try {
+    // The home holds the token hashes, the registry, the event log and the logs: its user's alone.
+    chmodSync(paths.home, 0o700);
+    const tokens = new ApiTokens(paths.tokens);
+    tokens.load();
+    const peers = new PeerAccess({ allowUsers: config.allowUsers, allowGroups: config.allowGroups });
+    if (!isLoopbackHost(bind.toLowerCase()) && tokens.size === 0) {
+      throw new Error(
+        `refusing to listen on ${bind}: no API tokens exist, so nobody off this machine could use it; ` +
+          'start on 127.0.0.1 and run `ctl token create NAME` first',
+      );
+    }
+    const sessions = new BrowserSessions();
     const registry = new Registry(paths.registry);
     registry.load();
     const supervisorLog = EventLog.at(paths.events, paths.eventsLock);
@@ -108,7 +124,7 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
     const connectTimeoutMs = Number(process.env.CTL_PROXY_CONNECT_TIMEOUT_MS) || PROXY_CONNECT_TIMEOUT_MS;
     const app = createSupervisorApp({
       logger,
-      services: { cities, events, prober, health },
+      services: { cities, events, prober, health, tokens, sessions },
       registry,
       reconciler,
       hub,
@@ -127,14 +143,22 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
       readOnly,
       connectTimeoutMs,
     });
-    // Requests to running cities go straight to their controllers; the rest (and every refusal) through Koa.
-    const server = createServer({ requireHostHeader: false }, (req, res) => {
-      if (!proxied(req, res)) koa(req, res);
-    });
+    // Who may use the API is settled first, for every request and upgrade; then requests to running cities go
+    // straight to their controllers, the rest (and every other refusal) through Koa.
+    const gate = new AccessGate({ peers, tokens, sessions, logger });
+    const server = createServer(
+      { requireHostHeader: false },
+      gate.requests((req, res) => {
+        if (!proxied(req, res)) koa(req, res);
+      }),
+    );
+    peers.watch(server);
     server.keepAliveTimeout = 65_000;
     server.on(
       'upgrade',
-      upgradeProxy({ registry, reconciler, allowedHosts: config.allowedHosts, connectTimeoutMs, logger }),
+      gate.upgrades(
+        upgradeProxy({ registry, reconciler, allowedHosts: config.allowedHosts, connectTimeoutMs, logger }),
+      ),
     );
     answerClientErrors(server, logger);
     // Adopt what a previous supervisor left running before answering, so the first answers are right.

@@ -23,7 +23,7 @@ export async function isCityDirectory(root: string): Promise<boolean> {
 /** Gives an existing city directory the runtime layout the controller needs (`.ctl/`, an event log). */
 export async function ensureRuntimeLayout(root: string): Promise<void> {
   const paths = cityPaths(root);
-  await bounded(`mkdir ${paths.runtimeDir}`, mkdir(paths.runtimeDir, { recursive: true }));
+  await bounded(`mkdir ${paths.runtimeDir}`, mkdir(paths.runtimeDir, { recursive: true, mode: 0o700 }));
   await bounded(`create ${paths.events}`, writeFile(paths.events, '', { flag: 'a' }));
 }
 
@@ -53,7 +53,7 @@ export async function scaffoldCity(
     await bounded(`create ${paths.config}`, writeFile(paths.config, newCityConfigText(options), { flag: 'wx' }));
     created.push(paths.config);
     if (!(await exists(paths.runtimeDir))) {
-      await bounded(`mkdir ${paths.runtimeDir}`, mkdir(paths.runtimeDir));
+      await bounded(`mkdir ${paths.runtimeDir}`, mkdir(paths.runtimeDir, { mode: 0o700 }));
       created.push(paths.runtimeDir);
     }
     await bounded(`create ${paths.events}`, writeFile(paths.events, '', { flag: 'wx' }));

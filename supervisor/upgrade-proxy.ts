@@ -42,6 +42,8 @@ export function upgradeProxy(o: {
         path: url,
         hostHeader: 'localhost',
         connectTimeoutMs: o.connectTimeoutMs,
+        // The access gate's word on who this is, never the client's.
+        setHeaders: { 'X-CTL-Actor': String(req.headers['x-ctl-actor'] ?? '') },
       });
     } catch (err) {
       if (err instanceof Problem) refuseWithProblem(socket, err);

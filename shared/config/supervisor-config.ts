@@ -13,6 +13,10 @@ export interface SupervisorConfig {
   allowMutations: boolean;
   allowedHosts: string[];
   allowedOrigins: string[];
+  /** Local accounts besides the supervisor's own that may use the API without a token. */
+  allowUsers: string[];
+  /** Local groups whose members (primary or supplementary) may use the API without a token. */
+  allowGroups: string[];
   /** Period of the reconciler's periodic pass. */
   patrolIntervalMs: number;
   /** Interval between SSE heartbeat frames. */
@@ -48,6 +52,8 @@ export function readSupervisorConfig(path: string, env: NodeJS.ProcessEnv = proc
     allowMutations: boolOr(table, 'allow_mutations', false, path),
     allowedHosts: stringsOr(table, 'allowed_hosts', path),
     allowedOrigins: stringsOr(table, 'allowed_origins', path),
+    allowUsers: stringsOr(table, 'allow_users', path),
+    allowGroups: stringsOr(table, 'allow_groups', path),
     patrolIntervalMs: durationOr(table, 'patrol_interval', 10_000, path),
     sseHeartbeatMs: heartbeatEnv ? Number(heartbeatEnv) : intOr(table, 'sse_heartbeat_ms', 15_000, path),
     packs: {

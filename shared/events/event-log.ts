@@ -32,6 +32,7 @@ import {
   type ByteSource,
 } from './log-file.js';
 import { formatEventLine, type EventRecord, type NewEvent } from './record.js';
+import { recordedActor } from './request-actor.js';
 
 export type EventFilter = (record: EventRecord) => boolean;
 
@@ -116,8 +117,10 @@ export class EventLog {
   }
 
   private appendMany(events: NewEvent[]): Promise<EventRecord[]> {
+    // The requester is known only here, in the caller's context; the queue drains in another.
+    const attributed = events.map((e) => (e.actor === 'api' ? { ...e, actor: recordedActor(e.actor) } : e));
     return new Promise((resolve, reject) => {
-      this.queue.push({ events, resolve, reject });
+      this.queue.push({ events: attributed, resolve, reject });
       if (!this.draining) void this.drain();
     });
   }

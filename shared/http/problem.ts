@@ -6,6 +6,7 @@ import type { ErrorDetail, ErrorModel } from '../dto/errors.js';
 export const PROBLEM_CODES = {
   'invalid-request': 400,
   'invalid-cursor': 400,
+  unauthorized: 401,
   forbidden: 403,
   'city-not-found': 404,
   'bead-not-found': 404,
@@ -25,6 +26,7 @@ export const PROBLEM_CODES = {
   'pack-not-found': 404,
   'patch-not-found': 404,
   'adapter-not-found': 404,
+  'token-not-found': 404,
   'extmsg-group-not-found': 404,
   'method-not-allowed': 405,
   'request-timeout': 408,
@@ -67,6 +69,7 @@ const TITLES: Partial<Record<ProblemCode, string>> = {
   'service-not-found': 'Service Not Found',
   'pack-not-found': 'Pack Not Found',
   'adapter-not-found': 'Adapter Not Found',
+  'token-not-found': 'Token Not Found',
   'extmsg-group-not-found': 'Group Not Found',
   'patch-not-found': 'Patch Not Found',
   'pack-credential-required': 'Pack Credential Required',

@@ -13,6 +13,8 @@ export interface UpgradeTarget {
   hostHeader: string;
   /** No connection within this long: a 504 to the client. */
   connectTimeoutMs?: number;
+  /** Headers set for the upstream, replacing any of the same name the client sent. */
+  setHeaders?: Record<string, string>;
 }
 
 /**
@@ -36,11 +38,13 @@ export function tunnelUpgrade(req: IncomingMessage, client: Duplex, head: Buffer
     clearTimeout(timer);
     const lines = [`${req.method ?? 'GET'} ${target.path} HTTP/1.1`];
     const raw = req.rawHeaders;
+    const replaced = new Set(['host', ...Object.keys(target.setHeaders ?? {}).map((n) => n.toLowerCase())]);
     for (let i = 0; i < raw.length; i += 2) {
-      if (raw[i].toLowerCase() === 'host') continue;
+      if (replaced.has(raw[i].toLowerCase())) continue;
       lines.push(`${raw[i]}: ${raw[i + 1]}`);
     }
     lines.push(`Host: ${target.hostHeader}`);
+    for (const [name, value] of Object.entries(target.setHeaders ?? {})) lines.push(`${name}: ${value}`);
     upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
     if (head.length > 0) upstream.write(head);
     upstream.pipe(client);

@@ -1,6 +1,8 @@
 import type { IocContainer, Newable } from '@tsoa/runtime';
 import type { SupervisorHealthOutputBody } from '../../shared/dto/health.js';
 import type { ReadinessProber } from '../../shared/readiness.js';
+import type { ApiTokens } from '../api-tokens.js';
+import type { BrowserSessions } from '../browser-sessions.js';
 import type { CityOperations } from '../city-operations.js';
 import type { EventView } from '../event-view.js';
 
@@ -9,6 +11,8 @@ export interface SupervisorServices {
   cities: CityOperations;
   events: EventView;
   prober: ReadinessProber;
+  tokens: ApiTokens;
+  sessions: BrowserSessions;
   health(): SupervisorHealthOutputBody;
 }
 

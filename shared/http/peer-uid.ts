@@ -1,0 +1,129 @@
+import { readFile } from 'node:fs/promises';
+import { endianness } from 'node:os';
+import { isIPv4, isIPv6 } from 'node:net';
+
+/** The two ends of a TCP connection as the server sees it. */
+export interface ConnectionEnds {
+  localAddress: string;
+  localPort: number;
+  remoteAddress: string;
+  remotePort: number;
+}
+
+const LITTLE_ENDIAN = endianness() === 'LE';
+const TIME_WAIT = '06';
+
+/**
+ * The uid owning the client's end of a TCP connection on this machine, as identd and `ss -e` read it: the
+ * kernel lists every socket of this network namespace in /proc/net/tcp (IPv4) and /proc/net/tcp6 with its
+ * addresses and owner. The client's socket is the one whose local end is our remote and whose remote end is our
+ * local. Throws when no such socket is listed (the client is on another machine or already gone): a caller
+ * refuses then, never guesses.
+ *
+ * The files are searched as text for the one line's address pair rather than parsed whole, so a machine with
+ * thousands of sockets pays a read and one `indexOf`, not thousands of splits.
+ */
+export async function peerUid(ends: ConnectionEnds): Promise<number> {
+  const remote = parseAddress(ends.remoteAddress);
+  const local = parseAddress(ends.localAddress);
+  if (!remote || !local) throw new Error(`cannot identify the peer of ${ends.remoteAddress}: not an IP address`);
+  // An IPv4 client of an IPv6 socket shows here as ::ffff:a.b.c.d; its own socket may be IPv4 (listed in tcp) or
+  // an IPv6 one speaking to a mapped address (listed in tcp6).
+  const candidates: { file: string; needle: string }[] = [];
+  if (remote.v4 && local.v4) {
+    candidates.push({
+      file: '/proc/net/tcp',
+      needle: pair(v4Hex(remote.v4), ends.remotePort, v4Hex(local.v4), ends.localPort),
+    });
+  }
+  candidates.push({
+    file: '/proc/net/tcp6',
+    needle: pair(v6Hex(remote.bytes), ends.remotePort, v6Hex(local.bytes), ends.localPort),
+  });
+  for (const { file, needle } of candidates) {
+    const uid = await findUid(file, needle);
+    if (uid !== undefined) return uid;
+  }
+  throw new Error(`cannot identify the peer ${ends.remoteAddress}:${ends.remotePort}: no local socket owns it`);
+}
+
+async function findUid(file: string, needle: string): Promise<number | undefined> {
+  let text: string;
+  try {
+    text = await readFile(file, 'latin1');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  let at = text.indexOf(needle);
+  while (at >= 0) {
+    const end = text.indexOf('\n', at);
+    // `local rem st tx:rx tr:when retrnsmt uid timeout inode`
+    const fields = text
+      .slice(at, end < 0 ? undefined : end)
+      .trim()
+      .split(/\s+/);
+    const [, , state, , , , uid, , inode] = fields;
+    // A TIME_WAIT entry (uid 0, inode 0) is an earlier connection's ghost, not the live client.
+    if (state !== TIME_WAIT && inode !== '0' && uid !== undefined && /^\d+$/.test(uid)) return Number(uid);
+    at = text.indexOf(needle, at + needle.length);
+  }
+  return undefined;
+}
+
+/** ` LLLL:PPPP RRRR:PPPP ` as the kernel prints a socket's local then remote end. */
+function pair(localHex: string, localPort: number, remoteHex: string, remotePort: number): string {
+  return ` ${localHex}:${portHex(localPort)} ${remoteHex}:${portHex(remotePort)} `;
+}
+
+function portHex(port: number): string {
+  return port.toString(16).toUpperCase().padStart(4, '0');
+}
+
+interface ParsedAddress {
+  /** The IPv4 address's four bytes, for an IPv4 address or an IPv4-mapped IPv6 one. */
+  v4: number[] | undefined;
+  /** The sixteen bytes of the address as IPv6 (an IPv4 one mapped). */
+  bytes: number[];
+}
+
+export function parseAddress(address: string): ParsedAddress | undefined {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  const v4text = isIPv4(address) ? address : mapped?.[1];
+  if (v4text !== undefined) {
+    const v4 = v4text.split('.').map(Number);
+    return { v4, bytes: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, ...v4] };
+  }
+  if (!isIPv6(address)) return undefined;
+  const bytes = ipv6Bytes(address.split('%')[0]);
+  return bytes ? { v4: undefined, bytes } : undefined;
+}
+
+function ipv6Bytes(address: string): number[] | undefined {
+  const halves = address.split('::');
+  if (halves.length > 2) return undefined;
+  const groups = (part: string) => (part === '' ? [] : part.split(':'));
+  const head = groups(halves[0]);
+  const tail = halves.length === 2 ? groups(halves[1]) : [];
+  const missing = 8 - head.length - tail.length;
+  if (missing < 0 || (halves.length === 1 && missing !== 0)) return undefined;
+  const words = [...head, ...Array<string>(missing).fill('0'), ...tail].map((g) => parseInt(g, 16));
+  if (words.some((w) => !(w >= 0 && w <= 0xffff))) return undefined;
+  return words.flatMap((w) => [w >> 8, w & 0xff]);
+}
+
+/** The kernel prints an address as 32-bit words in the machine's byte order, each as `%08X`. */
+function wordHex(b: number[]): string {
+  const ordered = LITTLE_ENDIAN ? [b[3], b[2], b[1], b[0]] : b;
+  return ordered.map((x) => x.toString(16).toUpperCase().padStart(2, '0')).join('');
+}
+
+export function v4Hex(bytes: number[]): string {
+  return wordHex(bytes);
+}
+
+export function v6Hex(bytes: number[]): string {
+  let out = '';
+  for (let i = 0; i < 16; i += 4) out += wordHex(bytes.slice(i, i + 4));
+  return out;
+}

@@ -1,0 +1,147 @@
+import type { Request as KoaRequest } from 'koa';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  Path,
+  Post,
+  Query,
+  Request,
+  Response,
+  Route,
+  SuccessResponse,
+  Tags,
+} from '@tsoa/runtime';
+import type { ErrorModel } from '../../shared/dto/errors.js';
+import type {
+  AuthCodeResponse,
+  TokenCreateRequest,
+  TokenCreateResponse,
+  TokenListResponse,
+} from '../../shared/dto/tokens.js';
+import { Problem } from '../../shared/http/problem.js';
+import { SESSION_COOKIE } from '../browser-sessions.js';
+import { callerOf, type Caller } from '../caller.js';
+import type { SupervisorServices } from './ioc.js';
+
+@Route('v0')
+@Tags('Access')
+export class TokensRoutes extends Controller {
+  constructor(private readonly services: SupervisorServices) {
+    super();
+  }
+
+  /**
+   * The API tokens, by name: never their secrets. Only the supervisor's user (or one `allow_users` or
+   * `allow_groups` names) manages tokens; a request made with a token or a browser session is refused (403).
+   * @summary List API tokens
+   */
+  @Get('tokens')
+  @Response<ErrorModel>(403, 'Made with a token or a browser session, not by a local user the rule lets in')
+  public listTokens(@Request() request: KoaRequest): TokenListResponse {
+    managerOf(request);
+    return { items: this.services.tokens.list() };
+  }
+
+  /**
+   * Creates a token and returns its secret (`token`) this once; the supervisor keeps only its SHA-256, in
+   * `$CTL_HOME/tokens.json` (mode 0600). Send it as `Authorization: Bearer <token>`: it is accepted from any
+   * account and any address. A `read_only` token is refused every mutation (403).
+   * @summary Create an API token
+   */
+  @Post('tokens')
+  @SuccessResponse(201, 'Created')
+  @Response<ErrorModel>(403, 'Made with a token or a browser session, not by a local user the rule lets in')
+  @Response<ErrorModel>(409, 'A token of that name exists')
+  @Response<ErrorModel>(422, 'An invalid name or `expires_in`')
+  public createToken(@Request() request: KoaRequest, @Body() body: TokenCreateRequest): TokenCreateResponse {
+    const manager = managerOf(request);
+    const created = this.services.tokens.create(body, manager);
+    this.setStatus(201);
+    this.setHeader('Cache-Control', 'no-store');
+    return created;
+  }
+
+  /**
+   * Revokes a token: requests carrying it are refused from now on (401), and browser sessions made from it end.
+   * @summary Revoke an API token
+   */
+  @Delete('tokens/{name}')
+  @SuccessResponse(204, 'Revoked')
+  @Response<ErrorModel>(403, 'Made with a token or a browser session, not by a local user the rule lets in')
+  @Response<ErrorModel>(404, 'No token of that name')
+  public revokeToken(@Request() request: KoaRequest, @Path() name: string): void {
+    managerOf(request);
+    this.services.tokens.revoke(name);
+    this.services.sessions.endFor(name);
+    this.setStatus(204);
+  }
+
+  /**
+   * Mints a one-time code for a browser: opening `url` (within a minute, once) sets a session cookie standing for
+   * the caller — the local user, or the token used here, read-only if it is — and redirects to `/ui/`. This is
+   * how a token reaches a browser without ever being in a URL.
+   * @summary Mint a one-time browser sign-in code
+   */
+  @Post('auth/codes')
+  @SuccessResponse(201, 'Created')
+  public mintAuthCode(@Request() request: KoaRequest): AuthCodeResponse {
+    const caller = callerOf(request.req)!;
+    if (caller.viaCookie) {
+      throw new Problem('forbidden', 'forbidden: a browser session cannot mint sign-in codes');
+    }
+    const { code, expiresAt } = this.services.sessions.mint({ ...caller, viaCookie: undefined });
+    this.setStatus(201);
+    this.setHeader('Cache-Control', 'no-store');
+    return {
+      code,
+      url: `/v0/auth/exchange?code=${encodeURIComponent(code)}`,
+      expires_at: new Date(expiresAt).toISOString(),
+    };
+  }
+
+  /**
+   * Spends a one-time code (from `POST /v0/auth/codes`): sets the `ctl_session` cookie (HttpOnly,
+   * SameSite=Strict, Path=/) and redirects to `/ui/` (303). Served to anyone: the code is the credential. An
+   * unknown, used or expired code is a 401.
+   * @summary Exchange a one-time code for a browser session
+   * @param code The code `POST /v0/auth/codes` returned.
+   */
+  @Get('auth/exchange')
+  @SuccessResponse(303, 'Signed in: to /ui/')
+  @Response<ErrorModel>(401, 'An unknown, used or expired code')
+  public exchangeAuthCode(@Query() code: string): void {
+    const { session, maxAgeSec } = this.services.sessions.exchange(code, (caller, now) =>
+      sessionEnd(this.services, caller, now),
+    );
+    this.setStatus(303);
+    this.setHeader('Location', '/ui/');
+    this.setHeader('Cache-Control', 'no-store');
+    // The code must not travel on to /ui/'s requests as a Referer.
+    this.setHeader('Referrer-Policy', 'no-referrer');
+    this.setHeader(
+      'Set-Cookie',
+      `${SESSION_COOKIE}=${session}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSec}`,
+    );
+  }
+}
+
+/** The local user managing tokens; a token holder (or a browser session) may not mint or see others' tokens. */
+function managerOf(request: KoaRequest): string {
+  const caller = callerOf(request.req);
+  if (caller?.kind !== 'user' || caller.viaCookie) {
+    throw new Problem(
+      'forbidden',
+      "forbidden: tokens are managed by the supervisor's user (or one allow_users or allow_groups names), not with a token",
+    );
+  }
+  return caller.name;
+}
+
+/** A session made from a token ends no later than the token. */
+function sessionEnd(services: SupervisorServices, caller: Caller, now: number): number {
+  if (caller.kind !== 'token') return Infinity;
+  const info = services.tokens.list(now).find((t) => t.name === caller.name);
+  return info?.expires_at ? Date.parse(info.expires_at) : Infinity;
+}
