@@ -12,6 +12,8 @@ import { actorOf, setCaller, type Caller } from './caller.js';
 
 /** The one route served to anyone: a browser spends its one-time code there (the code is the credential). */
 export const EXCHANGE_PATH = '/v0/auth/exchange';
+/** Minting a sign-in code changes nothing a read-only token may not touch: it hands the browser the same rights. */
+const CODES_PATH = '/v0/auth/codes';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
@@ -106,7 +108,12 @@ export class AccessGate {
   ): void {
     delete req.headers[ACTOR_HEADER];
     if (caller === undefined) return next();
-    if (caller.kind === 'token' && caller.readOnly && !SAFE_METHODS.has(req.method ?? 'GET')) {
+    if (
+      caller.kind === 'token' &&
+      caller.readOnly &&
+      !SAFE_METHODS.has(req.method ?? 'GET') &&
+      req.url !== CODES_PATH
+    ) {
       return refuse(
         new Problem('forbidden', `forbidden: token ${caller.name} is read-only; ${req.method} changes state`),
       );

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { userInfo } from 'node:os';
 import { CityApi, expectProblem, idNumber, type Bead, type Envelope } from './helpers/city-api.js';
 import { CSRF, type TestSupervisor } from './helpers/supervisor.js';
 import { createMany, FUTURE, ids, RFC3339, startCity } from './helpers/work-units.js';
@@ -373,7 +374,7 @@ describe('work units over the API: beads, mail and convoys', function () {
       const target = await ev.create({ title: 'event target' });
       const bead = await ev.create({ title: 'event bead', type: 'bug', labels: ['x'] });
       let event = await latest();
-      expect(event).to.include({ type: 'bead.created', subject: bead.id, actor: 'api' });
+      expect(event).to.include({ type: 'bead.created', subject: bead.id, actor: userInfo().username });
       expect(event.payload).to.deep.equal({ bead });
 
       const steps: [string, () => Promise<unknown>, string][] = [

@@ -11,6 +11,7 @@ import { ctlEntryPath } from '../shared/paths.js';
 import { isAlive, killAllMentioning } from './helpers/processes.js';
 import { RawConnection } from './helpers/raw-http.js';
 import { CSRF, freePort, tempDir, TestSupervisor } from './helpers/supervisor.js';
+import { seededToken } from './helpers/tokens.js';
 import { waitUntil } from './helpers/wait.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -1253,7 +1254,11 @@ describe('HTTP conventions: read-only mode (bound to a non-loopback address)', f
     let doc: Json;
 
     before(async function () {
-      sup = await TestSupervisor.start({ config: ['bind = "0.0.0.0"'] });
+      // A non-loopback bind needs a token to exist (the same-user rule still lets this test's loopback calls in).
+      sup = await TestSupervisor.start({
+        config: ['bind = "0.0.0.0"'],
+        homeFiles: { 'tokens.json': seededToken().file },
+      });
       doc = await fetchDocument(sup.base);
     });
 
@@ -1299,7 +1304,10 @@ describe('HTTP conventions: read-only mode (bound to a non-loopback address)', f
     let sup: TestSupervisor;
 
     before(async function () {
-      sup = await TestSupervisor.start({ config: ['bind = "0.0.0.0"', 'allow_mutations = true'] });
+      sup = await TestSupervisor.start({
+        config: ['bind = "0.0.0.0"', 'allow_mutations = true'],
+        homeFiles: { 'tokens.json': seededToken().file },
+      });
     });
 
     after(async function () {

@@ -37,6 +37,8 @@ export interface SupervisorOptions {
   /** Reuse this test root (home and cities) instead of a new one, e.g. to restart a supervisor. */
   root?: string;
   port?: number;
+  /** Files to put in `$CTL_HOME` before the supervisor starts (`tokens.json`, say), by name. */
+  homeFiles?: Record<string, string>;
 }
 
 /**
@@ -84,6 +86,9 @@ export class TestSupervisor {
         ...(options.config ?? []),
       ].join('\n') + '\n',
     );
+    for (const [name, content] of Object.entries(options.homeFiles ?? {})) {
+      writeFileSync(join(sup.home, name), content, { mode: 0o600 });
+    }
     await sup.launch();
     return sup;
   }
