@@ -470,12 +470,12 @@ describe('OpenAPI post-processing (unit)', function () {
       expect(resolved.headers?.['X-CTL-Request-Id']).to.deep.equal(REQUEST_ID_REF);
     });
 
-    it('documents 403 on mutations only, and 421 and 500 on every operation, as problem+json', function () {
+    it('documents 401, 403, 421 and 500 on every operation, as problem+json', function () {
       for (const { method, path, op } of operations(doc)) {
         const responses = op.responses as Json;
-        const mutation = ['post', 'put', 'patch', 'delete'].includes(method);
-        expect(Object.keys(responses).includes('403'), `${method} ${path} 403`).to.equal(mutation);
-        for (const status of ['421', '500']) expect(responses, `${method} ${path}`).to.have.property(status);
+        for (const status of ['401', '403', '421', '500']) {
+          expect(responses, `${method} ${path}`).to.have.property(status);
+        }
         for (const [status, response] of Object.entries(responses)) {
           if (Number(status) < 400) continue;
           expect((response as Json).content, `${method} ${path} ${status}`).to.deep.equal({
@@ -521,15 +521,31 @@ describe('OpenAPI post-processing (unit)', function () {
       expect(out.paths['/v0/city'].post.responses['403'].description).to.equal('Custom forbidden');
     });
 
-    it('says once, at the root, that no operation takes credentials (security: [])', function () {
+    it('says once, at the root, who may call: the same-user rule, a bearer token or a session cookie', function () {
       const raw = tsoaDocument();
       raw.paths['/v0/city'].post.security = [];
       const out = pp(raw, { extraPaths: { '/v0/stream': { get: { responses: { '200': { description: 'SSE' } } } } } });
-      expect(out.security).to.deep.equal([]);
+      expect(out.security).to.deep.equal([{}, { bearerToken: [] }, { browserSession: [] }]);
       for (const { method, path, op } of operations(out)) {
         expect(op, `${method} ${path}`).to.not.have.property('security');
       }
-      expect(out.components).to.not.have.property('securitySchemes');
+      expect(out.components.securitySchemes.bearerToken).to.include({ type: 'http', scheme: 'bearer' });
+      expect(out.components.securitySchemes.browserSession).to.include({
+        type: 'apiKey',
+        in: 'cookie',
+        name: 'ctl_session',
+      });
+    });
+
+    it('serves the code exchange to anyone: no security, no 403 of the access rule', function () {
+      const raw = tsoaDocument();
+      raw.paths['/v0/auth/exchange'] = {
+        get: { responses: { '303': { description: 'To /ui/' }, '401': { description: 'Bad code' } } },
+      };
+      const op = pp(raw).paths['/v0/auth/exchange'].get;
+      expect(op.security).to.deep.equal([]);
+      expect(op.responses).to.not.have.property('403');
+      expect(op.responses['401'].description).to.equal('Bad code');
     });
 
     it('lists every problem type on ErrorModel.type', function () {

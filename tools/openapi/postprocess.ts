@@ -8,6 +8,8 @@ import { PROBLEM_CODES } from '../../shared/http/problem.js';
 type Json = Record<string, unknown>;
 
 const MUTATIONS = new Set(['post', 'put', 'patch', 'delete']);
+/** The browser's code exchange: served to anyone, so no 401/403 of the access rule and no security. */
+const OPEN_PATH = '/v0/auth/exchange';
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
 export interface PostprocessOptions {
@@ -88,19 +90,38 @@ export function postprocess(input: Json, options: PostprocessOptions = {}): Json
     const map = components[key] as Json;
     if (map && typeof map === 'object' && Object.keys(map).length === 0) delete components[key];
   }
-  delete components.securitySchemes;
-  // No operation takes credentials: the API listens on loopback, and what guards mutations is the X-CTL-Request
-  // header (a CSRF check, not an identity), declared as the parameter it is. Said once, for every operation,
-  // the hand-written streams included.
-  doc.security = [];
+  // Who may call: on loopback, the account on the other end of the connection when it is the supervisor's own or
+  // one `allow_users`/`allow_groups` names (no credentials: the `{}` alternative); anyone else a bearer token, or
+  // a browser session cookie made from a one-time code. Said once, for every operation, the streams included.
+  components.securitySchemes = {
+    bearerToken: {
+      type: 'http',
+      scheme: 'bearer',
+      description:
+        'An API token (`ctl token create`): accepted from any account and address. A read-only token is refused ' +
+        'every mutation (403). Malformed, unknown, revoked or expired: 401 with `WWW-Authenticate: Bearer`.',
+    },
+    browserSession: {
+      type: 'apiKey',
+      in: 'cookie',
+      name: 'ctl_session',
+      description:
+        'A browser session (HttpOnly, SameSite=Strict), set by `GET /v0/auth/exchange` for a one-time code from ' +
+        '`POST /v0/auth/codes`; it stands for the caller that minted the code.',
+    },
+  };
+  doc.security = [{}, { bearerToken: [] }, { browserSession: [] }];
   return sortKeysOf(doc, ['openapi', 'info', 'servers', 'security', 'tags', 'paths', 'components']);
 }
 
 function upgradeOperation(op: Json, method: string, path: string): void {
   if (typeof op.operationId !== 'string' || !op.operationId.includes('-'))
     op.operationId = operationIdFor(method, path);
-  // tsoa writes an empty `security` on each operation; the document's own covers them all.
+  // tsoa writes an empty `security` on each operation; the document's own covers them all but the one route
+  // served to anyone (its code is the credential).
   if (Array.isArray(op.security) && op.security.length === 0) delete op.security;
+  const open = path === OPEN_PATH;
+  if (open) op.security = [];
   const params = ((op.parameters as Json[] | undefined) ?? []).filter(
     (p) => String(p.name).toLowerCase() !== 'x-ctl-request' && p.$ref !== '#/components/parameters/X-CTL-Request',
   );
@@ -120,9 +141,17 @@ function upgradeOperation(op: Json, method: string, path: string): void {
 
   const responses = (op.responses ?? {}) as Json;
   op.responses = responses;
-  if (MUTATIONS.has(method)) {
+  if (!open) {
+    responses['401'] ??= problemResponse(
+      'Unauthorized: the bearer token (or session cookie) is malformed, unknown, revoked or expired; ' +
+        '`WWW-Authenticate: Bearer` says which',
+    );
     responses['403'] ??= problemResponse(
-      'Forbidden: `csrf:` without X-CTL-Request, or `read_only:` on a read-only server',
+      MUTATIONS.has(method)
+        ? 'Forbidden: `forbidden:` an account the same-user rule refuses (no token), or a read-only token; ' +
+            '`csrf:` without X-CTL-Request; `read_only:` on a read-only server'
+        : 'Forbidden: `forbidden:` the connection’s account is neither the supervisor’s user nor one ' +
+            '`allow_users`/`allow_groups` names, and no token was sent',
     );
   }
   responses['421'] ??= problemResponse('Misdirected Request: the Host header is not a loopback name or allowed host');
