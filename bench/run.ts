@@ -1,7 +1,7 @@
 /**
  * Benchmarks, against a real supervisor and real controllers (build first: `npm run bench` does).
  *
- *   npx tsx bench/run.ts [foundation|events|beads|sessions|sessions-acp|sessions-real-clis|agents|workflows|config|extmsg|all]   (default: all, one after the other)
+ *   npx tsx bench/run.ts [foundation|events|beads|sessions|sessions-acp|sessions-real-clis|agents|workflows|config|extmsg|access|all]   (default: all, one after the other)
  *   npm run bench -- beads                                  (builds, then runs one)
  *
  * foundation (bench/foundation.ts): city create latency, memory, proxied vs direct GET → .bench-out/foundation.json
@@ -13,8 +13,10 @@
  * agents (bench/agents.ts): the tick with 50 agents and 500 beads, sling → first turn, 20 cities × 5 agents at idle → .bench-out/agents.json
  * workflows (bench/workflows.ts): a 100-step formula instantiated, GET /runs with 1,000 molecules, 100 cooldown orders' evaluation → .bench-out/workflows.json
  * extmsg (bench/extmsg.ts): inbound → session reply → adapter callback round trip, transcript pages of a 1,000-message conversation → .bench-out/extmsg.json
+ * access (bench/access.ts): the access gate's added cost per kept-alive request and per new connection (with 1,000 other sockets open) → .bench-out/access.json
  * config (bench/config.ts): composing 10 packs × 10 agents, the svc/* proxy vs the service directly, GET /rigs?git=true with 20 rigs → .bench-out/config.json
  */
+import { runAccess } from './access.js';
 import { runAgents } from './agents.js';
 import { runBeads } from './beads.js';
 import { runEvents } from './events.js';
@@ -36,6 +38,7 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   workflows: runWorkflows,
   config: runConfig,
   extmsg: runExtmsg,
+  access: runAccess,
 };
 
 async function main(): Promise<void> {
