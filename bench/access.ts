@@ -8,7 +8,15 @@
  * Prints tables and writes `.bench-out/access.json`. Run with `npm run bench -- access`.
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, createServer, request, type RequestListener, type Server } from 'node:http';
+import {
+  Agent,
+  createServer,
+  request,
+  type IncomingMessage,
+  type RequestListener,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { connect, createServer as createTcpServer, type Socket } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -118,8 +126,8 @@ export async function runAccess(): Promise<void> {
     results.new_connection_peer_ms = rounded(summarize(await latencies(gated.port, false, NEW_CONNECTIONS)), 4);
     const lookup = async () => {
       const times: number[] = [];
-      await new Promise<void>((done) => {
-        const probe = createServer(async (req, res) => {
+      await new Promise<void>((done, fail) => {
+        const measure = async (req: IncomingMessage, res: ServerResponse) => {
           const s = req.socket;
           const ends = {
             localAddress: s.localAddress!,
@@ -134,8 +142,8 @@ export async function runAccess(): Promise<void> {
           }
           res.end();
           probe.close();
-          done();
-        }).listen(0, '127.0.0.1', () => {
+        };
+        const probe = createServer((req, res) => void measure(req, res).then(done, fail)).listen(0, '127.0.0.1', () => {
           request({ host: '127.0.0.1', port: (probe.address() as { port: number }).port, agent: false }, (res) =>
             res.resume(),
           ).end();
