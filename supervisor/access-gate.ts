@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { requestActor } from '../shared/events/request-actor.js';
+import { runAsRequest } from '../shared/events/request-actor.js';
 import type { PeerAccess } from '../shared/http/peer-access.js';
 import { ACTOR_HEADER } from '../shared/http/peer-gate.js';
 import { Problem } from '../shared/http/problem.js';
@@ -35,7 +35,7 @@ export class AccessGate {
   ): (req: IncomingMessage, res: ServerResponse) => void {
     return (req, res) => {
       const refuse = (err: unknown) => answerProblem(req, res, this.problemOf(err));
-      const settle = (caller: Caller | undefined) => this.admit(req, caller, () => next(req, res), refuse);
+      const settle = (caller: Caller | undefined) => this.admit(req, res, caller, () => next(req, res), refuse);
       try {
         const caller = this.callerOf(req);
         if (caller instanceof Promise) caller.then(settle, refuse);
@@ -52,7 +52,8 @@ export class AccessGate {
   ): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
     return (req, socket, head) => {
       const refuse = (err: unknown) => refuseUpgradeWithProblem(socket, this.problemOf(err));
-      const settle = (caller: Caller | undefined) => this.admit(req, caller, () => next(req, socket, head), refuse);
+      const settle = (caller: Caller | undefined) =>
+        this.admit(req, undefined, caller, () => next(req, socket, head), refuse);
       try {
         const caller = this.callerOf(req);
         if (caller instanceof Promise) caller.then(settle, refuse);
@@ -102,6 +103,7 @@ export class AccessGate {
 
   private admit(
     req: IncomingMessage,
+    res: ServerResponse | undefined,
     caller: Caller | undefined,
     next: () => void,
     refuse: (problem: Problem) => void,
@@ -121,7 +123,7 @@ export class AccessGate {
     setCaller(req, caller);
     const actor = actorOf(caller);
     req.headers[ACTOR_HEADER] = actor;
-    requestActor.run(actor, next);
+    runAsRequest(actor, req, res, next);
   }
 
   private problemOf(err: unknown): Problem {

@@ -175,6 +175,15 @@ describe('who may use the API', function () {
       // The supervisor's own events too: the city's creation names who asked.
       const created = await sup.events({ type: 'request.result.city.create' });
       expect(created.at(-1)?.actor).to.equal(ME);
+      // And the system's own events a mutation causes while it is served: a session it creates.
+      const session = await curl(undefined, `${sup.base}/v0/city/alpha/sessions`, POST_JSON({ name: 'default' }));
+      expect(session.status, session.body).to.be.oneOf([201, 202]);
+      const sessionId = (JSON.parse(session.body) as { session_id: string }).session_id;
+      const lifecycle = await curl(undefined, `${sup.base}/v0/city/alpha/events?type=session.created&limit=100`);
+      const sessionEvent = (JSON.parse(lifecycle.body) as { items: { subject?: string; actor: string }[] }).items.find(
+        (e) => e.subject === sessionId,
+      );
+      expect(sessionEvent?.actor, lifecycle.body).to.equal(ME);
     });
 
     it('keeps $CTL_HOME and the city’s .ctl/ to the supervisor’s user (0700, socket and tokens 0600)', async function () {

@@ -118,7 +118,10 @@ export class EventLog {
 
   private appendMany(events: NewEvent[]): Promise<EventRecord[]> {
     // The requester is known only here, in the caller's context; the queue drains in another.
-    const attributed = events.map((e) => (e.actor === 'api' ? { ...e, actor: recordedActor(e.actor) } : e));
+    const attributed = events.map((e) => {
+      const actor = recordedActor(e.actor);
+      return actor === e.actor ? e : { ...e, actor };
+    });
     return new Promise((resolve, reject) => {
       this.queue.push({ events: attributed, resolve, reject });
       if (!this.draining) void this.drain();

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { requestActor } from '../events/request-actor.js';
+import { runAsRequest } from '../events/request-actor.js';
 import type { PeerAccess, PeerVerdict } from './peer-access.js';
 import { Problem } from './problem.js';
 import { answerProblem, refuseUpgradeWithProblem } from './refusal.js';
@@ -26,6 +26,7 @@ export class PeerGate {
     return (req, res) =>
       this.pass(
         req,
+        res,
         () => next(req, res),
         (p) => answerProblem(req, res, p),
       );
@@ -37,17 +38,23 @@ export class PeerGate {
     return (req, socket, head) =>
       this.pass(
         req,
+        undefined,
         () => next(req, socket, head),
         (p) => refuseUpgradeWithProblem(socket, p),
       );
   }
 
-  private pass(req: IncomingMessage, next: () => void, refuse: (problem: Problem) => void): void {
+  private pass(
+    req: IncomingMessage,
+    res: ServerResponse | undefined,
+    next: () => void,
+    refuse: (problem: Problem) => void,
+  ): void {
     const named = req.headers[ACTOR_HEADER];
     const forwarded = typeof named === 'string' && named !== '' ? named : undefined;
     const run = (actor: string) => {
       req.headers[ACTOR_HEADER] = actor;
-      requestActor.run(actor, next);
+      runAsRequest(actor, req, res, next);
     };
     if (!this.o.peers) return run(forwarded ?? this.o.ownUser);
     const peers = this.o.peers;

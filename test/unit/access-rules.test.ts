@@ -206,10 +206,17 @@ describe('access rules', function () {
   describe('the recorded actor', function () {
     it('names the requester for an event the API causes, and keeps any better actor', function () {
       expect(recordedActor('api')).to.equal('api');
-      requestActor.run('alice', () => {
+      requestActor.run({ actor: 'alice', live: true }, () => {
         expect(recordedActor('api')).to.equal('alice');
-        expect(recordedActor('ctl')).to.equal('ctl');
+        expect(recordedActor('ctl')).to.equal('alice');
         expect(recordedActor('mayor')).to.equal('mayor');
+      });
+    });
+
+    it('leaves the system’s own events to it once the mutation is answered, and for reads', function () {
+      requestActor.run({ actor: 'alice', live: false }, () => {
+        expect(recordedActor('ctl')).to.equal('ctl');
+        expect(recordedActor('api')).to.equal('alice');
       });
     });
   });
