@@ -124,7 +124,7 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
     const connectTimeoutMs = Number(process.env.CTL_PROXY_CONNECT_TIMEOUT_MS) || PROXY_CONNECT_TIMEOUT_MS;
     const app = createSupervisorApp({
       logger,
-      services: { cities, events, prober, health, tokens, sessions },
+      services: { cities, events, prober, health, tokens, sessions, supervisorLog },
       registry,
       reconciler,
       hub,

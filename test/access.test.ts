@@ -403,6 +403,13 @@ describe('who may use the API', function () {
       const after = await asNobody(['cities']);
       expect(after.code).to.equal(1);
       expect(after.stderr).to.match(/unauthorized: unknown or revoked token/);
+      // Both changes are in the supervisor's log, by who made them, without the secret.
+      for (const type of ['token.created', 'token.revoked']) {
+        const event = (await sup.events({ type })).find((e) => e.subject === 'cli');
+        expect(event, type).to.deep.include({ actor: ME });
+        expect(event!.payload, type).to.deep.include({ name: 'cli', read_only: true });
+        expect(JSON.stringify(event)).to.not.include(secret);
+      }
       const missing = await sup.ctl(['token', 'revoke', 'cli']);
       expect(missing.stderr.trim()).to.equal('ctl token revoke: not_found: no token named cli');
     });

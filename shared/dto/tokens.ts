@@ -51,3 +51,11 @@ export interface AuthCodeResponse {
   /** @format date-time */
   expires_at: string;
 }
+
+/** Payload of `token.created` and `token.revoked` (in the supervisor's log; the actor is who did it). */
+export interface TokenEventPayload {
+  name: string;
+  read_only: boolean;
+  /** @format date-time */
+  expires_at?: string;
+}

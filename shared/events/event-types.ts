@@ -12,6 +12,7 @@ import type {
   SupervisorStartedPayload,
 } from '../dto/events.js';
 import type { MailEventPayload } from '../dto/mail.js';
+import type { TokenEventPayload } from '../dto/tokens.js';
 import type { MoleculeEventPayload } from '../dto/formulas.js';
 import type { OrderEventPayload } from '../dto/orders.js';
 import type { StoreMaintenancePayload } from '../dto/maintenance.js';
@@ -75,6 +76,7 @@ export interface EventPayloadTypes {
   InboundEventPayload: InboundEventPayload;
   OutboundEventPayload: OutboundEventPayload;
   RigProvisionProgressPayload: RigProvisionProgressPayload;
+  TokenEventPayload: TokenEventPayload;
 }
 
 /**
@@ -96,6 +98,8 @@ export const EVENT_PAYLOADS = {
   'controller.crashed': 'ControllerCrashedPayload',
   'supervisor.started': 'SupervisorStartedPayload',
   'supervisor.shutdown_requested': 'SupervisorShutdownPayload',
+  'token.created': 'TokenEventPayload',
+  'token.revoked': 'TokenEventPayload',
   'events.rotated': 'RotatedPayload',
   'bead.created': 'BeadEventPayload',
   'bead.updated': 'BeadEventPayload',

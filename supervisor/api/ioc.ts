@@ -1,5 +1,6 @@
 import type { IocContainer, Newable } from '@tsoa/runtime';
 import type { SupervisorHealthOutputBody } from '../../shared/dto/health.js';
+import type { EventLog } from '../../shared/events/event-log.js';
 import type { ReadinessProber } from '../../shared/readiness.js';
 import type { ApiTokens } from '../api-tokens.js';
 import type { BrowserSessions } from '../browser-sessions.js';
@@ -12,6 +13,8 @@ export interface SupervisorServices {
   events: EventView;
   prober: ReadinessProber;
   tokens: ApiTokens;
+  /** The supervisor's own event log (token changes are recorded there). */
+  supervisorLog: EventLog;
   sessions: BrowserSessions;
   health(): SupervisorHealthOutputBody;
 }

@@ -18,6 +18,8 @@ import type {
   AuthCodeResponse,
   TokenCreateRequest,
   TokenCreateResponse,
+  TokenEventPayload,
+  TokenInfo,
   TokenListResponse,
 } from '../../shared/dto/tokens.js';
 import { Problem } from '../../shared/http/problem.js';
@@ -47,7 +49,8 @@ export class TokensRoutes extends Controller {
   /**
    * Creates a token and returns its secret (`token`) this once; the supervisor keeps only its SHA-256, in
    * `$CTL_HOME/tokens.json` (mode 0600). Send it as `Authorization: Bearer <token>`: it is accepted from any
-   * account and any address. A `read_only` token is refused every mutation (403).
+   * account and any address. A `read_only` token is refused every mutation (403). Records `token.created` in the
+   * supervisor's log (never the secret).
    * @summary Create an API token
    */
   @Post('tokens')
@@ -55,9 +58,13 @@ export class TokensRoutes extends Controller {
   @Response<ErrorModel>(403, 'Made with a token or a browser session, not by a local user the rule lets in')
   @Response<ErrorModel>(409, 'A token of that name exists')
   @Response<ErrorModel>(422, 'An invalid name or `expires_in`')
-  public createToken(@Request() request: KoaRequest, @Body() body: TokenCreateRequest): TokenCreateResponse {
+  public async createToken(
+    @Request() request: KoaRequest,
+    @Body() body: TokenCreateRequest,
+  ): Promise<TokenCreateResponse> {
     const manager = managerOf(request);
     const created = this.services.tokens.create(body, manager);
+    await this.record('token.created', created);
     this.setStatus(201);
     this.setHeader('Cache-Control', 'no-store');
     return created;
@@ -65,17 +72,30 @@ export class TokensRoutes extends Controller {
 
   /**
    * Revokes a token: requests carrying it are refused from now on (401), and browser sessions made from it end.
+   * Records `token.revoked`.
    * @summary Revoke an API token
    */
   @Delete('tokens/{name}')
   @SuccessResponse(204, 'Revoked')
   @Response<ErrorModel>(403, 'Made with a token or a browser session, not by a local user the rule lets in')
   @Response<ErrorModel>(404, 'No token of that name')
-  public revokeToken(@Request() request: KoaRequest, @Path() name: string): void {
+  public async revokeToken(@Request() request: KoaRequest, @Path() name: string): Promise<void> {
     managerOf(request);
+    const token = this.services.tokens.list().find((t) => t.name === name);
     this.services.tokens.revoke(name);
     this.services.sessions.endFor(name);
+    if (token) await this.record('token.revoked', token);
     this.setStatus(204);
+  }
+
+  /** A token change in the supervisor's log, its actor the manager (the event log reads it from the request). */
+  private async record(type: 'token.created' | 'token.revoked', token: TokenInfo): Promise<void> {
+    const payload: TokenEventPayload = {
+      name: token.name,
+      read_only: token.read_only,
+      ...(token.expires_at ? { expires_at: token.expires_at } : {}),
+    };
+    await this.services.supervisorLog.append({ type, actor: 'api', subject: token.name, payload });
   }
 
   /**
