@@ -123,6 +123,7 @@ export class AccessGate {
     setCaller(req, caller);
     const actor = actorOf(caller);
     req.headers[ACTOR_HEADER] = actor;
+    withoutOurCredentials(req);
     runAsRequest(actor, req, res, next);
   }
 
@@ -131,4 +132,21 @@ export class AccessGate {
     this.o.logger.error({ err }, 'access check failed');
     return new Problem('forbidden', `forbidden: the caller could not be identified: ${(err as Error).message}`);
   }
+}
+
+/**
+ * Our credentials are spent here: a token or session cookie must not travel on to a controller, and never to a
+ * city's workspace service (`svc/*`), a program that has no business holding them. A bearer header that got this
+ * far was ours (any other is a 401); other cookies stay.
+ */
+function withoutOurCredentials(req: IncomingMessage): void {
+  delete req.headers.authorization;
+  const cookie = req.headers.cookie;
+  if (cookie === undefined || !cookie.includes(SESSION_COOKIE)) return;
+  const rest = cookie
+    .split(';')
+    .map((part) => part.trim())
+    .filter((part) => part !== '' && part.split('=')[0].trim() !== SESSION_COOKIE);
+  if (rest.length) req.headers.cookie = rest.join('; ');
+  else delete req.headers.cookie;
 }

@@ -42,8 +42,8 @@ export function upgradeProxy(o: {
         path: url,
         hostHeader: 'localhost',
         connectTimeoutMs: o.connectTimeoutMs,
-        // The access gate's word on who this is, never the client's.
-        setHeaders: { 'X-CTL-Actor': String(req.headers['x-ctl-actor'] ?? '') },
+        // The access gate's word on who this is, never the client's; our credentials stay here.
+        parsedHeaders: ['x-ctl-actor', 'authorization', 'cookie'],
       });
     } catch (err) {
       if (err instanceof Problem) refuseWithProblem(socket, err);

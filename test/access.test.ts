@@ -1,6 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -16,6 +16,7 @@ import { waitUntil } from './helpers/wait.js';
 // Another account is played by `nobody` (uid 65534) through setpriv, as root — which is how CI runs.
 
 const run = promisify(execFile);
+const ECHO_SERVICE = join(import.meta.dirname, 'fixtures', 'header-echo-service.mjs');
 const NOBODY = 65534;
 const ME = userInfo().username;
 const isRoot = process.getuid?.() === 0;
@@ -412,6 +413,34 @@ describe('who may use the API', function () {
       }
       const missing = await sup.ctl(['token', 'revoke', 'cli']);
       expect(missing.stderr.trim()).to.equal('ctl token revoke: not_found: no token named cli');
+    });
+
+    it('keeps our credentials and any client-sent X-CTL-Actor from the city’s workspace services', async function () {
+      const dir = sup.cityDir('gamma');
+      const echo = JSON.stringify(`${process.execPath} ${ECHO_SERVICE}`);
+      appendFileSync(join(dir, 'city.toml'), `\n[[service]]\nname = "echo"\ncommand = ${echo}\n`);
+      const token = await createToken({ name: 'svc' });
+      const headers = [
+        '-H',
+        `Authorization: Bearer ${token}`,
+        '-H',
+        'X-CTL-Actor: mallory',
+        '-H',
+        'Cookie: a=1; ctl_session=x',
+      ];
+      const seen = await waitUntil('the echo service to answer', async () => {
+        const reply = await curl(NOBODY, `${sup.base}/v0/city/gamma/svc/echo/x`, headers);
+        return reply.status === 200 ? (JSON.parse(reply.body) as Record<string, string>) : undefined;
+      });
+      expect(seen).to.not.have.property('authorization');
+      expect(seen['x-ctl-actor']).to.equal('token:svc');
+      expect(seen.cookie).to.equal('a=1');
+      const upgraded = await curl(NOBODY, `${sup.base}/v0/city/gamma/svc/echo/ws`, [...headers, ...WEBSOCKET]);
+      expect(upgraded.status, upgraded.body).to.equal(200);
+      const viaUpgrade = JSON.parse(upgraded.body) as Record<string, string>;
+      expect(viaUpgrade).to.not.have.property('authorization');
+      expect(viaUpgrade['x-ctl-actor']).to.equal('token:svc');
+      expect(viaUpgrade.cookie).to.equal('a=1');
     });
 
     it('a one-time code becomes an HttpOnly, SameSite=Strict session cookie, accepted like its token', async function () {

@@ -15,6 +15,11 @@ export interface UpgradeTarget {
   connectTimeoutMs?: number;
   /** Headers set for the upstream, replacing any of the same name the client sent. */
   setHeaders?: Record<string, string>;
+  /**
+   * Headers taken from `req.headers` as the server left them (rewritten or deleted by a gate) instead of as the
+   * client sent them.
+   */
+  parsedHeaders?: string[];
 }
 
 /**
@@ -38,12 +43,18 @@ export function tunnelUpgrade(req: IncomingMessage, client: Duplex, head: Buffer
     clearTimeout(timer);
     const lines = [`${req.method ?? 'GET'} ${target.path} HTTP/1.1`];
     const raw = req.rawHeaders;
-    const replaced = new Set(['host', ...Object.keys(target.setHeaders ?? {}).map((n) => n.toLowerCase())]);
+    const parsed = (target.parsedHeaders ?? []).map((n) => n.toLowerCase());
+    const replaced = new Set(['host', ...parsed, ...Object.keys(target.setHeaders ?? {}).map((n) => n.toLowerCase())]);
     for (let i = 0; i < raw.length; i += 2) {
       if (replaced.has(raw[i].toLowerCase())) continue;
       lines.push(`${raw[i]}: ${raw[i + 1]}`);
     }
     lines.push(`Host: ${target.hostHeader}`);
+    for (const name of parsed) {
+      const value = req.headers[name];
+      for (const one of value === undefined ? [] : Array.isArray(value) ? value : [value])
+        lines.push(`${name}: ${one}`);
+    }
     for (const [name, value] of Object.entries(target.setHeaders ?? {})) lines.push(`${name}: ${value}`);
     upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
     if (head.length > 0) upstream.write(head);
