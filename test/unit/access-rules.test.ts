@@ -1,6 +1,7 @@
 // The pieces of "who may use the API", in process: the /proc/net/tcp address encoding, the account tables, the
 // peer rule's verdicts, API tokens and browser sessions, and the actor an event records.
 import { createServer, type Server } from 'node:http';
+import type { Socket } from 'node:net';
 import { statSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -107,6 +108,21 @@ describe('access rules', function () {
       const problem = (refused as { problem: Problem }).problem;
       expect(problem.status).to.equal(403);
       expect(problem.detail).to.match(/^forbidden: local user root \(uid 0\) may not use this API/);
+    });
+
+    it('refuses a peer it cannot identify, and one not on loopback, never letting it through', async function () {
+      const rule = new PeerAccess({ allowUsers: [], allowGroups: [] }, accounts, process.getuid!());
+      const fake = (remoteAddress: string) =>
+        ({ localAddress: '127.0.0.1', localPort: 1, remoteAddress, remotePort: 2 }) as unknown as Socket;
+      const gone = await rule.verdictOf(fake('127.0.0.1'));
+      expect(gone.allowed).to.equal(false);
+      expect((gone as { problem: Problem }).problem.detail).to.equal(
+        'forbidden: cannot identify the peer 127.0.0.1:2: no local socket owns it',
+      );
+      const remote = await rule.verdictOf(fake('10.1.2.3'));
+      expect((remote as { problem: Problem }).problem.detail).to.match(
+        /^forbidden: a connection from 10\.1\.2\.3 is not on loopback/,
+      );
     });
 
     it('refuses a name no account or group has, at construction', function () {
