@@ -1,60 +1,60 @@
 #!/usr/bin/env node
-import type { ParsedArgs } from 'citty';
-import { VERSION } from '../shared/version.js';
-import { ApiProblem, CliError, UnknownCommand } from './_errors.js';
-import { problemInFlags } from './_flags.js';
-import { findCommand, flagsOf } from './_tree.js';
-import type { Flags } from './_types.js';
-import { usage } from './_usage.js';
+// The `ctl` executable (package.json `bin`, `node dist/cli/main.js`). ctl runs on Node 22 or newer; a `ctl`
+// started by an older Node (`npm link` puts this file on PATH with `#!/usr/bin/env node`, which on our machines
+// is Node 20) runs itself again on the Node 24 that `npm ci` installed into node_modules/.bin. This file is kept
+// to Node built-ins and syntax any Node runs, and loads nothing else until it knows which Node it is on.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-// `ctl …`: finds the command the words name (_tree.ts), shows help when asked, runs it, and turns any failure
-// into the one line of the contract: `ctl <command>: <message>` on stderr, exit status 1, nothing on stdout.
+const MIN_MAJOR = 22;
 
-/** A failure as one line, in the command line's words (a 422 about `body.title` names `--title`). */
-function messageOf(err: unknown, flags: Flags): string {
-  if (err instanceof ApiProblem) return problemInFlags(err, flags) ?? err.message;
-  if (err instanceof CliError) return err.message;
-  // Not ours to expect: still one line, never a stack trace.
-  const text = err instanceof Error ? err.message : String(err);
-  return text.split('\n')[0] || 'unexpected error';
+function bundledNode(): string | undefined {
+  const here = dirname(fileURLToPath(import.meta.url));
+  // dist/cli/main.js → the project is two levels up; cli/main.ts (run from source) → one.
+  for (const root of [resolve(here, '..', '..'), resolve(here, '..')]) {
+    const node = join(root, 'node_modules', '.bin', 'node');
+    if (existsSync(node)) return node;
+  }
+  return undefined;
 }
 
-async function main(): Promise<void> {
-  // Whoever reads our output went away (`ctl events --follow | head -1`): nothing more to say, to anyone.
-  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code === 'EPIPE') process.exit(0);
-    throw err;
+function runOn(node: string): void {
+  const child = spawn(node, [...process.execArgv, process.argv[1] ?? '', ...process.argv.slice(2)], {
+    stdio: 'inherit',
+    env: { ...process.env, CTL_REEXEC: process.version },
   });
-  const words = process.argv.slice(2);
-  if (words.length === 1 && (words[0] === '--version' || words[0] === '-v')) {
-    process.stdout.write(`${VERSION}\n`);
-    return;
-  }
-  let path: string[] = [];
-  let flags: Flags = {};
-  try {
-    const found = await findCommand(words);
-    path = found.path;
-    const beforeDashes = words.includes('--') ? words.slice(0, words.indexOf('--')) : words;
-    // `ctl`, or a group alone (`ctl city`), shows what it offers, as --help does.
-    if (beforeDashes.includes('--help') || beforeDashes.includes('-h') || (!found.cmd.run && !found.rest.length)) {
-      process.stdout.write(await usage(found.cmd, path));
+  // A terminal's Ctrl-C reaches the whole process group, the child included: stay alive to report its exit.
+  // Signals sent to this process alone (kill, systemd, a supervisor) are passed on.
+  const relay = (signal: NodeJS.Signals) => child.kill(signal);
+  process.on('SIGINT', () => undefined);
+  for (const signal of ['SIGTERM', 'SIGHUP', 'SIGQUIT'] as const) process.on(signal, relay);
+  child.on('error', (err) => {
+    process.stderr.write(`ctl: cannot start ${node}: ${err.message}\n`);
+    process.exit(1);
+  });
+  child.on('exit', (code, signal) => {
+    if (signal) {
+      process.removeAllListeners(signal);
+      process.kill(process.pid, signal);
       return;
     }
-    if (!found.cmd.run) {
-      throw new CliError(
-        `expected a command before ${JSON.stringify(found.rest[0])}; see "ctl ${path.join(' ')} --help"`,
-      );
-    }
-    flags = await flagsOf(found.cmd);
-    // Our commands read their words themselves (_command.ts): citty's parse is not wanted.
-    const rawArgs = [...found.globals, ...found.rest];
-    await found.cmd.run({ rawArgs, args: { _: rawArgs } as unknown as ParsedArgs, cmd: found.cmd });
-  } catch (err) {
-    if (err instanceof UnknownCommand) path = err.path;
-    process.stderr.write(`${path.length ? `ctl ${path.join(' ')}` : 'ctl'}: ${messageOf(err, flags)}\n`);
+    process.exit(code ?? 1);
+  });
+}
+
+const major = Number(process.versions.node.split('.')[0]);
+if (major >= MIN_MAJOR) {
+  await import('./ctl.js');
+} else {
+  const node = process.env.CTL_REEXEC ? undefined : bundledNode();
+  if (node) runOn(node);
+  else {
+    process.stderr.write(
+      `ctl: needs Node ${MIN_MAJOR} or newer, and this is ${process.version}; ` +
+        'run `npm ci` in the ctl checkout (it installs Node 24 into node_modules/.bin) or install Node 24\n',
+    );
     process.exitCode = 1;
   }
 }
-
-await main();

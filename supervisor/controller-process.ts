@@ -114,7 +114,7 @@ export class ControllerProcess extends EventEmitter<Events> {
       throw new Error(`could not start the controller for ${launch.name}`);
     }
     const proc = new ControllerProcess(subprocess.pid, launch.name, { socketPath: launch.socket });
-    subprocess.on('message', (message: unknown) => proc.onMessage(message as ControllerMessage));
+    subprocess.nodeChildProcess.on('message', (message: unknown) => proc.onMessage(message as ControllerMessage));
     void subprocess.then((result) => {
       proc.finish({ code: result.exitCode ?? null, signal: result.signal ?? null });
     });

@@ -34,7 +34,10 @@ describe('ctl help, version, suggestions, examples, global flags and completion'
     it('ctl version and ctl --version print the version; ctl version --json an object', async function () {
       expect(expectSuccess(await runCtl(['version']))).to.deep.equal([VERSION]);
       expect(expectSuccess(await runCtl(['--version']))).to.deep.equal([VERSION]);
-      expect(JSON.parse(expectSuccess(await runCtl(['version', '--json']))[0])).to.deep.equal({ version: VERSION });
+      expect(JSON.parse(expectSuccess(await runCtl(['version', '--json']))[0])).to.deep.equal({
+        version: VERSION,
+        node: process.version,
+      });
     });
 
     it('ctl --help lists help, version and completion, and says global flags may come first', async function () {

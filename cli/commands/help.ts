@@ -29,10 +29,10 @@ export const helpCommand = command({
 export const versionCommand = command({
   name: 'version',
   description: 'Print the version of ctl (the same as --version)',
-  examples: ['ctl version', 'ctl version --json   # {"version":"…"}'],
+  examples: ['ctl version', 'ctl version --json   # {"version":"…","node":"v24…"}: ctl and the Node it runs on'],
   args: { ...jsonFlag },
   run({ args }) {
-    if (args.json) return json({ version: VERSION });
+    if (args.json) return json({ version: VERSION, node: process.version });
     line(VERSION);
   },
 });

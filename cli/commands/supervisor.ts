@@ -94,7 +94,7 @@ async function startInBackground(args: {
   closeSync(out);
   let exited = false;
   void child.then(() => (exited = true));
-  child.unref();
+  child.nodeChildProcess.unref();
   const host = options.host === undefined || options.host === '0.0.0.0' ? undefined : options.host;
   const api = connect(
     options.port !== undefined || host !== undefined
