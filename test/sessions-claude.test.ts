@@ -1,7 +1,6 @@
 import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { packageRoot } from '../shared/paths.js';
 import { expectProblem } from './helpers/city-api.js';
 import { startModelServer, type ModelServer } from './helpers/model-server.js';
 import { isAlive, processesMentioning } from './helpers/processes.js';
@@ -17,11 +16,12 @@ import {
   type SessionCity,
 } from './helpers/sessions.js';
 import { closeAllStreams, SseStreamReader } from './helpers/sse.js';
+import { realCli } from './helpers/real-clis.js';
 import { tempDir } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
-/** The real Claude Code, pinned as a dev dependency for these tests only. */
-const CLAUDE = join(packageRoot, 'node_modules', '.bin', 'claude');
+/** The real Claude Code: the dev dependency, or the version CTL_TEST_CLAUDE_VERSION names (helpers/real-clis.ts). */
+let CLAUDE: string;
 
 interface RawEntry {
   seq: number;
@@ -36,7 +36,7 @@ interface RawEntry {
 }
 
 /**
- * Claude Code itself (2.1.197), offline: its model is the scripted server (test/helpers/model-server.ts), which
+ * Claude Code itself (2.1.332 as pinned; see docs/agent-clis.md), offline: its model is the scripted server (test/helpers/model-server.ts), which
  * echoes, asks for a Bash call on `run:`, streams slowly on `slow:` and fails on `rate-limit`. Each session is a
  * real `claude -p --input-format stream-json …` process (~300 MB): the tests run them one at a time.
  */
@@ -49,7 +49,10 @@ describe('sessions of the real Claude Code (stream-json, against a scripted mode
   const seenPids = new Set<number>();
 
   before(async function () {
-    if (!existsSync(CLAUDE)) throw new Error(`${CLAUDE} is missing: npm ci installs it (a dev dependency)`);
+    this.timeout(11 * 60_000); // a version named by CTL_TEST_CLAUDE_VERSION is installed on first use
+    const cli = realCli('claude');
+    CLAUDE = cli.bin;
+    process.stdout.write(`      claude ${cli.version} (${cli.source})\n`);
     model = await startModelServer();
     home = tempDir('ctl-claude-home-');
     work = tempDir('ctl-claude-work-');
@@ -125,7 +128,11 @@ describe('sessions of the real Claude Code (stream-json, against a scripted mode
     ]);
     const view = await session(api, id);
     expect(view.provider_session_key, "Claude Code's session id, kept to resume").to.match(/^[0-9a-f-]{36}$/);
-    const ends = (await raw(id)).filter((e) => e.kind === 'turn_end');
+    // Its `result` line (the turn's end, with usage) follows the reply line by some milliseconds (2.1.332: ~25).
+    const ends = await waitUntil('both turns to end', async () => {
+      const found = (await raw(id)).filter((e) => e.kind === 'turn_end');
+      return found.length >= 2 && found;
+    });
     expect(ends).to.have.length(2);
     for (const end of ends) {
       expect(end.subtype).to.equal('success');
@@ -377,7 +384,8 @@ describe('sessions of the real Claude Code (stream-json, against a scripted mode
     try {
       const created = await api.post('/providers', {
         name: 'claude-tmux',
-        command: CLAUDE,
+        // Since 2.1.3xx its interactive default is auto mode, which runs the Bash call below unasked: ask.
+        command: `${CLAUDE} --permission-mode default`,
         runtime: 'tmux',
         screen_rules: 'claude',
         env: {
@@ -404,7 +412,8 @@ describe('sessions of the real Claude Code (stream-json, against a scripted mode
       const asked = await waitUntil('the permission prompt', async () => (await session(api, id)).pending, 30_000);
       expect(asked.kind).to.equal('tool-approval');
       expect(existsSync(made)).to.equal(false);
-      expect((await api.post(`/session/${id}/respond`, { action: 'allow' })).status).to.equal(202);
+      const answered = await api.post(`/session/${id}/respond`, { action: 'allow' });
+      expect(answered.status, JSON.stringify(answered.body)).to.equal(202);
       await waitUntil('the command to have run', () => existsSync(made), 30_000);
       await close(id);
     } finally {

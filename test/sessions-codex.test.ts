@@ -1,7 +1,6 @@
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { packageRoot } from '../shared/paths.js';
 import { startModelServer, type ModelServer } from './helpers/model-server.js';
 import { isAlive, processesMentioning } from './helpers/processes.js';
 import {
@@ -16,11 +15,12 @@ import {
   type SessionCity,
 } from './helpers/sessions.js';
 import { closeAllStreams, SseStreamReader } from './helpers/sse.js';
+import { realCli } from './helpers/real-clis.js';
 import { tempDir } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
-/** The real Codex CLI, pinned as a dev dependency for these tests only. */
-const CODEX = join(packageRoot, 'node_modules', '.bin', 'codex');
+/** The real Codex CLI: the dev dependency, or the version CTL_TEST_CODEX_VERSION names (helpers/real-clis.ts). */
+let CODEX: string;
 
 interface RawEntry {
   kind: string;
@@ -33,7 +33,7 @@ interface RawEntry {
 }
 
 /**
- * Codex itself (0.169.0) in `exec` mode, offline: a process per turn, `exec resume <thread_id>` after the first,
+ * Codex itself (0.169.0 as pinned) in `exec` mode, offline: a process per turn, `exec resume <thread_id>` after the first,
  * against the scripted model server's Responses API (echo; `rate-limit` is a 429; `slow:` streams a word every
  * 200 ms). Its CODEX_HOME holds a config naming the server as its model provider.
  */
@@ -44,7 +44,10 @@ describe('sessions of the real Codex (exec per turn, against a scripted model se
   let home: string;
 
   before(async function () {
-    if (!existsSync(CODEX)) throw new Error(`${CODEX} is missing: npm ci installs it (a dev dependency)`);
+    this.timeout(11 * 60_000); // a version named by CTL_TEST_CODEX_VERSION is installed on first use
+    const cli = realCli('codex');
+    CODEX = cli.bin;
+    process.stdout.write(`      codex ${cli.version} (${cli.source})\n`);
     model = await startModelServer();
     home = tempDir('ctl-codex-home-');
     const codexHome = join(home, 'codex');

@@ -31,7 +31,11 @@ export interface ScreenRules {
   /** Seen on the screen's last lines while it works. */
   busy?: RegExp;
   interruptKeys: string[];
-  permission?: { pattern: RegExp; allowKeys: string[]; denyKeys: string[] };
+  /**
+   * `settleMs`: how long the prompt must have been up before it takes an answer (keys sent sooner are dropped by
+   * programs that guard against type-ahead approving a prompt, as Claude Code 2.1.3xx does).
+   */
+  permission?: { pattern: RegExp; allowKeys: string[]; denyKeys: string[]; settleMs: number };
   /** Startup dialogs: when the screen matches, send the keys. */
   dialogs: { pattern: RegExp; keys: string[] }[];
 }
@@ -58,6 +62,16 @@ function promptLines(value: unknown, source: string): number {
   if (value === undefined) return 1;
   if (!Number.isInteger(value) || (value as number) < 1 || (value as number) > 50) {
     throw new ScreenRulesError(`${source}: prompt_lines must be a whole number from 1 to 50`);
+  }
+  return value as number;
+}
+
+function settleMs(value: unknown, source: string): number {
+  if (value === undefined) return 0;
+  if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > 10_000) {
+    throw new ScreenRulesError(
+      `${source}: permission.settle_ms must be a whole number of milliseconds from 0 to 10000`,
+    );
   }
   return value as number;
 }
@@ -105,6 +119,7 @@ export function loadScreenRules(name: string, cwd: string): ScreenRules {
             pattern: regex(permission.pattern, 'permission.pattern', path),
             allowKeys: keys(permission.allow_keys, 'permission.allow_keys', path),
             denyKeys: keys(permission.deny_keys, 'permission.deny_keys', path),
+            settleMs: settleMs(permission.settle_ms, path),
           },
         }
       : {}),

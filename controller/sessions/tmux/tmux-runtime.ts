@@ -98,7 +98,7 @@ export class TmuxRuntime implements SessionRuntime {
   /** The turn in progress: what was typed, and whether the program has been seen working on it since. */
   private turn: { text: string; working: boolean; echoed?: string } | undefined;
   /** The permission prompt on its screen, as a pending interaction; `answering` while respond sends its keys. */
-  private asked: { requestId: string; answering?: boolean } | undefined;
+  private asked: { requestId: string; seenAt: number; answering?: boolean } | undefined;
   private lastDialogAt = 0;
   private lastScreen: string[] = [];
 
@@ -211,6 +211,8 @@ export class TmuxRuntime implements SessionRuntime {
     if (!permission || this.asked?.requestId !== requestId) throw new Error(`no pending interaction ${requestId}`);
     const allow = answer.action === 'allow';
     this.asked.answering = true;
+    const settled = this.asked.seenAt + permission.settleMs - Date.now();
+    if (settled > 0) await sleep(settled);
     await this.server.sendKeys(this.target, allow ? permission.allowKeys : permission.denyKeys);
     const deadline = Date.now() + ANSWER_WAIT_MS;
     while (Date.now() < deadline) {
@@ -360,7 +362,7 @@ export class TmuxRuntime implements SessionRuntime {
     }
     if (asking && !this.asked && this.turn) {
       const requestId = `tmux-${randomBytes(6).toString('hex')}`;
-      this.asked = { requestId };
+      this.asked = { requestId, seenAt: Date.now() };
       const at = screen.findLastIndex((l) => this.rules.permission!.pattern.test(l));
       const about = screen
         .slice(Math.max(0, at - 1), at + 1)

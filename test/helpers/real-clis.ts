@@ -1,0 +1,79 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { packageRoot } from '../../shared/paths.js';
+
+// The real agent CLIs the session tests drive: the versions package.json pins as dev dependencies (what CI tests,
+// the newest we follow), or, to check one's own, the version an environment variable names —
+// CTL_TEST_CLAUDE_VERSION=2.1.197 or CTL_TEST_CODEX_VERSION=0.160.0 — installed once with npm into a cache
+// folder (CTL_TEST_CLI_CACHE, default ~/.cache/ctl/agent-clis) and taken from there. docs/agent-clis.md lists
+// the versions tested and what changed between them.
+
+export interface RealCli {
+  /** The executable to run. */
+  bin: string;
+  /** What its `--version` says. */
+  version: string;
+  /** Where it comes from: the dev dependency, or the cache folder an environment variable asked for. */
+  source: string;
+}
+
+const CLIS = {
+  claude: { pkg: '@anthropic-ai/claude-code', bin: 'claude', env: 'CTL_TEST_CLAUDE_VERSION' },
+  codex: { pkg: '@openai/codex', bin: 'codex', env: 'CTL_TEST_CODEX_VERSION' },
+} as const;
+
+export type RealCliName = keyof typeof CLIS;
+
+/** How long installing a CLI may take (a few hundred MB from the registry). */
+const INSTALL_TIMEOUT_MS = 10 * 60_000;
+
+/** The CLI to test: the one the environment names, installed on first use, else the dev dependency. */
+export function realCli(name: RealCliName): RealCli {
+  const { pkg, bin, env } = CLIS[name];
+  const wanted = process.env[env];
+  if (!wanted) {
+    const path = join(packageRoot, 'node_modules', '.bin', bin);
+    if (!existsSync(path)) throw new Error(`${path} is missing: npm ci installs it (a dev dependency)`);
+    return { bin: path, version: versionOf(path), source: 'dev dependency' };
+  }
+  if (!/^[0-9A-Za-z.+-]+$/.test(wanted)) throw new Error(`${env}=${wanted}: not a package version`);
+  const cache = process.env.CTL_TEST_CLI_CACHE ?? join(homedir(), '.cache', 'ctl', 'agent-clis');
+  const dir = join(cache, `${pkg.replace('/', '+')}@${wanted}`);
+  const path = join(dir, 'node_modules', '.bin', bin);
+  if (!existsSync(path)) install(pkg, wanted, dir);
+  return { bin: path, version: versionOf(path), source: `${env}=${wanted} (${dir})` };
+}
+
+/**
+ * `npm install pkg@version` into its own folder, built beside it and moved into place whole, so that a failed or
+ * interrupted install never leaves a folder that looks installed. Its install script (Claude Code's fetches
+ * nothing: it links the platform binary) is allowed by name.
+ */
+function install(pkg: string, version: string, dir: string): void {
+  const building = `${dir}.installing-${process.pid}`;
+  rmSync(building, { recursive: true, force: true });
+  mkdirSync(building, { recursive: true });
+  writeFileSync(
+    join(building, 'package.json'),
+    JSON.stringify({ name: 'ctl-agent-cli', private: true, allowScripts: { [pkg]: true } }, null, 2),
+  );
+  try {
+    execFileSync('npm', ['install', '--no-audit', '--no-fund', '--save-exact', `${pkg}@${version}`], {
+      cwd: building,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      timeout: INSTALL_TIMEOUT_MS,
+    });
+    rmSync(dir, { recursive: true, force: true });
+    renameSync(building, dir);
+  } catch (err) {
+    rmSync(building, { recursive: true, force: true });
+    const stderr = (err as { stderr?: Buffer }).stderr?.toString().trim();
+    throw new Error(`cannot install ${pkg}@${version}: ${stderr || (err as Error).message}`);
+  }
+}
+
+function versionOf(bin: string): string {
+  return execFileSync(bin, ['--version'], { encoding: 'utf8', timeout: 30_000 }).trim();
+}
