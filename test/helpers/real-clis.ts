@@ -70,7 +70,7 @@ function install(pkg: string, version: string, dir: string): void {
   } catch (err) {
     rmSync(building, { recursive: true, force: true });
     const stderr = (err as { stderr?: Buffer }).stderr?.toString().trim();
-    throw new Error(`cannot install ${pkg}@${version}: ${stderr || (err as Error).message}`);
+    throw new Error(`cannot install ${pkg}@${version}: ${stderr || (err as Error).message}`, { cause: err });
   }
 }
 
