@@ -1,9 +1,11 @@
 /**
  * Benchmarks, against a real supervisor and real controllers (build first: `npm run bench` does).
  *
- *   npx tsx bench/run.ts [foundation|events|beads|sessions|sessions-acp|sessions-real-clis|agents|workflows|config|extmsg|access|all]   (default: all, one after the other)
+ *   npx tsx bench/run.ts [cold|foundation|events|beads|sessions|sessions-acp|sessions-real-clis|agents|workflows|config|extmsg|access|all]   (default: all, one after the other)
  *   npm run bench -- beads                                  (builds, then runs one)
  *
+ * cold (bench/cold.ts): issue 20's goals beside bare-Node baselines — `ctl version`/`help`/`bead list`, create → event,
+ *   first request per family to fresh controllers, the proxy's extra hop, POST …/events cold and warm, idle RSS → .bench-out/cold.json
  * foundation (bench/foundation.ts): city create latency, memory, proxied vs direct GET → .bench-out/foundation.json
  * events (bench/events.ts): the event bus — append → SSE latency, fan-out, list, `ctl events --seq` → .bench-out/events.json
  * beads (bench/beads.ts): 100,000 beads per store backend — creates/s, `ready` and list latency, open time, RSS → .bench-out/beads.json
@@ -19,6 +21,7 @@
 import { runAccess } from './access.js';
 import { runAgents } from './agents.js';
 import { runBeads } from './beads.js';
+import { runCold } from './cold.js';
 import { runEvents } from './events.js';
 import { runFoundation } from './foundation.js';
 import { runSessionsRealClis } from './sessions-real-clis.js';
@@ -28,6 +31,7 @@ import { runConfig } from './config.js';
 import { runExtmsg } from './extmsg.js';
 
 const BENCHMARKS: Record<string, () => Promise<void>> = {
+  cold: runCold,
   foundation: runFoundation,
   events: runEvents,
   beads: runBeads,
