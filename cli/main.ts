@@ -5,6 +5,7 @@
 // to Node built-ins and syntax any Node runs, and loads nothing else until it knows which Node it is on.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import module from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -46,6 +47,10 @@ function runOn(node: string): void {
 
 const major = Number(process.versions.node.split('.')[0]);
 if (major >= MIN_MAJOR) {
+  // V8's compiled code for every module loaded from here on is kept on disk (NODE_COMPILE_CACHE, else
+  // <tmpdir>/node-compile-cache) and reused by the next process: a fresh controller or `ctl` does not compile
+  // ctl, Koa and tsoa again.
+  module.enableCompileCache();
   await import('./ctl.js');
 } else {
   const node = process.env.CTL_REEXEC ? undefined : bundledNode();

@@ -194,7 +194,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     const stopWatching = await watchConfig(root, (file) => {
       running.reloadFromDisk(file).catch((err: unknown) => logger.error({ err }, 'could not reload the configuration'));
     });
-    // The HTTP stack loads with the first request: a city nobody asks anything does not pay for it.
+    // The HTTP stack loads after the controller reports ready (below), off both the start-up and the request path.
     const handler = lazyHandler(async () => {
       const [{ createControllerApp }, { handlerOf }] = await Promise.all([
         import('./app.js'),
@@ -226,6 +226,10 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     running.orderScheduler.start();
     logger.info({ name, listen }, 'controller ready');
     report({ kind: 'ready', pid: process.pid });
+    // A request that comes before this is done waits for the same load, not for a second one.
+    setImmediate(() => {
+      handler.load().catch((err: unknown) => logger.error({ err }, 'the HTTP application failed to load'));
+    });
 
     installShutdown({
       server,

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -74,11 +75,18 @@ export function cityPaths(root: string): CityPaths {
   };
 }
 
-/** The project root (the directory holding package.json), from source or from `dist/`. */
+/**
+ * The project root (the directory holding package.json), from source (`shared/`) or from a bundle in `dist/`
+ * (`dist/cli/`, or a chunk in `dist/chunks/`): the nearest directory up from this code that has a package.json.
+ */
 export const packageRoot: string = (() => {
-  const here = dirname(fileURLToPath(import.meta.url));
-  // shared/paths.ts → root is one level up; dist/shared/paths.js → two levels up.
-  return here.endsWith(join('dist', 'shared')) ? resolve(here, '..', '..') : resolve(here, '..');
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json'))) {
+    const up = dirname(dir);
+    if (up === dir) throw new Error(`no package.json above ${fileURLToPath(import.meta.url)}`);
+    dir = up;
+  }
+  return dir;
 })();
 
 /** The `ctl` entry script that the supervisor runs for `ctl controller run` and `ctl supervisor start` runs. */

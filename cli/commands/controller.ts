@@ -41,9 +41,8 @@ const run = command({
       await reportFailure(err.message);
       throw new CliError(err.message);
     }
-    const entry = (await import(
-      new URL('../../controller/main.js', import.meta.url).href
-    )) as ProgramEntry<ControllerRunOptions>;
+    // A literal path, so that the bundler (tools/build/bundle.mjs) follows it: the program is a chunk of ctl.
+    const entry = (await import('../../controller/main.js')) as ProgramEntry<ControllerRunOptions>;
     try {
       await entry.run({ city: args.city, name: args.name, listen: args.listen });
     } catch (err) {

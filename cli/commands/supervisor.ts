@@ -41,9 +41,8 @@ const run = command({
   args: addressArgs,
   async run({ args }) {
     const options = runOptions(args);
-    const entry = (await import(
-      new URL('../../supervisor/main.js', import.meta.url).href
-    )) as ProgramEntry<SupervisorRunOptions>;
+    // A literal path, so that the bundler (tools/build/bundle.mjs) follows it: the program is a chunk of ctl.
+    const entry = (await import('../../supervisor/main.js')) as ProgramEntry<SupervisorRunOptions>;
     try {
       await entry.run(options);
     } catch (err) {
