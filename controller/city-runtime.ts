@@ -13,6 +13,7 @@ import type { ProviderRegistry } from './providers/provider-registry.js';
 import type { SessionService } from './sessions/session-service.js';
 import { ConvoysService } from './beads/convoys.js';
 import { MailService } from './beads/mail.js';
+import { StatusCounts } from './status-counts.js';
 import { ProviderEditor } from './providers/provider-editor.js';
 import { resolveAgents, type AgentDefinition } from './agents/agent-catalog.js';
 import { composeConfig, type ComposedConfig } from './config/compose.js';
@@ -108,6 +109,7 @@ export class CityRuntime {
     this.loaded = loaded;
     this.mail = new MailService(beads);
     this.convoys = new ConvoysService(beads);
+    this.statusCounts = new StatusCounts(() => ({ work: beads.workCounts(), mail: this.mail.count({}) }), log);
     this.formulas = new FormulaCatalog(
       paths.root,
       () => this.config.rigs,
@@ -187,6 +189,8 @@ export class CityRuntime {
 
   readonly mail: MailService;
   readonly convoys: ConvoysService;
+  /** What `GET /status` counts in the store, kept in memory between the events that change it. */
+  readonly statusCounts: StatusCounts;
   /** Shell commands of formulas and orders, killed when the city stops. */
   readonly commands = new CommandRunner();
   readonly formulas: FormulaCatalog;

@@ -95,6 +95,7 @@ export class CityRoutes extends Controller {
     const agents = this.city.agents;
     const sessions = (name: string) => this.city.sessions.agentSessions(name);
     const runningAgents = agents.filter((a) => sessions(a.name).some((s) => s.running)).length;
+    const { work, mail } = this.city.statusCounts.get();
     return {
       name: cityName,
       path: this.city.root,
@@ -110,8 +111,8 @@ export class CityRoutes extends Controller {
         quarantined: agents.filter((a) => sessions(a.name).some((s) => s.state === 'quarantined')).length,
       },
       rigs: { total: config.rigs.length, suspended: config.rigs.filter((r) => r.suspended).length },
-      work: this.city.beads.workCounts(),
-      mail: this.city.mail.count({}),
+      work,
+      mail,
       version: VERSION,
       event_head: head,
       ...(this.city.tick ? { tick: this.city.tick.stats() } : {}),
