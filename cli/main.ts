@@ -3,7 +3,6 @@
 // started by an older Node (`npm link` puts this file on PATH with `#!/usr/bin/env node`, which on our machines
 // is Node 20) runs itself again on the Node 24 that `npm ci` installed into node_modules/.bin. This file is kept
 // to Node built-ins and syntax any Node runs, and loads nothing else until it knows which Node it is on.
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import module from 'node:module';
 import { dirname, join, resolve } from 'node:path';
@@ -21,7 +20,9 @@ function bundledNode(): string | undefined {
   return undefined;
 }
 
-function runOn(node: string): void {
+async function runOn(node: string): Promise<void> {
+  // Loaded only to re-exec: node:child_process brings net and streams, ~20 ms a fast `ctl` need not pay.
+  const { spawn } = await import('node:child_process');
   const child = spawn(node, [...process.execArgv, process.argv[1] ?? '', ...process.argv.slice(2)], {
     stdio: 'inherit',
     env: { ...process.env, CTL_REEXEC: process.version },
@@ -54,7 +55,7 @@ if (major >= MIN_MAJOR) {
   await import('./ctl.js');
 } else {
   const node = process.env.CTL_REEXEC ? undefined : bundledNode();
-  if (node) runOn(node);
+  if (node) await runOn(node);
   else {
     process.stderr.write(
       `ctl: needs Node ${MIN_MAJOR} or newer, and this is ${process.version}; ` +

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -59,6 +58,8 @@ export function cityPaths(root: string): CityPaths {
   let socket = join(runtimeDir, 'controller.sock');
   if (Buffer.byteLength(socket) > MAX_SOCKET_PATH) {
     // A deep city directory cannot hold a Unix socket; use a short, stable per-city path instead.
+    // node:crypto loaded only here: every `ctl` command loads this module, and crypto costs ~15 ms to load.
+    const { createHash } = process.getBuiltinModule('node:crypto');
     const digest = createHash('sha256').update(root).digest('hex').slice(0, 16);
     socket = join(tmpdir(), `ctl-${process.getuid?.() ?? 0}`, `${digest}.sock`);
   }
