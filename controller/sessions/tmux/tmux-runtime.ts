@@ -360,7 +360,7 @@ export class TmuxRuntime implements SessionRuntime {
       }
       return;
     }
-    if (asking && !this.asked && this.turn) {
+    if (asking && !this.asked && this.turn && this.askedSinceMessage(screen, this.turn)) {
       const requestId = `tmux-${randomBytes(6).toString('hex')}`;
       this.asked = { requestId, seenAt: Date.now() };
       const at = screen.findLastIndex((l) => this.rules.permission!.pattern.test(l));
@@ -396,6 +396,19 @@ export class TmuxRuntime implements SessionRuntime {
     this.idleReads = 0;
     if (reply) this.sink.output('assistant', reply);
     this.sink.turnEnded({});
+  }
+
+  /**
+   * Whether the permission prompt on the screen came after this turn's message: while a message is typed, or
+   * right after its Enter, the last turn's answered menu can still be on the screen above it, and is not a
+   * question about this one.
+   */
+  private askedSinceMessage(screen: string[], turn: { working?: boolean; echoed?: string; text: string }): boolean {
+    if (!turn.working) return false;
+    const echoed = (turn.echoed ?? turn.text).replace(/\s+/g, ' ').trim();
+    const message = screen.findLastIndex((l) => l.replace(/\s+/g, ' ').trim() === echoed);
+    const prompt = screen.findLastIndex((l) => this.rules.permission!.pattern.test(l));
+    return prompt > message;
   }
 
   /**
