@@ -5,8 +5,7 @@
 // - dist/cli/ctl.js: the CLI. The supervisor and the controller are `ctl supervisor run` / `ctl controller run`,
 //   so they are chunks of it (dist/chunks/), split at the dynamic imports that start them: a process loads its
 //   entry and a few chunks, not the ~400 modules of the source tree, each resolved and read on its own.
-// - Dependencies (node_modules) stay outside, imported as they are: native addons, pino's workers and tsoa's
-//   CommonJS runtime load as their authors expect, and installs need no rebuild of ctl.
+// - Dependencies are bundled too, but for those in EXTERNAL (below), which load as their authors expect.
 //
 // Why esbuild: it is already installed (tsx runs on it, so no new dependency and the same TypeScript semantics
 // as the tests), reads tsconfig's experimentalDecorators (tsoa's controllers), and does ESM code splitting.
@@ -21,6 +20,14 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dist = join(root, 'dist');
 const started = performance.now();
 rmSync(dist, { recursive: true, force: true });
+
+/**
+ * Dependencies left in node_modules: native addons (loaded by path from their package), and packages that load
+ * files of their own by path at run time (pino's transports and pino-pretty; irc-framework's CommonJS tree with
+ * core-js polyfills). The rest are bundled: resolving a package's imports (package.json reads, exports maps,
+ * hundreds of small files — execa alone is ~100) cost `ctl help` more than running it.
+ */
+const EXTERNAL = ['better-sqlite3', 'fs-ext', 'pino', 'pino-pretty', 'irc-framework'];
 
 const common = {
   absWorkingDir: root,
@@ -48,7 +55,11 @@ await Promise.all([
     outdir: dist,
     splitting: true,
     chunkNames: 'chunks/[name]-[hash]',
-    packages: 'external',
+    external: EXTERNAL,
+    // CommonJS dependencies bundled into ESM call require() for Node's built-ins: give them one.
+    banner: {
+      js: "import { createRequire as __ctlCreateRequire } from 'node:module'; const require = __ctlCreateRequire(import.meta.url);",
+    },
   }),
 ]);
 process.stderr.write(`bundle: dist/ in ${Math.round(performance.now() - started)} ms\n`);
