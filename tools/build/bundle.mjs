@@ -51,7 +51,9 @@ await Promise.all([
   }),
   build({
     ...common,
-    entryPoints: { 'cli/ctl': 'cli/ctl.ts' },
+    // The event log alone too: writer processes outside ctl (test/fixtures/append-events.mjs,
+    // bench/event-writer.mjs) append through the very EventLog the controllers use.
+    entryPoints: { 'cli/ctl': 'cli/ctl.ts', 'shared/events/event-log': 'shared/events/event-log.ts' },
     outdir: dist,
     splitting: true,
     chunkNames: 'chunks/[name]-[hash]',
