@@ -189,6 +189,21 @@ export async function run(options: ControllerRunOptions): Promise<void> {
       daemon: () => running.config.daemon,
       suspension: () => suspensionIn(running.config),
       env: process.env,
+      programMissing: async (agent) => {
+        const provider = agent.provider;
+        if (!provider) return undefined;
+        // Installed or not only (no sign-in check: that runs the program), cached by the prober for 2 s.
+        const item = await running.prober.probeCommand({
+          name: provider.name,
+          displayName: provider.display_name,
+          command: provider.command,
+          cwd: agent.workDir,
+          env: provider.env,
+        });
+        return item.status === 'not_installed' || item.status === 'invalid_configuration'
+          ? `provider ${provider.name}: ${item.detail ?? item.status}`
+          : undefined;
+      },
     });
     running.tick = tick;
     const stopWatching = await watchConfig(root, (file) => {

@@ -136,6 +136,19 @@ export class CityOperations {
         }
       }
 
+      const warnings: string[] = [];
+      if (startCommand !== undefined) {
+        // Accepted all the same (it may be installed later), but a person should know now, not from a crash loop.
+        const found = await this.o.prober.probeCommand(
+          { name: 'start_command', displayName: 'start command', command: startCommand, cwd: path },
+          true,
+        );
+        if (found.status === 'not_installed' || found.status === 'invalid_configuration') {
+          warnings.push(
+            `start_command ${JSON.stringify(startCommand)}: ${found.detail ?? found.status}; the city's agents cannot start until it is installed`,
+          );
+        }
+      }
       const cursor = this.o.events.captureCursor();
       cursor.set(name, 0);
       const requestId = newAsyncRequestId();
@@ -178,7 +191,7 @@ export class CityOperations {
         throw new Problem('internal', `internal: could not record city.created for ${path}: ${(err as Error).message}`);
       }
       this.o.reconciler.wake();
-      return { request_id: requestId, event_cursor: formatCursor(cursor) };
+      return { request_id: requestId, event_cursor: formatCursor(cursor), ...(warnings.length ? { warnings } : {}) };
     });
   }
 

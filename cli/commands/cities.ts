@@ -155,6 +155,8 @@ export const initCommand = command({
     const slow = forCityOperation(api);
     const { data } = await call(slow, slow.client.POST('/v0/city', { params: { header: CSRF }, body }));
     const name = dir.split('/').pop()!;
+    // Said whatever stderr is (not progress): a missing program would otherwise surface only as a crash loop.
+    for (const warning of data.warnings ?? []) process.stderr.write(`ctl init: warning: ${warning}\n`);
     progress(`Creating city ${name} at ${dir} (request ${data.request_id})`);
     const outcome = await requestOutcome(api, {
       requestId: data.request_id,

@@ -59,6 +59,12 @@ export function agentResponse(city: CityRuntime, agent: AgentDefinition): AgentR
     restart_pending: sessions.some((s) => tick?.isRestartPending(s.id) === true),
   };
   if (agent.unavailableReason) view.unavailable_reason = agent.unavailableReason;
+  const missing = agent.available ? tick?.programMissing(agent.name) : undefined;
+  if (missing) {
+    // Its configuration holds, but its program is not there: as unavailable, for as long as that lasts.
+    view.available = false;
+    view.unavailable_reason = `${missing} (not installed; the tick waits for it)`;
+  }
   if (agent.provider) view.display_name = agent.provider.display_name;
   if (agent.config.description) view.description = agent.config.description;
   if (agent.providerName) view.provider = agent.providerName;

@@ -33,7 +33,15 @@ export interface TickHost {
   suspension(): Suspension;
   /** The environment checks run with. */
   env: NodeJS.ProcessEnv;
+  /**
+   * Why the program the agent's sessions would run is not there (not installed, not executable), or undefined
+   * when it is: starting it would only fail, again and again.
+   */
+  programMissing?(agent: AgentDefinition): Promise<string | undefined>;
 }
+
+/** How soon an agent whose program is missing is looked at again (its probe is cached for 2 s). */
+const PROGRAM_RECHECK_MS = 3_000;
 
 /** What one tick did (for tests, the benchmark and the log). */
 export interface TickReport {
@@ -51,6 +59,8 @@ export interface TickReport {
 interface AgentMemory {
   waitReason?: string;
   checkError?: string;
+  /** Why its program cannot run (provider readiness says not installed), as the last tick found. */
+  programMissing?: string;
 }
 
 /**
@@ -78,6 +88,7 @@ export class AgentTick {
   private readonly crashes = new CrashTracker();
   private readonly checks: AgentChecks;
   private readonly memory = new Map<string, AgentMemory>();
+  private programRecheck: NodeJS.Timeout | undefined;
   /** Sessions put to sleep for idleness: only work or mail wakes them. */
   private readonly sleptIdle = new Set<string>();
   /** Sessions asked to drain, and what follows once their turn ends. */
@@ -111,6 +122,7 @@ export class AgentTick {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.timer);
+    clearTimeout(this.programRecheck);
     this.checks.stop();
   }
 
@@ -132,6 +144,11 @@ export class AgentTick {
   /** Whether a session's restart for a configuration change is waiting for it to be idle. */
   isRestartPending(sessionId: string): boolean {
     return this.restartPending.has(sessionId);
+  }
+
+  /** Why the agent's program cannot run, as the last tick found. */
+  programMissing(agent: string): string | undefined {
+    return this.memory.get(agent)?.programMissing;
   }
 
   /** Why an agent does not start a session it wants, if it does not. */
@@ -224,7 +241,13 @@ export class AgentTick {
       // to tell the mail to.
       const ordered = [...sessions].sort(byRunningThenAge);
       let waitReason: string | undefined;
-      const blocker = this.dependencyNotRunning(agent, byName);
+      // Its program not installed: every start would fail and crash-loop into quarantine; wait for it instead.
+      memory.programMissing = await this.host.programMissing?.(agent);
+      // Nothing is told when it gets installed: look again soon rather than at the next patrol.
+      if (memory.programMissing) this.recheckPrograms();
+      const blocker =
+        this.dependencyNotRunning(agent, byName) ??
+        (memory.programMissing ? `cannot start: ${memory.programMissing}` : undefined);
       for (const [index, session] of ordered.entries()) {
         if (index >= keepOpen) break;
         const needed =
@@ -695,6 +718,15 @@ export class AgentTick {
   }
 
   /** A tick in `ms` (a back-off or an idle time-out ends then), besides the patrol. */
+  /** One pending look at missing programs at a time, however many ticks find one missing. */
+  private recheckPrograms(): void {
+    if (this.stopped || this.programRecheck) return;
+    this.programRecheck = setTimeout(() => {
+      this.programRecheck = undefined;
+      this.poke();
+    }, PROGRAM_RECHECK_MS).unref();
+  }
+
   private retickIn(ms: number): void {
     if (this.stopped) return;
     setTimeout(() => this.poke(), Math.max(ms, 10) + 5).unref();

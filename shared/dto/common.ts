@@ -16,4 +16,9 @@ export interface AsyncAcceptedResponse {
    * started. Pass it as `after_cursor` to receive the result without replaying older events.
    */
   event_cursor: string;
+  /**
+   * What was found while accepting it that will keep it from working as asked (a `start_command` whose program
+   * is not installed): the operation goes on; each says what and why.
+   */
+  warnings?: string[];
 }
