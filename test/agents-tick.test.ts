@@ -4,7 +4,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import type { Envelope } from './helpers/city-api.js';
 import { isAlive } from './helpers/processes.js';
-import { send, session, startSessionCity, turns, waitForTurn, type SessionCity } from './helpers/sessions.js';
+import {
+  ECHO_AGENT,
+  send,
+  session,
+  startSessionCity,
+  turns,
+  waitForTurn,
+  type SessionCity,
+} from './helpers/sessions.js';
 import { SseStreamReader } from './helpers/sse.js';
 import { waitUntil } from './helpers/wait.js';
 
@@ -20,6 +28,12 @@ check_timeout = "1s"
 
 [providers.crashy]
 command = "/bin/sh -c 'sleep 0.5; exit 3'"
+
+[providers.moded]
+command = "${ECHO_AGENT}"
+ready_prompt_prefix = "ready>"
+env = { ECHO_READY = "ready>" }
+permission_modes = { careful = [], bold = [] }
 
 [providers.rate-limited]
 base = "builtin:claude"
@@ -69,6 +83,10 @@ provider = "echo"
 min_active_sessions = 0
 max_active_sessions = 3
 work_query = "printf 'job-a\\njob-b\\n'"
+
+[[agent]]
+name = "held"
+provider = "moded"
 
 [[agent]]
 name = "first"
@@ -332,6 +350,30 @@ describe("the controller's tick (real controller, real programs)", function () {
     await city.api.post('/sling', { target: 'pool', bead: bead.id, no_convoy: true });
     await waitUntil('taken', async () => (await city.api.bead(bead.id)).status === 'in_progress', 5000);
     expect(Date.now() - slung).to.be.below(3000);
+    await city.api.close(bead.id);
+  });
+
+  it('wakes a session it suspended with its agent once resumed, even after its permission mode changed', async function () {
+    const [held] = await waitUntil('held to run', async () => {
+      const s = await running(city, 'held');
+      return s.length ? s : undefined;
+    });
+    expect((await city.api.post('/agent/held/suspend')).status).to.equal(200);
+    await waitUntil('held to be suspended', async () => (await session(city.api, held.id)).state === 'suspended');
+    // A person changes its permission mode meanwhile: the session's reason now says so.
+    const moded = await city.api.post<{ reason?: string }>(`/session/${held.id}/permission-mode`, {
+      permission_mode: 'bold',
+    });
+    expect(moded.status).to.equal(200);
+    expect(moded.body.reason).to.match(/^permission mode bold/);
+    expect((await city.api.post('/agent/held/resume')).status).to.equal(200);
+    const bead = await city.api.create({ title: 'for held' });
+    await city.api.post('/sling', { target: 'held', bead: bead.id, no_convoy: true });
+    const taken = await waitUntil('the suspended session to wake and take the work', async () => {
+      const b = await city.api.bead(bead.id);
+      return b.status === 'in_progress' ? b : undefined;
+    });
+    expect(taken.assignee).to.equal(held.session_name);
     await city.api.close(bead.id);
   });
 

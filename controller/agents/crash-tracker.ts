@@ -1,4 +1,11 @@
 import type { CityDaemonConfig } from '../../shared/config/city-config.js';
+import type { Session } from '../sessions/session.js';
+import type { CrashFacts } from './tick-plan.js';
+
+/** How long a turn failure of the provider's service is taken as the reason its program ended. */
+const SERVICE_FAILURE_WINDOW_MS = 30_000;
+/** How long a rate-limited provider is left alone before its session starts again. */
+const RATE_LIMIT_PAUSE_MS = 30_000;
 
 interface Failures {
   /** Fast failures in a row. */
@@ -17,6 +24,44 @@ interface Failures {
 export class CrashTracker {
   private readonly failures = new Map<string, Failures>();
 
+  /**
+   * A session of an agent ended without being asked to. A failure of the provider's service (a rate limit, a
+   * refused key) is no crash: it waits and tries again without counting. Otherwise a run shorter than
+   * `restart_window` counts as a fast failure: restarts back off (doubling), and after `max_restarts` fast
+   * failures in a row the session is quarantined until a person wakes it.
+   */
+  async crashed(session: Session, ranMs: number, daemon: CityDaemonConfig): Promise<void> {
+    const failure = session.lastTurnFailure;
+    const serviceFailure =
+      failure &&
+      Date.now() - failure.at < SERVICE_FAILURE_WINDOW_MS &&
+      ['rate_limited', 'auth'].includes(failure.category);
+    if (serviceFailure) {
+      const rateLimited = failure.category === 'rate_limited';
+      this.pause(
+        session.id,
+        rateLimited ? RATE_LIMIT_PAUSE_MS : daemon.restartBackoffMaxMs,
+        rateLimited
+          ? 'its provider is rate-limited; not counted as a failure'
+          : 'its provider refused its credentials; not counted as a failure',
+      );
+      return;
+    }
+    const count = this.failed(session.id, ranMs < daemon.restartWindowMs, daemon);
+    if (count >= daemon.maxRestarts && (session.state === 'asleep' || session.state === 'failed-create')) {
+      session.transition('quarantine');
+      await session.recordLifecycle(
+        'session.quarantined',
+        `it failed ${count} times in a row within ${Math.round(daemon.restartWindowMs / 1000)} s of starting; wake it to try again`,
+      );
+    }
+  }
+
+  /** Every session's back-off, for the tick's plan. */
+  facts(): Map<string, CrashFacts> {
+    return new Map([...this.failures].map(([id, f]) => [id, { notBefore: f.notBefore, why: f.why, count: f.count }]));
+  }
+
   /** Records a failure; a slow one (the program ran past the restart window) starts the count again. */
   failed(id: string, fast: boolean, daemon: CityDaemonConfig): number {
     const count = fast ? (this.failures.get(id)?.count ?? 0) + 1 : 1;
@@ -33,26 +78,6 @@ export class CrashTracker {
   pause(id: string, ms: number, why: string): void {
     const count = this.failures.get(id)?.count ?? 0;
     this.failures.set(id, { count, notBefore: Date.now() + ms, why });
-  }
-
-  /** When the next start of `id` may be (ms since the epoch; 0 when it may start now). */
-  notBefore(id: string): number {
-    return this.failures.get(id)?.notBefore ?? 0;
-  }
-
-  /** Why the next start of `id` waits. */
-  why(id: string): string {
-    return this.failures.get(id)?.why ?? '';
-  }
-
-  /** How long the next start of `id` must still wait (0: it may start). */
-  waitFor(id: string): number {
-    const entry = this.failures.get(id);
-    return entry ? Math.max(0, entry.notBefore - Date.now()) : 0;
-  }
-
-  count(id: string): number {
-    return this.failures.get(id)?.count ?? 0;
   }
 
   forget(id: string): void {

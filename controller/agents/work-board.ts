@@ -54,17 +54,28 @@ export class WorkBoard {
     return this.ready.get(agent) ?? [];
   }
 
-  /** The next of them, taken off the board. */
-  takeNext(agent: string): Bead | undefined {
-    return this.ready.get(agent)?.shift();
+  /** A bead handed to a session: off the agent's ready list. */
+  taken(agent: string, beadId: string): void {
+    const list = this.ready.get(agent);
+    if (list)
+      this.ready.set(
+        agent,
+        list.filter((b) => b.id !== beadId),
+      );
+  }
+
+  /** Every agent's ready routed beads. */
+  allRouted(): ReadonlyMap<string, readonly Bead[]> {
+    return this.ready;
+  }
+
+  /** The beads each session holds, by session id. */
+  allHolding(): ReadonlyMap<string, readonly Bead[]> {
+    return this.holding;
   }
 
   heldBy(sessionId: string): Bead[] {
     return this.holding.get(sessionId) ?? [];
-  }
-
-  allHeld(): Bead[] {
-    return [...this.holding.values()].flat();
   }
 
   held(sessionId: string, bead: Bead): void {

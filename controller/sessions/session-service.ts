@@ -231,11 +231,13 @@ export class SessionService {
     return { status: 'ok', id: session.id };
   }
 
-  async suspend(idOrName: string, reason = 'suspended'): Promise<SessionResponse> {
+  /** `by` is `tick` when the tick suspends it with its agent (it wakes it again); a person's suspend sets none. */
+  async suspend(idOrName: string, reason = 'suspended', by?: 'tick'): Promise<SessionResponse> {
     const session = this.open(idOrName);
     session.transition('suspend');
     session.record.reason = reason;
-    this.ctx.store.save(session.record, { reason });
+    session.record.suspended_by = by;
+    this.ctx.store.save(session.record, { reason, suspended_by: by });
     if (session.running) await session.stopProgram(reason);
     else await session.recordLifecycle('session.suspended', reason);
     return session.view();

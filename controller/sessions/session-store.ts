@@ -26,6 +26,11 @@ export interface SessionRecord {
   config_hash?: string;
   /** `tick`: the controller started it for its agent and may stop it (scale-down); otherwise a person did. */
   managed?: string;
+  /**
+   * `tick`: the tick suspended it with its agent (or city, or rig), and wakes it once they are resumed; unset
+   * when a person suspended it. Cleared when it leaves `suspended`.
+   */
+  suspended_by?: string;
 }
 
 const OPTIONAL: (keyof SessionRecord)[] = [
@@ -37,6 +42,7 @@ const OPTIONAL: (keyof SessionRecord)[] = [
   'create_request',
   'config_hash',
   'managed',
+  'suspended_by',
 ];
 
 /** Sessions live in the bead store as beads of type `session`; their fields are metadata. */

@@ -512,7 +512,13 @@ export class Session extends EventEmitter<SessionEvents> {
   private setState(state: SessionState): void {
     if (this.record.state === state) return;
     this.record.state = state;
-    this.save({ state });
+    const changed: Partial<SessionRecord> = { state };
+    // Who suspended it matters only while it is suspended (a person's setPermissionMode rewrites the reason).
+    if (state !== 'suspended' && this.record.suspended_by !== undefined) {
+      this.record.suspended_by = undefined;
+      changed.suspended_by = undefined;
+    }
+    this.save(changed);
     this.emit('state', state);
   }
 

@@ -1,0 +1,596 @@
+import type { Bead } from '../../shared/dto/beads.js';
+import type { SessionRecord } from '../sessions/session-store.js';
+import type { SessionState } from '../../shared/dto/sessions.js';
+import { dependencyOf, type AgentDefinition } from './agent-catalog.js';
+import { ASSIGNED_SESSION, ROUTED_TO } from './work-board.js';
+
+/** A pool session above the agent's minimum closes after being idle this long (unless `idle_timeout` says). */
+export const POOL_IDLE_CLOSE_MS = 60_000;
+
+/** How a session the tick suspended with its agent (or city, or rig) says so in its reason. */
+export const SUSPENDED_WITH_AGENT = 'suspended with its agent: ';
+
+/** What the tick sees of a session when it plans. */
+export interface SessionFacts {
+  id: string;
+  sessionName: string;
+  template: string;
+  kind: 'agent' | 'provider';
+  managed?: string;
+  state: SessionState;
+  createdAt: string;
+  configHash?: string;
+  running: boolean;
+  /** A restart is under way (between its stop and its start it only looks asleep). */
+  changing: boolean;
+  idle: boolean;
+  inTurn: boolean;
+  /** Ready to take a turn. */
+  ready: boolean;
+  attached: boolean;
+  /** When it last became idle (ms since the epoch). */
+  idleSince: number;
+  /** The tick suspended it with its agent (city, rig): resumed, it wakes again. A person's suspend does not. */
+  suspendedByTick: boolean;
+}
+
+/** What the tick sees of an agent when it plans. */
+export interface AgentFacts {
+  agent: AgentDefinition;
+  /** Why it is suspended (the city, itself, its rig), or undefined. */
+  suspended?: string;
+  /** The number `scale_check` printed last, when it did. */
+  scale?: number;
+  /** How many lines `work_query` printed last (undefined: it has none, or it has not answered yet). */
+  queryLines?: number;
+  /** Why its program cannot run (not installed), or undefined. */
+  programMissing?: string;
+}
+
+/** A session's crash back-off, as the crash tracker holds it. */
+export interface CrashFacts {
+  /** No start before this (ms since the epoch). */
+  notBefore: number;
+  why: string;
+  /** Failures in a row. */
+  count: number;
+}
+
+/** What the tick remembers between runs (in memory: a new controller starts afresh). */
+export interface TickMemory {
+  /** Sessions put to sleep for idleness: only work or mail wakes them. */
+  sleptIdle: Set<string>;
+  /** Sessions asked to drain, and what follows once their turn ends. */
+  draining: Map<string, 'suspend' | 'close'>;
+  /** Sessions whose restart for a configuration change waits for them to be idle. */
+  restartPending: Set<string>;
+  /** Why each agent last waited (an `agent.waiting` is recorded only when it changes). */
+  waitReasons: Map<string, string | undefined>;
+}
+
+export function emptyMemory(): TickMemory {
+  return { sleptIdle: new Set(), draining: new Map(), restartPending: new Set(), waitReasons: new Map() };
+}
+
+export interface TickInput {
+  /** ms since the epoch. */
+  now: number;
+  maxWakesPerTick: number;
+  agents: AgentFacts[];
+  /** Every open session (of agents configured or not, and of providers). */
+  sessions: SessionFacts[];
+  /** Ready beads routed to each agent and not taken, oldest first. */
+  routed: ReadonlyMap<string, readonly Bead[]>;
+  /** The beads each session holds, by session id. */
+  held: ReadonlyMap<string, readonly Bead[]>;
+  /** Mail not yet told, by agent (how many messages). */
+  mail: ReadonlyMap<string, number>;
+  crashes: ReadonlyMap<string, CrashFacts>;
+  memory: TickMemory;
+}
+
+type ConfigChanges = Pick<SessionRecord, 'config_hash' | 'provider' | 'work_dir'>;
+
+/** One thing the tick does; `tick-apply.ts` carries each out, in order. */
+export type TickAction =
+  /** A bead held by a session that is gone goes back to open (still routed). */
+  | { kind: 'reopen'; bead: Bead; sessionId: string; message: string }
+  /** A busy session drains (its turn finishes first); `transition` moves it to `draining` now. */
+  | { kind: 'drain'; sessionId: string; transition: boolean; reason: string }
+  /** The session closes; `note` is recorded (`session.draining`) first. */
+  | { kind: 'close'; sessionId: string; note?: string }
+  /** The session is suspended with its agent (marked so: resumed, it wakes again). */
+  | { kind: 'suspend'; sessionId: string; reason: string }
+  /** A dormant session takes its agent's new configuration for its next start. */
+  | { kind: 'reconfigure'; sessionId: string; changes: ConfigChanges }
+  /** An idle session restarts on its agent's new configuration. */
+  | { kind: 'restart'; sessionId: string; reason: string; changes: ConfigChanges }
+  /** A busy or attached session restarts once it is idle: recorded once. */
+  | { kind: 'restart-pending'; sessionId: string; reason: string }
+  | { kind: 'wake'; sessionId: string; reason: string }
+  | { kind: 'start'; agent: AgentDefinition; reason: string }
+  /** The agent waits for something (recorded as `agent.waiting` when the reason changes). */
+  | { kind: 'wait'; agent: string; reason: string }
+  | { kind: 'assign'; sessionId: string; agent: string; bead: Bead }
+  /** The agent's mail is told to this session. */
+  | { kind: 'tell-mail'; sessionId: string; agent: string }
+  | { kind: 'sleep'; sessionId: string; reason: string };
+
+export interface TickPlan {
+  actions: TickAction[];
+  /** What the tick remembers for its next run. */
+  memory: TickMemory;
+  /** Why each agent does not start a session it wants (undefined: it does not wait). */
+  waits: Map<string, string | undefined>;
+  /** A tick is wanted this soon (a back-off or an idle time-out ends then), besides the patrol. */
+  retickInMs?: number;
+  started: number;
+  woke: number;
+  stopped: number;
+  /** Starts left for the next tick (the per-tick bound was reached). */
+  deferred: number;
+}
+
+/**
+ * Per agent it keeps open `max(min_active_sessions, wanted)` sessions, where `wanted` is what its work (ready
+ * beads routed to it, beads its sessions hold, `work_query` lines) and its `scale_check` ask for, within
+ * `max_active_sessions`; starts the missing ones (at most `max_wakes_per_tick` a tick, after the agents it
+ * `depends_on` run, and not while its program is missing); hands each idle session the next bead routed to the
+ * agent; puts idle sessions to sleep after `idle_timeout` and closes pool sessions nobody needs; restarts
+ * sessions whose configuration changed once they are idle and nobody is attached; waits out crash back-offs;
+ * drains and stops the sessions of suspended agents (and of a suspended city); drains and closes sessions of
+ * agents no longer configured; and reopens work held by sessions that are gone.
+ */
+export function planTick(input: TickInput): TickPlan {
+  // Pure: no process, no I/O, no timer — what it decides is tested in-process (test/unit/tick-plan.test.ts).
+  return new Planner(input).plan();
+}
+
+class Planner {
+  private readonly actions: TickAction[] = [];
+  private readonly memory: TickMemory;
+  private readonly waits = new Map<string, string | undefined>();
+  private readonly sessions: SessionFacts[];
+  private readonly byId: Map<string, SessionFacts>;
+  private readonly byName: Map<string, AgentDefinition>;
+  private readonly routed = new Map<string, Bead[]>();
+  private readonly held = new Map<string, Bead[]>();
+  private readonly mail: Map<string, number>;
+  private retickInMs: number | undefined;
+  private budget: number;
+  private started = 0;
+  private woke = 0;
+  private stopped = 0;
+  private deferred = 0;
+
+  constructor(private readonly input: TickInput) {
+    const m = input.memory;
+    this.memory = {
+      sleptIdle: new Set(m.sleptIdle),
+      draining: new Map(m.draining),
+      restartPending: new Set(m.restartPending),
+      waitReasons: new Map(m.waitReasons),
+    };
+    // Copies: what this run does to a session (a wake, a drain) is seen by the decisions after it.
+    this.sessions = input.sessions.map((s) => ({ ...s }));
+    this.byId = new Map(this.sessions.map((s) => [s.id, s]));
+    this.byName = new Map(input.agents.map((a) => [a.agent.name, a.agent]));
+    for (const [agent, beads] of input.routed) this.routed.set(agent, [...beads]);
+    for (const [session, beads] of input.held) this.held.set(session, [...beads]);
+    this.mail = new Map(input.mail);
+    this.budget = input.maxWakesPerTick;
+  }
+
+  plan(): TickPlan {
+    this.releaseDeadWork();
+    this.retireOrphans();
+    for (const facts of inDependencyOrder(this.input.agents, this.byName)) this.planAgent(facts);
+    return {
+      actions: this.actions,
+      memory: this.memory,
+      waits: this.waits,
+      retickInMs: this.retickInMs,
+      started: this.started,
+      woke: this.woke,
+      stopped: this.stopped,
+      deferred: this.deferred,
+    };
+  }
+
+  private planAgent(facts: AgentFacts): void {
+    const { agent } = facts;
+    // A session being restarted counts, but is left alone until it is back.
+    const sessions = this.sessions.filter((s) => isOf(s, agent.name) && s.state !== 'closed');
+    this.finishDrains(sessions);
+    if (facts.suspended !== undefined) {
+      this.suspendAll(facts.suspended, sessions);
+      this.memory.waitReasons.set(agent.name, undefined);
+      return;
+    }
+    this.restartDrifted(agent, sessions);
+    if (!agent.available) {
+      this.memory.waitReasons.set(agent.name, undefined);
+      return;
+    }
+
+    const held = sessions.reduce((n, s) => n + this.heldBy(s.id).length, 0);
+    const routed = this.routed.get(agent.name)?.length ?? 0;
+    const wanted = Math.min(agent.max, Math.max(facts.scale ?? 0, held + routed + (facts.queryLines ?? 0)));
+    const keepOpen = Math.max(agent.min, wanted);
+    const mail = this.mail.get(agent.name) ?? 0;
+    const ordered = [...sessions].sort(byRunningThenAge);
+    const blocker =
+      this.dependencyNotRunning(agent) ?? (facts.programMissing ? `cannot start: ${facts.programMissing}` : undefined);
+
+    let waitReason = this.wakeNeeded(agent, ordered, { wanted, keepOpen, mail, blocker });
+    // Sessions missing altogether.
+    for (let n = ordered.length; n < keepOpen; n++) {
+      if (blocker) {
+        waitReason = blocker;
+        break;
+      }
+      if (this.budget <= 0) {
+        this.deferred++;
+        continue;
+      }
+      this.budget--;
+      this.started++;
+      const reason =
+        n < wanted
+          ? facts.scale !== undefined && facts.scale > n
+            ? 'scale_check asks for it'
+            : 'work is routed to it'
+          : 'min_active_sessions';
+      this.actions.push({ kind: 'start', agent, reason });
+    }
+    this.waits.set(agent.name, waitReason);
+    if (waitReason !== this.memory.waitReasons.get(agent.name)) {
+      this.memory.waitReasons.set(agent.name, waitReason);
+      if (waitReason !== undefined) this.actions.push({ kind: 'wait', agent: agent.name, reason: waitReason });
+    }
+
+    this.handOutWork(agent, ordered);
+    this.tellMail(agent, ordered);
+    this.sleepOrClose(agent, ordered, keepOpen);
+  }
+
+  /**
+   * Wakes the dormant sessions that should run now: those the work needs, the minimum ones not asleep for
+   * idleness, one to tell the mail to, and those holding work. Returns why one that should run waits.
+   */
+  private wakeNeeded(
+    agent: AgentDefinition,
+    ordered: SessionFacts[],
+    want: { wanted: number; keepOpen: number; mail: number; blocker?: string },
+  ): string | undefined {
+    let waitReason: string | undefined;
+    for (const [index, session] of ordered.entries()) {
+      if (index >= want.keepOpen) break;
+      const needed =
+        index < want.wanted ||
+        (index < agent.min && !this.memory.sleptIdle.has(session.id)) ||
+        (index === 0 && want.mail > 0) ||
+        this.heldBy(session.id).length > 0;
+      if (!needed || !wakeable(session)) continue;
+      const crash = this.input.crashes.get(session.id);
+      const wait = crash ? Math.max(0, crash.notBefore - this.input.now) : 0;
+      if (crash && wait > 0) {
+        // The moment, not a countdown: the reason (and its event) stays the same while it waits.
+        const at = new Date(crash.notBefore).toISOString();
+        waitReason = `restarting ${session.sessionName} at ${at} (${crash.why})`;
+        this.retickIn(wait);
+        continue;
+      }
+      if (want.blocker) {
+        waitReason = want.blocker;
+        continue;
+      }
+      if (this.budget <= 0) {
+        this.deferred++;
+        continue;
+      }
+      this.budget--;
+      this.memory.sleptIdle.delete(session.id);
+      this.woke++;
+      this.actions.push({
+        kind: 'wake',
+        sessionId: session.id,
+        reason: this.wakeReason(index, want.wanted, want.mail > 0, session),
+      });
+      session.state = 'creating';
+      session.suspendedByTick = false;
+    }
+    return waitReason;
+  }
+
+  /** Beads held by a session that is gone (closed, crashed, quarantined) go back to open, still routed. */
+  private releaseDeadWork(): void {
+    for (const [holder, beads] of [...this.held]) {
+      for (const bead of beads) {
+        const sessionId = bead.metadata?.[ASSIGNED_SESSION];
+        if (!sessionId) continue;
+        const session = this.byId.get(sessionId);
+        const alive =
+          session &&
+          session.state !== 'closed' &&
+          (session.running || ['creating', 'start-pending', 'draining'].includes(session.state));
+        if (alive) continue;
+        const routedTo = bead.metadata?.[ROUTED_TO];
+        this.actions.push({
+          kind: 'reopen',
+          bead,
+          sessionId,
+          message: `${bead.assignee ?? sessionId} is gone; the bead is open again${routedTo && this.byName.has(routedTo) ? ` for ${routedTo}` : ''}`,
+        });
+        const left = this.held.get(holder)!.filter((b) => b.id !== bead.id);
+        if (left.length) this.held.set(holder, left);
+        else this.held.delete(holder);
+        if (routedTo && !bead.is_blocked) {
+          const list = this.routed.get(routedTo) ?? [];
+          list.push(bead);
+          this.routed.set(routedTo, list);
+        }
+      }
+    }
+  }
+
+  /** Sessions the controller started for agents no longer configured drain, then close. */
+  private retireOrphans(): void {
+    const draining = this.memory.draining;
+    for (const session of this.sessions) {
+      if (session.kind !== 'agent' || session.managed !== 'tick' || session.state === 'closed') continue;
+      if (session.changing) continue;
+      if (this.byName.has(session.template) || draining.has(session.id)) continue;
+      if (session.running && !session.idle) {
+        draining.set(session.id, 'close');
+        const transition = session.state === 'active';
+        if (transition) session.state = 'draining';
+        this.actions.push({
+          kind: 'drain',
+          sessionId: session.id,
+          transition,
+          reason: `agent ${session.template} is no longer configured`,
+        });
+        continue;
+      }
+      this.stopped++;
+      this.actions.push({ kind: 'close', sessionId: session.id });
+      session.state = 'closed';
+    }
+    // Drains of orphans finish here too (they have no agent to be looked at with).
+    for (const [id, then] of draining) {
+      const session = this.byId.get(id);
+      if (!session || session.state === 'closed') {
+        draining.delete(id);
+        continue;
+      }
+      if (this.byName.has(session.template)) continue;
+      if (session.running && session.inTurn) continue;
+      draining.delete(id);
+      this.stopped++;
+      if (then === 'close') {
+        this.actions.push({ kind: 'close', sessionId: id });
+        session.state = 'closed';
+      }
+    }
+  }
+
+  /** Drained sessions (their turn over) are suspended or closed, as asked. */
+  private finishDrains(sessions: SessionFacts[]): void {
+    for (const session of sessions) {
+      const then = this.memory.draining.get(session.id);
+      if (!then || session.changing) continue;
+      if (session.running && session.inTurn) continue;
+      this.memory.draining.delete(session.id);
+      this.stopped++;
+      if (then === 'close') {
+        this.actions.push({ kind: 'close', sessionId: session.id });
+        session.state = 'closed';
+      } else {
+        this.actions.push({
+          kind: 'suspend',
+          sessionId: session.id,
+          reason: SUSPENDED_WITH_AGENT + 'its turn finished',
+        });
+        session.state = 'suspended';
+        session.suspendedByTick = true;
+      }
+    }
+  }
+
+  /** Suspended agents (or all, when the city is): each running session drains, then is suspended. */
+  private suspendAll(why: string, sessions: SessionFacts[]): void {
+    for (const session of sessions) {
+      if (session.state === 'suspended' || session.state === 'closed') continue;
+      if (this.memory.draining.has(session.id) || session.changing) continue;
+      const busy = session.running && !session.idle;
+      if (busy && session.state !== 'draining') {
+        this.memory.draining.set(session.id, 'suspend');
+        this.actions.push({
+          kind: 'drain',
+          sessionId: session.id,
+          transition: true,
+          reason: `${why}; its turn finishes first`,
+        });
+        session.state = 'draining';
+        continue;
+      }
+      if (busy) continue;
+      this.stopped++;
+      this.actions.push({ kind: 'suspend', sessionId: session.id, reason: SUSPENDED_WITH_AGENT + why });
+      session.state = 'suspended';
+      session.suspendedByTick = true;
+    }
+  }
+
+  /**
+   * A session started from another configuration than the agent's now restarts on it — at once when it is
+   * idle and nobody is attached, else once it is (the agent shows `restart_pending` meanwhile). A dormant
+   * session only takes the new configuration for its next start.
+   */
+  private restartDrifted(agent: AgentDefinition, sessions: SessionFacts[]): void {
+    const pending = this.memory.restartPending;
+    for (const session of sessions) {
+      if (session.changing) continue;
+      if (session.configHash === agent.fingerprint || !agent.available) {
+        pending.delete(session.id);
+        continue;
+      }
+      const changes = { config_hash: agent.fingerprint, provider: agent.providerName!, work_dir: agent.workDir };
+      if (!session.running && !['creating', 'start-pending'].includes(session.state)) {
+        this.actions.push({ kind: 'reconfigure', sessionId: session.id, changes });
+        session.configHash = agent.fingerprint;
+        continue;
+      }
+      if (!session.ready) continue; // starting: looked at again once it is ready
+      if (session.idle && !session.attached) {
+        pending.delete(session.id);
+        this.stopped++;
+        this.actions.push({
+          kind: 'restart',
+          sessionId: session.id,
+          reason: 'restarting: its agent configuration changed',
+          changes,
+        });
+        // A restart stops the program first: the session is asleep and changing until it is back.
+        Object.assign(session, { changing: true, state: 'asleep', idle: false, ready: false });
+      } else if (!pending.has(session.id)) {
+        pending.add(session.id);
+        const why = session.attached ? 'someone is attached' : 'it is in a turn';
+        this.actions.push({
+          kind: 'restart-pending',
+          sessionId: session.id,
+          reason: `its agent configuration changed; it restarts once idle (${why})`,
+        });
+      }
+    }
+  }
+
+  /** Hands each idle session of the agent without a bead the next ready bead routed to it. */
+  private handOutWork(agent: AgentDefinition, sessions: SessionFacts[]): void {
+    const ready = this.routed.get(agent.name) ?? [];
+    for (const session of sessions) {
+      if (!session.idle || session.state !== 'active' || this.heldBy(session.id).length > 0) continue;
+      if (this.memory.restartPending.has(session.id) || this.memory.draining.has(session.id)) continue;
+      const bead = ready.shift();
+      if (!bead) break;
+      this.actions.push({ kind: 'assign', sessionId: session.id, agent: agent.name, bead });
+      this.held.set(session.id, [bead]);
+      session.idle = false; // told its work: it has a turn now
+    }
+  }
+
+  /** Mail to the agent is told to its first idle session (woken for it when needed). */
+  private tellMail(agent: AgentDefinition, sessions: SessionFacts[]): void {
+    if (!this.mail.get(agent.name)) return;
+    const session = sessions.find((s) => s.idle && s.state === 'active');
+    if (!session) return;
+    this.mail.delete(agent.name);
+    this.actions.push({ kind: 'tell-mail', sessionId: session.id, agent: agent.name });
+    session.idle = false;
+  }
+
+  /**
+   * Idle sessions go to sleep after the agent's `idle_timeout`; pool sessions beyond what is wanted close once
+   * idle (after `idle_timeout`, or a minute), and asleep ones at once.
+   */
+  private sleepOrClose(agent: AgentDefinition, sessions: SessionFacts[], keepOpen: number): void {
+    const now = this.input.now;
+    const idleLimit = agent.config.idle_timeout_ms;
+    for (const [index, session] of sessions.entries()) {
+      if (this.memory.draining.has(session.id) || this.heldBy(session.id).length > 0 || session.changing) continue;
+      const excess = index >= keepOpen && session.managed === 'tick';
+      if (excess) {
+        const dormant = !session.running && session.state !== 'creating' && session.state !== 'start-pending';
+        const idleFor = session.idle && !session.attached ? now - session.idleSince : -1;
+        if (dormant || idleFor >= (idleLimit ?? POOL_IDLE_CLOSE_MS)) {
+          this.stopped++;
+          this.memory.sleptIdle.delete(session.id);
+          this.actions.push({ kind: 'close', sessionId: session.id, note: 'no work needs it: its pool shrinks' });
+        } else if (idleFor >= 0) {
+          this.retickIn((idleLimit ?? POOL_IDLE_CLOSE_MS) - idleFor);
+        }
+        continue;
+      }
+      if (idleLimit === undefined || !session.idle || session.attached) continue;
+      const idleFor = now - session.idleSince;
+      if (idleFor < idleLimit) {
+        this.retickIn(idleLimit - idleFor);
+        continue;
+      }
+      this.stopped++;
+      this.memory.sleptIdle.add(session.id);
+      this.actions.push({
+        kind: 'sleep',
+        sessionId: session.id,
+        reason: `idle for ${Math.round(idleFor / 1000)} s: asleep until work or mail comes`,
+      });
+    }
+  }
+
+  /** Why the agent cannot start now for its dependencies, if it cannot. */
+  private dependencyNotRunning(agent: AgentDefinition): string | undefined {
+    for (const name of agent.config.depends_on) {
+      const dep = dependencyOf(agent, name, this.byName);
+      if (!dep) continue;
+      const up = this.input.sessions.some((s) => isOf(s, dep.name) && s.ready);
+      if (!up) return `waiting for ${dep.name}, which it depends on, to run`;
+    }
+    return undefined;
+  }
+
+  private wakeReason(index: number, wanted: number, mail: boolean, session: SessionFacts): string {
+    if (this.heldBy(session.id).length > 0) return 'woken: it holds work';
+    if (index < wanted) return 'woken: work is routed to its agent';
+    if (mail && index === 0) return 'woken: mail for its agent';
+    return (this.input.crashes.get(session.id)?.count ?? 0) > 0
+      ? 'restarted after it failed'
+      : 'woken: min_active_sessions';
+  }
+
+  private heldBy(sessionId: string): readonly Bead[] {
+    return this.held.get(sessionId) ?? [];
+  }
+
+  private retickIn(ms: number): void {
+    this.retickInMs = this.retickInMs === undefined ? ms : Math.min(this.retickInMs, ms);
+  }
+}
+
+function isOf(session: SessionFacts, agent: string): boolean {
+  return session.kind === 'agent' && session.template === agent;
+}
+
+/** Agents in `depends_on` order: an agent comes after those it depends on. */
+function inDependencyOrder(agents: AgentFacts[], byName: Map<string, AgentDefinition>): AgentFacts[] {
+  const facts = new Map(agents.map((a) => [a.agent.name, a]));
+  const out: AgentFacts[] = [];
+  const seen = new Set<string>();
+  const visit = (agent: AgentDefinition, depth: number) => {
+    if (seen.has(agent.name) || depth > agents.length) return;
+    seen.add(agent.name);
+    for (const name of agent.config.depends_on) {
+      const dep = dependencyOf(agent, name, byName);
+      if (dep) visit(dep, depth + 1);
+    }
+    out.push(facts.get(agent.name)!);
+  };
+  for (const { agent } of agents) visit(agent, 0);
+  return out;
+}
+
+/** Running sessions first, then the others, oldest first within each. */
+function byRunningThenAge(a: SessionFacts, b: SessionFacts): number {
+  const rank = (s: SessionFacts) => (s.running || s.state === 'creating' || s.state === 'start-pending' ? 0 : 1);
+  return rank(a) - rank(b) || (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1);
+}
+
+/**
+ * A session the tick may start: dormant, and not kept dormant by a person (suspended through the sessions API)
+ * or by quarantine. One the tick suspended with its agent wakes once the agent is resumed.
+ */
+function wakeable(session: SessionFacts): boolean {
+  if (session.running || session.changing) return false;
+  if (session.state === 'suspended') return session.suspendedByTick;
+  return ['asleep', 'failed-create', 'drained'].includes(session.state);
+}
