@@ -1,6 +1,5 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import type { Envelope } from './helpers/city-api.js';
 import { isAlive } from './helpers/processes.js';
@@ -120,6 +119,25 @@ function about(events: Envelope[], id: string): Envelope[] {
   return events.filter((e) => e.payload.session_id === id);
 }
 
+/** Waits until the tick has run `n` more times (each run sees the city as it is now). */
+async function afterTicks(city: SessionCity, n: number): Promise<void> {
+  const runs = async () => (await city.api.get<{ tick?: { runs: number } }>('/status')).body.tick?.runs ?? 0;
+  const from = await runs();
+  await waitUntil(`${n} more ticks`, async () => (await runs()) >= from + n, 15_000);
+}
+
+/** Gives the mayor agent `env = { EDITED = value }` in city.toml, whatever it had before: a drift of its configuration. */
+function editMayor(city: SessionCity, value: string): void {
+  const path = join(city.dir, 'city.toml');
+  writeFileSync(
+    path,
+    readFileSync(path, 'utf8').replace(
+      /name = "mayor"\nprovider = "echo"(\nenv = \{ EDITED = "[^"]*" \})?/,
+      `name = "mayor"\nprovider = "echo"\nenv = { EDITED = "${value}" }`,
+    ),
+  );
+}
+
 describe("the controller's tick (real controller, real programs)", function () {
   let city: SessionCity;
 
@@ -173,13 +191,12 @@ describe("the controller's tick (real controller, real programs)", function () {
     expect(closed.filter((e) => e.payload.template === 'pool')).to.have.length(3);
   });
 
-  it('does not churn: with nothing to do, no session of a pool starts (20 patrol intervals)', async function () {
+  it('does not churn: with nothing to do, no session of a pool starts (ten ticks)', async function () {
     const created = async () =>
       (await city.api.events('session.created')).filter((e) => e.payload.template === 'pool').length;
+    await waitUntil('the pool to have no session', async () => (await sessionsOf(city, 'pool')).length === 0);
     const before = await created();
-    // Twenty patrols of 500 ms: as many ticks as two minutes of a city at its default 10 s patrol would... times
-    // two; every one of them sees an idle pool.
-    await sleep(10_000);
+    await afterTicks(city, 10);
     expect(await created()).to.equal(before);
     expect(await sessionsOf(city, 'pool')).to.have.length(0);
   });
@@ -207,17 +224,11 @@ describe("the controller's tick (real controller, real programs)", function () {
     });
     await send(city.api, mayor.id, 'sleep 2');
     await waitUntil('mayor to be in its turn', async () => (await session(city.api, mayor.id)).activity === 'in-turn');
-    const path = join(city.dir, 'city.toml');
-    writeFileSync(
-      path,
-      readFileSync(path, 'utf8').replace(
-        'name = "mayor"\nprovider = "echo"',
-        'name = "mayor"\nprovider = "echo"\nenv = { EDITED = "1" }',
+    editMayor(city, 'mid-turn');
+    const pending = await waitUntil('session.restart_pending', async () =>
+      about(await city.api.events('session.restart_pending'), mayor.id).find((e) =>
+        /it is in a turn/.test(String(e.payload.reason)),
       ),
-    );
-    const pending = await waitUntil(
-      'session.restart_pending',
-      async () => about(await city.api.events('session.restart_pending'), mayor.id)[0],
     );
     expect(pending.payload.reason).to.match(/restarts once idle \(it is in a turn\)/);
     expect((await city.api.get<{ restart_pending: boolean }>('/agent/mayor')).body.restart_pending).to.equal(true);
@@ -245,14 +256,14 @@ describe("the controller's tick (real controller, real programs)", function () {
     const stream = await SseStreamReader.open(city.api.url(`/session/${mayor.id}/stream`));
     expect(stream.response.status).to.equal(200);
     await waitUntil('attached', async () => (await session(city.api, mayor.id)).attached);
-    const path = join(city.dir, 'city.toml');
-    writeFileSync(path, readFileSync(path, 'utf8').replace('EDITED = "1"', 'EDITED = "2"'));
+    editMayor(city, 'attached');
     await waitUntil('session.restart_pending (attached)', async () =>
       about(await city.api.events('session.restart_pending'), mayor.id).some((e) =>
         /someone is attached/.test(String(e.payload.reason)),
       ),
     );
-    await sleep(1500);
+    // The ticks after that leave it running.
+    await afterTicks(city, 3);
     expect((await session(city.api, mayor.id)).pid).to.equal(mayor.pid);
     stream.close();
     await waitUntil(
@@ -300,15 +311,13 @@ describe("the controller's tick (real controller, real programs)", function () {
     const crashes = about(await city.api.events('session.crashed'), id).map((e) => Date.parse(e.ts));
     expect(starts).to.have.length(3);
     expect(crashes).to.have.length(3);
-    // The wait after each crash doubles: 150 ms, then 300 ms (a tick may add a little).
-    const gap1 = starts[1] - crashes[0];
-    const gap2 = starts[2] - crashes[1];
-    expect(gap1).to.be.at.least(140);
-    expect(gap2).to.be.at.least(290);
+    // Each restart came after the crash before it (how long it waited is the planner's and tracker's unit tests').
+    expect(starts[1]).to.be.at.least(crashes[0]);
+    expect(starts[2]).to.be.at.least(crashes[1]);
     const agent = await city.api.get<{ state: string; running: boolean }>('/agent/crasher');
     expect(agent.body).to.include({ state: 'quarantined', running: false });
     // Quarantined, nothing starts it again by itself.
-    await sleep(1000);
+    await afterTicks(city, 3);
     expect(about(await city.api.events('session.woke'), id)).to.have.length(3);
     await city.api.post('/agent/crasher/resume');
     await waitUntil('woken after resume', async () => about(await city.api.events('session.woke'), id).length > 3);
@@ -346,10 +355,8 @@ describe("the controller's tick (real controller, real programs)", function () {
     // A quick scale_check is followed: two sessions.
     await waitUntil('scaled to run two sessions', async () => (await running(city, 'scaled')).length === 2, 10_000);
     const bead = await city.api.create({ title: 'quick one' });
-    const slung = Date.now();
     await city.api.post('/sling', { target: 'pool', bead: bead.id, no_convoy: true });
-    await waitUntil('taken', async () => (await city.api.bead(bead.id)).status === 'in_progress', 5000);
-    expect(Date.now() - slung).to.be.below(3000);
+    await waitUntil('taken', async () => (await city.api.bead(bead.id)).status === 'in_progress');
     await city.api.close(bead.id);
   });
 
