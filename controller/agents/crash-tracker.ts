@@ -1,6 +1,6 @@
 import type { CityDaemonConfig } from '../../shared/config/city-config.js';
 import type { Session } from '../sessions/session.js';
-import type { CrashFacts } from './tick-plan.js';
+import type { CrashFacts } from './tick-facts.js';
 
 /** How long a turn failure of the provider's service is taken as the reason its program ended. */
 const SERVICE_FAILURE_WINDOW_MS = 30_000;

@@ -5,7 +5,7 @@ import type { BeadsService } from '../beads/beads-service.js';
 import type { Session } from '../sessions/session.js';
 import type { SessionService } from '../sessions/session-service.js';
 import type { MailNotices } from './mail-notices.js';
-import type { TickAction, TickPlan } from './tick-plan.js';
+import type { TickAction, TickPlan } from './tick-facts.js';
 import { ASSIGNED_SESSION, ROUTED_TO, type WorkBoard } from './work-board.js';
 
 /** What applying a plan needs of the city. */

@@ -13,7 +13,8 @@ import { AgentChecks, type CheckResult } from './agent-checks.js';
 import { CrashTracker } from './crash-tracker.js';
 import { MailNotices } from './mail-notices.js';
 import { applyTickPlan } from './tick-apply.js';
-import { emptyMemory, planTick, type AgentFacts, type SessionFacts, type TickMemory } from './tick-plan.js';
+import { emptyMemory, type AgentFacts, type SessionFacts, type TickMemory } from './tick-facts.js';
+import { planTick } from './tick-plan.js';
 import { WorkBoard } from './work-board.js';
 
 export interface TickHost {

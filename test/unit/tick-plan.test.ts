@@ -4,15 +4,14 @@ import type { Bead } from '../../shared/dto/beads.js';
 import type { AgentDefinition } from '../../controller/agents/agent-catalog.js';
 import {
   emptyMemory,
-  planTick,
-  POOL_IDLE_CLOSE_MS,
   type AgentFacts,
   type CrashFacts,
   type SessionFacts,
   type TickAction,
   type TickInput,
   type TickPlan,
-} from '../../controller/agents/tick-plan.js';
+} from '../../controller/agents/tick-facts.js';
+import { planTick, POOL_IDLE_CLOSE_MS } from '../../controller/agents/tick-plan.js';
 import { ASSIGNED_SESSION, ROUTED_TO } from '../../controller/agents/work-board.js';
 
 const NOW = Date.parse('2026-11-25T12:00:00Z');
