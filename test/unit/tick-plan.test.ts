@@ -360,6 +360,21 @@ describe('the tick planner (planTick)', () => {
     });
   });
 
+  it('tells mail to an idle session other than the one just handed work', () => {
+    const first = session('pool');
+    const second = session('pool');
+    const p = plan({
+      agents: [pool('pool', 0, 3)],
+      sessions: [first, second],
+      routed: new Map([['pool', [bead('b1', 'pool')]]]),
+      mail: new Map([['pool', 1]]),
+    });
+    expect(p.actions.map((a) => [a.kind, 'sessionId' in a ? a.sessionId : ''])).to.deep.equal([
+      ['assign', first.id],
+      ['tell-mail', second.id],
+    ]);
+  });
+
   describe('work held by a session that is gone', () => {
     it('is reopened, still routed, and handed to another idle session in the same tick', () => {
       const other = session('pool');
