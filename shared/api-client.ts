@@ -3,17 +3,22 @@ import { readSupervisorConfig } from './config/supervisor-config.js';
 import type { ErrorModel } from './dto/errors.js';
 import type { paths } from './generated/api-types.js';
 import { ctlHome, homePaths } from './paths.js';
+import { readSupervisorAddress } from './supervisor-address.js';
 
 export type ApiClient = Client<paths>;
 
 /**
- * The supervisor's base URL: `--api`, else `CTL_API`, else `[supervisor] bind`/`port` of
+ * The supervisor's base URL: `--api`, else `CTL_API`, else where the running supervisor of `$CTL_HOME` said it
+ * listens (`supervisor.address`, so one started with `--port` is found), else `[supervisor] bind`/`port` of
  * `$CTL_HOME/supervisor.toml` (a wildcard bind means loopback), else `http://127.0.0.1:8372`.
  */
 export function resolveApiBase(explicit: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
   const chosen = explicit?.trim() || env.CTL_API?.trim();
   if (chosen) return chosen.replace(/\/+$/, '');
-  const config = readSupervisorConfig(homePaths(ctlHome(env)).config, env);
+  const paths = homePaths(ctlHome(env));
+  const running = readSupervisorAddress(paths.address);
+  if (running) return running.api;
+  const config = readSupervisorConfig(paths.config, env);
   let host = config.bind;
   if (host === '0.0.0.0') host = '127.0.0.1';
   if (host === '::' || host === '[::]') host = '[::1]';

@@ -22,6 +22,8 @@ export interface HomePaths {
   lock: string;
   pid: string;
   tokens: string;
+  /** Where the running supervisor listens (shared/supervisor-address.ts). */
+  address: string;
 }
 
 export function homePaths(home: string): HomePaths {
@@ -35,6 +37,7 @@ export function homePaths(home: string): HomePaths {
     lock: join(home, 'supervisor.lock'),
     pid: join(home, 'supervisor.pid'),
     tokens: join(home, 'tokens.json'),
+    address: join(home, 'supervisor.address'),
   };
 }
 

@@ -33,6 +33,7 @@ export class HomeLock {
   }
 
   release(): void {
+    rmSync(this.paths.address, { force: true });
     rmSync(this.paths.pid, { force: true });
     this.lock?.release();
     this.lock?.close();

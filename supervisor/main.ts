@@ -12,6 +12,7 @@ import { streamSettings } from '../shared/events/stream-settings.js';
 import { createLogger } from '../shared/log.js';
 import { ctlEntryPath, ctlHome, homePaths } from '../shared/paths.js';
 import { ReadinessProber } from '../shared/readiness.js';
+import { writeSupervisorAddress } from '../shared/supervisor-address.js';
 import type { SupervisorRunOptions } from '../shared/run-options.js';
 import { VERSION } from '../shared/version.js';
 import { AccessGate } from './access-gate.js';
@@ -172,6 +173,8 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
     const address = server.address();
     const boundPort = typeof address === 'object' && address ? address.port : port;
     controllerEnv.CTL_API = `http://${apiHost}:${boundPort}`;
+    // Clients of this home find us here whatever port we were told (`ctl supervisor start --port N`).
+    writeSupervisorAddress(paths.address, { pid: process.pid, api: controllerEnv.CTL_API, bind, port: boundPort });
     const started: SupervisorStartedPayload = { previous_exit: previousExit };
     await supervisorLog.append({ type: 'supervisor.started', actor: 'ctl', payload: started });
     reconciler.start();

@@ -14,6 +14,7 @@ import { apiFlag, jsonFlag, timeout, timeoutFlag } from '../_flags.js';
 import { exited, stopLeftoverControllers } from '../_leftover-controllers.js';
 import { json, line, paint, progress, statusColour } from '../_output.js';
 import { supervisorPid } from '../_supervisor-pid.js';
+import { readSupervisorAddress } from '../../shared/supervisor-address.js';
 
 const addressArgs = {
   host: { type: 'string', description: 'Address to bind (overrides [supervisor] bind)' },
@@ -94,7 +95,8 @@ async function startInBackground(args: {
   let exited = false;
   void child.then(() => (exited = true));
   child.nodeChildProcess.unref();
-  const host = options.host === undefined || options.host === '0.0.0.0' ? undefined : options.host;
+  const host =
+    options.host === undefined || options.host === '0.0.0.0' || options.host === '::' ? undefined : options.host;
   const api = connect(
     options.port !== undefined || host !== undefined
       ? `http://${host ?? '127.0.0.1'}:${options.port ?? 8372}`
@@ -197,13 +199,19 @@ const restart = command({
     const waitMs = timeout(args.timeout, 15_000);
     const pid = supervisorPid();
     if (!pid) throw new CliError('supervisor is not running ("ctl supervisor start" starts it)');
+    // The next one listens where this one does (its `--host`/`--port` included) unless told otherwise.
+    const address = readSupervisorAddress(homePaths(ctlHome()).address);
+    const where =
+      address?.pid === pid
+        ? { host: args.host ?? address.bind, port: args.port ?? String(address.port) }
+        : { host: args.host, port: args.port };
     // SIGHUP: it exits leaving every controller running; the new one adopts them.
     process.kill(pid, 'SIGHUP');
     if (!(await exited(pid, waitMs))) {
       throw new CliError(`supervisor (pid ${pid}) did not exit within ${formatDuration(waitMs)} of SIGHUP`);
     }
     progress(`Supervisor (pid ${pid}) exited; its cities kept running`);
-    await startInBackground(args);
+    await startInBackground({ ...args, ...where });
   },
 });
 
