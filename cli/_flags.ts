@@ -133,7 +133,9 @@ export function flagForLocation(location: string, flags: Flags): string | undefi
   const [part, field] = location.split(/[.[]/);
   if (!['body', 'query', 'path', 'header'].includes(part) || !field) return undefined;
   for (const [name, flag] of Object.entries(flags)) {
-    if (loose(flag.field ?? name) !== loose(field)) continue;
+    // A repeatable flag fills a list or map named in the plural: `--var` carries `body.vars`.
+    const carries = loose(flag.field ?? name);
+    if (carries !== loose(field) && !(flag.repeatable && !flag.field && `${carries}s` === loose(field))) continue;
     return flag.type === 'positional' ? (flag.valueHint ?? name).toUpperCase() : `--${name}`;
   }
   return undefined;

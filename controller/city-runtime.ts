@@ -3,7 +3,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import { readFileSync } from 'node:fs';
 import { configReadError, parseCityConfig, type CityConfig } from '../shared/config/city-config.js';
-import { ConfigError } from '../shared/config/config-error.js';
+import { ConfigError, type ConfigErrorPlace } from '../shared/config/config-error.js';
 import type { EventLog } from '../shared/events/event-log.js';
 import type { LogTail } from '../shared/events/log-tail.js';
 import type { CityPaths } from '../shared/paths.js';
@@ -86,6 +86,7 @@ export class CityRuntime {
   tick: AgentTick | undefined;
   private loaded: LoadedConfig;
   private lastReloadError: string | undefined;
+  private lastReloadPlace: ConfigErrorPlace | undefined;
 
   constructor(
     /** The name this controller serves: the registered one when the supervisor started it. */
@@ -246,6 +247,11 @@ export class CityRuntime {
     return this.lastReloadError;
   }
 
+  /** Where in its file the reload error is, when it is a syntax error. */
+  get reloadErrorPlace(): ConfigErrorPlace | undefined {
+    return this.lastReloadPlace;
+  }
+
   /**
    * Takes a `city.toml` just written by us: its providers for the next session start (a running session keeps
    * the program it runs), its agents for the tick, the rest for every reader. Throws a ConfigError, keeping what
@@ -254,6 +260,7 @@ export class CityRuntime {
   reloadConfig(config: CityConfig): void {
     this.loaded = loadConfig(this.paths.root, this.paths.config, this.providers, config);
     this.lastReloadError = undefined;
+    this.lastReloadPlace = undefined;
     this.tick?.poke();
     this.orderScheduler.evaluateSoon();
     this.maintenance.schedule(this.config.maintenanceIntervalMs);
@@ -277,6 +284,7 @@ export class CityRuntime {
       this.providers.load(this.loaded.config, this.paths.config);
       if (err.message === this.lastReloadError) return;
       this.lastReloadError = err.message;
+      this.lastReloadPlace = err.place;
       this.logger?.warn({ file, error: err.message }, 'configuration edit not taken');
       await this.log.append({
         type: 'config.reload_failed',
@@ -289,6 +297,7 @@ export class CityRuntime {
     }
     const hadError = this.lastReloadError !== undefined;
     this.lastReloadError = undefined;
+    this.lastReloadPlace = undefined;
     const same =
       isDeepStrictEqual(next.config, this.loaded.config) &&
       isDeepStrictEqual(next.composed.packs, this.loaded.composed.packs) &&

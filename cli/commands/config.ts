@@ -1,14 +1,27 @@
 import type { AnnotatedAgentResponse, ConfigIssue } from '../../shared/dto/config.js';
 import { call } from '../_api.js';
 import { command, group } from '../_command.js';
-import { CliError } from '../_errors.js';
 import { inCityFlags } from '../_flags.js';
-import { fields, json, line, table } from '../_output.js';
+import { stringify } from 'smol-toml';
+import { json, line, table } from '../_output.js';
 import { cityPath, inCity } from '../_scope.js';
+
+/** A JSON value TOML can hold: TOML has no null, so a null field is left out, as an absent key. */
+function withoutNulls(value: unknown): unknown {
+  if (Array.isArray(value)) return value.filter((v) => v !== null).map(withoutNulls);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([, v]) => v !== null && v !== undefined)
+        .map(([k, v]) => [k, withoutNulls(v)]),
+    );
+  }
+  return value;
+}
 
 const show = command({
   name: 'show',
-  description: 'The city’s configuration as composed and in use: workspace, agents, rigs, services, packs',
+  description: 'The city’s configuration as composed and in use, as TOML: workspace, agents, rigs, services, packs',
   examples: ['ctl config show', 'ctl config show --defaults', 'ctl config show --json'],
   args: {
     defaults: { type: 'boolean', description: 'What a city of this name has before its files say anything' },
@@ -21,21 +34,8 @@ const show = command({
       ? await call(api, api.client.GET('/v0/city/{cityName}/config/defaults', params))
       : await call(api, api.client.GET('/v0/city/{cityName}/config', params));
     if (a.json) return json(data);
-    fields([
-      ['City', data.workspace.name],
-      ['Prefix', data.workspace.prefix],
-      ['Provider', data.workspace.provider],
-      ['Suspended', data.workspace.suspended ? 'yes' : 'no'],
-      ['Agents', data.agents.map((x) => x.name).join(', ') || '-'],
-      ['Rigs', data.rigs.map((r) => r.name).join(', ') || '-'],
-      ['Providers', Object.keys(data.providers).sort().join(', ') || '-'],
-      ['Services', data.services.map((s) => s.name).join(', ') || '-'],
-      ['Packs', data.packs.map((p) => (p.error ? `${p.binding} (left out)` : p.binding)).join(', ') || '-'],
-      [
-        'Patches',
-        `${data.patches.agent_count} agent, ${data.patches.provider_count} provider, ${data.patches.rig_count} rig`,
-      ],
-    ]);
+    // The whole composed configuration, as TOML: what a person would write to get it (the API's answer whole).
+    process.stdout.write(stringify(withoutNulls(data)));
   },
 });
 
@@ -86,15 +86,21 @@ const validate = command({
       api,
       api.client.GET('/v0/city/{cityName}/config/validate', { params: { path: cityPath(city) } }),
     );
-    const where = (i: ConfigIssue) => `${i.file}${i.key ? ` (${i.key})` : ''}`;
-    if (!data.valid) {
-      // One line, as every failure: the first error, and how many more `--json` lists.
-      const [first] = data.errors;
-      const more = data.errors.length > 1 ? ` (and ${data.errors.length - 1} more: ctl config validate --json)` : '';
-      throw new CliError(`not valid: ${where(first)}: ${first.message}${more}`);
-    }
+    // As `ctl formula validate`: the report on stdout (the API's answer with --json), exit status 1 when not valid.
+    if (!data.valid) process.exitCode = 1;
     if (a.json) return json(data);
-    line(`valid (${data.warnings.length} warning${data.warnings.length === 1 ? '' : 's'})`);
+    const where = (i: ConfigIssue) => `${i.file}${i.key ? ` (${i.key})` : ''}`;
+    const count = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
+    line(
+      data.valid
+        ? `valid (${count(data.warnings.length, 'warning')})`
+        : `not valid: ${count(data.errors.length, 'error')}, ${count(data.warnings.length, 'warning')}`,
+    );
+    for (const e of data.errors) {
+      // A syntax error's message already says file:line:column; its excerpt shows the line and where in it.
+      line(`  error ${e.line !== undefined ? '' : `${where(e)}: `}${e.message}`);
+      if (e.excerpt) for (const l of e.excerpt.split('\n')) line(`    ${l}`);
+    }
     for (const w of data.warnings) line(`  warning ${where(w)}: ${w.message}`);
   },
 });

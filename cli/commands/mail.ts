@@ -2,6 +2,7 @@ import type { MailReplyInputBody, MailSendInputBody, Message } from '../../share
 import { idAction } from '../_action.js';
 import { call, CSRF } from '../_api.js';
 import { command, group } from '../_command.js';
+import { CliError } from '../_errors.js';
 import { idempotencyFlag, inCityFlags, limitFlag, listLimit } from '../_flags.js';
 import { fields, json, line, noteMore, table } from '../_output.js';
 import { allPages, collectPages } from '../_pages.js';
@@ -56,8 +57,13 @@ const send = command({
 const inbox = command({
   name: 'inbox',
   description: 'Unread messages, newest first (--all: read ones too; archived ones never)',
-  examples: ['ctl mail inbox --agent ann', 'ctl mail inbox --all --limit 20'],
+  examples: ['ctl mail inbox human', 'ctl mail inbox --agent ann', 'ctl mail inbox --all --limit 20'],
   args: {
+    recipient: {
+      type: 'positional',
+      description: 'Only messages to this recipient (as --agent)',
+      required: false,
+    },
     agent: { type: 'string', description: 'Only messages to this recipient' },
     all: { type: 'boolean', description: 'Read messages too' },
     rig: { type: 'string', description: 'Only messages of this rig' },
@@ -66,6 +72,10 @@ const inbox = command({
   },
   async run({ args: a }) {
     const limit = listLimit(a.limit);
+    if (a.recipient !== undefined && a.agent !== undefined && a.recipient !== a.agent) {
+      throw new CliError('pass the recipient either as an argument or with --agent, not both');
+    }
+    const agent = a.recipient ?? a.agent;
     const { api, city } = await inCity(a);
     const body = await collectPages(limit, async (size, cursor) => {
       const { data } = await call(
@@ -74,7 +84,7 @@ const inbox = command({
           params: {
             path: cityPath(city),
             query: {
-              ...(a.agent !== undefined ? { agent: a.agent } : {}),
+              ...(agent !== undefined ? { agent } : {}),
               ...(a.rig !== undefined ? { rig: a.rig } : {}),
               ...(a.all ? { status: 'all' } : {}),
               limit: size,

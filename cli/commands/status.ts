@@ -52,5 +52,9 @@ export const statusCommand = command({
     line(`  agents  ${data.agents.total} (${data.agents.running} running)`);
     line(`  rigs    ${data.rigs.total}`);
     line(`  events  ${data.event_head ?? 0}`);
+    // The files on disk are not what runs: say so where a person looks first.
+    if (data.config_reload_error) {
+      line(`  config  ${paint('last good config', 'yellow')} (reload failed: ${data.config_reload_error})`);
+    }
   },
 });

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
-import { parse } from 'smol-toml';
+import { parseToml } from '../../shared/config/toml-syntax.js';
 import { parseAgentTable, type CityAgentConfig, type CityConfig } from '../../shared/config/city-config.js';
 import { ConfigError } from '../../shared/config/config-error.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
@@ -63,11 +63,7 @@ export function agentDirectories(root: string, label: string): CityAgentConfig[]
     const file = join(home, AGENT_FILE);
     let table: Record<string, unknown> = {};
     if (existsSync(file)) {
-      try {
-        table = parse(readFileSync(file, 'utf8'));
-      } catch (err) {
-        throw new ConfigError(`${source}: ${(err as Error).message.split('\n')[0]}`);
-      }
+      table = parseToml(readFileSync(file, 'utf8'), source);
     } else if (!PROMPT_FILES.some(([f]) => existsSync(join(home, f)))) {
       continue; // not an agent directory (yet)
     }

@@ -117,6 +117,7 @@ export class CityRoutes extends Controller {
       event_head: head,
       ...(this.city.tick ? { tick: this.city.tick.stats() } : {}),
       orders: this.city.orderScheduler.runStats.stats(),
+      ...(this.city.reloadError ? { config_reload_error: this.city.reloadError } : {}),
     };
   }
 

@@ -125,7 +125,8 @@ export function validateView(city: CityRuntime): ConfigValidateOutputBody {
   const broken = city.reloadError;
   if (broken) {
     const file = /^([^:]+):/.exec(broken)?.[1] ?? 'city.toml';
-    errors.push({ file, message: `${broken} (the last good configuration is in use)` });
+    const place = city.reloadErrorPlace;
+    errors.push({ file, message: `${broken} (the last good configuration is in use)`, ...place });
   }
   for (const problem of city.composed.problems) errors.push(problem);
   for (const agent of city.agents) {

@@ -1,4 +1,5 @@
 import { parse } from 'smol-toml';
+import { tomlSyntaxError } from '../../shared/config/toml-syntax.js';
 import { parseDuration } from '../../shared/duration.js';
 
 /** A variable of `[vars]`: `name = "default"` or a table `{ description, default, required, enum, pattern }`. */
@@ -89,7 +90,7 @@ export function parseFormula(text: string, file: string, name: string): { formul
   try {
     doc = parse(text);
   } catch (err) {
-    return { errors: [`${file}: ${firstLine((err as Error).message)}`] };
+    return { errors: [tomlSyntaxError(err, text, file).message] };
   }
   const at = (where: string | undefined, field: string, message: string) =>
     errors.push(`${file}: ${where ? `${where}: ` : ''}${field}: ${message}`);
@@ -389,8 +390,4 @@ function isTable(v: unknown): v is Record<string, unknown> {
 
 export function wholeMatch(pattern: string, value: string): boolean {
   return new RegExp(`^(?:${pattern})$`).test(value);
-}
-
-function firstLine(message: string): string {
-  return message.split('\n')[0];
 }

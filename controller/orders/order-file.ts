@@ -1,5 +1,6 @@
 import { Cron } from 'croner';
 import { parse } from 'smol-toml';
+import { tomlSyntaxError } from '../../shared/config/toml-syntax.js';
 import { formatDuration, parseDuration } from '../../shared/duration.js';
 
 export const TRIGGERS = ['cooldown', 'cron', 'condition', 'event', 'manual', 'webhook'] as const;
@@ -75,7 +76,7 @@ export function parseOrder(
   try {
     doc = parse(text);
   } catch (err) {
-    throw new Error(`${file}: ${(err as Error).message.split('\n')[0]}`, { cause: err });
+    throw new Error(tomlSyntaxError(err, text, file).message, { cause: err });
   }
   const table = doc.order;
   if (typeof table !== 'object' || table === null || Array.isArray(table)) {

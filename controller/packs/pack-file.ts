@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parse } from 'smol-toml';
+import { parseToml } from '../../shared/config/toml-syntax.js';
 import {
   parseAgentTable,
   parseImports,
@@ -30,12 +30,7 @@ export function readPackFile(dir: string, label: string): PackFile {
   const empty: PackFile = { imports: [], agents: [], providers: {}, services: [] };
   const path = join(dir, 'pack.toml');
   if (!existsSync(path)) return empty;
-  let doc: Record<string, unknown>;
-  try {
-    doc = parse(readFileSync(path, 'utf8'));
-  } catch (err) {
-    throw new ConfigError(`${label}: ${(err as Error).message.split('\n')[0]}`);
-  }
+  const doc = parseToml(readFileSync(path, 'utf8'), label);
   const unknown = Object.keys(doc).filter((k) => !KNOWN.has(k));
   if (unknown.length > 0) {
     throw new ConfigError(`${label}: unknown table ${unknown.join(', ')} (a pack has ${[...KNOWN].join(', ')})`);

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import { parse, stringify } from 'smol-toml';
+import { stringify } from 'smol-toml';
+import { parseToml } from './toml-syntax.js';
 import { parseDuration } from '../duration.js';
 import { ConfigError } from './config-error.js';
 
@@ -211,12 +212,7 @@ export function configReadError(err: unknown, path: string): ConfigError {
 
 /** A `city.toml`'s text as configuration; `path` names it in errors. */
 export function parseCityConfig(text: string, path: string): CityConfig {
-  let doc: Record<string, unknown>;
-  try {
-    doc = parse(text);
-  } catch (err) {
-    throw new ConfigError(`${path}: ${(err as Error).message.split('\n')[0]}`);
-  }
+  const doc = parseToml(text, path);
   const where = (key: string) => `${path}: ${key}`;
   const workspace = table(doc, 'workspace', where);
   const cfg: CityConfig = {

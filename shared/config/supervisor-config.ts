@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { parse } from 'smol-toml';
 import { parseDuration } from '../duration.js';
 import { ConfigError } from './config-error.js';
+import { parseToml } from './toml-syntax.js';
 
 export const DEFAULT_BIND = '127.0.0.1';
 export const DEFAULT_PORT = 8372;
@@ -36,15 +36,9 @@ export function readSupervisorConfig(path: string, env: NodeJS.ProcessEnv = proc
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  let table: Record<string, unknown>;
-  let packs: Record<string, unknown>;
-  try {
-    const doc = parse(text);
-    table = (doc.supervisor ?? {}) as Record<string, unknown>;
-    packs = (doc.packs ?? {}) as Record<string, unknown>;
-  } catch (err) {
-    throw new ConfigError(`${path}: ${(err as Error).message.split('\n')[0]}`);
-  }
+  const doc = parseToml(text, path);
+  const table = (doc.supervisor ?? {}) as Record<string, unknown>;
+  const packs = (doc.packs ?? {}) as Record<string, unknown>;
   const heartbeatEnv = env.CTL_SSE_HEARTBEAT_MS;
   return {
     bind: stringOr(table, 'bind', DEFAULT_BIND, path),

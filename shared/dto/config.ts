@@ -33,6 +33,18 @@ export interface ConfigIssue {
   /** What is at fault (`agent.worker`, `providers.x`), when one thing is. */
   key?: string;
   message: string;
+  /**
+   * The line of a syntax error (1-based).
+   * @isInt
+   */
+  line?: number;
+  /**
+   * Its column (1-based).
+   * @isInt
+   */
+  column?: number;
+  /** That line of the file, and a caret under the column on the next. */
+  excerpt?: string;
 }
 
 /** Body of `GET /v0/city/{cityName}/config/validate`. */

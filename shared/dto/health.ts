@@ -164,6 +164,11 @@ export interface StatusBody {
   tick?: StatusTick;
   /** The order scheduler's evaluations (which orders are due): how often they ran and how long they take. */
   orders?: StatusTick;
+  /**
+   * Why the configuration files on disk are not what the city uses, when the last edit could not be taken (a
+   * syntax error, an unknown provider): the last good configuration stays in use until the files are fixed.
+   */
+  config_reload_error?: string;
 }
 
 /** Runs of something periodic (the tick, the order scheduler), over its last 256 runs. */
