@@ -5,6 +5,7 @@ import { call, connect } from './_api.js';
 import { CliError } from './_errors.js';
 import { allPages } from './_pages.js';
 import type { Api } from './_types.js';
+import type { ListedCity } from './_views.js';
 
 // Which city a command is about: `--city` (a name or a directory), else CTL_CITY, else the city directory the
 // working directory is in; none of them means the supervisor's scope.
@@ -29,6 +30,28 @@ export async function listCities(api: Api): Promise<CityInfo[]> {
     );
     return data;
   });
+}
+
+const SUSPENSION_ASK_MS = 1_000;
+
+/**
+ * The cities with, for each running one, whether it is suspended (its controller runs, none of its agents do):
+ * a question to each running city, asked at once, its failure only leaving the mark out.
+ */
+export async function withSuspension(api: Api, cities: CityInfo[]): Promise<ListedCity[]> {
+  return Promise.all(
+    cities.map(async (c): Promise<ListedCity> => {
+      if (!c.running) return c;
+      // A frozen controller must not hold the list up: its mark is left out after a second.
+      const reply = await api.client
+        .GET('/v0/city/{cityName}/status', {
+          params: { path: { cityName: c.name } },
+          signal: AbortSignal.timeout(SUSPENSION_ASK_MS),
+        })
+        .catch((err: unknown) => ({ data: undefined, error: err }));
+      return reply.data?.suspended ? { ...c, suspended: true } : c;
+    }),
+  );
 }
 
 /**

@@ -5,9 +5,16 @@ import type { Column } from './_types.js';
 
 // How a resource more than one command shows is shown to people: its table columns, its fields.
 
-export const CITY_COLUMNS: Column<CityInfo>[] = [
+/** A city as listed, with what its own controller says when that matters to a person (suspended). */
+export type ListedCity = CityInfo & { suspended?: boolean };
+
+export const CITY_COLUMNS: Column<ListedCity>[] = [
   { header: 'NAME', value: (c) => c.name, kind: 'id' },
-  { header: 'STATUS', value: (c) => (c.running ? 'running' : (c.status ?? 'unknown')), kind: 'status' },
+  {
+    header: 'STATUS',
+    value: (c) => (c.running ? (c.suspended ? 'suspended' : 'running') : (c.status ?? 'unknown')),
+    kind: 'status',
+  },
   { header: 'PID', value: (c) => c.pid },
   { header: 'PATH', value: (c) => c.path, kind: 'text' },
   { header: 'ERROR', value: (c) => c.error, kind: 'text' },

@@ -113,8 +113,14 @@ const show = command({
 
 const list = command({
   name: 'list',
-  description: 'List beads, newest first (open and in progress unless --all or --status)',
-  examples: ['ctl bead list', 'ctl bead list --status closed --label ci --limit 20', 'ctl bead list --all --json'],
+  description:
+    'List beads, newest first (open and in progress unless --all or --status; the beads that record sessions only with --sessions or --type session)',
+  examples: [
+    'ctl bead list',
+    'ctl bead list --status closed --label ci --limit 20',
+    'ctl bead list --all --json',
+    'ctl bead list --sessions   # with the beads that record sessions (ctl session list shows those)',
+  ],
   args: {
     status: { type: 'string', description: 'open, in_progress or closed' },
     type: { type: 'string', description: 'Only beads of this type' },
@@ -122,12 +128,22 @@ const list = command({
     assignee: { type: 'string', description: 'Only beads assigned to this agent' },
     rig: { type: 'string', description: 'Only beads of this rig' },
     all: { type: 'boolean', description: 'Include closed beads' },
+    sessions: { type: 'boolean', description: 'Include the beads that record sessions (hidden otherwise)' },
     ...limitFlag,
     ...inCityFlags,
   },
   async run({ args: a }) {
     const limit = listLimit(a.limit);
-    const filters = { status: a.status, type: a.type, label: a.label, assignee: a.assignee, rig: a.rig };
+    // Every session is a bead too: they would bury the work a person lists beads to see.
+    const hideSessions = a.type === undefined && !a.sessions;
+    const filters = {
+      status: a.status,
+      type: a.type,
+      label: a.label,
+      assignee: a.assignee,
+      rig: a.rig,
+      ...(hideSessions ? { exclude_type: 'session' } : {}),
+    };
     const query = Object.fromEntries(Object.entries(filters).filter(([, v]) => v !== undefined));
     const { api, city } = await inCity(a);
     const body = await collectPages(limit, async (size, cursor) => {

@@ -8,7 +8,7 @@ import { command, group } from '../_command.js';
 import { CliError } from '../_errors.js';
 import { apiFlag, jsonFlag, timeout, timeoutFlag } from '../_flags.js';
 import { json, line, progress, table } from '../_output.js';
-import { findCityRoot, listCities } from '../_scope.js';
+import { findCityRoot, listCities, withSuspension } from '../_scope.js';
 import type { Api } from '../_types.js';
 import { CITY_COLUMNS } from '../_views.js';
 import { cityRunning, requestOutcome } from '../_wait.js';
@@ -185,10 +185,11 @@ export const citiesCommand = command({
   examples: ['ctl cities', 'ctl cities --json | jq -r ".items[].name"'],
   args: { ...jsonFlag, ...apiFlag },
   async run({ args: a }) {
-    const items = await listCities(connect(a.api));
+    const api = connect(a.api);
+    const items = await listCities(api);
     if (a.json) return json({ items, total: items.length });
     if (items.length === 0) return line('No cities registered. Create one with "ctl init DIR --start-command CMD".');
-    table(CITY_COLUMNS, items);
+    table(CITY_COLUMNS, await withSuspension(api, items));
   },
 });
 

@@ -5,7 +5,7 @@ import { idAction } from '../_action.js';
 import { call, CSRF } from '../_api.js';
 import { command, group } from '../_command.js';
 import { CliError } from '../_errors.js';
-import { inCityFlags, limitFlag, listLimit, timeout, timeoutFlag } from '../_flags.js';
+import { inCityFlags, limitFlag, listLimit, refuseTogether, timeout, timeoutFlag } from '../_flags.js';
 import { colourOn, exitWhenReaderLeaves, fields, json, line, noteMore, paint, progress, table } from '../_output.js';
 import { collectPages } from '../_pages.js';
 import { turnLine } from '../_views.js';
@@ -124,20 +124,20 @@ const create = command({
 
 const list = command({
   name: 'list',
-  description: 'Sessions, newest first: those not closed (--state STATE, closed or all for others)',
-  examples: [
-    'ctl session list',
-    'ctl session list --state asleep --template claude',
-    'ctl session list --state all --json',
-  ],
+  description:
+    'Sessions, newest first: those not closed and not failed (--all for every one, --state STATE for one state)',
+  examples: ['ctl session list', 'ctl session list --state asleep --template claude', 'ctl session list --all --json'],
   args: {
-    state: { type: 'string', description: 'A state (active, asleep, suspended, …), closed, or all' },
+    state: { type: 'string', description: 'A state (active, asleep, suspended, failed-create, …), closed, or all' },
+    all: { type: 'boolean', description: 'Every session, closed and failed ones too (as --state all)' },
     template: { type: 'string', description: 'Only sessions of this agent or provider' },
     ...limitFlag,
     ...inCityFlags,
   },
   async run({ args: a }) {
     const limit = listLimit(a.limit);
+    refuseTogether(a, [['all', 'state']]);
+    const state = a.all ? 'all' : a.state;
     const { api, city } = await inCity(a);
     const body = await collectPages(limit, async (size, cursor) => {
       const { data } = await call(
@@ -146,7 +146,7 @@ const list = command({
           params: {
             path: cityPath(city),
             query: {
-              ...(a.state !== undefined ? { state: a.state as never } : {}),
+              ...(state !== undefined ? { state: state as never } : {}),
               ...(a.template !== undefined ? { template: a.template } : {}),
               limit: size,
               ...(cursor ? { cursor } : {}),
@@ -156,10 +156,15 @@ const list = command({
       );
       return data;
     });
-    if (a.json) return json(body);
-    if (body.items.length === 0) return line('No sessions.');
-    table(SESSION_COLUMNS, body.items);
-    noteMore(body.items.length, body.total);
+    // A session that could not start stays (its reason is worth reading) but is not one to work with: left out
+    // of the default list, as closed ones are.
+    const shown = state === undefined ? body.items.filter((s) => s.state !== 'failed-create') : body.items;
+    const failed = body.items.length - shown.length;
+    if (a.json) return json(state === undefined ? { ...body, items: shown, total: body.total - failed } : body);
+    if (shown.length === 0) line('No sessions.');
+    else table(SESSION_COLUMNS, shown);
+    if (failed) progress(`(${failed} failed session${failed === 1 ? '' : 's'} not shown; --all shows them)`);
+    noteMore(shown.length, body.total - failed);
   },
 });
 

@@ -3,7 +3,7 @@ import { command } from '../_command.js';
 import { CliError } from '../_errors.js';
 import { apiFlag, cityFlag, jsonFlag } from '../_flags.js';
 import { json, line, paint, statusColour, table } from '../_output.js';
-import { listCities, resolveCity } from '../_scope.js';
+import { listCities, resolveCity, withSuspension } from '../_scope.js';
 import { CITY_COLUMNS } from '../_views.js';
 
 export const statusCommand = command({
@@ -30,7 +30,7 @@ export const statusCommand = command({
         `Supervisor ${paint(health.status, statusColour(health.status))} (pid ${health.pid}, up ${health.uptime_sec}s) ` +
           `at ${api.base}: ${health.cities_running}/${health.cities_total} cities running`,
       );
-      if (cities.length) table(CITY_COLUMNS, cities);
+      if (cities.length) table(CITY_COLUMNS, await withSuspension(api, cities));
       return;
     }
     if (!city.running) {
@@ -47,7 +47,8 @@ export const statusCommand = command({
       api.client.GET('/v0/city/{cityName}/status', { params: { path: { cityName: city.name } } }),
     );
     if (a.json) return json(data);
-    line(`City ${data.name} is ${paint('running', 'green')} (pid ${city.pid ?? '?'}, up ${data.uptime_sec}s)`);
+    const state = data.suspended ? paint('suspended', 'yellow') : paint('running', 'green');
+    line(`City ${data.name} is ${state} (pid ${city.pid ?? '?'}, up ${data.uptime_sec}s)`);
     line(`  path    ${data.path}`);
     line(`  agents  ${data.agents.total} (${data.agents.running} running)`);
     line(`  rigs    ${data.rigs.total}`);

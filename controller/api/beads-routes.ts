@@ -50,6 +50,7 @@ export class BeadsRoutes extends Controller {
    * @summary List beads
    * @param status `open`, `in_progress` or `closed`.
    * @param type Bead type.
+   * @param exclude_type Beads not of this type (`session` leaves out the beads that record sessions).
    * @param label Beads with this label.
    * @param assignee Beads assigned to this agent.
    * @param rig Beads of this rig.
@@ -80,6 +81,7 @@ export class BeadsRoutes extends Controller {
     @Query() cursor?: string,
     @Query() index?: number,
     @Query() wait?: string,
+    @Query() exclude_type?: string,
   ): Promise<ListBodyBead> {
     const before = cursor ? decodeBeadCursor(cursor) : undefined;
     if (status !== undefined && !(STATUSES as readonly string[]).includes(status)) {
@@ -93,6 +95,7 @@ export class BeadsRoutes extends Controller {
     const page = this.city.beads.store.list({
       status,
       type,
+      excludeType: exclude_type,
       label,
       assignee,
       includeClosed: all === true,

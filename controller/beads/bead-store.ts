@@ -64,6 +64,8 @@ export interface BeadChange {
 export interface BeadQuery {
   status?: string;
   type?: string;
+  /** Beads not of this type (`session`: the list a person reads, without the sessions' own beads). */
+  excludeType?: string;
   label?: string;
   assignee?: string;
   parent?: string;

@@ -209,6 +209,7 @@ export class JournalBeadStore implements BeadStore {
       if (!wantsClosed && bead.status === 'closed') return false;
       if (bead.ephemeral && !query.includeEphemeral) return false;
       if (query.workOnly && !isWork(bead)) return false;
+      if (query.excludeType !== undefined && bead.issue_type === query.excludeType) return false;
       if (query.withoutLabel !== undefined && bead.labels?.includes(query.withoutLabel)) return false;
       for (const [key, value] of Object.entries(query.metadata ?? {})) if (bead.metadata?.[key] !== value) return false;
       return true;

@@ -278,6 +278,10 @@ export class SqliteBeadStore implements BeadStore {
       where.push('b.type = ?');
       params.push(query.type);
     }
+    if (query.excludeType !== undefined) {
+      where.push('b.type <> ?');
+      params.push(query.excludeType);
+    }
     if (query.assignee !== undefined) {
       where.push('b.assignee = ?');
       params.push(query.assignee);
