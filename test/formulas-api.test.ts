@@ -187,7 +187,7 @@ needs = ["ghost"]
     expect(errors).to.match(/step "(a|b)": needs: cycle: (a → b → a|b → a → b)/);
     const syntax = await validate(api, 'syntax', '[[steps]\nid = ');
     expect(syntax.body.valid).to.equal(false);
-    expect(syntax.body.errors![0]).to.match(/^formulas\/syntax\.toml: /);
+    expect(syntax.body.errors![0]).to.match(/^formulas\/syntax\.toml:\d+:\d+: /);
     expect((await validate(api, 'release', RELEASE)).body).to.deep.equal({ valid: true });
 
     const put = await putFormula(api, 'broken', broken, 'text/plain');

@@ -6,6 +6,8 @@ import { CliError } from '../_errors.js';
 import { inCityFlags, keyValues } from '../_flags.js';
 import { fields, json, line, table } from '../_output.js';
 import { cityPath, inCity } from '../_scope.js';
+import type { Column } from '../_types.js';
+import { runOpen, runWaits, waitsFor, waitsOf } from './waits.js';
 
 const nameArg = {
   name: { type: 'positional', description: 'Formula name (formulas/<name>.toml)', required: true },
@@ -256,10 +258,20 @@ const runList = command({
   },
 });
 
+const STEP_COLUMNS: Column<RunStep>[] = [
+  { header: 'BEAD', value: (s) => s.id, kind: 'id' },
+  { header: 'STEP', value: (s) => s.step_ref ?? '-' },
+  { header: 'KIND', value: (s) => s.kind ?? 'step' },
+  { header: 'STATUS', value: (s) => s.status, kind: 'status' },
+  { header: 'TRY', value: (s) => (s.attempt ? String(s.attempt) : '-') },
+  { header: 'ASSIGNEE', value: (s) => s.assignee ?? '-' },
+  { header: 'TITLE', value: (s) => s.title, kind: 'text' },
+];
+
 const runShow = command({
   name: 'show',
-  description: 'A run: its formula, target, status and, when it did not pass, why',
-  examples: ['ctl run show alp-40'],
+  description: 'A run: its formula, target, status (and why it did not pass), its steps and the gates it waits at',
+  examples: ['ctl run show alp-40', 'ctl run show alp-40 --json   # the run as the API answers it'],
   args: { ...runArg, ...inCityFlags },
   async run({ args: a }) {
     const { api, city } = await inCity(a);
@@ -283,6 +295,21 @@ const runShow = command({
           : undefined,
       ],
     ]);
+    const [{ data: steps }, waits] = await Promise.all([
+      call(
+        api,
+        api.client.GET('/v0/city/{cityName}/runs/{run_id}/steps', {
+          params: { path: { ...cityPath(city), run_id: a.run } },
+        }),
+      ),
+      waitsOf(api, city, { run: a.run }),
+    ]);
+    line('');
+    table(STEP_COLUMNS, steps.steps);
+    if (waits.length === 0) return;
+    line('');
+    line('Waiting at:');
+    for (const w of waits) line(`  ${w.id}  ${w.kind} gate, ${w.state}: ${waitsFor(w)}`);
   },
 });
 
@@ -300,18 +327,7 @@ const runSteps = command({
       }),
     );
     if (a.json) return json(data);
-    table<RunStep>(
-      [
-        { header: 'BEAD', value: (s) => s.id, kind: 'id' },
-        { header: 'STEP', value: (s) => s.step_ref ?? '-' },
-        { header: 'KIND', value: (s) => s.kind ?? 'step' },
-        { header: 'STATUS', value: (s) => s.status, kind: 'status' },
-        { header: 'TRY', value: (s) => (s.attempt ? String(s.attempt) : '-') },
-        { header: 'ASSIGNEE', value: (s) => s.assignee ?? '-' },
-        { header: 'TITLE', value: (s) => s.title, kind: 'text' },
-      ],
-      data.steps,
-    );
+    table(STEP_COLUMNS, data.steps);
   },
 });
 
@@ -340,6 +356,6 @@ const runCancel = command({
 export const runCommand = group({
   name: 'run',
   description: 'Runs: molecules made from formulas, worked through by agents',
-  examples: ['ctl run list', 'ctl run steps alp-40', 'ctl run cancel alp-40'],
-  commands: { list: runList, show: runShow, steps: runSteps, cancel: runCancel },
+  examples: ['ctl run list', 'ctl run show alp-40', 'ctl run waits', 'ctl run open alp-45', 'ctl run cancel alp-40'],
+  commands: { list: runList, show: runShow, steps: runSteps, waits: runWaits, open: runOpen, cancel: runCancel },
 });

@@ -30,7 +30,7 @@ import { decodeToken, encodeToken, invalidToken } from '../../shared/http/page-t
 import { Problem } from '../../shared/http/problem.js';
 import { decodeBeadCursor, encodeBeadCursor } from '../beads/page-token.js';
 import type { CityRuntime } from '../city-runtime.js';
-import { checkFormula } from '../formulas/formula-catalog.js';
+import { checkFormula, unknownAssignees } from '../formulas/formula-catalog.js';
 import { compileFormula } from '../formulas/formula-compile.js';
 import { FORMULA_NAME } from '../formulas/formula-file.js';
 import { formulaDetail, formulaSummary, recentRuns } from '../formulas/formula-views.js';
@@ -200,7 +200,7 @@ export class FormulasRoutes extends Controller {
 
   /**
    * Validates TOML text as formula `name` without writing it: every error, each naming the file, step and field
-   * (syntax, fields, unknown vars, `needs` to a missing step, cycles).
+   * (syntax, fields, unknown vars, `needs` to a missing step, cycles, an `assignee` that is no agent of the city).
    * @summary Validate a formula
    */
   @Post('formulas/{name}/validate')
@@ -212,7 +212,14 @@ export class FormulasRoutes extends Controller {
     @Body() body: string,
   ): Promise<FormulaValidateOutputBody> {
     checkName(name);
-    const { errors } = checkFormula(textOf(body), `formulas/${name}.toml`, name);
+    const { def, errors } = checkFormula(textOf(body), `formulas/${name}.toml`, name);
+    if (def)
+      errors.push(
+        ...unknownAssignees(
+          def,
+          this.city.agents.map((a) => a.name),
+        ),
+      );
     return errors.length ? { valid: false, errors } : { valid: true };
   }
 

@@ -2,7 +2,7 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { isAbsolute, join, relative } from 'node:path';
 import type { CityRigConfig } from '../../shared/config/city-config.js';
 import { writeFileAtomic } from '../../shared/atomic-write.js';
-import { FORMULA_NAME, parseFormula, type FormulaDef } from './formula-file.js';
+import { FORMULA_NAME, parseFormula, type FormulaDef, type StepDef } from './formula-file.js';
 import { compileFormula } from './formula-compile.js';
 
 /** One formula as the city sees it: the file that wins for its name, and what reading it gave. */
@@ -154,4 +154,26 @@ function filesIn(dir: string): string[] {
   } catch {
     return [];
   }
+}
+
+/**
+ * Steps whose `assignee` names no agent of the city: a run would route each to nobody and wait for ever. An
+ * assignee made from vars (`{{who}}`) is known only at run time and is not judged here.
+ */
+export function unknownAssignees(def: FormulaDef, agents: string[]): string[] {
+  const known = new Set(agents);
+  const errors: string[] = [];
+  const walk = (steps: StepDef[]) => {
+    for (const step of steps) {
+      const who = step.assignee;
+      if (who !== undefined && !who.includes('{{') && !known.has(who)) {
+        const list = agents.length ? `its agents: ${agents.join(', ')}` : 'it has no agents';
+        errors.push(`${def.file}: step "${step.id}": assignee: no agent "${who}" in this city (${list})`);
+      }
+      walk(step.children);
+      if (step.loop) walk(step.loop.body);
+    }
+  };
+  walk(def.steps);
+  return errors;
 }
