@@ -19,6 +19,7 @@ export const cityFlag = {
     type: 'string',
     description: 'City name or directory (default: CTL_CITY, or the city you are in)',
     valueHint: 'NAME|DIR',
+    complete: 'cities',
   },
 } as const;
 

@@ -31,7 +31,12 @@ export type Flag = ArgDef & {
   repeatable?: boolean;
   /** A flag taking a value that `--no-<name>` clears (`--no-parent`): its value is then `false`. */
   negatable?: boolean;
+  /** What its value names, for shell completion to offer from the running supervisor (`ctl completion names`). */
+  complete?: NameKind;
 };
+
+/** The things shell completion offers by name. */
+export type NameKind = 'cities' | 'agents' | 'sessions' | 'beads' | 'formulas';
 
 export type Flags = Record<string, Flag>;
 

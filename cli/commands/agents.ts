@@ -11,7 +11,7 @@ import { readEvents } from '../_stream.js';
 import type { Column } from '../_types.js';
 
 const nameArg = {
-  name: { type: 'positional', description: 'Agent name (rig agents: RIG/NAME)', required: true },
+  name: { type: 'positional', description: 'Agent name (rig agents: RIG/NAME)', required: true, complete: 'agents' },
 } as const;
 
 const AGENT_COLUMNS: Column<AgentResponse>[] = [
@@ -287,16 +287,18 @@ export const slingCommand = command({
     'ctl sling worker alp-12 --json',
   ],
   args: {
-    target: { type: 'positional', description: 'The agent (or pool) to route to', required: true },
+    target: { type: 'positional', description: 'The agent (or pool) to route to', required: true, complete: 'agents' },
     bead: {
       type: 'positional',
       description: 'The bead or convoy id (with --formula: the bead the run is for)',
       required: false,
+      complete: 'beads',
     },
     formula: {
       type: 'string',
       description: 'Start a run of this formula, its work steps routed to the agent',
       valueHint: 'NAME',
+      complete: 'formulas',
     },
     var: { type: 'string', description: 'A formula var (repeatable)', valueHint: 'NAME=VALUE', repeatable: true },
     'no-formula': { type: 'boolean', description: 'Do not wrap the bead in the agent’s default formula' },

@@ -21,7 +21,7 @@ const DEP_KINDS_SEEN: Record<DepKind, true> = {
 };
 const DEP_KINDS = Object.keys(DEP_KINDS_SEEN) as DepKind[];
 
-const idArg = { id: { type: 'positional', description: 'Bead id', required: true } } as const;
+const idArg = { id: { type: 'positional', description: 'Bead id', required: true, complete: 'beads' } } as const;
 
 /** `--defer-until`: an RFC 3339 time, or a duration from now. */
 function deferUntil(value: string | undefined): string | undefined {
@@ -307,7 +307,7 @@ const assign = command({
   examples: ['ctl bead assign alp-1 ann', 'ctl bead assign alp-1 --clear'],
   args: {
     ...idArg,
-    assignee: { type: 'positional', description: 'Agent', required: false },
+    assignee: { type: 'positional', description: 'Agent', required: false, complete: 'agents' },
     clear: { type: 'boolean', description: 'Remove the assignee' },
     ...inCityFlags,
   },
@@ -330,7 +330,13 @@ const assign = command({
 
 const depArgs = {
   ...idArg,
-  dependsOn: { type: 'positional', description: 'The bead it depends on', required: true, valueHint: 'DEPENDS_ON' },
+  dependsOn: {
+    type: 'positional',
+    description: 'The bead it depends on',
+    required: true,
+    valueHint: 'DEPENDS_ON',
+    complete: 'beads',
+  },
   type: { type: 'enum', description: 'Kind of dependency', options: DEP_KINDS, valueHint: 'KIND' },
   ...inCityFlags,
 } as const;

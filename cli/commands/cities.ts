@@ -259,6 +259,7 @@ export const unregisterCommand = command({
       type: 'positional',
       description: 'City directory or registered name (default: the city you are in)',
       required: false,
+      complete: 'cities',
     },
     ...waitFlag,
     ...jsonFlag,
@@ -297,7 +298,7 @@ export const unregisterCommand = command({
   },
 });
 
-const nameArg = { name: { type: 'positional', description: 'City name', required: true } } as const;
+const nameArg = { name: { type: 'positional', description: 'City name', required: true, complete: 'cities' } } as const;
 
 const cityStart = command({
   name: 'start',

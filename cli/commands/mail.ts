@@ -63,6 +63,7 @@ const inbox = command({
       type: 'positional',
       description: 'Only messages to this recipient (as --agent)',
       required: false,
+      complete: 'agents',
     },
     agent: { type: 'string', description: 'Only messages to this recipient' },
     all: { type: 'boolean', description: 'Read messages too' },

@@ -14,7 +14,9 @@ import { readEvents } from '../_stream.js';
 import type { Api, Column } from '../_types.js';
 import type { CityInfo } from '../../shared/dto/cities.js';
 
-const idArg = { id: { type: 'positional', description: 'Session id, alias or session name', required: true } } as const;
+const idArg = {
+  id: { type: 'positional', description: 'Session id, alias or session name', required: true, complete: 'sessions' },
+} as const;
 const waitFlag = timeoutFlag('How long to wait for the outcome (default 60s)');
 
 const SESSION_COLUMNS: Column<SessionResponse>[] = [
@@ -434,7 +436,7 @@ const pending = command({
   description: "Questions and permission requests waiting for an answer: the city's, or one session's",
   examples: ['ctl session pending', 'ctl session pending alp-7 --json'],
   args: {
-    id: { type: 'positional', description: 'Session id, alias or session name', required: false },
+    id: { type: 'positional', description: 'Session id, alias or session name', required: false, complete: 'sessions' },
     ...inCityFlags,
   },
   async run({ args: a }) {

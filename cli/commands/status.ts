@@ -11,7 +11,7 @@ export const statusCommand = command({
   description: 'Status of a city (by name, --city, CTL_CITY or the working directory), else of the supervisor',
   examples: ['ctl status            # the city you are in, or the supervisor', 'ctl status alpha', 'ctl status --json'],
   args: {
-    name: { type: 'positional', description: 'City name or directory', required: false },
+    name: { type: 'positional', description: 'City name or directory', required: false, complete: 'cities' },
     ...cityFlag,
     ...jsonFlag,
     ...apiFlag,
