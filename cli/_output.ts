@@ -46,6 +46,8 @@ export function paint(text: string, colour: Colour | undefined, stream: NodeJS.W
 
 const STATUS_COLOURS: Record<string, Colour> = {
   running: 'green',
+  reachable: 'green',
+  unreachable: 'red',
   ready: 'green',
   ok: 'green',
   complete: 'green',

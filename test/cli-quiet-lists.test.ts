@@ -1,6 +1,8 @@
+import { createServer, type Server } from 'node:http';
 import { expect } from 'chai';
 import { expectSuccess, lines } from './helpers/cli.js';
 import { createSession, startSessionCity, terminalOf, type SessionCity } from './helpers/sessions.js';
+import { freePort } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
 // Lists say what a person asked about, and things that are not well say so (issue 19, point 20): the real
@@ -41,6 +43,58 @@ describe('lists without noise, states as they are (the real binary)', function (
     const json = JSON.parse(expectSuccess(await ctl('session', 'list', '--json'))[0]) as { items: { id: string }[] };
     expect(json.items.map((s) => s.id)).to.not.include(failed);
     expect(expectSuccess(await ctl('session', 'list', '--state', 'failed-create')).join('\n')).to.include(failed);
+  });
+
+  it('ctl extmsg adapters shows whether each adapter takes deliveries: a dead one is unreachable, with why', async function () {
+    // An adapter that takes deliveries, and one whose callback nobody listens on any more.
+    const live: Server = createServer((req, res) => req.resume().on('end', () => res.writeHead(200).end('{}')));
+    await new Promise<void>((resolve) => live.listen(0, '127.0.0.1', resolve));
+    const livePort = (live.address() as { port: number }).port;
+    try {
+      const deadUrl = `http://127.0.0.1:${await freePort()}/outbound`;
+      for (const [account, url] of [
+        ['alive', `http://127.0.0.1:${livePort}/outbound`],
+        ['dead', deadUrl],
+        ['idle', `http://127.0.0.1:${livePort}/outbound`],
+      ]) {
+        const reply = await city.api.post('/extmsg/adapters', {
+          provider: 'chat',
+          account_id: account,
+          callback_url: url,
+        });
+        expect(reply.status, JSON.stringify(reply.body)).to.equal(201);
+      }
+      const session = await createSession(city.api, { name: 'echo', title: 'chatty' });
+      for (const account of ['alive', 'dead']) {
+        const conversation = {
+          scope_id: 's',
+          provider: 'chat',
+          account_id: account,
+          conversation_id: '#x',
+          kind: 'room',
+        };
+        await city.api.post('/extmsg/outbound', { session_id: session, conversation, text: 'hello' });
+      }
+      const rows = await waitUntil('both deliveries tried', async () => {
+        const out = expectSuccess(await ctl('extmsg', 'adapters'));
+        const byAccount = (a: string) => out.find((l) => l.split(/\s+/)[2] === a);
+        return byAccount('dead')?.includes('unreachable') && byAccount('alive')?.includes('reachable')
+          ? { out, byAccount }
+          : undefined;
+      });
+      expect(rows.out[0]).to.match(/^NAME\s+PROVIDER\s+ACCOUNT\s+STATE\s+PENDING\s+CALLBACK\s+LAST ERROR$/);
+      expect(rows.byAccount('alive')!.split(/\s+/)[3]).to.equal('reachable');
+      expect(rows.byAccount('dead')!.split(/\s+/)[3]).to.equal('unreachable');
+      expect(rows.byAccount('idle')!.split(/\s+/)[3]).to.equal('unknown');
+      const json = JSON.parse(expectSuccess(await ctl('extmsg', 'adapters', '--json'))[0]) as {
+        items: { account_id: string; state: string; last_error?: string }[];
+      };
+      const dead = json.items.find((a) => a.account_id === 'dead')!;
+      expect(dead.state).to.equal('unreachable');
+      expect(dead.last_error).to.be.a('string').and.not.equal('');
+    } finally {
+      await new Promise((resolve) => live.close(resolve));
+    }
   });
 
   it('ctl cities and ctl status show a suspended city as suspended, not running', async function () {

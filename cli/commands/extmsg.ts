@@ -43,7 +43,7 @@ function conversationOf(a: {
 
 const adapters = command({
   name: 'adapters',
-  description: 'The adapters registered with the city, and the deliveries each still owes',
+  description: 'The adapters registered with the city: whether each takes deliveries, and what each is still owed',
   examples: ['ctl extmsg adapters'],
   args: { ...inCityFlags },
   async run({ args: a }) {
@@ -59,8 +59,10 @@ const adapters = command({
         { header: 'NAME', value: (x) => x.name, kind: 'id' },
         { header: 'PROVIDER', value: (x) => x.provider },
         { header: 'ACCOUNT', value: (x) => x.account_id },
+        { header: 'STATE', value: (x) => x.state, kind: 'status' },
         { header: 'PENDING', value: (x) => String(x.pending_deliveries) },
         { header: 'CALLBACK', value: (x) => x.callback_url ?? '-', kind: 'text' },
+        { header: 'LAST ERROR', value: (x) => x.last_error, kind: 'text' },
       ],
       data.items,
     );

@@ -10,7 +10,12 @@ import type { Column } from '../_types.js';
 import { runOpen, runWaits, waitsFor, waitsOf } from './waits.js';
 
 const nameArg = {
-  name: { type: 'positional', description: 'Formula name (formulas/<name>.toml)', required: true, complete: 'formulas' },
+  name: {
+    type: 'positional',
+    description: 'Formula name (formulas/<name>.toml)',
+    required: true,
+    complete: 'formulas',
+  },
 } as const;
 const runArg = {
   run: { type: 'positional', description: 'Run id (its root bead)', required: true, complete: 'beads' },

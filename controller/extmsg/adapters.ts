@@ -67,9 +67,12 @@ export class Adapters {
 
   list(): ExtmsgAdapterInfo[] {
     const pending = this.o.store.pending();
-    return this.o.store.adapters().map((a) => ({
+    return this.o.store.adapters().map(({ last_delivery: last, ...a }) => ({
       ...a,
       pending_deliveries: pending.filter((p) => p.provider === a.provider && p.account_id === a.account_id).length,
+      state: !a.callback_url ? 'no_callback' : !last ? 'unknown' : last.error ? 'unreachable' : 'reachable',
+      ...(last ? { last_delivery_at: last.at } : {}),
+      ...(last?.error ? { last_error: last.error } : {}),
     }));
   }
 

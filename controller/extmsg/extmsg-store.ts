@@ -18,6 +18,8 @@ export interface AdapterRecord {
   callback_url?: string;
   capabilities?: AdapterCapabilities;
   registered_at: string;
+  /** How the last delivery attempt to its callback went: when, and why it failed if it did. */
+  last_delivery?: { at: string; error?: string };
 }
 
 /** An outbound message not yet taken by its adapter: retried with back-off, across controller restarts. */
@@ -142,6 +144,14 @@ export class ExtmsgStore {
     if (at >= 0) this.state.adapters[at] = record;
     else this.state.adapters.push(record);
     this.save();
+  }
+
+  /**
+   * Notes how a delivery to the adapter went (`error` when it failed), for the adapters list to say whether it
+   * is alive; written with the delivery's own progress (`updatePending`), which always follows.
+   */
+  noteDelivery(record: AdapterRecord, error: string | undefined): void {
+    record.last_delivery = { at: new Date().toISOString(), ...(error ? { error } : {}) };
   }
 
   removeAdapter(record: AdapterRecord): void {

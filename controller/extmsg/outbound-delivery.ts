@@ -91,6 +91,8 @@ export class OutboundDelivery {
       }
     }
     const done = error === undefined;
+    // What the adapters list tells a person: an adapter that stopped taking deliveries is not alive.
+    if (adapter) this.o.store.noteDelivery(adapter, error);
     const giveUp = !done && pending.attempts >= MAX_ATTEMPTS;
     const retryAfterMs = done || giveUp ? 0 : Math.min(FIRST_RETRY_MS * 2 ** (pending.attempts - 1), MAX_RETRY_MS);
     const status = done ? 'delivered' : giveUp ? 'failed' : 'retrying';

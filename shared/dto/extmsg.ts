@@ -57,6 +57,15 @@ export interface ExtmsgAdapterInfo {
   registered_at: string;
   /** Outbound deliveries to it that are still being retried. @isInt */
   pending_deliveries: number;
+  /**
+   * Whether it takes deliveries, by the last attempt: `reachable`, `unreachable` (its callback refused or did not
+   * answer: the adapter is down), `unknown` (nothing delivered to it yet) or `no_callback` (it polls; none sent).
+   */
+  state: 'reachable' | 'unreachable' | 'unknown' | 'no_callback';
+  /** When the last delivery was attempted (RFC 3339). */
+  last_delivery_at?: string;
+  /** Why the last delivery failed, when it did. */
+  last_error?: string;
 }
 
 export interface ListBodyExtmsgAdapterInfo {
