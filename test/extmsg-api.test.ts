@@ -594,7 +594,7 @@ describe('external messaging (adapters, bindings, groups, transcripts)', functio
     const ctl = (...args: string[]) => city.sup.ctl(['--city', 'chatty', 'extmsg', ...args]);
     const conv = ['--provider', 'chat', '--account', 'bot', '--scope', 'chat.example', '--conversation', '#cli'];
     const adapters = expectSuccess(await ctl('adapters'));
-    expect(adapters[0]).to.match(/^NAME\s+PROVIDER\s+ACCOUNT\s+PENDING\s+CALLBACK$/);
+    expect(adapters[0]).to.match(/^NAME\s+PROVIDER\s+ACCOUNT\s+STATE\s+PENDING\s+CALLBACK(\s+LAST ERROR)?$/);
     expect(expectSuccess(await ctl('bind', ...conv, '--agent', 'helper'))).to.deep.equal([
       'Bound #cli to agent helper (generation 1)',
     ]);
