@@ -12,6 +12,7 @@ import { cityEventStream } from './event-stream.js';
 import { RegisterRoutes } from './generated/routes.js';
 import { serviceProxy } from './service-proxy.js';
 import { sessionStream } from './session-stream.js';
+import { storeProblems } from './store-problems.js';
 import { agentOutputStream } from './agent-output-stream.js';
 
 /** The controller's HTTP application: the shared conventions, then its city's routes at their public paths. */
@@ -25,6 +26,7 @@ export function createControllerApp(city: CityRuntime, logger: Logger): Koa {
     // Behind the supervisor, keep its request id so one request has one id in both logs.
     trustUpstreamRequestId: true,
   });
+  app.use(storeProblems());
   app.use(serveOpenApi());
   app.use(cityScope(city.name));
   app.use(serviceProxy(city));

@@ -489,6 +489,26 @@ describe('sessions (real controller, real agent programs on the pipe runtime)', 
         'validation-failed',
       );
     });
+
+    it('a blank title or first message is a 422 naming the field, on create, rename and patch (never a 500)', async function () {
+      const { api } = city;
+      for (const [body, location] of [
+        [{ name: 'echo', title: '' }, 'body.title'],
+        [{ name: 'echo', title: '   ' }, 'body.title'],
+        [{ name: 'echo', message: '   ' }, 'body.message'],
+        [{ name: 'echo', message: ' \n\t ' }, 'body.message'],
+      ] as const) {
+        expectProblem(await api.post('/sessions', body), 422, 'validation-failed', { location });
+      }
+      const id = await createSession(api, { name: 'echo' });
+      expectProblem(await api.patch(`/session/${id}`, { title: '   ' }), 422, 'validation-failed', {
+        location: 'body.title',
+      });
+      expectProblem(await api.post(`/session/${id}/rename`, { title: ' \t' }), 422, 'validation-failed', {
+        location: 'body.title',
+      });
+      expect((await session(api, id)).title).to.not.match(/^\s*$/);
+    });
   });
 
   describe('stream-json (the claude preset over the stream-json example agent)', function () {

@@ -95,8 +95,15 @@ export interface SessionCreateBody {
   kind?: 'agent' | 'provider';
   /** A second name to address it by. */
   alias?: string;
+  /**
+   * What the session is about (default: the first words of `message`, or the agent or provider name).
+   * @pattern \S
+   */
   title?: string;
-  /** A first message, delivered once the program is ready. */
+  /**
+   * A first message, delivered once the program is ready.
+   * @pattern \S
+   */
   message?: string;
   /** The permission mode to start in (one of the provider's). */
   permission_mode?: string;
@@ -104,7 +111,10 @@ export interface SessionCreateBody {
 
 /** Body of `PATCH /v0/city/{cityName}/session/{id}`. */
 export interface SessionPatchBody {
-  /** @minLength 1 */
+  /**
+   * @minLength 1
+   * @pattern \S
+   */
   title?: string;
   /** An empty string removes the alias. */
   alias?: string;
@@ -135,7 +145,10 @@ export interface SessionSubmitInputBody {
 
 /** Body of `POST …/session/{id}/rename`. */
 export interface SessionRenameInputBody {
-  /** @minLength 1 */
+  /**
+   * @minLength 1
+   * @pattern \S
+   */
   title: string;
 }
 
