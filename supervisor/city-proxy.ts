@@ -1,6 +1,7 @@
 import { Agent } from 'node:http';
 import type { Middleware } from 'koa';
 import { forward } from '../shared/http/forward.js';
+import { Problem } from '../shared/http/problem.js';
 import { notRunning, parseCityPath, type CityPath } from '../shared/http/city-path.js';
 import type { ControllerEndpoint } from './controller-process.js';
 import type { Reconciler } from './reconciler.js';
@@ -15,7 +16,7 @@ const MAX_SOCKETS_PER_CONTROLLER = 256;
 export interface CityProxyOptions {
   /** How long a request may wait for a connection to its controller before the 503. */
   connectTimeoutMs: number;
-  /** How long a stream request for a city that is only restarting is held before the 404 (decisions.md). */
+  /** How long a stream request for a city that is only restarting is held before the 503 (decisions.md). */
   streamHoldMs: number;
 }
 
@@ -26,7 +27,9 @@ export function isStream(method: string, path: CityPath): boolean {
 
 /**
  * Sends every other `/v0/city/{cityName}/…` request, typed route or raw `svc/*`, to that city's controller
- * over its Unix socket, once the city runs; until then, the spec's 404s.
+ * over its Unix socket, once the city runs. A registered city that ran and is only coming back (crash back-off,
+ * a restart, the supervisor's own start-up) answers 503 with `Retry-After` meanwhile (decisions.md, third
+ * round); an unknown, stopped or never-yet-running city the spec's 404s.
  *
  * Ordinary requests share a keep-alive pool per controller; streams each get a connection of their own, so
  * any number of open streams never starves ordinary requests. A request that cannot get a connection in time
@@ -78,7 +81,12 @@ export function cityProxy(registry: Registry, reconciler: Reconciler, options: C
         controller = controllerNow();
       }
     }
-    if (!controller) throw notRunning(path);
+    if (!controller) {
+      const city = registry.cityNamed(path.name);
+      const retryAfter = city ? reconciler.restartingRetryAfter(city.path) : undefined;
+      if (retryAfter !== undefined) throw cityRestarting(path.name, retryAfter);
+      throw notRunning(path);
+    }
     await forward(ctx, {
       ...controller.endpoint,
       path: ctx.url,
@@ -100,4 +108,13 @@ export interface Controller {
 
 function controllerKey({ pid, endpoint }: Controller): string {
   return `${pid}@${'socketPath' in endpoint ? endpoint.socketPath : `${endpoint.host}:${endpoint.port}`}`;
+}
+
+/** The 503 of a city that is only restarting: try again after `seconds`. */
+function cityRestarting(name: string, seconds: number): Problem {
+  return new Problem(
+    'service-unavailable',
+    `service_unavailable: city ${name} is restarting; try again in ${seconds}s`,
+    { headers: { 'Retry-After': String(seconds) } },
+  );
 }

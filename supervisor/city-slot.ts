@@ -20,6 +20,11 @@ export class CitySlot {
   lastError: string | undefined;
   /** The controller has become ready at least once since this slot was created. */
   everReady = false;
+  /**
+   * In the registry when this supervisor started: its controller ran under an earlier supervisor, so until one
+   * runs again the city is coming back, not new.
+   */
+  registeredAtBoot = false;
   /** Starts that ended before the controller became ready. */
   failedStarts = 0;
   /** Stopped on request (`POST …/stop`), as opposed to waiting for a restart. */

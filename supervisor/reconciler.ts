@@ -79,6 +79,7 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
     };
     for (const city of registry.cities) {
       const slot = new CitySlot(city.name, city.path);
+      slot.registeredAtBoot = true;
       this.slots.set(city.path, slot);
       adopt(slot);
     }
@@ -156,6 +157,19 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
     if (!city || city.stopped) return false;
     const slot = this.slots.get(path);
     return !slot || (!slot.running && !slot.directoryMissing && !slot.stoppedByRequest);
+  }
+
+  /**
+   * For a registered city that ran before and is only on its way back (crash back-off, a restart, this
+   * supervisor's start-up), the seconds a client should wait before trying again; undefined for any other city
+   * (unknown, stopped, never yet run, or failing every start), which is not running, full stop.
+   */
+  restartingRetryAfter(path: string): number | undefined {
+    if (!this.isComingBack(path)) return undefined;
+    const slot = this.slots.get(path);
+    if (slot && (!(slot.everReady || slot.registeredAtBoot) || slot.lockedBy !== undefined)) return undefined;
+    if (!slot || slot.process) return 1;
+    return Math.max(1, Math.ceil((slot.nextStartAt - Date.now()) / 1000) + 1);
   }
 
   /** Resolves true once `condition` holds (checked after every change), false after `timeoutMs`. */

@@ -120,12 +120,33 @@ describe('the supervisor proxy under load and through restarts', function () {
       stream.close();
     });
 
+    it('its other requests answer 503 with Retry-After until it runs again (typed routes and svc/*)', async function () {
+      const pid = (await slow.city('beta'))!.pid!;
+      process.kill(pid, 'SIGKILL');
+      await waitUntil('beta to be restarting', async () => (await slow.city('beta'))?.running === false);
+      for (const path of ['/status', '/beads', '/svc/web/x']) {
+        const res = await fetch(`${slow.base}/v0/city/beta${path}`);
+        if (res.status === 200) break; // already back: nothing more to see
+        expect(res.status, path).to.equal(503);
+        expect(Number(res.headers.get('retry-after')), path).to.be.within(1, 31);
+        expect(res.headers.get('content-type')).to.match(/^application\/problem\+json/);
+        const body = (await res.json()) as { code: string; detail: string };
+        expect(body.code).to.equal('service-unavailable');
+        expect(body.detail).to.match(/^service_unavailable: city beta is restarting; try again in \d+s$/);
+      }
+      await waitUntil('beta to run again', async () => (await slow.city('beta'))?.running === true, 20_000);
+      expect((await fetch(`${slow.base}/v0/city/beta/status`)).status).to.equal(200);
+    });
+
     it('a stopped city or an unknown one is still a 404 at once', async function () {
       await slow.ctl(['city', 'stop', 'gamma']);
       for (const name of ['gamma', 'nope']) {
         const stream = await SseStreamReader.open(`${slow.base}/v0/city/${name}/events/stream`);
         expect(stream.status, name).to.equal(404);
         expect((await stream.json()).detail).to.equal(`not_found: city not found or not running: ${name}`);
+        const status = await fetch(`${slow.base}/v0/city/${name}/status`);
+        expect(status.status, name).to.equal(404);
+        expect(status.headers.get('retry-after')).to.equal(null);
       }
     });
 
