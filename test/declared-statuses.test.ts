@@ -7,7 +7,9 @@ import { CSRF, TestSupervisor } from './helpers/supervisor.js';
 // Every status an operation can answer is declared in its `responses`. Walks the OpenAPI document: for every
 // operation, for every query and path parameter with a schema, sends values the schema (or the parameter's
 // documented format) refuses, to a real supervisor with one running city, and checks the status received is
-// one the operation declares, as a problem.
+// one the operation declares, as a problem. Then, for every operation, the requests the shared conventions
+// refuse around it: a city that does not exist or a malformed name, a body of the wrong type, not JSON or
+// over the limit, headers over the limit.
 
 type Json = Record<string, unknown>;
 
@@ -133,6 +135,123 @@ describe('every status an operation answers is declared (the document, walked ag
     ]) {
       expect(walked, expected).to.include(expected);
     }
+  });
+
+  /** Every operation of the document, `svc/*` included (what its proxy answers itself is declared too). */
+  function operations(): { method: string; path: string; op: Json }[] {
+    const out: { method: string; path: string; op: Json }[] = [];
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Json>)) {
+      for (const method of METHODS) {
+        const op = item[method] as Json | undefined;
+        if (op) out.push({ method, path, op });
+      }
+    }
+    return out;
+  }
+
+  /** `path` with the running city (or `city`) and `x` for every other parameter. */
+  function filled(path: string, city = CITY): string {
+    return path.replace(/\{([^}]+)\}/g, (_, name: string) => (name === 'cityName' ? city : 'x'));
+  }
+
+  interface Shared {
+    what: string;
+    applies: (method: string, path: string) => boolean;
+    init: (method: string, path: string) => { url: string; init: RequestInit };
+  }
+
+  const mutation = (method: string) => method !== 'get';
+  const perCity = (_: string, path: string) => path.startsWith('/v0/city/{cityName}/');
+  const SHARED: Shared[] = [
+    {
+      what: 'an unknown city',
+      applies: perCity,
+      init: (method, path) => ({
+        url: filled(path, 'no-such-city'),
+        init: { method: method.toUpperCase(), headers: mutation(method) ? CSRF : {} },
+      }),
+    },
+    {
+      what: 'a malformed city name',
+      applies: perCity,
+      init: (method, path) => ({
+        url: filled(path, '%zz'),
+        init: { method: method.toUpperCase(), headers: mutation(method) ? CSRF : {} },
+      }),
+    },
+    {
+      what: 'a body of the wrong type',
+      applies: mutation,
+      init: (method, path) => ({
+        url: filled(path),
+        init: {
+          method: method.toUpperCase(),
+          headers: { ...CSRF, 'Content-Type': 'image/png' },
+          body: 'x',
+        },
+      }),
+    },
+    {
+      what: 'a body that is not JSON',
+      applies: mutation,
+      init: (method, path) => ({
+        url: filled(path),
+        init: { method: method.toUpperCase(), headers: { ...CSRF, 'Content-Type': 'application/json' }, body: '{' },
+      }),
+    },
+    {
+      what: 'a body over 1 MiB',
+      applies: mutation,
+      init: (method, path) => ({
+        url: filled(path),
+        init: {
+          method: method.toUpperCase(),
+          headers: { ...CSRF, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ x: 'a'.repeat(1_100_000) }),
+        },
+      }),
+    },
+    {
+      what: 'headers over 16 KiB',
+      applies: () => true,
+      init: (method, path) => ({
+        url: filled(path),
+        init: { method: method.toUpperCase(), headers: { ...CSRF, 'X-Big': 'a'.repeat(20_000) } },
+      }),
+    },
+  ];
+
+  it('answers what the shared conventions refuse with a status every operation declares', async function () {
+    this.timeout(300_000);
+    const undeclared: string[] = [];
+    const counts = new Map<string, number>();
+    for (const { method, path, op } of operations()) {
+      const declared = Object.keys(op.responses as Json);
+      for (const probe of SHARED) {
+        if (!probe.applies(method, path)) continue;
+        // svc/* of the running city is the service's own answer (`default`): only the proxy's own refusals count.
+        if (path.includes('/svc/') && probe.what !== 'an unknown city' && probe.what !== 'a malformed city name')
+          continue;
+        const { url, init } = probe.init(method, path);
+        const abort = new AbortController();
+        let status: string;
+        let type: string;
+        try {
+          const res = await fetch(`${sup.base}${url}`, { ...init, signal: abort.signal });
+          status = String(res.status);
+          type = res.headers.get('content-type') ?? '';
+        } finally {
+          abort.abort();
+        }
+        counts.set(probe.what, (counts.get(probe.what) ?? 0) + 1);
+        const what = `${method.toUpperCase()} ${path} with ${probe.what}: ${status}`;
+        if (!declared.includes(status)) undeclared.push(`${what} (declared: ${declared.join(', ')})`);
+        else if (!type.startsWith('application/problem+json')) undeclared.push(`${what} as ${type}`);
+      }
+    }
+    // A guard: every class was walked.
+    for (const probe of SHARED) expect(counts.get(probe.what), probe.what).to.be.greaterThan(0);
+    expect(undeclared, undeclared.join('\n')).to.deep.equal([]);
   });
 
   it('answers each with a status its operation declares, as application/problem+json', async function () {

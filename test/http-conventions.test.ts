@@ -547,6 +547,9 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
       ],
       ['a method the parser does not know', () => `FOO /health HTTP/1.1\r\n${host()}\r\n`, 501, 'not-implemented'],
       ['a lowercase method', () => `get /health HTTP/1.1\r\n${host()}\r\n`, 501, 'not-implemented'],
+      ['a garbage request line', () => `hello there\r\n\r\n`, 400, 'invalid-request'],
+      ['a word alone', () => `GARBAGE\r\n\r\n`, 400, 'invalid-request'],
+      ['TLS bytes on the plain port', () => '\x16\x03\x01\x02\x00\x01\x00\r\n\r\n', 400, 'invalid-request'],
     ];
 
     for (const [what, request, status, code] of cases) {
@@ -1094,6 +1097,25 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
     it('has no 3.0 leftovers: no schema uses nullable', function () {
       const holders = objectsWithKeyword(doc, 'nullable');
       expect(holders, JSON.stringify(holders).slice(0, 500)).to.deep.equal([]);
+    });
+
+    it('documents what is served outside the route classes: the session stream, svc/* and the document itself', function () {
+      const byId = new Map(operationsOf(doc).map((o) => [o.op.operationId as string, o]));
+      const expected: [string, string, string][] = [
+        ['stream-session', 'get', '/v0/city/{cityName}/session/{id}/stream'],
+        ['proxy-service-get', 'get', '/v0/city/{cityName}/svc/{service}/{path}'],
+        ['proxy-service-post', 'post', '/v0/city/{cityName}/svc/{service}/{path}'],
+        ['proxy-service-delete', 'delete', '/v0/city/{cityName}/svc/{service}/{path}'],
+        ['get-openapi', 'get', '/openapi.json'],
+        ['get-events-schema', 'get', '/schema/events.json'],
+      ];
+      for (const [id, method, path] of expected) {
+        expect(byId.get(id), id).to.include({ method, path });
+      }
+      const stream = byId.get('stream-session')!.op as Json;
+      const frames = JSON.stringify((stream.responses as Json)['200']);
+      for (const event of ['turn', 'message', 'activity', 'pending', 'pending_cleared', 'heartbeat'])
+        expect(frames, event).to.include(`"const":"${event}"`);
     });
 
     it('has unique operation ids', function () {

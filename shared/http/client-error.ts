@@ -8,7 +8,12 @@ interface ClientError extends Error {
   code?: string;
   /** llhttp's reason, without node's "Parse Error: " prefix. */
   reason?: string;
+  /** The bytes the parser refused. */
+  rawPacket?: Buffer;
 }
+
+/** `METHOD target HTTP/x.y`: a request line, whatever its method (RFC 9112 §3; the method a token). */
+const REQUEST_LINE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+ [^\s]+ HTTP\/\d\.\d\r?\n/;
 
 /** What node:http keeps on a server socket while a response on it is in flight (its own name, not public). */
 interface HttpSocket extends Duplex {
@@ -64,8 +69,11 @@ function problemFor(err: ClientError): Problem {
     case 'ERR_HTTP_REQUEST_TIMEOUT':
       return new Problem('request-timeout', 'timeout: the request did not arrive in time');
     case 'HPE_INVALID_METHOD':
-      // A method llhttp does not know (TRACE, PROPFIND and other known ones reach the routes and their 405).
-      return new Problem('not-implemented', 'not_implemented: request method not recognised');
+      // A well-formed request line whose method llhttp does not know is a 501 (TRACE, PROPFIND and other known
+      // ones reach the routes and their 405); anything else — no request line at all, TLS bytes — is malformed.
+      if (err.rawPacket && REQUEST_LINE.test(err.rawPacket.toString('latin1')))
+        return new Problem('not-implemented', 'not_implemented: request method not recognised');
+      return new Problem('invalid-request', 'invalid: malformed HTTP request: not a request line');
     default:
       return new Problem('invalid-request', `invalid: malformed HTTP request: ${err.reason ?? err.message}`);
   }

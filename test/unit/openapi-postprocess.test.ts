@@ -485,13 +485,34 @@ describe('OpenAPI post-processing (unit)', function () {
       }
     });
 
+    it('declares the shared statuses: parser and Host refusals everywhere, body refusals on mutations, the proxy on per-city operations', function () {
+      for (const { method, path, op } of operations(doc)) {
+        const statuses = Object.keys(op.responses as Json);
+        const mutation = ['post', 'put', 'patch', 'delete'].includes(method);
+        expect(statuses, `${method} ${path}`).to.include.members(['400', '408', '421', '431', '500']);
+        for (const status of ['413', '415', '422'])
+          expect(statuses.includes(status), `${method} ${path} ${status}`).to.equal(
+            mutation || (status === '422' && statuses.includes('422')),
+          );
+        const perCity = path.startsWith('/v0/city/{cityName}/');
+        for (const status of ['502', '503'])
+          expect(statuses.includes(status), `${method} ${path} ${status}`).to.equal(perCity);
+        if (perCity) expect(statuses, `${method} ${path}`).to.include('404');
+      }
+      // An operation's own description of a shared status wins.
+      const raw = tsoaDocument();
+      raw.paths['/v0/city/{cityName}/status'].get.responses['404'] = { description: 'No such city, mine' };
+      expect(pp(raw).paths['/v0/city/{cityName}/status'].get.responses['404'].description).to.equal(
+        'No such city, mine',
+      );
+    });
+
     it('documents 422 where a parameter can be refused (a typed or constrained value), and nowhere else', function () {
       expect(doc.paths['/v0/events'].get.responses['422'].content).to.deep.equal({
         'application/problem+json': { schema: { $ref: '#/components/schemas/ErrorModel' } },
       });
       // Plain string parameters, or none: nothing for tsoa to refuse.
       expect(doc.paths['/v0/city/{cityName}/status'].get.responses).to.not.have.property('422');
-      expect(doc.paths['/v0/city'].post.responses).to.not.have.property('422');
       const raw = tsoaDocument();
       raw.paths['/v0/events'].get.responses['422'] = { description: 'Invalid limit' };
       raw.paths['/v0/city/{cityName}/status'].get.parameters.push(

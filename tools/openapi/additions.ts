@@ -96,6 +96,20 @@ export const extraSchemas: Record<string, Json> = {
     properties: { timestamp: { type: 'string', format: 'date-time', description: 'RFC 3339, UTC, whole seconds.' } },
     required: ['timestamp'],
   },
+  SessionActivityEvent: {
+    type: 'object',
+    description: "The data of a session stream's `activity` frame.",
+    additionalProperties: false,
+    properties: { activity: { type: 'string', enum: ['idle', 'in-turn'] } },
+    required: ['activity'],
+  },
+  SessionPendingClearedEvent: {
+    type: 'object',
+    description: "The data of a session stream's `pending_cleared` frame: the interaction answered or gone.",
+    additionalProperties: false,
+    properties: { request_id: { type: 'string' } },
+    required: ['request_id'],
+  },
   // The list items are the typed envelopes.
   WireEvent: { ...ref('TypedEventStreamEnvelope'), description: 'One event of a city log, as listed.' },
   WireTaggedEvent: {
@@ -194,6 +208,59 @@ function agentOutputStream(operationId: string, qualified: boolean): Json {
   };
 }
 
+const pathParam = (name: string, description: string, pattern?: string): Json => ({
+  name,
+  in: 'path',
+  required: true,
+  description,
+  schema: { type: 'string', ...(pattern ? { pattern } : {}) },
+});
+
+/** `svc/*`: one operation per method, the service's own answer passed through. */
+function serviceProxy(method: string): Json {
+  return {
+    operationId: `proxy-service-${method}`,
+    summary: `${method.toUpperCase()} through to a workspace service`,
+    tags: ['Services'],
+    description:
+      'The raw workspace-service proxy, outside the typed API: the request goes, untouched and streaming both ways ' +
+      "(SSE and WebSocket upgrades included), to the city's `[[service]]` named `service` — its `url`, or the " +
+      "program's port or socket — as `/{path}` with the query string; `{path}` is the rest of the URL, slashes " +
+      "included (`/svc/{service}` alone is `/`). The answer is the service's own, any status and type. The proxy " +
+      'itself answers problems: 400 for a `..` segment or an encoded slash, 404 for an unknown city or service ' +
+      '(`not_found: city not found or not running`), 502 when the service does not answer, 503 while it starts.',
+    parameters: [
+      pathParam('cityName', 'City name.'),
+      pathParam('service', 'The `[[service]]` name.'),
+      pathParam('path', 'The rest of the URL, slashes included, passed to the service.'),
+    ],
+    responses: {
+      default: { description: "The service's own answer, passed through as it is." },
+      '400': problem('A `..` path segment or an encoded slash'),
+      '404': problem('City not running, or no such service (`service-not-found`)'),
+      '502': problem('The service did not answer (`bad_gateway: …`)'),
+      '503': problem('The service is not ready, or the city is restarting (`Retry-After`)'),
+    },
+  };
+}
+
+const openApiDocument = (operationId: string, summary: string): Json => ({
+  get: {
+    operationId,
+    summary,
+    tags: ['Supervisor'],
+    description:
+      'This document: the contract both the supervisor and every controller serve (each at its own root). ' +
+      '`/schema/openapi.json` is the same document.',
+    responses: {
+      '200': {
+        description: 'The OpenAPI 3.1 document.',
+        content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } },
+      },
+    },
+  },
+});
+
 export const extraPaths: Record<string, Json> = {
   '/v0/events/stream': {
     get: {
@@ -273,4 +340,87 @@ export const extraPaths: Record<string, Json> = {
   '/v0/city/{cityName}/agent/{dir}/{base}/output/stream': agentOutputStream('stream-agent-output-qualified', true),
   '/v0/city/{cityName}/agents/{base}/output/stream': agentOutputStream('stream-agents-output', false),
   '/v0/city/{cityName}/agents/{dir}/{base}/output/stream': agentOutputStream('stream-agents-output-qualified', true),
+  '/v0/city/{cityName}/session/{id}/stream': {
+    get: {
+      operationId: 'stream-session',
+      summary: 'Stream a session',
+      tags: ['Sessions'],
+      description:
+        'A session as Server-Sent Events. Frames: `turn` (`format=conversation`, the default; a SessionTurn) or ' +
+        '`message` (`format=raw`; a TranscriptEntry) for each transcript entry, `id:` its seq; `activity` ' +
+        '(`idle`/`in-turn`), `pending` and `pending_cleared` as they happen; heartbeats every 15 s. It replays the ' +
+        'entries after `Last-Event-ID` (wins) or `after_seq`, else the newest 100, then goes live; a closed ' +
+        'session gives that snapshot and ends. The headers say its lifecycle state (`CTL-Session-State`) and, ' +
+        'when its program is not running, `CTL-Session-Status: stopped`. A session with no transcript that is not ' +
+        'running is a 404, a malformed position a 400, before any 200.',
+      parameters: [
+        pathParam('cityName', 'City name.', '\\S'),
+        pathParam('id', 'Session id, alias or session name.'),
+        lastEventId('Resume position: the last `id:` (transcript seq) received. Wins over `after_seq`.'),
+        {
+          name: 'after_seq',
+          in: 'query',
+          required: false,
+          description: 'Resume position (for clients that cannot set headers); `0` replays the whole transcript.',
+          schema: { type: 'string', pattern: '^\\d+$' },
+        },
+        {
+          name: 'format',
+          in: 'query',
+          required: false,
+          description: '`conversation` (default): `turn` frames; `raw`: `message` frames, one per transcript entry.',
+          schema: { type: 'string', enum: ['conversation', 'raw'] },
+        },
+      ],
+      responses: {
+        '200': {
+          ...sseResponse(
+            [
+              frame('turn', 'SessionTurn', 'The transcript seq.'),
+              frame('message', 'TranscriptEntry', 'The transcript seq.'),
+              frame('activity', 'SessionActivityEvent'),
+              frame('pending', 'PendingInteraction'),
+              frame('pending_cleared', 'SessionPendingClearedEvent'),
+              frame('heartbeat', 'HeartbeatEvent'),
+            ],
+            'The session stream; headers are sent before the first frame.',
+          ),
+          headers: {
+            'CTL-Session-State': {
+              description: "The session's lifecycle state (`active`, `asleep`, `closed`, …).",
+              schema: { type: 'string' },
+            },
+            'CTL-Session-Status': {
+              description: '`stopped` when its program is not running: the stream replays its transcript.',
+              schema: { type: 'string', enum: ['stopped'] },
+            },
+          },
+        },
+        '400': problem('Malformed position (`invalid_cursor: …`)'),
+        '404': problem('City not running, no such session, or one with no transcript that is not running'),
+        '422': problem('An unknown `format`'),
+      },
+    },
+  },
+  '/v0/city/{cityName}/svc/{service}/{path}': Object.fromEntries(
+    ['get', 'post', 'put', 'patch', 'delete'].map((method) => [method, serviceProxy(method)]),
+  ),
+  '/openapi.json': openApiDocument('get-openapi', 'The OpenAPI document'),
+  '/schema/openapi.json': openApiDocument('get-schema-openapi', 'The OpenAPI document (schema path)'),
+  '/schema/events.json': {
+    get: {
+      operationId: 'get-events-schema',
+      summary: 'The JSON Schema of an event line',
+      tags: ['Events'],
+      description:
+        'The JSON Schema of one `ctl events` output line (and one event of a list or stream); its `$id` is where ' +
+        'it was fetched from, so its `openapi.json#…` references resolve to this server.',
+      responses: {
+        '200': {
+          description: 'The JSON Schema (2020-12).',
+          content: { 'application/schema+json': { schema: { type: 'object', additionalProperties: true } } },
+        },
+      },
+    },
+  },
 };

@@ -154,13 +154,49 @@ function upgradeOperation(op: Json, method: string, path: string): void {
             '`allow_users`/`allow_groups` names, and no token was sent',
     );
   }
-  responses['421'] ??= problemResponse('Misdirected Request: the Host header is not a loopback name or allowed host');
-  responses['500'] ??= problemResponse('Internal Server Error');
+  declareSharedStatuses(responses, method, path);
   for (const [status, response] of Object.entries(responses)) {
     const r = response as Json;
     if (r.$ref) continue; // a components.responses entry, upgraded on its own
     upgradeResponse(r, status === 'default' || Number(status) >= 400);
   }
+}
+
+/** The path prefix of the per-city operations, which the supervisor proxies to a city's controller. */
+const PER_CITY = '/v0/city/{cityName}/';
+
+/**
+ * The statuses the shared conventions answer around any operation's own, declared on each operation (an
+ * operation's own description of a status wins): what node's parser and the Host check refuse on every request;
+ * what the body parser and the mutation guard refuse on every mutation (any mutation may carry a body: it is
+ * read before routing); and what the per-city proxy answers for a city that is not running, restarting or not
+ * answering. Every status any request can receive is then one its operation declares.
+ */
+export function declareSharedStatuses(responses: Json, method: string, path: string): void {
+  const shared: [string, string][] = [
+    ['400', 'Malformed request: HTTP the parser refuses, bad percent-encoding, a missing or repeated Host header'],
+    ['408', 'Request Timeout: the request did not arrive in time'],
+    ['421', 'Misdirected Request: the Host header is not a loopback name or allowed host'],
+    ['431', 'Request Header Fields Too Large: request line and headers over 16 KiB'],
+    ['500', 'Internal Server Error'],
+  ];
+  if (MUTATIONS.has(method)) {
+    shared.push(
+      ['400', 'Malformed request, or a body that is not valid JSON'],
+      ['403', 'Forbidden: `csrf:` without X-CTL-Request, or `read_only:` on a read-only server'],
+      ['413', 'Payload Too Large: a body over 1 MiB'],
+      ['415', 'Unsupported Media Type: a body that is not `application/json`'],
+      ['422', 'Invalid body (`errors[]` names what): its schema refuses it, or JSON nested over 64 levels'],
+    );
+  }
+  if (path.startsWith(PER_CITY)) {
+    shared.push(
+      ['404', 'City not found or not running (`not_found: city not found or not running: <name>`)'],
+      ['502', 'Bad Gateway: the city controller did not answer'],
+      ['503', 'Service Unavailable: the city is restarting (`Retry-After`), or its controller took no request in 10 s'],
+    );
+  }
+  for (const [status, description] of shared) responses[status] ??= problemResponse(description);
 }
 
 /** Schema keywords that can refuse a parameter's value (a plain string admits anything). */
