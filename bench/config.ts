@@ -5,7 +5,9 @@
  *   2. the `svc/*` proxy: GETs to a program service straight to its port, and through the supervisor and the
  *      controller (`/v0/city/{city}/svc/web/hello`), one at a time (p50, the ratio) and 16 at once for 3 s
  *      (requests/s);
- *   3. `GET /rigs?git=true` with 20 rigs, each a real git repository: p50/p99 over 30.
+ *   3. `GET /rigs?git=true` with 20 rigs, each a real git repository: p50/p99 over 30;
+ *   4. API writes to `city.toml` in a city of 10 packs × 10 agents and 20 rigs: adding, changing and removing an
+ *      agent, adding a provider (each answered once its configuration is in use), p50/p99 over 20 each.
  * Prints tables and writes `.bench-out/config.json`. Run with `npm run bench -- config`.
  */
 import { execFileSync } from 'node:child_process';
@@ -31,6 +33,7 @@ const LOAD_MS = 3000;
 const CONCURRENCY = 16;
 const RIGS = 20;
 const RIG_GETS = 30;
+const CONFIG_WRITES = 20;
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const OUT_FILE = join(repoRoot, '.bench-out', 'config.json');
@@ -58,6 +61,30 @@ function packedCity(): string {
   toml += '[[patches.agent]]\nname = "p0.a0"\nsuspended = true\n';
   writeFileSync(join(city, 'city.toml'), toml);
   return city;
+}
+
+/** The `[imports.*]` of `packedCity`'s packs, for another city (the packs are shared, not copied). */
+function importsOf(city: string): string {
+  let toml = '';
+  for (let p = 0; p < PACKS; p++)
+    toml += `\n[imports.p${p}]\nsource = ${JSON.stringify(join(dirname(city), `pack${p}`))}\n`;
+  return toml;
+}
+
+/** Times `write` `n` times in a row (each its own HTTP request), refusing any answer that is not a success. */
+async function timedWrites(
+  n: number,
+  write: (i: number) => Promise<{ status: number; body: unknown }>,
+): Promise<number[]> {
+  const times: number[] = [];
+  for (let i = 0; i < n + 2; i++) {
+    const started = performance.now();
+    const res = await write(i);
+    const took = performance.now() - started;
+    if (res.status >= 300) throw new Error(`config write: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+    if (i >= 2) times.push(took); // the first two load the editors
+  }
+  return times;
 }
 
 export async function runConfig(): Promise<void> {
@@ -97,13 +124,14 @@ export async function runConfig(): Promise<void> {
   }
   const served = await startSessionCity(
     'bench-config',
-    `\n[[service]]\nname = "web"\ncommand = ${JSON.stringify(`${process.execPath} ${SERVICE}`)}\nhealth = "/healthz"\n${rigsToml}`,
+    `\n[[service]]\nname = "web"\ncommand = ${JSON.stringify(`${process.execPath} ${SERVICE}`)}\nhealth = "/healthz"\n${rigsToml}${importsOf(city)}`,
   );
   let direct: number[];
   let proxied: number[];
   let directLoad;
   let proxiedLoad;
   let rigGets: number[];
+  const writes: Record<string, number[]> = {};
   try {
     const web = await waitUntil(
       'the service to run',
@@ -143,6 +171,17 @@ export async function runConfig(): Promise<void> {
       }
       if (i >= 3) rigGets.push(took);
     }
+    // 4. API writes to city.toml: each answered once the new configuration is composed, checked and in use.
+    const api = served.api;
+    const n = CONFIG_WRITES;
+    writes['POST /agents'] = await timedWrites(n, (i) => api.post('/agents', { name: `w${i}`, provider: 'echo' }));
+    writes['PATCH /agent/{name}'] = await timedWrites(n, (i) =>
+      api.patch(`/agent/w${i}`, { description: `agent ${i}` }),
+    );
+    writes['DELETE /agent/{name}'] = await timedWrites(n, (i) => api.del(`/agent/w${i}`));
+    writes['POST /providers'] = await timedWrites(n, (i) =>
+      api.post('/providers', { name: `bench${i}`, command: 'cat', protocol: 'text' }),
+    );
   } finally {
     await served.sup.cleanup();
   }
@@ -176,6 +215,14 @@ export async function runConfig(): Promise<void> {
       [[String(rigGets.length), ms(rigsS.median), ms(rigsS.p99)]],
     ),
   );
+  const writeStats = Object.fromEntries(Object.entries(writes).map(([op, times]) => [op, rounded(summarize(times))]));
+  console.log(
+    formatTable(
+      `API writes to city.toml (${PACKS} packs × ${AGENTS_PER_PACK} agents, ${RIGS} rigs; answered once in use)`,
+      ['operation', 'writes', 'p50', 'p99'],
+      Object.entries(writeStats).map(([op, st]) => [op, String(writes[op].length), ms(st.median), ms(st.p99)]),
+    ),
+  );
   mkdirSync(dirname(OUT_FILE), { recursive: true });
   writeFileSync(
     OUT_FILE,
@@ -188,6 +235,7 @@ export async function runConfig(): Promise<void> {
         svc_direct_rps: directLoad.rps,
         svc_proxied_rps: proxiedLoad.rps,
         rigs_git_20_ms: rigsS,
+        config_writes_ms: writeStats,
       },
       null,
       2,

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { readTomlText } from '../shared/config/toml-file.js';
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import { readFileSync } from 'node:fs';
@@ -55,8 +56,10 @@ export function loadConfig(
   configPath: string,
   providers: ProviderRegistry,
   config?: CityConfig,
+  precomposed?: ComposedConfig,
 ): LoadedConfig {
-  const composed = composeConfig(root, config ?? readConfigFile(configPath), { cacheRoot: packCacheRoot() });
+  const composed =
+    precomposed ?? composeConfig(root, config ?? readConfigFile(configPath), { cacheRoot: packCacheRoot() });
   const read = composed.config;
   checkAgents({ agents: composed.agents, rigs: read.rigs }, 'city');
   providers.load(read, configPath);
@@ -67,12 +70,22 @@ export function loadConfig(
   };
 }
 
+/** A file's text; '' when it is missing or unreadable (a reload that reads it says why). */
+function readOrEmpty(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
 /** `city.toml` read, its errors naming it as the city knows it (`city.toml: …`). */
 function readConfigFile(path: string): CityConfig {
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = readTomlText(path, 'city.toml');
   } catch (err) {
+    if (err instanceof ConfigError) throw err;
     throw configReadError(err, 'city.toml');
   }
   return parseCityConfig(text, 'city.toml');
@@ -87,6 +100,11 @@ export class CityRuntime {
   private loaded: LoadedConfig;
   private lastReloadError: string | undefined;
   private lastReloadPlace: ConfigErrorPlace | undefined;
+  /**
+   * The texts of `city.toml` and `packs.lock` our last write put in use (undefined once a reload from disk took
+   * what was there).
+   */
+  private taken: Record<string, string> | undefined;
 
   constructor(
     /** The name this controller serves: the registered one when the supervisor started it. */
@@ -184,7 +202,7 @@ export class CityRuntime {
     });
     this.providerEditor = new ProviderEditor({
       configPath: paths.config,
-      reload: (next) => this.reloadConfig(next),
+      reload: (next, text) => this.reloadConfig(next, { text }),
     });
   }
 
@@ -242,6 +260,17 @@ export class CityRuntime {
     return this.loaded.agents.find((a) => a.name === name);
   }
 
+  /**
+   * Whether the settled changes are only our own last write of `city.toml` or `packs.lock` (and their temporary
+   * files), which `reloadConfig` already took: composing the city again for them would only repeat that work.
+   */
+  private isOwnWrite(files: string[]): boolean {
+    const taken = this.taken;
+    if (!taken) return false;
+    const changed = new Set(files.map((f) => f.replace(/\.tmp-\d+$/, '')));
+    return [...changed].every((file) => file in taken && readOrEmpty(join(this.paths.root, file)) === taken[file]);
+  }
+
   /** Why the files on disk are not the configuration in use, when the last edit could not be taken. */
   get reloadError(): string | undefined {
     return this.lastReloadError;
@@ -257,8 +286,12 @@ export class CityRuntime {
    * the program it runs), its agents for the tick, the rest for every reader. Throws a ConfigError, keeping what
    * it had, when it does not resolve.
    */
-  reloadConfig(config: CityConfig): void {
-    this.loaded = loadConfig(this.paths.root, this.paths.config, this.providers, config);
+  reloadConfig(config: CityConfig, written?: { text: string; composed?: ComposedConfig }): void {
+    this.loaded = loadConfig(this.paths.root, this.paths.config, this.providers, config, written?.composed);
+    // The watcher hears our own write too: what it would read is what is in use.
+    this.taken = written
+      ? { 'city.toml': written.text, 'packs.lock': readOrEmpty(join(this.paths.root, 'packs.lock')) }
+      : undefined;
     this.lastReloadError = undefined;
     this.lastReloadPlace = undefined;
     this.tick?.poke();
@@ -272,10 +305,12 @@ export class CityRuntime {
    * last good configuration and records `config.reload_failed` with the reason (once per reason); a good one
    * records `config.reloaded` when it changed anything.
    */
-  async reloadFromDisk(file: string): Promise<void> {
+  async reloadFromDisk(file: string, all: string[] = [file]): Promise<void> {
     // Orders and formulas are read from their files as they are asked for: the scheduler only needs to look.
     this.orderScheduler.evaluateSoon();
+    if (this.isOwnWrite(all)) return;
     let next: LoadedConfig;
+    this.taken = undefined;
     try {
       next = loadConfig(this.paths.root, this.paths.config, this.providers);
     } catch (err) {

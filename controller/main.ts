@@ -32,7 +32,7 @@ import { BeadsService } from './beads/beads-service.js';
 import { beadPrefix } from './beads/prefix.js';
 import type { BeadStore } from './beads/bead-store.js';
 import { openBeadStore } from './beads/open-store.js';
-import { DEFAULT_ROTATION_MAX_BYTES, rotateWhenLarge } from './auto-rotate.js';
+import { DEFAULT_MAX_ARCHIVES, DEFAULT_ROTATION_MAX_BYTES, rotateWhenLarge } from './auto-rotate.js';
 import { CityRuntime, loadConfig } from './city-runtime.js';
 import { promptFor, suspensionIn } from './agents/agent-catalog.js';
 import { watchConfig } from './agents/config-watch.js';
@@ -121,7 +121,14 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     const tail = new LogTail(log);
     // Our own appends reach the tail at once, without waiting for the file watcher.
     log.onAppend(() => tail.poke());
-    rotateWhenLarge(log, config.eventsRotationMaxBytes ?? DEFAULT_ROTATION_MAX_BYTES, logger);
+    // The configuration in use: the one read at start, then the running city's (edits change the retention).
+    let configInUse = () => config;
+    rotateWhenLarge(
+      log,
+      config.eventsRotationMaxBytes ?? DEFAULT_ROTATION_MAX_BYTES,
+      () => configInUse().eventsMaxArchives ?? DEFAULT_MAX_ARCHIVES,
+      logger,
+    );
     completed.push('opening_event_log');
 
     await enter('starting_bead_store');
@@ -178,6 +185,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
       logger,
     );
     const running = city;
+    configInUse = () => running.config;
     const tick = new AgentTick({
       cityName: name,
       cityRoot: root,
@@ -206,8 +214,10 @@ export async function run(options: ControllerRunOptions): Promise<void> {
       },
     });
     running.tick = tick;
-    const stopWatching = await watchConfig(root, (file) => {
-      running.reloadFromDisk(file).catch((err: unknown) => logger.error({ err }, 'could not reload the configuration'));
+    const stopWatching = await watchConfig(root, (file, all) => {
+      running
+        .reloadFromDisk(file, all)
+        .catch((err: unknown) => logger.error({ err }, 'could not reload the configuration'));
     });
     // The HTTP stack loads after the controller reports ready (below), off both the start-up and the request path.
     const handler = lazyHandler(async () => {

@@ -321,6 +321,20 @@ describe('config, packs and patches (real git, real files)', function () {
     expect(readFileSync(join(city.dir, 'packs.lock'), 'utf8')).to.equal(lock);
   });
 
+  it('a pack.toml over the 1 MiB limit for TOML files is a 422 naming the limit, never parsed, nothing recorded', async function () {
+    const { api } = city;
+    const huge = join(root, 'huge');
+    mkdirSync(huge);
+    // 2 MiB of agents: a real pack.toml is a few KiB.
+    let text = '[pack]\nname = "huge"\n';
+    for (let i = 0; text.length < 2 * 1024 * 1024; i++) text += `\n[[agent]]\nname = "a${i}"\nprovider = "echo"\n`;
+    writeFileSync(join(huge, 'pack.toml'), text);
+    const toml = readFileSync(join(city.dir, 'city.toml'), 'utf8');
+    const refused = expectProblem(await api.post('/packs', { source: huge }), 422, 'validation-failed');
+    expect(refused.detail).to.match(/pack\.toml: 2\.0 MiB, over the 1 MiB limit for a TOML file/);
+    expect(readFileSync(join(city.dir, 'city.toml'), 'utf8')).to.equal(toml);
+  });
+
   it('a pack served by a local git daemon (git://), added and removed through the CLI', async function () {
     const served = join(root, 'served');
     mkdirSync(served);

@@ -4,6 +4,7 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { parseToml } from '../../shared/config/toml-syntax.js';
 import { parseAgentTable, type CityAgentConfig, type CityConfig } from '../../shared/config/city-config.js';
 import { ConfigError } from '../../shared/config/config-error.js';
+import { readTomlText } from '../../shared/config/toml-file.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 
 /** One agent as the controller runs it: its declaration, resolved against the city's providers and agents. */
@@ -63,7 +64,7 @@ export function agentDirectories(root: string, label: string): CityAgentConfig[]
     const file = join(home, AGENT_FILE);
     let table: Record<string, unknown> = {};
     if (existsSync(file)) {
-      table = parseToml(readFileSync(file, 'utf8'), source);
+      table = parseToml(readTomlText(file, source), source);
     } else if (!PROMPT_FILES.some(([f]) => existsSync(join(home, f)))) {
       continue; // not an agent directory (yet)
     }

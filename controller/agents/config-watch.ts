@@ -9,10 +9,13 @@ const WATCHED = ['city.toml', 'pack.toml', 'packs.lock', 'agents', 'formulas', '
 
 /**
  * Watches a city's configuration files (`city.toml`, `agents/`, `formulas/`, `orders/`) and calls `changed`
- * once edits have settled, with the last file that changed. Nothing else under the city is watched (rigs can be
+ * once edits have settled, with the last file that changed and every file that did. Nothing else under the city is watched (rigs can be
  * large repositories, and `.ctl/` changes all the time).
  */
-export async function watchConfig(root: string, changed: (file: string) => void): Promise<() => Promise<void>> {
+export async function watchConfig(
+  root: string,
+  changed: (file: string, all: string[]) => void,
+): Promise<() => Promise<void>> {
   const { watch } = await import('chokidar');
   const wanted = (path: string): boolean => {
     const rel = relative(root, path);
@@ -27,10 +30,16 @@ export async function watchConfig(root: string, changed: (file: string) => void)
   });
   let timer: NodeJS.Timeout | undefined;
   let last = '';
+  let all = new Set<string>();
   const heard = (path: string) => {
     last = relative(root, path);
+    all.add(last);
     clearTimeout(timer);
-    timer = setTimeout(() => changed(last), DEBOUNCE_MS);
+    timer = setTimeout(() => {
+      const files = [...all];
+      all = new Set();
+      changed(last, files);
+    }, DEBOUNCE_MS);
   };
   watcher.on('all', (_event, path) => heard(path));
   watcher.on('error', () => undefined);

@@ -12,6 +12,7 @@ import { eventQuery } from '../../shared/events/event-query.js';
 import { toWireEvent } from '../../shared/events/wire.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { CityRuntime } from '../city-runtime.js';
+import { DEFAULT_MAX_ARCHIVES } from '../auto-rotate.js';
 import { blockUntilChanged } from './blocking.js';
 
 /**
@@ -74,15 +75,20 @@ export class CityEventsRoutes extends Controller {
   /**
    * Rotates the city's event log: the active file becomes a compressed archive and a new one starts with an
    * `events.rotated` anchor event (its seq continues the numbering). Lists, streams and resumes read across
-   * archives. An empty log is not rotated. `wait=true` waits (up to 30 s) for the compression.
+   * archives. A log with nothing new since the last rotation (empty, or only that rotation's anchor) is not
+   * rotated, and says so in `reason`. Archives beyond `[events] max_archives` (default 30) are removed, oldest
+   * first (`removed_archives`). `wait=true` waits (up to 30 s) for the compression.
    * @summary Rotate the city event log
    * @param wait Wait for the archive to be compressed.
    */
   @Post('rotate')
   public async rotateCityEvents(@Path() cityName: string, @Query() wait?: boolean): Promise<EventRotateResponse> {
-    const result = await this.city.log.rotate();
+    const result = await this.city.log.rotate({
+      keepArchives: this.city.config.eventsMaxArchives ?? DEFAULT_MAX_ARCHIVES,
+    });
+    const removed = result.removed ? { removed_archives: result.removed } : {};
     if (!result.rotated || !result.archive || !result.anchor) {
-      return { rotated: false, reason: result.reason ?? 'not rotated' };
+      return { rotated: false, reason: result.reason ?? 'not rotated', ...removed };
     }
     let status: 'pending' | 'complete' = 'pending';
     if (wait === true && result.compressed) {
@@ -101,6 +107,7 @@ export class CityEventsRoutes extends Controller {
         compression_status: status,
       },
       anchor_event: { seq: result.anchor.seq, type: result.anchor.type, ts: result.anchor.ts },
+      ...removed,
     };
   }
 

@@ -1,8 +1,9 @@
-import { readFileSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../../shared/atomic-write.js';
 import { parseCityConfig, type CityConfig } from '../../shared/config/city-config.js';
 import { ConfigError } from '../../shared/config/config-error.js';
+import { MAX_TOML_BYTES, readTomlText, tooLarge } from '../../shared/config/toml-file.js';
 import { Problem } from '../../shared/http/problem.js';
 import { checkAgents } from '../agents/check-agents.js';
 import { packCacheRoot, type CityRuntime } from '../city-runtime.js';
@@ -24,9 +25,11 @@ export function editConfigFile(
   verify: (composed: ComposedConfig) => void = () => undefined,
 ): void {
   const path = file === 'city.toml' ? city.paths.config : join(city.root, file);
-  const text = readFileSync(path, 'utf8');
-  const cityText = file === 'city.toml' ? text : readFileSync(city.paths.config, 'utf8');
+  let text: string;
+  let cityText: string;
   try {
+    text = readTomlText(path, file);
+    cityText = file === 'city.toml' ? text : readTomlText(city.paths.config, 'city.toml');
     parseCityConfig(cityText, 'city.toml');
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
@@ -42,13 +45,21 @@ export function editConfigFile(
     if (!(err instanceof TomlTableEditError)) throw err;
     throw new Problem('internal', `internal: ${file} was not changed: ${err.message}`);
   }
+  const bytes = Buffer.byteLength(out);
+  if (bytes > MAX_TOML_BYTES) {
+    throw new Problem('payload-too-large', `too_large: ${tooLarge(file, bytes).message}; ${file} was not changed`);
+  }
+  let candidate: { config: CityConfig; composed: ComposedConfig } | undefined;
   if (file === 'city.toml') {
-    const candidate = dryRun(city, parseCityConfig(out, 'city.toml'));
-    verify(candidate);
+    const config = parseCityConfig(out, 'city.toml');
+    candidate = { config, composed: dryRun(city, config) };
+    verify(candidate.composed);
   }
   writeFileAtomic(path, out, { mode: statSync(path).mode & 0o7777 });
   try {
-    city.reloadConfig(parseCityConfig(readFileSync(city.paths.config, 'utf8'), 'city.toml'));
+    // The city.toml just checked is the one in use: its composition is not done twice.
+    if (candidate) city.reloadConfig(candidate.config, { text: out, composed: candidate.composed });
+    else city.reloadConfig(parseCityConfig(cityText, 'city.toml'));
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     // Written, but the whole does not resolve (another file broken meanwhile): the watcher records why.

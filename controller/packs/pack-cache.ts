@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { readTomlText } from '../../shared/config/toml-file.js';
 import { join } from 'node:path';
 import semver from 'semver';
 import { simpleGit } from 'simple-git';
@@ -26,8 +27,9 @@ export function readPackLock(cityRoot: string): Record<string, PackLockEntry> {
   if (!existsSync(path)) return {};
   let doc: Record<string, unknown>;
   try {
-    doc = parse(readFileSync(path, 'utf8'));
+    doc = parse(readTomlText(path, LOCK_FILE));
   } catch (err) {
+    if (err instanceof ConfigError) throw err;
     throw new ConfigError(`${LOCK_FILE}: ${(err as Error).message.split('\n')[0]}`);
   }
   const packs = (doc.packs ?? {}) as Record<string, PackLockEntry>;

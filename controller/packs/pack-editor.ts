@@ -128,12 +128,16 @@ export class PackEditor {
     const pack = this.city.composed.packs.find((p) => p.direct && p.binding === name);
     if (!pack) throw new Problem('pack-not-found', `not_found: the city imports no pack named ${name}`);
     const file = pack.file === 'pack.toml' ? 'pack.toml' : 'city.toml';
-    editConfigFile(this.city, file, (text) => removePlainTable(text, `imports.${name}`));
+    // The lock loses the pack first, so the edit composes the city once, as it will be.
     const lock = readPackLock(this.city.root);
     const kept = Object.fromEntries(Object.entries(lock).filter(([b]) => b !== name && !b.startsWith(`${name}.`)));
-    if (Object.keys(kept).length !== Object.keys(lock).length) {
-      writePackLock(this.city.root, kept);
-      this.city.reloadConfig(this.city.configFromDisk());
+    const pruned = Object.keys(kept).length !== Object.keys(lock).length;
+    if (pruned) writePackLock(this.city.root, kept);
+    try {
+      editConfigFile(this.city, file, (text) => removePlainTable(text, `imports.${name}`));
+    } catch (err) {
+      if (pruned) writePackLock(this.city.root, lock);
+      throw err;
     }
   }
 

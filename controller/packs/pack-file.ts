@@ -1,4 +1,5 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { readTomlText } from '../../shared/config/toml-file.js';
 import { join } from 'node:path';
 import { parseToml } from '../../shared/config/toml-syntax.js';
 import {
@@ -30,7 +31,7 @@ export function readPackFile(dir: string, label: string): PackFile {
   const empty: PackFile = { imports: [], agents: [], providers: {}, services: [] };
   const path = join(dir, 'pack.toml');
   if (!existsSync(path)) return empty;
-  const doc = parseToml(readFileSync(path, 'utf8'), label);
+  const doc = parseToml(readTomlText(path, label), label);
   const unknown = Object.keys(doc).filter((k) => !KNOWN.has(k));
   if (unknown.length > 0) {
     throw new ConfigError(`${label}: unknown table ${unknown.join(', ')} (a pack has ${[...KNOWN].join(', ')})`);

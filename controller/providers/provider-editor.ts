@@ -1,8 +1,9 @@
-import { readFileSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import { writeFileAtomic } from '../../shared/atomic-write.js';
 import { configReadError, parseCityConfig, type CityConfig } from '../../shared/config/city-config.js';
 import { ConfigError } from '../../shared/config/config-error.js';
+import { readTomlText } from '../../shared/config/toml-file.js';
 import type { ErrorDetail } from '../../shared/dto/errors.js';
 import type {
   ProviderCreateInputBody,
@@ -57,7 +58,7 @@ const IDEMPOTENCY_CAP = 1024;
 export interface ProviderEditorHost {
   configPath: string;
   /** Takes the configuration just written: providers for the next session start, and the rest for every reader. */
-  reload(config: CityConfig): void;
+  reload(config: CityConfig, text: string): void;
 }
 
 /** `city.toml` as it is on disk now, checked: what an edit starts from. */
@@ -179,7 +180,7 @@ export class ProviderEditor {
   private current(): Current {
     const path = this.host.configPath;
     try {
-      const text = readFileSync(path, 'utf8');
+      const text = readTomlText(path, FILE);
       const { mode } = statSync(path);
       const config = parseCityConfig(text, FILE);
       const registry = new ProviderRegistry(config, FILE);
@@ -230,7 +231,7 @@ export class ProviderEditor {
       throw new Problem('internal', `internal: city.toml was not changed: ${err.message}`);
     }
     writeFileAtomic(this.host.configPath, text, { mode: current.mode });
-    this.host.reload(parseCityConfig(text, this.host.configPath));
+    this.host.reload(parseCityConfig(text, this.host.configPath), text);
     return registry;
   }
 

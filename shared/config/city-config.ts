@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readTomlText } from './toml-file.js';
 import { basename } from 'node:path';
 import { stringify } from 'smol-toml';
 import { parseToml } from './toml-syntax.js';
@@ -189,6 +189,8 @@ export interface CityConfig {
   maintenanceIntervalMs?: number;
   /** `[events] rotation_max_bytes`: rotate the event log once it reaches this size. */
   eventsRotationMaxBytes?: number;
+  /** `[events] max_archives`: how many rotated archives of the event log are kept (the oldest go first). */
+  eventsMaxArchives?: number;
   /** `[beads] backend`: `sqlite` (the default) or `journal`. */
   beadsBackend?: 'sqlite' | 'journal';
 }
@@ -196,8 +198,9 @@ export interface CityConfig {
 export function readCityConfig(path: string): CityConfig {
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = readTomlText(path, path);
   } catch (err) {
+    if (err instanceof ConfigError) throw err;
     throw configReadError(err, path);
   }
   return parseCityConfig(text, path);
@@ -346,6 +349,14 @@ export function parseCityConfig(text: string, path: string): CityConfig {
       throw new ConfigError(`${where('events.rotation_max_bytes')} must be a positive integer`);
     }
     cfg.eventsRotationMaxBytes = n;
+  }
+  const keep = events.max_archives;
+  if (keep !== undefined) {
+    const n = typeof keep === 'bigint' ? Number(keep) : keep;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n <= 0) {
+      throw new ConfigError(`${where('events.max_archives')} must be a positive integer`);
+    }
+    cfg.eventsMaxArchives = n;
   }
   return cfg;
 }

@@ -207,10 +207,12 @@ export interface EventRotateAnchor {
 /** Body of `POST /v0/city/{cityName}/events/rotate`. */
 export interface EventRotateResponse {
   rotated: boolean;
-  /** Why nothing was rotated (`active log is empty`). */
+  /** Why nothing was rotated (`active log is empty`, `nothing new since the last rotation`). */
   reason?: string;
   archive?: EventRotateArchive;
   anchor_event?: EventRotateAnchor;
+  /** Archives removed, oldest first, to keep within `[events] max_archives`. */
+  removed_archives?: string[];
 }
 
 /** Payload of `events.rotated`, the first event of a log after a rotation. */

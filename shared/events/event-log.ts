@@ -50,6 +50,13 @@ export interface RotateResult {
   anchor?: EventRecord;
   /** Settles when the archive is compressed (it is readable, plain, before that). */
   compressed?: Promise<void>;
+  /** Archives removed, oldest first, to keep within the retention. */
+  removed?: string[];
+}
+
+export interface RotateOptions {
+  /** Keep at most this many archives (the newest); older ones are removed. Unbounded when absent. */
+  keepArchives?: number;
 }
 
 interface PendingAppend {
@@ -252,19 +259,24 @@ export class EventLog {
    * starts with an `events.rotated` anchor, whose seq continues the numbering. Other writers notice the new
    * file under the lock and carry on in it.
    */
-  rotate(): Promise<RotateResult> {
-    return this.serialise(() => this.rotateLocked());
+  rotate(options: RotateOptions = {}): Promise<RotateResult> {
+    return this.serialise(() => this.rotateLocked(options));
   }
 
-  private async rotateLocked(): Promise<RotateResult> {
+  private async rotateLocked(options: RotateOptions): Promise<RotateResult> {
     this.lock ??= new FileLock(this.lockPath);
     await this.lock.acquire();
     let rotated: RotateResult;
     try {
       this.ensureOpen(true);
       this.refresh();
-      const first = recordsForward(this.fd, 0, this.scanned).next();
-      if (first.done) return { rotated: false, reason: 'active log is empty' };
+      const records = recordsForward(this.fd, 0, this.scanned);
+      const first = records.next();
+      if (first.done) return { rotated: false, reason: 'active log is empty', ...this.prune(options) };
+      // Only the anchor of the last rotation: archiving it again would only make a one-event archive.
+      if (first.value.record.type === 'events.rotated' && records.next().done) {
+        return { rotated: false, reason: 'nothing new since the last rotation', ...this.prune(options) };
+      }
       const firstSeq = first.value.record.seq;
       const lastSeq = this.lastSeq;
       const stamp = utcStamp(new Date());
@@ -284,12 +296,29 @@ export class EventLog {
       const compressed = compress(plain, archive);
       // Nobody may be waiting for it; a failure leaves the plain archive, which readers read just as well.
       compressed.catch(() => undefined);
-      rotated = { rotated: true, archive: { path: archive, firstSeq, lastSeq }, anchor, compressed };
+      rotated = {
+        rotated: true,
+        archive: { path: archive, firstSeq, lastSeq },
+        anchor,
+        compressed,
+        ...this.prune(options),
+      };
     } finally {
       this.lock.release();
     }
     for (const listener of this.listeners) listener([rotated.anchor!]);
     return rotated;
+  }
+
+  /** Removes the oldest archives beyond `keepArchives` (under the lock; the newest is always kept). */
+  private prune(options: RotateOptions): { removed?: string[] } {
+    const keep = options.keepArchives;
+    if (keep === undefined) return {};
+    const archives = listArchives(this.path);
+    const old = archives.slice(0, Math.max(0, archives.length - Math.max(1, keep)));
+    if (old.length === 0) return {};
+    for (const archive of old) rmSync(archive.path, { force: true });
+    return { removed: old.map((a) => a.path) };
   }
 
   /** Finishes what a rotation interrupted by a crash left: compresses leftover plain archives, drops temp files. */

@@ -1,4 +1,4 @@
-import { appendFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { execa } from 'execa';
@@ -39,6 +39,38 @@ describe('EventLog', function () {
     expect(log.after(0, 3).map((r) => r.seq)).to.deep.equal([1, 2, 3]);
     // payload is stored, `{}` when empty
     expect(records[3].payload).to.deep.equal({ i: 3 });
+  });
+
+  it('rotates only what is new (a log holding only the last anchor is not archived again), keeping at most keepArchives archives', async function () {
+    const log = fresh();
+    const archives = () => readdirSync(dir).filter((f) => f.startsWith(`events-${n}.jsonl.`) && !f.endsWith('.lock'));
+    await log.appendCustom({ type: 't', actor: 'a', payload: {} });
+    const first = await log.rotate({ keepArchives: 2 });
+    expect(first.rotated).to.equal(true);
+    await first.compressed;
+    // Only the anchor since: nothing new, no archive, and it says so.
+    const again = await log.rotate({ keepArchives: 2 });
+    expect(again).to.deep.include({ rotated: false, reason: 'nothing new since the last rotation' });
+    expect(archives()).to.have.length(1);
+    const made: string[] = [first.archive!.path];
+    for (let i = 0; i < 3; i++) {
+      await log.appendCustom({ type: 't', actor: 'a', payload: { i } });
+      const rotated = await log.rotate({ keepArchives: 2 });
+      await rotated.compressed;
+      made.push(rotated.archive!.path);
+      expect(archives().length, `after rotation ${i + 2}`).to.be.at.most(2);
+      if (made.length > 2) expect(rotated.removed).to.deep.equal([made[made.length - 3]]);
+    }
+    // The newest two stay; the oldest went first, and each removal was reported.
+    expect(archives().sort()).to.deep.equal(
+      made
+        .slice(-2)
+        .map((p) => p.split('/').pop())
+        .sort(),
+    );
+    // Numbering continues and every event still in an archive or the active file reads back.
+    expect(log.after(0).map((r) => r.type)).to.include('t');
+    expect(log.head()).to.equal(8);
   });
 
   it('writes a newline first after a torn last line, and skips torn and garbage lines', async function () {
