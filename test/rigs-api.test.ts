@@ -190,7 +190,28 @@ describe('rigs (real git repositories)', function () {
       ),
     );
     expect(failed.payload).to.include({ operation: 'rig.create', error_code: 'rig_clone_failed' });
+    // git's error, not its first line of progress ("Cloning into '…'…").
+    const reason = (failed.payload as { error_message: string }).error_message;
+    expect(reason)
+      .to.match(/^fatal: /)
+      .and.match(/nonexistent/);
+    expect(failed.message).to.equal(reason);
     expectProblem(await api.get('/rig/gone'), 404, 'rig-not-found');
+
+    // An empty repository clones without a commit: named as what it is, not "HEAD".
+    const empty = join(tempDir('ctl-empty-repo-'), 'empty.git');
+    execFileSync('git', ['init', '-q', '--bare', empty]);
+    const hollow = await api.post<{ request_id: string }>('/rigs', { name: 'hollow', git_url: `file://${empty}` });
+    expect(hollow.status).to.equal(202);
+    const hollowFailed = await waitUntil('the empty clone to fail', async () =>
+      (await api.events('request.failed')).find(
+        (e) => (e.payload as { request_id?: string }).request_id === hollow.body.request_id,
+      ),
+    );
+    expect((hollowFailed.payload as { error_message: string }).error_message).to.match(
+      /empty\.git is an empty repository: it has no commit to check out/,
+    );
+    expect(existsSync(join(city.dir, 'rigs', 'hollow'))).to.equal(false);
     expect(existsSync(join(city.dir, 'rigs', 'gone'))).to.equal(false);
 
     const viaCli = expectSuccess(

@@ -78,6 +78,16 @@ async function clone(
       },
     });
     await git.clone(body.git_url, target, body.default_branch ? ['--branch', body.default_branch] : []);
+    // An empty repository clones "successfully" (with a warning), leaving nothing to check out or name a branch.
+    const head = await simpleGit(target)
+      .revparse(['--verify', '--quiet', 'HEAD'])
+      .catch(() => '');
+    if (head.trim() === '') {
+      throw new Problem(
+        'validation-failed',
+        `invalid: ${body.git_url} is an empty repository: it has no commit to check out`,
+      );
+    }
     const branch = body.default_branch ?? (await simpleGit(target).revparse(['--abbrev-ref', 'HEAD'])).trim();
     new RigEditor(city).add({ name: body.name, path: written, prefix: body.prefix, default_branch: branch });
     await progress('config', `written to city.toml`);
@@ -89,8 +99,7 @@ async function clone(
     });
   } catch (err) {
     rmSync(target, { recursive: true, force: true });
-    const message =
-      err instanceof Problem ? err.detail : ((err as Error).message.split('\n').find((l) => l.trim()) ?? 'git failed');
+    const message = err instanceof Problem ? err.detail : gitFailure((err as Error).message);
     await city.log.append({
       type: 'request.failed',
       actor: 'ctl',
@@ -104,4 +113,19 @@ async function clone(
       },
     });
   }
+}
+
+/**
+ * What went wrong, from git's output: its `fatal:` and `error:` lines (its first lines are progress, such as
+ * "Cloning into '…'…"), else its last line that is not progress or a warning.
+ */
+export function gitFailure(output: string): string {
+  const lines = output
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
+  const errors = lines.filter((l) => /^(fatal|error):/i.test(l));
+  if (errors.length > 0) return errors.join('; ');
+  const rest = lines.filter((l) => !/^(Cloning into |remote: |warning: )/i.test(l));
+  return rest.at(-1) ?? 'git failed without saying why';
 }
