@@ -13,6 +13,7 @@ import { RegisterRoutes } from './generated/routes.js';
 import { serviceProxy } from './service-proxy.js';
 import { sessionStream } from './session-stream.js';
 import { storeProblems } from './store-problems.js';
+import { configWarnings } from './config/config-warnings.js';
 import { agentOutputStream } from './agent-output-stream.js';
 
 /** The controller's HTTP application: the shared conventions, then its city's routes at their public paths. */
@@ -27,6 +28,7 @@ export function createControllerApp(city: CityRuntime, logger: Logger): Koa {
     trustUpstreamRequestId: true,
   });
   app.use(storeProblems());
+  app.use(configWarnings());
   app.use(serveOpenApi());
   app.use(cityScope(city.name));
   app.use(serviceProxy(city));

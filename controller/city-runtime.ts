@@ -203,6 +203,7 @@ export class CityRuntime {
     this.providerEditor = new ProviderEditor({
       configPath: paths.config,
       reload: (next, text) => this.reloadConfig(next, { text }),
+      servicesInUse: () => this.config.services,
     });
   }
 

@@ -10,6 +10,7 @@ import { packCacheRoot, type CityRuntime } from '../city-runtime.js';
 import { ProviderRegistry } from '../providers/provider-registry.js';
 import { TomlTableEditError } from '../toml-table-edit.js';
 import { composeConfig, type ComposedConfig } from './compose.js';
+import { warnConfig } from './config-warnings.js';
 
 /**
  * Edits one of the city's configuration files (`city.toml`, or the root `pack.toml`) the way every mutation
@@ -27,10 +28,11 @@ export function editConfigFile(
   const path = file === 'city.toml' ? city.paths.config : join(city.root, file);
   let text: string;
   let cityText: string;
+  let existing: string[];
   try {
     text = readTomlText(path, file);
     cityText = file === 'city.toml' ? text : readTomlText(city.paths.config, 'city.toml');
-    parseCityConfig(cityText, 'city.toml');
+    existing = brokenServices(cityText);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     throw new Problem(
@@ -51,7 +53,9 @@ export function editConfigFile(
   }
   let candidate: { config: CityConfig; composed: ComposedConfig } | undefined;
   if (file === 'city.toml') {
-    const config = parseCityConfig(out, 'city.toml');
+    let config = parseEdited(out, existing);
+    // Broken service tables are not taken: the services in use (their last good tables) go on as they are.
+    if (existing.length) config = { ...config, services: city.config.services };
     candidate = { config, composed: dryRun(city, config) };
     verify(candidate.composed);
   }
@@ -63,6 +67,44 @@ export function editConfigFile(
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     // Written, but the whole does not resolve (another file broken meanwhile): the watcher records why.
+  }
+  for (const problem of existing) {
+    warnConfig(`city.toml already had a problem this write did not fix: ${problem}; that table stays as it was in use`);
+  }
+}
+
+/**
+ * What is wrong with the `[[service]]` tables of `city.toml` as it is (nothing: []), when that is all that is
+ * wrong: an edit of anything else may go through beside it. Throws the ConfigError of anything else.
+ */
+export function brokenServices(text: string): string[] {
+  try {
+    parseCityConfig(text, 'city.toml');
+    return [];
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    const problems: string[] = [];
+    parseCityConfig(text, 'city.toml', { serviceProblems: problems });
+    return problems;
+  }
+}
+
+/**
+ * `city.toml` as an edit left it, which may keep the service problems it had (`existing`) but add none: a 422
+ * naming the first new one.
+ */
+export function parseEdited(text: string, existing: string[]): CityConfig {
+  const problems: string[] = [];
+  try {
+    const config = parseCityConfig(text, 'city.toml', existing.length ? { serviceProblems: problems } : {});
+    const added = problems.filter((p) => !existing.includes(p));
+    if (added.length) throw new ConfigError(added[0]);
+    return config;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    throw new Problem('validation-failed', `invalid: ${err.message}`, {
+      errors: [{ location: 'body', message: err.message }],
+    });
   }
 }
 

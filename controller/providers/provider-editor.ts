@@ -4,6 +4,8 @@ import { writeFileAtomic } from '../../shared/atomic-write.js';
 import { configReadError, parseCityConfig, type CityConfig } from '../../shared/config/city-config.js';
 import { ConfigError } from '../../shared/config/config-error.js';
 import { readTomlText } from '../../shared/config/toml-file.js';
+import { brokenServices } from '../config/config-file-edit.js';
+import { warnConfig } from '../config/config-warnings.js';
 import type { ErrorDetail } from '../../shared/dto/errors.js';
 import type {
   ProviderCreateInputBody,
@@ -59,6 +61,8 @@ export interface ProviderEditorHost {
   configPath: string;
   /** Takes the configuration just written: providers for the next session start, and the rest for every reader. */
   reload(config: CityConfig, text: string): void;
+  /** The `[[service]]` tables in use (kept when the file's own are broken). */
+  servicesInUse(): CityConfig['services'];
 }
 
 /** `city.toml` as it is on disk now, checked: what an edit starts from. */
@@ -67,6 +71,8 @@ interface Current {
   mode: number;
   config: CityConfig;
   registry: ProviderRegistry;
+  /** What is wrong with its `[[service]]` tables (they are left out of `config`). */
+  problems: string[];
 }
 
 /**
@@ -182,10 +188,12 @@ export class ProviderEditor {
     try {
       const text = readTomlText(path, FILE);
       const { mode } = statSync(path);
-      const config = parseCityConfig(text, FILE);
+      // Broken [[service]] tables alone do not stop an edit of a provider: they are named as warnings.
+      const problems = brokenServices(text);
+      const config = parseCityConfig(text, FILE, { serviceProblems: [] });
       const registry = new ProviderRegistry(config, FILE);
       checkAgents(config, FILE);
-      return { text, mode: mode & 0o7777, config, registry };
+      return { text, mode: mode & 0o7777, config, registry, problems };
     } catch (err) {
       const error =
         err instanceof ConfigError ? err : (err as NodeJS.ErrnoException).code ? configReadError(err, FILE) : undefined;
@@ -231,7 +239,14 @@ export class ProviderEditor {
       throw new Problem('internal', `internal: city.toml was not changed: ${err.message}`);
     }
     writeFileAtomic(this.host.configPath, text, { mode: current.mode });
-    this.host.reload(parseCityConfig(text, this.host.configPath), text);
+    const written = parseCityConfig(text, this.host.configPath, { serviceProblems: [] });
+    // Broken service tables are not taken: the services in use go on as they are.
+    this.host.reload(current.problems.length ? { ...written, services: this.host.servicesInUse() } : written, text);
+    for (const problem of current.problems) {
+      warnConfig(
+        `city.toml already had a problem this write did not fix: ${problem}; that table stays as it was in use`,
+      );
+    }
     return registry;
   }
 

@@ -1,13 +1,12 @@
-import { readFileSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { simpleGit } from 'simple-git';
 import type { CityRigConfig } from '../../shared/config/city-config.js';
-import { AGENT_NAME_PATTERN, parseCityConfig } from '../../shared/config/city-config.js';
-import { ConfigError } from '../../shared/config/config-error.js';
+import { AGENT_NAME_PATTERN } from '../../shared/config/city-config.js';
 import type { GitStatus, RigResponse, RigUpdateInputBody } from '../../shared/dto/rigs.js';
-import { writeFileAtomic } from '../../shared/atomic-write.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { CityRuntime } from '../city-runtime.js';
+import { editConfigFile } from '../config/config-file-edit.js';
 import { appendTable, removeTable, setTableKeys, TomlTableEditError, type TableValue } from '../toml-table-edit.js';
 
 /** A git status that takes longer than this is reported as an error, not waited on. */
@@ -128,27 +127,16 @@ export class RigEditor {
     return path;
   }
 
+  /** Through the city's one edit funnel: checked, composed once, written atomically, taken. */
   private write(edit: (text: string) => string): void {
-    const path = this.city.paths.config;
-    const text = readFileSync(path, 'utf8');
-    let next: string;
-    try {
-      next = edit(text);
-    } catch (err) {
-      if (!(err instanceof TomlTableEditError)) throw err;
-      throw new Problem('conflict-wrong-state', `conflict: city.toml could not be edited safely: ${err.message}`);
-    }
-    let config;
-    try {
-      config = parseCityConfig(next, 'city.toml');
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      throw new Problem('validation-failed', `invalid: ${err.message}`, {
-        errors: [{ location: 'body', message: err.message }],
-      });
-    }
-    writeFileAtomic(path, next, { mode: statSync(path).mode & 0o7777 });
-    this.city.reloadConfig(config);
+    editConfigFile(this.city, 'city.toml', (text) => {
+      try {
+        return edit(text);
+      } catch (err) {
+        if (!(err instanceof TomlTableEditError)) throw err;
+        throw new Problem('conflict-wrong-state', `conflict: city.toml could not be edited safely: ${err.message}`);
+      }
+    });
   }
 }
 

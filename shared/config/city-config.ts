@@ -214,7 +214,15 @@ export function configReadError(err: unknown, path: string): ConfigError {
 }
 
 /** A `city.toml`'s text as configuration; `path` names it in errors. */
-export function parseCityConfig(text: string, path: string): CityConfig {
+export interface ParseOptions {
+  /**
+   * Collects what is wrong with `[[service]]` tables here instead of throwing, leaving those tables out: how an
+   * edit of something else goes through while a service table is broken (it names the problem as a warning).
+   */
+  serviceProblems?: string[];
+}
+
+export function parseCityConfig(text: string, path: string, options: ParseOptions = {}): CityConfig {
   const doc = parseToml(text, path);
   const where = (key: string) => `${path}: ${key}`;
   const workspace = table(doc, 'workspace', where);
@@ -299,14 +307,21 @@ export function parseCityConfig(text: string, path: string): CityConfig {
         : {}),
     });
   }
-  for (const [i, service] of tables(doc, 'service', where).entries()) {
-    cfg.services.push(parseServiceTable(service, (k) => where(`service[${i}].${k}`)));
-  }
+  const serviceProblem = (err: unknown) => {
+    if (!(err instanceof ConfigError) || !options.serviceProblems) throw err;
+    options.serviceProblems.push(err.message);
+  };
   const names = new Set<string>();
-  for (const [i, service] of cfg.services.entries()) {
-    if (names.has(service.name))
-      throw new ConfigError(`${where(`service[${i}].name`)}: ${service.name} is declared twice`);
-    names.add(service.name);
+  for (const [i, service] of tables(doc, 'service', where).entries()) {
+    try {
+      const parsed = parseServiceTable(service, (k) => where(`service[${i}].${k}`));
+      if (names.has(parsed.name))
+        throw new ConfigError(`${where(`service[${i}].name`)}: ${parsed.name} is declared twice`);
+      names.add(parsed.name);
+      cfg.services.push(parsed);
+    } catch (err) {
+      serviceProblem(err);
+    }
   }
   const orders = table(doc, 'orders', where);
   const skip = orders.skip;

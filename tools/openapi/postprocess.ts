@@ -155,6 +155,21 @@ function upgradeOperation(op: Json, method: string, path: string): void {
     );
   }
   declareSharedStatuses(responses, method, path);
+  if (MUTATIONS.has(method) && path.startsWith(PER_CITY)) {
+    for (const [status, response] of Object.entries(responses)) {
+      const r = response as Json;
+      if (r.$ref || !/^2/.test(status)) continue;
+      r.headers = {
+        ...((r.headers) ?? {}),
+        'CTL-Config-Warning': {
+          description:
+            'A problem city.toml already had that this write went through beside, without fixing it (a broken ' +
+            '`[[service]]` table); one header line per problem.',
+          schema: { type: 'string' },
+        },
+      };
+    }
+  }
   for (const [status, response] of Object.entries(responses)) {
     const r = response as Json;
     if (r.$ref) continue; // a components.responses entry, upgraded on its own
