@@ -174,7 +174,9 @@ export async function runConfig(): Promise<void> {
     // 4. API writes to city.toml: each answered once the new configuration is composed, checked and in use.
     const api = served.api;
     const n = CONFIG_WRITES;
-    writes['POST /agents'] = await timedWrites(n, (i) => api.post('/agents', { name: `w${i}`, provider: 'echo' }));
+    writes['POST /agents'] = await timedWrites(n, (i) =>
+      api.post('/agents', { name: `w${i}`, provider: 'echo', min_active_sessions: 0 }),
+    );
     writes['PATCH /agent/{name}'] = await timedWrites(n, (i) =>
       api.patch(`/agent/w${i}`, { description: `agent ${i}` }),
     );
@@ -218,7 +220,7 @@ export async function runConfig(): Promise<void> {
   const writeStats = Object.fromEntries(Object.entries(writes).map(([op, times]) => [op, rounded(summarize(times))]));
   console.log(
     formatTable(
-      `API writes to city.toml (${PACKS} packs × ${AGENTS_PER_PACK} agents, ${RIGS} rigs; answered once in use)`,
+      `API writes to city.toml (${PACKS} packs × ${AGENTS_PER_PACK} agents, ${RIGS} rigs; answered once in use; new agents start no session)`,
       ['operation', 'writes', 'p50', 'p99'],
       Object.entries(writeStats).map(([op, st]) => [op, String(writes[op].length), ms(st.median), ms(st.p99)]),
     ),
