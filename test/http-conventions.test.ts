@@ -1112,7 +1112,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
       for (const [id, method, path] of expected) {
         expect(byId.get(id), id).to.include({ method, path });
       }
-      const stream = byId.get('stream-session')!.op as Json;
+      const stream = byId.get('stream-session')!.op;
       const frames = JSON.stringify((stream.responses as Json)['200']);
       for (const event of ['turn', 'message', 'activity', 'pending', 'pending_cleared', 'heartbeat'])
         expect(frames, event).to.include(`"const":"${event}"`);

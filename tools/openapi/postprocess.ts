@@ -160,7 +160,7 @@ function upgradeOperation(op: Json, method: string, path: string): void {
       const r = response as Json;
       if (r.$ref || !/^2/.test(status)) continue;
       r.headers = {
-        ...((r.headers) ?? {}),
+        ...(r.headers ?? {}),
         'CTL-Config-Warning': {
           description:
             'A problem city.toml already had that this write went through beside, without fixing it (a broken ' +
