@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isAlive } from './helpers/processes.js';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -202,6 +202,42 @@ needs = ["ghost"]
     const cook = await api.post('/formulas/ondisk/cook', {});
     expectProblem(cook, 422, 'validation-failed');
     expect(JSON.stringify(cook.body)).to.include('no step');
+  });
+
+  it('a formula whose nested loops multiply past the limit is refused before it is expanded', async function () {
+    const nested = (outer: number, inner: number) => `
+[[steps]]
+id = "outer"
+title = "Outer"
+[steps.loop]
+count = ${outer}
+[[steps.loop.body]]
+id = "inner"
+title = "Inner"
+[steps.loop.body.loop]
+count = ${inner}
+[[steps.loop.body.loop.body]]
+id = "leaf"
+title = "Leaf"
+`;
+    // Expanding a million steps kept the controller busy for minutes: a status request now answers meanwhile.
+    const [checked, status] = await Promise.all([validate(api, 'huge', nested(1000, 1000)), api.get('/status')]);
+    expect(status.status).to.equal(200);
+    expect(checked.body.valid).to.equal(false);
+    expect(checked.body.errors!.join('\n')).to.include(
+      'step "outer": loop: 1,000 × 1,000 = 1,000,000 iterations of nested loops; the formula expands to ' +
+        '1,001,001 steps, which exceeds the limit of 10,000 steps per formula',
+    );
+    const put = await putFormula(api, 'huge', nested(300, 300), 'text/plain');
+    expect(put.status).to.equal(422);
+    expect(JSON.stringify(put.body)).to.include('300 × 300 = 90,000');
+    // On disk, it is listed with the error and a run of it is a 422.
+    mkdirSync(join(city.dir, 'formulas'), { recursive: true });
+    writeFileSync(join(city.dir, 'formulas', 'huge.toml'), nested(1000, 1000));
+    expectProblem(await api.post('/formulas/huge/cook', {}), 422, 'validation-failed');
+    expectProblem(await api.post('/formulas/huge/preview', {}), 422, 'validation-failed');
+    // Just under the limit is fine.
+    expect((await validate(api, 'big', nested(99, 100))).body).to.deep.equal({ valid: true });
   });
 
   it('preview compiles with the vars — condition decided, loop unrolled — and creates nothing; bad vars are 422', async function () {

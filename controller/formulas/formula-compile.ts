@@ -54,6 +54,13 @@ export type BuiltinVar = (typeof BUILTIN_VARS)[number];
 
 const FALSY = new Set(['', 'false', '0', 'no', 'off']);
 
+/**
+ * The most nodes one formula may compile to. Loops are capped one by one, but nested loops multiply (1000 × 1000
+ * is a million nodes, minutes of one thread): the whole is counted from the definition before anything is
+ * expanded, so no formula a client sends can keep the controller busy for long.
+ */
+export const MAX_COMPILED_NODES = 10_000;
+
 /** Compiles a formula into its graph of nodes, or every error found, each naming the file, step and field. */
 export function compileFormula(
   def: FormulaDef,
@@ -71,6 +78,11 @@ export function compileFormula(
     ...declared,
   };
   checkUniqueIds(def.steps, at);
+  const size = compiledSize(def.steps);
+  if (size.nodes > MAX_COMPILED_NODES) {
+    at(size.where, 'loop', tooLarge(size));
+    return { errors };
+  }
 
   const nodes = new Map<string, GraphNode & { rawNeeds: { key: string; where: string }[] }>();
   // What waits on a step key: the nodes a dependent of it needs; for a dropped step, the keys it needed.
@@ -242,6 +254,56 @@ export function compileFormula(
   };
 }
 
+interface CompiledSize {
+  /** Nodes the steps compile to (condition-dropped steps counted: `validate` keeps them all). */
+  nodes: number;
+  /** The iteration counts of the most multiplying chain of nested loops, outermost first, and where it starts. */
+  chain: number[];
+  where: string;
+}
+
+/** How many nodes these steps compile to, counted without expanding anything. */
+export function compiledSize(steps: StepDef[]): CompiledSize {
+  let nodes = 0;
+  let chain: number[] = [];
+  let where = '';
+  for (const step of steps) {
+    let inner: CompiledSize = { nodes: 0, chain: [], where: '' };
+    let own: number[] = [];
+    if (step.gate) nodes += 1;
+    else if (step.children.length) {
+      inner = compiledSize(step.children);
+      nodes += 1 + inner.nodes;
+      own = inner.chain;
+    } else if (step.loop) {
+      const [from, to] = step.loop.range ?? [1, step.loop.count ?? 1];
+      const iterations = Math.max(0, to - from + 1);
+      inner = compiledSize(step.loop.body);
+      nodes += 1 + iterations * inner.nodes;
+      own = [iterations, ...inner.chain];
+    } else nodes += step.check || step.retry ? 2 : 1;
+    if (product(own) > product(chain)) {
+      chain = own;
+      where = step.loop ? `step "${step.id}"` : inner.where;
+    }
+  }
+  return { nodes, chain, where };
+}
+
+const product = (factors: number[]) => factors.reduce((a, b) => a * b, factors.length ? 1 : 0);
+
+function tooLarge(size: CompiledSize): string {
+  const n = (value: number) => value.toLocaleString('en-US');
+  const loops =
+    size.chain.length > 1
+      ? `${size.chain.map(n).join(' × ')} = ${n(product(size.chain))} iterations of nested loops; `
+      : '';
+  return (
+    `${loops}the formula expands to ${n(size.nodes)} steps, which exceeds the limit of ` +
+    `${n(MAX_COMPILED_NODES)} steps per formula`
+  );
+}
+
 /** The value every var takes: given, else its default; checked against its enum and pattern. */
 function resolveVars(
   def: FormulaDef,
@@ -307,11 +369,17 @@ function topological<T extends { id: string; needs: string[] }>(nodes: T[], cycl
   const byId = new Map(nodes.map((n) => [n.id, n]));
   const pending = new Map(nodes.map((n) => [n.id, n.needs.filter((d) => byId.has(d)).length]));
   const dependents = new Map<string, string[]>();
-  for (const n of nodes) for (const d of n.needs) dependents.set(d, [...(dependents.get(d) ?? []), n.id]);
+  for (const n of nodes) {
+    for (const d of n.needs) {
+      const list = dependents.get(d);
+      if (list) list.push(n.id);
+      else dependents.set(d, [n.id]);
+    }
+  }
   const out: T[] = [];
   const queue = nodes.filter((n) => pending.get(n.id) === 0).map((n) => n.id);
-  while (queue.length) {
-    const id = queue.shift()!;
+  for (let head = 0; head < queue.length; head++) {
+    const id = queue[head];
     out.push(byId.get(id)!);
     for (const next of dependents.get(id) ?? []) {
       const left = pending.get(next)! - 1;
@@ -320,7 +388,8 @@ function topological<T extends { id: string; needs: string[] }>(nodes: T[], cycl
     }
   }
   if (out.length < nodes.length) {
-    const left = new Set(nodes.filter((n) => !out.includes(n)).map((n) => n.id));
+    const placed = new Set(out);
+    const left = new Set(nodes.filter((n) => !placed.has(n)).map((n) => n.id));
     // Walk needs among what is left until a node repeats: that is a cycle.
     let id = [...left][0];
     const path: string[] = [];

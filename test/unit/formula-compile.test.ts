@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { compileFormula, holds } from '../../controller/formulas/formula-compile.js';
+import { compiledSize, compileFormula, holds, MAX_COMPILED_NODES } from '../../controller/formulas/formula-compile.js';
 import { parseFormula } from '../../controller/formulas/formula-file.js';
 
 function compile(text: string, vars: Record<string, string> = {}, mode: 'run' | 'validate' = 'run') {
@@ -154,6 +154,44 @@ gate = { type = "timer" }
     expect(compile('[vars]\ntarget = "x"\n[[steps]]\nid = "a"\ntitle = "A"\n').errors.join('\n')).to.include(
       'var "target": name: is set by the run itself',
     );
+  });
+
+  it('counts the compiled size before expanding: nested loops multiply, children and checks add', function () {
+    const formula = (count: number) => `
+[[steps]]
+id = "a"
+title = "A"
+check = { command = "true" }
+[[steps]]
+id = "g"
+title = "G"
+[[steps.children]]
+id = "c"
+title = "C"
+[[steps]]
+id = "l"
+title = "L"
+[steps.loop]
+count = ${count}
+[[steps.loop.body]]
+id = "m"
+title = "M"
+[steps.loop.body.loop]
+range = "1..${count}"
+[[steps.loop.body.loop.body]]
+id = "x"
+title = "X"
+`;
+    const parsed = parseFormula(formula(3), 'formulas/f.toml', 'f');
+    // a + its check, g + c, l + 3 × (m + 3 × x): 2 + 2 + 1 + 12.
+    expect(compiledSize(parsed.formula!.steps)).to.deep.equal({ nodes: 17, chain: [3, 3], where: 'step "l"' });
+    expect(compile(formula(3)).nodes).to.have.length(17 + 1); // and finalize
+    const huge = compile(formula(200));
+    expect(huge.nodes).to.deep.equal([]);
+    expect(huge.errors).to.deep.equal([
+      'formulas/f.toml: step "l": loop: 200 × 200 = 40,000 iterations of nested loops; the formula expands to ' +
+        `40,205 steps, which exceeds the limit of ${MAX_COMPILED_NODES.toLocaleString('en-US')} steps per formula`,
+    ]);
   });
 
   it('conditions: ==, !=, negation and truthiness', function () {
