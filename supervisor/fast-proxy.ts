@@ -67,7 +67,11 @@ export function fastProxy(o: FastProxyOptions): (req: IncomingMessage, res: Serv
     const url = req.url;
     if (url === undefined || !url.startsWith('/v0/city/')) return false;
     const headers = req.headers;
-    if (headers.origin !== undefined || headers['transfer-encoding'] !== undefined) return false;
+    // A browser's request (Origin, Referer, Sec-Fetch-*) goes the long way: CORS and the cross-origin check.
+    if (headers.origin !== undefined || headers.referer !== undefined || headers['sec-fetch-site'] !== undefined) {
+      return false;
+    }
+    if (headers['transfer-encoding'] !== undefined) return false;
     const length = headers['content-length'];
     if (length !== undefined && !(Number(length) <= MAX_FAST_BODY)) return false;
     const method = req.method ?? 'GET';

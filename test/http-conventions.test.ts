@@ -1071,6 +1071,69 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
     });
   });
 
+  describe('cross-origin mutations', function () {
+    const FOREIGN: Record<string, string>[] = [
+      { Origin: 'http://evil.example' },
+      { Origin: 'null' },
+      { Origin: 'http://localhost:3000' },
+      { 'Sec-Fetch-Site': 'cross-site' },
+      { Referer: 'http://evil.example/page' },
+    ];
+
+    it('every mutation naming a foreign origin answers 403 cross_origin, svc/* too, and changes nothing', async function () {
+      const failures: string[] = [];
+      const paths = [...mutationsOf(doc), { method: 'post', path: '/v0/city/{cityName}/svc/anything' }];
+      for (const { method, path } of paths) {
+        for (const foreign of FOREIGN) {
+          const target = fill(path, CITY);
+          const reply = await call(sup.port, method.toUpperCase(), target, {
+            headers: { ...CSRF, ...foreign, 'Content-Type': 'application/json' },
+            body: '{}',
+          });
+          if (reply.status !== 403 || !String(reply.body?.detail).startsWith('cross_origin: ')) {
+            failures.push(`${method} ${target} ${JSON.stringify(foreign)}: ${describeReply(reply)}`);
+          }
+        }
+      }
+      expect(failures).to.deep.equal([]);
+      // Nothing was created.
+      const cities = await call(sup.port, 'GET', '/v0/cities');
+      expect((cities.body!.items as Json[]).map((c) => c.name)).to.deep.equal([CITY]);
+    });
+
+    it("the API's own origin passes, and a request without browser headers is unaffected", async function () {
+      const own = `http://127.0.0.1:${sup.port}`;
+      for (const headers of [
+        { Origin: own },
+        { Origin: own, 'Sec-Fetch-Site': 'same-origin' },
+        { Referer: `${own}/ui/` },
+        { 'Sec-Fetch-Site': 'none' },
+        {},
+      ]) {
+        const reply = await call(sup.port, 'POST', `/v0/city/${CITY}/beads`, {
+          headers: { ...CSRF, ...headers, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ title: 'same origin' }),
+        });
+        expect(reply.status, `${JSON.stringify(headers)}: ${describeReply(reply)}`).to.equal(201);
+      }
+      // A read from another origin is still served (CORS decides what its page may see).
+      const read = await call(sup.port, 'GET', `/v0/city/${CITY}/status`, {
+        headers: { Origin: 'http://evil.example' },
+      });
+      expect(read.status).to.equal(200);
+    });
+
+    it('the 403 is declared on every mutation', function () {
+      const missing = mutationsOf(doc)
+        .filter(
+          ({ op }) =>
+            !String(resolveRef(doc, (op.responses as Json)['403'] ?? {})?.description).includes('cross_origin'),
+        )
+        .map(({ method, path }) => `${method} ${path}`);
+      expect(missing).to.deep.equal([]);
+    });
+  });
+
   describe('the OpenAPI document', function () {
     it('is OpenAPI 3.1.0 and valid', async function () {
       expect(doc.openapi).to.equal('3.1.0');
@@ -1208,6 +1271,20 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
         const reply = await call(port, 'GET', '/v0/city/%zz/status');
         expect([400, 404], describeReply(reply)).to.include(reply.status);
         expectProblem(reply, reply.status);
+      });
+
+      it('refuses a cross-origin mutation and serves its own origin', async function () {
+        const foreign = await call(port, 'POST', '/v0/city/solo/beads', {
+          headers: { ...CSRF, Origin: 'http://evil.example', 'Content-Type': 'application/json' },
+          body: JSON.stringify({ title: 'x' }),
+        });
+        expectProblem(foreign, 403, 'forbidden');
+        expect(foreign.body!.detail).to.match(/^cross_origin: /);
+        const own = await call(port, 'POST', '/v0/city/solo/beads', {
+          headers: { ...CSRF, Origin: `http://127.0.0.1:${port}`, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ title: 'x' }),
+        });
+        expect(own.status, describeReply(own)).to.equal(201);
       });
 
       it('applies the same conventions: CSRF on every mutation, request ids, 404s, Host check', async function () {

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { cors } from './cors.js';
 import { hostGuard } from './host-guard.js';
 import { mutationGuard } from './mutation-guard.js';
+import { originGuard } from './origin-guard.js';
 import { problems } from './problems.js';
 import { requestId } from './request-id.js';
 
@@ -22,7 +23,7 @@ export interface HttpConventions {
 /**
  * A Koa application with the conventions both processes share, in the order they must run: the request id
  * first (so every response has it), then the problem handler (so everything after it fails as problem+json),
- * then the Host check, CORS and the mutation guard. Callers add body parsing and routes after these.
+ * then the Host check, CORS, the cross-origin refusal and the mutation guard. Callers add body parsing and routes after these.
  */
 export function createApp(conventions: HttpConventions): Koa {
   const app = new Koa();
@@ -41,6 +42,7 @@ export function createApp(conventions: HttpConventions): Koa {
   app.use(problems(conventions.logger));
   app.use(hostGuard(conventions.allowedHosts));
   app.use(cors(conventions.allowedOrigins));
+  app.use(originGuard(conventions.allowedOrigins));
   app.use(mutationGuard({ readOnly: conventions.readOnly }));
   return app;
 }

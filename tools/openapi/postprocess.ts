@@ -50,7 +50,9 @@ export function postprocess(input: Json, options: PostprocessOptions = {}): Json
       name: 'X-CTL-Request',
       in: 'header',
       required: true,
-      description: 'Anti-CSRF guard: any non-empty value. Mutations without it answer 403 `csrf: …`.',
+      description:
+        'Anti-CSRF guard: any non-empty value. Mutations without it answer 403 `csrf: …`; one a browser sends ' +
+        'from a page of another origin answers 403 `cross_origin: …` even with it.',
       schema: { type: 'string', minLength: 1 },
     },
   };
@@ -149,7 +151,9 @@ function upgradeOperation(op: Json, method: string, path: string): void {
     responses['403'] ??= problemResponse(
       MUTATIONS.has(method)
         ? 'Forbidden: `forbidden:` an account the same-user rule refuses (no token), or a read-only token; ' +
-            '`csrf:` without X-CTL-Request; `read_only:` on a read-only server'
+            '`csrf:` without X-CTL-Request; `cross_origin:` from a browser page of another origin (an `Origin` ' +
+            "other than the API's own, `Origin: null`, `Sec-Fetch-Site: cross-site`, or a foreign `Referer`); " +
+            '`read_only:` on a read-only server'
         : 'Forbidden: `forbidden:` the connection’s account is neither the supervisor’s user nor one ' +
             '`allow_users`/`allow_groups` names, and no token was sent',
     );
