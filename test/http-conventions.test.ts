@@ -1098,7 +1098,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
       expect(failures).to.deep.equal([]);
       // Nothing was created.
       const cities = await call(sup.port, 'GET', '/v0/cities');
-      expect((cities.body!.items as Json[]).map((c) => c.name)).to.deep.equal([CITY]);
+      expect((cities.body!.items as Json[]).map((c) => c.name as string)).to.deep.equal([CITY]);
     });
 
     it("the API's own origin passes, and a request without browser headers is unaffected", async function () {
