@@ -1103,7 +1103,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
 
     it("the API's own origin passes, and a request without browser headers is unaffected", async function () {
       const own = `http://127.0.0.1:${sup.port}`;
-      for (const headers of [
+      for (const headers of <Record<string, string>[]>[
         { Origin: own },
         { Origin: own, 'Sec-Fetch-Site': 'same-origin' },
         { Referer: `${own}/ui/` },

@@ -107,6 +107,49 @@ describe('rigs (real git repositories)', function () {
     expectProblem(await api.get('/rig/nope'), 404, 'rig-not-found');
   });
 
+  it('refuses rig paths the placement rules forbid and clone URLs the source policy refuses, naming the rule', async function () {
+    const { api, sup } = city;
+    const refused = async (body: Record<string, string>, field: string, text: string) => {
+      const reply = await api.post('/rigs', { name: 'bad', ...body });
+      expectProblem(reply, 422, 'validation-failed');
+      const problem = reply.body as { detail: string; errors: { location: string }[] };
+      expect(problem.errors[0].location, JSON.stringify(body)).to.equal(`body.${field}`);
+      expect(problem.detail, JSON.stringify(body)).to.include(text);
+    };
+    await refused({ path: '/' }, 'path', '(rule: system_directory)');
+    await refused({ path: '/etc' }, 'path', '(rule: system_directory)');
+    await refused({ path: '/proc/self' }, 'path', '(rule: system_directory)');
+    await refused({ path: '../../..' }, 'path', '(rule: escapes_city)');
+    await refused({ path: 'rigs/../../elsewhere' }, 'path', '(rule: escapes_city)');
+    await refused({ path: sup.root }, 'path', '(rule: home_directory)'); // the controller's $HOME
+    await refused({ path: sup.home }, 'path', '(rule: ctl_home)');
+    await refused({ path: city.dir }, 'path', '(rule: contains_city)');
+    mkdirSync(join(city.dir, '.ctl', 'inside'), { recursive: true });
+    await refused({ path: '.ctl/inside' }, 'path', '(rule: inside_city)');
+    // A clone's target too, before anything is cloned.
+    await refused({ git_url: `file://${repos.origin}`, path: '/etc/x' }, 'path', '(rule: system_directory)');
+    await refused({ git_url: `file://${repos.origin}`, path: '../out' }, 'path', '(rule: escapes_city)');
+
+    await refused({ git_url: 'http://169.254.169.254/x.git' }, 'git_url', 'link-local');
+    await refused({ git_url: 'http://10.1.2.3/x.git' }, 'git_url', 'in a private range');
+    await refused({ git_url: 'https://[fd00::1]/x.git' }, 'git_url', 'unique-local');
+    await refused({ git_url: '-uevil@host:x' }, 'git_url', 'may not begin with "-"');
+    await refused({ git_url: '--upload-pack=touch /tmp/x' }, 'git_url', 'may not begin with "-"');
+    await refused({ git_url: 'ssh://-oProxyCommand=x/y.git' }, 'git_url', 'begins with "-"');
+    await refused({ git_url: 'me@-oProxy:y.git' }, 'git_url', 'begins with "-"');
+    // The machine's [packs] policy is the one pack sources meet: file:// off refuses a file:// clone.
+    const config = join(sup.home, 'supervisor.toml');
+    const before = readFileSync(config, 'utf8');
+    writeFileSync(config, `${before}\n[packs]\nallow_file_sources = false\n`);
+    try {
+      await refused({ git_url: `file://${repos.origin}` }, 'git_url', 'file:// pack sources are disabled');
+    } finally {
+      writeFileSync(config, before);
+    }
+    expect((await api.get<{ items: Rig[] }>('/rigs')).body.items.map((r) => r.name)).to.not.include('bad');
+    expect(existsSync(join(city.dir, 'rigs', 'bad'))).to.equal(false);
+  });
+
   it('suspend, resume, patch and delete edit its table; the CLI speaks for them', async function () {
     const { api, sup } = city;
     const ctl = (...args: string[]) => sup.ctl(['--city', 'rigged', ...args]);

@@ -90,10 +90,14 @@ export class RigsRoutes extends Controller {
   @SuccessResponse(201, 'Created')
   @Response<RigCreateResponseBody>(202, 'Accepted: cloning')
   @Response<ErrorModel>(409, 'A rig of that name exists (or is being cloned)')
-  @Response<ErrorModel>(422, 'A bad name, a path that is not an existing directory, a bad git_url')
+  @Response<ErrorModel>(
+    422,
+    'A bad name; a path that is not an existing directory or breaks a placement rule (named); a git_url that is ' +
+      'not one, could be taken for an option, or the source policy refuses (a private address)',
+  )
   public async createRig(@Path() cityName: string, @Body() body: RigCreateInputBody): Promise<RigCreateResponseBody> {
     if (body.git_url !== undefined) {
-      const accepted = startClone(this.city, { ...body, git_url: body.git_url });
+      const accepted = await startClone(this.city, { ...body, git_url: body.git_url });
       this.setStatus(202);
       return accepted;
     }
@@ -102,7 +106,7 @@ export class RigsRoutes extends Controller {
         errors: [{ location: 'body.path', message: 'an existing directory (path) or a repository to clone (git_url)' }],
       });
     }
-    const rig = new RigEditor(this.city).add({ ...body, path: body.path });
+    const rig = await new RigEditor(this.city).add({ ...body, path: body.path });
     this.setStatus(201);
     return {
       status: 'created',
@@ -127,13 +131,13 @@ export class RigsRoutes extends Controller {
    * @summary Update a rig
    */
   @Patch('rig/{name}')
-  @Response<ErrorModel>(422, 'A path that is not an existing directory')
+  @Response<ErrorModel>(422, 'A path that is not an existing directory, or breaks a placement rule (named)')
   public async updateRig(
     @Path() cityName: string,
     @Path() name: string,
     @Body() body: RigUpdateInputBody,
   ): Promise<RigResponse> {
-    return rigResponse(this.city, new RigEditor(this.city).update(name, body), false);
+    return rigResponse(this.city, await new RigEditor(this.city).update(name, body), false);
   }
 
   /**
@@ -154,7 +158,7 @@ export class RigsRoutes extends Controller {
    */
   @Post('rig/{name}/suspend')
   public async suspendRig(@Path() cityName: string, @Path() name: string): Promise<RigResponse> {
-    return rigResponse(this.city, new RigEditor(this.city).update(name, { suspended: true }), false);
+    return rigResponse(this.city, await new RigEditor(this.city).update(name, { suspended: true }), false);
   }
 
   /**
@@ -163,7 +167,7 @@ export class RigsRoutes extends Controller {
    */
   @Post('rig/{name}/resume')
   public async resumeRig(@Path() cityName: string, @Path() name: string): Promise<RigResponse> {
-    return rigResponse(this.city, new RigEditor(this.city).update(name, { suspended: false }), false);
+    return rigResponse(this.city, await new RigEditor(this.city).update(name, { suspended: false }), false);
   }
 
   /**

@@ -1,9 +1,7 @@
 import { BINDING_PATTERN, type PackImport } from '../../shared/config/city-config.js';
 import { ConfigError } from '../../shared/config/config-error.js';
-import { readSupervisorConfig } from '../../shared/config/supervisor-config.js';
 import type { PackAddInputBody, PackAddResponseBody, PackResponse } from '../../shared/dto/packs.js';
 import { Problem } from '../../shared/http/problem.js';
-import { ctlHome, homePaths } from '../../shared/paths.js';
 import { agentDirectories } from '../agents/agent-catalog.js';
 import { packCacheRoot, type CityRuntime } from '../city-runtime.js';
 import { editConfigFile } from '../config/config-file-edit.js';
@@ -13,6 +11,7 @@ import { readPackFile } from './pack-file.js';
 import {
   bindingFor,
   checkSourceAllowed,
+  machineSourcePolicy,
   parsePackSource,
   PackSourceError,
   type PackSourcePolicy,
@@ -208,7 +207,7 @@ export class PackEditor {
   }
 
   private policy(): PackSourcePolicy {
-    return readSupervisorConfig(homePaths(ctlHome()).config).packs;
+    return machineSourcePolicy();
   }
 }
 

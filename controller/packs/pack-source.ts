@@ -2,6 +2,8 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { readSupervisorConfig } from '../../shared/config/supervisor-config.js';
+import { ctlHome, homePaths } from '../../shared/paths.js';
 
 /** Where a pack comes from: a directory used in place, or a git repository fetched into the cache. */
 export type PackSource =
@@ -77,6 +79,11 @@ export interface PackSourcePolicy {
   allowPrivateNetworks: boolean;
   /** Hosts allowed whatever their address. */
   allowedHosts: string[];
+}
+
+/** The machine's policy: `[packs]` of `$CTL_HOME/supervisor.toml`, read now (an edit applies at the next fetch). */
+export function machineSourcePolicy(): PackSourcePolicy {
+  return readSupervisorConfig(homePaths(ctlHome()).config).packs;
 }
 
 export const DEFAULT_PACK_POLICY: PackSourcePolicy = { allowFile: true, allowPrivateNetworks: false, allowedHosts: [] };

@@ -1,10 +1,11 @@
 import { existsSync, readdirSync, rmSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { simpleGit } from 'simple-git';
 import type { RigCreateInputBody, RigCreateResponseBody } from '../../shared/dto/rigs.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { CityRuntime } from '../city-runtime.js';
+import { checkSourceAllowed, machineSourcePolicy, PackSourceError, parsePackSource } from '../packs/pack-source.js';
+import { checkRigPath } from './rig-placement.js';
 import { RigEditor } from './rigs.js';
 
 /** URL schemes a rig is cloned from. */
@@ -21,33 +22,64 @@ const cloning = new Set<string>();
  * git reports its phases, then — the rig written to city.toml with the branch it checked out — exactly one
  * `request.result.rig.create`, or `request.failed` (the half-made directory removed).
  */
-export function startClone(city: CityRuntime, body: RigCreateInputBody & { git_url: string }): RigCreateResponseBody {
+export async function startClone(
+  city: CityRuntime,
+  body: RigCreateInputBody & { git_url: string },
+): Promise<RigCreateResponseBody> {
   const editor = new RigEditor(city);
   editor.checkNew(body.name);
   if (cloning.has(body.name)) throw new Problem('conflict-wrong-state', `conflict: rig ${body.name} is being cloned`);
-  if (!SCHEMES.test(body.git_url) && !/^[\w.-]+@[\w.-]+:/.test(body.git_url)) {
-    throw new Problem('validation-failed', `invalid: git_url ${JSON.stringify(body.git_url)} is not a git URL`, {
-      errors: [
-        {
-          location: 'body.git_url',
-          message: 'an https, http, ssh, git or file URL (or user@host:path)',
-          value: body.git_url,
-        },
-      ],
-    });
-  }
+  await checkGitUrl(body.git_url, city.root);
   const written = body.path ?? `rigs/${body.name}`;
-  const target = isAbsolute(written) ? written : resolve(city.root, written);
+  const target = (await checkRigPath(written, city.root, { mustExist: false })).path;
   if (existsSync(target) && readdirSync(target).length > 0) {
     throw new Problem('validation-failed', `invalid: ${target} exists and is not empty`, {
       errors: [{ location: 'body.path', message: `${target} exists and is not empty`, value: written }],
     });
   }
+  if (cloning.has(body.name)) throw new Problem('conflict-wrong-state', `conflict: rig ${body.name} is being cloned`);
   const requestId = body.request_id ?? `req-${randomBytes(12).toString('hex')}`;
   const cursor = city.log.head();
   cloning.add(body.name);
   void clone(city, body, written, target, requestId).finally(() => cloning.delete(body.name));
   return { status: 'accepted', rig: body.name, request_id: requestId, event_cursor: String(cursor) };
+}
+
+/**
+ * A git URL a rig may be cloned from: an https, http, ssh, git or file URL (or user@host:path), never one git could
+ * take for an option, checked against the machine's pack source policy (`[packs]` of supervisor.toml: no private,
+ * link-local, carrier-grade NAT or unique-local address after DNS unless allowed; `file://` when allowed) — the clone
+ * is made by the controller and must not become a way to reach the machine's networks. A 422 naming the rule.
+ */
+async function checkGitUrl(url: string, cityRoot: string): Promise<void> {
+  const refuse = (message: string): never => {
+    throw new Problem('validation-failed', `invalid: git_url ${JSON.stringify(url)}: ${message}`, {
+      errors: [{ location: 'body.git_url', message, value: url }],
+    });
+  };
+  if (url.startsWith('-')) refuse('a URL may not begin with "-" (git would take it for an option)');
+  // A control character or space has no place in a URL, and a newline could end a line of git's config.
+  // eslint-disable-next-line no-control-regex
+  if (/[\s\x00-\x1f\x7f]/.test(url)) refuse('a URL may not contain spaces or control characters');
+  if (!SCHEMES.test(url) && !/^[\w.-]+@[\w.-]+:/.test(url)) {
+    refuse('not a git URL: an https, http, ssh, git or file URL (or user@host:path)');
+  }
+  let source;
+  try {
+    source = parsePackSource(url, cityRoot);
+  } catch (err) {
+    if (err instanceof PackSourceError) refuse(err.message);
+    throw err;
+  }
+  if (source.kind === 'git' && source.host?.startsWith('-')) {
+    refuse(`the host ${source.host} begins with "-" (ssh would take it for an option)`);
+  }
+  try {
+    await checkSourceAllowed(source, machineSourcePolicy());
+  } catch (err) {
+    if (err instanceof PackSourceError) refuse(`refused by the machine's source policy: ${err.message}`);
+    throw err;
+  }
 }
 
 async function clone(
@@ -77,6 +109,8 @@ async function clone(
         void progress('clone', `${stage} ${percent}%`);
       },
     });
+    // Neither is taken for an option: the URL was refused if it began with "-", the target is an absolute path.
+    // (No `--`: simple-git's progress plugin appends `--progress` after the arguments given.)
     await git.clone(body.git_url, target, body.default_branch ? ['--branch', body.default_branch] : []);
     // An empty repository clones "successfully" (with a warning), leaving nothing to check out or name a branch.
     const head = await simpleGit(target)
@@ -89,7 +123,7 @@ async function clone(
       );
     }
     const branch = body.default_branch ?? (await simpleGit(target).revparse(['--abbrev-ref', 'HEAD'])).trim();
-    new RigEditor(city).add({ name: body.name, path: written, prefix: body.prefix, default_branch: branch });
+    await new RigEditor(city).add({ name: body.name, path: written, prefix: body.prefix, default_branch: branch });
     await progress('config', `written to city.toml`);
     await city.log.append({
       type: 'request.result.rig.create',

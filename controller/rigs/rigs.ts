@@ -5,6 +5,7 @@ import type { CityRigConfig } from '../../shared/config/city-config.js';
 import { AGENT_NAME_PATTERN } from '../../shared/config/city-config.js';
 import type { GitStatus, RigResponse, RigUpdateInputBody } from '../../shared/dto/rigs.js';
 import { Problem } from '../../shared/http/problem.js';
+import { checkRigPath } from './rig-placement.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { editConfigFile } from '../config/config-file-edit.js';
 import { appendTable, removeTable, setTableKeys, TomlTableEditError, type TableValue } from '../toml-table-edit.js';
@@ -81,9 +82,10 @@ export class RigEditor {
   }
 
   /** Adds a rig for an existing directory. */
-  add(body: { name: string; path: string; prefix?: string; default_branch?: string }): CityRigConfig {
+  async add(body: { name: string; path: string; prefix?: string; default_branch?: string }): Promise<CityRigConfig> {
     this.checkNew(body.name);
-    const path = this.checkedPath(body.path);
+    const path = await this.checkedPath(body.path);
+    this.checkNew(body.name);
     if (body.prefix) checkPrefix(body.prefix);
     const fields: Record<string, TableValue> = { name: body.name, path };
     if (body.prefix) fields.prefix = body.prefix;
@@ -92,10 +94,11 @@ export class RigEditor {
     return rigOrProblem(this.city, body.name);
   }
 
-  update(name: string, body: RigUpdateInputBody): CityRigConfig {
-    const index = this.indexOf(name);
+  async update(name: string, body: RigUpdateInputBody): Promise<CityRigConfig> {
+    this.indexOf(name);
     const keys: Record<string, TableValue | undefined> = {};
-    if (body.path !== undefined) keys.path = this.checkedPath(body.path);
+    if (body.path !== undefined) keys.path = await this.checkedPath(body.path);
+    const index = this.indexOf(name);
     if (body.prefix) checkPrefix(body.prefix);
     if (body.prefix !== undefined) keys.prefix = body.prefix || undefined;
     if (body.default_branch !== undefined) keys.default_branch = body.default_branch || undefined;
@@ -119,11 +122,13 @@ export class RigEditor {
     return this.city.config.rigs.findIndex((r) => r.name === name);
   }
 
-  /** The path as it is written: kept as given (relative to the city, or absolute); it must be a directory. */
-  private checkedPath(path: string): string {
+  /**
+   * The path as it is written: kept as given (relative to the city, or absolute); it must be an existing directory
+   * where a rig may be (`checkRigPath`: the placement rules).
+   */
+  private async checkedPath(path: string): Promise<string> {
     if (path.trim() === '') invalid('path', 'path is required (an existing directory)', path);
-    const absolute = isAbsolute(path) ? path : resolve(this.city.root, path);
-    if (!isDirectory(absolute)) invalid('path', `${absolute} is not an existing directory`, path);
+    await checkRigPath(path, this.city.root, { mustExist: true });
     return path;
   }
 

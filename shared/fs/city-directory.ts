@@ -17,7 +17,11 @@ export type DirectoryRule =
   | 'not_accessible'
   | 'not_writable'
   | 'not_a_city'
-  | 'unresponsive';
+  | 'unresponsive'
+  /** A rig's path: a person's home directory itself. */
+  | 'home_directory'
+  /** A rig's relative path whose `..` leads out of its city. */
+  | 'escapes_city';
 
 /** A directory that may not be used for a city, and the rule that says so. */
 export class DirectoryRefused extends Error {
@@ -50,7 +54,7 @@ const SYSTEM_DIRECTORIES = new Set([
 const PATH_MAX = 4096;
 const NAME_MAX = 255;
 
-function isWithin(path: string, ancestor: string): boolean {
+export function isWithin(path: string, ancestor: string): boolean {
   return ancestor === sep ? path !== sep : path.startsWith(ancestor + sep);
 }
 
@@ -182,12 +186,7 @@ export interface KnownCity {
  * its `.ctl/`); not an ancestor of one. `self` is a city's own path (register again, rename), which is allowed.
  */
 export function checkPlacement(path: string, home: string, cities: KnownCity[], self?: string): void {
-  if (path === home || isWithin(path, home)) {
-    throw new DirectoryRefused('ctl_home', `${path} is the supervisor's home ($CTL_HOME ${home}) or inside it`);
-  }
-  if (isWithin(home, path)) {
-    throw new DirectoryRefused('ctl_home', `${path} contains the supervisor's home ($CTL_HOME ${home})`);
-  }
+  checkHome(path, home);
   for (const city of cities) {
     if (city.path === self) continue;
     if (isWithin(path, city.path)) {
@@ -200,5 +199,15 @@ export function checkPlacement(path: string, home: string, cities: KnownCity[], 
     if (isWithin(city.path, path)) {
       throw new DirectoryRefused('contains_city', `${path} contains city ${city.name} (${city.path})`);
     }
+  }
+}
+
+/** Not `$CTL_HOME`, inside it or around it. */
+export function checkHome(path: string, home: string): void {
+  if (path === home || isWithin(path, home)) {
+    throw new DirectoryRefused('ctl_home', `${path} is the supervisor's home ($CTL_HOME ${home}) or inside it`);
+  }
+  if (isWithin(home, path)) {
+    throw new DirectoryRefused('ctl_home', `${path} contains the supervisor's home ($CTL_HOME ${home})`);
   }
 }
