@@ -240,10 +240,10 @@ export class CityRuntime {
   }
 
   /** The `formulas/` or `orders/` directories of the city's imported packs (not its rigs'), by binding. */
-  packDirs(kind: 'formulas' | 'orders'): { binding: string; dir: string }[] {
+  packDirs(kind: 'formulas' | 'orders'): { binding: string; dir: string; root: string }[] {
     return this.loaded.composed.packs
       .filter((p) => p.dir !== undefined && p.rig === undefined)
-      .map((p) => ({ binding: p.binding, dir: join(p.dir!, kind) }));
+      .map((p) => ({ binding: p.binding, dir: join(p.dir!, kind), root: p.dir! }));
   }
 
   /** `city.toml` as it is on disk now. */

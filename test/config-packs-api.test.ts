@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { expectProblem } from './helpers/city-api.js';
@@ -380,5 +380,77 @@ describe('config, packs and patches (real git, real files)', function () {
     expect(explained.some((l) => /^review\.lint\s+pack-derived\s+/.test(l))).to.equal(true);
     const valid = expectSuccess(await city.sup.ctl(['--city', 'packed', 'config', 'validate']));
     expect(valid[0]).to.match(/^valid/);
+  });
+  it('a symbolic link leading out of a pack, a rig or the city is skipped, never read, and named by validate', async function () {
+    const { api } = city;
+    // A file outside every tree that would pass for a formula, an order and a prompt.
+    const secret = join(root, 'secret.txt');
+    writeFileSync(secret, 'formula = "stolen"\n\n[[steps]]\nid = "a"\ntitle = "SECRET-CONTENT"\n');
+    // A git pack with an absolute link, a relative link that stays inside, and links from an order and a prompt.
+    const leaky = join(root, 'leaky');
+    mkdirSync(join(leaky, 'formulas'), { recursive: true });
+    mkdirSync(join(leaky, 'shared'));
+    mkdirSync(join(leaky, 'orders'));
+    mkdirSync(join(leaky, 'agents', 'spy'), { recursive: true });
+    writeFileSync(join(leaky, 'pack.toml'), '[pack]\nname = "leaky"\n');
+    writeFileSync(join(leaky, 'shared', 'kept.toml'), 'formula = "kept"\n\n[[steps]]\nid = "a"\ntitle = "Kept"\n');
+    symlinkSync('../shared/kept.toml', join(leaky, 'formulas', 'kept.toml'));
+    symlinkSync(secret, join(leaky, 'formulas', 'passwd.toml'));
+    symlinkSync(secret, join(leaky, 'orders', 'leak.toml'));
+    writeFileSync(join(leaky, 'agents', 'spy', 'agent.toml'), 'provider = "echo"\nmin_active_sessions = 0\n');
+    symlinkSync(secret, join(leaky, 'agents', 'spy', 'prompt.md'));
+    git(leaky, 'init', '-q', '-b', 'main');
+    git(leaky, 'add', '.');
+    git(leaky, 'commit', '-q', '-m', 'links');
+    // A local-directory pack with a relative ../ link out of it.
+    const loose = join(root, 'loose');
+    mkdirSync(join(loose, 'formulas'), { recursive: true });
+    writeFileSync(join(loose, 'pack.toml'), '[pack]\nname = "loose"\n');
+    symlinkSync('../../secret.txt', join(loose, 'formulas', 'relative.toml'));
+    // The city's own formulas/ and a rig's.
+    mkdirSync(join(city.dir, 'formulas'), { recursive: true });
+    symlinkSync(secret, join(city.dir, 'formulas', 'citylink.toml'));
+    mkdirSync(join(root, 'web', 'formulas'), { recursive: true });
+    symlinkSync(secret, join(root, 'web', 'formulas', 'riglink.toml'));
+    try {
+      expect((await api.post('/packs', { source: `file://${leaky}` })).status).to.equal(201);
+      expect((await api.post('/packs', { source: loose })).status).to.equal(201);
+
+      const listed = await api.get<{ items: { name: string }[] }>('/formulas?limit=1000');
+      const names = listed.body.items.map((f) => f.name);
+      expect(names).to.include('kept');
+      expect(names).to.not.include.members(['passwd', 'relative', 'citylink', 'riglink', 'stolen']);
+      expect((await api.get<{ source: string }>('/formulas/leaky.kept/source')).body.source).to.include('Kept');
+      for (const name of ['passwd', 'leaky.passwd', 'relative', 'loose.relative', 'citylink', 'riglink']) {
+        const reply = await api.get(`/formulas/${name}/source`);
+        expectProblem(reply, 404, 'formula-not-found');
+      }
+      const orders = (await api.get<{ orders: { name: string }[] }>('/orders')).body.orders.map((o) => o.name);
+      expect(orders).to.not.include('leaky.leak');
+      const agents = (await api.get<{ items: Agent[] }>('/agents')).body.items.map((a) => a.name);
+      expect(agents).to.not.include('leaky.spy');
+
+      const validated = (await api.get<Validate>('/config/validate')).body;
+      const warned = validated.warnings.map((w) => `${w.file} ${w.message}`).join('\n');
+      for (const file of [
+        'formulas/citylink.toml',
+        'riglink.toml',
+        'relative.toml',
+        'passwd.toml',
+        'pack:leaky/orders/leak.toml',
+        'pack:leaky/agents/spy/prompt.md',
+      ]) {
+        expect(warned, file).to.match(new RegExp(`${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.*leading out of`));
+      }
+      // Nothing of the file was ever served.
+      for (const path of ['/formulas?limit=1000', '/config/validate', '/orders', '/agents', '/config/explain']) {
+        expect(JSON.stringify((await api.get(path)).body), path).to.not.include('SECRET-CONTENT');
+      }
+    } finally {
+      await api.del('/packs/leaky');
+      await api.del('/packs/loose');
+      rmSync(join(city.dir, 'formulas', 'citylink.toml'), { force: true });
+      rmSync(join(root, 'web', 'formulas'), { recursive: true, force: true });
+    }
   });
 });

@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { isAbsolute, join, resolve } from 'node:path';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import { parseToml } from '../../shared/config/toml-syntax.js';
 import { parseAgentTable, type CityAgentConfig, type CityConfig } from '../../shared/config/city-config.js';
 import { ConfigError } from '../../shared/config/config-error.js';
-import { readTomlText } from '../../shared/config/toml-file.js';
+import { MAX_TOML_BYTES, tooLarge } from '../../shared/config/toml-file.js';
+import { OutsideTree, outsideTree, readWithin } from '../../shared/fs/within.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 
 /** One agent as the controller runs it: its declaration, resolved against the city's providers and agents. */
@@ -40,15 +41,17 @@ const PROMPT_FILES: [string, boolean][] = [
  * (its `agent.toml`, optional, and its `prompt.md` or `prompt.template.md`). Throws a ConfigError naming the
  * file and key of anything malformed.
  */
-export function declaredAgents(root: string, config: CityConfig): CityAgentConfig[] {
-  return [...config.agents, ...agentDirectories(root, '')];
+export function declaredAgents(root: string, config: CityConfig, skipped?: string[]): CityAgentConfig[] {
+  return [...config.agents, ...agentDirectories(root, '', skipped)];
 }
 
 /**
  * The agents of a directory's `agents/<name>/` subdirectories (a city's, or a pack's); `label` goes before
- * their file names in `source` and in errors (`pack:review/`).
+ * their file names in `source` and in errors (`pack:review/`). An agent any of whose files (its directory, its
+ * agent.toml, its prompt) a symbolic link leads out of `root` is skipped, never read, and named in `skipped`.
  */
-export function agentDirectories(root: string, label: string): CityAgentConfig[] {
+export function agentDirectories(root: string, label: string, skipped: string[] = []): CityAgentConfig[] {
+  const what = label ? `pack ${label.replace(/^pack:|\/$/g, '')}` : 'the city';
   const agents: CityAgentConfig[] = [];
   const dir = join(root, 'agents');
   let names: string[];
@@ -62,9 +65,23 @@ export function agentDirectories(root: string, label: string): CityAgentConfig[]
     if (name.startsWith('.') || !statSync(home, { throwIfNoEntry: false })?.isDirectory()) continue;
     const source = `${label}agents/${name}/${AGENT_FILE}`;
     const file = join(home, AGENT_FILE);
+    const outside = [home, file, ...PROMPT_FILES.map(([f]) => join(home, f))].find((path) =>
+      outsideTree(path, root, what),
+    );
+    if (outside !== undefined) {
+      skipped.push(`${label}${relative(root, outside)}: ${outsideTree(outside, root, what)!} (agent ${name} skipped)`);
+      continue;
+    }
     let table: Record<string, unknown> = {};
     if (existsSync(file)) {
-      table = parseToml(readTomlText(file, source), source);
+      const size = statSync(file).size;
+      if (size > MAX_TOML_BYTES) throw tooLarge(source, size);
+      try {
+        table = parseToml(readWithin(file, root, what), source);
+      } catch (err) {
+        if (err instanceof OutsideTree) throw new ConfigError(`${source}: ${err.message}`);
+        throw err;
+      }
     } else if (!PROMPT_FILES.some(([f]) => existsSync(join(home, f)))) {
       continue; // not an agent directory (yet)
     }
@@ -74,7 +91,7 @@ export function agentDirectories(root: string, label: string): CityAgentConfig[]
       for (const [promptFile, template] of PROMPT_FILES) {
         const path = join(home, promptFile);
         if (!existsSync(path)) continue;
-        agent.prompt = readFileSync(path, 'utf8');
+        agent.prompt = readWithin(path, root, what);
         agent.prompt_is_template = template;
         break;
       }

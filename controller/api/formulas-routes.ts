@@ -160,8 +160,10 @@ export class FormulasRoutes extends Controller {
   @Get('formulas/{name}/source')
   public async formulaSource(@Path() cityName: string, @Path() name: string): Promise<FormulaSourceOutputBody> {
     const entry = formulaOrProblem(this.city.formulas, name);
-    const { readFileSync } = await import('node:fs');
-    return { name, source: readFileSync(entry.path, 'utf8') };
+    const source = this.city.formulas.source(entry);
+    // A file a link leads out of its pack, rig or city is never read (and not listed).
+    if (source === undefined) throw new Problem('formula-not-found', `not_found: formula not found: ${name}`);
+    return { name, source };
   }
 
   /**

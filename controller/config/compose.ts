@@ -42,6 +42,8 @@ export interface ComposedConfig {
   agents: CityAgentConfig[];
   packs: ComposedPack[];
   problems: ConfigProblem[];
+  /** Files skipped, never read, because a symbolic link leads out of the city or pack they belong to. */
+  skipped: ConfigProblem[];
   /** Providers an imported pack declares (the city's own win a name). */
   packProviders: Set<string>;
   /** What patches changed, by kind and name, so that explain can say so. */
@@ -68,6 +70,7 @@ const MAX_DEPTH = 8;
  */
 export function composeConfig(root: string, cityToml: CityConfig, options: ComposeOptions): ComposedConfig {
   const problems: ConfigProblem[] = [];
+  const skipped: string[] = [];
   const packs: ComposedPack[] = [];
   const config: CityConfig = {
     ...cityToml,
@@ -87,7 +90,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
   for (const [name, spec] of Object.entries(rootPack.providers)) config.providers[name] ??= spec;
   config.services.push(...rootPack.services);
   const agents: CityAgentConfig[] = [
-    ...declaredAgents(root, cityToml),
+    ...declaredAgents(root, cityToml, skipped),
     ...rootPack.agents.map((a) => ({ ...a, source: 'pack.toml' })),
   ].map((a) => ({ ...a, origin: 'inline' as const }));
   let lock: Record<string, PackLockEntry> = {};
@@ -149,7 +152,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     let own: CityAgentConfig[];
     try {
       file = readPackFile(dir, `${label}pack.toml`);
-      own = [...file.agents, ...agentDirectories(dir, label)];
+      own = [...file.agents, ...agentDirectories(dir, label, skipped)];
     } catch (err) {
       if (err instanceof ConfigError) return fail(err.message);
       throw err;
@@ -196,7 +199,15 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
   }
   applyAgentDefaults(config.agentDefaults, agents);
   const patched = applyPatches(config, agents, problems);
-  return { config, agents, packs, problems, packProviders, patched };
+  return {
+    config,
+    agents,
+    packs,
+    problems,
+    skipped: skipped.map((message) => ({ file: /^([^:]+):/.exec(message)?.[1] ?? 'agents', message })),
+    packProviders,
+    patched,
+  };
 }
 
 /** The lock's entry for an import: by its binding, or any entry fetched from the same source and version. */

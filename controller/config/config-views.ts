@@ -147,6 +147,12 @@ export function validateView(city: CityRuntime): ConfigValidateOutputBody {
     if (!rig.path)
       warnings.push({ file: 'city.toml', key: `rigs.${rig.name}`, message: `rig ${rig.name} has no path` });
   }
+  // Files a symbolic link leads out of their pack, rig or city: skipped, never read.
+  warnings.push(...city.composed.skipped);
+  for (const message of city.orders.list().skipped) {
+    warnings.push({ file: /^([^:]+):/.exec(message)?.[1] ?? 'orders', message });
+  }
+  for (const { file, message } of city.formulas.skipped()) warnings.push({ file, message });
   if (city.config.workspace.suspended) {
     warnings.push({ file: 'city.toml', key: 'workspace.suspended', message: 'the city is suspended: no agent runs' });
   }

@@ -1,7 +1,8 @@
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import type { CityRigConfig } from '../../shared/config/city-config.js';
 import { writeFileAtomic } from '../../shared/atomic-write.js';
+import { OutsideTree, outsideTree, readWithin } from '../../shared/fs/within.js';
 import { FORMULA_NAME, parseFormula, type FormulaDef, type StepDef } from './formula-file.js';
 import { compileFormula } from './formula-compile.js';
 
@@ -12,8 +13,10 @@ export interface FormulaEntry {
   path: string;
   /** Relative to the city. */
   file: string;
-  /** `city`, or `rig:<name>`. */
+  /** `city`, `rig:<name>` or `pack:<binding>`. */
   layer: string;
+  /** The tree the file belongs to (the city, the rig, the pack): it is read only when it really lies inside. */
+  tree: { root: string; what: string };
   def?: FormulaDef;
   /** Parse and compile errors (every one, each naming file, step and field); empty when it runs. */
   errors: string[];
@@ -37,9 +40,12 @@ export class FormulaCatalog {
   constructor(
     private readonly root: string,
     private readonly rigs: () => CityRigConfig[],
-    /** Imported packs' `formulas/` directories: the lowest layers. */
-    private readonly packs: () => { binding: string; dir: string }[] = () => [],
+    /** Imported packs' `formulas/` directories (and each pack's own directory): the lowest layers. */
+    private readonly packs: () => { binding: string; dir: string; root?: string }[] = () => [],
   ) {}
+
+  /** Files skipped at the last listing because a symbolic link leads out of their tree, each with why. */
+  private outside = new Map<string, string>();
 
   /** The city's own formulas directory, where `PUT` writes. */
   get dir(): string {
@@ -48,19 +54,21 @@ export class FormulaCatalog {
 
   list(): FormulaEntry[] {
     const byName = new Map<string, FormulaEntry>();
+    const outside = new Map<string, string>();
     for (const layer of this.layers()) {
-      const files = filesIn(layer.dir);
-      const chosen = new Map<string, string>();
-      for (const file of files) {
-        const name = nameOf(file);
-        if (!name) continue;
-        // `.toml` wins over `.formula.toml` within a layer.
-        const prior = chosen.get(name);
-        if (!prior || (prior.endsWith('.formula.toml') && !file.endsWith('.formula.toml'))) chosen.set(name, file);
-      }
-      for (const [name, file] of chosen) byName.set(name, this.read(name, join(layer.dir, file), layer.name));
+      for (const [name, path] of this.chosenIn(layer, outside)) byName.set(name, this.read(name, path, layer));
     }
+    this.outside = outside;
     return [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /**
+   * Formula files skipped because a symbolic link leads out of the pack, rig or city they belong to: never read
+   * (not listed, not served), each named with why — for `GET /config/validate`'s warnings.
+   */
+  skipped(): { file: string; message: string }[] {
+    this.list();
+    return [...this.outside].map(([file, message]) => ({ file, message: `${file}: ${message}` }));
   }
 
   /**
@@ -70,14 +78,22 @@ export class FormulaCatalog {
   get(name: string): FormulaEntry | undefined {
     const found = this.list().find((f) => f.name === name);
     if (found) return found;
-    for (const pack of this.packs()) {
-      if (!name.startsWith(`${pack.binding}.`)) continue;
-      const base = name.slice(pack.binding.length + 1);
-      const files = filesIn(pack.dir).filter((f) => nameOf(f) === base);
-      const file = files.find((f) => !f.endsWith('.formula.toml')) ?? files[0];
-      if (file) return this.read(base, join(pack.dir, file), `pack:${pack.binding}`);
+    for (const layer of this.packLayers()) {
+      if (!name.startsWith(`${layer.binding}.`)) continue;
+      const path = this.chosenIn(layer, new Map()).get(name.slice(layer.binding.length + 1));
+      if (path) return this.read(name.slice(layer.binding.length + 1), path, layer);
     }
     return undefined;
+  }
+
+  /** The formula's text as it is on disk, read only inside its tree (a 404-worthy undefined when it is not). */
+  source(entry: FormulaEntry): string | undefined {
+    try {
+      return readWithin(entry.path, entry.tree.root, entry.tree.what);
+    } catch (err) {
+      if (err instanceof OutsideTree) return undefined;
+      throw err;
+    }
   }
 
   /** Writes `formulas/<name>.toml` (an older `<name>.formula.toml` beside it is removed: one file per name). */
@@ -100,37 +116,78 @@ export class FormulaCatalog {
     return true;
   }
 
-  private layers(): { name: string; dir: string }[] {
+  private layers(): Layer[] {
     const rigs = this.rigs()
       .filter((r) => r.path)
-      .map((r) => ({
-        name: `rig:${r.name}`,
-        dir: join(isAbsolute(r.path!) ? r.path! : join(this.root, r.path!), 'formulas'),
-      }));
-    const packs = this.packs().map((p) => ({ name: `pack:${p.binding}`, dir: p.dir }));
-    return [...packs, { name: 'city', dir: this.dir }, ...rigs];
+      .map((r) => {
+        const root = isAbsolute(r.path!) ? r.path! : join(this.root, r.path!);
+        return { name: `rig:${r.name}`, dir: join(root, 'formulas'), tree: { root, what: `rig ${r.name}` } };
+      });
+    return [
+      ...this.packLayers(),
+      { name: 'city', dir: this.dir, tree: { root: this.root, what: 'the city' } },
+      ...rigs,
+    ];
   }
 
-  private read(name: string, path: string, layer: string): FormulaEntry {
+  private packLayers(): (Layer & { binding: string })[] {
+    return this.packs().map((p) => ({
+      name: `pack:${p.binding}`,
+      binding: p.binding,
+      dir: p.dir,
+      tree: { root: p.root ?? p.dir, what: `pack ${p.binding}` },
+    }));
+  }
+
+  /**
+   * The file each formula name of a layer is read from (`.toml` wins over `.formula.toml`); one whose real path
+   * is outside the layer's tree is left out and noted in `outside`.
+   */
+  private chosenIn(layer: Layer, outside: Map<string, string>): Map<string, string> {
+    const chosen = new Map<string, string>();
+    for (const file of filesIn(layer.dir)) {
+      const name = nameOf(file);
+      if (!name) continue;
+      const path = join(layer.dir, file);
+      const why = outsideTree(path, layer.tree.root, layer.tree.what);
+      if (why) {
+        outside.set(relative(this.root, path), why);
+        continue;
+      }
+      const prior = chosen.get(name);
+      if (!prior || (prior.endsWith('.formula.toml') && !file.endsWith('.formula.toml'))) chosen.set(name, path);
+    }
+    return chosen;
+  }
+
+  private read(name: string, path: string, layer: Layer): FormulaEntry {
+    const file = relative(this.root, path);
+    const base = { name, path, file, layer: layer.name, tree: layer.tree };
     let stat;
     try {
       stat = statSync(path);
     } catch {
-      return {
-        name,
-        path,
-        file: relative(this.root, path),
-        layer,
-        errors: [`${relative(this.root, path)}: cannot be read`],
-      };
+      return { ...base, errors: [`${file}: cannot be read`] };
     }
     const cached = this.cache.get(path);
     if (cached && cached.mtimeMs === stat.mtimeMs && cached.size === stat.size) return cached.entry;
-    const file = relative(this.root, path);
-    const entry: FormulaEntry = { name, path, file, layer, ...checkFormula(readFileSync(path, 'utf8'), file, name) };
+    let text: string;
+    try {
+      text = readWithin(path, layer.tree.root, layer.tree.what);
+    } catch (err) {
+      if (!(err instanceof OutsideTree)) return { ...base, errors: [`${file}: cannot be read`] };
+      return { ...base, errors: [`${file}: ${err.message}`] };
+    }
+    const entry: FormulaEntry = { ...base, ...checkFormula(text, file, name) };
     this.cache.set(path, { mtimeMs: stat.mtimeMs, size: stat.size, entry });
     return entry;
   }
+}
+
+interface Layer {
+  name: string;
+  dir: string;
+  tree: { root: string; what: string };
 }
 
 /** Parses a formula's text and compiles it for every set of vars: its definition, or every error. */

@@ -1,6 +1,7 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CityOrdersConfig } from '../../shared/config/city-config.js';
+import { OutsideTree, outsideTree, readWithin } from '../../shared/fs/within.js';
 import { parseOrder, type OrderDef } from './order-file.js';
 
 const ORDER_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
@@ -24,25 +25,30 @@ export class OrderCatalog {
     private readonly root: string,
     private readonly config: () => CityOrdersConfig,
     /** Imported packs' `orders/` directories: their orders are named `binding.name`. */
-    private readonly packs: () => { binding: string; dir: string }[] = () => [],
+    private readonly packs: () => { binding: string; dir: string; root?: string }[] = () => [],
   ) {}
 
   get dir(): string {
     return join(this.root, 'orders');
   }
 
-  list(): { orders: OrderDef[]; errors: string[] } {
+  /**
+   * The orders that parse, the errors of those that do not, and the files `skipped` because a symbolic link leads
+   * out of the pack or city they belong to (never read).
+   */
+  list(): { orders: OrderDef[]; errors: string[]; skipped: string[] } {
     const config = this.config();
-    const chosen = this.files();
+    const skipped: string[] = [];
+    const chosen = this.files(skipped);
     const orders: OrderDef[] = [];
     const errors: string[] = [];
-    for (const [name, { path, file }] of chosen) {
+    for (const name of chosen.keys()) {
       if (config.skip.includes(name)) continue;
       const override = config.overrides.find((o) => o.name === name && (o.rig === undefined || o.rig === '*'));
       const fields = override
         ? { ...override.fields, ...(override.enabled !== undefined ? { enabled: override.enabled } : {}) }
         : {};
-      const entry = this.read(name, path, file, fields);
+      const entry = this.read(name, chosen.get(name)!, fields);
       if (entry.error) errors.push(entry.error);
       if (!entry.order) continue;
       const order = { ...entry.order };
@@ -53,7 +59,7 @@ export class OrderCatalog {
     for (const o of config.overrides) {
       if (!chosen.has(o.name)) errors.push(`city.toml: orders.overrides: no order named ${JSON.stringify(o.name)}`);
     }
-    return { orders, errors };
+    return { orders, errors, skipped };
   }
 
   get(name: string): OrderDef | undefined {
@@ -66,11 +72,16 @@ export class OrderCatalog {
   }
 
   /** Each order's file: the city's `orders/`, then each pack's (`binding.name`); `.toml` wins over `.order.toml`. */
-  private files(): Map<string, { path: string; file: string }> {
-    const chosen = new Map<string, { path: string; file: string }>();
+  private files(skipped: string[] = []): Map<string, OrderFile> {
+    const chosen = new Map<string, OrderFile>();
     const sources = [
-      { dir: this.dir, label: 'orders/', prefix: '' },
-      ...this.packs().map((p) => ({ dir: p.dir, label: `pack:${p.binding}/orders/`, prefix: `${p.binding}.` })),
+      { dir: this.dir, label: 'orders/', prefix: '', tree: { root: this.root, what: 'the city' } },
+      ...this.packs().map((p) => ({
+        dir: p.dir,
+        label: `pack:${p.binding}/orders/`,
+        prefix: `${p.binding}.`,
+        tree: { root: p.root ?? p.dir, what: `pack ${p.binding}` },
+      })),
     ];
     for (const source of sources) {
       let files: string[];
@@ -85,13 +96,19 @@ export class OrderCatalog {
         const name = `${source.prefix}${m[1]}`;
         const prior = chosen.get(name);
         if (prior && !(prior.file.endsWith('.order.toml') && !file.endsWith('.order.toml'))) continue;
-        chosen.set(name, { path: join(source.dir, file), file: `${source.label}${file}` });
+        const path = join(source.dir, file);
+        const why = outsideTree(path, source.tree.root, source.tree.what);
+        if (why) {
+          skipped.push(`${source.label}${file}: ${why}`);
+          continue;
+        }
+        chosen.set(name, { path, file: `${source.label}${file}`, tree: source.tree });
       }
     }
     return chosen;
   }
 
-  private read(name: string, path: string, file: string, overrides: Record<string, unknown>): Cached {
+  private read(name: string, { path, file, tree }: OrderFile, overrides: Record<string, unknown>): Cached {
     let key: string;
     try {
       const stat = statSync(path);
@@ -103,11 +120,18 @@ export class OrderCatalog {
     if (cached?.key === key) return cached;
     let entry: Cached;
     try {
-      entry = { key, order: parseOrder(readFileSync(path, 'utf8'), file, name, overrides) };
+      entry = { key, order: parseOrder(readWithin(path, tree.root, tree.what), file, name, overrides) };
     } catch (err) {
-      entry = { key, error: (err as Error).message };
+      entry = { key, error: err instanceof OutsideTree ? `${file}: ${err.message}` : (err as Error).message };
     }
     this.cache.set(path, entry);
     return entry;
   }
+}
+
+interface OrderFile {
+  path: string;
+  file: string;
+  /** The tree it belongs to: it is read only when it really lies inside. */
+  tree: { root: string; what: string };
 }

@@ -1,7 +1,8 @@
-import { existsSync } from 'node:fs';
-import { readTomlText } from '../../shared/config/toml-file.js';
+import { existsSync, statSync } from 'node:fs';
+import { MAX_TOML_BYTES, tooLarge } from '../../shared/config/toml-file.js';
 import { join } from 'node:path';
 import { parseToml } from '../../shared/config/toml-syntax.js';
+import { OutsideTree, readWithin } from '../../shared/fs/within.js';
 import {
   parseAgentTable,
   parseImports,
@@ -31,7 +32,17 @@ export function readPackFile(dir: string, label: string): PackFile {
   const empty: PackFile = { imports: [], agents: [], providers: {}, services: [] };
   const path = join(dir, 'pack.toml');
   if (!existsSync(path)) return empty;
-  const doc = parseToml(readTomlText(path, label), label);
+  const size = statSync(path).size;
+  if (size > MAX_TOML_BYTES) throw tooLarge(label, size);
+  let text: string;
+  try {
+    // The city's own pack.toml is the city's; an imported pack's may not lead out of the pack.
+    text = readWithin(path, dir, label === 'pack.toml' ? 'the city' : 'the pack');
+  } catch (err) {
+    if (err instanceof OutsideTree) throw new ConfigError(`${label}: ${err.message}`);
+    throw err;
+  }
+  const doc = parseToml(text, label);
   const unknown = Object.keys(doc).filter((k) => !KNOWN.has(k));
   if (unknown.length > 0) {
     throw new ConfigError(`${label}: unknown table ${unknown.join(', ')} (a pack has ${[...KNOWN].join(', ')})`);
