@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { releaseGroup, tetherGroup } from './process-tether.js';
 
 /** What one command did. */
 export interface CommandResult {
@@ -63,6 +64,7 @@ export class CommandRunner {
         return;
       }
       this.running.add(child);
+      if (child.pid !== undefined) tetherGroup(child.pid, `command ${command.slice(0, 80)}`);
       let output = '';
       let stdout = '';
       const take = (chunk: Buffer) => {
@@ -87,6 +89,7 @@ export class CommandRunner {
         this.running.delete(child);
         // Whatever it left behind in its group goes with it.
         killGroup(child);
+        if (child.pid !== undefined) releaseGroup(child.pid);
         resolve({
           ...result,
           output: output.slice(-outputMax),

@@ -36,6 +36,7 @@ import { DEFAULT_MAX_ARCHIVES, DEFAULT_ROTATION_MAX_BYTES, rotateWhenLarge } fro
 import { CityRuntime, loadConfig } from './city-runtime.js';
 import { promptFor, suspensionIn } from './agents/agent-catalog.js';
 import { watchConfig } from './agents/config-watch.js';
+import { installTether, ProcessTether } from './process-tether.js';
 import { AgentTick } from './agents/tick.js';
 import { UsageLog } from './usage/usage-log.js';
 import { serviceUpgrade } from './service-proxy.js';
@@ -107,6 +108,11 @@ export async function run(options: ControllerRunOptions): Promise<void> {
       writeFileAtomic(paths.controllerPid, JSON.stringify(pidFile) + '\n');
     };
     writePidFile(options.name ?? basename(root));
+    // Before anything is started: what a controller of this city that died left running ends now, and every
+    // program we start ends with us, whatever ends us.
+    const tether = new ProcessTether(join(paths.runtimeDir, 'groups'), logger);
+    tether.start();
+    installTether(tether);
 
     await enter('loading_config');
     const config = readCityConfig(paths.config);

@@ -122,6 +122,36 @@ export class OrderDispatcher {
     return tracking;
   }
 
+  /**
+   * Firings a controller that died left `running`: their command ended with it (its process group is tethered to
+   * the controller), so each is closed as failed with one `order.failed`, and no longer holds its order back.
+   * Called before anything fires: every firing of ours is in `inFlight`, none of these is.
+   */
+  async closeInterrupted(): Promise<void> {
+    const left = this.deps.beads.store.list({
+      label: 'order-tracking',
+      metadata: { [ORDER_STATUS]: 'running' },
+      limit: 10_000,
+    }).items;
+    for (const tracking of left) {
+      const name = tracking.metadata?.[ORDER] ?? '';
+      const trigger = tracking.metadata?.[ORDER_TRIGGER] ?? 'manual';
+      const error = 'the controller stopped while it ran (its command was ended with it)';
+      await this.deps.beads.update(tracking.id, {
+        status: 'closed',
+        addLabels: ['exec-failed'],
+        metadata: { [ORDER_STATUS]: 'failed', [ERROR]: error },
+      });
+      await this.deps.log.append({
+        type: 'order.failed',
+        actor: 'ctl',
+        subject: name,
+        message: `${name}: ${error}`,
+        payload: { order: name, scoped_name: name, tracking_id: tracking.id, trigger, error },
+      });
+    }
+  }
+
   /** Firings still running (for a clean stop and for tests). */
   get running(): number {
     return this.inFlight.size;

@@ -76,7 +76,11 @@ export class OrderScheduler {
   start(): void {
     this.stopped = false;
     this.deps.clock.onMoved(() => this.evaluateSoon());
-    this.evaluateSoon();
+    // What a controller that died left running is closed first, so it holds nothing back.
+    void this.deps.dispatcher
+      .closeInterrupted()
+      .catch((err: unknown) => this.deps.logger?.error({ err }, 'could not close the firings left running'))
+      .finally(() => this.evaluateSoon());
   }
 
   stop(): void {

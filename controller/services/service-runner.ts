@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { CityServiceConfig } from '../../shared/config/city-config.js';
 import type { ServiceStatus } from '../../shared/dto/services.js';
 import type { EventLog } from '../../shared/events/event-log.js';
+import { releaseGroup, tetherGroup } from '../process-tether.js';
 
 /** A start is given this long to answer its health check before it counts as a failed start. */
 const START_TIMEOUT_MS = 30_000;
@@ -229,11 +230,17 @@ export class ServiceRunner {
     closeSync(out);
     program.child = child;
     program.startedAt = Date.now();
+    if (child.pid !== undefined) tetherGroup(child.pid, `service ${config.name}`);
     this.set(program, 'starting');
     child.once('error', (err) => {
       if (program.child === child) this.failed(program, `could not start: ${err.message}`);
     });
-    child.once('exit', (code, signal) => this.exited(program, child, code, signal));
+    child.once('exit', (code, signal) => {
+      // Its group goes with it (whoever ended it), and is no longer tethered.
+      signalGroup(child, 'SIGKILL');
+      if (child.pid !== undefined) releaseGroup(child.pid);
+      this.exited(program, child, code, signal);
+    });
     await this.o.log.append({
       type: 'service.started',
       actor: 'ctl',

@@ -75,7 +75,6 @@ export class SessionService {
     for (const record of this.ctx.store.open()) {
       const session = new Session(record, this.ctx);
       this.track(session);
-      session.adopt();
       const state = record.state;
       if (state === 'active' || state === 'creating' || state === 'start-pending' || state === 'draining') {
         starting.push(session.wake('restart', 'restarted by a new controller'));

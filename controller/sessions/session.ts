@@ -8,7 +8,6 @@ import type { EventRecord } from '../../shared/events/record.js';
 import type { UsageFact } from '../usage/usage-log.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
-import { reapLeftover } from './pipe/child-program.js';
 import type { ProgramExit, RuntimeSink, SessionRuntime } from './runtime.js';
 import { canResume, createRuntime } from './runtimes.js';
 import { ensureWorkDir, sessionEnvironment } from './session-environment.js';
@@ -203,11 +202,6 @@ export class Session extends EventEmitter<SessionEvents> {
   /** The view with what the program shows now (`peek`), its last `lines` lines. */
   peekView(lines: number): Promise<SessionResponse> {
     return peekView(this.viewParts(), lines);
-  }
-
-  /** A controller that starts finds this session: whatever the last one left running is ended first. */
-  adopt(): void {
-    reapLeftover(this.dir);
   }
 
   // ---------------------------------------------------------------------------------------------------------

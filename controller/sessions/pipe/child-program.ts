@@ -1,6 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { releaseGroup, tetherGroup } from '../../process-tether.js';
 import type { ProgramExit } from '../runtime.js';
 
 /** A stdout line longer than this is handed on in pieces: a program cannot make us hold unbounded text. */
@@ -24,52 +23,8 @@ export interface ChildSpec {
   argv: string[];
   cwd: string;
   env: NodeJS.ProcessEnv;
-  /** Where to write the pid file (`<stateDir>/pid`), so a controller that died can be cleaned up after. */
+  /** The session's state directory. */
   stateDir: string;
-}
-
-interface PidFile {
-  pid: number;
-  /** The process's start time (clock ticks since boot, /proc/<pid>/stat field 22): a reused pid differs. */
-  starttime: string;
-}
-
-function starttimeOf(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * Ends the process group a previous controller of this city left running for a session (it died without
- * stopping it: kill -9, a crash). Only when the pid file's process is still the one it names: a reused pid is
- * someone else's.
- */
-export function reapLeftover(stateDir: string): boolean {
-  const path = join(stateDir, 'pid');
-  let file: PidFile;
-  try {
-    file = JSON.parse(readFileSync(path, 'utf8')) as PidFile;
-  } catch {
-    return false;
-  }
-  rmSync(path, { force: true });
-  if (!Number.isInteger(file.pid) || file.pid <= 1 || starttimeOf(file.pid) !== file.starttime) return false;
-  try {
-    process.kill(-file.pid, 'SIGKILL');
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Records `pid` (with its start time) as a session's program, for `reapLeftover`. */
-export function writePidFile(stateDir: string, pid: number): void {
-  const file: PidFile = { pid, starttime: starttimeOf(pid) ?? '' };
-  writeFileSync(join(stateDir, 'pid'), JSON.stringify(file) + '\n');
 }
 
 /**
@@ -87,12 +42,7 @@ export class ChildProgram {
   private stderr = '';
   private running = true;
 
-  private constructor(
-    child: ChildProcessWithoutNullStreams,
-    pid: number,
-    private readonly pidPath: string,
-    onLines: (lines: string[]) => void,
-  ) {
+  private constructor(child: ChildProcessWithoutNullStreams, pid: number, onLines: (lines: string[]) => void) {
     this.child = child;
     this.pid = pid;
     child.stdout.setEncoding('utf8');
@@ -117,7 +67,7 @@ export class ChildProgram {
         this.running = false;
         if (this.partial) onLines([this.partial]);
         this.partial = '';
-        rmSync(this.pidPath, { force: true });
+        releaseGroup(pid);
         resolve({ code, signal, requested: this.stopRequested, stderrTail: this.stderr.trim().slice(-2000) });
       });
     });
@@ -139,10 +89,9 @@ export class ChildProgram {
       });
       child.once('spawn', () => {
         const pid = child.pid!;
-        const pidPath = join(spec.stateDir, 'pid');
-        const file: PidFile = { pid, starttime: starttimeOf(pid) ?? '' };
-        writeFileSync(pidPath, JSON.stringify(file) + '\n');
-        resolve(new ChildProgram(child, pid, pidPath, onLines));
+        // Ends with the controller, however it ends (the one mechanism for every program a city runs).
+        tetherGroup(pid, `session program ${file}`);
+        resolve(new ChildProgram(child, pid, onLines));
       });
     });
   }

@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { commandArgv, writePidFile } from '../pipe/child-program.js';
+import { releaseGroup, tetherGroup } from '../../process-tether.js';
+import { commandArgv } from '../pipe/child-program.js';
 import { programArgs } from '../pipe/pipe-runtime.js';
 import type { ProgramExit, RuntimeCapabilities, RuntimeOptions, RuntimeSink, SessionRuntime } from '../runtime.js';
 import { loadScreenRules, type ScreenRules } from './screen-rules.js';
@@ -166,7 +167,9 @@ export class TmuxRuntime implements SessionRuntime {
         .catch((cleanup: unknown) => this.cleanupFailed(cleanup));
       throw new Error(`cannot start ${provider.command} in tmux: ${(err as Error).message}`, { cause: err });
     }
-    writePidFile(this.options.stateDir, this.panePid);
+    // The pane's program leads a process group of its own (tmux makes each pane a session): it ends with the
+    // controller, however the controller ends.
+    tetherGroup(this.panePid, `session program in tmux ${this.target}`);
     this.running = true;
     this.poller = setInterval(() => void this.poll(), POLL_MS);
   }
@@ -435,6 +438,15 @@ export class TmuxRuntime implements SessionRuntime {
     this.reported = true;
     this.running = false;
     clearInterval(this.poller);
+    if (this.panePid !== undefined) {
+      // What it started goes with it, and the group is no longer tethered.
+      try {
+        process.kill(-this.panePid, 'SIGKILL');
+      } catch {
+        // nothing left in its group
+      }
+      releaseGroup(this.panePid);
+    }
     this.sink.exited(exit);
   }
 }
