@@ -11,14 +11,14 @@ import type { Logger } from 'pino';
  */
 const WATCHDOG = `
 trap '' INT HUP TERM
-groups=" "
+groups=" $1 "
 while IFS= read -r line; do
   case "$line" in
     +*) groups="$groups\${line#+} " ;;
     -*) g=\${line#-}; case "$groups" in *" $g "*) groups="\${groups%% $g *} \${groups#* $g }" ;; esac ;;
   esac
 done
-[ -z "\${groups# }" ] && exit 0
+case "$groups" in *[0-9]*) ;; *) exit 0 ;; esac
 for g in $groups; do kill -TERM "-$g" 2>/dev/null; done
 sleep 2
 for g in $groups; do kill -KILL "-$g" 2>/dev/null; done
@@ -123,7 +123,13 @@ export class ProcessTether {
 
   private spawnWatchdog(): void {
     const started = Date.now();
-    const child = spawn('/bin/sh', ['-c', WATCHDOG], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
+    // A controller that leads its own process group (as the supervisor starts it) has its plain children there —
+    // git for a pack fetch or a rig clone, tmux's client: the watchdog ends that group too.
+    const own = ownGroup();
+    const child = spawn('/bin/sh', ['-c', WATCHDOG, 'ctl-watchdog', ...(own ? [String(own)] : [])], {
+      detached: true,
+      stdio: ['pipe', 'ignore', 'ignore'],
+    });
     this.watchdog = child;
     child.stdin.on('error', (err) => this.logger?.warn({ err }, 'the process watchdog pipe failed'));
     child.once('error', (err) => this.logger?.error({ err }, 'cannot start the process watchdog'));
@@ -143,6 +149,17 @@ export class ProcessTether {
   private tell(line: string): void {
     const stdin = this.watchdog?.stdin;
     if (stdin && !stdin.destroyed) stdin.write(`${line}\n`);
+  }
+}
+
+/** This process's group when it leads it, else undefined (a controller run from a shell shares the shell's job). */
+function ownGroup(): number | undefined {
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+    return pgrp === process.pid ? pgrp : undefined;
+  } catch {
+    return undefined;
   }
 }
 
