@@ -158,6 +158,12 @@ function upgradeOperation(op: Json, method: string, path: string): void {
             '`allow_users`/`allow_groups` names, and no token was sent',
     );
   }
+  if (open && MUTATIONS.has(method)) {
+    responses['403'] ??= problemResponse(
+      'Forbidden: `csrf:` without X-CTL-Request; `cross_origin:` from a browser page of another origin (an ' +
+        "`Origin` other than the API's own, `Origin: null`, `Sec-Fetch-Site: cross-site`, or a foreign `Referer`)",
+    );
+  }
   declareSharedStatuses(responses, method, path);
   if (MUTATIONS.has(method) && path.startsWith(PER_CITY)) {
     for (const [status, response] of Object.entries(responses)) {
