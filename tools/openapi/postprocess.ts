@@ -158,6 +158,13 @@ function upgradeOperation(op: Json, method: string, path: string): void {
             '`allow_users`/`allow_groups` names, and no token was sent',
     );
   }
+  const declared = responses['403'] as Json | undefined;
+  if (MUTATIONS.has(method) && declared && !declared.$ref && !String(declared.description).includes('cross_origin')) {
+    // A route's own 403: the guards every mutation meets answer it too.
+    declared.description =
+      `${declared.description as string}; or \`csrf:\` without X-CTL-Request, or \`cross_origin:\` from a browser ` +
+      'page of another origin';
+  }
   if (open && MUTATIONS.has(method)) {
     responses['403'] ??= problemResponse(
       'Forbidden: `csrf:` without X-CTL-Request; `cross_origin:` from a browser page of another origin (an ' +
