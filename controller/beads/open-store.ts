@@ -7,7 +7,7 @@ export type BeadBackend = 'sqlite' | 'journal';
 /**
  * Opens the city's bead store: SQLite (`beads.db`) unless `city.toml` asks for the journal
  * (`[beads] backend = "journal"`), or the SQLite addon (an optional dependency, compiled at install) is not
- * there — then the journal, with a warning. Why SQLite is the default: docs/architecture.md, "The bead store".
+ * there — then the journal, with a warning. Why SQLite is the default: docs/architecture/bead-store.md.
  */
 export async function openBeadStore(
   dir: string,
