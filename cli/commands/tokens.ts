@@ -3,6 +3,7 @@ import { call, connect, CSRF } from '../_api.js';
 import { command, group } from '../_command.js';
 import { apiFlag, jsonFlag } from '../_flags.js';
 import { json, line, table } from '../_output.js';
+import { allPages } from '../_pages.js';
 
 const nameArg = { name: { type: 'positional', description: 'Token name', required: true } } as const;
 
@@ -55,9 +56,12 @@ const list = command({
   args: { ...jsonFlag, ...apiFlag },
   async run({ args: a }) {
     const api = connect(a.api);
-    const { data } = await call(api, api.client.GET('/v0/tokens'));
-    if (a.json) return json(data);
-    if (data.items.length === 0) return line('No API tokens (ctl token create NAME).');
+    const items = await allPages(
+      async (limit, cursor) =>
+        (await call(api, api.client.GET('/v0/tokens', { params: { query: { limit, cursor } } }))).data,
+    );
+    if (a.json) return json({ items, total: items.length });
+    if (items.length === 0) return line('No API tokens (ctl token create NAME).');
     table<TokenInfo>(
       [
         { header: 'NAME', value: (t) => t.name, kind: 'id' },
@@ -66,7 +70,7 @@ const list = command({
         { header: 'EXPIRES', value: (t) => (t.expired ? `expired ${t.expires_at}` : (t.expires_at ?? 'never')) },
         { header: 'BY', value: (t) => t.created_by },
       ],
-      data.items,
+      items,
     );
   },
 });

@@ -22,6 +22,10 @@ export interface TokenInfo {
 
 export interface TokenListResponse {
   items: TokenInfo[];
+  /** How many tokens there are in all. */
+  total: number;
+  /** Pass as `cursor` for the next page; absent on the last page. */
+  next_cursor?: string;
 }
 
 export interface TokenCreateRequest {

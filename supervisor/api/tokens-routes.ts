@@ -22,6 +22,7 @@ import type {
   TokenInfo,
   TokenListResponse,
 } from '../../shared/dto/tokens.js';
+import { decodeToken, encodeToken, invalidToken } from '../../shared/http/page-token.js';
 import { Problem } from '../../shared/http/problem.js';
 import { SESSION_COOKIE } from '../browser-sessions.js';
 import { callerOf, type Caller } from '../caller.js';
@@ -38,12 +39,29 @@ export class TokensRoutes extends Controller {
    * The API tokens, by name: never their secrets. Only the supervisor's user (or one `allow_users` or
    * `allow_groups` names) manages tokens; a request made with a token or a browser session is refused (403).
    * @summary List API tokens
+   * @param limit Page size, 1–1000 (default 100; 0 means the default).
+   * @param cursor `next_cursor` of the previous page.
+   * @isInt limit
+   * @minimum limit 0
+   * @maximum limit 1000
    */
   @Get('tokens')
+  @Response<ErrorModel>(400, 'Invalid `cursor`')
   @Response<ErrorModel>(403, 'Made with a token or a browser session, not by a local user the rule lets in')
-  public listTokens(@Request() request: KoaRequest): TokenListResponse {
+  @Response<ErrorModel>(422, 'Invalid `limit`')
+  public listTokens(
+    @Request() request: KoaRequest,
+    @Query() limit?: number,
+    @Query() cursor?: string,
+  ): TokenListResponse {
     managerOf(request);
-    return { items: this.services.tokens.list() };
+    const after = cursor !== undefined && cursor !== '' ? decodeTokenCursor(cursor) : undefined;
+    const all = this.services.tokens.list().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const rest = after === undefined ? all : all.filter((token) => token.name > after);
+    const items = rest.slice(0, limit || DEFAULT_PAGE);
+    const body: TokenListResponse = { items, total: all.length };
+    if (rest.length > items.length) body.next_cursor = encodeToken('tn', { n: items.at(-1)!.name });
+    return body;
   }
 
   /**
@@ -164,4 +182,13 @@ function sessionEnd(services: SupervisorServices, caller: Caller, now: number): 
   if (caller.kind !== 'token') return Infinity;
   const info = services.tokens.list(now).find((t) => t.name === caller.name);
   return info?.expires_at ? Date.parse(info.expires_at) : Infinity;
+}
+
+const DEFAULT_PAGE = 100;
+
+/** A token page's cursor: `v1:` + base64url of {"k":"tn","n":<name>}, the last token of the page (names sort). */
+function decodeTokenCursor(cursor: string): string {
+  const { n } = decodeToken(cursor, 'tn');
+  if (typeof n !== 'string' || n === '') throw invalidToken();
+  return n;
 }
