@@ -4,196 +4,22 @@ import { stringify } from 'smol-toml';
 import { parseToml } from './toml-syntax.js';
 import { parseDuration } from '../duration.js';
 import { ConfigError } from './config-error.js';
+import {
+  DEFAULT_DAEMON,
+  type CityAgentConfig,
+  type PackImport,
+  type CityPatches,
+  type CityDaemonConfig,
+  type CityServiceConfig,
+  type CityConfig,
+} from './city-config-types.js';
+export * from './city-config-types.js';
 
 /** City names: what `cities.toml`, URLs and cursors can carry unescaped. */
 export const CITY_NAME_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9._-]*$/;
 
 /** Agent names: one path segment, as `/agent/{base}` and `/agent/{dir}/{base}` carry them. */
 export const AGENT_NAME_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9._-]*$/;
-
-/**
- * One agent as `[[agent]]` in `city.toml` or `agents/<name>/agent.toml` declares it: a template the controller
- * keeps sessions of (between `min_active_sessions` and `max_active_sessions`) and routes work to.
- */
-export interface CityAgentConfig {
-  name: string;
-  provider?: string;
-  /** A rig (or directory under the city) the agent belongs to: it is then addressed `dir/name`. */
-  dir?: string;
-  /** Its sessions' working directory (relative to the city), when not `dir`. */
-  work_dir?: string;
-  scope?: string;
-  suspended: boolean;
-  description?: string;
-  /** The text its sessions start with (from `prompt`, or the agent directory's `prompt.md` / `prompt.template.md`). */
-  prompt?: string;
-  /** The prompt is a template: `{{agent}}`, `{{city}}`, `{{rig}}`, `{{work_dir}}`, `{{session}}` are filled in. */
-  prompt_is_template?: boolean;
-  env: Record<string, string>;
-  min_active_sessions?: number;
-  max_active_sessions?: number;
-  /** A command printing how many sessions the agent needs now (an integer). */
-  scale_check?: string;
-  /** A command printing the agent's work, one item per line: each line is work that wakes or scales it. */
-  work_query?: string;
-  /** A session idle (no turn, no work) this long goes to sleep until work or mail wakes it. */
-  idle_timeout_ms?: number;
-  /** Agents whose sessions must be running before this one's start. */
-  depends_on: string[];
-  default_sling_formula?: string;
-  /** The file it was declared in (`city.toml`, or `agents/<name>/agent.toml`), relative to the city. */
-  source: string;
-  /** `pack-derived` for an agent an imported pack brings (named `binding.agent`); else the city's own. */
-  origin?: 'inline' | 'pack-derived';
-  /** The import binding it came through (`review`, or `outer.inner` for a pack a pack imports). */
-  pack?: string;
-  /** The pack directory its prompt and files live in (a pack-derived agent). */
-  pack_dir?: string;
-}
-
-/** `[imports.<binding>]`: a pack the city (or a rig) brings in. */
-export interface PackImport {
-  binding: string;
-  /** A directory (used in place), or a git URL (`https://…`, `file://…`, `ssh://…`, `user@host:path`), with an optional `//subdir`. */
-  source: string;
-  /** A branch, a tag, `sha:<commit>`, or a semver range over the repository's tags (git sources). */
-  version?: string;
-  /** The file that declares it, relative to the city (`city.toml` or `pack.toml`). */
-  file: string;
-}
-
-/** `[[patches.agent|provider|rig]]`: a change laid over what the city and its packs declare. */
-export interface ConfigPatch {
-  /** The agent (`base`, `binding.base`), provider or rig it changes. */
-  name: string;
-  /** An agent patch's rig (`dir`): it then changes `dir/name`. */
-  dir?: string;
-  /** The keys it sets, as written (`env` is merged). */
-  fields: Record<string, unknown>;
-}
-
-export interface CityPatches {
-  agents: ConfigPatch[];
-  providers: ConfigPatch[];
-  rigs: ConfigPatch[];
-}
-
-export interface CityRigConfig {
-  name: string;
-  /** Its directory (relative to the city, or absolute). */
-  path?: string;
-  prefix?: string;
-  default_branch?: string;
-  suspended: boolean;
-  /** `[rigs.imports.<binding>]`: packs whose rig-scoped agents run in this rig (`rig/binding.agent`). */
-  imports?: PackImport[];
-}
-
-/** `[daemon]`: how the controller's tick runs. */
-export interface CityDaemonConfig {
-  /** A tick runs at least this often (besides every change that asks for one). */
-  patrolIntervalMs: number;
-  /** Session starts at most per tick. */
-  maxWakesPerTick: number;
-  /** Fast failures in a row after which a session is quarantined. */
-  maxRestarts: number;
-  /** A session that ran at least this long before it ended was not failing fast. */
-  restartWindowMs: number;
-  /** The first restart after a fast failure waits this long, doubling up to `restartBackoffMaxMs`. */
-  restartBackoffMs: number;
-  restartBackoffMaxMs: number;
-  /** A `scale_check` or `work_query` command is stopped after this long. */
-  checkTimeoutMs: number;
-}
-
-export const DEFAULT_DAEMON: CityDaemonConfig = {
-  // The reference's default. The tick runs on every change anyway, and time-outs and back-offs set their own
-  // timers; the patrol is a backstop, and each wake-up of an idle controller costs more than the tick itself.
-  patrolIntervalMs: 30_000,
-  maxWakesPerTick: 5,
-  maxRestarts: 5,
-  restartWindowMs: 60_000,
-  restartBackoffMs: 1000,
-  restartBackoffMaxMs: 60_000,
-  checkTimeoutMs: 10_000,
-};
-
-/** A workspace service reachable through the raw `svc/<name>/…` proxy: a URL, or a program the controller runs. */
-export interface CityServiceConfig {
-  name: string;
-  /** `http://127.0.0.1:<port>` (loopback only): a service somebody else runs. */
-  url?: string;
-  /** A program the controller runs (`sh -c`), in its own process group, stopped with the city. */
-  command?: string;
-  /** The TCP port it listens on (127.0.0.1); 0 or absent with no `socket`: a free one, given as `$PORT`. */
-  port?: number;
-  /** A Unix socket it listens on instead (relative to the city's `.ctl/services/`), given as `$CTL_SERVICE_SOCKET`. */
-  socket?: string;
-  /** A path answered with 2xx once it is up (and while it stays healthy). */
-  health?: string;
-  /** How often a running service is probed (default 5 s); three failures in a row restart it. */
-  healthIntervalMs?: number;
-  /** Its working directory (relative to the city). */
-  dir?: string;
-  env: Record<string, string>;
-  /** `[[service]]` from `pack.toml` of an imported pack, else the city's. */
-  pack?: string;
-}
-
-/** `[[orders.overrides]]`: a change to one order (`enable`/`disable` write `enabled`). */
-export interface CityOrderOverride {
-  name: string;
-  /** A rig's instance of it; `*` for every rig. */
-  rig?: string;
-  enabled?: boolean;
-  /** Any other key the order file has (`interval`, `schedule`, `timeout`, `pool`, …), as written. */
-  fields: Record<string, unknown>;
-}
-
-/** `[orders]`. */
-export interface CityOrdersConfig {
-  overrides: CityOrderOverride[];
-  /** Orders left out altogether. */
-  skip: string[];
-  /** No order's `timeout` is longer. */
-  maxTimeoutMs?: number;
-  /** The time zone of cron schedules without their own `tz` (default: the machine's). */
-  timezone?: string;
-}
-
-/** What this product reads from a city's `city.toml`. */
-export interface CityConfig {
-  workspace: {
-    name?: string;
-    provider?: string;
-    startCommand?: string;
-    prefix?: string;
-    suspended: boolean;
-  };
-  providers: Record<string, Record<string, unknown>>;
-  agents: CityAgentConfig[];
-  rigs: CityRigConfig[];
-  services: CityServiceConfig[];
-  daemon: CityDaemonConfig;
-  orders: CityOrdersConfig;
-  /** `[imports.<binding>]` of `city.toml` (those of the city's `pack.toml` are added by the loader). */
-  imports: PackImport[];
-  /** `[defaults.rig.imports.<binding>]`: packs every rig imports. */
-  rigDefaultImports: PackImport[];
-  patches: CityPatches;
-  /** `[agent_defaults]`: keys every agent has unless it sets them itself. */
-  agentDefaults: Record<string, unknown>;
-  /** `[extmsg] allowed_callback_hosts`: hosts besides loopback adapters' callback URLs may name. */
-  extmsgCallbackHosts: string[];
-  /** `[maintenance] interval`: bead store maintenance runs this often (none when absent). */
-  maintenanceIntervalMs?: number;
-  /** `[events] rotation_max_bytes`: rotate the event log once it reaches this size. */
-  eventsRotationMaxBytes?: number;
-  /** `[events] max_archives`: how many rotated archives of the event log are kept (the oldest go first). */
-  eventsMaxArchives?: number;
-  /** `[beads] backend`: `sqlite` (the default) or `journal`. */
-  beadsBackend?: 'sqlite' | 'journal';
-}
 
 export function readCityConfig(path: string): CityConfig {
   let text: string;

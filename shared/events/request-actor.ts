@@ -33,7 +33,7 @@ export function runAsRequest(
 }
 
 /**
- * The actor to record. `api`, the placeholder of every request-driven event, becomes the requester's name; `ctl`,
+ * The actor to record. `api`, the stand-in actor of every request-driven event, becomes the requester's name; `ctl`,
  * the system's own, does too while a mutation is being served (a session it creates, a city it suspends). Any
  * other actor (an agent, a mail's sender, a client-named one) is better and stays.
  */
