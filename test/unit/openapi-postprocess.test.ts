@@ -535,11 +535,13 @@ describe('OpenAPI post-processing (unit)', function () {
       expect(out.paths['/v0/stream'].get.responses).to.not.have.property('422');
     });
 
-    it('keeps a documented 403 and its description', function () {
+    it('keeps a documented 403 and its description, adding the refusals every mutation shares', function () {
       const raw = tsoaDocument();
       raw.paths['/v0/city'].post.responses['403'] = { description: 'Custom forbidden' };
       const out = pp(raw);
-      expect(out.paths['/v0/city'].post.responses['403'].description).to.equal('Custom forbidden');
+      const description = out.paths['/v0/city'].post.responses['403'].description as string;
+      expect(description.startsWith('Custom forbidden; ')).to.equal(true);
+      expect(description).to.include('csrf:').and.include('cross_origin:');
     });
 
     it('says once, at the root, who may call: the same-user rule, a bearer token or a session cookie', function () {
