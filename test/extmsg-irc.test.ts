@@ -122,6 +122,15 @@ describe('the IRC adapter (ngircd, the shipped adapter, a real IRC client, the e
       20_000,
     );
     expect(answer.target).to.equal('#ops');
+    // The adapter says a message before it answers the city's POST: until the city has that answer the message is
+    // not delivered, and an adapter that died before answering gets it again (at least once). So the kill waits
+    // for the city's word that the answer was delivered.
+    await waitUntil('the city to record the answer delivered', async () => {
+      const events = await city.api.get<{ items: { payload: { status?: string } }[] }>(
+        '/events?type=extmsg.outbound&limit=1000',
+      );
+      return events.body.items.some((e) => e.payload.status === 'delivered');
+    });
 
     // The adapter dies and comes back: it registers again and carries on, and nothing arrives twice.
     adapter.kill('SIGKILL');

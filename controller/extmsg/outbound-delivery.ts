@@ -25,6 +25,11 @@ export interface FirstAttempt {
  */
 export class OutboundDelivery {
   private readonly timers = new Map<string, NodeJS.Timeout>();
+  /**
+   * Messages with an attempt under way. An adapter registering (again) resumes every pending message; one whose
+   * POST is still out must not be sent a second time beside it — that attempt schedules its own retry.
+   */
+  private readonly inFlight = new Set<string>();
   private stopped = false;
 
   constructor(
@@ -37,7 +42,10 @@ export class OutboundDelivery {
 
   /** Retries what a previous controller left undelivered. */
   resume(): void {
-    for (const pending of this.o.store.pending()) this.schedule(pending, Math.max(0, pending.next_at - Date.now()));
+    for (const pending of this.o.store.pending()) {
+      if (this.inFlight.has(pending.message_id)) continue;
+      this.schedule(pending, Math.max(0, pending.next_at - Date.now()));
+    }
   }
 
   stop(): void {
@@ -57,13 +65,22 @@ export class OutboundDelivery {
     clearTimeout(this.timers.get(pending.message_id));
     const timer = setTimeout(() => {
       this.timers.delete(pending.message_id);
-      void this.attempt(pending);
+      if (!this.inFlight.has(pending.message_id)) void this.attempt(pending);
     }, ms);
     timer.unref();
     this.timers.set(pending.message_id, timer);
   }
 
   private async attempt(pending: PendingDelivery): Promise<FirstAttempt> {
+    this.inFlight.add(pending.message_id);
+    try {
+      return await this.attemptOnce(pending);
+    } finally {
+      this.inFlight.delete(pending.message_id);
+    }
+  }
+
+  private async attemptOnce(pending: PendingDelivery): Promise<FirstAttempt> {
     pending.attempts += 1;
     const adapter = this.o.store.adapter(pending.provider, pending.account_id);
     let error: string | undefined;
