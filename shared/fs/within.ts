@@ -1,4 +1,8 @@
 import { closeSync, constants, fstatSync, openSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
+
+// The C library's realpath: one system call per path, where Node's JavaScript one lstat()s every component of
+// it (composing a city of 100 pack agents spent 43% of its time there).
+const realPathOf = realpathSync.native;
 import { sep } from 'node:path';
 
 /**
@@ -11,7 +15,7 @@ export class OutsideTree extends Error {}
 /** The real path of a tree's root (the root as given when it does not exist). */
 export function realRoot(root: string): string {
   try {
-    return realpathSync(root);
+    return realPathOf(root);
   } catch {
     return root;
   }
@@ -28,7 +32,7 @@ function inside(real: string, root: string): boolean {
 export function outsideTree(path: string, root: string, what: string): string | undefined {
   let real: string;
   try {
-    real = realpathSync(path);
+    real = realPathOf(path);
   } catch {
     return undefined;
   }
