@@ -24,19 +24,24 @@ export class TranscriptWriter {
   /** Appends an entry after those before it; resolves with its record (undefined when it could not be written). */
   write(entry: NewEntry): Promise<EventRecord | undefined> {
     this.waiting++;
-    const written = this.writes.then(() => this.transcript.append(entry)).finally(() => this.waiting--);
-    // The chain goes on past a failed write: the failure is logged below, where the write is answered.
-    this.writes = written.catch(() => undefined);
-    return written.then(
-      (record) => {
-        this.o.written(record);
-        return record;
-      },
-      (err: unknown) => {
-        this.o.logger.error({ err, session: this.o.sessionId }, 'could not write the transcript');
-        return undefined;
-      },
-    );
+    const result = this.writes
+      .then(() => this.transcript.append(entry))
+      .then(
+        (record) => {
+          this.o.written(record);
+          return record;
+        },
+        (err: unknown) => {
+          this.o.logger.error({ err, session: this.o.sessionId }, 'could not write the transcript');
+          return undefined;
+        },
+      )
+      .finally(() => this.waiting--);
+    // The chain goes on past an entry its stream could not be shown (the caller hears of it too).
+    this.writes = result.catch((err: unknown) => {
+      this.o.logger.error({ err, session: this.o.sessionId }, 'a written transcript entry could not be shown');
+    });
+    return result;
   }
 
   /** Runs `show` after the entries being written now: a stream sees a turn end after the reply it ends. */
