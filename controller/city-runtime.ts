@@ -15,7 +15,7 @@ import type { SessionService } from './sessions/session-service.js';
 import { ConvoysService } from './beads/convoys.js';
 import { MailService } from './beads/mail.js';
 import { StatusCounts } from './status-counts.js';
-import { ProviderEditor } from './providers/provider-editor.js';
+import { ProviderEditor } from './config/provider-editor.js';
 import { resolveAgents, type AgentDefinition } from './agents/agent-catalog.js';
 import { composeConfig, type ComposedConfig } from './config/compose.js';
 import { ctlHome } from '../shared/paths.js';

@@ -35,7 +35,7 @@ import { openBeadStore } from './beads/open-store.js';
 import { DEFAULT_MAX_ARCHIVES, DEFAULT_ROTATION_MAX_BYTES, rotateWhenLarge } from './auto-rotate.js';
 import { CityRuntime, loadConfig } from './city-runtime.js';
 import { promptFor, suspensionIn } from './agents/agent-catalog.js';
-import { watchConfig } from './agents/config-watch.js';
+import { watchConfig } from './config/config-watch.js';
 import { installTether, ProcessTether } from './process-tether.js';
 import { AgentTick } from './agents/tick.js';
 import { UsageLog } from './usage/usage-log.js';

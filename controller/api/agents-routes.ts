@@ -25,7 +25,7 @@ import type { ErrorModel } from '../../shared/dto/errors.js';
 import { decodeToken, encodeToken, invalidToken } from '../../shared/http/page-token.js';
 import type { CityRuntime } from '../city-runtime.js';
 import type { AgentDefinition } from '../agents/agent-catalog.js';
-import { AgentEditor } from '../agents/agent-editor.js';
+import { AgentEditor } from '../config/agent-editor.js';
 import { agentOutput, agentResponse, primarySession, requireAgent } from '../agents/agent-views.js';
 
 const PEEK_LINES = 20;

@@ -8,7 +8,7 @@ import { DEFAULT_READINESS_ITEMS, SUPPORTED_PROVIDERS } from '../../shared/readi
 import { VERSION } from '../../shared/version.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { cityProviderReadiness } from '../providers/provider-readiness.js';
-import { AgentEditor } from '../agents/agent-editor.js';
+import { AgentEditor } from '../config/agent-editor.js';
 import { isSuspended } from '../agents/agent-views.js';
 
 /**

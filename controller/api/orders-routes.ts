@@ -19,7 +19,7 @@ import { decodeBeadCursor, encodeBeadCursor } from '../beads/page-token.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { runLabel } from '../orders/order-dispatch.js';
 import type { OrderDef } from '../orders/order-file.js';
-import { OrderOverrideEditError, setOrderEnabled } from '../orders/order-overrides-edit.js';
+import { OrderOverrideEditError, setOrderEnabled } from '../config/order-override-editor.js';
 import { historyDetail, historyEntry, orderCheck, orderFeedItem, orderResponse } from '../orders/order-views.js';
 
 const HISTORY_LIMIT = 20;

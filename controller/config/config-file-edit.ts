@@ -8,7 +8,7 @@ import { Problem } from '../../shared/http/problem.js';
 import { checkAgents } from '../agents/check-agents.js';
 import { packCacheRoot, type CityRuntime } from '../city-runtime.js';
 import { ProviderRegistry } from '../providers/provider-registry.js';
-import { TomlTableEditError } from '../toml-table-edit.js';
+import { TomlTableEditError } from './toml-table-edit.js';
 import { composeConfig, type ComposedConfig } from './compose.js';
 import { warnConfig } from './config-warnings.js';
 

@@ -10,7 +10,7 @@ import type {
 import { parseDuration } from '../../shared/duration.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { CityRuntime } from '../city-runtime.js';
-import { appendTable, removeTable, setTableKeys, type TableValue } from '../toml-table-edit.js';
+import { appendTable, removeTable, setTableKeys, type TableValue } from './toml-table-edit.js';
 import { editConfigFile } from './config-file-edit.js';
 
 export type PatchKind = 'agent' | 'provider' | 'rig';

@@ -5,7 +5,7 @@ import { Problem } from '../../shared/http/problem.js';
 import { agentDirectories } from '../agents/agent-catalog.js';
 import { packCacheRoot, type CityRuntime } from '../city-runtime.js';
 import { editConfigFile } from '../config/config-file-edit.js';
-import { appendPlainTable, removePlainTable, type TableValue } from '../toml-table-edit.js';
+import { appendPlainTable, removePlainTable, type TableValue } from '../config/toml-table-edit.js';
 import { fetchPack, PackFetchError, readPackLock, writePackLock, type PackLockEntry } from './pack-cache.js';
 import { readPackFile } from './pack-file.js';
 import {

@@ -8,7 +8,13 @@ import { Problem } from '../../shared/http/problem.js';
 import { checkRigPath } from './rig-placement.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { editConfigFile } from '../config/config-file-edit.js';
-import { appendTable, removeTable, setTableKeys, TomlTableEditError, type TableValue } from '../toml-table-edit.js';
+import {
+  appendTable,
+  removeTable,
+  setTableKeys,
+  TomlTableEditError,
+  type TableValue,
+} from '../config/toml-table-edit.js';
 
 /** A git status that takes longer than this is reported as an error, not waited on. */
 const GIT_TIMEOUT_MS = 5000;

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { parse } from 'smol-toml';
-import { setProviderTable } from '../../controller/providers/city-toml-edit.js';
+import { setProviderTable } from '../../controller/config/provider-table-edit.js';
 
 // Writing one `[providers.<name>]` table of a hand-written city.toml: the table as asked, every other byte kept.
 

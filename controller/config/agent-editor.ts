@@ -6,9 +6,9 @@ import type { AgentCreateInputBody, AgentUpdateInputBody } from '../../shared/dt
 import { parseDuration } from '../../shared/duration.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { CityRuntime } from '../city-runtime.js';
-import { qualifiedName, type AgentDefinition } from './agent-catalog.js';
-import { PatchEditor } from '../config/patch-editor.js';
-import { editConfigFile } from '../config/config-file-edit.js';
+import { qualifiedName, type AgentDefinition } from '../agents/agent-catalog.js';
+import { PatchEditor } from './patch-editor.js';
+import { editConfigFile } from './config-file-edit.js';
 import {
   TomlTableEditError,
   appendTable,
@@ -16,7 +16,7 @@ import {
   setTableKeys,
   setFileKeys,
   type TableValue,
-} from '../toml-table-edit.js';
+} from './toml-table-edit.js';
 
 /**
  * The agents API's writes: each goes to the file the agent is declared in (`city.toml`'s `[[agent]]` table, or

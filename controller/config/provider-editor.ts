@@ -4,8 +4,8 @@ import { writeFileAtomic } from '../../shared/atomic-write.js';
 import { configReadError, parseCityConfig, type CityConfig } from '../../shared/config/city-config.js';
 import { ConfigError } from '../../shared/config/config-error.js';
 import { readTomlText } from '../../shared/config/toml-file.js';
-import { brokenServices } from '../config/config-file-edit.js';
-import { warnConfig } from '../config/config-warnings.js';
+import { brokenServices } from './config-file-edit.js';
+import { warnConfig } from './config-warnings.js';
 import type { ErrorDetail } from '../../shared/dto/errors.js';
 import type {
   ProviderCreateInputBody,
@@ -16,13 +16,13 @@ import { Problem } from '../../shared/http/problem.js';
 import { checkAgents } from '../agents/check-agents.js';
 import { IDEMPOTENCY_TTL_MS } from '../beads/bead-rules.js';
 import { bodyHash } from '../beads/beads-service.js';
-import type { ProviderTable } from './city-toml-edit.js';
-import { PRESETS } from './presets.js';
-import type { ResolvedProvider } from './provider-spec.js';
-import { ProviderRegistry } from './provider-registry.js';
-import { ProviderConfigError, resolveCityProviders, WORKSPACE_PROVIDER } from './resolve.js';
+import type { ProviderTable } from './provider-table-edit.js';
+import { PRESETS } from '../providers/presets.js';
+import type { ResolvedProvider } from '../providers/provider-spec.js';
+import { ProviderRegistry } from '../providers/provider-registry.js';
+import { ProviderConfigError, resolveCityProviders, WORKSPACE_PROVIDER } from '../providers/resolve.js';
 
-let tomlEdit: typeof import('./city-toml-edit.js') | undefined;
+let tomlEdit: typeof import('./provider-table-edit.js') | undefined;
 
 /** The settings of a `[providers.<name>]` table, in the order a new table is written. */
 const SETTINGS = [
@@ -175,7 +175,7 @@ export class ProviderEditor {
   private exclusive<T>(fn: () => T): Promise<T> {
     const run = this.queue.then(async () => {
       // The TOML editor (and its library) is loaded by the first edit, not by every controller that never edits.
-      tomlEdit ??= await import('./city-toml-edit.js');
+      tomlEdit ??= await import('./provider-table-edit.js');
       return fn();
     });
     this.queue = run.catch(() => undefined);
