@@ -18,7 +18,7 @@ import { StatusCounts } from './status-counts.js';
 import { ProviderEditor } from './config/provider-editor.js';
 import { resolveAgents, type AgentDefinition } from './agents/agent-catalog.js';
 import { composeConfig, type ComposedConfig } from './config/compose.js';
-import { ctlHome } from '../shared/paths.js';
+import { packCacheRoot } from './packs/pack-cache.js';
 import { checkAgents } from './agents/check-agents.js';
 import type { AgentTick } from './agents/tick.js';
 import { cityClock, type Clock } from './clock.js';
@@ -43,11 +43,6 @@ export interface LoadedConfig {
   agents: AgentDefinition[];
   /** How it was composed: packs, problems that leave the rest running, what patches changed. */
   composed: ComposedConfig;
-}
-
-/** The machine's pack cache, shared by its cities. */
-export function packCacheRoot(env: NodeJS.ProcessEnv = process.env): string {
-  return join(ctlHome(env), 'cache', 'packs');
 }
 
 /** Reads and resolves the city's configuration; throws a ConfigError naming the file and key at fault. */
@@ -101,7 +96,7 @@ export class CityRuntime {
   private lastReloadError: string | undefined;
   private lastReloadPlace: ConfigErrorPlace | undefined;
   /**
-   * The texts of `city.toml` and `packs.lock` our last write put in use (undefined once a reload from disk took
+   * The texts of the file our last write put in use and of `packs.lock` (undefined once a reload from disk took
    * what was there).
    */
   private taken: Record<string, string> | undefined;
@@ -200,11 +195,7 @@ export class CityRuntime {
       callbackHosts: () => this.config.extmsgCallbackHosts,
       logger,
     });
-    this.providerEditor = new ProviderEditor({
-      configPath: paths.config,
-      reload: (next, text) => this.reloadConfig(next, { text }),
-      servicesInUse: () => this.config.services,
-    });
+    this.providerEditor = new ProviderEditor(this);
   }
 
   readonly mail: MailService;
@@ -262,7 +253,7 @@ export class CityRuntime {
   }
 
   /**
-   * Whether the settled changes are only our own last write of `city.toml` or `packs.lock` (and their temporary
+   * Whether the settled changes are only our own last write of a config file or `packs.lock` (and their temporary
    * files), which `reloadConfig` already took: composing the city again for them would only repeat that work.
    */
   private isOwnWrite(files: string[]): boolean {
@@ -283,15 +274,19 @@ export class CityRuntime {
   }
 
   /**
-   * Takes a `city.toml` just written by us: its providers for the next session start (a running session keeps
-   * the program it runs), its agents for the tick, the rest for every reader. Throws a ConfigError, keeping what
-   * it had, when it does not resolve.
+   * Takes a configuration just written by us (`written.file`: `city.toml` unless it names another file, such as
+   * an `agents/<name>/agent.toml`): its providers for the next session start (a running session keeps the
+   * program it runs), its agents for the tick, the rest for every reader. Throws a ConfigError, keeping what it
+   * had, when it does not resolve.
    */
-  reloadConfig(config: CityConfig, written?: { text: string; composed?: ComposedConfig }): void {
+  reloadConfig(config: CityConfig, written?: { file?: string; text: string; composed?: ComposedConfig }): void {
     this.loaded = loadConfig(this.paths.root, this.paths.config, this.providers, config, written?.composed);
     // The watcher hears our own write too: what it would read is what is in use.
     this.taken = written
-      ? { 'city.toml': written.text, 'packs.lock': readOrEmpty(join(this.paths.root, 'packs.lock')) }
+      ? {
+          'packs.lock': readOrEmpty(join(this.paths.root, 'packs.lock')),
+          [written.file ?? 'city.toml']: written.text,
+        }
       : undefined;
     this.lastReloadError = undefined;
     this.lastReloadPlace = undefined;

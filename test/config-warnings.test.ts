@@ -47,6 +47,20 @@ describe('config writes beside a broken [[service]] table (real controller)', fu
     expect((await api.get('/service/web')).status).to.equal(200);
   });
 
+  it('disables an order (its override written) and names the existing problem', async function () {
+    const { api } = city;
+    mkdirSync(join(city.dir, 'orders'), { recursive: true });
+    writeFileSync(join(city.dir, 'orders', 'nightly.toml'), '[order]\ntrigger = "manual"\nexec = "true"\n');
+    const disabled = await api.post('/order/nightly/disable');
+    expect(disabled.status, JSON.stringify(disabled.body)).to.equal(200);
+    expect(warningOf(disabled.headers)).to.match(/service\[1\]\.name/);
+    const toml = readFileSync(join(city.dir, 'city.toml'), 'utf8');
+    expect(toml)
+      .to.include('[[orders.overrides]]\nname = "nightly"\nenabled = false\n')
+      .and.include('name = "bad name!"');
+    expect((await api.get<{ enabled: boolean }>('/order/nightly')).body.enabled).to.equal(false);
+  });
+
   it('an edit that adds a problem of its own is still refused, and writes nothing', async function () {
     const { api } = city;
     const before = readFileSync(join(city.dir, 'city.toml'), 'utf8');

@@ -41,8 +41,13 @@ const PROMPT_FILES: [string, boolean][] = [
  * (its `agent.toml`, optional, and its `prompt.md` or `prompt.template.md`). Throws a ConfigError naming the
  * file and key of anything malformed.
  */
-export function declaredAgents(root: string, config: CityConfig, skipped?: string[]): CityAgentConfig[] {
-  return [...config.agents, ...agentDirectories(root, '', skipped)];
+export function declaredAgents(
+  root: string,
+  config: CityConfig,
+  skipped?: string[],
+  edited?: { file: string; text: string },
+): CityAgentConfig[] {
+  return [...config.agents, ...agentDirectories(root, '', skipped, edited)];
 }
 
 /**
@@ -50,7 +55,12 @@ export function declaredAgents(root: string, config: CityConfig, skipped?: strin
  * their file names in `source` and in errors (`pack:review/`). An agent any of whose files (its directory, its
  * agent.toml, its prompt) a symbolic link leads out of `root` is skipped, never read, and named in `skipped`.
  */
-export function agentDirectories(root: string, label: string, skipped: string[] = []): CityAgentConfig[] {
+export function agentDirectories(
+  root: string,
+  label: string,
+  skipped: string[] = [],
+  edited?: { file: string; text: string },
+): CityAgentConfig[] {
   const what = label ? `pack ${label.replace(/^pack:|\/$/g, '')}` : 'the city';
   const agents: CityAgentConfig[] = [];
   const dir = join(root, 'agents');
@@ -73,7 +83,10 @@ export function agentDirectories(root: string, label: string, skipped: string[] 
       continue;
     }
     let table: Record<string, unknown> = {};
-    if (existsSync(file)) {
+    if (edited?.file === `agents/${name}/${AGENT_FILE}`) {
+      // An edit of it being composed before it is written: its text as the edit would leave it.
+      table = parseToml(edited.text, source);
+    } else if (existsSync(file)) {
       const size = statSync(file).size;
       if (size > MAX_TOML_BYTES) throw tooLarge(source, size);
       try {

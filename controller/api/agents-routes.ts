@@ -171,7 +171,10 @@ export class AgentsRoutes extends Controller {
    */
   @Patch('agent/{base}')
   @Response<ErrorModel>(409, 'The file on disk is not valid, or cannot be edited safely')
-  @Response<ErrorModel>(422, 'Invalid body: the field at fault in `errors`')
+  @Response<ErrorModel>(
+    422,
+    'Invalid body: the field at fault in `errors`; or the city the edit would leave is not valid (named)',
+  )
   public updateAgent(
     @Path() cityName: string,
     @Path() base: string,
@@ -186,7 +189,10 @@ export class AgentsRoutes extends Controller {
    */
   @Patch('agent/{dir}/{base}')
   @Response<ErrorModel>(409, 'The file on disk is not valid, or cannot be edited safely')
-  @Response<ErrorModel>(422, 'Invalid body: the field at fault in `errors`')
+  @Response<ErrorModel>(
+    422,
+    'Invalid body: the field at fault in `errors`; or the city the edit would leave is not valid (named)',
+  )
   public updateQualifiedAgent(
     @Path() cityName: string,
     @Path() dir: string,
@@ -202,6 +208,7 @@ export class AgentsRoutes extends Controller {
    */
   @Delete('agent/{base}')
   @Response<ErrorModel>(409, 'An agent of its own directory (remove the directory), or city.toml is not valid')
+  @Response<ErrorModel>(422, 'The city the edit would leave is not valid (named; city.toml is left as it was)')
   public deleteAgent(@Path() cityName: string, @Path() base: string): OKResponseBody {
     new AgentEditor(this.city).remove(requireAgent(this.city, base));
     return { status: 'ok' };
@@ -213,6 +220,7 @@ export class AgentsRoutes extends Controller {
    */
   @Delete('agent/{dir}/{base}')
   @Response<ErrorModel>(409, 'An agent of its own directory (remove the directory), or city.toml is not valid')
+  @Response<ErrorModel>(422, 'The city the edit would leave is not valid (named; city.toml is left as it was)')
   public deleteQualifiedAgent(@Path() cityName: string, @Path() dir: string, @Path() base: string): OKResponseBody {
     new AgentEditor(this.city).remove(requireAgent(this.city, `${dir}/${base}`));
     return { status: 'ok' };
@@ -227,7 +235,7 @@ export class AgentsRoutes extends Controller {
    */
   @Post('agent/{base}/{action}')
   @Response<ErrorModel>(409, 'The file on disk is not valid')
-  @Response<ErrorModel>(422, 'Unknown action')
+  @Response<ErrorModel>(422, 'Unknown action, or the city the edit would leave is not valid (named)')
   public async agentAction(
     @Path() cityName: string,
     @Path() base: string,
@@ -244,7 +252,7 @@ export class AgentsRoutes extends Controller {
    */
   @Post('agent/{dir}/{base}/{action}')
   @Response<ErrorModel>(409, 'The file on disk is not valid')
-  @Response<ErrorModel>(422, 'Unknown action')
+  @Response<ErrorModel>(422, 'Unknown action, or the city the edit would leave is not valid (named)')
   public async qualifiedAgentAction(
     @Path() cityName: string,
     @Path() dir: string,

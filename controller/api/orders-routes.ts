@@ -1,4 +1,3 @@
-import { readFileSync, statSync } from 'node:fs';
 import { Body, Controller, Get, Path, Post, Query, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
 import type { OKResponseBody } from '../../shared/dto/common.js';
 import type { ErrorModel } from '../../shared/dto/errors.js';
@@ -12,14 +11,12 @@ import type {
   OrderRunInputBody,
   OrderRunOutputBody,
 } from '../../shared/dto/orders.js';
-import { parseCityConfig } from '../../shared/config/city-config.js';
-import { writeFileAtomic } from '../../shared/atomic-write.js';
 import { Problem } from '../../shared/http/problem.js';
 import { decodeBeadCursor, encodeBeadCursor } from '../beads/page-token.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { runLabel } from '../orders/order-dispatch.js';
 import type { OrderDef } from '../orders/order-file.js';
-import { OrderOverrideEditError, setOrderEnabled } from '../config/order-override-editor.js';
+import { OrderOverrideEditor } from '../config/order-override-editor.js';
 import { historyDetail, historyEntry, orderCheck, orderFeedItem, orderResponse } from '../orders/order-views.js';
 
 const HISTORY_LIMIT = 20;
@@ -175,6 +172,8 @@ export class OrdersRoutes extends Controller {
    * @summary Enable an order
    */
   @Post('order/{name}/enable')
+  @Response<ErrorModel>(409, 'city.toml on disk is not valid (fix it by hand first), or cannot be edited safely')
+  @Response<ErrorModel>(422, 'The city the edit would leave is not valid (named; city.toml is left as it was)')
   public async enableOrder(@Path() cityName: string, @Path() name: string): Promise<OKResponseBody> {
     this.setEnabled(name, true);
     return { status: 'ok' };
@@ -186,6 +185,8 @@ export class OrdersRoutes extends Controller {
    * @summary Disable an order
    */
   @Post('order/{name}/disable')
+  @Response<ErrorModel>(409, 'city.toml on disk is not valid (fix it by hand first), or cannot be edited safely')
+  @Response<ErrorModel>(422, 'The city the edit would leave is not valid (named; city.toml is left as it was)')
   public async disableOrder(@Path() cityName: string, @Path() name: string): Promise<OKResponseBody> {
     this.setEnabled(name, false);
     return { status: 'ok' };
@@ -231,17 +232,6 @@ export class OrdersRoutes extends Controller {
 
   private setEnabled(name: string, enabled: boolean): void {
     this.order(name);
-    const path = this.city.paths.config;
-    const text = readFileSync(path, 'utf8');
-    let next: string;
-    try {
-      next = setOrderEnabled(text, name, enabled);
-    } catch (err) {
-      if (!(err instanceof OrderOverrideEditError)) throw err;
-      throw new Problem('conflict-wrong-state', `conflict: city.toml could not be edited safely: ${err.message}`);
-    }
-    const config = parseCityConfig(next, 'city.toml');
-    writeFileAtomic(path, next, { mode: statSync(path).mode & 0o7777 });
-    this.city.reloadConfig(config);
+    new OrderOverrideEditor(this.city).setEnabled(name, enabled);
   }
 }

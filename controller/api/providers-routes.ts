@@ -135,7 +135,10 @@ export class ProvidersRoutes extends Controller {
     409,
     'Another provider would no longer be valid, `default` (the start command), or city.toml on disk is not valid',
   )
-  @Response<ErrorModel>(422, 'Invalid body: the setting at fault in `errors`')
+  @Response<ErrorModel>(
+    422,
+    'Invalid body: the setting at fault in `errors`; or the city the edit would leave is not valid (named)',
+  )
   public async updateProvider(
     @Path() cityName: string,
     @Path() name: string,
@@ -154,6 +157,7 @@ export class ProvidersRoutes extends Controller {
     409,
     'A built-in preset, `default` (the start command), a provider an agent, the workspace or another provider still uses, or city.toml on disk is not valid',
   )
+  @Response<ErrorModel>(422, 'The city the edit would leave is not valid (named; city.toml is left as it was)')
   public async deleteProvider(@Path() cityName: string, @Path() name: string): Promise<OKResponseBody> {
     await this.city.providerEditor.remove(name);
     return { status: 'ok' };

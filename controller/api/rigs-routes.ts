@@ -146,6 +146,11 @@ export class RigsRoutes extends Controller {
    * @summary Remove a rig
    */
   @Delete('rig/{name}')
+  @Response<ErrorModel>(409, 'city.toml on disk is not valid (fix it by hand first), or cannot be edited safely')
+  @Response<ErrorModel>(
+    422,
+    'The city the edit would leave is not valid, such as two agents of one name (named; city.toml is left as it was)',
+  )
   public async deleteRig(@Path() cityName: string, @Path() name: string): Promise<OKResponseBody> {
     new RigEditor(this.city).remove(name);
     return { status: 'ok' };
@@ -157,6 +162,8 @@ export class RigsRoutes extends Controller {
    * @summary Suspend a rig
    */
   @Post('rig/{name}/suspend')
+  @Response<ErrorModel>(409, 'city.toml on disk is not valid (fix it by hand first), or cannot be edited safely')
+  @Response<ErrorModel>(422, 'The city the edit would leave is not valid (named; city.toml is left as it was)')
   public async suspendRig(@Path() cityName: string, @Path() name: string): Promise<RigResponse> {
     return rigResponse(this.city, await new RigEditor(this.city).update(name, { suspended: true }), false);
   }
@@ -166,6 +173,8 @@ export class RigsRoutes extends Controller {
    * @summary Resume a rig
    */
   @Post('rig/{name}/resume')
+  @Response<ErrorModel>(409, 'city.toml on disk is not valid (fix it by hand first), or cannot be edited safely')
+  @Response<ErrorModel>(422, 'The city the edit would leave is not valid (named; city.toml is left as it was)')
   public async resumeRig(@Path() cityName: string, @Path() name: string): Promise<RigResponse> {
     return rigResponse(this.city, await new RigEditor(this.city).update(name, { suspended: false }), false);
   }

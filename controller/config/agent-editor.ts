@@ -1,14 +1,10 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { writeFileAtomic } from '../../shared/atomic-write.js';
 import { AGENT_NAME_PATTERN } from '../../shared/config/city-config.js';
 import type { AgentCreateInputBody, AgentUpdateInputBody } from '../../shared/dto/agents.js';
 import { parseDuration } from '../../shared/duration.js';
 import { Problem } from '../../shared/http/problem.js';
-import type { CityRuntime } from '../city-runtime.js';
 import { qualifiedName, type AgentDefinition } from '../agents/agent-catalog.js';
 import { PatchEditor } from './patch-editor.js';
-import { editConfigFile } from './config-file-edit.js';
+import { editConfigFile, type ConfigFile, type ConfigFileHost } from './config-file-edit.js';
 import {
   TomlTableEditError,
   appendTable,
@@ -18,13 +14,21 @@ import {
   type TableValue,
 } from './toml-table-edit.js';
 
+/** What the agent editor needs of the controller: the edit funnel's host, its agents and its providers. */
+export interface AgentEditorHost extends ConfigFileHost {
+  /** An agent by its qualified name (`base`, or `dir/base`). */
+  agent(name: string): AgentDefinition | undefined;
+  readonly providers: { get(name: string): unknown };
+}
+
 /**
  * The agents API's writes: each goes to the file the agent is declared in (`city.toml`'s `[[agent]]` table, or
- * `agents/<name>/agent.toml`), edited line by line, and is read back by the controller at once. A file a person
- * broke by hand is a 409: it is theirs to mend, not ours to overwrite.
+ * `agents/<name>/agent.toml`), edited line by line through the edit funnel (`editConfigFile`): composed before
+ * it is written, refused with a 422 when the city it leaves is not usable, taken by the controller at once. A
+ * file a person broke by hand is a 409: it is theirs to mend, not ours to overwrite.
  */
 export class AgentEditor {
-  constructor(private readonly city: CityRuntime) {}
+  constructor(private readonly city: AgentEditorHost) {}
 
   create(body: AgentCreateInputBody): string {
     const name = qualifiedName(body, this.city.config.rigs);
@@ -145,27 +149,26 @@ export class AgentEditor {
     editConfigFile(this.city, 'city.toml', edit);
   }
 
+  /** The agent's own `agents/<name>/agent.toml` (started when the directory has only a prompt). */
   private writeAgentFile(definition: AgentDefinition, keys: Record<string, TableValue | undefined>): void {
-    const path = join(this.city.paths.root, definition.config.source);
-    let text = '';
-    try {
-      text = readFileSync(path, 'utf8');
-    } catch {
-      // An agent directory with only a prompt: its agent.toml starts here.
+    const file = definition.config.source;
+    if (!isAgentFile(file)) {
+      throw new Problem('internal', `internal: agent ${definition.name} is declared in ${file}, not a file we edit`);
     }
-    let out: string;
-    try {
-      out = setFileKeys(text, keys);
-    } catch (err) {
-      if (!(err instanceof TomlTableEditError) && !(err instanceof Error && err.name === 'TomlError')) throw err;
-      throw new Problem(
-        'conflict-wrong-state',
-        `conflict: ${definition.config.source} was not changed: ${err.message}`,
-      );
-    }
-    writeFileAtomic(path, out);
-    void this.city.reloadFromDisk(definition.config.source);
+    editConfigFile(this.city, file, (text) => {
+      try {
+        return setFileKeys(text, keys);
+      } catch (err) {
+        if (!(err instanceof TomlTableEditError)) throw err;
+        throw new Problem('conflict-wrong-state', `conflict: ${file} was not changed: ${err.message}`);
+      }
+    });
   }
+}
+
+/** Whether `source` is a city agent directory's `agent.toml` (not a pack's: `pack:…/agents/…`). */
+function isAgentFile(source: string): source is ConfigFile {
+  return /^agents\/[^/]+\/agent\.toml$/.test(source);
 }
 
 /** `[workspace] <key>` set, the rest of the file as it was. */

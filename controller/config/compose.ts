@@ -53,6 +53,17 @@ export interface ComposedConfig {
 export interface ComposeOptions {
   /** The machine's pack cache (`$CTL_HOME/cache/packs`). */
   cacheRoot: string;
+  /**
+   * A file of the city (the root `pack.toml`, or an `agents/<name>/agent.toml`) as an edit would leave it, read
+   * instead of what is on disk: how an edit of it is composed before it is written.
+   */
+  edited?: EditedFile;
+}
+
+/** A city file's text as an edit would leave it; `file` is relative to the city's root. */
+export interface EditedFile {
+  file: string;
+  text: string;
 }
 
 /** How deep packs may import packs: a chain longer than this is a mistake, not a design. */
@@ -78,7 +89,11 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     rigs: cityToml.rigs.map((r) => ({ ...r })),
     services: [...cityToml.services],
   };
-  const rootPack = readPackFile(root, 'pack.toml');
+  const rootPack = readPackFile(
+    root,
+    'pack.toml',
+    options.edited?.file === 'pack.toml' ? options.edited.text : undefined,
+  );
   const imports = [...cityToml.imports];
   for (const imp of rootPack.imports) {
     if (imports.some((i) => i.binding === imp.binding)) {
@@ -90,7 +105,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
   for (const [name, spec] of Object.entries(rootPack.providers)) config.providers[name] ??= spec;
   config.services.push(...rootPack.services);
   const agents: CityAgentConfig[] = [
-    ...declaredAgents(root, cityToml, skipped),
+    ...declaredAgents(root, cityToml, skipped, options.edited),
     ...rootPack.agents.map((a) => ({ ...a, source: 'pack.toml' })),
   ].map((a) => ({ ...a, origin: 'inline' as const }));
   let lock: Record<string, PackLockEntry> = {};

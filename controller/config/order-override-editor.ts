@@ -1,9 +1,30 @@
 import { isDeepStrictEqual } from 'node:util';
 import { patch } from '@decimalturn/toml-patch';
 import { parse } from 'smol-toml';
+import { Problem } from '../../shared/http/problem.js';
+import { editConfigFile, type ConfigFileHost } from './config-file-edit.js';
 
 /** The edit of `city.toml` did not come out as intended (a form of file not edited safely). */
 export class OrderOverrideEditError extends Error {}
+
+/**
+ * `POST /order/{name}/enable|disable`: `enabled` in the order's `[[orders.overrides]]` entry of `city.toml`,
+ * through the edit funnel like every write of the file (composed first; a refused edit leaves it untouched).
+ */
+export class OrderOverrideEditor {
+  constructor(private readonly host: ConfigFileHost) {}
+
+  setEnabled(name: string, enabled: boolean): void {
+    editConfigFile(this.host, 'city.toml', (text) => {
+      try {
+        return setOrderEnabled(text, name, enabled);
+      } catch (err) {
+        if (!(err instanceof OrderOverrideEditError)) throw err;
+        throw new Problem('conflict-wrong-state', `conflict: city.toml could not be edited safely: ${err.message}`);
+      }
+    });
+  }
+}
 
 // `enable`/`disable` of an order write `enabled` into the city's `[[orders.overrides]]` entry for it, keeping
 // every other byte of a person's `city.toml`. An existing entry has its value changed in place (toml-patch keeps

@@ -9,9 +9,8 @@ import type {
 } from '../../shared/dto/patches.js';
 import { parseDuration } from '../../shared/duration.js';
 import { Problem } from '../../shared/http/problem.js';
-import type { CityRuntime } from '../city-runtime.js';
 import { appendTable, removeTable, setTableKeys, type TableValue } from './toml-table-edit.js';
-import { editConfigFile } from './config-file-edit.js';
+import { editConfigFile, type ConfigFileHost } from './config-file-edit.js';
 
 export type PatchKind = 'agent' | 'provider' | 'rig';
 const FIELD = { agent: 'agents', provider: 'providers', rig: 'rigs' } as const;
@@ -22,7 +21,7 @@ const FIELD = { agent: 'agents', provider: 'providers', rig: 'rigs' } as const;
  * what it patches, is refused with 422 and the file is left as it was.
  */
 export class PatchEditor {
-  constructor(private readonly city: CityRuntime) {}
+  constructor(private readonly city: ConfigFileHost) {}
 
   /** The patches of a kind, as written in `city.toml`. */
   list(kind: PatchKind): ConfigPatch[] {

@@ -1,11 +1,8 @@
-import { statSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
-import { writeFileAtomic } from '../../shared/atomic-write.js';
 import { configReadError, parseCityConfig, type CityConfig } from '../../shared/config/city-config.js';
 import { ConfigError } from '../../shared/config/config-error.js';
 import { readTomlText } from '../../shared/config/toml-file.js';
-import { brokenServices } from './config-file-edit.js';
-import { warnConfig } from './config-warnings.js';
+import { editConfigFile, type ConfigFileHost } from './config-file-edit.js';
 import type { ErrorDetail } from '../../shared/dto/errors.js';
 import type {
   ProviderCreateInputBody,
@@ -56,36 +53,24 @@ const FILE = 'city.toml';
 
 const IDEMPOTENCY_CAP = 1024;
 
-/** What the editor needs of the controller: its `city.toml`, and a way to take a new one. */
-export interface ProviderEditorHost {
-  configPath: string;
-  /** Takes the configuration just written: providers for the next session start, and the rest for every reader. */
-  reload(config: CityConfig, text: string): void;
-  /** The `[[service]]` tables in use (kept when the file's own are broken). */
-  servicesInUse(): CityConfig['services'];
-}
-
 /** `city.toml` as it is on disk now, checked: what an edit starts from. */
 interface Current {
-  text: string;
-  mode: number;
   config: CityConfig;
   registry: ProviderRegistry;
-  /** What is wrong with its `[[service]]` tables (they are left out of `config`). */
-  problems: string[];
 }
 
 /**
- * The provider API's writes: each one reads `city.toml`, checks the change as the controller would check the
- * file at startup (the same parse and resolution, so the API and the file agree), rewrites only the provider's
- * table (atomically), and reloads — so the next `GET /providers` and the next session start see it, and a
- * running session is left alone. One write at a time: two concurrent requests never lose one.
+ * The provider API's writes: each one reads `city.toml`, checks the change against the city's own providers
+ * (naming the setting at fault, or who would break), then rewrites only the provider's table through the edit
+ * funnel (`editConfigFile`: the whole city composed before the write, patches and packs included, and taken at
+ * once) — so the next `GET /providers` and the next session start see it, and a running session is left alone.
+ * One write at a time: two concurrent requests never lose one.
  */
 export class ProviderEditor {
   private queue: Promise<unknown> = Promise.resolve();
   private readonly replies = new Map<string, { hash: string; at: number; reply: ProviderCreatedOutputBody }>();
 
-  constructor(private readonly host: ProviderEditorHost) {}
+  constructor(private readonly host: ConfigFileHost) {}
 
   /** Writes a new `[providers.<name>]` table. 409 when the name is taken, 422 naming the setting that is wrong. */
   create(body: ProviderCreateInputBody, idempotencyKey?: string): Promise<ProviderCreatedOutputBody> {
@@ -184,16 +169,13 @@ export class ProviderEditor {
 
   /** `city.toml` now; a file a person broke by hand is a 409 (it is theirs to mend, not ours to overwrite). */
   private current(): Current {
-    const path = this.host.configPath;
     try {
-      const text = readTomlText(path, FILE);
-      const { mode } = statSync(path);
-      // Broken [[service]] tables alone do not stop an edit of a provider: they are named as warnings.
-      const problems = brokenServices(text);
+      const text = readTomlText(this.host.paths.config, FILE);
+      // Broken [[service]] tables alone do not stop an edit of a provider: the funnel names them as warnings.
       const config = parseCityConfig(text, FILE, { serviceProblems: [] });
       const registry = new ProviderRegistry(config, FILE);
       checkAgents(config, FILE);
-      return { text, mode: mode & 0o7777, config, registry, problems };
+      return { config, registry };
     } catch (err) {
       const error =
         err instanceof ConfigError ? err : (err as NodeJS.ErrnoException).code ? configReadError(err, FILE) : undefined;
@@ -206,8 +188,8 @@ export class ProviderEditor {
   }
 
   /**
-   * Checks the city with provider `name`'s table replaced (or removed), then writes and reloads it. Answers
-   * the providers as they now resolve.
+   * Checks the city's providers with provider `name`'s table replaced (or removed), then writes it through the
+   * funnel, which composes the whole city first. Answers the city's providers as they now resolve.
    */
   private write(current: Current, name: string, table: ProviderTable | undefined): ProviderRegistry {
     const providers = { ...current.config.providers };
@@ -231,22 +213,15 @@ export class ProviderEditor {
       if (!(err instanceof ConfigError)) throw err;
       throw new Problem('conflict-wrong-state', `conflict: ${err.message}`);
     }
-    let text: string;
-    try {
-      text = tomlEdit!.setProviderTable(current.text, name, table);
-    } catch (err) {
-      if (!(err instanceof tomlEdit!.TomlEditError)) throw err;
-      throw new Problem('internal', `internal: city.toml was not changed: ${err.message}`);
-    }
-    writeFileAtomic(this.host.configPath, text, { mode: current.mode });
-    const written = parseCityConfig(text, this.host.configPath, { serviceProblems: [] });
-    // Broken service tables are not taken: the services in use go on as they are.
-    this.host.reload(current.problems.length ? { ...written, services: this.host.servicesInUse() } : written, text);
-    for (const problem of current.problems) {
-      warnConfig(
-        `city.toml already had a problem this write did not fix: ${problem}; that table stays as it was in use`,
-      );
-    }
+    const edit = tomlEdit!;
+    editConfigFile(this.host, 'city.toml', (text) => {
+      try {
+        return edit.setProviderTable(text, name, table);
+      } catch (err) {
+        if (!(err instanceof edit.TomlEditError)) throw err;
+        throw new Problem('internal', `internal: city.toml was not changed: ${err.message}`);
+      }
+    });
     return registry;
   }
 

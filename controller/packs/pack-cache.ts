@@ -7,6 +7,7 @@ import { simpleGit } from 'simple-git';
 import { parse, stringify } from 'smol-toml';
 import { writeFileAtomic } from '../../shared/atomic-write.js';
 import { ConfigError } from '../../shared/config/config-error.js';
+import { ctlHome } from '../../shared/paths.js';
 import type { PackSource } from './pack-source.js';
 
 /** A fetch that takes longer than this fails (the cache keeps what it had). */
@@ -21,6 +22,11 @@ export interface PackLockEntry {
 }
 
 const LOCK_FILE = 'packs.lock';
+
+/** The machine's pack cache, shared by its cities. */
+export function packCacheRoot(env: NodeJS.ProcessEnv = process.env): string {
+  return join(ctlHome(env), 'cache', 'packs');
+}
 
 export function readPackLock(cityRoot: string): Record<string, PackLockEntry> {
   const path = join(cityRoot, LOCK_FILE);

@@ -3,10 +3,17 @@ import { ConfigError } from '../../shared/config/config-error.js';
 import type { PackAddInputBody, PackAddResponseBody, PackResponse } from '../../shared/dto/packs.js';
 import { Problem } from '../../shared/http/problem.js';
 import { agentDirectories } from '../agents/agent-catalog.js';
-import { packCacheRoot, type CityRuntime } from '../city-runtime.js';
+import type { CityRuntime } from '../city-runtime.js';
 import { editConfigFile } from '../config/config-file-edit.js';
 import { appendPlainTable, removePlainTable, type TableValue } from '../config/toml-table-edit.js';
-import { fetchPack, PackFetchError, readPackLock, writePackLock, type PackLockEntry } from './pack-cache.js';
+import {
+  fetchPack,
+  packCacheRoot,
+  PackFetchError,
+  readPackLock,
+  writePackLock,
+  type PackLockEntry,
+} from './pack-cache.js';
 import { readPackFile } from './pack-file.js';
 import {
   bindingFor,

@@ -27,20 +27,27 @@ export interface PackFile {
 /** The tables a `pack.toml` may have; anything else is a mistake worth naming, not something to skip. */
 const KNOWN = new Set(['pack', 'imports', 'agent', 'providers', 'service']);
 
-/** Reads `<dir>/pack.toml` (none: an empty pack); `label` names the file in errors (`pack:review/pack.toml`). */
-export function readPackFile(dir: string, label: string): PackFile {
+/**
+ * Reads `<dir>/pack.toml` (none: an empty pack); `label` names the file in errors (`pack:review/pack.toml`).
+ * `edited` is its text as an edit would leave it, read instead of the file.
+ */
+export function readPackFile(dir: string, label: string, edited?: string): PackFile {
   const empty: PackFile = { imports: [], agents: [], providers: {}, services: [] };
   const path = join(dir, 'pack.toml');
-  if (!existsSync(path)) return empty;
-  const size = statSync(path).size;
-  if (size > MAX_TOML_BYTES) throw tooLarge(label, size);
   let text: string;
-  try {
-    // The city's own pack.toml is the city's; an imported pack's may not lead out of the pack.
-    text = readWithin(path, dir, label === 'pack.toml' ? 'the city' : 'the pack');
-  } catch (err) {
-    if (err instanceof OutsideTree) throw new ConfigError(`${label}: ${err.message}`);
-    throw err;
+  if (edited !== undefined) {
+    text = edited;
+  } else {
+    if (!existsSync(path)) return empty;
+    const size = statSync(path).size;
+    if (size > MAX_TOML_BYTES) throw tooLarge(label, size);
+    try {
+      // The city's own pack.toml is the city's; an imported pack's may not lead out of the pack.
+      text = readWithin(path, dir, label === 'pack.toml' ? 'the city' : 'the pack');
+    } catch (err) {
+      if (err instanceof OutsideTree) throw new ConfigError(`${label}: ${err.message}`);
+      throw err;
+    }
   }
   const doc = parseToml(text, label);
   const unknown = Object.keys(doc).filter((k) => !KNOWN.has(k));
