@@ -7,6 +7,7 @@ import { ConfigError } from '../../shared/config/config-error.js';
 import { MAX_TOML_BYTES, tooLarge } from '../../shared/config/toml-file.js';
 import { OutsideTree, outsideTree, readWithin } from '../../shared/fs/within.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
+import { isWithin, repositoryOf, worktreesRoot } from '../worktrees/repository.js';
 
 /** One agent as the controller runs it: its declaration, resolved against the city's providers and agents. */
 export interface AgentDefinition {
@@ -27,6 +28,19 @@ export interface AgentDefinition {
   unavailableReason?: string;
   /** What its sessions are started from, hashed: a session started from another fingerprint has drifted. */
   fingerprint: string;
+  /** With `isolation = "worktree"`: what each of its sessions' worktrees is made from. */
+  worktree?: AgentWorktree;
+}
+
+/** An agent's worktree settings, resolved. */
+export interface AgentWorktree {
+  /** The top of the git working tree its directory is in. */
+  repo: string;
+  /** Its directory inside that tree (`''` for the top): a session works in the same place of its worktree. */
+  subdir: string;
+  /** The branch to start from and merge into, when configured (the agent's `base_branch`, else its rig's). */
+  base?: string;
+  merge: 'none' | 'direct';
 }
 
 /** Where an agent directory keeps its declaration and its prompt. */
@@ -162,6 +176,7 @@ export function resolveAgents(
       ...(providerName !== undefined ? { providerName } : {}),
       ...(resolved ? { provider: resolved } : {}),
     };
+    if (agent.isolation === 'worktree') worktreeOf(definition, root, rig?.default_branch);
     if (providerName === undefined) {
       unavailable(definition, 'it names no provider, and the city has no default provider or start command');
     } else if (!resolved) {
@@ -172,6 +187,33 @@ export function resolveAgents(
   });
   checkDependencies(definitions);
   return definitions;
+}
+
+/**
+ * `isolation = "worktree"`: the repository its directory is in, or the agent is unavailable saying why (not in a
+ * git repository; a repository that holds the city's worktree directory, where worktrees would nest in it).
+ */
+function worktreeOf(definition: AgentDefinition, root: string, rigBranch: string | undefined): void {
+  const repo = repositoryOf(definition.workDir);
+  const where = definition.rig ? `rig ${definition.rig} (${definition.workDir})` : definition.workDir;
+  if (repo === undefined) {
+    unavailable(definition, `isolation = "worktree" needs a git repository, and ${where} is not in one`);
+    return;
+  }
+  if (isWithin(worktreesRoot(root), repo)) {
+    unavailable(
+      definition,
+      `isolation = "worktree": the repository ${repo} holds the city, so its worktrees (under .ctl/worktrees) would be inside it`,
+    );
+    return;
+  }
+  const base = definition.config.base_branch ?? rigBranch;
+  definition.worktree = {
+    repo,
+    subdir: relative(repo, definition.workDir),
+    merge: definition.config.merge ?? 'none',
+    ...(base ? { base } : {}),
+  };
 }
 
 function unavailable(definition: AgentDefinition, reason: string): void {

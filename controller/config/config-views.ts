@@ -136,6 +136,17 @@ export function validateView(city: CityRuntime): ConfigValidateOutputBody {
     }
     if (agent.config.suspended)
       warnings.push({ file: agent.config.source, key, message: `agent ${agent.name} is suspended` });
+    // Worktree keys without worktrees are read and not acted on: said, not dropped silently.
+    if (agent.config.isolation !== 'worktree') {
+      for (const unused of ['merge', 'base_branch'] as const) {
+        if (agent.config[unused] === undefined) continue;
+        warnings.push({
+          file: agent.config.source,
+          key: `${key}.${unused}`,
+          message: `agent ${agent.name}: ${unused} does nothing without isolation = "worktree"`,
+        });
+      }
+    }
   }
   for (const message of city.orders.list().errors) {
     errors.push({ file: /^([^:]+):/.exec(message)?.[1] ?? 'orders', message });

@@ -25,6 +25,9 @@ export const AGENT_PATCH_KEYS = [
   'idle_timeout',
   'depends_on',
   'default_sling_formula',
+  'isolation',
+  'merge',
+  'base_branch',
 ] as const;
 
 /** The rig keys a rig patch may set. */

@@ -30,6 +30,19 @@ export interface CityAgentConfig {
   /** Agents whose sessions must be running before this one's start. */
   depends_on: string[];
   default_sling_formula?: string;
+  /**
+   * `worktree`: each of its sessions works in its own git worktree of the agent's repository, on branch
+   * `ctl/<agent>/<session name>` (the agent's directory must be in a git repository); `none` (the default): in
+   * the directory itself.
+   */
+  isolation?: 'none' | 'worktree';
+  /**
+   * `direct`: when a bead finished in a session's worktree closes, its branch is fast-forwarded into the base
+   * (never forced: a conflict reopens the bead); `none` (the default): the branch is left for a person.
+   */
+  merge?: 'none' | 'direct';
+  /** The branch its worktrees start from and merge into (default: the rig's `default_branch`, else the repository's). */
+  base_branch?: string;
   /** The file it was declared in (`city.toml`, or `agents/<name>/agent.toml`), relative to the city. */
   source: string;
   /** `pack-derived` for an agent an imported pack brings (named `binding.agent`); else the city's own. */

@@ -254,6 +254,23 @@ export function parseAgentTable(
     if (value !== undefined) config[key] = value;
   }
   if (dir !== undefined) config.dir = dir;
+  const isolation = optChoice(agent, 'isolation', ['none', 'worktree'] as const, at('isolation'));
+  if (isolation !== undefined) config.isolation = isolation;
+  const merge = optChoice(agent, 'merge', ['none', 'direct'] as const, at('merge'));
+  if (merge !== undefined) config.merge = merge;
+  const base = optString(agent, 'base_branch', at('base_branch'));
+  if (base !== undefined) {
+    // A branch name git takes as one (no option, no range, no revision syntax).
+    if (
+      !/^[A-Za-z0-9_][A-Za-z0-9._/-]*$/.test(base) ||
+      base.includes('..') ||
+      base.endsWith('/') ||
+      base.endsWith('.lock')
+    ) {
+      throw new ConfigError(`${at('base_branch')} must be a branch name (got ${JSON.stringify(base)})`);
+    }
+    config.base_branch = base;
+  }
   if (min !== undefined) config.min_active_sessions = min;
   if (max !== undefined) config.max_active_sessions = max;
   const idle = optDuration(agent, 'idle_timeout', at('idle_timeout'));
@@ -431,6 +448,22 @@ function optDuration(t: Record<string, unknown>, key: string, where: string): nu
   } catch {
     throw new ConfigError(`${where} must be a duration such as 30s, 5m or 1h30m (got ${JSON.stringify(v)})`);
   }
+}
+
+function optChoice<T extends string>(
+  t: Record<string, unknown>,
+  key: string,
+  choices: readonly T[],
+  where: string,
+): T | undefined {
+  const v = optString(t, key, where);
+  if (v === undefined) return undefined;
+  if (!(choices as readonly string[]).includes(v)) {
+    throw new ConfigError(
+      `${where} must be ${choices.map((c) => JSON.stringify(c)).join(' or ')} (got ${JSON.stringify(v)})`,
+    );
+  }
+  return v as T;
 }
 
 function optBool(t: Record<string, unknown>, key: string, where: string): boolean | undefined {
