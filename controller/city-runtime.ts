@@ -33,6 +33,7 @@ import { OrderDispatcher } from './orders/order-dispatch.js';
 import { OrderScheduler } from './orders/order-scheduler.js';
 import { ServiceRunner } from './services/service-runner.js';
 import { ExtmsgService } from './extmsg/extmsg-service.js';
+import { WorktreeMerges } from './worktrees/bead-merge.js';
 
 /**
  * A city's configuration as the controller runs it: `city.toml` read and its agents (inline and from `agents/`)
@@ -123,6 +124,15 @@ export class CityRuntime {
     this.loaded = loaded;
     this.mail = new MailService(beads);
     this.convoys = new ConvoysService(beads);
+    // A bead finished in a session's worktree records its branch, and merges it when its agent says so.
+    this.merges = new WorktreeMerges({
+      beads,
+      worktrees: sessions.worktrees,
+      sessionRecord: (id) => sessions.recordOf(id),
+      agent: (agentName) => this.agent(agentName),
+      tell: (id, text) => sessions.tell(id, text, 'woken: its bead was reopened'),
+      logger,
+    });
     this.statusCounts = new StatusCounts(() => ({ work: beads.workCounts(), mail: this.mail.count({}) }), log);
     this.formulas = new FormulaCatalog(
       paths.root,
@@ -200,6 +210,7 @@ export class CityRuntime {
 
   readonly mail: MailService;
   readonly convoys: ConvoysService;
+  readonly merges: WorktreeMerges;
   /** What `GET /status` counts in the store, kept in memory between the events that change it. */
   readonly statusCounts: StatusCounts;
   /** Shell commands of formulas and orders, killed when the city stops. */

@@ -42,6 +42,8 @@ import { UsageLog } from './usage/usage-log.js';
 import { serviceUpgrade } from './service-proxy.js';
 import { serviceFastPath } from './service-fast-path.js';
 import { ensureOwnSocketDir, makeRuntimeDirPrivate } from './private-runtime-dir.js';
+import { SessionWorktrees } from './worktrees/session-worktrees.js';
+import { worktreesRoot } from './worktrees/repository.js';
 
 /** A session's program gets this long after SIGTERM before SIGKILL (our own shutdown is bounded at 5 s). */
 const SESSION_STOP_GRACE_MS = 3000;
@@ -165,6 +167,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
         stopGraceMs: SESSION_STOP_GRACE_MS,
         startTimeoutMs: SESSION_START_TIMEOUT_MS,
         usage: (fact) => usage.record(fact),
+        worktrees: new SessionWorktrees(worktreesRoot(root), logger),
       },
       // The city's configuration as it is now: edits on disk and provider writes reload it.
       {

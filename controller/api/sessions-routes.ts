@@ -5,6 +5,7 @@ import type {
   CityPendingListBody,
   ListBodySessionResponse,
   OKWithIDResponseBody,
+  SessionCloseResponse,
   SessionCreateBody,
   SessionMessageInputBody,
   SessionPatchBody,
@@ -77,7 +78,9 @@ export class SessionsRoutes extends Controller {
   /**
    * One session: its lifecycle `state`, whether its program is `running`, its `activity`, `last_output`, any
    * `pending` interaction and undelivered (`queued`) messages. With `peek`, `last_output` is what the program
-   * shows now, its last `peek_lines` lines (a terminal session's screen; the latest output of the others).
+   * shows now, its last `peek_lines` lines (a terminal session's screen; the latest output of the others). A
+   * session with its own git worktree shows its branch's state (`worktree`: head, dirty, ahead and behind its
+   * base), read with git.
    * @summary Get a session
    * @param peek Read what the program shows now into `last_output`.
    * @param peek_lines How many lines `peek` reads (1–10000, default 5).
@@ -192,7 +195,9 @@ export class SessionsRoutes extends Controller {
 
   /**
    * Closes a session: its program ends and it is done (its transcript stays readable). With `delete=true` its
-   * bead and transcript are removed too. Records `session.closed`.
+   * bead and transcript are removed too. Records `session.closed`. A session with its own git worktree has it
+   * removed (with its branch) when it holds nothing its base lacks; otherwise it is kept, and `worktree` (in the
+   * answer and the event) says why.
    * @summary Close a session
    * @param remove Remove the session and its transcript as well (the query parameter `delete`).
    */
@@ -203,7 +208,7 @@ export class SessionsRoutes extends Controller {
     @Path() cityName: string,
     @Path() id: string,
     @Query('delete') remove?: boolean,
-  ): Promise<OKWithIDResponseBody> {
+  ): Promise<SessionCloseResponse> {
     return this.city.sessions.close(id, remove === true);
   }
 

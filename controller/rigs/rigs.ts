@@ -3,7 +3,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { simpleGit } from 'simple-git';
 import type { CityRigConfig } from '../../shared/config/city-config.js';
 import { AGENT_NAME_PATTERN } from '../../shared/config/city-config.js';
-import type { GitStatus, RigResponse, RigUpdateInputBody } from '../../shared/dto/rigs.js';
+import type { GitStatus, RigResponse, RigSessionWorktree, RigUpdateInputBody } from '../../shared/dto/rigs.js';
 import { Problem } from '../../shared/http/problem.js';
 import { checkRigPath } from './rig-placement.js';
 import type { CityRuntime } from '../city-runtime.js';
@@ -45,8 +45,26 @@ export async function rigResponse(city: CityRuntime, rig: CityRigConfig, git: bo
     ...(rig.prefix ? { prefix: rig.prefix } : {}),
     ...(rig.default_branch ? { default_branch: rig.default_branch } : {}),
     present: isDirectory(path),
-    ...(git ? { git: await gitStatus(path) } : {}),
+    ...(git ? await gitViews(city, path, agents) : {}),
   };
+}
+
+/** With `git=true`: the rig's working tree, and each of its agents' open sessions' worktrees, read at once. */
+async function gitViews(
+  city: CityRuntime,
+  path: string,
+  agents: CityRuntime['agents'],
+): Promise<Pick<RigResponse, 'git' | 'worktrees'>> {
+  const sessions = agents.flatMap((a) => city.sessions.agentSessions(a.name)).filter((s) => s.record.worktree);
+  const [status, ...worktrees] = await Promise.all([
+    gitStatus(path),
+    ...sessions.map(async (s): Promise<RigSessionWorktree | undefined> => {
+      const view = await city.sessions.worktrees.view(s.record, true);
+      return view && { session_id: s.id, session_name: s.record.session_name, agent: s.record.template, ...view };
+    }),
+  ]);
+  const found = worktrees.filter((w): w is RigSessionWorktree => w !== undefined);
+  return { git: status, ...(found.length ? { worktrees: found } : {}) };
 }
 
 /** `git status` of a directory: branch, head, upstream distance, changed files; an error instead of failing. */

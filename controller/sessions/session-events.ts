@@ -2,6 +2,7 @@ import type { AsyncOperation } from '../../shared/dto/events.js';
 import type {
   SessionLifecyclePayload,
   SessionState,
+  SessionWorktreeRelease,
   SubmitIntent,
   TurnFailureCategory,
 } from '../../shared/dto/sessions.js';
@@ -44,7 +45,8 @@ export class SessionEventLog {
     return this.session.record.id;
   }
 
-  async lifecycle(type: LifecycleEvent, reason?: string): Promise<void> {
+  /** `worktree`: at `session.closed`, what became of its worktree. */
+  async lifecycle(type: LifecycleEvent, reason?: string, worktree?: SessionWorktreeRelease): Promise<void> {
     const { record, state, pid } = this.session;
     const payload: SessionLifecyclePayload = {
       session_id: this.id,
@@ -53,6 +55,7 @@ export class SessionEventLog {
       state,
       ...(reason ? { reason } : {}),
       ...(type === 'session.woke' && pid !== undefined ? { pid } : {}),
+      ...(worktree ? { worktree } : {}),
     };
     await this.log.append({ type, actor: 'ctl', subject: this.id, ...(reason ? { message: reason } : {}), payload });
   }

@@ -6,8 +6,10 @@ import type {
   CityPendingEntry,
   CityPendingListBody,
   ListBodySessionResponse,
+  SessionCloseResponse,
   SessionCreateBody,
   SessionPendingResponse,
+  SessionWorktreeRelease,
   SessionResponse,
   SessionTranscriptResponse,
   SubmitIntent,
@@ -20,6 +22,7 @@ import { Session, type SessionContext } from './session.js';
 import { isDormant, wakesOnMessage } from './session-states.js';
 import type { SessionRecord } from './session-store.js';
 import { conversation, toEntry } from './transcript.js';
+import type { SessionWorktrees } from '../worktrees/session-worktrees.js';
 
 /** `req-` + 24 lowercase hex characters, as every asynchronous request's id. */
 function newRequestId(): string {
@@ -72,7 +75,12 @@ export class SessionService {
    */
   async start(): Promise<void> {
     const starting: Promise<void>[] = [];
-    for (const record of this.ctx.store.open()) {
+    const open = this.ctx.store.open();
+    // What a controller that died half-way left of worktrees: released or removed before anything starts.
+    await this.ctx.worktrees
+      .prune(open, (name) => this.ctx.store.findByName(name))
+      .catch((err: unknown) => this.ctx.logger.error({ err }, 'could not prune the sessions’ worktrees'));
+    for (const record of open) {
       const session = new Session(record, this.ctx);
       this.track(session);
       const state = record.state;
@@ -130,13 +138,23 @@ export class SessionService {
     return session;
   }
 
-  view(idOrName: string): SessionResponse {
-    return this.find(idOrName).view();
+  /** One session's view; with a worktree, its branch's state read with git. */
+  async view(idOrName: string): Promise<SessionResponse> {
+    const session = this.find(idOrName);
+    return this.withWorktreeState(session, session.view());
   }
 
   /** The view with what the program shows now, its last `lines` lines. */
-  peek(idOrName: string, lines: number): Promise<SessionResponse> {
-    return this.find(idOrName).peekView(lines);
+  async peek(idOrName: string, lines: number): Promise<SessionResponse> {
+    const session = this.find(idOrName);
+    return this.withWorktreeState(session, await session.peekView(lines));
+  }
+
+  private async withWorktreeState(session: Session, view: SessionResponse): Promise<SessionResponse> {
+    if (view.worktree && session.state !== 'closed') {
+      view.worktree = await this.ctx.worktrees.view(session.record, true);
+    }
+    return view;
   }
 
   create(body: SessionCreateBody): AsyncAcceptedBody {
@@ -158,6 +176,7 @@ export class SessionService {
       providerName = agent.providerName;
       workDir = agent.workDir;
     }
+    const isolated = agent?.worktree;
     const provider = this.ctx.provider(providerName);
     if (!provider) throw new Problem('provider-not-found', `not_found: provider not found: ${providerName}`);
     if (!canRun(provider.protocol)) {
@@ -189,6 +208,7 @@ export class SessionService {
         ...(agent ? { config_hash: agent.fingerprint } : {}),
       },
       (id) => sessionNameOf(name, id),
+      isolated ? (sessionName) => this.ctx.worktrees.plan(agent!.name, isolated, sessionName) : undefined,
     );
     const session = new Session(record, this.ctx);
     this.track(session);
@@ -250,14 +270,17 @@ export class SessionService {
     return session.view();
   }
 
-  async close(idOrName: string, remove: boolean): Promise<{ status: string; id: string }> {
+  async close(idOrName: string, remove: boolean): Promise<SessionCloseResponse> {
     const session = this.find(idOrName);
+    let worktree: SessionWorktreeRelease | undefined;
     if (session.state !== 'closed') {
       session.transition('close');
       await session.stopProgram('closed');
       await session.failCreate('the session was closed before its program was ready');
       await session.failQueued('session_closed', `session ${session.id} was closed before the message was delivered`);
-      await session.recordLifecycle('session.closed', remove ? 'closed and deleted' : 'closed');
+      // Removed when it holds nothing its base lacks; kept, and said why, when it does.
+      worktree = await this.ctx.worktrees.release(session.record);
+      await session.recordLifecycle('session.closed', remove ? 'closed and deleted' : 'closed', worktree);
     } else if (!remove) {
       throw new Problem('conflict-wrong-state', `conflict: session ${session.id} is already closed`);
     }
@@ -270,7 +293,7 @@ export class SessionService {
     } else {
       this.closedSession(session.record);
     }
-    return { status: remove ? 'deleted' : 'closed', id: session.id };
+    return { status: remove ? 'deleted' : 'closed', id: session.id, ...(worktree ? { worktree } : {}) };
   }
 
   async update(idOrName: string, changes: { title?: string; alias?: string }): Promise<SessionResponse> {
@@ -411,6 +434,7 @@ export class SessionService {
         reason,
       },
       (id) => sessionNameOf(agent.name, id),
+      agent.worktree ? (sessionName) => this.ctx.worktrees.plan(agent.name, agent.worktree!, sessionName) : undefined,
     );
     const session = new Session(record, this.ctx);
     this.track(session);
@@ -425,6 +449,24 @@ export class SessionService {
       if (session.record.kind === 'agent' && session.record.template === name) found.push(session);
     }
     return found;
+  }
+
+  /** The sessions' git worktrees. */
+  get worktrees(): SessionWorktrees {
+    return this.ctx.worktrees;
+  }
+
+  /** A session's record by id, open or closed. */
+  recordOf(id: string): SessionRecord | undefined {
+    return this.sessions.get(id)?.record ?? this.ctx.store.get(id);
+  }
+
+  /** Tells an open session something, waking it if it sleeps; false when it is not open. */
+  tell(id: string, text: string, wakeReason: string): boolean {
+    const session = this.sessions.get(id);
+    if (!session || session.state === 'closed') return false;
+    session.enqueue(text, 'default', { wake: wakeReason });
+    return true;
   }
 
   /** An open session by id (undefined once closed and let go). */

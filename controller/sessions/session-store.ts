@@ -31,6 +31,16 @@ export interface SessionRecord {
    * when a person suspended it. Cleared when it leaves `suspended`.
    */
   suspended_by?: string;
+  /** Its own git worktree (an agent with `isolation = "worktree"`): the directory, under `.ctl/worktrees/`. */
+  worktree?: string;
+  /** The worktree's branch, `ctl/<agent>/<session name>`. */
+  branch?: string;
+  /** The branch the worktree starts from and merges into (set when configured, else when it is first made). */
+  base?: string;
+  /** The repository (its main working tree) the worktree is made from. */
+  worktree_repo?: string;
+  /** Where in the worktree its program works (the agent's directory inside the repository); absent: the top. */
+  worktree_subdir?: string;
 }
 
 const OPTIONAL: (keyof SessionRecord)[] = [
@@ -43,20 +53,29 @@ const OPTIONAL: (keyof SessionRecord)[] = [
   'config_hash',
   'managed',
   'suspended_by',
+  'worktree',
+  'branch',
+  'base',
+  'worktree_repo',
+  'worktree_subdir',
 ];
 
 /** Sessions live in the bead store as beads of type `session`; their fields are metadata. */
 export class SessionStore {
   constructor(private readonly beads: BeadStore) {}
 
+  /** A new session's record; `more` adds fields that follow from its session name (its worktree). */
   create(
     fields: Omit<SessionRecord, 'id' | 'created_at' | 'session_name'>,
     nameOf: (id: string) => string,
+    more?: (sessionName: string) => Partial<SessionRecord>,
   ): SessionRecord {
     const bead = this.beads.create({ title: fields.title, type: 'session', metadata: metadataOf(fields) });
     const record = fromBead(bead);
     record.session_name = nameOf(bead.id);
-    this.beads.update(bead.id, { metadata: { session_name: record.session_name } });
+    const added = more?.(record.session_name) ?? {};
+    Object.assign(record, added);
+    this.beads.update(bead.id, { metadata: { session_name: record.session_name, ...metadataOf(added) } });
     return record;
   }
 

@@ -46,6 +46,14 @@ export function sessionView(parts: ViewParts): SessionResponse {
   if (running?.pid !== undefined) view.pid = running.pid;
   if (r.provider_session_key) view.provider_session_key = r.provider_session_key;
   if (running?.attach) view.attach = running.attach;
+  if (r.worktree && r.branch && r.worktree_repo) {
+    view.worktree = {
+      path: r.worktree,
+      branch: r.branch,
+      repository: r.worktree_repo,
+      ...(r.base ? { base: r.base } : {}),
+    };
+  }
   return view;
 }
 

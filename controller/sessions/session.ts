@@ -2,10 +2,17 @@ import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { PendingInteraction, SessionResponse, SessionState, SubmitIntent } from '../../shared/dto/sessions.js';
+import type {
+  PendingInteraction,
+  SessionResponse,
+  SessionState,
+  SessionWorktreeRelease,
+  SubmitIntent,
+} from '../../shared/dto/sessions.js';
 import type { EventLog } from '../../shared/events/event-log.js';
 import type { EventRecord } from '../../shared/events/record.js';
 import type { UsageFact } from '../usage/usage-log.js';
+import type { SessionWorktrees } from '../worktrees/session-worktrees.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import type { ProgramExit, RuntimeSink, SessionRuntime } from './runtime.js';
@@ -40,6 +47,8 @@ export interface SessionContext {
   startTimeoutMs: number;
   /** Keeps what a turn used, as its provider reported it. */
   usage?: (fact: UsageFact) => void;
+  /** The sessions' git worktrees (agents with `isolation = "worktree"`). */
+  worktrees: SessionWorktrees;
 }
 
 /** What the session stream hears, besides transcript entries. */
@@ -222,13 +231,15 @@ export class Session extends EventEmitter<SessionEvents> {
     try {
       provider = this.provider();
       ensureWorkDir(this.record.work_dir, this.ctx.cityRoot);
+      // Its own worktree, when it has one, made before the program starts (found again on later starts).
+      const workDir = await this.ctx.worktrees.prepare(this.record, (base) => this.saveFields({ base }));
       const resumeKey = canResume(provider) ? this.record.provider_session_key : undefined;
       const first = provider.prompt_mode !== 'stdin' ? this.turns.firstMessage() : undefined;
       this.runtime = createRuntime(
         {
           sessionId: this.id,
           provider,
-          workDir: this.record.work_dir,
+          workDir,
           env: sessionEnvironment(this.ctx, this.record, provider),
           stateDir: this.dir,
           resumeKey,
@@ -370,8 +381,8 @@ export class Session extends EventEmitter<SessionEvents> {
     return this.turns.failQueued(code, message);
   }
 
-  recordLifecycle(type: LifecycleEvent, reason?: string): Promise<void> {
-    return this.events.lifecycle(type, reason);
+  recordLifecycle(type: LifecycleEvent, reason?: string, worktree?: SessionWorktreeRelease): Promise<void> {
+    return this.events.lifecycle(type, reason, worktree);
   }
 
   // ---------------------------------------------------------------------------------------------------------
@@ -514,6 +525,12 @@ export class Session extends EventEmitter<SessionEvents> {
     }
     this.save(changed);
     this.emit('state', state);
+  }
+
+  /** Sets and saves fields of its record. */
+  saveFields(changed: Partial<SessionRecord>): void {
+    Object.assign(this.record, changed);
+    this.save(changed);
   }
 
   private save(changed: Partial<SessionRecord>): void {

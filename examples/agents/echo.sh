@@ -4,6 +4,7 @@
 #   sleep <seconds>  answers after a while (something to interrupt: an interrupt ends the sleep, not the agent)
 #   flood <n>        writes n lines at once
 #   exit <code>      ends with that exit code
+#   run <command>    runs the shell command where the agent works (as a coding agent's tool would), its output the answer
 # With ECHO_READY set it prints that marker when it starts and after every answer (a provider's
 # `ready_prompt_prefix`), so a turn ends at once instead of after a quiet spell.
 marker="${ECHO_READY:-}"
@@ -24,6 +25,9 @@ while IFS= read -r line; do
       ;;
     exit\ *)
       exit "${line#exit }"
+      ;;
+    run\ *)
+      bash -c "${line#run }" </dev/null 2>&1 | sed 's/^/run: /'
       ;;
     *)
       printf 'echo: %s\n' "$line"

@@ -1,4 +1,5 @@
 // Rigs: the project repositories (directories) a city's agents work in, declared as `[[rigs]]` in city.toml.
+import type { SessionWorktree } from './sessions.js';
 
 /** A rig's git working tree, read with the machine's `git`. */
 export interface GitStatus {
@@ -41,8 +42,18 @@ export interface RigResponse {
   default_branch?: string;
   /** With `git=true`. */
   git?: GitStatus;
+  /** With `git=true`: the worktrees of its open sessions (agents with `isolation = "worktree"`), each branch's state. */
+  worktrees?: RigSessionWorktree[];
   /** The directory exists. */
   present: boolean;
+}
+
+/** An open session's worktree of a rig. */
+export interface RigSessionWorktree extends SessionWorktree {
+  session_id: string;
+  session_name: string;
+  /** The agent it is a session of. */
+  agent: string;
 }
 
 export interface ListBodyRigResponse {

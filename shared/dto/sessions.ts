@@ -76,7 +76,59 @@ export interface SessionResponse {
   provider_session_key?: string;
   /** A session in tmux: where a person joins it (`tmux -S <socket> attach -t <target>`, or `ctl session attach`). */
   attach?: SessionAttach;
+  /**
+   * Its own git worktree (an agent with `isolation = "worktree"`); `GET …/session/{id}` adds the branch's state
+   * (head, dirty, ahead and behind its base), lists leave it out.
+   */
+  worktree?: SessionWorktree;
   submission_capabilities: SubmissionCapabilities;
+}
+
+/** A session's own git worktree and branch. */
+export interface SessionWorktree {
+  /** The worktree's directory (under the city's `.ctl/worktrees/`). */
+  path: string;
+  /** Its branch: `ctl/<agent>/<session name>`. */
+  branch: string;
+  /** The branch it starts from and merges into (known once the worktree is made). */
+  base?: string;
+  /** The repository (its main working tree) it is a worktree of. */
+  repository: string;
+  /** The commit its branch is at (with the git state). */
+  head?: string;
+  /** Uncommitted changes or untracked files in it (with the git state). */
+  dirty?: boolean;
+  /**
+   * Commits on its branch that are not in its base (with the git state).
+   * @isInt
+   */
+  ahead?: number;
+  /**
+   * Commits in its base that are not on its branch (with the git state).
+   * @isInt
+   */
+  behind?: number;
+  /** Why its state could not be read (the worktree is gone, git failed). */
+  error?: string;
+}
+
+/** What became of a session's worktree when it closed. */
+export interface SessionWorktreeRelease {
+  path: string;
+  branch: string;
+  /** Removed (with its branch): it held nothing that is not in its base. */
+  removed: boolean;
+  /** Why it was kept (uncommitted changes, commits not in its base, a git failure). */
+  reason?: string;
+}
+
+/** Answer to `POST …/session/{id}/close`. */
+export interface SessionCloseResponse {
+  /** `closed`, or `deleted` with `delete=true`. */
+  status: string;
+  id: string;
+  /** Its worktree: removed, or kept with the reason. */
+  worktree?: SessionWorktreeRelease;
 }
 
 /** Where to attach to a session's terminal. */
@@ -339,6 +391,8 @@ export interface SessionLifecyclePayload {
    * @isInt
    */
   pid?: number;
+  /** `session.closed` of a session with a worktree: removed, or kept with the reason. */
+  worktree?: SessionWorktreeRelease;
 }
 
 /** Payload of `session.crashed`: its program exited without being asked to. */

@@ -1,0 +1,193 @@
+import type { Logger } from 'pino';
+import type { Bead } from '../../shared/dto/beads.js';
+import type { AgentDefinition } from '../agents/agent-catalog.js';
+import { ASSIGNED_SESSION } from '../agents/work-board.js';
+import type { BeadsService } from '../beads/beads-service.js';
+import type { SessionRecord } from '../sessions/session-store.js';
+import { git } from './git.js';
+import { distance, isComplete, reasonOf, type SessionWorktrees } from './session-worktrees.js';
+
+/** Bead metadata a bead finished in a worktree carries. */
+export const BRANCH = 'ctl.branch';
+export const COMMIT = 'ctl.commit';
+export const BASE = 'ctl.base';
+/** With `merge = "direct"`: the base's commit once the branch is in it. */
+export const MERGED = 'ctl.merged';
+/** Why the branch could not go into its base and the bead was reopened (conflicts, uncommitted changes). */
+export const MERGE_CONFLICT = 'ctl.merge_conflict';
+/** Why the merge failed for a reason the agent cannot mend (the base's checkout, git): the bead stays closed. */
+export const MERGE_ERROR = 'ctl.merge_error';
+
+export interface MergeHost {
+  beads: BeadsService;
+  worktrees: SessionWorktrees;
+  /** A session's record, open or closed. */
+  sessionRecord(id: string): SessionRecord | undefined;
+  /** The agent called `name` now. */
+  agent(name: string): AgentDefinition | undefined;
+  /** Tells an open session something (waking it when it sleeps); false when it is not open. */
+  tell(sessionId: string, text: string): boolean;
+  logger?: Logger;
+}
+
+type Outcome =
+  { kind: 'merged'; commit: string } | { kind: 'refused'; reason: string } | { kind: 'failed'; reason: string };
+
+/**
+ * What closing a bead finished in a session's worktree does: the bead records the branch and the commit it was
+ * finished at; with `merge = "direct"` on the session's agent, the branch goes into its base — fast-forward only,
+ * after rebasing it in its worktree when the base moved on and git finds no conflict. Nothing is forced: a
+ * conflict, or uncommitted changes, reopen the bead for its session with the reason; a failure the agent cannot
+ * mend (the base's own checkout has changes in the way, git failed) leaves it closed with the reason recorded.
+ * Merges into one repository go one at a time.
+ */
+export class WorktreeMerges {
+  private readonly queues = new Map<string, Promise<unknown>>();
+
+  constructor(private readonly host: MergeHost) {
+    host.beads.onClosed((bead) => this.closed(bead));
+  }
+
+  private async closed(bead: Bead): Promise<void> {
+    const sessionId = bead.metadata?.[ASSIGNED_SESSION];
+    const record = sessionId ? this.host.sessionRecord(sessionId) : undefined;
+    if (!record?.worktree || !record.branch || !record.worktree_repo) return;
+    try {
+      await this.finish(bead, record);
+    } catch (err) {
+      // The bead is closed whatever happens here: what went wrong is on it, and in the log.
+      this.host.logger?.warn({ err, bead: bead.id, session: record.id }, 'could not record a worktree bead');
+      await this.host.beads
+        .update(bead.id, { metadata: { [MERGE_ERROR]: reasonOf(err) } })
+        .catch((e: unknown) => this.host.logger?.error({ err: e, bead: bead.id }, 'could not record a merge error'));
+    }
+  }
+
+  private async finish(bead: Bead, record: SessionRecord): Promise<void> {
+    const head = await this.host.worktrees.branchHead(record);
+    if (!head) return;
+    const metadata: Record<string, string> = {
+      [BRANCH]: record.branch!,
+      [COMMIT]: head.commit,
+      ...(record.base ? { [BASE]: record.base } : {}),
+    };
+    const agent = this.host.agent(record.template);
+    if (agent?.worktree?.merge !== 'direct' || !record.base) {
+      await this.host.beads.update(bead.id, { metadata });
+      return;
+    }
+    const outcome = await this.serially(record.worktree_repo!, () => merge(record, head.dirty));
+    if (outcome.kind === 'merged') {
+      await this.host.beads.update(bead.id, {
+        metadata: {
+          ...metadata,
+          [COMMIT]: outcome.commit,
+          [MERGED]: outcome.commit,
+          [MERGE_CONFLICT]: '',
+          [MERGE_ERROR]: '',
+        },
+      });
+    } else if (outcome.kind === 'failed') {
+      await this.host.beads.update(bead.id, { metadata: { ...metadata, [MERGE_ERROR]: outcome.reason } });
+    } else {
+      // Back to its session, which holds the branch and can mend it.
+      await this.host.beads.update(bead.id, {
+        status: 'in_progress',
+        metadata: { ...metadata, [MERGE_CONFLICT]: outcome.reason },
+      });
+      const told = this.host.tell(
+        record.id,
+        `Bead ${bead.id} was reopened: its branch ${record.branch} could not go into ${record.base}: ${outcome.reason}. ` +
+          `Mend it in your worktree and commit (when it is done: ctl bead close ${bead.id})`,
+      );
+      if (!told)
+        this.host.logger?.info({ bead: bead.id, session: record.id }, 'reopened a bead whose session is closed');
+    }
+  }
+
+  /** Runs `what` after every merge into `repo` asked for before it. */
+  private serially<T>(repo: string, what: () => Promise<T>): Promise<T> {
+    const previous = this.queues.get(repo) ?? Promise.resolve();
+    const next = previous.then(what, what);
+    const settled = next.catch(() => undefined);
+    this.queues.set(repo, settled);
+    void settled.then(() => {
+      if (this.queues.get(repo) === settled) this.queues.delete(repo);
+    });
+    return next;
+  }
+}
+
+/** The branch into its base: fast-forward, after a rebase in its worktree when the base has moved on. */
+async function merge(record: SessionRecord, dirty: boolean): Promise<Outcome> {
+  const repo = record.worktree_repo!;
+  const branch = record.branch!;
+  const base = record.base!;
+  if (dirty) return { kind: 'refused', reason: 'its worktree has uncommitted changes' };
+  try {
+    const { ahead, behind } = await distance(repo, base, branch);
+    if (ahead === 0) return { kind: 'merged', commit: await commitOf(repo, base) };
+    if (behind > 0) {
+      const check = await git(repo, ['merge-tree', '--write-tree', '--name-only', '--no-messages', base, branch], {
+        allow: [1],
+      });
+      if (check.exitCode === 1) {
+        const files = check.stdout.trim().split('\n').slice(1).filter(Boolean);
+        return { kind: 'refused', reason: `it conflicts with ${base} in ${files.join(', ') || 'some files'}` };
+      }
+      if (!isComplete(record.worktree!)) return { kind: 'refused', reason: `it is ${behind} commits behind ${base}` };
+      const rebased = await git(record.worktree!, [...(await identity(repo)), 'rebase', '--quiet', base], {
+        allow: [1, 128],
+      });
+      if (rebased.exitCode !== 0) {
+        await git(record.worktree!, ['rebase', '--abort'], { allow: [1, 128] });
+        return { kind: 'refused', reason: `it could not be rebased onto ${base}` };
+      }
+      const after = await distance(repo, base, branch);
+      if (after.behind > 0) return { kind: 'refused', reason: `it is ${after.behind} commits behind ${base}` };
+    }
+    const commit = await commitOf(repo, `refs/heads/${branch}`);
+    const holder = await checkedOutAt(repo, base);
+    if (holder) {
+      // The base is someone's checkout (the rig's own, usually): its files move with it, as a person's pull would.
+      const moved = await git(holder, ['merge', '--ff-only', '--quiet', commit], { allow: [1, 128] });
+      if (moved.exitCode !== 0) {
+        const why = (moved.stderr || moved.stdout).split('\n').find((l) => l.trim()) ?? 'git merge failed';
+        return {
+          kind: 'failed',
+          reason: `${base} is checked out at ${holder}, which refused it: ${why.replace(/^(error|fatal): /, '')}`,
+        };
+      }
+    } else {
+      const old = await commitOf(repo, `refs/heads/${base}`);
+      await git(repo, ['update-ref', '-m', `ctl: merge ${branch}`, `refs/heads/${base}`, commit, old]);
+    }
+    return { kind: 'merged', commit };
+  } catch (err) {
+    return { kind: 'failed', reason: reasonOf(err) };
+  }
+}
+
+async function commitOf(repo: string, ref: string): Promise<string> {
+  return (await git(repo, ['rev-parse', `${ref}^{commit}`])).stdout.trim();
+}
+
+/** The working tree that has `branch` checked out, if one has. */
+async function checkedOutAt(repo: string, branch: string): Promise<string | undefined> {
+  const list = await git(repo, ['worktree', 'list', '--porcelain']);
+  for (const block of list.stdout.split('\n\n')) {
+    const path = /^worktree (.+)$/m.exec(block)?.[1];
+    if (path && new RegExp(`^branch refs/heads/${escape(branch)}$`, 'm').test(block)) return path;
+  }
+  return undefined;
+}
+
+/** A committer for the rebase when the repository and the machine name none (commits keep their authors). */
+async function identity(repo: string): Promise<string[]> {
+  const email = await git(repo, ['config', 'user.email'], { allow: [1] });
+  return email.exitCode === 0 ? [] : ['-c', 'user.name=ctl', '-c', 'user.email=ctl@localhost'];
+}
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

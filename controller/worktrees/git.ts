@@ -1,0 +1,69 @@
+/** A git command that takes longer than this is stopped and fails (worktree add of a large tree included). */
+export const GIT_TIMEOUT_MS = 60_000;
+
+/** A git command that failed: git's own reason (its `fatal:`/`error:` line), and the command. */
+export class GitError extends Error {
+  constructor(
+    readonly command: string,
+    readonly reason: string,
+    readonly exitCode: number | undefined,
+  ) {
+    super(`git ${command}: ${reason}`);
+  }
+}
+
+export interface GitResult {
+  stdout: string;
+  stderr: string;
+  exitCode: number;
+}
+
+/**
+ * Runs the machine's git in `cwd`, bounded in time, with an environment that cannot redirect it (no inherited
+ * `GIT_DIR` or `GIT_WORK_TREE`, never a terminal prompt, messages in English so a reason reads the same
+ * everywhere). With `allow`, those exit codes are answers (merge-tree's 1: conflicts), not failures.
+ *
+ * execa rather than simple-git: worktree, merge-tree and update-ref have no typed wrapper there, and the exit
+ * code and both streams are what we read.
+ */
+export async function git(
+  cwd: string,
+  args: string[],
+  options: { allow?: number[]; timeoutMs?: number } = {},
+): Promise<GitResult> {
+  // Loaded on first use: a city without worktree agents never runs git from here.
+  const { execa } = await import('execa');
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('GIT_')) env[key] = value;
+  const result = await execa('git', args, {
+    cwd,
+    env: { ...env, GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C', GIT_OPTIONAL_LOCKS: '0' },
+    extendEnv: false,
+    reject: false,
+    stdin: 'ignore',
+    timeout: options.timeoutMs ?? GIT_TIMEOUT_MS,
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  const command = args
+    .filter((a) => !a.startsWith('-'))
+    .slice(0, 2)
+    .join(' ');
+  if (result.timedOut) {
+    throw new GitError(command, `timed out after ${(options.timeoutMs ?? GIT_TIMEOUT_MS) / 1000} s`, undefined);
+  }
+  if (result.failed && result.exitCode === undefined) {
+    throw new GitError(command, result.shortMessage ?? 'could not run git', undefined);
+  }
+  const exitCode = result.exitCode ?? 1;
+  if (exitCode !== 0 && !(options.allow ?? []).includes(exitCode)) {
+    throw new GitError(command, reasonOf(String(result.stderr), String(result.stdout)), exitCode);
+  }
+  return { stdout: String(result.stdout), stderr: String(result.stderr), exitCode };
+}
+
+/** git's own reason: its `fatal:` or `error:` line, else its first line. */
+function reasonOf(stderr: string, stdout: string): string {
+  const lines = `${stderr}\n${stdout}`.split('\n').map((l) => l.trim());
+  const said = lines.find((l) => /^(fatal|error):/.test(l)) ?? lines.find((l) => l !== '') ?? 'git failed';
+  return said.replace(/^(fatal|error): /, '');
+}
