@@ -4,7 +4,7 @@ import type { AgentDefinition } from '../agents/agent-catalog.js';
 import { ASSIGNED_SESSION } from '../agents/work-board.js';
 import type { BeadsService } from '../beads/beads-service.js';
 import type { SessionRecord } from '../sessions/session-store.js';
-import { git } from './git.js';
+import { git, GIT_CHECKOUT_TIMEOUT_MS } from './git.js';
 import { distance, isComplete, reasonOf, type SessionWorktrees } from './session-worktrees.js';
 
 /** Bead metadata a bead finished in a worktree carries. */
@@ -138,6 +138,7 @@ async function merge(record: SessionRecord, dirty: boolean): Promise<Outcome> {
       if (!isComplete(record.worktree!)) return { kind: 'refused', reason: `it is ${behind} commits behind ${base}` };
       const rebased = await git(record.worktree!, [...(await identity(repo)), 'rebase', '--quiet', base], {
         allow: [1, 128],
+        timeoutMs: GIT_CHECKOUT_TIMEOUT_MS,
       });
       if (rebased.exitCode !== 0) {
         await git(record.worktree!, ['rebase', '--abort'], { allow: [1, 128] });
@@ -150,7 +151,10 @@ async function merge(record: SessionRecord, dirty: boolean): Promise<Outcome> {
     const holder = await checkedOutAt(repo, base);
     if (holder) {
       // The base is someone's checkout (the rig's own, usually): its files move with it, as a person's pull would.
-      const moved = await git(holder, ['merge', '--ff-only', '--quiet', commit], { allow: [1, 128] });
+      const moved = await git(holder, ['merge', '--ff-only', '--quiet', commit], {
+        allow: [1, 128],
+        timeoutMs: GIT_CHECKOUT_TIMEOUT_MS,
+      });
       if (moved.exitCode !== 0) {
         const why = (moved.stderr || moved.stdout).split('\n').find((l) => l.trim()) ?? 'git merge failed';
         return {

@@ -1,5 +1,10 @@
-/** A git command that takes longer than this is stopped and fails (worktree add of a large tree included). */
+/** A git command that takes longer than this is stopped and fails. */
 export const GIT_TIMEOUT_MS = 60_000;
+/**
+ * What writes a whole tree of files (`worktree add`, a rebase) gets longer: a 10,000-file checkout took a minute on
+ * a loaded two-core machine, and a rig can be ten times that.
+ */
+export const GIT_CHECKOUT_TIMEOUT_MS = 10 * 60_000;
 
 /** A git command that failed: git's own reason (its `fatal:`/`error:` line), and the command. */
 export class GitError extends Error {
@@ -44,8 +49,9 @@ export async function git(
     timeout: options.timeoutMs ?? GIT_TIMEOUT_MS,
     maxBuffer: 16 * 1024 * 1024,
   });
+  // Named by its subcommand and first operand (`worktree add`), not its `-c` settings or options.
   const command = args
-    .filter((a) => !a.startsWith('-'))
+    .filter((a, i) => !a.startsWith('-') && args[i - 1] !== '-c')
     .slice(0, 2)
     .join(' ');
   if (result.timedOut) {

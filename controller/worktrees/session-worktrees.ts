@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { SessionWorktree, SessionWorktreeRelease } from '../../shared/dto/sessions.js';
 import type { AgentWorktree } from '../agents/agent-catalog.js';
 import type { SessionRecord } from '../sessions/session-store.js';
-import { git, GitError } from './git.js';
+import { git, GIT_CHECKOUT_TIMEOUT_MS, GitError } from './git.js';
 
 /** The record fields of a session with a worktree. */
 export type WorktreeFields = Pick<SessionRecord, 'worktree' | 'branch' | 'base' | 'worktree_repo' | 'worktree_subdir'>;
@@ -58,19 +58,32 @@ export class SessionWorktrees {
       );
     }
     if (state !== 'complete') {
-      // Half-made by a controller that died in `git worktree add` (or never made): made again from nothing.
-      discard(worktree);
-      await git(repo, ['worktree', 'prune']);
+      if (state === 'half-made') {
+        // Half-made by a controller that died in `git worktree add`: made again from nothing.
+        discard(worktree);
+        await git(repo, ['worktree', 'prune']);
+      }
       mkdirSync(this.root, { recursive: true, mode: 0o700 });
+      let args: string[];
       if (await branchExists(repo, branch)) {
-        await git(repo, ['worktree', 'add', '--quiet', worktree, branch]);
+        args = ['worktree', 'add', '--quiet', worktree, branch];
       } else {
         const base = record.base ?? (await defaultBranch(repo));
         if (!(await branchExists(repo, base))) {
           throw new GitError('worktree add', `the base branch ${base} does not exist in ${repo}`, undefined);
         }
         if (record.base !== base) saveBase(base);
-        await git(repo, ['worktree', 'add', '--quiet', '--no-track', '-b', branch, worktree, base]);
+        args = ['worktree', 'add', '--quiet', '--no-track', '-b', branch, worktree, base];
+      }
+      try {
+        await git(repo, args, { timeoutMs: GIT_CHECKOUT_TIMEOUT_MS });
+      } catch (err) {
+        // Git may still record a worktree of that path whose directory someone removed: forgotten, then once more.
+        // (Pruning only then: a prune while another session's worktree is being made is best avoided.)
+        if (!(err instanceof GitError) || !/already registered|already exists/.test(err.reason)) throw err;
+        discard(worktree);
+        await git(repo, ['worktree', 'prune']);
+        await git(repo, args, { timeoutMs: GIT_CHECKOUT_TIMEOUT_MS });
       }
     }
     const dir = record.worktree_subdir ? join(worktree, record.worktree_subdir) : worktree;
@@ -195,7 +208,7 @@ export class SessionWorktrees {
     const state = stateOf(record.worktree);
     if (state === 'complete') {
       // --force: what is left is only what git ignores (build output), checked above to hold no work.
-      await git(repo, ['worktree', 'remove', '--force', record.worktree]);
+      await git(repo, ['worktree', 'remove', '--force', record.worktree], { timeoutMs: GIT_CHECKOUT_TIMEOUT_MS });
     } else if (state === 'broken') {
       throw new GitError('worktree remove', `${record.worktree} is broken (git no longer knows it)`, undefined);
     } else {
