@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { parseToml } from '../../shared/config/toml-syntax.js';
 import { parseAgentTable, type CityAgentConfig, type CityConfig } from '../../shared/config/city-config.js';
@@ -176,7 +177,7 @@ export function resolveAgents(
       ...(providerName !== undefined ? { providerName } : {}),
       ...(resolved ? { provider: resolved } : {}),
     };
-    if (agent.isolation === 'worktree') worktreeOf(definition, root, rig?.default_branch);
+    if (agent.isolation === 'worktree') worktreeOf(definition, root, rig ? { branch: rig.default_branch } : undefined);
     if (providerName === undefined) {
       unavailable(definition, 'it names no provider, and the city has no default provider or start command');
     } else if (!resolved) {
@@ -193,11 +194,19 @@ export function resolveAgents(
  * `isolation = "worktree"`: the repository its directory is in, or the agent is unavailable saying why (not in a
  * git repository; a repository that holds the city's worktree directory, where worktrees would nest in it).
  */
-function worktreeOf(definition: AgentDefinition, root: string, rigBranch: string | undefined): void {
+function worktreeOf(definition: AgentDefinition, root: string, rig: { branch: string | undefined } | undefined): void {
   const repo = repositoryOf(definition.workDir);
   const where = definition.rig ? `rig ${definition.rig} (${definition.workDir})` : definition.workDir;
   if (repo === undefined) {
     unavailable(definition, `isolation = "worktree" needs a git repository, and ${where} is not in one`);
+    return;
+  }
+  if (repo === homedir() || repo === '/') {
+    // A directory that is no repository of its own, inside a home directory kept in git: never a worktree of that.
+    unavailable(
+      definition,
+      `isolation = "worktree" needs a git repository, and ${where} is only inside ${repo}, which is not a project's`,
+    );
     return;
   }
   if (isWithin(worktreesRoot(root), repo)) {
@@ -207,7 +216,7 @@ function worktreeOf(definition: AgentDefinition, root: string, rigBranch: string
     );
     return;
   }
-  const base = definition.config.base_branch ?? rigBranch;
+  const base = definition.config.base_branch ?? rig?.branch;
   definition.worktree = {
     repo,
     subdir: relative(repo, definition.workDir),
