@@ -6,8 +6,9 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { expectProblem, type Bead, type Envelope } from './helpers/city-api.js';
+import { expectSuccess } from './helpers/cli.js';
 import { isAlive } from './helpers/processes.js';
-import { createSession, startSessionCity, waitForTurn, type SessionCity } from './helpers/sessions.js';
+import { createSession, startSessionCity, terminalOf, waitForTurn, type SessionCity } from './helpers/sessions.js';
 import { tempDir } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
@@ -84,6 +85,14 @@ isolation = "worktree"
 min_active_sessions = 0
 
 [[agent]]
+name = "stale"
+dir = "web"
+provider = "echo"
+isolation = "worktree"
+base_branch = "gone"
+min_active_sessions = 0
+
+[[agent]]
 name = "careless"
 provider = "echo"
 merge = "direct"
@@ -131,6 +140,7 @@ describe('one git worktree per session', function () {
     expect(tree).to.include({ branch: `ctl/web/coder/${shown.session_name}`, base: 'main', repository: repo });
     expect(tree).to.include({ dirty: false, ahead: 0, behind: 0 });
     expect(tree.head).to.equal(git(repo, 'rev-parse', 'main'));
+    expect(shown.work_dir).to.equal(tree.path);
     // Its program's first look around is already in the worktree.
     expect(await run(id, 'pwd')).to.equal(tree.path);
     expect(await run(id, 'git branch --show-current')).to.equal(tree.branch);
@@ -293,6 +303,9 @@ describe('one git worktree per session', function () {
       behind: 1,
     });
     expect((await view(id)).worktree).to.include({ dirty: true, ahead: 1, behind: 1 });
+    const shown = expectSuccess(await city.sup.ctl(['--city', 'isolated', 'rig', 'status', 'web']));
+    expect(shown).to.include('Worktrees:');
+    expect(shown).to.include(`  ${name}  ctl/web/coder/${name}  dirty ↑1 ↓1  ${mine.path}`);
     // Without git=true, no git runs.
     const quick = await city.api.get<{ items: { name: string; worktrees?: unknown }[] }>('/rigs');
     expect(quick.body.items.find((r) => r.name === 'web')!.worktrees).to.equal(undefined);
@@ -312,6 +325,25 @@ describe('one git worktree per session', function () {
     const refused = await city.api.post('/sessions', { kind: 'agent', name: 'plain/loner' });
     expectProblem(refused, 409, 'conflict-wrong-state');
     expect((refused.body as { detail: string }).detail).to.include('needs a git repository');
+  });
+
+  it('a git failure is a clear reason, never a 500: a base branch that does not exist fails the start saying so', async function () {
+    const reply = await city.api.post<{ request_id: string; session_id: string }>('/sessions', {
+      kind: 'agent',
+      name: 'web/stale',
+    });
+    expect(reply.status, JSON.stringify(reply.body)).to.equal(202);
+    const result = await terminalOf(city.api, reply.body.request_id);
+    expect(result.type).to.equal('request.failed');
+    expect(result.payload.error_message).to.equal(`git worktree add: the base branch gone does not exist in ${repo}`);
+    const shown = await view(reply.body.session_id);
+    expect(shown.running).to.equal(false);
+    expect(shown.worktree!.error).to.equal('the worktree is not made yet (or was removed)');
+    const closed = await city.api.post<{ worktree: Record<string, unknown> }>(
+      `/session/${reply.body.session_id}/close`,
+    );
+    expect(closed.status).to.equal(200);
+    expect(closed.body.worktree).to.include({ removed: true });
   });
 
   it('a bad isolation or merge value is a configuration error naming the key', async function () {

@@ -180,6 +180,13 @@ const status = command({
       ['Upstream', data.git?.upstream],
     ]);
     for (const file of data.git?.changed_files ?? []) line(`  ${file}`);
+    // Sessions' own worktrees (agents with isolation = "worktree"): each branch against its base.
+    if (data.worktrees?.length) line('Worktrees:');
+    for (const w of data.worktrees ?? []) {
+      const distance = [w.ahead ? `↑${w.ahead}` : '', w.behind ? `↓${w.behind}` : ''].filter(Boolean).join(' ');
+      const state = w.error ? `error: ${w.error}` : [w.dirty ? 'dirty' : 'clean', distance].filter(Boolean).join(' ');
+      line(`  ${w.session_name}  ${w.branch}  ${state}  ${w.path}`);
+    }
   },
 });
 

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { PendingInteraction, SessionResponse } from '../../shared/dto/sessions.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import type { SessionRuntime } from './runtime.js';
@@ -47,6 +48,8 @@ export function sessionView(parts: ViewParts): SessionResponse {
   if (r.provider_session_key) view.provider_session_key = r.provider_session_key;
   if (running?.attach) view.attach = running.attach;
   if (r.worktree && r.branch && r.worktree_repo) {
+    // Its program works in its worktree (the agent's directory's place in it), not in the rig's checkout.
+    view.work_dir = r.worktree_subdir ? join(r.worktree, r.worktree_subdir) : r.worktree;
     view.worktree = {
       path: r.worktree,
       branch: r.branch,
