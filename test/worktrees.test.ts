@@ -93,6 +93,14 @@ base_branch = "gone"
 min_active_sessions = 0
 
 [[agent]]
+name = "pool"
+dir = "web"
+provider = "echo"
+isolation = "worktree"
+min_active_sessions = 0
+max_active_sessions = 2
+
+[[agent]]
 name = "careless"
 provider = "echo"
 merge = "direct"
@@ -148,6 +156,20 @@ describe('one git worktree per session', function () {
     expect(git(repo, 'worktree', 'list', '--porcelain')).to.include(`worktree ${tree.path}`);
     // The rig's own checkout is as the person left it.
     expect(readFileSync(join(repo, 'README'), 'utf8')).to.equal('hello, not committed\n');
+  });
+
+  it('the tick’s own sessions get worktrees too: a bead slung to a pool is worked on in a new one', async function () {
+    const bead = await city.api.create({ title: 'pooled work' });
+    expect((await city.api.post('/sling', { target: 'web/pool', bead: bead.id })).status).to.equal(200);
+    const held = await waitUntil(
+      'the tick to hand the bead to a new session',
+      async () => (await city.api.bead(bead.id)).metadata?.['ctl.assigned_session'],
+      30_000,
+    );
+    const shown = await view(held);
+    expect(shown.worktree).to.include({ branch: `ctl/web/pool/${shown.session_name}`, base: 'main', dirty: false });
+    await waitForTurn(city.api, held, 'assistant', new RegExp(`Work on bead ${bead.id}`), 20_000);
+    expect(await run(held, 'pwd')).to.equal(shown.worktree!.path);
   });
 
   it('kill and wake and a new controller keep the worktree and what is in it; a half-made one is made again', async function () {
