@@ -96,6 +96,8 @@ export class CityRuntime {
   private loaded: LoadedConfig;
   private lastReloadError: string | undefined;
   private lastReloadPlace: ConfigErrorPlace | undefined;
+  /** What the last `config.unsupported` named, so that a reload that changes nothing there records nothing. */
+  private ignoredDigest = JSON.stringify([[], []]);
   /**
    * The texts of the file our last write put in use and of `packs.lock` (undefined once a reload from disk took
    * what was there).
@@ -301,6 +303,9 @@ export class CityRuntime {
       : undefined;
     this.lastReloadError = undefined;
     this.lastReloadPlace = undefined;
+    this.recordIgnoredKeys().catch((err: unknown) =>
+      this.logger?.error({ err }, 'could not record the configuration’s unsupported keys'),
+    );
     this.tick?.poke();
     this.orderScheduler.evaluateSoon();
     this.maintenance.schedule(this.config.maintenanceIntervalMs);
@@ -350,9 +355,30 @@ export class CityRuntime {
     this.loaded = next;
     this.maintenance.schedule(next.config.maintenanceIntervalMs);
     if (this.tick) this.services.reconcile(next.config.services);
+    await this.recordIgnoredKeys();
     if (same && !hadError) return;
     await this.log.append({ type: 'config.reloaded', actor: 'ctl', subject: file, payload: { file } });
     this.tick?.poke();
+  }
+
+  /**
+   * Records `config.unsupported` naming what the configuration in use says that ctl does not act on: when it
+   * loads, and after a reload only when that changed.
+   */
+  async recordIgnoredKeys(): Promise<void> {
+    const { unsupported, unknownKeys: unknown } = this.loaded.composed;
+    const digest = JSON.stringify([unsupported, unknown]);
+    if (digest === this.ignoredDigest) return;
+    this.ignoredDigest = digest;
+    if (unsupported.length === 0 && unknown.length === 0) return;
+    const files = [...new Set([...unsupported, ...unknown].map((i) => i.file))];
+    await this.log.append({
+      type: 'config.unsupported',
+      actor: 'ctl',
+      subject: files.join(' '),
+      message: `${unsupported.length} not supported, ${unknown.length} unknown (ctl config validate names each)`,
+      payload: { unsupported, unknown },
+    });
   }
 
   get root(): string {

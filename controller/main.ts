@@ -252,6 +252,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     completed.push('starting_api');
 
     await log.append({ type: 'controller.started', actor: 'ctl', subject: name, payload: {} });
+    await running.recordIgnoredKeys();
     tick.start();
     running.services.reconcile(running.config.services);
     running.extmsg.start();

@@ -9,6 +9,8 @@ import { MAX_TOML_BYTES, tooLarge } from '../../shared/config/toml-file.js';
 import { OutsideTree, outsideTree, readWithin } from '../../shared/fs/within.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import { isWithin, repositoryOf, worktreesRoot } from '../worktrees/repository.js';
+import { auditKeys, type KeyFinding } from '../config/key-audit.js';
+import { AGENT_TOML } from '../config/reference-keys.js';
 
 /** One agent as the controller runs it: its declaration, resolved against the city's providers and agents. */
 export interface AgentDefinition {
@@ -61,20 +63,23 @@ export function declaredAgents(
   config: CityConfig,
   skipped?: string[],
   edited?: { file: string; text: string },
+  findings?: KeyFinding[],
 ): CityAgentConfig[] {
-  return [...config.agents, ...agentDirectories(root, '', skipped, edited)];
+  return [...config.agents, ...agentDirectories(root, '', skipped, edited, findings)];
 }
 
 /**
  * The agents of a directory's `agents/<name>/` subdirectories (a city's, or a pack's); `label` goes before
  * their file names in `source` and in errors (`pack:review/`). An agent any of whose files (its directory, its
  * agent.toml, its prompt) a symbolic link leads out of `root` is skipped, never read, and named in `skipped`.
+ * What an agent.toml says that ctl does not act on goes to `findings`.
  */
 export function agentDirectories(
   root: string,
   label: string,
   skipped: string[] = [],
   edited?: { file: string; text: string },
+  findings: KeyFinding[] = [],
 ): CityAgentConfig[] {
   const what = label ? `pack ${label.replace(/^pack:|\/$/g, '')}` : 'the city';
   const agents: CityAgentConfig[] = [];
@@ -113,6 +118,7 @@ export function agentDirectories(
     } else if (!PROMPT_FILES.some(([f]) => existsSync(join(home, f)))) {
       continue; // not an agent directory (yet)
     }
+    findings.push(...auditKeys(table, AGENT_TOML, source));
     const agent = parseAgentTable(table, (key) => `${source}: ${key}`, source, { name });
     if (agent.name !== name) throw new ConfigError(`${source}: name must be ${name}, the directory's name`);
     if (agent.prompt === undefined) {

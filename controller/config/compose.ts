@@ -7,6 +7,9 @@ import { installedPackDir, readPackLock, type PackLockEntry } from '../packs/pac
 import { readPackFile } from '../packs/pack-file.js';
 import { parsePackSource, PackSourceError } from '../packs/pack-source.js';
 import { applyAgentDefaults, applyPatches } from './patches.js';
+import { auditKeys, type KeyFinding } from './key-audit.js';
+import { CITY_TOML } from './reference-keys.js';
+import type { PackDoctorEntry } from '../packs/pack-file.js';
 
 /** One import as the loader found it: where its files are, or why it could not be read. */
 export interface ComposedPack {
@@ -24,6 +27,8 @@ export interface ComposedPack {
   packName?: string;
   packVersion?: string;
   rig?: string;
+  /** Its `[[doctor]]` checks. */
+  doctors?: PackDoctorEntry[];
   /** Imported by the city (`[imports.*]` of `city.toml` or `pack.toml`): what `GET /packs` lists. */
   direct: boolean;
   error?: string;
@@ -42,6 +47,13 @@ export interface ComposedConfig {
   agents: CityAgentConfig[];
   packs: ComposedPack[];
   problems: ConfigProblem[];
+  /**
+   * What the files say that ctl reads but does not act on (a reference key it does not support, an unknown pack
+   * table): named as warnings, each with its file and key. Unknown keys of our own tables are `problems`.
+   */
+  unsupported: ConfigProblem[];
+  /** Unknown keys of our own tables (typos, most likely): also in `problems`. */
+  unknownKeys: ConfigProblem[];
   /** Files skipped, never read, because a symbolic link leads out of the city or pack they belong to. */
   skipped: ConfigProblem[];
   /** Providers an imported pack declares (the city's own win a name). */
@@ -83,6 +95,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
   const problems: ConfigProblem[] = [];
   const skipped: string[] = [];
   const packs: ComposedPack[] = [];
+  const findings: KeyFinding[] = cityToml.document ? auditKeys(cityToml.document, CITY_TOML, 'city.toml') : [];
   const config: CityConfig = {
     ...cityToml,
     providers: { ...cityToml.providers },
@@ -94,6 +107,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     'pack.toml',
     options.edited?.file === 'pack.toml' ? options.edited.text : undefined,
   );
+  findings.push(...rootPack.findings);
   const imports = [...cityToml.imports];
   for (const imp of rootPack.imports) {
     if (imports.some((i) => i.binding === imp.binding)) {
@@ -105,7 +119,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
   for (const [name, spec] of Object.entries(rootPack.providers)) config.providers[name] ??= spec;
   config.services.push(...rootPack.services);
   const agents: CityAgentConfig[] = [
-    ...declaredAgents(root, cityToml, skipped, options.edited),
+    ...declaredAgents(root, cityToml, skipped, options.edited, findings),
     ...rootPack.agents.map((a) => ({ ...a, source: 'pack.toml' })),
   ].map((a) => ({ ...a, origin: 'inline' as const }));
   let lock: Record<string, PackLockEntry> = {};
@@ -167,13 +181,15 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     let own: CityAgentConfig[];
     try {
       file = readPackFile(dir, `${label}pack.toml`);
-      own = [...file.agents, ...agentDirectories(dir, label, skipped)];
+      own = [...file.agents, ...agentDirectories(dir, label, skipped, undefined, findings)];
     } catch (err) {
       if (err instanceof ConfigError) return fail(err.message);
       throw err;
     }
     if (file.name !== undefined) entry.packName = file.name;
     if (file.version !== undefined) entry.packVersion = file.version;
+    if (file.doctors.length) entry.doctors = file.doctors;
+    findings.push(...file.findings);
     const siblings = new Set(own.map((a) => a.name));
     for (const agent of own) {
       // Where it loads: `scope = "city"` agents only at the city, `scope = "rig"` ones only in a rig.
@@ -214,11 +230,24 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
   }
   applyAgentDefaults(config.agentDefaults, agents);
   const patched = applyPatches(config, agents, problems);
+  const unsupported: ConfigProblem[] = [];
+  const unknownKeys: ConfigProblem[] = [];
+  // One finding per file and key: a pack a rig imports too is read once per importer.
+  const seen = new Set<string>();
+  for (const { file, key, kind, message } of findings) {
+    if (seen.has(`${file}\0${key}`)) continue;
+    seen.add(`${file}\0${key}`);
+    if (kind === 'unknown') unknownKeys.push({ file, key, message });
+    else unsupported.push({ file, key, message });
+  }
+  problems.push(...unknownKeys);
   return {
     config,
     agents,
     packs,
     problems,
+    unsupported,
+    unknownKeys,
     skipped: skipped.map((message) => ({ file: /^([^:]+):/.exec(message)?.[1] ?? 'agents', message })),
     packProviders,
     patched,

@@ -158,6 +158,12 @@ export function validateView(city: CityRuntime): ConfigValidateOutputBody {
     if (!rig.path)
       warnings.push({ file: 'city.toml', key: `rigs.${rig.name}`, message: `rig ${rig.name} has no path` });
   }
+  // What the files say that ctl reads but does not act on: named, never dropped without a word.
+  warnings.push(...city.composed.unsupported);
+  for (const formula of city.formulas.list()) {
+    for (const message of formula.warnings ?? [])
+      warnings.push({ file: formula.file, key: `formula.${formula.name}`, message });
+  }
   // Files a symbolic link leads out of their pack, rig or city: skipped, never read.
   warnings.push(...city.composed.skipped);
   for (const message of city.orders.list().skipped) {

@@ -94,12 +94,11 @@ export function applyPatches(
 
 /** `[agent_defaults]`: each key an agent does not set itself (`env` merged, the agent's own winning). */
 export function applyAgentDefaults(defaults: Record<string, unknown>, agents: CityAgentConfig[]): void {
-  const keys = Object.keys(defaults);
+  // Keys it does not act on are named by the key audit (reference-keys.ts), not refused here.
+  const keys = Object.keys(defaults).filter((k) => (AGENT_PATCH_KEYS as readonly string[]).includes(k));
   if (keys.length === 0) return;
-  const unknown = keys.filter((k) => !(AGENT_PATCH_KEYS as readonly string[]).includes(k));
-  if (unknown.length > 0) throw new ConfigError(`city.toml: agent_defaults.${unknown[0]} is not an agent key`);
   const parsed = parseAgentTable(
-    { ...defaults, name: 'defaults' },
+    { ...Object.fromEntries(keys.map((k) => [k, defaults[k]])), name: 'defaults' },
     (k) => `city.toml: agent_defaults.${k}`,
     'city.toml',
   );

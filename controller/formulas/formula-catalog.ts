@@ -20,6 +20,8 @@ export interface FormulaEntry {
   def?: FormulaDef;
   /** Parse and compile errors (every one, each naming file, step and field); empty when it runs. */
   errors: string[];
+  /** What it says that ctl does not act on (a reference key): it runs without it. */
+  warnings?: string[];
 }
 
 interface Cached {
@@ -191,12 +193,17 @@ interface Layer {
 }
 
 /** Parses a formula's text and compiles it for every set of vars: its definition, or every error. */
-export function checkFormula(text: string, file: string, name: string): { def?: FormulaDef; errors: string[] } {
+export function checkFormula(
+  text: string,
+  file: string,
+  name: string,
+): { def?: FormulaDef; errors: string[]; warnings: string[] } {
   const parsed = parseFormula(text, file, name);
-  if (!parsed.formula) return { errors: parsed.errors };
+  const { warnings } = parsed;
+  if (!parsed.formula) return { errors: parsed.errors, warnings };
   const compiled = compileFormula(parsed.formula, {}, 'validate');
   const errors = [...new Set([...parsed.errors, ...compiled.errors])];
-  return errors.length ? { errors } : { def: parsed.formula, errors: [] };
+  return errors.length ? { errors, warnings } : { def: parsed.formula, errors: [], warnings };
 }
 
 /** The formula name a file in `formulas/` defines, if it is one. */

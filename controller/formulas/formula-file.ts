@@ -1,6 +1,8 @@
 import { parse } from 'smol-toml';
 import { tomlSyntaxError } from '../../shared/config/toml-syntax.js';
 import { parseDuration } from '../../shared/duration.js';
+import { auditKeys } from '../config/key-audit.js';
+import { FORMULA } from '../config/reference-keys.js';
 
 /** A variable of `[vars]`: `name = "default"` or a table `{ description, default, required, enum, pattern }`. */
 export interface VarDef {
@@ -84,13 +86,23 @@ export const FORMULA_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
  * field: `formulas/release.toml: step "build": needs: must be an array of step ids`. The formula comes back
  * whenever the TOML parses — with errors, only to be checked further, never to run.
  */
-export function parseFormula(text: string, file: string, name: string): { formula?: FormulaDef; errors: string[] } {
+export function parseFormula(
+  text: string,
+  file: string,
+  name: string,
+): { formula?: FormulaDef; errors: string[]; warnings: string[] } {
   const errors: string[] = [];
+  const warnings: string[] = [];
   let doc: Record<string, unknown>;
   try {
     doc = parse(text);
   } catch (err) {
-    return { errors: [tomlSyntaxError(err, text, file).message] };
+    return { errors: [tomlSyntaxError(err, text, file).message], warnings };
+  }
+  // A reference key ctl does not act on is named and the formula runs without it; an unknown key (a typo) is an
+  // error: the formula does not run until it is fixed.
+  for (const finding of auditKeys(doc, FORMULA, file)) {
+    (finding.kind === 'unknown' ? errors : warnings).push(`${file}: ${finding.message}`);
   }
   const at = (where: string | undefined, field: string, message: string) =>
     errors.push(`${file}: ${where ? `${where}: ` : ''}${field}: ${message}`);
@@ -112,7 +124,7 @@ export function parseFormula(text: string, file: string, name: string): { formul
   const steps = readSteps(doc.steps, 'steps', at);
   if (doc.steps === undefined) at(undefined, 'steps', 'a formula needs at least one [[steps]]');
   // With errors it is returned too, so a validation can also name what its references get wrong; it never runs.
-  return { formula: { name, description, vars, steps, file }, errors };
+  return { formula: { name, description, vars, steps, file }, errors, warnings };
 }
 
 type At = (where: string | undefined, field: string, message: string) => void;

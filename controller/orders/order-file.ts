@@ -2,6 +2,7 @@ import { Cron } from 'croner';
 import { parse } from 'smol-toml';
 import { tomlSyntaxError } from '../../shared/config/toml-syntax.js';
 import { formatDuration, parseDuration } from '../../shared/duration.js';
+import { nearest } from '../config/key-audit.js';
 
 export const TRIGGERS = ['cooldown', 'cron', 'condition', 'event', 'manual', 'webhook'] as const;
 export type Trigger = (typeof TRIGGERS)[number];
@@ -85,7 +86,11 @@ export function parseOrder(
   const t = { ...(table as Record<string, unknown>), ...overrides };
   const errors: string[] = [];
   const at = (key: string, message: string) => errors.push(`order.${key}: ${message}`);
-  for (const key of Object.keys(t)) if (!KEYS.has(key)) at(key, 'unknown key');
+  for (const key of Object.keys(t)) {
+    if (KEYS.has(key)) continue;
+    const near = nearest(key, [...KEYS]);
+    at(key, `unknown key${near ? ` — did you mean \`${near}\`?` : ''}`);
+  }
   const str = (key: string): string | undefined => {
     const v = t[key];
     if (v === undefined) return undefined;

@@ -12,6 +12,9 @@ import {
   type PackImport,
 } from '../../shared/config/city-config.js';
 import { ConfigError } from '../../shared/config/config-error.js';
+import { parseDuration } from '../../shared/duration.js';
+import { auditKeys, type KeyFinding } from '../config/key-audit.js';
+import { PACK_TOML } from '../config/reference-keys.js';
 
 /** What a `pack.toml` declares (a pack's, or the city's own: the city is the root pack). */
 export interface PackFile {
@@ -22,17 +25,32 @@ export interface PackFile {
   agents: CityAgentConfig[];
   providers: Record<string, Record<string, unknown>>;
   services: CityServiceConfig[];
+  /** `[[doctor]]`: checks `ctl doctor` runs for the pack. */
+  doctors: PackDoctorEntry[];
+  /** What it says that ctl does not act on (an unknown table, a reference key): see key-audit.ts. */
+  findings: KeyFinding[];
 }
 
-/** The tables a `pack.toml` may have; anything else is a mistake worth naming, not something to skip. */
-const KNOWN = new Set(['pack', 'imports', 'agent', 'providers', 'service']);
+/**
+ * A `[[doctor]]` check: a script of the pack (relative to its directory) whose exit status says ok (0), warn (1)
+ * or fail (2 and more), its first line of output the message — the reference's protocol.
+ */
+export interface PackDoctorEntry {
+  name: string;
+  script: string;
+  description?: string;
+  /** How long it may run before it fails (default 30s). */
+  timeoutMs: number;
+}
+
+const DOCTOR_TIMEOUT_MS = 30_000;
 
 /**
  * Reads `<dir>/pack.toml` (none: an empty pack); `label` names the file in errors (`pack:review/pack.toml`).
  * `edited` is its text as an edit would leave it, read instead of the file.
  */
 export function readPackFile(dir: string, label: string, edited?: string): PackFile {
-  const empty: PackFile = { imports: [], agents: [], providers: {}, services: [] };
+  const empty: PackFile = { imports: [], agents: [], providers: {}, services: [], doctors: [], findings: [] };
   const path = join(dir, 'pack.toml');
   let text: string;
   if (edited !== undefined) {
@@ -50,13 +68,11 @@ export function readPackFile(dir: string, label: string, edited?: string): PackF
     }
   }
   const doc = parseToml(text, label);
-  const unknown = Object.keys(doc).filter((k) => !KNOWN.has(k));
-  if (unknown.length > 0) {
-    throw new ConfigError(`${label}: unknown table ${unknown.join(', ')} (a pack has ${[...KNOWN].join(', ')})`);
-  }
   const pack = tableOf(doc.pack, `${label}: pack`);
   const out: PackFile = {
     ...empty,
+    // An unknown table is named, never a refusal of the whole pack: a newer pack may have more.
+    findings: auditKeys(doc, PACK_TOML, label),
     imports: parseImports(tableOf(doc.imports, `${label}: imports`), (k) => `${label}: imports.${k}`, label),
   };
   if (typeof pack.name === 'string') out.name = pack.name;
@@ -78,7 +94,39 @@ export function readPackFile(dir: string, label: string, edited?: string): PackF
       parseServiceTable(tableOf(service, `${label}: service[${i}]`), (k) => `${label}: service[${i}].${k}`),
     );
   }
+  const doctors = doc.doctor ?? [];
+  if (!Array.isArray(doctors)) throw new ConfigError(`${label}: doctor must be an array of tables ([[doctor]])`);
+  for (const [i, entry] of doctors.entries()) {
+    out.doctors.push(parseDoctorEntry(tableOf(entry, `${label}: doctor[${i}]`), (k) => `${label}: doctor[${i}].${k}`));
+  }
   return out;
+}
+
+function parseDoctorEntry(t: Record<string, unknown>, at: (key: string) => string): PackDoctorEntry {
+  const text = (key: string, required: boolean): string | undefined => {
+    const v = t[key];
+    if (v === undefined && !required) return undefined;
+    if (typeof v !== 'string' || v.trim() === '') throw new ConfigError(`${at(key)} must be a non-empty string`);
+    return v;
+  };
+  const name = text('name', true)!;
+  if (!/^[a-zA-Z0-9][a-zA-Z0-9._-]*$/.test(name))
+    throw new ConfigError(`${at('name')} must be one word (a-z, 0-9, . _ -)`);
+  const script = text('script', true)!;
+  if (script.startsWith('/') || script.split('/').includes('..')) {
+    throw new ConfigError(`${at('script')} must be a path inside the pack`);
+  }
+  const description = text('description', false);
+  const timeout = text('timeout', false);
+  let timeoutMs = DOCTOR_TIMEOUT_MS;
+  if (timeout !== undefined) {
+    try {
+      timeoutMs = parseDuration(timeout);
+    } catch {
+      throw new ConfigError(`${at('timeout')} must be a duration such as 10s or 2m`);
+    }
+  }
+  return { name, script, timeoutMs, ...(description !== undefined ? { description } : {}) };
 }
 
 function tableOf(value: unknown, where: string): Record<string, unknown> {

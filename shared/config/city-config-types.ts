@@ -195,4 +195,6 @@ export interface CityConfig {
   eventsMaxArchives?: number;
   /** `[beads] backend`: `sqlite` (the default) or `journal`. */
   beadsBackend?: 'sqlite' | 'journal';
+  /** The file as parsed, every key of it: what the controller audits for keys it does not act on. */
+  document?: Record<string, unknown>;
 }

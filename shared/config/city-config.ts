@@ -79,6 +79,7 @@ export function parseCityConfig(text: string, path: string, options: ParseOption
     patches: parsePatches(table(doc, 'patches', where), (k) => where(`patches.${k}`)),
     agentDefaults: table(doc, 'agent_defaults', where),
     extmsgCallbackHosts: [],
+    document: doc,
   };
   const extmsg = table(doc, 'extmsg', where);
   if (extmsg.allowed_callback_hosts !== undefined) {

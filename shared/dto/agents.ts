@@ -216,6 +216,24 @@ export interface AgentEventPayload {
   reason?: string;
 }
 
+/** One key or table a configuration file has that ctl does not act on. */
+export interface ConfigIgnoredKey {
+  /** The file, relative to the city (`pack:review/pack.toml` for a pack's). */
+  file: string;
+  /** Where in it, dotted (`session.provider`). */
+  key?: string;
+  message: string;
+}
+
+/**
+ * Payload of `config.unsupported`: what the configuration as loaded says that ctl does not act on — reference
+ * keys it does not support and unknown keys — recorded when the configuration loads, again only when it changes.
+ */
+export interface ConfigUnsupportedPayload {
+  unsupported: ConfigIgnoredKey[];
+  unknown: ConfigIgnoredKey[];
+}
+
 /** Payload of `config.reloaded` and `config.reload_failed`. */
 export interface ConfigReloadPayload {
   /** What changed on disk (a file relative to the city), when known. */

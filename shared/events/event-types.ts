@@ -1,4 +1,9 @@
-import type { AgentEventPayload, BeadDeadAssigneeReopenedPayload, ConfigReloadPayload } from '../dto/agents.js';
+import type {
+  AgentEventPayload,
+  BeadDeadAssigneeReopenedPayload,
+  ConfigReloadPayload,
+  ConfigUnsupportedPayload,
+} from '../dto/agents.js';
 import type { BeadEventPayload } from '../dto/beads.js';
 import type {
   CityCreateSucceededPayload,
@@ -64,6 +69,7 @@ export interface EventPayloadTypes {
   BeadDeadAssigneeReopenedPayload: BeadDeadAssigneeReopenedPayload;
   AgentEventPayload: AgentEventPayload;
   ConfigReloadPayload: ConfigReloadPayload;
+  ConfigUnsupportedPayload: ConfigUnsupportedPayload;
   MoleculeEventPayload: MoleculeEventPayload;
   OrderEventPayload: OrderEventPayload;
   StoreMaintenancePayload: StoreMaintenancePayload;
@@ -135,6 +141,7 @@ export const EVENT_PAYLOADS = {
   'city.resumed': 'NoPayload',
   'config.reloaded': 'ConfigReloadPayload',
   'config.reload_failed': 'ConfigReloadPayload',
+  'config.unsupported': 'ConfigUnsupportedPayload',
   'molecule.created': 'MoleculeEventPayload',
   'molecule.step_retried': 'MoleculeEventPayload',
   'molecule.step_failed': 'MoleculeEventPayload',

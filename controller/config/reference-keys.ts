@@ -1,0 +1,350 @@
+import type { TableSpec } from './key-audit.js';
+
+/**
+ * The tables ctl reads, key by key, against the reference's configuration schema: what ctl acts on, and what the
+ * reference defines that ctl knows but does not do, each with why. `auditKeys` walks a file against these. When
+ * ctl starts acting on a key, it moves from `unsupported` to `keys`.
+ */
+
+const OPEN: TableSpec = { keys: {}, open: true };
+
+const SESSIONS_HERE = 'sessions run on this machine, in the runtime their provider names';
+
+/** `[imports.<binding>]`, `[defaults.rig.imports.<binding>]`, `[rigs.imports.<binding>]`. */
+const IMPORT: TableSpec = {
+  keys: { source: true, version: true },
+  unsupported: {
+    export: 'every agent of an imported pack is the city’s, named binding.agent',
+    shadow: 'a name two layers both define is an error, never shadowed',
+    transitive: 'a pack’s own imports are always loaded',
+  },
+};
+
+/** `[[agent]]` of `city.toml` or `pack.toml`, and an `agents/<name>/agent.toml`. */
+export const AGENT_TABLE: TableSpec = {
+  keys: {
+    name: true,
+    dir: true,
+    env: OPEN,
+    depends_on: true,
+    min_active_sessions: true,
+    max_active_sessions: true,
+    suspended: true,
+    provider: true,
+    work_dir: true,
+    scope: true,
+    description: true,
+    prompt: true,
+    scale_check: true,
+    work_query: true,
+    default_sling_formula: true,
+    idle_timeout: true,
+  },
+  unsupported: {
+    args: 'a session’s arguments are its provider’s ([providers.<name>] args)',
+    start_command: 'a session starts its provider’s command ([providers.<name>] command)',
+    resume_command: 'sessions resume as their provider says',
+    prompt_flag: 'set it on the provider ([providers.<name>] prompt_flag)',
+    prompt_mode: 'set it on the provider ([providers.<name>] prompt_mode)',
+    ready_delay_ms: 'set it on the provider ([providers.<name>] ready_delay_ms)',
+    ready_prompt_prefix: 'set it on the provider ([providers.<name>] ready_prompt_prefix)',
+    process_names: 'set it on the provider ([providers.<name>] process_names)',
+    emits_permission_warning: 'permission requests are read from the provider’s protocol',
+    option_defaults: 'set it on the provider ([providers.<name>] option_defaults)',
+    prompt_template: 'the prompt is `prompt`, or the agent directory’s prompt.md / prompt.template.md',
+    inject_fragments: 'prompt template fragments are not composed into prompts',
+    inject_assigned_skills: 'skills are not installed into sessions',
+    skills: 'skills are not installed into sessions',
+    mcp: 'MCP servers are not configured for sessions',
+    install_agent_hooks: 'provider hooks are not installed; sessions report through their protocol',
+    hooks_installed: 'provider hooks are not installed; sessions report through their protocol',
+    pre_start: 'no command runs before a session starts',
+    session_setup: 'no command runs after a session starts',
+    session_setup_script: 'no command runs after a session starts',
+    session_live: 'no command runs while a session lives',
+    session: 'a session’s runtime comes from its provider',
+    nudge: 'an idle session is not nudged: work and mail reach it as messages',
+    wake_mode: 'sessions wake when work or mail is routed to them',
+    sleep_after_idle: 'idle sessions stop after idle_timeout',
+    drain_timeout: 'a draining session is stopped after the city’s restart window',
+    overlay_dir: 'no files are copied into the work directory',
+    namepool: 'sessions are named by their agent and bead prefix',
+    sling_query: 'sling routes by the agent name',
+    on_boot: 'nothing runs when the city boots',
+    on_death: 'nothing runs when a session dies; the tick restarts it',
+    fallback: 'an agent has one provider',
+    attach: 'sessions are reached through the API (ctl session attach)',
+  },
+};
+
+const ORDER_OVERRIDE: TableSpec = {
+  keys: {
+    name: true,
+    rig: true,
+    enabled: true,
+    // The rest are an order's own keys, checked by the order's parser when it is laid over it.
+    description: true,
+    trigger: true,
+    gate: true,
+    interval: true,
+    schedule: true,
+    tz: true,
+    check: true,
+    check_timeout: true,
+    on: true,
+    exec: true,
+    formula: true,
+    pool: true,
+    vars: OPEN,
+    timeout: true,
+    idempotent: true,
+    no_work_gate: true,
+    capture_output: true,
+    env: OPEN,
+    params: OPEN,
+    scope: true,
+  },
+};
+
+const PATCHES: TableSpec = {
+  // Each patch's keys are checked where it is applied (patches.ts), naming the patch.
+  keys: { agent: OPEN, provider: OPEN, rig: OPEN },
+  unsupported: { providers: 'provider patches are [[patches.provider]]', rigs: 'rig patches are [[patches.rig]]' },
+};
+
+const SERVICE: TableSpec = {
+  keys: {
+    name: true,
+    url: true,
+    command: true,
+    env: OPEN,
+    port: true,
+    socket: true,
+    health: true,
+    dir: true,
+    health_interval: true,
+  },
+  unsupported: {
+    kind: 'a service is a program (command) or a URL (url)',
+    process: 'a program service is `command`, `port` or `socket`, `health`',
+    publication: 'services are published under svc/<name> of the city only',
+    publish_mode: 'services are published under svc/<name> of the city only',
+    state_root: 'a program service runs in `dir`',
+    workflow: 'workflow services are not run',
+  },
+};
+
+/** A `city.toml`. */
+export const CITY_TOML: TableSpec = {
+  keys: {
+    workspace: {
+      keys: { name: true, provider: true, start_command: true, prefix: true, suspended: true, timezone: true },
+      unsupported: {
+        includes: 'packs come in through [imports.<binding>] (source = the pack’s directory)',
+        default_rig_includes: 'a rig’s default packs are [defaults.rig.imports.<binding>]',
+        global_fragments: 'prompt template fragments are not composed into prompts',
+        install_agent_hooks: 'provider hooks are not installed; sessions report through their protocol',
+        max_active_sessions: 'limits are per agent (max_active_sessions in [[agent]])',
+        session_template: 'sessions are named by their agent and bead prefix',
+        suspended_on_start: 'the city starts as [workspace] suspended says',
+        env: 'environment is per agent ([[agent]] env) or per provider',
+      },
+    },
+    providers: OPEN,
+    agent: AGENT_TABLE,
+    agent_defaults: {
+      keys: Object.fromEntries(
+        Object.keys(AGENT_TABLE.keys)
+          .filter((k) => k !== 'name' && k !== 'dir')
+          .map((k) => [k, true]),
+      ),
+      unsupported: {
+        ...AGENT_TABLE.unsupported,
+        allow_env_override: 'an agent’s own env always wins over the defaults',
+        allow_overlay: 'no files are copied into the work directory',
+        append_fragments: 'prompt template fragments are not composed into prompts',
+        model: 'the model is the provider’s (its args or env)',
+      },
+    },
+    daemon: {
+      keys: {
+        patrol_interval: true,
+        restart_window: true,
+        restart_backoff: true,
+        restart_backoff_max: true,
+        check_timeout: true,
+        max_wakes_per_tick: true,
+        max_restarts: true,
+      },
+      unsupported: {
+        drift_drain_timeout: 'a drifted session is restarted when idle, without a drain time-out',
+        formula_v2: 'formulas have one compiler',
+        graph_workflows: 'formulas have one compiler',
+        observe_paths: 'the configuration files are watched; nothing else is',
+        probe_concurrency: 'readiness probes are not limited in number',
+        shutdown_timeout: 'a stopping session gets its runtime’s grace time',
+        wisp_gc_interval: 'closed molecules are kept in the bead store',
+        wisp_ttl: 'closed molecules are kept in the bead store',
+      },
+    },
+    rigs: {
+      keys: {
+        name: true,
+        path: true,
+        prefix: true,
+        default_branch: true,
+        suspended: true,
+        suspended_on_start: true,
+        imports: { each: IMPORT },
+      },
+      unsupported: {
+        includes: 'a rig’s packs come in through [rigs.imports.<binding>]',
+        formulas_dir: 'formulas are read from the city’s and its packs’ formulas/',
+        max_active_sessions: 'limits are per agent (max_active_sessions)',
+        default_sling_target: 'sling names its target',
+        overrides: 'agents are changed with [[patches.agent]]',
+        patches: 'patches are [[patches.agent]] of the city, with dir = the rig',
+        session_sleep: 'idle sessions stop after their agent’s idle_timeout',
+        formula_vars: 'a formula’s vars come from its launch',
+        dolt_host: 'the bead store is the city’s own (sqlite or journal)',
+        dolt_port: 'the bead store is the city’s own (sqlite or journal)',
+      },
+    },
+    service: SERVICE,
+    orders: { keys: { skip: true, max_timeout: true, overrides: ORDER_OVERRIDE } },
+    maintenance: { keys: { interval: true } },
+    beads: {
+      keys: { backend: true },
+      unsupported: { provider: 'the bead store is the city’s own: [beads] backend = "sqlite" or "journal"' },
+    },
+    events: {
+      keys: { rotation_max_bytes: true, max_archives: true },
+      unsupported: { provider: 'events are the city’s .ctl/events.jsonl' },
+    },
+    extmsg: { keys: { allowed_callback_hosts: true } },
+    imports: { each: IMPORT },
+    defaults: { keys: { rig: { keys: { imports: { each: IMPORT } } } } },
+    patches: PATCHES,
+    session: {
+      keys: {},
+      unsupported: {
+        provider: SESSIONS_HERE,
+        k8s: SESSIONS_HERE,
+        acp: 'ACP sessions take their settings from their provider',
+        socket: 'the city’s tmux server is .ctl/tmux.sock',
+        setup_timeout: 'session start-up is bounded by the provider’s readiness',
+        startup_timeout: 'session start-up is bounded by the provider’s readiness',
+        nudge_lock_timeout: 'idle sessions are not nudged',
+        nudge_ready_timeout: 'idle sessions are not nudged',
+        nudge_retry_interval: 'idle sessions are not nudged',
+        debounce_ms: 'messages are delivered through the session’s protocol',
+        display_ms: 'messages are delivered through the session’s protocol',
+        remote_match: SESSIONS_HERE,
+      },
+    },
+  },
+  unsupported: {
+    api: 'where the API listens is the supervisor’s ($CTL_HOME/supervisor.toml)',
+    named_session: 'sessions are kept by agents (min_active_sessions), not named sessions',
+    chat_sessions: 'sessions stop after their agent’s idle_timeout',
+    session_sleep: 'idle sessions stop after their agent’s idle_timeout',
+    convergence: 'limits are per agent (max_active_sessions)',
+    dolt: 'the bead store is the city’s own (sqlite or journal)',
+    storage: 'the bead store is the city’s own (sqlite or journal)',
+    formulas: 'formulas are read from formulas/ of the city and its packs',
+    mail: 'mail is kept in the city’s bead store',
+    packs: 'packs come in through [imports.<binding>]',
+    include: 'city.toml is one file; packs come in through [imports.<binding>]',
+    webhook: 'webhooks are orders with trigger = "webhook"',
+    doctor: 'ctl doctor runs every check; packs add theirs with [[doctor]]',
+    usage: 'usage is recorded from every turn',
+    pricing: 'usage is counted in tokens',
+    upstreams: 'providers are [providers.<name>]',
+  },
+};
+
+/** A `pack.toml`: an unknown table is a warning (a newer pack may have more), never a refusal of the pack. */
+export const PACK_TOML: TableSpec = {
+  lenient: true,
+  keys: {
+    pack: {
+      keys: { name: true, version: true, schema: true },
+      unsupported: {
+        requires_gc: 'packs are not checked against a ctl version',
+        requires: 'a pack’s requirements are not checked; its [[doctor]] checks can',
+        includes: 'a pack’s packs come in through [imports.<binding>]',
+      },
+    },
+    imports: { each: IMPORT },
+    agent: AGENT_TABLE,
+    providers: OPEN,
+    service: SERVICE,
+    doctor: { keys: { name: true, script: true, description: true, timeout: true } },
+  },
+  unsupported: {
+    global: 'a pack’s [global] prompt fragments and settings are not given to its agents',
+    patches: 'a pack’s patches are not applied; the city’s [[patches.*]] are',
+    named_session: 'sessions are kept by agents (min_active_sessions), not named sessions',
+    agent_defaults: 'a pack’s agent defaults are not applied; the city’s [agent_defaults] are',
+    formulas: 'formulas are read from the pack’s formulas/',
+    commands: 'pack commands are not offered as ctl commands',
+    pricing: 'usage is counted in tokens',
+  },
+};
+
+/** An `agents/<name>/agent.toml`: one agent's table at its top level. */
+export const AGENT_TOML: TableSpec = AGENT_TABLE;
+
+const STEP: TableSpec = {
+  keys: {
+    id: true,
+    title: true,
+    description: true,
+    type: true,
+    priority: true,
+    tags: true,
+    labels: true,
+    metadata: OPEN,
+    needs: true,
+    depends_on: true,
+    condition: true,
+    assignee: true,
+    children: true, // walked below
+    loop: true, // checked by the formula's parser
+    check: true,
+    retry: true,
+    gate: true,
+  },
+  unsupported: {
+    description_file: 'a step’s description is written in the formula',
+    notes: 'a step has a title and a description',
+    waits_for: 'a step waits for the steps it needs',
+    expand: 'steps are not expanded from other formulas',
+    expand_vars: 'steps are not expanded from other formulas',
+    on_complete: 'nothing is poured when a step completes',
+    ralph: 'a step is retried with [steps.retry]',
+  },
+};
+STEP.keys.children = STEP;
+
+/** A formula file. */
+export const FORMULA: TableSpec = {
+  keys: {
+    formula: true,
+    description: true,
+    version: true,
+    vars: true, // checked by the formula's parser
+    steps: STEP,
+    requires: true,
+  },
+  unsupported: {
+    type: 'every formula is a workflow of steps',
+    extends: 'a formula is complete in its own file',
+    template: 'steps are [[steps]]',
+    compose: 'formulas are not composed from others',
+    advice: 'formulas are not composed from others',
+    pointcuts: 'formulas are not composed from others',
+    phase: 'a formula is poured when launched',
+    pour: 'a formula is poured when launched',
+  },
+};
