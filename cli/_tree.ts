@@ -31,6 +31,7 @@ export const ctl: AnyCommand = defineCommand({
     unregister: () => import('./commands/cities.js').then((m) => m.unregisterCommand),
     city: () => import('./commands/cities.js').then((m) => m.cityCommand),
     status: () => import('./commands/status.js').then((m) => m.statusCommand),
+    doctor: () => import('./commands/doctor.js').then((m) => m.doctorCommand),
     controller: () => import('./commands/controller.js').then((m) => m.controllerCommand),
     events: () => import('./commands/events.js').then((m) => m.eventsCommand),
     bead: () => import('./commands/beads.js').then((m) => m.beadCommand),

@@ -78,6 +78,11 @@ export class ProcessTether {
     this.tell(`+${pid}`);
   }
 
+  /** Whether this controller runs the group `pid` leads. */
+  tracks(pid: number): boolean {
+    return this.live.has(pid);
+  }
+
   release(pid: number): void {
     if (!this.live.delete(pid)) return;
     rmSync(join(this.dir, `${pid}.json`), { force: true });
@@ -178,4 +183,9 @@ export function tetherGroup(pid: number, what: string): void {
 /** The group has ended (or was killed by us): no longer tethered. */
 export function releaseGroup(pid: number): void {
   installed?.release(pid);
+}
+
+/** Whether this controller runs the group `pid` leads; undefined without a tether (a unit test). */
+export function isTethered(pid: number): boolean | undefined {
+  return installed?.tracks(pid);
 }

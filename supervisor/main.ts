@@ -125,7 +125,7 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
     const connectTimeoutMs = Number(process.env.CTL_PROXY_CONNECT_TIMEOUT_MS) || PROXY_CONNECT_TIMEOUT_MS;
     const app = createSupervisorApp({
       logger,
-      services: { cities, events, prober, health, tokens, sessions, supervisorLog },
+      services: { cities, events, prober, health, tokens, sessions, supervisorLog, paths },
       registry,
       reconciler,
       hub,

@@ -52,6 +52,8 @@ export interface ComposedConfig {
    * table): named as warnings, each with its file and key. Unknown keys of our own tables are `problems`.
    */
   unsupported: ConfigProblem[];
+  /** `[[doctor]]` checks of the city's own `pack.toml`. */
+  rootDoctors: PackDoctorEntry[];
   /** Unknown keys of our own tables (typos, most likely): also in `problems`. */
   unknownKeys: ConfigProblem[];
   /** Files skipped, never read, because a symbolic link leads out of the city or pack they belong to. */
@@ -248,6 +250,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     problems,
     unsupported,
     unknownKeys,
+    rootDoctors: rootPack.doctors,
     skipped: skipped.map((message) => ({ file: /^([^:]+):/.exec(message)?.[1] ?? 'agents', message })),
     packProviders,
     patched,

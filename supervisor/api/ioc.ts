@@ -1,6 +1,7 @@
 import type { IocContainer, Newable } from '@tsoa/runtime';
 import type { SupervisorHealthOutputBody } from '../../shared/dto/health.js';
 import type { EventLog } from '../../shared/events/event-log.js';
+import type { HomePaths } from '../../shared/paths.js';
 import type { ReadinessProber } from '../../shared/readiness.js';
 import type { ApiTokens } from '../api-tokens.js';
 import type { BrowserSessions } from '../browser-sessions.js';
@@ -16,6 +17,8 @@ export interface SupervisorServices {
   /** The supervisor's own event log (token changes are recorded there). */
   supervisorLog: EventLog;
   sessions: BrowserSessions;
+  /** The files of `$CTL_HOME` (what the machine's doctor checks look at). */
+  paths: HomePaths;
   health(): SupervisorHealthOutputBody;
 }
 
