@@ -8,6 +8,12 @@ import { ConfigError } from '../../shared/config/config-error.js';
 import { qualifiedName } from '../agents/agent-catalog.js';
 import { PRESETS } from '../providers/presets.js';
 import type { ConfigProblem } from './compose.js';
+import { REFERENCE_ONLY_AGENT_PATCH_KEYS, REFERENCE_ONLY_PROVIDER_PATCH_KEYS } from './reference-keys.js';
+
+/** A patch's fields less the reference's keys ctl does not apply (the key audit names those). */
+function applicable(fields: Record<string, unknown>, referenceOnly: Record<string, string>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(fields).filter(([k]) => !Object.hasOwn(referenceOnly, k)));
+}
 
 /** The agent keys a patch or `[agent_defaults]` may set (what `[[agent]]` has, less what names it). */
 export const AGENT_PATCH_KEYS = [
@@ -53,7 +59,8 @@ export function applyPatches(
       continue;
     }
     try {
-      agents[index] = patchAgent(agents[index], patch.fields, (k) => `city.toml: ${key}.${k}`);
+      const fields = applicable(patch.fields, REFERENCE_ONLY_AGENT_PATCH_KEYS);
+      agents[index] = patchAgent(agents[index], fields, (k) => `city.toml: ${key}.${k}`);
       patched.agents.add(target);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
@@ -67,7 +74,10 @@ export function applyPatches(
       problems.push({ file: 'city.toml', key, message: `${key}: no provider named ${patch.name} to patch` });
       continue;
     }
-    config.providers[patch.name] = mergeTable(existing ?? {}, patch.fields);
+    config.providers[patch.name] = mergeTable(
+      existing ?? {},
+      applicable(patch.fields, REFERENCE_ONLY_PROVIDER_PATCH_KEYS),
+    );
     patched.providers.add(patch.name);
   }
   for (const [i, patch] of config.patches.rigs.entries()) {

@@ -10,6 +10,54 @@ const OPEN: TableSpec = { keys: {}, open: true };
 
 const SESSIONS_HERE = 'sessions run on this machine, in the runtime their provider names';
 
+/**
+ * Keys of the reference's `[providers.<name>]` that ctl's providers do not have: the provider's parser passes over
+ * them (any other unknown key there is still an error) and the audit names them.
+ */
+export const REFERENCE_ONLY_PROVIDER_KEYS: Record<string, string> = {
+  emits_permission_warning: 'permission requests are read from the provider’s protocol',
+  instructions_file: 'an agent’s prompt is given as prompt_mode says',
+  options_schema: 'a provider’s options are its args and env',
+  path_check: 'a provider is checked by running its command’s program (ctl doctor)',
+  print_args: 'one-shot runs use the provider’s args',
+  resume_command: 'sessions resume with resume_args',
+  resume_flag: 'sessions resume with resume_args',
+  resume_style: 'sessions resume with resume_args',
+  session_id_flag: 'sessions resume with resume_args',
+  supports_acp: 'a provider speaks ACP when protocol = "acp"',
+  supports_hooks: 'provider hooks are not installed; sessions report through their protocol',
+  title_model: 'sessions are titled by their agent and bead',
+};
+
+/** `[providers.<name>]`: its settings are checked by the provider's parser (resolve.ts). */
+const PROVIDER: TableSpec = {
+  keys: Object.fromEntries(
+    [
+      'base',
+      'display_name',
+      'command',
+      'prompt_flag',
+      'ready_prompt_prefix',
+      'screen_rules',
+      'pending_pattern',
+      'default_permission_mode',
+      'args',
+      'args_append',
+      'resume_args',
+      'process_names',
+      'env',
+      'option_defaults',
+      'permission_modes',
+      'protocol',
+      'runtime',
+      'prompt_mode',
+      'quiet_ms',
+      'ready_delay_ms',
+    ].map((k) => [k, true as const]),
+  ),
+  unsupported: REFERENCE_ONLY_PROVIDER_KEYS,
+};
+
 /** `[imports.<binding>]`, `[defaults.rig.imports.<binding>]`, `[rigs.imports.<binding>]`. */
 const IMPORT: TableSpec = {
   keys: { source: true, version: true },
@@ -106,9 +154,65 @@ const ORDER_OVERRIDE: TableSpec = {
   },
 };
 
+const AGENT_REFERENCE_ONLY = AGENT_TABLE.unsupported!;
+
+/** Keys of the reference's `[[patches.agent]]` ctl does not apply: patches.ts leaves them out, the audit names them. */
+export const REFERENCE_ONLY_AGENT_PATCH_KEYS: Record<string, string> = {
+  ...Object.fromEntries(
+    [
+      'attach',
+      'hooks_installed',
+      'inject_assigned_skills',
+      'inject_fragments',
+      'install_agent_hooks',
+      'mcp',
+      'nudge',
+      'option_defaults',
+      'overlay_dir',
+      'pre_start',
+      'prompt_template',
+      'resume_command',
+      'session',
+      'session_live',
+      'session_setup',
+      'session_setup_script',
+      'skills',
+      'sleep_after_idle',
+      'start_command',
+      'wake_mode',
+    ].flatMap((k) => [
+      [k, AGENT_REFERENCE_ONLY[k]],
+      [`${k}_append`, AGENT_REFERENCE_ONLY[k]],
+    ]),
+  ),
+  env_remove: 'a patch’s env is laid over the agent’s; nothing is removed',
+  pool: 'an agent’s pool is its min_active_sessions and max_active_sessions',
+};
+
+/** Keys of the reference's `[[patches.provider]]` ctl does not apply. */
+export const REFERENCE_ONLY_PROVIDER_PATCH_KEYS: Record<string, string> = {
+  _replace: 'a provider patch is laid over the provider, key by key',
+  env_remove: 'a patch’s env is laid over the provider’s; nothing is removed',
+};
+
 const PATCHES: TableSpec = {
-  // Each patch's keys are checked where it is applied (patches.ts), naming the patch.
-  keys: { agent: OPEN, provider: OPEN, rig: OPEN },
+  // The values are checked where each patch is applied (patches.ts), naming the patch.
+  keys: {
+    agent: {
+      keys: {
+        name: true,
+        dir: true,
+        ...Object.fromEntries(
+          Object.keys(AGENT_TABLE.keys)
+            .filter((k) => k !== 'name' && k !== 'dir')
+            .map((k) => [k, true as const]),
+        ),
+      },
+      unsupported: REFERENCE_ONLY_AGENT_PATCH_KEYS,
+    },
+    provider: { keys: { name: true, ...PROVIDER.keys }, unsupported: REFERENCE_ONLY_PROVIDER_PATCH_KEYS },
+    rig: { keys: { name: true, path: true, prefix: true, default_branch: true, suspended: true } },
+  },
   unsupported: { providers: 'provider patches are [[patches.provider]]', rigs: 'rig patches are [[patches.rig]]' },
 };
 
@@ -150,7 +254,7 @@ export const CITY_TOML: TableSpec = {
         env: 'environment is per agent ([[agent]] env) or per provider',
       },
     },
-    providers: OPEN,
+    providers: { each: PROVIDER },
     agent: AGENT_TABLE,
     agent_defaults: {
       keys: Object.fromEntries(
@@ -277,7 +381,7 @@ export const PACK_TOML: TableSpec = {
     },
     imports: { each: IMPORT },
     agent: AGENT_TABLE,
-    providers: OPEN,
+    providers: { each: PROVIDER },
     service: SERVICE,
     doctor: { keys: { name: true, script: true, description: true, timeout: true } },
   },

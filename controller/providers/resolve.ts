@@ -7,6 +7,7 @@ import {
   type ProviderSpec,
   type ResolvedProvider,
 } from './provider-spec.js';
+import { REFERENCE_ONLY_PROVIDER_KEYS } from '../config/reference-keys.js';
 
 /** Provider names: what paths and `city.toml` keys carry unescaped. */
 export const PROVIDER_NAME_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9._-]*$/;
@@ -104,6 +105,8 @@ function parseSetting(spec: ProviderSpec, key: string, value: unknown, at: (key:
       spec[key] = milliseconds(value, at(key));
       break;
     default:
+      // The reference's settings ctl does not have are named by the key audit (reference-keys.ts), not refused.
+      if (Object.hasOwn(REFERENCE_ONLY_PROVIDER_KEYS, key)) break;
       throw new ConfigError(`${at(key)} is not a provider setting`);
   }
 }

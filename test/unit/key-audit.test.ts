@@ -14,6 +14,7 @@ import {
 } from '../../controller/config/key-audit.js';
 import { AGENT_TOML, CITY_TOML, FORMULA, PACK_TOML } from '../../controller/config/reference-keys.js';
 import { parseFormula } from '../../controller/formulas/formula-file.js';
+import { parseProviderSpec } from '../../controller/providers/resolve.js';
 import { readPackFile } from '../../controller/packs/pack-file.js';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'reference-config');
@@ -66,6 +67,14 @@ describe('the key audit against every table of the reference’s configuration',
       /`\[workspace\] includes = \["x"\]` — packs come in through \[imports/,
     );
     expect(findings.find((f) => f.key === 'named_session')?.message).to.match(/`\[\[named_session\]\]`/);
+    expect(findings.find((f) => f.key === 'providers.x.supports_acp')?.message).to.match(
+      /^not supported: `\[providers\.x\] supports_acp = true` — a provider speaks ACP when protocol = "acp"$/,
+    );
+    // The provider's parser passes over the reference's settings (the audit names them) but still refuses a typo.
+    expect(parseProviderSpec({ command: 'claude', supports_acp: true }, 'city.toml: providers.x')).to.deep.equal({
+      command: 'claude',
+    });
+    expect(() => parseProviderSpec({ comand: 'claude' }, 'city.toml: providers.x')).to.throw(/not a provider setting/);
     expect(findings.find((f) => f.key === 'agent[0].nudge')?.message).to.match(
       /`\[\[agent\]\] nudge = "x"` \(agent x\)/,
     );
@@ -140,12 +149,14 @@ describe('the key audit against every table of the reference’s configuration',
       );
       writeFileSync(join(root, 'packs', 'gs', 'agents', 'mayor', 'agent.toml'), 'nudge = "go"\nprovder = "echo"\n');
       const text =
-        '[workspace]\nname = "c"\n[session]\nprovider = "k8s"\n[imports.gs]\nsource = "./packs/gs"\n[agent_defaults]\nmodel = "opus"\n';
+        '[workspace]\nname = "c"\n[session]\nprovider = "k8s"\n[imports.gs]\nsource = "./packs/gs"\n[agent_defaults]\nmodel = "opus"\n' +
+        '[[patches.agent]]\nname = "gs.mayor"\nsuspended = true\npre_start_append = ["make"]\n';
       const composed = composeConfig(root, parseCityConfig(text, 'city.toml'), { cacheRoot: join(root, 'cache') });
-      expect(composed.agents.map((a) => a.name)).to.deep.equal(['gs.mayor']);
+      expect(composed.agents.map((a) => [a.name, a.suspended])).to.deep.equal([['gs.mayor', true]]);
       expect(composed.unsupported.map((w) => `${w.file} ${w.key}`)).to.have.members([
         'city.toml session.provider',
         'city.toml agent_defaults.model',
+        'city.toml patches.agent[0].pre_start_append',
         'pack:gs/pack.toml global',
         'pack:gs/pack.toml named_session',
         'pack:gs/agents/mayor/agent.toml nudge',
