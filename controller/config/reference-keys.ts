@@ -87,6 +87,9 @@ export const AGENT_TABLE: TableSpec = {
     work_query: true,
     default_sling_formula: true,
     idle_timeout: true,
+    isolation: true,
+    merge: true,
+    base_branch: true,
   },
   unsupported: {
     args: 'a session’s arguments are its provider’s ([providers.<name>] args)',

@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import { parse } from 'smol-toml';
 import { parseCityConfig } from '../../shared/config/city-config.js';
 import { composeConfig } from '../../controller/config/compose.js';
+import { AGENT_PATCH_KEYS } from '../../controller/config/patches.js';
 import {
   auditKeys,
   editDistance,
@@ -170,6 +171,11 @@ describe('the key audit against every table of the reference’s configuration',
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
+  });
+
+  it('every key an agent patch may set is one an agent table is audited as acting on', function () {
+    // Whoever teaches agents a key teaches patches it too; the audit must then not call it unknown.
+    expect(AGENT_PATCH_KEYS.filter((k) => AGENT_TOML.keys[k] === undefined)).to.deep.equal([]);
   });
 
   it('edit distance counts a swap as one edit; nearest suggests only near keys', function () {
