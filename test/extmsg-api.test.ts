@@ -5,7 +5,14 @@ import { packageRoot } from '../shared/paths.js';
 import { expect } from 'chai';
 import { expectProblem } from './helpers/city-api.js';
 import { expectFailure, expectSuccess } from './helpers/cli.js';
-import { ECHO_AGENT, createSession, startSessionCity, type SessionCity } from './helpers/sessions.js';
+import {
+  ECHO_AGENT,
+  createSession,
+  startSessionCity,
+  terminalOf,
+  type Accepted,
+  type SessionCity,
+} from './helpers/sessions.js';
 import { CSRF } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
@@ -560,16 +567,14 @@ describe('external messaging (adapters, bindings, groups, transcripts)', functio
     expectProblem(await api.get('/extmsg/transcript?scope_id=paging.example&cursor=12'), 400, 'invalid-cursor');
   });
 
-  // Skipped: it fails about one run in two (the reply never reaches the adapter within 30 s), so a green suite
-  // could not be trusted with it. The gated session may be stopped while it is still being created, and what a
-  // restarted controller does with such a session is the open question; the reply match it was written for is on
-  // disk (replies.ts) either way. To be made reliable before it runs again.
-  it.skip('a message queued for a session across a controller restart is answered to its conversation', async function () {
+  // The controller stops while the gated session is still being created: its program ends with the controller, and
+  // its queue and its create wait on disk for the next controller, which starts it again and delivers them.
+  it('a message queued for a session across a controller restart is answered to its conversation', async function () {
     const { api } = city;
     await api.post('/extmsg/adapters', { provider: 'chat', account_id: 'bot', callback_url: adapter.url });
     // A program that becomes ready only once the test says so: the message waits in the session's queue.
     const gate = join(city.dir, 'gate-open');
-    const created = await api.post<{ session_id: string }>('/sessions', { name: 'gated-echo', title: 'gated' });
+    const created = await api.post<Accepted>('/sessions', { name: 'gated-echo', title: 'gated' });
     expect(created.status, JSON.stringify(created.body)).to.equal(202);
     const gated = created.body.session_id;
     const conv = room('#restart');
@@ -592,6 +597,9 @@ describe('external messaging (adapters, bindings, groups, transcripts)', functio
       30_000,
     );
     expect(reply.text).to.equal('echo: across a restart');
+    // The create the first controller never finished ends with its result, not a failure.
+    const result = await terminalOf(api, created.body.request_id);
+    expect(result.type, JSON.stringify(result.payload)).to.equal('request.result.session.create');
   });
 
   it('the CLI: adapters, bind, bindings, transcript, unbind', async function () {

@@ -93,9 +93,12 @@ export class SessionService {
     await Promise.all(starting);
   }
 
-  /** Ends every running program (the sessions keep their state: the next controller starts them again). */
+  /**
+   * Ends every running program; the sessions keep their state, queues and waiting creates: the next controller
+   * starts them again and delivers what waited.
+   */
   async shutdown(): Promise<void> {
-    await Promise.all([...this.sessions.values()].map((s) => s.stopProgram('the controller is stopping')));
+    await Promise.all([...this.sessions.values()].map((s) => s.stopWithController()));
   }
 
   list(query: { state?: string; template?: string; limit: number; cursor?: string }): ListBodySessionResponse {

@@ -91,6 +91,8 @@ export class Session extends EventEmitter<SessionEvents> {
   /** Open session streams: a person watching (or typing into) it. */
   private watchers = 0;
   private restarting = false;
+  /** Its program is ending because the controller stops: what waits for it stays for the next controller. */
+  private stoppingWithController = false;
   /** The handling of the program's last exit (a restart waits for it before it starts the next program). */
   private exiting: Promise<void> = Promise.resolve();
 
@@ -281,6 +283,15 @@ export class Session extends EventEmitter<SessionEvents> {
     if (runtime?.isRunning()) await runtime.stop(this.ctx.stopGraceMs);
   }
 
+  /**
+   * Ends its program as the controller stops. Its state, its undelivered messages and a create still waiting for
+   * the program to be ready all stay, on disk: the next controller starts the program again and delivers them.
+   */
+  async stopWithController(): Promise<void> {
+    this.stoppingWithController = true;
+    await this.stopProgram('the controller is stopping');
+  }
+
   /** `kill`: its program ends; the session sleeps until a message or `wake`. */
   async kill(): Promise<void> {
     if (!this.runtime?.isRunning()) {
@@ -451,6 +462,10 @@ export class Session extends EventEmitter<SessionEvents> {
       text: exit.signal ? `exited on ${exit.signal}` : `exited with code ${exit.code}`,
       data: { code: exit.code, signal: exit.signal, requested: exit.requested },
     });
+    if (exit.requested && this.stoppingWithController) {
+      await this.recordLifecycle('session.stopped', this.record.reason);
+      return;
+    }
     if (exit.requested) {
       // Whoever asked has set the state (asleep, suspended, closed) and the reason. A create still waiting for its
       // program to be ready ends with it.
