@@ -30,6 +30,7 @@ import { Registry } from './registry.js';
 
 /** Every controller and its children are gone within this long after SIGTERM, then the supervisor exits. */
 const SHUTDOWN_DEADLINE_MS = 10_000;
+/** A controller gets this long after SIGTERM before SIGKILL (tests shorten it with CTL_STOP_GRACE_MS). */
 const STOP_GRACE_MS = 7_000;
 /** A proxied request that gets no connection to its controller within this long is a 503. */
 const PROXY_CONNECT_TIMEOUT_MS = 10_000;
@@ -50,6 +51,7 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
   // `ctl supervisor start` points our stderr at the log file already; then we write the file only once.
   const logger = createLogger({ name: 'supervisor', file: paths.log, stderr: process.env.CTL_LOG_STDERR !== '0' });
   const startedAt = Date.now();
+  const stopGraceMs = Number(process.env.CTL_STOP_GRACE_MS) || STOP_GRACE_MS;
 
   try {
     // The home holds the token hashes, the registry, the event log and the logs: its user's alone.
@@ -83,7 +85,7 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
       env: controllerEnv,
       intervalMs: config.patrolIntervalMs,
       startupTimeoutMs: 60_000,
-      stopGraceMs: STOP_GRACE_MS,
+      stopGraceMs,
       healthyRunMs: Number(process.env.CTL_HEALTHY_RUN_MS) || HEALTHY_RUN_MS,
     });
     const events = new EventView(registry, reconciler, supervisorLog);
@@ -99,7 +101,7 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
       logger,
       home: realpathSync(paths.home),
       startTimeoutMs: 30_000,
-      stopTimeoutMs: STOP_GRACE_MS + 2_000,
+      stopTimeoutMs: stopGraceMs + 2_000,
     });
     const health = () => {
       const age = Date.now() - reconciler.lastPassAt;

@@ -29,6 +29,9 @@ async function cityEvents(sup: TestSupervisor, name: string): Promise<WireEvent[
   return data?.items ?? [];
 }
 
+/** How long the supervisor waits for a controller after SIGTERM before it kills it (7 s unless told). */
+const STOP_GRACE_MS = 2000;
+
 describe('controller processes', function () {
   describe('crash and restart', function () {
     let sup: TestSupervisor;
@@ -109,10 +112,10 @@ describe('controller processes', function () {
     });
   });
 
-  describe('a controller that does not stop when asked (SIGSTOPped: killed after the 7 s grace)', function () {
+  describe('a controller that does not stop when asked (SIGSTOPped: killed after the grace)', function () {
     let sup: TestSupervisor;
     before(async function () {
-      sup = await TestSupervisor.start();
+      sup = await TestSupervisor.start({ env: { CTL_STOP_GRACE_MS: String(STOP_GRACE_MS) } });
       await Promise.all([sup.createCity('stuck'), sup.createCity('wedged')]);
     });
     after(async function () {
@@ -146,7 +149,9 @@ describe('controller processes', function () {
         return found.length ? found : undefined;
       });
       expect(stopped, 'controller.stopped').to.have.length(1);
-      expect(stopped[0].message).to.match(/did not stop within 7000 ms of SIGTERM and was killed/);
+      expect(stopped[0].message).to.match(
+        new RegExp(`did not stop within ${STOP_GRACE_MS} ms of SIGTERM and was killed`),
+      );
     });
 
     it('a city registered again under another name is not listed as running until its new controller is', async function () {
@@ -249,7 +254,9 @@ describe('controller processes', function () {
   describe('supervisor crash and restart', function () {
     let sup: TestSupervisor;
     before(async function () {
-      sup = await TestSupervisor.start({ env: { CTL_CONTROLLER_PHASE_DELAY_MS: '300' } });
+      sup = await TestSupervisor.start({
+        env: { CTL_CONTROLLER_PHASE_DELAY_MS: '300', CTL_STOP_GRACE_MS: String(STOP_GRACE_MS) },
+      });
       await sup.createCity('steady');
     });
     after(async function () {
