@@ -336,18 +336,25 @@ describe('journal bead store compaction', function () {
     const dir = tempDir('ctl-beads-');
     try {
       let store = JournalBeadStore.open(dir, 'cx');
-      for (let i = 0; i < 30_000; i++) store.create({ title: `bead ${i}` });
-      for (let i = 1; i <= 30_000; i++) store.update(`cx-${i}`, { status: 'in_progress' });
-      for (let i = 1; i <= 30_000; i++) store.update(`cx-${i}`, { status: i % 2 ? 'closed' : 'in_progress' });
-      // 90,000 writes over 30,000 beads: the journal was folded into a snapshot on the way.
-      expect(JSON.parse(readFileSync(join(dir, 'beads.snapshot.json'), 'utf8')).beads).to.have.length(30_000);
-      expect(store.journalSize()).to.be.below(30_000 * 300);
+      // 15,000 writes over 5,000 beads: the journal is folded once past 10,000 lines, at the third round's first
+      // write, so the state read back comes from the snapshot and from the journal written after it.
+      for (let i = 0; i < 5_000; i++) store.create({ title: `bead ${i}` });
+      for (let i = 1; i <= 5_000; i++) store.update(`cx-${i}`, { status: 'in_progress' });
+      for (let i = 1; i <= 5_000; i++) store.update(`cx-${i}`, { status: i % 2 ? 'closed' : 'in_progress' });
+      const snapshot = JSON.parse(readFileSync(join(dir, 'beads.snapshot.json'), 'utf8')) as {
+        beads: { id: string; status: string }[];
+      };
+      expect(snapshot.beads).to.have.length(5_000);
+      expect(snapshot.beads.find((b) => b.id === 'cx-1')!.status).to.equal('closed');
+      expect(snapshot.beads.find((b) => b.id === 'cx-4999')!.status).to.equal('in_progress');
+      expect(store.journalSize()).to.be.below(5_000 * 300);
       store.close();
       store = JournalBeadStore.open(dir, 'cx');
-      expect(store.size).to.equal(30_000);
+      expect(store.size).to.equal(5_000);
       expect(store.get('cx-1')!.status).to.equal('closed');
-      expect(store.get('cx-30000')!.status).to.equal('in_progress');
-      expect(store.create({ title: 'next' }).id).to.equal('cx-30001');
+      expect(store.get('cx-4999')!.status).to.equal('closed');
+      expect(store.get('cx-5000')!.status).to.equal('in_progress');
+      expect(store.create({ title: 'next' }).id).to.equal('cx-5001');
       store.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
