@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { packageRoot } from '../shared/paths.js';
+import { inLanes } from './helpers/lanes.js';
 import { CSRF, TestSupervisor } from './helpers/supervisor.js';
 
 // Every status an operation can answer is declared in its `responses`. Walks the OpenAPI document: for every
@@ -68,15 +69,6 @@ function badValues(param: Json): string[] {
   if (name === 'cursor' || name === 'after_cursor') values.push('v1:bogus', 'garbage');
   if (/duration/i.test(description)) values.push('soon');
   return values;
-}
-
-/** Runs `each` over `items`, `width` at a time (the walk sends hundreds of requests; one at a time is slow). */
-async function walk<T>(items: T[], width: number, each: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) await each(items[next++]);
-  };
-  await Promise.all(Array.from({ length: width }, lane));
 }
 
 /** How many requests of the walk are out at once. */
@@ -247,7 +239,7 @@ describe('every status an operation answers is declared (the document, walked ag
         requests.push({ method, path, op, probe });
       }
     }
-    await walk(requests, WIDTH, async ({ method, path, op, probe }) => {
+    await inLanes(requests, WIDTH, async ({ method, path, op, probe }) => {
       const declared = Object.keys(op.responses as Json);
       const { url, init } = probe.init(method, path);
       const abort = new AbortController();
@@ -274,7 +266,7 @@ describe('every status an operation answers is declared (the document, walked ag
 
   it('answers each with a status its operation declares, as application/problem+json', async function () {
     const undeclared: string[] = [];
-    await walk(probes(), WIDTH, async (probe) => {
+    await inLanes(probes(), WIDTH, async (probe) => {
       const op = (doc.paths as Record<string, Json>)[probe.path][probe.method] as Json;
       const declared = Object.keys(op.responses as Json);
       const abort = new AbortController();
