@@ -61,6 +61,29 @@ export default defineConfig(
     },
   },
   {
+    // The dashboard runs in a browser: it reaches the control plane over HTTP like any client, and shares only the
+    // generated API types (shared/generated/) with the rest; nothing of a process, nor the rest of shared/, which is Node.
+    files: ['ui/**/*.ts', 'ui/**/*.tsx'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./)+(supervisor|controller|cli|test|bench|tools|examples)/',
+              message: 'the dashboard imports only shared/generated/ (the API types) and its own files',
+            },
+            {
+              regex: '^(\\.\\./)+shared/(?!generated/)',
+              message: 'the dashboard imports only shared/generated/ (the API types): the rest of shared/ is Node',
+            },
+            { regex: '^node:', message: 'the dashboard runs in a browser' },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['test/**/*.ts', 'bench/**/*.ts', '**/*.test.ts'],
     rules: {
       '@typescript-eslint/no-unsafe-assignment': 'off',

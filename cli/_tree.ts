@@ -51,6 +51,7 @@ export const ctl: AnyCommand = defineCommand({
     service: () => import('./commands/services.js').then((m) => m.serviceCommand),
     extmsg: () => import('./commands/extmsg.js').then((m) => m.extmsgCommand),
     token: () => import('./commands/tokens.js').then((m) => m.tokenCommand),
+    ui: () => import('./commands/ui.js').then((m) => m.uiCommand),
     help: () => import('./commands/help.js').then((m) => m.helpCommand),
     version: () => import('./commands/help.js').then((m) => m.versionCommand),
     completion: () => import('./commands/completion.js').then((m) => m.completionCommand),

@@ -7,6 +7,7 @@ import { apiRouter } from '../shared/http/router.js';
 import { serveOpenApi } from '../shared/openapi/document.js';
 import { provideServices, type SupervisorServices } from './api/ioc.js';
 import { cityProxy, type CityProxyOptions } from './city-proxy.js';
+import { dashboard } from './dashboard.js';
 import type { EventHub } from './event-hub.js';
 import { supervisorEventStream } from './event-stream.js';
 import { RegisterRoutes } from './generated/routes.js';
@@ -40,6 +41,7 @@ export function createSupervisorApp(o: SupervisorAppOptions): Koa {
     trustUpstreamRequestId: false,
   });
   app.use(serveOpenApi());
+  app.use(dashboard());
   app.use(supervisorEventStream(o.hub, o.streams));
   app.use(cityProxy(o.registry, o.reconciler, o.proxy));
   app.use(jsonBody());

@@ -5,6 +5,7 @@
 // - dist/cli/ctl.js: the CLI. The supervisor and the controller are `ctl supervisor run` / `ctl controller run`,
 //   so they are chunks of it (dist/chunks/), split at the dynamic imports that start them: a process loads its
 //   entry and a few chunks, not the ~400 modules of the source tree, each resolved and read on its own.
+// - dist/ui/: the dashboard, built by Vite (./ui.mjs).
 // - Dependencies are bundled too, but for those in EXTERNAL (below), which load as their authors expect.
 //
 // Why esbuild: it is already installed (tsx runs on it, so no new dependency and the same TypeScript semantics
@@ -15,6 +16,7 @@ import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { buildUi } from './ui.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dist = join(root, 'dist');
@@ -41,6 +43,8 @@ const common = {
 };
 
 await Promise.all([
+  // The dashboard, in parallel with the rest (./ui.mjs).
+  buildUi(),
   // The launcher: nothing but itself (its import of ./ctl.js is left for Node to resolve at run time).
   build({
     ...common,

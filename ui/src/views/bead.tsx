@@ -1,0 +1,155 @@
+import { useState } from 'preact/hooks';
+import { api, CSRF, must, type LiveEvent, type Schemas } from '../api.js';
+import { ActionButton, ErrorNote, Loading, Page, StateBadge, Time } from '../components.js';
+import { useLoad, useReloadOn } from '../hooks.js';
+import { beadUrl } from './beads.js';
+
+type Bead = Schemas['Bead'];
+
+const aboutBead = (e: LiveEvent, id: string) =>
+  (e.payload as { bead?: Bead } | undefined)?.bead?.id === id || e.payload?.bead_id === id;
+
+export function BeadView({ city, id }: { city: string; id: string }) {
+  const path = { cityName: city, id };
+  const bead = useLoad(() => must(api.GET('/v0/city/{cityName}/bead/{id}', { params: { path } })), [city, id]);
+  const deps = useLoad(() => must(api.GET('/v0/city/{cityName}/bead/{id}/deps', { params: { path } })), [city, id]);
+  const history = useLoad(
+    () =>
+      must(
+        api.GET('/v0/city/{cityName}/events', {
+          params: { path: { cityName: city }, query: { limit: 1000 } },
+        }),
+      ).then((page) => (page.items as LiveEvent[]).filter((e) => e.subject === id || aboutBead(e, id))),
+    [city, id],
+  );
+  const live = useReloadOn(city, (e) => e.subject === id || aboutBead(e, id), bead, deps, history);
+  const b = bead.data;
+  return (
+    <Page title={b ? `${b.id}: ${b.title}` : `Bead ${id}`} live={live}>
+      <ErrorNote error={bead.error} />
+      {bead.loading && !b && <Loading what="the bead" />}
+      {b && (
+        <>
+          <dl class="facts">
+            <div>
+              <dt>Status</dt>
+              <dd>
+                <StateBadge state={b.status} />
+              </dd>
+            </div>
+            <div>
+              <dt>Type</dt>
+              <dd>{b.issue_type}</dd>
+            </div>
+            <div>
+              <dt>Assignee</dt>
+              <dd>{b.assignee ?? 'nobody'}</dd>
+            </div>
+            <div>
+              <dt>Priority</dt>
+              <dd>{b.priority ?? '—'}</dd>
+            </div>
+            <div>
+              <dt>Labels</dt>
+              <dd>{(b.labels ?? []).join(', ') || '—'}</dd>
+            </div>
+            <div>
+              <dt>Created</dt>
+              <dd>
+                <Time iso={b.created_at} />
+              </dd>
+            </div>
+          </dl>
+          {b.description && <p class="description">{b.description}</p>}
+          <div class="toolbar" role="toolbar" aria-label="Bead actions">
+            {b.status === 'closed' ? (
+              <ActionButton
+                label="Reopen"
+                done="Reopened"
+                run={() => must(api.POST('/v0/city/{cityName}/bead/{id}/reopen', { params: { path, header: CSRF } }))}
+              />
+            ) : (
+              <ActionButton
+                label="Close"
+                done="Closed"
+                run={() => must(api.POST('/v0/city/{cityName}/bead/{id}/close', { params: { path, header: CSRF } }))}
+              />
+            )}
+          </div>
+          <Assign city={city} id={id} current={b.assignee} />
+        </>
+      )}
+      <section aria-labelledby="deps-h">
+        <h2 id="deps-h">Dependencies</h2>
+        <ErrorNote error={deps.error} />
+        {deps.data && (
+          <ul>
+            {deps.data.depends_on.map((d) => (
+              <li key={d.id}>
+                depends on <a href={beadUrl(city, d.id)}>{d.id}</a> {d.title} <StateBadge state={d.status} />
+              </li>
+            ))}
+            {deps.data.dependents.map((d) => (
+              <li key={`r${d.id}`}>
+                needed by <a href={beadUrl(city, d.id)}>{d.id}</a> {d.title} <StateBadge state={d.status} />
+              </li>
+            ))}
+            {deps.data.children.map((d) => (
+              <li key={`c${d.id}`}>
+                child <a href={beadUrl(city, d.id)}>{d.id}</a> {d.title} <StateBadge state={d.status} />
+              </li>
+            ))}
+            {deps.data.depends_on.length + deps.data.dependents.length === 0 && <li class="muted">None.</li>}
+          </ul>
+        )}
+      </section>
+      <section aria-labelledby="history-h">
+        <h2 id="history-h">History</h2>
+        <ol class="feed">
+          {(history.data ?? []).map((e) => (
+            <li key={e.seq}>
+              <Time iso={e.ts} /> <code>{e.type}</code> by {e.actor} {e.message && <span>{e.message}</span>}
+            </li>
+          ))}
+        </ol>
+      </section>
+    </Page>
+  );
+}
+
+function Assign({ city, id, current }: { city: string; id: string; current?: string }) {
+  const [to, setTo] = useState(current ?? '');
+  return (
+    <form class="inline-form" onSubmit={(e) => e.preventDefault()}>
+      <label>
+        Assign to (an agent)
+        <input value={to} onInput={(e) => setTo(e.currentTarget.value)} />
+      </label>
+      <ActionButton
+        label="Assign"
+        done="Assigned"
+        run={() =>
+          must(
+            api.POST('/v0/city/{cityName}/bead/{id}/assign', {
+              params: { path: { cityName: city, id }, header: CSRF },
+              body: { assignee: to },
+            }),
+          )
+        }
+      />
+      <ActionButton
+        label="Sling"
+        name="Sling to the agent"
+        done="Slung"
+        run={() =>
+          must(
+            api.POST('/v0/city/{cityName}/sling', {
+              params: { path: { cityName: city }, header: CSRF },
+              body: { target: to, bead: id },
+            }),
+          )
+        }
+      />
+    </form>
+  );
+}

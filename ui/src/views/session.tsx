@@ -1,0 +1,230 @@
+import { useState } from 'preact/hooks';
+import { api, CSRF, must, type Schemas } from '../api.js';
+import { ActionButton, announce, cityUrl, ErrorNote, Page, StateBadge } from '../components.js';
+import { useCityEvents, useLoad, useStream } from '../hooks.js';
+import { Transcript, type Entry } from './transcript.js';
+
+type Pending = Schemas['PendingInteraction'];
+type Intent = Schemas['SubmitIntent'];
+const ACTIONS = ['stop', 'kill', 'suspend', 'wake', 'close'] as const;
+type Action = (typeof ACTIONS)[number];
+const ACTION_WORDS: Record<Action, { label: string; done: string; confirm?: string }> = {
+  stop: { label: 'Stop', done: 'Stopping the session' },
+  kill: { label: 'Kill', done: 'Killed the program', confirm: 'Kill the program now? Its turn is lost.' },
+  suspend: { label: 'Suspend', done: 'Suspended the session' },
+  wake: { label: 'Wake', done: 'Waking the session' },
+  close: { label: 'Close', done: 'Closed the session', confirm: 'Close this session for good?' },
+};
+
+export function SessionView({ city, id }: { city: string; id: string }) {
+  const path = { cityName: city, id };
+  const session = useLoad(() => must(api.GET('/v0/city/{cityName}/session/{id}', { params: { path } })), [city, id]);
+  const usage = useLoad(
+    () => must(api.GET('/v0/city/{cityName}/usage', { params: { path: { cityName: city } } })),
+    [city],
+  );
+  const [entries, setEntries] = useState<Entry[]>([]);
+  const [pending, setPending] = useState<Pending | null | undefined>(undefined);
+  const [activity, setActivity] = useState<string | undefined>(undefined);
+  const live = useStream(
+    {
+      path: `/v0/city/${encodeURIComponent(city)}/session/${encodeURIComponent(id)}/stream?format=raw`,
+      resumeParam: 'after_seq',
+      on: {
+        message: (data) => {
+          const entry = data as Entry;
+          setEntries((all) => (all.length && all[all.length - 1].seq >= entry.seq ? all : [...all, entry]));
+        },
+        activity: (data) => setActivity((data as { activity: string }).activity),
+        pending: (data) => setPending(data as Pending),
+        pending_cleared: () => setPending(null),
+      },
+      onOpen: (resumed) => resumed && session.reload(),
+    },
+    [city, id],
+  );
+  useCityEvents(city, (e) => {
+    if (e.payload?.session_id === id) {
+      session.reload();
+      if (e.type.startsWith('session.usage') || e.type.startsWith('session.turn')) usage.reload();
+    }
+  });
+  const s = session.data;
+  const shownPending = pending === undefined ? s?.pending : (pending ?? undefined);
+  const mine = usage.data?.by_session?.find((g) => g.name === id);
+  return (
+    <Page title={s ? `Session ${s.alias ?? s.title ?? id}` : `Session ${id}`} live={live}>
+      <ErrorNote error={session.error} />
+      {s && (
+        <dl class="facts">
+          <div>
+            <dt>State</dt>
+            <dd>
+              <StateBadge state={s.state} /> {(activity ?? s.activity) === 'in-turn' && <StateBadge state="working" />}
+            </dd>
+          </div>
+          <div>
+            <dt>Agent</dt>
+            <dd>{s.template}</dd>
+          </div>
+          <div>
+            <dt>Provider</dt>
+            <dd>{s.provider}</dd>
+          </div>
+          {s.permission_mode && (
+            <div>
+              <dt>Permissions</dt>
+              <dd>{s.permission_mode}</dd>
+            </div>
+          )}
+          {mine && (
+            <div>
+              <dt>Tokens</dt>
+              <dd>
+                {mine.input_tokens} in, {mine.output_tokens} out, {mine.cache_read_tokens} cached
+              </dd>
+            </div>
+          )}
+          {s.queued > 0 && (
+            <div>
+              <dt>Queued</dt>
+              <dd>{s.queued}</dd>
+            </div>
+          )}
+          {s.reason && (
+            <div>
+              <dt>Why</dt>
+              <dd>{s.reason}</dd>
+            </div>
+          )}
+        </dl>
+      )}
+      <div class="toolbar" role="toolbar" aria-label="Session actions">
+        {ACTIONS.map((action) => (
+          <ActionButton
+            key={action}
+            label={ACTION_WORDS[action].label}
+            done={ACTION_WORDS[action].done}
+            confirm={ACTION_WORDS[action].confirm}
+            kind={action === 'kill' || action === 'close' ? 'danger' : undefined}
+            run={async () => {
+              await must(api.POST(`/v0/city/{cityName}/session/{id}/${action}`, { params: { path, header: CSRF } }));
+              session.reload();
+            }}
+          />
+        ))}
+        <a href={cityUrl(city)}>Back to {city}</a>
+      </div>
+      {shownPending && <PendingPanel city={city} id={id} pending={shownPending} onAnswered={() => setPending(null)} />}
+      <Transcript entries={entries} />
+      <MessageBox city={city} id={id} capabilities={s?.submission_capabilities} />
+    </Page>
+  );
+}
+
+function PendingPanel(props: { city: string; id: string; pending: Pending; onAnswered: () => void }) {
+  const { pending } = props;
+  const [reason, setReason] = useState('');
+  const [answer, setAnswer] = useState('');
+  const respond = async (action: string, text?: string) => {
+    await must(
+      api.POST('/v0/city/{cityName}/session/{id}/respond', {
+        params: { path: { cityName: props.city, id: props.id }, header: CSRF },
+        body: { action, request_id: pending.request_id, ...(text ? { text } : {}) },
+      }),
+    );
+    props.onAnswered();
+  };
+  const isQuestion = pending.kind !== 'tool-approval' && pending.kind !== 'permission';
+  return (
+    <section class="pending" aria-labelledby="pending-h">
+      <h2 id="pending-h">Waiting for you: {isQuestion ? 'a question' : 'a permission'}</h2>
+      <p class="prompt">{pending.prompt ?? pending.kind}</p>
+      {isQuestion ? (
+        <div class="inline-form">
+          <label>
+            Answer
+            <input value={answer} onInput={(e) => setAnswer(e.currentTarget.value)} />
+          </label>
+          <ActionButton label="Answer" kind="primary" done="Answered" run={() => respond('answer', answer)} />
+        </div>
+      ) : (
+        <div class="inline-form">
+          <ActionButton label="Allow" kind="primary" done="Allowed" run={() => respond('allow')} />
+          <label>
+            Reason for a denial
+            <input value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
+          </label>
+          <ActionButton label="Deny" kind="danger" done="Denied" run={() => respond('deny', reason)} />
+        </div>
+      )}
+    </section>
+  );
+}
+
+function MessageBox(props: { city: string; id: string; capabilities?: Schemas['SubmissionCapabilities'] }) {
+  const [message, setMessage] = useState('');
+  const [intent, setIntent] = useState<Intent>('default');
+  const [busy, setBusy] = useState(false);
+  const send = async () => {
+    if (!message.trim()) return;
+    setBusy(true);
+    try {
+      await must(
+        api.POST('/v0/city/{cityName}/session/{id}/submit', {
+          params: { path: { cityName: props.city, id: props.id }, header: CSRF },
+          body: { message, intent },
+        }),
+      );
+      setMessage('');
+      announce('Message sent');
+    } catch (err) {
+      announce(`Sending failed: ${(err as Error).message}`, 'error');
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form
+      class="message-box"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void send();
+      }}
+    >
+      <label class="grow">
+        Message
+        <textarea
+          rows={3}
+          value={message}
+          onInput={(e) => setMessage(e.currentTarget.value)}
+          onKeyDown={(e) => {
+            if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+              e.preventDefault();
+              void send();
+            }
+          }}
+          aria-describedby="message-hint"
+        />
+      </label>
+      <span id="message-hint" class="muted small">
+        Ctrl+Enter sends.
+      </span>
+      <label>
+        Deliver
+        <select value={intent} onChange={(e) => setIntent(e.currentTarget.value as Intent)}>
+          <option value="default">now</option>
+          <option value="follow_up" disabled={props.capabilities?.supports_follow_up === false}>
+            after the current turn (follow up)
+          </option>
+          <option value="interrupt_now" disabled={props.capabilities?.supports_interrupt_now === false}>
+            interrupting the current turn
+          </option>
+        </select>
+      </label>
+      <button type="submit" class="primary" disabled={busy || !message.trim()}>
+        Send
+      </button>
+    </form>
+  );
+}
