@@ -204,6 +204,41 @@ describe('dashboard in Chromium', function () {
     }
   });
 
+  it('draws a formula run as a graph, and shows each step closing as it happens', async () => {
+    const { page } = watched;
+    const formula =
+      '[[steps]]\nid = "compile"\ntitle = "Compile"\n\n[[steps]]\nid = "publish"\ntitle = "Publish"\nneeds = ["compile"]\n';
+    const put = await fetch(api.url('/formulas/pipeline'), {
+      method: 'PUT',
+      headers: { 'X-CTL-Request': 'test', 'Content-Type': 'application/octet-stream' },
+      body: formula,
+    });
+    expect(put.status, await put.text()).to.be.oneOf([200, 201]);
+    const cooked = await api.post<{ root_bead_id: string; beads: Record<string, string> }>(
+      '/formulas/pipeline/cook',
+      {},
+    );
+    expect(cooked.status, JSON.stringify(cooked.body)).to.equal(201);
+    const runId = cooked.body.root_bead_id;
+    await page.goto(`${sup.base}/ui/city/${CITY}/runs/${runId}`);
+    await live(page);
+    const graph = page.getByRole('img', { name: /steps and their order/ });
+    await graph.waitFor();
+    const node = (step: string) => page.locator('svg g.node', { hasText: step });
+    expect(await node('compile').count()).to.equal(1);
+    expect(await node('publish').count()).to.equal(1);
+    expect(await page.locator('svg .edge').count()).to.be.greaterThan(0);
+    for (const step of ['compile', 'publish']) {
+      const id = cooked.body.beads[step];
+      await waitUntil(`${step} to be ready`, async () => {
+        const ready = await api.get<{ items: { id: string }[] }>('/beads/ready?limit=1000');
+        return ready.body.items.some((b) => b.id === id);
+      });
+      expect((await api.post(`/bead/${id}/close`)).status).to.equal(200);
+      await page.locator('svg g.node.status-completed', { hasText: step }).waitFor();
+    }
+  });
+
   // Last: it restarts the supervisor.
   it('says the supervisor is gone, and follows events again once it is back, without a reload', async () => {
     const { page } = watched;
