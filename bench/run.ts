@@ -1,7 +1,7 @@
 /**
  * Benchmarks, against a real supervisor and real controllers (build first: `npm run bench` does).
  *
- *   npx tsx bench/run.ts [cold|foundation|events|beads|sessions|sessions-acp|sessions-real-clis|agents|workflows|config|extmsg|access|worktrees|all]   (default: all, one after the other)
+ *   npx tsx bench/run.ts [cold|foundation|events|beads|sessions|sessions-acp|sessions-real-clis|agents|workflows|config|extmsg|access|worktrees|ui|all]   (default: all, one after the other)
  *   npm run bench -- beads                                  (builds, then runs one)
  *
  * cold (bench/cold.ts): issue 20's goals beside bare-Node baselines — `ctl version`/`help`/`bead list`, create → event,
@@ -16,6 +16,8 @@
  * workflows (bench/workflows.ts): a 100-step formula instantiated, GET /runs with 1,000 molecules, 100 cooldown orders' evaluation → .bench-out/workflows.json
  * extmsg (bench/extmsg.ts): inbound → session reply → adapter callback round trip, transcript pages of a 1,000-message conversation → .bench-out/extmsg.json
  * access (bench/access.ts): the access gate's added cost per kept-alive request and per new connection (with 1,000 other sockets open) → .bench-out/access.json
+ * ui (bench/ui.ts): the dashboard in Chromium — bundle sizes, time to the first interactive view, frames while 500
+ *   events/s arrive, the page's heap after an hour of a busy city → .bench-out/ui.json
  * config (bench/config.ts): composing 10 packs × 10 agents, the svc/* proxy vs the service directly, GET /rigs?git=true with 20 rigs → .bench-out/config.json
  * worktrees (bench/worktrees.ts): session start with a new git worktree of a 10,000-file rig, close, 10 worktree sessions at once (time to all ready, disk) → .bench-out/worktrees.json
  */
@@ -30,6 +32,7 @@ import { runSessions, runSessionsAcp } from './sessions.js';
 import { runWorkflows } from './workflows.js';
 import { runConfig } from './config.js';
 import { runExtmsg } from './extmsg.js';
+import { runUi } from './ui.js';
 import { runWorktrees } from './worktrees.js';
 
 const BENCHMARKS: Record<string, () => Promise<void>> = {
@@ -46,6 +49,7 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   extmsg: runExtmsg,
   access: runAccess,
   worktrees: runWorktrees,
+  ui: runUi,
 };
 
 async function main(): Promise<void> {

@@ -2,6 +2,8 @@ import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import type { LiveEvent } from './api.js';
 import { LiveStream, type StreamOptions, type StreamStatus } from './live.js';
 
+const MIN_RELOAD_GAP_MS = 250;
+
 export interface Loaded<T> {
   data?: T;
   error?: string;
@@ -15,7 +17,7 @@ export interface Loaded<T> {
  */
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
   const [state, setState] = useState<{ data?: T; error?: string; loading: boolean }>({ loading: true });
-  const run = useRef({ inFlight: false, again: false, generation: 0 });
+  const run = useRef({ inFlight: false, again: false, generation: 0, lastStart: 0, timer: 0 });
   const loadRef = useRef(load);
   loadRef.current = load;
   const reload = useCallback(() => {
@@ -24,6 +26,19 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
       r.again = true;
       return;
     }
+    // At most a few loads a second however fast events come: a flood of them costs the server a few requests
+    // and the page a few renders, and the last load still follows the last event.
+    const wait = r.lastStart + MIN_RELOAD_GAP_MS - performance.now();
+    if (wait > 0) {
+      if (!r.timer) {
+        r.timer = window.setTimeout(() => {
+          r.timer = 0;
+          reload();
+        }, wait);
+      }
+      return;
+    }
+    r.lastStart = performance.now();
     r.inFlight = true;
     const generation = r.generation;
     loadRef
@@ -41,11 +56,16 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
       });
   }, []);
   useEffect(() => {
-    run.current.generation++;
-    run.current.inFlight = false;
-    run.current.again = false;
+    const r = run.current;
+    r.generation++;
+    r.inFlight = false;
+    r.again = false;
+    r.lastStart = 0;
+    clearTimeout(r.timer);
+    r.timer = 0;
     setState({ loading: true });
     reload();
+    return () => clearTimeout(r.timer);
   }, deps);
   return { ...state, reload };
 }
@@ -68,6 +88,28 @@ export function useStream(options: StreamOptions | undefined, deps: unknown[]): 
     return () => stream.close();
   }, deps);
   return status;
+}
+
+/**
+ * Collects values and hands them over once per animation frame: hundreds of events a second cost one render a
+ * frame, not one each.
+ */
+export function useFrameBatch<T>(flush: (batch: T[]) => void): (value: T) => void {
+  const state = useRef<{ items: T[]; frame: number }>({ items: [], frame: 0 });
+  const flushRef = useRef(flush);
+  flushRef.current = flush;
+  useEffect(() => () => cancelAnimationFrame(state.current.frame), []);
+  return useCallback((value: T) => {
+    const s = state.current;
+    s.items.push(value);
+    if (s.frame) return;
+    s.frame = requestAnimationFrame(() => {
+      s.frame = 0;
+      const items = s.items;
+      s.items = [];
+      flushRef.current(items);
+    });
+  }, []);
 }
 
 /** A city's events as they happen (from now on), each handed to `onEvent`; reopened views reload on `onOpen`. */

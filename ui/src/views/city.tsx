@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, cityPath, CSRF, must, type LiveEvent, type Schemas } from '../api.js';
 import { ActionButton, announce, cityUrl, Empty, ErrorNote, Loading, Page, StateBadge, Time } from '../components.js';
-import { useCityEvents, useLoad } from '../hooks.js';
+import { useCityEvents, useFrameBatch, useLoad } from '../hooks.js';
 
 type Agent = Schemas['AgentResponse'];
 type Session = Schemas['SessionResponse'];
@@ -36,14 +36,16 @@ export function CityView({ city }: { city: string }) {
     [city],
   );
   const [recent, setRecent] = useState<LiveEvent[]>([]);
+  const addRecent = useFrameBatch<LiveEvent>((batch) => setRecent((all) => [...batch.reverse(), ...all].slice(0, 20)));
   const live = useCityEvents(
     city,
     (e) => {
-      setRecent((all) => [e, ...all].slice(0, 20));
+      addRecent(e);
       if (e.type.startsWith('session.') || e.type.startsWith('request.result.session')) sessions.reload();
       if (e.type.startsWith('agent.') || e.type.startsWith('session.')) agents.reload();
       if (e.type.startsWith('bead.')) ready.reload();
-      status.reload();
+      // What the counts are made of; a program's own events (any type it likes) change none of them.
+      if (/^(agent|session|bead|mail|rig|city|config|controller|order|molecule)\./.test(e.type)) status.reload();
     },
     (resumed) => {
       if (resumed) for (const l of [status, agents, sessions, ready]) l.reload();

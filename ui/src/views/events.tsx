@@ -1,6 +1,6 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { api, must, type LiveEvent } from '../api.js';
-import { ErrorNote, Page, Time } from '../components.js';
+import { ErrorNote, Page } from '../components.js';
 import { useQueryParam, useStream } from '../hooks.js';
 
 const KEEP = 1000;
@@ -111,34 +111,76 @@ export function EventsView() {
       <p class="muted small">
         {shown.length} of the {events.length} latest events{paused ? ' (paused)' : ''}.
       </p>
-      <div class="table-wrap">
-        <table class="events">
-          <thead>
-            <tr>
-              <th scope="col">When</th>
-              <th scope="col">Type</th>
-              <th scope="col">City</th>
-              <th scope="col">Actor</th>
-              <th scope="col">Subject</th>
-            </tr>
-          </thead>
-          <tbody>
-            {shown.slice(0, 300).map((e) => (
-              <tr key={`${e.city}:${e.seq}`}>
-                <td>
-                  <Time iso={e.ts} />
-                </td>
-                <td>
-                  <code>{e.type}</code>
-                </td>
-                <td>{e.city === '__supervisor__' ? 'supervisor' : e.city}</td>
-                <td>{e.actor}</td>
-                <td>{e.subject ?? ''}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <EventTable events={shown} />
     </Page>
+  );
+}
+
+/** Every row is this tall (styles.css `.events td`), so which rows are in view is arithmetic. */
+const ROW_PX = 30;
+/** Rows drawn beyond the visible ones, above and below, so a scroll shows no blank before the next frame. */
+const OVERSCAN = 8;
+
+const clock = (iso: string) => {
+  const d = new Date(iso);
+  return `${d.toLocaleTimeString(undefined, { hour12: false })}.${String(d.getMilliseconds()).padStart(3, '0')}`;
+};
+
+/**
+ * The feed, windowed: only the rows in view (and a few more) are in the document, between two spacers of the
+ * right height, so a thousand events cost the same to draw as thirty.
+ */
+function EventTable({ events }: { events: LiveEvent[] }) {
+  const box = useRef<HTMLDivElement>(null);
+  const [view, setView] = useState({ top: 0, height: 600 });
+  useLayoutEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    const measure = () => setView({ top: el.scrollTop, height: el.clientHeight });
+    measure();
+    const observer = new ResizeObserver(measure);
+    observer.observe(el);
+    return () => observer.disconnect();
+  }, []);
+  const first = Math.max(0, Math.floor(view.top / ROW_PX) - OVERSCAN);
+  const last = Math.min(events.length, Math.ceil((view.top + view.height) / ROW_PX) + OVERSCAN);
+  return (
+    <div
+      class="events-scroll"
+      ref={box}
+      tabIndex={0}
+      role="region"
+      aria-label="Event feed"
+      onScroll={(e) => setView({ top: e.currentTarget.scrollTop, height: e.currentTarget.clientHeight })}
+    >
+      <table class="events" aria-rowcount={events.length + 1}>
+        <thead>
+          <tr>
+            <th scope="col">When</th>
+            <th scope="col">Type</th>
+            <th scope="col">City</th>
+            <th scope="col">Actor</th>
+            <th scope="col">Subject</th>
+          </tr>
+        </thead>
+        <tbody>
+          {first > 0 && <tr aria-hidden="true" style={{ height: `${first * ROW_PX}px` }} />}
+          {events.slice(first, last).map((e, i) => (
+            <tr key={`${e.city}:${e.seq}`} aria-rowindex={first + i + 2}>
+              <td>
+                <time dateTime={e.ts}>{clock(e.ts)}</time>
+              </td>
+              <td>
+                <code>{e.type}</code>
+              </td>
+              <td>{e.city === '__supervisor__' ? 'supervisor' : e.city}</td>
+              <td>{e.actor}</td>
+              <td>{e.subject ?? ''}</td>
+            </tr>
+          ))}
+          {last < events.length && <tr aria-hidden="true" style={{ height: `${(events.length - last) * ROW_PX}px` }} />}
+        </tbody>
+      </table>
+    </div>
   );
 }
