@@ -21,41 +21,134 @@ const meta: CtlMeta = {
   ],
 };
 
+/**
+ * Every top-level command: its description, for `ctl help` to list without loading a module (loading them all,
+ * with the generated client each imports, was most of what `ctl help` cost), and the loader of its module. A
+ * unit test (test/unit/cli-tree.test.ts) holds each description to the one its module declares.
+ */
+export const TOP_LEVEL: Record<string, [description: string, load: () => Promise<AnyCommand>]> = {
+  supervisor: [
+    'Run, start, stop and inspect the supervisor',
+    () => import('./commands/supervisor.js').then((m) => m.supervisorCommand),
+  ],
+  init: ['Create a city and wait until it runs', () => import('./commands/cities.js').then((m) => m.initCommand)],
+  cities: ['List registered cities', () => import('./commands/cities.js').then((m) => m.citiesCommand)],
+  register: [
+    'Attach an existing city directory to the supervisor and wait until it runs',
+    () => import('./commands/cities.js').then((m) => m.registerCommand),
+  ],
+  unregister: [
+    'Detach a city from the supervisor and wait until its controller stops (its directory is left as it is)',
+    () => import('./commands/cities.js').then((m) => m.unregisterCommand),
+  ],
+  city: ['Start, stop, suspend and resume cities', () => import('./commands/cities.js').then((m) => m.cityCommand)],
+  status: [
+    'Status of a city (by name, --city, CTL_CITY or the working directory), else of the supervisor',
+    () => import('./commands/status.js').then((m) => m.statusCommand),
+  ],
+  doctor: [
+    'Check what breaks cities in practice — supervisor, machine, each city and its packs’ checks — and how to fix each; exits 1 when one fails',
+    () => import('./commands/doctor.js').then((m) => m.doctorCommand),
+  ],
+  controller: ['Per-city controller', () => import('./commands/controller.js').then((m) => m.controllerCommand)],
+  events: [
+    'List, watch or follow events (JSON Lines; one readable line each on a terminal)',
+    () => import('./commands/events.js').then((m) => m.eventsCommand),
+  ],
+  bead: [
+    "Create, list and change the city's beads (work units)",
+    () => import('./commands/beads.js').then((m) => m.beadCommand),
+  ],
+  mail: ['Messages between agents and people', () => import('./commands/mail.js').then((m) => m.mailCommand)],
+  convoy: [
+    'Convoys: beads tracked together to completion',
+    () => import('./commands/convoys.js').then((m) => m.convoyCommand),
+  ],
+  session: [
+    "Sessions: live processes of a provider's program that people and programs talk to",
+    () => import('./commands/sessions.js').then((m) => m.sessionCommand),
+  ],
+  provider: [
+    'Providers: how a city starts and speaks with an agent program',
+    () => import('./commands/providers.js').then((m) => m.providerCommand),
+  ],
+  agent: [
+    'Agents: the workers a city keeps running and routes work to',
+    () => import('./commands/agents.js').then((m) => m.agentCommand),
+  ],
+  sling: [
+    'Route a bead (or a convoy’s open members, or a run of a formula) to an agent; the agent is woken and handed the work',
+    () => import('./commands/agents.js').then((m) => m.slingCommand),
+  ],
+  formula: [
+    'Formulas: recipes of steps that runs (molecules of beads) are made from',
+    () => import('./commands/formulas.js').then((m) => m.formulaCommand),
+  ],
+  run: [
+    'Runs: molecules made from formulas, worked through by agents',
+    () => import('./commands/formulas.js').then((m) => m.runCommand),
+  ],
+  order: [
+    'Orders: commands and formulas that fire on a schedule, an event or a condition',
+    () => import('./commands/orders.js').then((m) => m.orderCommand),
+  ],
+  usage: [
+    'Tokens and cost of the city’s sessions, as their providers reported them: today, by agent, provider and session',
+    () => import('./commands/usage.js').then((m) => m.usageCommand),
+  ],
+  rig: [
+    'Rigs: the project directories a city’s agents work in',
+    () => import('./commands/rigs.js').then((m) => m.rigCommand),
+  ],
+  config: [
+    'The city’s configuration: composed, explained, validated',
+    () => import('./commands/config.js').then((m) => m.configCommand),
+  ],
+  pack: [
+    'Packs: bundles of agents, formulas and orders a city imports',
+    () => import('./commands/packs.js').then((m) => m.packCommand),
+  ],
+  service: [
+    'Workspace services: programs and URLs reached through /v0/city/<city>/svc/<name>/',
+    () => import('./commands/services.js').then((m) => m.serviceCommand),
+  ],
+  extmsg: [
+    'External messaging: chat adapters, the conversations bound to sessions, their transcripts',
+    () => import('./commands/extmsg.js').then((m) => m.extmsgCommand),
+  ],
+  token: [
+    'API tokens: access for other accounts and machines (managed by the supervisor’s own user)',
+    () => import('./commands/tokens.js').then((m) => m.tokenCommand),
+  ],
+  ui: [
+    'Open the dashboard in a browser, signed in as you (a one-time link, valid a minute); prints the link where no browser can be opened',
+    () => import('./commands/ui.js').then((m) => m.uiCommand),
+  ],
+  help: [
+    'Show how to use ctl, or a command (the same as COMMAND --help)',
+    () => import('./commands/help.js').then((m) => m.helpCommand),
+  ],
+  version: [
+    'Print the version of ctl (the same as --version)',
+    () => import('./commands/help.js').then((m) => m.versionCommand),
+  ],
+  completion: [
+    'Print a shell completion script for bash, zsh or fish: commands, flags, and names (cities, agents, sessions, beads, formulas) from the running supervisor',
+    () => import('./commands/completion.js').then((m) => m.completionCommand),
+  ],
+};
+
 export const ctl: AnyCommand = defineCommand({
   meta,
-  subCommands: {
-    supervisor: () => import('./commands/supervisor.js').then((m) => m.supervisorCommand),
-    init: () => import('./commands/cities.js').then((m) => m.initCommand),
-    cities: () => import('./commands/cities.js').then((m) => m.citiesCommand),
-    register: () => import('./commands/cities.js').then((m) => m.registerCommand),
-    unregister: () => import('./commands/cities.js').then((m) => m.unregisterCommand),
-    city: () => import('./commands/cities.js').then((m) => m.cityCommand),
-    status: () => import('./commands/status.js').then((m) => m.statusCommand),
-    doctor: () => import('./commands/doctor.js').then((m) => m.doctorCommand),
-    controller: () => import('./commands/controller.js').then((m) => m.controllerCommand),
-    events: () => import('./commands/events.js').then((m) => m.eventsCommand),
-    bead: () => import('./commands/beads.js').then((m) => m.beadCommand),
-    mail: () => import('./commands/mail.js').then((m) => m.mailCommand),
-    convoy: () => import('./commands/convoys.js').then((m) => m.convoyCommand),
-    session: () => import('./commands/sessions.js').then((m) => m.sessionCommand),
-    provider: () => import('./commands/providers.js').then((m) => m.providerCommand),
-    agent: () => import('./commands/agents.js').then((m) => m.agentCommand),
-    sling: () => import('./commands/agents.js').then((m) => m.slingCommand),
-    formula: () => import('./commands/formulas.js').then((m) => m.formulaCommand),
-    run: () => import('./commands/formulas.js').then((m) => m.runCommand),
-    order: () => import('./commands/orders.js').then((m) => m.orderCommand),
-    usage: () => import('./commands/usage.js').then((m) => m.usageCommand),
-    rig: () => import('./commands/rigs.js').then((m) => m.rigCommand),
-    config: () => import('./commands/config.js').then((m) => m.configCommand),
-    pack: () => import('./commands/packs.js').then((m) => m.packCommand),
-    service: () => import('./commands/services.js').then((m) => m.serviceCommand),
-    extmsg: () => import('./commands/extmsg.js').then((m) => m.extmsgCommand),
-    token: () => import('./commands/tokens.js').then((m) => m.tokenCommand),
-    ui: () => import('./commands/ui.js').then((m) => m.uiCommand),
-    help: () => import('./commands/help.js').then((m) => m.helpCommand),
-    version: () => import('./commands/help.js').then((m) => m.versionCommand),
-    completion: () => import('./commands/completion.js').then((m) => m.completionCommand),
-  },
+  subCommands: Object.fromEntries(Object.entries(TOP_LEVEL).map(([name, [, load]]) => [name, load])),
+});
+
+/** The root as its help shows it: each subcommand a name and a description, so that rendering it loads no module. */
+export const ctlListing: AnyCommand = defineCommand({
+  meta,
+  subCommands: Object.fromEntries(
+    Object.entries(TOP_LEVEL).map(([name, [description]]) => [name, defineCommand({ meta: { name, description } })]),
+  ),
 });
 
 async function resolved<T>(value: T | Promise<T> | (() => T | Promise<T>) | undefined): Promise<T | undefined> {

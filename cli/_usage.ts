@@ -1,6 +1,6 @@
 import { stripVTControlCharacters } from 'node:util';
 import { renderUsage } from 'citty';
-import { metaOf } from './_tree.js';
+import { ctl, ctlListing, metaOf } from './_tree.js';
 import type { AnyCommand } from './_types.js';
 
 const GLOBAL_FLAGS_TEXT = `GLOBAL FLAGS
@@ -13,7 +13,7 @@ const GLOBAL_FLAGS_TEXT = `GLOBAL FLAGS
 export async function usage(cmd: AnyCommand, path: string[]): Promise<string> {
   // citty names a command by its parent's name and its own; give it the whole chain.
   const parent = path.length ? { meta: { name: ['ctl', ...path.slice(0, -1)].join(' ') } } : undefined;
-  const rendered = stripVTControlCharacters(await renderUsage(cmd, parent));
+  const rendered = stripVTControlCharacters(await renderUsage(cmd === ctl ? ctlListing : cmd, parent));
   const sections = [rendered.replace(/[ \t]+$/gm, '').trimEnd()];
   if (path.length === 0) sections.push(GLOBAL_FLAGS_TEXT);
   const { examples } = await metaOf(cmd);
