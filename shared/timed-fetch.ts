@@ -1,5 +1,4 @@
-import * as http from 'node:http';
-import type { ClientRequest, IncomingMessage } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { formatDuration } from './duration.js';
@@ -22,15 +21,19 @@ export class FetchTimeout extends Error {
   }
 }
 
-type Transport = Pick<typeof http, 'request' | 'Agent'>;
+interface Transport {
+  request: typeof httpRequest;
+  Agent: typeof HttpAgent;
+}
 
 // Idle connections are kept for the next request of the same command (a list paged through); an agent
 // unrefs them, so they never keep a command from exiting.
-const agents = new Map<string, http.Agent>();
+const agents = new Map<string, HttpAgent>();
 
 /** node:http, or node:https (loaded only for an https API: TLS is slow to load and rarely needed). */
 async function transport(protocol: string): Promise<Transport> {
-  if (protocol === 'http:') return http;
+  // Named, not `* as http`: a bundle reads only what is named, and http's WebSocket getter loads Node's undici.
+  if (protocol === 'http:') return { request: httpRequest, Agent: HttpAgent };
   if (protocol === 'https:') return import('node:https');
   throw new TypeError('fetch failed', { cause: new Error(`unsupported protocol ${protocol}`) });
 }

@@ -12,13 +12,14 @@
 // as the tests), reads tsconfig's experimentalDecorators (tsoa's controllers), and does ESM code splitting.
 // Type checking is `npm run typecheck` (tsc), which `npm test` runs.
 import { rmSync } from 'node:fs';
-import { builtinModules } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
+import { builtinModules, createRequire } from 'node:module';
+import { dirname, join, relative, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { buildUi } from './ui.mjs';
 
+const nodeRequire = createRequire(import.meta.url);
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dist = join(root, 'dist');
 const started = performance.now();
@@ -43,6 +44,10 @@ const common = {
   tsconfig: join(root, 'tsconfig.json'),
 };
 
+/** CommonJS dependencies bundled into ESM call require() for Node's built-ins, and so do our own imports of them. */
+const REQUIRE_BANNER =
+  "import { createRequire as __ctlCreateRequire } from 'node:module'; const require = __ctlCreateRequire(import.meta.url);";
+
 /**
  * Node's built-in modules, imported by our ESM code, are taken through `require` instead. Importing a built-in as
  * ESM makes Node build its ESM facade, which reads every export — the lazy getters too: `node:http`'s WebSocket
@@ -50,17 +55,35 @@ const common = {
  * start), `node:crypto`'s webcrypto, `node:process`'s stdio streams. `require` returns the module object as it is,
  * and esbuild's interop reads a property only when our code uses it.
  */
+/**
+ * An ESM module re-exporting a built-in's exports, each read from the required module only if something imports
+ * it (esbuild drops the unused ones). Not a CommonJS `module.exports = require(…)`: esbuild's interop would copy
+ * every property's descriptor, which materializes V8's lazy ones (`util.diff` loads a module of its own).
+ */
+function builtinShim(specifier) {
+  const names = Object.keys(nodeRequire(specifier)).filter(
+    (name) => /^[A-Za-z_$][\w$]*$/.test(name) && name !== 'default',
+  );
+  return [
+    `const builtin = require(${JSON.stringify(specifier)});`,
+    'export default builtin;',
+    // A property read is not side-effect free to esbuild (a getter might run); a pure call is.
+    ...names.map((name) => `export const ${name} = /* @__PURE__ */ (() => builtin.${name})();`),
+  ].join('\n');
+}
+
 const builtinsThroughRequire = {
   name: 'builtins-through-require',
   setup(b) {
     const builtins = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
     b.onResolve({ filter: /^(node:)?[a-z0-9_]+(\/[a-z0-9_]+)?$/ }, (args) =>
       args.kind === 'import-statement' && builtins.has(args.path)
-        ? { path: args.path, namespace: 'builtin-through-require' }
+        ? // One shim per importing module, so that each keeps only the names its importer uses.
+          { path: `${args.path}?from=${relative(root, args.importer)}`, namespace: 'builtin-through-require' }
         : undefined,
     );
     b.onLoad({ filter: /.*/, namespace: 'builtin-through-require' }, (args) => ({
-      contents: `module.exports = require(${JSON.stringify(args.path)});`,
+      contents: builtinShim(args.path.split('?')[0]),
       loader: 'js',
     }));
   },
@@ -76,6 +99,8 @@ await Promise.all([
     outdir: dist,
     external: ['./ctl.js'],
     target: 'node18',
+    plugins: [builtinsThroughRequire],
+    banner: { js: REQUIRE_BANNER },
   }),
   build({
     ...common,
@@ -87,10 +112,7 @@ await Promise.all([
     chunkNames: 'chunks/[name]-[hash]',
     external: EXTERNAL,
     plugins: [builtinsThroughRequire],
-    // CommonJS dependencies bundled into ESM call require() for Node's built-ins: give them one.
-    banner: {
-      js: "import { createRequire as __ctlCreateRequire } from 'node:module'; const require = __ctlCreateRequire(import.meta.url);",
-    },
+    banner: { js: REQUIRE_BANNER },
   }),
 ]);
 process.stderr.write(`bundle: dist/ in ${Math.round(performance.now() - started)} ms\n`);
