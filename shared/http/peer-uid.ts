@@ -20,9 +20,12 @@ const TIME_WAIT = '06';
  * local. Throws when no such socket is listed (the client is on another machine or already gone): a caller
  * refuses then, never guesses.
  *
- * The files are searched as text for the one line's address pair rather than parsed whole, and read only up to
- * it. (The kernel's netlink sock_diag interface can look one connection up directly, without walking the table,
- * but Node has no netlink sockets; a native addon would be the next step if new connections must get cheaper.)
+ * The files are searched as text for the lines' address pairs rather than parsed whole, and read only as far as
+ * needed. Lookups that come while a table is being read share its next read (TableReads): producing the table is
+ * what costs (the kernel walks its whole connection hash, 10–50 ms on a busy 2-core machine), and a burst of new
+ * connections — a client opening a pool's sockets at once — otherwise paid it once each, one after the other.
+ * (The kernel's netlink sock_diag interface can look one connection up directly, without walking the table, but
+ * Node has no netlink sockets; a native addon would be the next step if new connections must get cheaper.)
  */
 export async function peerUid(ends: ConnectionEnds): Promise<number> {
   const remote = parseAddress(ends.remoteAddress);
@@ -42,7 +45,7 @@ export async function peerUid(ends: ConnectionEnds): Promise<number> {
     needle: pair(v6Hex(remote.bytes), ends.remotePort, v6Hex(local.bytes), ends.localPort),
   });
   for (const { file, needle } of candidates) {
-    const uid = await findUid(file, needle);
+    const uid = await tableReads(file).uidOf(needle);
     if (uid !== undefined) return uid;
   }
   throw new Error(`cannot identify the peer ${ends.remoteAddress}:${ends.remotePort}: no local socket owns it`);
@@ -51,40 +54,105 @@ export async function peerUid(ends: ConnectionEnds): Promise<number> {
 /** How much of a socket table one read asks for: the kernel fills it with whole lines. */
 const CHUNK = 64 * 1024;
 
+/** A lookup waiting for a read of its table. */
+interface Waiter {
+  resolve: (uid: number | undefined) => void;
+  reject: (err: unknown) => void;
+}
+
 /**
- * The uid on the first live line holding `needle`, reading the table only as far as that line. Producing the
- * table is the cost (the kernel walks every bucket of its connection hash for it), so stopping at our line
- * halves it on average.
+ * The reads of one socket table, shared: a lookup waits for the next read to start (never joins one under way,
+ * which may have passed its socket's place in the table already), and each read answers every lookup that
+ * waited for it.
  */
-async function findUid(file: string, needle: string): Promise<number | undefined> {
+class TableReads {
+  private waiting = new Map<string, Waiter[]>();
+  private reading = false;
+
+  constructor(private readonly file: string) {}
+
+  uidOf(needle: string): Promise<number | undefined> {
+    return new Promise((resolve, reject) => {
+      const waiters = this.waiting.get(needle) ?? [];
+      waiters.push({ resolve, reject });
+      this.waiting.set(needle, waiters);
+      this.readNext();
+    });
+  }
+
+  private readNext(): void {
+    if (this.reading || this.waiting.size === 0) return;
+    this.reading = true;
+    const batch = this.waiting;
+    this.waiting = new Map();
+    findUids(this.file, [...batch.keys()])
+      .then(
+        (found) => {
+          for (const [needle, waiters] of batch) for (const w of waiters) w.resolve(found.get(needle));
+        },
+        (err: unknown) => {
+          for (const waiters of batch.values()) for (const w of waiters) w.reject(err);
+        },
+      )
+      .finally(() => {
+        this.reading = false;
+        this.readNext();
+      });
+  }
+}
+
+const tables = new Map<string, TableReads>();
+let tableReadsMade = 0;
+
+/** How many times this process has read a socket table (what the sharing of reads saves; for tests). */
+export function socketTableReads(): number {
+  return tableReadsMade;
+}
+
+function tableReads(file: string): TableReads {
+  let reads = tables.get(file);
+  if (!reads) tables.set(file, (reads = new TableReads(file)));
+  return reads;
+}
+
+/**
+ * The uid on the first live line holding each needle, reading the table only until every needle is found.
+ * Producing the table is the cost (the kernel walks every bucket of its connection hash for it), so stopping at
+ * the last line wanted saves part of it.
+ */
+async function findUids(file: string, needles: string[]): Promise<Map<string, number>> {
+  const found = new Map<string, number>();
+  tableReadsMade++;
   let handle: FileHandle;
   try {
     handle = await open(file, 'r');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return found;
     throw err;
   }
   try {
     const buffer = Buffer.allocUnsafe(CHUNK);
-    let text = '';
-    let searchFrom = 0;
+    let carried = '';
     for (;;) {
       const { bytesRead } = await handle.read(buffer, 0, CHUNK, null);
       const done = bytesRead === 0;
-      text += buffer.toString('latin1', 0, bytesRead);
-      let at = text.indexOf(needle, searchFrom);
-      while (at >= 0) {
-        const end = text.indexOf('\n', at);
-        if (end < 0 && !done) break; // the rest of the line is in the next read
-        const uid = uidOnLine(text.slice(at, end < 0 ? undefined : end));
-        if (uid !== undefined) return uid;
-        at = text.indexOf(needle, at + needle.length);
+      const text = carried + buffer.toString('latin1', 0, bytesRead);
+      // Whole lines only; the unfinished last one waits for the next read.
+      const lastLine = done ? text.length : text.lastIndexOf('\n') + 1;
+      const lines = text.slice(0, lastLine);
+      carried = text.slice(lastLine);
+      for (const needle of needles) {
+        if (found.has(needle)) continue;
+        for (let at = lines.indexOf(needle); at >= 0; at = lines.indexOf(needle, at + needle.length)) {
+          const end = lines.indexOf('\n', at);
+          const uid = uidOnLine(lines.slice(at, end < 0 ? undefined : end));
+          if (uid !== undefined) {
+            found.set(needle, uid);
+            break;
+          }
+        }
       }
-      if (done) return undefined;
-      // Keep only what a match still might start in: the unfinished last line.
-      const lastLine = text.lastIndexOf('\n');
-      text = at >= 0 ? text.slice(at) : text.slice(lastLine + 1);
-      searchFrom = 0;
+      if (done || found.size === needles.length) return found;
     }
   } finally {
     await handle.close();

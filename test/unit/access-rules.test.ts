@@ -1,18 +1,19 @@
 // The pieces of "who may use the API", in process: the /proc/net/tcp address encoding, the account tables, the
 // peer rule's verdicts, API tokens and browser sessions, and the actor an event records.
 import { createServer, type Server } from 'node:http';
-import type { Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { statSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { requestActor, recordedActor } from '../../shared/events/request-actor.js';
 import { LocalAccounts } from '../../shared/http/local-accounts.js';
 import { isLoopbackAddress, PeerAccess } from '../../shared/http/peer-access.js';
-import { parseAddress, peerUid, v4Hex, v6Hex } from '../../shared/http/peer-uid.js';
+import { parseAddress, peerUid, socketTableReads, v4Hex, v6Hex } from '../../shared/http/peer-uid.js';
 import { Problem } from '../../shared/http/problem.js';
 import { ApiTokens } from '../../supervisor/api-tokens.js';
 import { BrowserSessions, CODE_TTL_MS, cookieValue } from '../../supervisor/browser-sessions.js';
 import { tempDir } from '../helpers/supervisor.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const PASSWD = [
   'root:x:0:0:root:/root:/bin/bash',
@@ -85,6 +86,39 @@ describe('access rules', function () {
         );
         expect(ghost).to.match(/^cannot identify the peer 127\.0\.0\.1:1: no local socket owns it$/);
       } finally {
+        server.close();
+      }
+    });
+  });
+
+  describe('a burst of new connections', function () {
+    it('answers each from shared reads of the socket table, not one read per connection', async function () {
+      const sockets: Socket[] = [];
+      const server: Server = createServer();
+      server.on('connection', (socket) => sockets.push(socket));
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const clients: Socket[] = [];
+      try {
+        const port = (server.address() as { port: number }).port;
+        for (let i = 0; i < 40; i++) clients.push(connect(port, '127.0.0.1'));
+        await Promise.all(clients.map((c) => new Promise((resolve) => c.once('connect', resolve))));
+        await waitUntil('the server to accept every connection', () => sockets.length === 40);
+        const before = socketTableReads();
+        const uids = await Promise.all(
+          sockets.map((s) =>
+            peerUid({
+              localAddress: s.localAddress!,
+              localPort: s.localPort!,
+              remoteAddress: s.remoteAddress!,
+              remotePort: s.remotePort!,
+            }),
+          ),
+        );
+        expect(uids).to.deep.equal(sockets.map(() => process.getuid!()));
+        // The first lookup reads the table; the 39 that came while it read share the next read.
+        expect(socketTableReads() - before).to.be.at.most(2);
+      } finally {
+        for (const c of clients) c.destroy();
         server.close();
       }
     });
