@@ -8,7 +8,7 @@
  *     bare loopback round trip;
  *   - POST …/events p99 over 10 cities at 200/s: cold (fresh controllers, the first request to each included)
  *     and warm;
- *   - an idle controller's RSS and PSS.
+ *   - an idle controller's RSS and PSS, and the total PSS of 20 idle controllers (and the supervisor's).
  * Prints one table and writes `.bench-out/cold.json`. `npm run bench -- cold`.
  */
 import { execFileSync } from 'node:child_process';
@@ -33,6 +33,7 @@ const SPAWN_RUNS = 10;
 const ROUND_TRIPS = 2000;
 const EMIT_RATE_PER_S = 200;
 const EMIT_DURATION_MS = 5000;
+const IDLE_CITIES = 20;
 
 /** One GET per route family, in the order a person's first commands would ask. */
 const FAMILIES: Record<string, string> = {
@@ -198,11 +199,16 @@ export async function runCold(): Promise<void> {
     const emitCold = await emit(sup, emitCities);
     const emitWarm = await emit(sup, emitCities);
 
-    // One more controller, never asked anything.
-    await sup.createCity('idle');
+    // Twenty more controllers, never asked anything: one's RSS and PSS, and their total PSS (shared pages, the
+    // node binary's above all, divided among the processes sharing them) beside the supervisor's.
+    const idleCities = Array.from({ length: IDLE_CITIES }, (_, i) => `idle-${i}`);
+    for (const name of idleCities) await sup.createCity(name);
     await sleep(2000);
-    const pid = (await sup.city('idle'))?.pid;
-    const idle = pid ? memoryKiB(pid) : undefined;
+    const idlePids = await Promise.all(idleCities.map(async (name) => (await sup!.city(name))?.pid));
+    const idleMemory = idlePids.map((p) => (p ? memoryKiB(p) : undefined));
+    const idle = idleMemory[0];
+    const idlePssTotal = idleMemory.every(Boolean) ? idleMemory.reduce((sum, m) => sum + m!.pss, 0) : undefined;
+    const supervisorMemory = memoryKiB(sup.pid);
 
     const s = (v: number[]) => summarize(v);
     const firstAll = Object.values(first).flat();
@@ -245,6 +251,12 @@ export async function runCold(): Promise<void> {
       ['POST …/events, 10 fresh cities, 200/s (cold)', ms(s(emitCold).median), ms(s(emitCold).p99), ''],
       ['POST …/events, the same cities again (warm)', ms(s(emitWarm).median), ms(s(emitWarm).p99), ''],
       ['idle controller RSS / PSS', idle ? mib(idle.rss) : '?', idle ? mib(idle.pss) : '?', 'MiB'],
+      [
+        `${IDLE_CITIES} idle controllers, total PSS`,
+        idlePssTotal !== undefined ? mib(idlePssTotal) : '?',
+        '',
+        `MiB; + the supervisor's ${mib(supervisorMemory.pss)} = ${idlePssTotal !== undefined ? mib(idlePssTotal + supervisorMemory.pss) : '?'}`,
+      ],
     ];
     console.log(formatTable('cold and warm paths', ['what', 'p50', 'p99', 'note'], rows));
     mkdirSync(dirname(OUT_FILE), { recursive: true });
@@ -269,6 +281,9 @@ export async function runCold(): Promise<void> {
           emit_cold: s(emitCold),
           emit_warm: s(emitWarm),
           idle_controller: idle,
+          idle_controllers_pss_kib_total: idlePssTotal,
+          idle_controllers: IDLE_CITIES,
+          supervisor_memory: supervisorMemory,
         },
         null,
         2,
