@@ -287,7 +287,7 @@ describe('providers over the API', function () {
       expect(p).to.include({ protocol: 'stream-json', command: 'claude', default_permission_mode: 'plan' });
       expect(p.args.slice(-2)).to.deep.equal(['--model', 'haiku']);
       expect(p.args[0]).to.equal('-p');
-      expect(p.env).to.deep.equal({ A: '1' });
+      expect(p.env).to.deep.equal({ CLAUDE_CODE_FORWARD_SUBAGENT_TEXT: '1', A: '1' });
       const after = readFileSync(file, 'utf8');
       expect(tableLines(after, 'careful')).to.deep.equal([
         '[providers.careful]',

@@ -32,6 +32,9 @@ export const PRESETS: Record<string, Preset> = {
       protocol: 'stream-json',
       runtime: 'pipe',
       prompt_mode: 'stdin',
+      // A foreground subagent's replies are not written out unless asked for (its tool calls always are): with
+      // them, a subagent's transcript (`…/session/{id}/agents/{agentId}`) holds its whole conversation.
+      env: { CLAUDE_CODE_FORWARD_SUBAGENT_TEXT: '1' },
       resume_args: ['--resume', '{session_key}'],
       permission_modes: {
         default: ['--permission-mode', 'default'],

@@ -31,6 +31,18 @@ export interface ProgramExit {
 /** What a program's output can be (each is a transcript entry kind). */
 export type OutputKind = 'assistant' | 'tool_call' | 'tool_result' | 'error' | 'thought' | 'plan' | 'notice';
 
+/** What a subagent did (Claude Code's Task/Agent tool), as one entry of its own transcript. */
+export interface SubagentOutput {
+  /** The program's id for the subagent (Claude Code's `agent_id`; its Task call's id where it names none). */
+  agent_id: string;
+  /** The main conversation's tool call that started it. */
+  parent_tool_use_id: string;
+  /** `start` (its task and prompt), its conversation (`user`, `assistant`, tools), `turn_end` (its status). */
+  kind: 'start' | 'user' | 'turn_end' | OutputKind;
+  text?: string;
+  data?: Record<string, unknown>;
+}
+
 /**
  * What a runtime tells its session as it happens. The session turns these into transcript entries, stream
  * frames, state changes and events; the runtime knows nothing of those.
@@ -48,6 +60,11 @@ export interface RuntimeSink {
    * `failure` what the provider's service answered instead of a reply (a rate limit, an unreachable model).
    */
   turnEnded(data?: Record<string, unknown>, failure?: TurnFailure): void;
+  /**
+   * A subagent's turn: kept apart from the session's own conversation (its last output, the replies published
+   * for it), listed under the tool call that started it.
+   */
+  subagent(output: SubagentOutput): void;
   pending(interaction: PendingInteraction): void;
   pendingCleared(requestId: string, action: string): void;
   /** The provider's own conversation id, to resume it with later. */

@@ -22,6 +22,7 @@ import { SessionEventLog, type LifecycleEvent } from './session-events.js';
 import { nextState, requireTransition, wakesOnMessage, type SessionCommand } from './session-states.js';
 import type { SessionRecord, SessionStore } from './session-store.js';
 import { peekView, sessionView, type ViewParts } from './session-view.js';
+import { Subagents } from './subagents.js';
 import { Transcript } from './transcript.js';
 import { TranscriptWriter } from './transcript-writer.js';
 import { Turns, type MessageRequest, type TurnFailureNote } from './turns.js';
@@ -78,6 +79,8 @@ export class Session extends EventEmitter<SessionEvents> {
   readonly dir: string;
   readonly transcript: Transcript;
   private readonly writer: TranscriptWriter;
+  /** Its program's subagents, each with a transcript of its own. */
+  readonly subagents: Subagents;
   private readonly events: SessionEventLog;
   private readonly turns: Turns;
   private runtime: SessionRuntime | undefined;
@@ -110,6 +113,7 @@ export class Session extends EventEmitter<SessionEvents> {
       logger: ctx.logger,
       written: (entry) => this.emit('entry', entry),
     });
+    this.subagents = new Subagents(this.dir, this.writer, () => this.running);
     this.events = new SessionEventLog(ctx.log, this);
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- the host reads the session as it is then
     const session = this;
@@ -404,6 +408,7 @@ export class Session extends EventEmitter<SessionEvents> {
       ready: () => void this.becameReady(),
       output: (kind, text, data) => this.turns.output(kind, text, data),
       turnEnded: (data, failure) => this.turns.turnEnded(data, failure),
+      subagent: (output) => this.subagents.record(output),
       pending: (interaction) => this.turns.asked(interaction),
       pendingCleared: (requestId, action) => this.turns.answered(requestId, action),
       sessionKey: (key) => {
@@ -453,6 +458,7 @@ export class Session extends EventEmitter<SessionEvents> {
     this.runtime = undefined;
     this.ready = false;
     this.turns.programEnded();
+    this.subagents.closeAll();
     // Told once the state below is settled.
     const crashed = !exit.requested && !(refusal !== undefined && wasReady);
     setImmediate(() => this.emit('ended', { crashed, ran_ms: ranMs }));

@@ -44,6 +44,23 @@ export class TranscriptWriter {
     return result;
   }
 
+  /**
+   * Appends an entry to another transcript of the session (a subagent's), in order with the entries before it;
+   * the session's stream and those following its own transcript do not see it.
+   */
+  writeTo(transcript: Transcript, entry: NewEntry): Promise<EventRecord | undefined> {
+    this.waiting++;
+    const result = this.writes
+      .then(() => transcript.append(entry))
+      .catch((err: unknown) => {
+        this.o.logger.error({ err, session: this.o.sessionId }, 'could not write a subagent transcript');
+        return undefined;
+      })
+      .finally(() => this.waiting--);
+    this.writes = result;
+    return result;
+  }
+
   /** Runs `show` after the entries being written now: a stream sees a turn end after the reply it ends. */
   inOrder(show: () => void): void {
     this.writes = this.writes.then(show).catch((err: unknown) => {

@@ -43,6 +43,19 @@ interface Frame {
   stop_reason?: unknown;
   /** Claude Code: why a turn could not run at all (`No conversation found with session ID: …`). */
   errors?: unknown;
+  /** Claude Code: set on a subagent's frames — the Task/Agent call of the main conversation that started it. */
+  parent_tool_use_id?: string | null;
+  /** Claude Code: the subagent a frame is of (newer versions; older ones name only its Task call). */
+  agent_id?: string;
+  /** Claude Code `task_started` / `task_notification`: the task (a subagent's is its agent id) and its call. */
+  task_id?: string;
+  task_type?: string;
+  tool_use_id?: string;
+  status?: string;
+  summary?: string;
+  description?: string;
+  subagent_type?: string;
+  prompt?: string;
 }
 
 /** A tool call or result as a line for people: `Bash {"command":"ls"}`. */
@@ -79,6 +92,8 @@ export class StreamJsonProtocol implements Protocol {
   private interrupting = false;
   /** Its `can_use_tool` requests waiting for an answer, with the input an `allow` hands back. */
   private readonly asked = new Map<string, unknown>();
+  /** The subagents it started (task id → the Task call's id), so that their end is told to them. */
+  private readonly subagents = new Map<string, string>();
   /** Our control requests waiting for its `control_response`. */
   private readonly waiting = new Map<string, (ok: boolean) => void>();
   private readyTimer: NodeJS.Timeout | undefined;
@@ -160,6 +175,12 @@ export class StreamJsonProtocol implements Protocol {
     // fails ("No conversation found"). Its `init` comes with a turn; its `result` ends one.
     if (frame.session_id && ((frame.type === 'system' && frame.subtype === 'init') || frame.type === 'result'))
       this.sink.sessionKey(frame.session_id);
+    // A subagent's own turns (Claude Code's Task/Agent tool) are not the agent's: its words must not become the
+    // session's reply. The main conversation keeps the Task call and its result.
+    if (typeof frame.parent_tool_use_id === 'string' && frame.parent_tool_use_id) {
+      this.subagentFrame(frame, frame.parent_tool_use_id);
+      return;
+    }
     switch (frame.type) {
       case 'assistant':
         for (const block of this.blocks(frame)) {
@@ -230,8 +251,67 @@ export class StreamJsonProtocol implements Protocol {
         }
         return;
       }
+      case 'system':
+        this.subagentTask(frame);
+        return;
       default:
-      // `system` and whatever else it says: its session id is taken above; the rest is not conversation.
+      // Whatever else it says: its session id is taken above; the rest is not conversation.
+    }
+  }
+
+  /** A frame of a subagent: its prompt, its replies, its tool calls and their results. */
+  private subagentFrame(frame: Frame, parent: string): void {
+    const agent = { agent_id: frame.agent_id || parent, parent_tool_use_id: parent };
+    for (const block of this.blocks(frame)) {
+      if (block.type === 'text' && block.text) {
+        this.sink.subagent({ ...agent, kind: frame.type === 'assistant' ? 'assistant' : 'user', text: block.text });
+      } else if (block.type === 'tool_use') {
+        this.sink.subagent({
+          ...agent,
+          kind: 'tool_call',
+          text: `${block.name ?? 'tool'} ${describe(block.input)}`,
+          data: { tool_use_id: block.id, name: block.name, input: block.input },
+        });
+      } else if (block.type === 'tool_result') {
+        this.sink.subagent({
+          ...agent,
+          kind: 'tool_result',
+          text: resultText(block.content),
+          data: { tool_use_id: block.tool_use_id, ...(block.is_error ? { is_error: true } : {}) },
+        });
+      }
+    }
+  }
+
+  /** Claude Code's `task_started` and `task_notification` of a subagent: its start and its end. */
+  private subagentTask(frame: Frame): void {
+    const task = frame.task_id;
+    const call = frame.tool_use_id;
+    if (!task || !call) return;
+    if (frame.subtype === 'task_started' && frame.task_type === 'local_agent') {
+      this.subagents.set(task, call);
+      this.sink.subagent({
+        agent_id: task,
+        parent_tool_use_id: call,
+        kind: 'start',
+        ...(frame.prompt !== undefined ? { text: frame.prompt } : {}),
+        data: {
+          ...(frame.description !== undefined ? { description: frame.description } : {}),
+          ...(frame.subagent_type !== undefined ? { subagent_type: frame.subagent_type } : {}),
+        },
+      });
+    } else if (frame.subtype === 'task_notification' && this.subagents.get(task) === call) {
+      this.subagents.delete(task);
+      this.sink.subagent({
+        agent_id: task,
+        parent_tool_use_id: call,
+        kind: 'turn_end',
+        data: {
+          status: frame.status ?? 'completed',
+          ...(frame.summary !== undefined ? { summary: frame.summary } : {}),
+          ...(frame.usage !== undefined ? { usage: frame.usage } : {}),
+        },
+      });
     }
   }
 
