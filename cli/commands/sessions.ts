@@ -8,6 +8,7 @@ import { CliError } from '../_errors.js';
 import { inCityFlags, limitFlag, listLimit, refuseTogether, timeout, timeoutFlag } from '../_flags.js';
 import { colourOn, exitWhenReaderLeaves, fields, json, line, noteMore, paint, progress, table } from '../_output.js';
 import { collectPages } from '../_pages.js';
+import { agents } from './session-agents.js';
 import { turnLine } from '../_views.js';
 import { cityPath, inCity } from '../_scope.js';
 import { readEvents } from '../_stream.js';
@@ -552,6 +553,7 @@ export const sessionCommand = group({
     send: deliveryCommand('send'),
     submit: deliveryCommand('submit'),
     transcript,
+    agents,
     stream,
     stop,
     kill,

@@ -5,6 +5,8 @@ import type {
   CityPendingListBody,
   ListBodySessionResponse,
   OKWithIDResponseBody,
+  SessionAgentGetResponse,
+  SessionAgentListResponse,
   SessionCloseResponse,
   SessionCreateBody,
   SessionMessageInputBody,
@@ -299,6 +301,32 @@ export class SessionsRoutes extends Controller {
     @Query() after?: number,
   ): SessionTranscriptResponse {
     return this.city.sessions.transcript(id, { format, tail, before, after });
+  }
+
+  /**
+   * The subagents the session's program started (Claude Code's Task/Agent tool), oldest first, each with the
+   * tool call of the session's transcript that started it; empty when it started none. Their turns are kept
+   * apart from the session's own, which show the call and its result.
+   * @summary List a session's subagents
+   */
+  @Get('session/{id}/agents')
+  public listSessionAgents(@Path() cityName: string, @Path() id: string): SessionAgentListResponse {
+    return { agents: this.city.sessions.find(id).subagents.list() };
+  }
+
+  /**
+   * One subagent's own transcript (its prompt, replies, tool calls and results, its end) and its status.
+   * @summary Get a session's subagent
+   * @param agentId The subagent's id (`agent_id` in the session's list of agents).
+   */
+  @Get('session/{id}/agents/{agentId}')
+  @Response<ErrorModel>(404, 'No such session, or no such subagent in it (`agent-not-found`)')
+  public getSessionAgent(
+    @Path() cityName: string,
+    @Path() id: string,
+    @Path() agentId: string,
+  ): SessionAgentGetResponse {
+    return this.city.sessions.find(id).subagents.get(agentId);
   }
 
   /**

@@ -368,6 +368,32 @@ export interface SessionTranscriptResponse {
   pagination: TranscriptPagination;
 }
 
+/** A subagent of a session (Claude Code's Task/Agent tool) and the main conversation's tool call that started it. */
+export interface SessionAgentMapping {
+  agent_id: string;
+  /** The `tool_call` entry of the session's transcript (its `tool_use_id`) that started the subagent. */
+  parent_tool_use_id: string;
+}
+
+/** Body of `GET …/session/{id}/agents`: the session's subagents, oldest first (empty when it started none). */
+export interface SessionAgentListResponse {
+  agents: SessionAgentMapping[];
+}
+
+/** Body of `GET …/session/{id}/agents/{agentId}`: one subagent's own transcript and status. */
+export interface SessionAgentGetResponse {
+  /**
+   * Its entries as stored, like the session transcript's `format=raw`: `start` (its task and prompt), `user`,
+   * `assistant`, `tool_call`, `tool_result`, and `turn_end` once it ended (`status`, `summary`, `usage`).
+   */
+  messages: TranscriptEntry[];
+  /**
+   * `completed` or `failed` (as the program reported its end), `running` while it works, `stopped` when the
+   * program ended before it did.
+   */
+  status: string;
+}
+
 /** Data of a session stream's `activity` frame. */
 export interface SessionActivityEvent {
   activity: 'idle' | 'in-turn';
