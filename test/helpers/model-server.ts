@@ -10,7 +10,10 @@ import type { AddressInfo } from 'node:net';
 //     once the tool's result comes back, the reply is `Tool said: <result>`;
 //   - `slow: <text>` streams the echo one word every 200 ms (a turn long enough to interrupt);
 //   - `rate-limit` answers 429 (with `retry-after`), `overloaded` answers 529/503: the provider's errors;
-//   - a text starting `say: <text>` replies exactly `<text>`.
+//   - a text starting `say: <text>` replies exactly `<text>`;
+//   - `delegate: <task>` asks Claude Code for a subagent (its `Agent` tool, in the foreground) whose prompt is
+//     `<task>` — the subagent's own requests follow the same rules — and once the subagent's report comes back
+//     the main reply is `Delegated work is done.`.
 //
 // It records every request (path and body) so that a test can check what the CLI sent, e.g. that a resumed
 // conversation carries its earlier turns.
@@ -42,7 +45,13 @@ interface Reply {
 }
 
 /** What the rules answer to the last user text, or to a tool's result. */
-export function replyTo(userText: string | undefined, toolResult: string | undefined, api: ModelRequest['api']): Reply {
+export function replyTo(
+  userText: string | undefined,
+  toolResult: string | undefined,
+  api: ModelRequest['api'],
+  toolName?: string,
+): Reply {
+  if (toolResult !== undefined && toolName === 'Agent') return { text: 'Delegated work is done.' };
   if (toolResult !== undefined) return { text: `Tool said: ${toolResult.trim()}` };
   const text = (userText ?? '').trim();
   if (/\brate-limit\b/.test(text)) return { status: 429 };
@@ -53,6 +62,11 @@ export function replyTo(userText: string | undefined, toolResult: string | undef
       ? { tool: { name: 'Bash', input: { command: run[1], description: 'Run the command the test asked for' } } }
       : { tool: { name: 'shell', input: { command: ['sh', '-c', run[1]] } } };
   }
+  const delegate = /^delegate:\s*(.+)$/s.exec(text);
+  if (delegate && api === 'messages') {
+    const input = { description: 'Delegated task', prompt: delegate[1], subagent_type: 'general-purpose' };
+    return { tool: { name: 'Agent', input: { ...input, run_in_background: false } } };
+  }
   const slow = /^slow:\s*(.+)$/s.exec(text);
   if (slow) return { text: `You said: ${slow[1]}`, slow: true };
   const say = /^say:\s*(.+)$/s.exec(text);
@@ -60,7 +74,7 @@ export function replyTo(userText: string | undefined, toolResult: string | undef
   return { text: `You said: ${text}` };
 }
 
-type Block = { type?: string; text?: string; content?: unknown };
+type Block = { type?: string; text?: string; content?: unknown; id?: string; name?: string; tool_use_id?: string };
 
 function textOf(content: unknown): string[] {
   if (typeof content === 'string') return [content];
@@ -75,15 +89,24 @@ function isPeopleText(text: string): boolean {
   return !text.trimStart().startsWith('<') && text.trim() !== '';
 }
 
-/** Messages API: the last user message's own text, or the result of the tool call it answers. */
-function readMessages(body: Record<string, unknown>): { userText?: string; toolResult?: string } {
+/** Messages API: the last user message's own text, or the result of the tool call it answers (and its tool). */
+function readMessages(body: Record<string, unknown>): { userText?: string; toolResult?: string; toolName?: string } {
   const messages = (body.messages ?? []) as { role?: string; content?: unknown }[];
   // Claude Code may put a `system` message after the user's (its list of agents and skills).
   const last = messages.filter((m) => m.role !== 'system').at(-1);
   if (!last || last.role !== 'user') return {};
   if (Array.isArray(last.content)) {
     const result = (last.content as Block[]).find((b) => b.type === 'tool_result');
-    if (result) return { toolResult: textOf(result.content).join('\n') || JSON.stringify(result.content ?? '') };
+    if (result) {
+      const calls = messages.flatMap((m) =>
+        m.role === 'assistant' && Array.isArray(m.content) ? (m.content as Block[]) : [],
+      );
+      const call = calls.find((b) => b.type === 'tool_use' && b.id === result.tool_use_id);
+      return {
+        toolResult: textOf(result.content).join('\n') || JSON.stringify(result.content ?? ''),
+        ...(call?.name ? { toolName: call.name } : {}),
+      };
+    }
   }
   return { userText: textOf(last.content).filter(isPeopleText).at(-1) };
 }
@@ -297,10 +320,11 @@ export async function startModelServer(): Promise<ModelServer> {
         return;
       }
       const body = await readBody(req);
-      const read = api === 'messages' ? readMessages(body) : readResponses(body);
+      const read: { userText?: string; toolResult?: string; toolName?: string } =
+        api === 'messages' ? readMessages(body) : readResponses(body);
       requests.push({ api, path, body, userText: read.userText });
       if (failing !== undefined) return fail(res, api, failing);
-      const reply = replyTo(read.userText, read.toolResult, api);
+      const reply = replyTo(read.userText, read.toolResult, api, read.toolName);
       if (reply.status !== undefined) return fail(res, api, reply.status);
       await (api === 'messages' ? streamMessages(res, body, reply) : streamResponses(res, body, reply));
     })().catch((err: unknown) => {
