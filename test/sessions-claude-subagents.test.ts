@@ -50,6 +50,8 @@ describe('subagents of the real Claude Code (stream-json, against a scripted mod
   let adapter: Awaited<ReturnType<typeof startAdapter>>;
   let home: string;
   let pid: number | undefined;
+  /** The session of the first test, which the second goes on talking to. */
+  let sessionId: string | undefined;
 
   before(async function () {
     this.timeout(11 * 60_000); // a version named by CTL_TEST_CLAUDE_VERSION is installed on first use
@@ -164,5 +166,50 @@ describe('subagents of the real Claude Code (stream-json, against a scripted mod
     const cliMissing = await city.sup.ctl(['--city', 'delegates', 'session', 'agents', id, 'nope']);
     expect(cliMissing.code).to.equal(1);
     expect(cliMissing.stderr.trim().split('\n')).to.have.length(1);
+    sessionId = id;
+  });
+
+  it('a subagent in the background: the turn Claude Code begins when it is done is a turn, answered to the chat', async function () {
+    const { api } = city;
+    const id = sessionId!;
+    const before = adapter.posted.length;
+    const inbound = await api.post('/extmsg/inbound', {
+      provider: 'chat',
+      account_id: 'bot',
+      message: {
+        provider_message_id: 'm-2',
+        conversation: room,
+        actor: { id: 'u1', display_name: 'Ada', is_bot: false },
+        text: 'delegate in background: run: echo later',
+        received_at: new Date().toISOString(),
+      },
+    });
+    expect(inbound.status, JSON.stringify(inbound.body)).to.equal(200);
+    // The message's turn ends as soon as the subagent is launched; the answer comes in Claude Code's own turn.
+    await waitUntil('both replies at the adapter', async () => adapter.posted.length >= before + 2, 60_000);
+    expect(adapter.posted.slice(before).map((p) => p.text)).to.deep.equal([
+      'Delegated work is done.',
+      'The subagent reported: Tool said: later',
+    ]);
+    const lines = (await session(api, id)).last_output!.split('\n');
+    expect(lines.at(-1)).to.equal('The subagent reported: Tool said: later');
+    expect(lines).to.not.include('Tool said: later');
+
+    const raw = (
+      await api.get<{ messages: (RawEntry & { turn?: number })[] }>(`/session/${id}/transcript?format=raw&tail=1000`)
+    ).body.messages;
+    const own = raw.find((e) => e.kind === 'notice' && e.text === 'the program began a turn of its own');
+    expect(own, 'a notice opens the turn Claude Code began').to.not.equal(undefined);
+    const ends = raw.filter((e) => e.kind === 'turn_end').map((e) => e.turn);
+    expect(ends).to.include(own!.turn);
+    expect(new Set(ends).size, 'each turn ends once').to.equal(ends.length);
+
+    const agents = (await api.get<{ agents: { agent_id: string }[] }>(`/session/${id}/agents`)).body.agents;
+    expect(agents).to.have.length(2);
+    const later = await api.get<{ messages: RawEntry[]; status: string }>(
+      `/session/${id}/agents/${agents[1].agent_id}`,
+    );
+    expect(later.body.status).to.equal('completed');
+    expect(later.body.messages.map((m) => m.text)).to.include('Tool said: later');
   });
 });

@@ -26,6 +26,11 @@ const REPLAY_MAX = 10_000;
 export class Replies {
   /** Turns answering a conversation, by `session:turn`. */
   private readonly turns = new Map<string, ReplyTurn>();
+  /**
+   * By session, the conversation its last turn answered: a turn the program then begins on its own (Claude Code,
+   * once a background subagent is done) answers it too.
+   */
+  private readonly answering = new Map<string, AwaitedReply>();
   /** Sessions followed, and the last transcript entry read of each (an entry is read once). */
   private readonly watched = new Map<string, number>();
   private stopWatching: (() => void) | undefined;
@@ -91,6 +96,7 @@ export class Replies {
       session.off('entry', listener);
       session.off('state', closed);
       this.watched.delete(session.id);
+      this.answering.delete(session.id);
       this.o.store.dropAwaited(session.id);
     };
     session.on('entry', listener);
@@ -101,10 +107,22 @@ export class Replies {
     const last = this.watched.get(session.id) ?? 0;
     if (record.seq <= last) return;
     if (this.watched.has(session.id)) this.watched.set(session.id, record.seq);
-    const payload = (record.payload ?? {}) as { turn?: number; message_id?: string; text?: string; chunk?: boolean };
+    const payload = (record.payload ?? {}) as {
+      turn?: number;
+      message_id?: string;
+      text?: string;
+      chunk?: boolean;
+      program_turn?: boolean;
+    };
     const key = `${session.id}:${payload.turn}`;
     if (record.type === 'user' && payload.message_id) {
       const awaited = this.o.store.takeAwaited(payload.message_id);
+      if (awaited) this.turns.set(key, { awaited, text: '', lastChunk: false });
+      else this.answering.delete(session.id);
+      return;
+    }
+    if (record.type === 'notice' && payload.program_turn === true) {
+      const awaited = this.answering.get(session.id);
       if (awaited) this.turns.set(key, { awaited, text: '', lastChunk: false });
       return;
     }
@@ -116,6 +134,7 @@ export class Replies {
       turn.lastChunk = payload.chunk === true;
     } else if (record.type === 'turn_end') {
       this.turns.delete(key);
+      this.answering.set(session.id, turn.awaited);
       const reply = turn.text.trim();
       if (reply) void this.reply(session, turn.awaited, reply);
     }

@@ -60,6 +60,8 @@ export interface RuntimeSink {
    * `failure` what the provider's service answered instead of a reply (a rate limit, an unreachable model).
    */
   turnEnded(data?: Record<string, unknown>, failure?: TurnFailure): void;
+  /** The program began a turn no message asked for (Claude Code, once a background subagent is done). */
+  turnBegan(reason: string): void;
   /**
    * A subagent's turn: kept apart from the session's own conversation (its last output, the replies published
    * for it), listed under the tool call that started it.

@@ -408,6 +408,7 @@ export class Session extends EventEmitter<SessionEvents> {
       ready: () => void this.becameReady(),
       output: (kind, text, data) => this.turns.output(kind, text, data),
       turnEnded: (data, failure) => this.turns.turnEnded(data, failure),
+      turnBegan: (reason) => this.turns.begunByProgram(reason),
       subagent: (output) => this.subagents.record(output),
       pending: (interaction) => this.turns.asked(interaction),
       pendingCleared: (requestId, action) => this.turns.answered(requestId, action),

@@ -248,6 +248,20 @@ export class Turns {
     });
   }
 
+  /** The program began a turn of its own: a turn like any other, opened by a notice instead of a message. */
+  begunByProgram(reason: string): void {
+    this.turn++;
+    this.openTurns.push(this.turn);
+    this.host.record.last_active = new Date().toISOString();
+    this.setActivity('in-turn');
+    void this.host.writer.write({
+      kind: 'notice',
+      actor: 'assistant',
+      text: reason,
+      data: { turn: this.turn, program_turn: true },
+    });
+  }
+
   turnEnded(data: Record<string, unknown> | undefined, failure: TurnFailure | undefined): void {
     const ended = this.openTurns.shift() ?? this.turn;
     if (data) this.recordUsage(data);

@@ -13,7 +13,9 @@ import type { AddressInfo } from 'node:net';
 //   - a text starting `say: <text>` replies exactly `<text>`;
 //   - `delegate: <task>` asks Claude Code for a subagent (its `Agent` tool, in the foreground) whose prompt is
 //     `<task>` — the subagent's own requests follow the same rules — and once the subagent's report comes back
-//     the main reply is `Delegated work is done.`.
+//     the main reply is `Delegated work is done.`; `delegate in background: <task>` the same, with the subagent
+//     in the background, and the turn Claude Code begins once it is done is answered
+//     `The subagent reported: <its report>`.
 //
 // It records every request (path and body) so that a test can check what the CLI sent, e.g. that a resumed
 // conversation carries its earlier turns.
@@ -50,7 +52,9 @@ export function replyTo(
   toolResult: string | undefined,
   api: ModelRequest['api'],
   toolName?: string,
+  taskResult?: string,
 ): Reply {
+  if (taskResult !== undefined) return { text: `The subagent reported: ${taskResult.trim()}` };
   if (toolResult !== undefined && toolName === 'Agent') return { text: 'Delegated work is done.' };
   if (toolResult !== undefined) return { text: `Tool said: ${toolResult.trim()}` };
   const text = (userText ?? '').trim();
@@ -62,10 +66,10 @@ export function replyTo(
       ? { tool: { name: 'Bash', input: { command: run[1], description: 'Run the command the test asked for' } } }
       : { tool: { name: 'shell', input: { command: ['sh', '-c', run[1]] } } };
   }
-  const delegate = /^delegate:\s*(.+)$/s.exec(text);
+  const delegate = /^delegate( in background)?:\s*(.+)$/s.exec(text);
   if (delegate && api === 'messages') {
-    const input = { description: 'Delegated task', prompt: delegate[1], subagent_type: 'general-purpose' };
-    return { tool: { name: 'Agent', input: { ...input, run_in_background: false } } };
+    const input = { description: 'Delegated task', prompt: delegate[2], subagent_type: 'general-purpose' };
+    return { tool: { name: 'Agent', input: delegate[1] ? input : { ...input, run_in_background: false } } };
   }
   const slow = /^slow:\s*(.+)$/s.exec(text);
   if (slow) return { text: `You said: ${slow[1]}`, slow: true };
@@ -90,7 +94,12 @@ function isPeopleText(text: string): boolean {
 }
 
 /** Messages API: the last user message's own text, or the result of the tool call it answers (and its tool). */
-function readMessages(body: Record<string, unknown>): { userText?: string; toolResult?: string; toolName?: string } {
+function readMessages(body: Record<string, unknown>): {
+  userText?: string;
+  toolResult?: string;
+  toolName?: string;
+  taskResult?: string;
+} {
   const messages = (body.messages ?? []) as { role?: string; content?: unknown }[];
   // Claude Code may put a `system` message after the user's (its list of agents and skills).
   const last = messages.filter((m) => m.role !== 'system').at(-1);
@@ -108,7 +117,11 @@ function readMessages(body: Record<string, unknown>): { userText?: string; toolR
       };
     }
   }
-  return { userText: textOf(last.content).filter(isPeopleText).at(-1) };
+  const texts = textOf(last.content);
+  // Claude Code tells the model a background subagent is done in a `<task-notification>` of its own.
+  const notified = texts.map((t) => /<task-notification>[\s\S]*?<result>([\s\S]*?)<\/result>/.exec(t)).find(Boolean);
+  if (notified) return { taskResult: notified[1] };
+  return { userText: texts.filter(isPeopleText).at(-1) };
 }
 
 /** Responses API: the newest input item decides — a function call's output, or a user message. */
@@ -320,11 +333,11 @@ export async function startModelServer(): Promise<ModelServer> {
         return;
       }
       const body = await readBody(req);
-      const read: { userText?: string; toolResult?: string; toolName?: string } =
+      const read: { userText?: string; toolResult?: string; toolName?: string; taskResult?: string } =
         api === 'messages' ? readMessages(body) : readResponses(body);
       requests.push({ api, path, body, userText: read.userText });
       if (failing !== undefined) return fail(res, api, failing);
-      const reply = replyTo(read.userText, read.toolResult, api, read.toolName);
+      const reply = replyTo(read.userText, read.toolResult, api, read.toolName, read.taskResult);
       if (reply.status !== undefined) return fail(res, api, reply.status);
       await (api === 'messages' ? streamMessages(res, body, reply) : streamResponses(res, body, reply));
     })().catch((err: unknown) => {

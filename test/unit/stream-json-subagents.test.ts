@@ -31,14 +31,16 @@ interface Heard {
   outputs: { kind: OutputKind; text: string; data?: Record<string, unknown> }[];
   subagents: SubagentOutput[];
   turnEnds: number;
+  turnsBegun: number;
 }
 
 function hear(lines: string[]): Heard {
-  const heard: Heard = { outputs: [], subagents: [], turnEnds: 0 };
+  const heard: Heard = { outputs: [], subagents: [], turnEnds: 0, turnsBegun: 0 };
   const sink: RuntimeSink = {
     ready: () => undefined,
     output: (kind, text, data) => heard.outputs.push({ kind, text, data }),
     turnEnded: () => heard.turnEnds++,
+    turnBegan: () => heard.turnsBegun++,
     subagent: (output) => heard.subagents.push(output),
     pending: () => undefined,
     pendingCleared: () => undefined,
@@ -48,7 +50,11 @@ function hear(lines: string[]): Heard {
     behind: () => undefined,
   };
   const protocol = new StreamJsonProtocol({ ready_delay_ms: 0 } as ResolvedProvider, sink, logger);
+  // The message the captured turn answers was handed over (its `user` frame written to the program).
+  protocol.started({ write: () => Promise.resolve(), signal: () => undefined });
+  void protocol.deliver({ id: 'msg-1', text: 'delegate' });
   protocol.lines(lines);
+  protocol.ended();
   return heard;
 }
 
@@ -62,6 +68,7 @@ describe('Claude Code subagents in stream-json (in-process, frames of the real C
     expect(heard.outputs[1].text).to.include('Sub tool said');
     expect(heard.outputs[2].text).to.equal('Main says: done');
     expect(heard.turnEnds).to.equal(1);
+    expect(heard.turnsBegun).to.equal(0);
   });
 
   it('a foreground subagent: its prompt, tool calls, results, reply and end are its own, under its Agent call', function () {
@@ -80,9 +87,12 @@ describe('Claude Code subagents in stream-json (in-process, frames of the real C
     expect(heard.subagents.at(-1)!.data).to.include({ summary: 'Sub tool said: "hi"' });
   });
 
-  it("a background subagent: its reply is its own, not the session's", function () {
+  it('a background subagent: its reply is its own, and the turn Claude Code begins when it is done is a turn', function () {
     const heard = hear(captured('background'));
     const agent = 'a8b3218d12750c53c';
+    // The message's turn ends; the program begins one of its own (the task notification), which ends too.
+    expect(heard.turnsBegun).to.equal(1);
+    expect(heard.turnEnds).to.equal(2);
     expect(heard.outputs.filter((o) => o.kind === 'assistant').map((o) => o.text)).to.not.include(
       'Subagent found: the answer',
     );

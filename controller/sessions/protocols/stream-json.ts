@@ -88,6 +88,10 @@ export class StreamJsonProtocol implements Protocol {
   };
   private io: ProgramIO | undefined;
   private inTurn = false;
+  /** Our messages handed over whose turn has not ended (each ends with its own `result`). */
+  private owed = 0;
+  /** A turn the program began itself (Claude Code, when a background subagent is done) is in progress. */
+  private ownTurn = false;
   /** We asked the current turn to stop: its error result is the answer, not a failure. */
   private interrupting = false;
   /** Its `can_use_tool` requests waiting for an answer, with the input an `allow` hands back. */
@@ -126,11 +130,12 @@ export class StreamJsonProtocol implements Protocol {
 
   async deliver(message: { id: string; text: string }): Promise<void> {
     this.inTurn = true;
+    this.owed++;
     await this.send({ type: 'user', message: { role: 'user', content: message.text } });
   }
 
   async interrupt(): Promise<boolean> {
-    if (!this.inTurn) return false;
+    if (!this.inTurn && !this.ownTurn) return false;
     this.interrupting = true;
     return this.control({ subtype: 'interrupt' });
   }
@@ -163,8 +168,10 @@ export class StreamJsonProtocol implements Protocol {
     this.asked.clear();
     for (const settle of this.waiting.values()) settle(false);
     this.waiting.clear();
-    if (this.inTurn) {
+    if (this.inTurn || this.ownTurn) {
       this.inTurn = false;
+      this.ownTurn = false;
+      this.owed = 0;
       this.sink.turnEnded({ ended: true });
     }
   }
@@ -180,6 +187,12 @@ export class StreamJsonProtocol implements Protocol {
     if (typeof frame.parent_tool_use_id === 'string' && frame.parent_tool_use_id) {
       this.subagentFrame(frame, frame.parent_tool_use_id);
       return;
+    }
+    // Every turn opens with an `init`; one no message of ours asked for is the program's own (Claude Code starts
+    // one when a background subagent is done, its `result` saying `origin: task-notification`).
+    if (frame.type === 'system' && frame.subtype === 'init' && this.owed === 0 && !this.ownTurn) {
+      this.ownTurn = true;
+      this.sink.turnBegan('the program began a turn of its own');
     }
     switch (frame.type) {
       case 'assistant':
@@ -209,7 +222,9 @@ export class StreamJsonProtocol implements Protocol {
         }
         return;
       case 'result': {
-        this.inTurn = false;
+        if (this.owed > 0) this.owed--;
+        else this.ownTurn = false;
+        this.inTurn = this.owed > 0;
         const status = typeof frame.api_error_status === 'number' ? frame.api_error_status : undefined;
         const errors = Array.isArray(frame.errors) ? frame.errors.filter((e) => typeof e === 'string') : [];
         if (errors.some((e) => NO_CONVERSATION.test(e))) this.sink.resumeRefused(errors.join('; '));
