@@ -60,6 +60,14 @@ export const TOP_LEVEL: Record<string, [description: string, load: () => Promise
     () => import('./commands/beads.js').then((m) => m.beadCommand),
   ],
   mail: ['Messages between agents and people', () => import('./commands/mail.js').then((m) => m.mailCommand)],
+  prime: [
+    "A session's role prompt, current work and unread mail, as text for a hook or a first turn",
+    () => import('./commands/agent-side.js').then((m) => m.primeCommand),
+  ],
+  hook: [
+    'The bead the session should work on now (exit 3, printing nothing, when there is none)',
+    () => import('./commands/agent-side.js').then((m) => m.hookCommand),
+  ],
   convoy: [
     'Convoys: beads tracked together to completion',
     () => import('./commands/convoys.js').then((m) => m.convoyCommand),

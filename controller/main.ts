@@ -17,7 +17,7 @@ import type { EventLog } from '../shared/events/event-log.js';
 import { FileLock } from '../shared/fs/file-lock.js';
 import { LogTail } from '../shared/events/log-tail.js';
 import { createLogger } from '../shared/log.js';
-import { cityPaths, ctlHome, homePaths } from '../shared/paths.js';
+import { cityPaths, ctlEntryPath, ctlHome, homePaths } from '../shared/paths.js';
 import { readSupervisorConfig } from '../shared/config/supervisor-config.js';
 import { LocalAccounts } from '../shared/http/local-accounts.js';
 import { PeerAccess } from '../shared/http/peer-access.js';
@@ -38,6 +38,8 @@ import { promptFor, suspensionIn } from './agents/agent-catalog.js';
 import { watchConfig } from './config/config-watch.js';
 import { installTether, ProcessTether } from './process-tether.js';
 import { AgentTick } from './agents/tick.js';
+import { heldBeadOf } from './agents/work-board.js';
+import { writeCtlLauncher } from './sessions/ctl-launcher.js';
 import { UsageLog } from './usage/usage-log.js';
 import { serviceUpgrade } from './service-proxy.js';
 import { serviceFastPath } from './service-fast-path.js';
@@ -164,6 +166,12 @@ export async function run(options: ControllerRunOptions): Promise<void> {
         logger,
         provider: (provider) => providers.get(provider),
         env: sessionEnvironment(),
+        ctlBin: writeCtlLauncher(join(paths.runtimeDir, 'bin'), process.execPath, process.argv[1] || ctlEntryPath()),
+        heldBead: (sessionId) => heldBeadOf(store, sessionId),
+        agentPrompt: (record, bead) => {
+          const agent = (city?.agents ?? loaded.agents).find((a) => a.name === record.template);
+          return agent && promptFor(agent, { city: name, session: record.session_name, bead });
+        },
         stopGraceMs: SESSION_STOP_GRACE_MS,
         startTimeoutMs: SESSION_START_TIMEOUT_MS,
         usage: (fact) => usage.record(fact),
@@ -351,8 +359,9 @@ async function listenOn(server: Server, listen: string): Promise<void> {
 }
 
 /**
- * What every session's program starts with: ours, plus how to reach the city with `ctl` — `CTL_CLI`, the
- * `ctl` entry point this controller runs from (programs run it with node), and the supervisor's API address.
+ * What every session's program starts with: ours (the supervisor's API address, `CTL_API`, among it), plus
+ * `CTL_NODE` and `CTL_CLI`, the Node and `ctl` entry point this controller runs (what its `ctl` launcher, first on
+ * the program's PATH, runs too).
  */
 function sessionEnvironment(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };

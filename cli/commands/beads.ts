@@ -274,13 +274,32 @@ const update = command({
   },
 });
 
-const close = idAction({
+const close = command({
   name: 'close',
-  description: 'Close a bead (closing a closed bead changes nothing)',
-  examples: ['ctl bead close alp-1'],
-  id: 'Bead id',
-  request: (api, path) => api.client.POST('/v0/city/{cityName}/bead/{id}/close', { params: { header: CSRF, path } }),
-  done: (_, id) => `Closed ${id}`,
+  description: 'Close a bead (closing a closed bead changes nothing); inside a session, as its agent (CTL_SESSION_ID)',
+  examples: ['ctl bead close alp-1', 'ctl bead close alp-1 --reason "fixed in 3f2c1a"'],
+  args: {
+    id: { type: 'positional', description: 'Bead id', required: true },
+    reason: { type: 'string', description: 'Why it is closed (kept as its close_reason)' },
+    session: {
+      type: 'string',
+      description: 'The session closing it, recorded as closed_by (default: CTL_SESSION_ID)',
+      valueHint: 'ID',
+    },
+    ...inCityFlags,
+  },
+  async run({ args: a }) {
+    const session = a.session?.trim() || process.env.CTL_SESSION_ID?.trim();
+    const body = { ...(a.reason !== undefined ? { reason: a.reason } : {}), ...(session ? { session } : {}) };
+    const { api, city } = await inCity(a);
+    const path = { ...cityPath(city), id: a.id };
+    const { data } = await call(
+      api,
+      api.client.POST('/v0/city/{cityName}/bead/{id}/close', { params: { header: CSRF, path }, body }),
+    );
+    if (a.json) return json(data);
+    line(`Closed ${a.id}`);
+  },
 });
 
 const reopen = idAction({

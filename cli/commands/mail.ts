@@ -1,5 +1,6 @@
 import type { MailReplyInputBody, MailSendInputBody, Message } from '../../shared/dto/mail.js';
 import { idAction } from '../_action.js';
+import { mailCheckCommand } from './agent-side.js';
 import { call, CSRF } from '../_api.js';
 import { command, group } from '../_command.js';
 import { CliError } from '../_errors.js';
@@ -205,5 +206,5 @@ export const mailCommand = group({
     'ctl mail inbox --agent ann',
     'ctl mail reply alp-3 --body "on it"',
   ],
-  commands: { send, inbox, read, reply, archive, thread },
+  commands: { send, inbox, check: mailCheckCommand, read, reply, archive, thread },
 });

@@ -319,7 +319,10 @@ export function suspensionOf(agent: AgentDefinition, suspension: Suspension): st
 }
 
 /** The agent's prompt for one session: a template has its `{{…}}` names filled in. */
-export function promptFor(definition: AgentDefinition, values: { city: string; session: string }): string | undefined {
+export function promptFor(
+  definition: AgentDefinition,
+  values: { city: string; session: string; bead?: string },
+): string | undefined {
   const prompt = definition.config.prompt;
   if (prompt === undefined || prompt.trim() === '') return undefined;
   if (!definition.config.prompt_is_template) return prompt;
@@ -329,6 +332,7 @@ export function promptFor(definition: AgentDefinition, values: { city: string; s
     rig: definition.rig ?? '',
     work_dir: definition.workDir,
     session: values.session,
+    bead: values.bead ?? '',
   };
   return prompt.replace(/\{\{\s*([a-z_]+)\s*\}\}/g, (whole, key: string) => known[key] ?? whole);
 }

@@ -4,6 +4,7 @@ import type { EventLog } from '../../shared/events/event-log.js';
 import type { BeadsService } from '../beads/beads-service.js';
 import type { Session } from '../sessions/session.js';
 import type { SessionService } from '../sessions/session-service.js';
+import { writeHeldBead } from '../sessions/session-environment.js';
 import type { MailNotices } from './mail-notices.js';
 import type { TickAction, TickPlan } from './tick-facts.js';
 import { ASSIGNED_SESSION, ROUTED_TO, type WorkBoard } from './work-board.js';
@@ -86,6 +87,8 @@ async function applyOne(
         metadata: { [ASSIGNED_SESSION]: session.id },
       });
       host.board.held(session.id, taken);
+      // Before it is told: the shell its program runs for this work already sees it as CTL_BEAD.
+      writeHeldBead(session.dir, taken.id);
       session.enqueue(workMessage(action.bead), 'default');
       counts.assigned++;
       return;

@@ -8,6 +8,7 @@ import type { EventRecord } from '../../shared/events/record.js';
 import type { BeadsService } from '../beads/beads-service.js';
 import type { Session } from '../sessions/session.js';
 import type { SessionService } from '../sessions/session-service.js';
+import { writeHeldBead } from '../sessions/session-environment.js';
 import { suspensionOf, type AgentDefinition, type Suspension } from './agent-catalog.js';
 import { AgentChecks, type CheckResult } from './agent-checks.js';
 import { CrashTracker } from './crash-tracker.js';
@@ -89,6 +90,8 @@ export class AgentTick {
   /** How long its last runs took, for the city status. */
   private readonly runStats = new RunStats();
   private baseEnv: NodeJS.ProcessEnv | undefined;
+  /** The bead each session's held-bead file names, as last written (its shells' `CTL_BEAD`). */
+  private readonly heldWritten = new Map<string, string | undefined>();
 
   constructor(private readonly host: TickHost) {
     this.board = new WorkBoard(host.beads);
@@ -189,6 +192,7 @@ export class AgentTick {
     const agents = this.host.agents();
     const suspension = this.host.suspension();
     this.board.refresh(agents.map((a) => a.name));
+    this.syncHeldBeads();
 
     const facts: AgentFacts[] = [];
     for (const agent of agents) {
@@ -305,6 +309,23 @@ export class AgentTick {
 
   // -------------------------------------------------------------------------------------------------------
   // Helpers
+
+  /** Each running session's held-bead file names the bead it holds now (closed, reopened, taken: none). */
+  private syncHeldBeads(): void {
+    const open = new Set<string>();
+    for (const session of this.host.sessions.all()) {
+      open.add(session.id);
+      const bead = this.board.heldBy(session.id)[0]?.id;
+      if (this.heldWritten.has(session.id) && this.heldWritten.get(session.id) === bead) continue;
+      try {
+        writeHeldBead(session.dir, bead);
+        this.heldWritten.set(session.id, bead);
+      } catch (err) {
+        this.host.logger.warn({ err, session: session.id }, 'could not record the bead a session holds');
+      }
+    }
+    for (const id of this.heldWritten.keys()) if (!open.has(id)) this.heldWritten.delete(id);
+  }
 
   private runChecks(agent: AgentDefinition, daemon: CityDaemonConfig): void {
     if (!agent.config.scale_check && !agent.config.work_query) return;

@@ -1,4 +1,5 @@
 import type { Bead } from '../../shared/dto/beads.js';
+import type { BeadStore } from '../beads/bead-store.js';
 import type { BeadsService } from '../beads/beads-service.js';
 
 /** The agent a bead is routed to (stamped by sling). */
@@ -89,6 +90,11 @@ export class WorkBoard {
     const agent = bead.metadata?.[ROUTED_TO];
     if (agent && !bead.is_blocked) push(this.ready, agent, bead);
   }
+}
+
+/** The bead a session holds (in progress, handed to it), straight from the store. */
+export function heldBeadOf(store: BeadStore, sessionId: string): string | undefined {
+  return store.list({ status: 'in_progress', metadata: { [ASSIGNED_SESSION]: sessionId }, limit: 1 }).items[0]?.id;
 }
 
 function push(map: Map<string, Bead[]>, key: string, bead: Bead): void {

@@ -16,6 +16,7 @@ import {
 import type {
   Bead,
   BeadAssignInputBody,
+  BeadCloseInputBody,
   BeadCreateInputBody,
   BeadDepInputBody,
   BeadDepsResponse,
@@ -28,6 +29,7 @@ import type { ErrorModel } from '../../shared/dto/errors.js';
 import { STATUSES, type BeadChange } from '../beads/bead-store.js';
 import { Problem } from '../../shared/http/problem.js';
 import { decodeBeadCursor, decodeReadyCursor, encodeBeadCursor, encodeReadyCursor } from '../beads/page-token.js';
+import { openSessionOf } from '../agents/session-briefing.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { blockUntilChanged } from './blocking.js';
 
@@ -240,12 +242,28 @@ export class BeadsRoutes extends Controller {
   }
 
   /**
-   * Closes a bead (idempotent: closing a closed bead changes nothing). Records `bead.closed`.
+   * Closes a bead (idempotent: closing a closed bead changes nothing). Records `bead.closed`. A `reason` is kept
+   * in its metadata (`close_reason`). With `session` (an agent's `ctl bead close` sends its own), the session
+   * must be open — else a 404 `session-not-found` and nothing changes — and is recorded as `closed_by`, its agent
+   * as the event's actor.
    * @summary Close a bead
    */
   @Post('bead/{id}/close')
-  public async closeBead(@Path() cityName: string, @Path() id: string): Promise<OKResponseBody> {
-    await this.city.beads.close(id);
+  @Response<ErrorModel>(404, 'No such bead, or the session named is gone (`session-not-found`)')
+  public async closeBead(
+    @Path() cityName: string,
+    @Path() id: string,
+    @Body() body?: BeadCloseInputBody,
+  ): Promise<OKResponseBody> {
+    const session = body?.session !== undefined ? openSessionOf(this.city.sessions, body.session) : undefined;
+    this.city.beads.get(id);
+    const record = session?.record;
+    await this.city.beads.close(id, {
+      ...(body?.reason !== undefined ? { reason: body.reason } : {}),
+      ...(record
+        ? { by: record.session_name, actor: record.kind === 'agent' ? record.template : record.session_name }
+        : {}),
+    });
     return { status: 'ok' };
   }
 

@@ -13,6 +13,7 @@ import type {
   SessionPatchBody,
   SessionPendingResponse,
   SessionPermissionModeBody,
+  SessionPrimeResponse,
   SessionRenameInputBody,
   SessionRespondAcceptedBody,
   SessionRespondInputBody,
@@ -21,6 +22,7 @@ import type {
   SessionSubmitInputBody,
   SessionTranscriptResponse,
 } from '../../shared/dto/sessions.js';
+import { briefSession } from '../agents/session-briefing.js';
 import type { CityRuntime } from '../city-runtime.js';
 
 /**
@@ -243,6 +245,21 @@ export class SessionsRoutes extends Controller {
     @Body() body: SessionPermissionModeBody,
   ): Promise<SessionResponse> {
     return this.city.sessions.setPermissionMode(id, body.permission_mode);
+  }
+
+  /**
+   * What the session needs in a turn: its agent's role prompt (its template filled in), the bead it holds now,
+   * its unread mail (to its agent, or to it by session name), and all of it as `text` — what `ctl prime` prints
+   * for a hook or a first turn. A closed session is gone: 404.
+   * @summary Prime a session (its role, work and mail)
+   */
+  @Get('session/{id}/prime')
+  public primeSession(@Path() cityName: string, @Path() id: string): SessionPrimeResponse {
+    const { city } = this;
+    return briefSession(
+      { cityName: city.name, sessions: city.sessions, store: city.beads.store, mail: city.mail, agents: city.agents },
+      id,
+    );
   }
 
   /**

@@ -87,20 +87,27 @@ export class BeadsService {
   }
 
   /** Applies a change; records `bead.closed` when it closes the bead, else `bead.updated`. */
-  async update(id: string, change: BeadChange): Promise<Bead> {
+  async update(id: string, change: BeadChange, actor = 'api'): Promise<Bead> {
     const before = this.get(id);
     const bead = this.run(() => this.store.update(id, change));
     const closed = before.status !== 'closed' && bead.status === 'closed';
-    await this.record(closed ? 'bead.closed' : 'bead.updated', bead);
+    await this.record(closed ? 'bead.closed' : 'bead.updated', bead, actor);
     if (closed) for (const listener of this.closedListeners) await listener(bead);
     return bead;
   }
 
-  /** Closes a bead; closing a closed bead changes and records nothing. */
-  async close(id: string): Promise<Bead> {
+  /**
+   * Closes a bead; closing a closed bead changes and records nothing. `reason` is kept as its `close_reason`;
+   * an agent's session closing it is its `closed_by`, and its agent the event's `actor`.
+   */
+  async close(id: string, how: { reason?: string; by?: string; actor?: string } = {}): Promise<Bead> {
     const bead = this.get(id);
     if (bead.status === 'closed') return bead;
-    return this.update(id, { status: 'closed' });
+    const metadata: Record<string, string> = {};
+    if (how.reason) metadata.close_reason = how.reason;
+    if (how.by) metadata.closed_by = how.by;
+    const change: BeadChange = { status: 'closed', ...(Object.keys(metadata).length ? { metadata } : {}) };
+    return this.update(id, change, how.actor);
   }
 
   async reopen(id: string): Promise<Bead> {
@@ -197,8 +204,12 @@ export class BeadsService {
   }
 
   /** Records a `bead.*` event: the bead as payload. */
-  async record(type: 'bead.created' | 'bead.updated' | 'bead.closed' | 'bead.deleted', bead: Bead): Promise<void> {
-    await this.log.append({ type, actor: 'api', subject: bead.id, payload: { bead } });
+  async record(
+    type: 'bead.created' | 'bead.updated' | 'bead.closed' | 'bead.deleted',
+    bead: Bead,
+    actor = 'api',
+  ): Promise<void> {
+    await this.log.append({ type, actor, subject: bead.id, payload: { bead } });
   }
 
   /** Records any other event about beads (`mail.*`, `convoy.*`). */

@@ -34,6 +34,8 @@ const SETTINGS = [
   'prompt_mode',
   'prompt_flag',
   'resume_args',
+  'system_prompt_args',
+  'settings_args',
   'ready_prompt_prefix',
   'screen_rules',
   'ready_delay_ms',

@@ -36,6 +36,9 @@ export const PRESETS: Record<string, Preset> = {
       // them, a subagent's transcript (`…/session/{id}/agents/{agentId}`) holds its whole conversation.
       env: { CLAUDE_CODE_FORWARD_SUBAGENT_TEXT: '1' },
       resume_args: ['--resume', '{session_key}'],
+      // An agent's prompt joins Claude Code's own system prompt; its hooks prime it at start and after compaction.
+      system_prompt_args: ['--append-system-prompt-file', '{prompt_file}'],
+      settings_args: ['--settings', '{settings_file}'],
       permission_modes: {
         default: ['--permission-mode', 'default'],
         acceptEdits: ['--permission-mode', 'acceptEdits'],
@@ -57,6 +60,8 @@ export const PRESETS: Record<string, Preset> = {
       runtime: 'pipe',
       prompt_mode: 'arg',
       resume_args: ['resume', '{session_key}'],
+      // Its developer instructions (a configuration override each `codex exec` and `exec resume` takes).
+      system_prompt_args: ['-c', 'developer_instructions={prompt_toml}'],
       // As configuration overrides, which `exec resume` takes too (it has no --sandbox flag).
       permission_modes: {
         default: [],

@@ -45,6 +45,18 @@ export interface ProviderSpec {
    * it (Claude Code: `["--resume", "{session_key}"]`).
    */
   resume_args?: string[];
+  /**
+   * Handing an agent's prompt to the program as (part of) its system prompt, at every start: arguments in which
+   * `{prompt_file}` stands for a file holding it, `{prompt_toml}` for it as a TOML string (Claude Code:
+   * `["--append-system-prompt-file", "{prompt_file}"]`). Without them the prompt is the session's first turn.
+   */
+  system_prompt_args?: string[];
+  /**
+   * A per-session settings file in Claude Code's format, whose `SessionStart` and `PreCompact` hooks run
+   * `ctl prime` (the session is primed again after its context is compacted): arguments in which
+   * `{settings_file}` stands for it (Claude Code: `["--settings", "{settings_file}"]`).
+   */
+  settings_args?: string[];
   /** `text`: a line that starts with this means the program is ready for the next turn. */
   ready_prompt_prefix?: string;
   /** `tmux`: the screen rules it is read by (`tui-agent`, … in controller/sessions/tmux/rules, or a path). */
@@ -85,6 +97,8 @@ export interface ResolvedProvider {
   prompt_mode: PromptMode;
   prompt_flag?: string;
   resume_args?: string[];
+  system_prompt_args?: string[];
+  settings_args?: string[];
   ready_prompt_prefix?: string;
   screen_rules?: string;
   quiet_ms: number;

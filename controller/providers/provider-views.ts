@@ -23,6 +23,8 @@ export function providerResponse(p: ResolvedProvider): ProviderResponse {
   };
   if (p.prompt_flag !== undefined) body.prompt_flag = p.prompt_flag;
   if (p.resume_args !== undefined) body.resume_args = [...p.resume_args];
+  if (p.system_prompt_args !== undefined) body.system_prompt_args = [...p.system_prompt_args];
+  if (p.settings_args !== undefined) body.settings_args = [...p.settings_args];
   if (p.ready_prompt_prefix !== undefined) body.ready_prompt_prefix = p.ready_prompt_prefix;
   if (p.screen_rules !== undefined) body.screen_rules = p.screen_rules;
   if (p.pending_pattern !== undefined) body.pending_pattern = p.pending_pattern;

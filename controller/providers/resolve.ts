@@ -77,6 +77,8 @@ function parseSetting(spec: ProviderSpec, key: string, value: unknown, at: (key:
     case 'args':
     case 'args_append':
     case 'resume_args':
+    case 'system_prompt_args':
+    case 'settings_args':
     case 'process_names':
       spec[key] = strings(value, at(key));
       break;
@@ -274,6 +276,8 @@ function merge(name: string, base: ResolvedProvider | undefined, spec: ProviderS
   const optional = {
     prompt_flag: spec.prompt_flag ?? base?.prompt_flag,
     resume_args: spec.resume_args ?? base?.resume_args,
+    system_prompt_args: spec.system_prompt_args ?? base?.system_prompt_args,
+    settings_args: spec.settings_args ?? base?.settings_args,
     ready_prompt_prefix: spec.ready_prompt_prefix ?? base?.ready_prompt_prefix,
     screen_rules: spec.screen_rules ?? base?.screen_rules,
     pending_pattern: spec.pending_pattern ?? base?.pending_pattern,

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { PendingInteraction } from '../../shared/dto/sessions.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
+import type { Priming } from './priming.js';
 import type { TurnFailure } from './turn-failure.js';
 
 /** What a runtime can do beyond start, deliver and stop. */
@@ -96,6 +97,8 @@ export interface RuntimeOptions {
   /** The provider's conversation to resume, when there is one and the provider can. */
   resumeKey?: string;
   permissionMode?: string;
+  /** The agent's prompt as system prompt and the priming hooks' settings, as far as the provider takes them. */
+  priming?: Priming;
   /** The first message, for providers that take it on the command line. */
   firstMessage?: string;
   /** How long the program has to become ready (a runtime whose `start` waits for a handshake bounds it by this). */

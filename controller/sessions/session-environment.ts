@@ -1,4 +1,6 @@
 import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../../shared/atomic-write.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import type { SessionRecord } from './session-store.js';
 
@@ -7,15 +9,26 @@ export interface ProgramPlace {
   cityName: string;
   cityRoot: string;
   env: NodeJS.ProcessEnv;
+  /** The directory holding this controller's `ctl` launcher (ctl-launcher.ts): first on every program's PATH. */
+  ctlBin?: string;
 }
 
-/** The program's environment: the controller's, the provider's, and the `CTL_*` names of where it runs. */
+/** The file in a session's directory naming the bead it holds now (empty when none). */
+export const HELD_BEAD_FILE = 'bead';
+/** The shell start-up file (`BASH_ENV`) that sets `CTL_BEAD` from it in every shell the program starts. */
+export const SHELL_ENV_FILE = 'shell-env.sh';
+
+/**
+ * The program's environment: the controller's, the provider's, the `CTL_*` names of where it runs and for whom,
+ * and `ctl` first on its PATH.
+ */
 export function sessionEnvironment(
   place: ProgramPlace,
   record: SessionRecord,
   provider: ResolvedProvider,
+  work: { dir: string; bead?: string },
 ): NodeJS.ProcessEnv {
-  return {
+  const env: NodeJS.ProcessEnv = {
     ...place.env,
     ...provider.env,
     CTL_CITY: place.cityName,
@@ -25,6 +38,55 @@ export function sessionEnvironment(
     CTL_TEMPLATE: record.template,
     CTL_PROVIDER: provider.name,
   };
+  for (const [name, value] of Object.entries(agentVariables(record, work.bead))) {
+    if (value === undefined) delete env[name];
+    else env[name] = value;
+  }
+  if (place.ctlBin !== undefined) env.PATH = ctlFirstOnPath(place.ctlBin, env.PATH);
+  env.BASH_ENV = shellEnvFile(work.dir, env.BASH_ENV);
+  return env;
+}
+
+/** `CTL_AGENT` for an agent's session, `CTL_BEAD` while it holds a bead (unset otherwise, whatever was inherited). */
+export function agentVariables(record: SessionRecord, bead: string | undefined): NodeJS.ProcessEnv {
+  return {
+    CTL_AGENT: record.kind === 'agent' ? record.template : undefined,
+    CTL_BEAD: bead || undefined,
+  };
+}
+
+/** `PATH` with the launcher's directory first (and not again further on). */
+export function ctlFirstOnPath(bin: string, path: string | undefined): string {
+  const rest = (path ?? '').split(':').filter((dir) => dir !== '' && dir !== bin);
+  return [bin, ...rest].join(':');
+}
+
+/**
+ * Writes the session's `BASH_ENV` file and returns its path. A program's environment is fixed when it starts,
+ * but a session is handed beads while it runs: every bash the program starts (Claude Code's Bash tool, a
+ * script) reads this file first, which sets `CTL_BEAD` from the held-bead file as it is at that moment, then
+ * runs the `BASH_ENV` the program would otherwise have had.
+ */
+export function shellEnvFile(sessionDir: string, inherited: string | undefined): string {
+  const path = join(sessionDir, SHELL_ENV_FILE);
+  const bead = shellQuote(join(sessionDir, HELD_BEAD_FILE));
+  const lines = [
+    '# Written by ctl for this session: CTL_BEAD is the bead the session holds now.',
+    `if [ -s ${bead} ]; then CTL_BEAD=$(cat ${bead}); export CTL_BEAD; else unset CTL_BEAD; fi`,
+  ];
+  if (inherited && inherited !== path) lines.push(`. ${shellQuote(inherited)}`);
+  writeFileAtomic(path, `${lines.join('\n')}\n`);
+  return path;
+}
+
+/** Records the bead a session holds now (or none) where its shells read it. */
+export function writeHeldBead(sessionDir: string, bead: string | undefined): void {
+  writeFileAtomic(join(sessionDir, HELD_BEAD_FILE), bead ?? '');
+}
+
+/** A string as one single-quoted shell word. */
+export function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`;
 }
 
 /** An agent's directory inside the city is made when missing; one outside it must exist. */

@@ -17,6 +17,7 @@ import type {
 import { decodeToken, encodeToken } from '../../shared/http/page-token.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
+import { takesSystemPrompt } from './priming.js';
 import { canRun } from './runtimes.js';
 import { Session, type SessionContext } from './session.js';
 import { isDormant, wakesOnMessage } from './session-states.js';
@@ -215,8 +216,7 @@ export class SessionService {
     );
     const session = new Session(record, this.ctx);
     this.track(session);
-    const prompt = agent ? this.options.promptOf(agent, record.session_name) : undefined;
-    void this.begin(session, prompt, body.message);
+    void this.begin(session, agent ? this.firstTurnPrompt(agent, record) : undefined, body.message);
     return { status: 'accepted', request_id: requestId, event_cursor: String(cursor), session_id: record.id };
   }
 
@@ -441,7 +441,7 @@ export class SessionService {
     );
     const session = new Session(record, this.ctx);
     this.track(session);
-    void this.begin(session, this.options.promptOf(agent, record.session_name), undefined, reason);
+    void this.begin(session, this.firstTurnPrompt(agent, record), undefined, reason);
     return session;
   }
 
@@ -500,6 +500,16 @@ export class SessionService {
       const i = this.openedListeners.indexOf(listener);
       if (i >= 0) this.openedListeners.splice(i, 1);
     };
+  }
+
+  /**
+   * The agent's prompt as the session's first turn, for a program without a system prompt to hand it to (one
+   * with is given it at every start instead: session.ts, priming.ts).
+   */
+  private firstTurnPrompt(agent: AgentDefinition, record: SessionRecord): string | undefined {
+    const provider = this.ctx.provider(record.provider);
+    if (provider && takesSystemPrompt(provider)) return undefined;
+    return this.options.promptOf(agent, record.session_name);
   }
 
   private track(session: Session): void {

@@ -17,7 +17,8 @@ import { Problem } from '../../shared/http/problem.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import type { ProgramExit, RuntimeSink, SessionRuntime } from './runtime.js';
 import { canResume, createRuntime } from './runtimes.js';
-import { ensureWorkDir, sessionEnvironment } from './session-environment.js';
+import { preparePriming } from './priming.js';
+import { ensureWorkDir, sessionEnvironment, writeHeldBead } from './session-environment.js';
 import { SessionEventLog, type LifecycleEvent } from './session-events.js';
 import { nextState, requireTransition, wakesOnMessage, type SessionCommand } from './session-states.js';
 import type { SessionRecord, SessionStore } from './session-store.js';
@@ -42,6 +43,12 @@ export interface SessionContext {
   /** The provider called `name` as the city's configuration resolves it now. */
   provider(name: string): ResolvedProvider | undefined;
   env: NodeJS.ProcessEnv;
+  /** The directory of the controller's `ctl` launcher, first on every program's PATH. */
+  ctlBin?: string;
+  /** The bead a session holds now (`CTL_BEAD`, the `{{bead}}` of its prompt), if any. */
+  heldBead?(sessionId: string): string | undefined;
+  /** An agent's session: its agent's prompt as it is now, its template filled in (the bead it holds now). */
+  agentPrompt?(record: SessionRecord, bead: string | undefined): string | undefined;
   /** How long a program gets between SIGTERM and SIGKILL. */
   stopGraceMs: number;
   /** A program that is not ready this long after it started is taken to have failed. */
@@ -239,6 +246,8 @@ export class Session extends EventEmitter<SessionEvents> {
       ensureWorkDir(this.record.work_dir, this.ctx.cityRoot);
       // Its own worktree, when it has one, made before the program starts (found again on later starts).
       const workDir = await this.ctx.worktrees.prepare(this.record, (base) => this.saveFields({ base }));
+      const bead = this.ctx.heldBead?.(this.id);
+      writeHeldBead(this.dir, bead);
       const resumeKey = canResume(provider) ? this.record.provider_session_key : undefined;
       const first = provider.prompt_mode !== 'stdin' ? this.turns.firstMessage() : undefined;
       this.runtime = createRuntime(
@@ -246,10 +255,17 @@ export class Session extends EventEmitter<SessionEvents> {
           sessionId: this.id,
           provider,
           workDir,
-          env: sessionEnvironment(this.ctx, this.record, provider),
+          env: sessionEnvironment(this.ctx, this.record, provider, { dir: this.dir, bead }),
           stateDir: this.dir,
           resumeKey,
           permissionMode: this.record.permission_mode,
+          priming: preparePriming(
+            this.dir,
+            provider,
+            this.record.kind === 'agent' ? this.ctx.agentPrompt?.(this.record, bead) : undefined,
+            this.record.kind === 'agent',
+            this.ctx.ctlBin,
+          ),
           firstMessage: first?.text,
           startTimeoutMs: this.ctx.startTimeoutMs,
           logger: this.ctx.logger.child({ session: this.id }),

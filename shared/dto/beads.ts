@@ -164,3 +164,14 @@ export interface BeadGraphResponse {
 export interface BeadEventPayload {
   bead: Bead;
 }
+
+/** Body of `POST /v0/city/{cityName}/bead/{id}/close` (optional). */
+export interface BeadCloseInputBody {
+  /** Why it is closed (kept in its metadata as `close_reason`). */
+  reason?: string;
+  /**
+   * The session closing it, as an agent's `ctl bead close` sends it (`CTL_SESSION_ID`): the event's actor is its
+   * agent and `closed_by` names the session. A session that is not open is a 404 and nothing changes.
+   */
+  session?: string;
+}

@@ -35,6 +35,13 @@ export interface ProviderResponse {
   prompt_flag?: string;
   /** Arguments that resume the provider's own conversation, `{session_key}` standing for its id. */
   resume_args?: string[];
+  /**
+   * Arguments that hand an agent's prompt to the program as its system prompt, `{prompt_file}` standing for a
+   * file holding it and `{prompt_toml}` for it as a TOML string; without them it is the first turn.
+   */
+  system_prompt_args?: string[];
+  /** Arguments that pass a per-session settings file (Claude Code's format, hooks running `ctl prime`), `{settings_file}` standing for it. */
+  settings_args?: string[];
   /** `text`: an output line starting with this means the program waits for the next turn. */
   ready_prompt_prefix?: string;
   /** `tmux`: the screen rules it is read by (a shipped rules file's name, or a path to a TOML file). */
@@ -132,6 +139,8 @@ export interface ProviderSettings {
   prompt_mode?: ProviderPromptMode;
   prompt_flag?: string;
   resume_args?: string[];
+  system_prompt_args?: string[];
+  settings_args?: string[];
   ready_prompt_prefix?: string;
   screen_rules?: string;
   /**
@@ -181,6 +190,8 @@ export interface ProviderUpdateInputBody {
   prompt_mode?: ProviderPromptMode | null;
   prompt_flag?: string | null;
   resume_args?: string[] | null;
+  system_prompt_args?: string[] | null;
+  settings_args?: string[] | null;
   ready_prompt_prefix?: string | null;
   screen_rules?: string | null;
   /**

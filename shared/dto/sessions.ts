@@ -1,3 +1,6 @@
+import type { Bead } from './beads.js';
+import type { Message } from './mail.js';
+
 /**
  * A session's lifecycle state (stored in its session bead). `start-pending` → `creating` → `active`; `asleep`,
  * `suspended`, `quarantined` (no program running); `draining` → `drained`; `archived`, `failed-create`; `closed`
@@ -500,4 +503,24 @@ export interface SessionSubmitSucceededPayload {
   intent: SubmitIntent;
   /** It waited in the queue (the program was starting, asleep, or in a turn) before it was delivered. */
   queued: boolean;
+}
+
+/**
+ * What a session needs in a turn (`GET …/session/{id}/prime`): its agent's role prompt, the bead it holds now and
+ * its unread mail — and all of it as `text`, what `ctl prime` prints for a hook or a first turn.
+ */
+export interface SessionPrimeResponse {
+  session_id: string;
+  session_name: string;
+  /** The agent it is a session of (absent for a provider's session). */
+  agent?: string;
+  /** The agent's prompt, its template filled in. */
+  prompt?: string;
+  /** The bead it holds now (in progress, handed to it), if any. */
+  bead?: Bead;
+  /** Unread mail to its agent or to it by its session name, newest first (at most 20). */
+  mail: Message[];
+  /** Unread messages in all (`mail` may hold fewer). */
+  unread: number;
+  text: string;
 }

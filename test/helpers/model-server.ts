@@ -15,7 +15,9 @@ import type { AddressInfo } from 'node:net';
 //     `<task>` — the subagent's own requests follow the same rules — and once the subagent's report comes back
 //     the main reply is `Delegated work is done.`; `delegate in background: <task>` the same, with the subagent
 //     in the background, and the turn Claude Code begins once it is done is answered
-//     `The subagent reported: <its report>`.
+//     `The subagent reported: <its report>`;
+//   - the work message an agent's session is handed (`Work on bead <id>: …`) asks for a tool call that prints
+//     the session's `CTL_BEAD` and `CTL_AGENT`, then closes the bead with `ctl` (as a real agent would).
 //
 // It records every request (path and body) so that a test can check what the CLI sent, e.g. that a resumed
 // conversation carries its earlier turns.
@@ -73,6 +75,13 @@ export function replyTo(
   }
   const slow = /^slow:\s*(.+)$/s.exec(text);
   if (slow) return { text: `You said: ${slow[1]}`, slow: true };
+  const work = /^Work on bead (\S+):/.exec(text);
+  if (work) {
+    const command = `echo "bead=$CTL_BEAD agent=$CTL_AGENT" && ctl bead close ${work[1]} --reason done`;
+    return api === 'messages'
+      ? { tool: { name: 'Bash', input: { command, description: 'Close the bead' } } }
+      : { tool: { name: 'shell', input: { command: ['sh', '-c', command] } } };
+  }
   const say = /^say:\s*(.+)$/s.exec(text);
   if (say) return { text: say[1] };
   return { text: `You said: ${text}` };

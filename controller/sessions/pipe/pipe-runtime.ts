@@ -1,6 +1,7 @@
 import type { ResolvedProvider } from '../../providers/provider-spec.js';
 import type { Protocol, ProtocolFactory } from '../protocols/protocol.js';
 import type { RuntimeCapabilities, RuntimeOptions, RuntimeSink, SessionRuntime } from '../runtime.js';
+import { primingArgs } from '../priming.js';
 import { ChildProgram, commandArgv } from './child-program.js';
 
 /** The command line a session's program starts with: the provider's arguments, its mode, its resume, its prompt. */
@@ -8,6 +9,7 @@ export function programArgs(provider: ResolvedProvider, options: RuntimeOptions)
   const args = [...provider.args];
   const mode = options.permissionMode ?? provider.default_permission_mode;
   if (mode !== undefined) args.push(...(provider.permission_modes[mode] ?? []));
+  args.push(...primingArgs(provider, options.priming));
   if (options.resumeKey !== undefined && provider.resume_args) {
     args.push(...provider.resume_args.map((a) => a.replaceAll('{session_key}', options.resumeKey!)));
   }
