@@ -14,7 +14,8 @@
 //   anything else       a note that it was done
 //
 // Other messages get a short answer. Each `ctl` call shows in the transcript as a tool use and its result.
-// `ctl` is reached as the controller says: CTL_NODE runs CTL_CLI (the entry point), against CTL_API.
+// `ctl` is the one every session's program finds first on its PATH (its controller's own build), and it works on
+// this session's city (CTL_CITY), as any agent's `ctl` does.
 import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -32,14 +33,8 @@ const say = (content) =>
 function ctl(args) {
   const id = `toolu_${randomUUID().slice(0, 8)}`;
   say([{ type: 'tool_use', id, name: 'ctl', input: { command: `ctl ${args.join(' ')}` } }]);
-  const node = process.env.CTL_NODE ?? process.execPath;
-  const cli = process.env.CTL_CLI;
   return new Promise((resolve, reject) => {
-    if (!cli) {
-      reject(new Error('CTL_CLI is not set: run me as a session of a ctl city'));
-      return;
-    }
-    execFile(node, [cli, ...args], { timeout: 30_000 }, (err, stdout, stderr) => {
+    execFile('ctl', args, { timeout: 30_000 }, (err, stdout, stderr) => {
       const output = (err ? stderr || err.message : stdout).trim();
       send({
         type: 'user',
