@@ -44,6 +44,9 @@ export function sessionEnvironment(
   }
   if (place.ctlBin !== undefined) env.PATH = ctlFirstOnPath(place.ctlBin, env.PATH);
   env.BASH_ENV = shellEnvFile(work.dir, env.BASH_ENV);
+  // A bash whose stdin is a socket (Node's pipes are) and that believes it is the first shell takes itself for an
+  // ssh login and reads ~/.bashrc instead of BASH_ENV; a program started outside any shell (systemd) has no SHLVL.
+  env.SHLVL ??= '1';
   return env;
 }
 
@@ -64,17 +67,16 @@ export function ctlFirstOnPath(bin: string, path: string | undefined): string {
 /**
  * Writes the session's `BASH_ENV` file and returns its path. A program's environment is fixed when it starts,
  * but a session is handed beads while it runs: every bash the program starts (Claude Code's Bash tool, a
- * script) reads this file first, which sets `CTL_BEAD` from the held-bead file as it is at that moment, then
- * runs the `BASH_ENV` the program would otherwise have had.
+ * script) reads this file first: it runs the `BASH_ENV` the program would otherwise have had, then sets `CTL_BEAD`
+ * from the held-bead file as it is at that moment.
  */
 export function shellEnvFile(sessionDir: string, inherited: string | undefined): string {
   const path = join(sessionDir, SHELL_ENV_FILE);
   const bead = shellQuote(join(sessionDir, HELD_BEAD_FILE));
-  const lines = [
-    '# Written by ctl for this session: CTL_BEAD is the bead the session holds now.',
-    `if [ -s ${bead} ]; then CTL_BEAD=$(cat ${bead}); export CTL_BEAD; else unset CTL_BEAD; fi`,
-  ];
+  const lines = ['# Written by ctl for this session: CTL_BEAD is the bead the session holds now.'];
+  // What the program's shells read anyway comes first, so that ours has the last word on CTL_BEAD.
   if (inherited && inherited !== path) lines.push(`. ${shellQuote(inherited)}`);
+  lines.push(`if [ -s ${bead} ]; then CTL_BEAD=$(cat ${bead}); export CTL_BEAD; else unset CTL_BEAD; fi`);
   writeFileAtomic(path, `${lines.join('\n')}\n`);
   return path;
 }

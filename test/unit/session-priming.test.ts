@@ -1,0 +1,96 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { parseToml } from '../../shared/config/toml-syntax.js';
+import type { ResolvedProvider } from '../../controller/providers/provider-spec.js';
+import { resolveProviders } from '../../controller/providers/resolve.js';
+import { preparePriming, primingArgs } from '../../controller/sessions/priming.js';
+import { ctlFirstOnPath, sessionEnvironment, writeHeldBead } from '../../controller/sessions/session-environment.js';
+import type { SessionRecord } from '../../controller/sessions/session-store.js';
+
+function preset(name: string): ResolvedProvider {
+  return resolveProviders({}, {}, 'city.toml').get(name)!;
+}
+
+const record: SessionRecord = {
+  id: 'alp-7',
+  title: 'worker',
+  state: 'active',
+  template: 'worker',
+  kind: 'agent',
+  provider: 'claude',
+  session_name: 'worker-7',
+  work_dir: '/tmp',
+  created_at: '2026-11-25T00:00:00Z',
+};
+
+describe("a session's environment and priming", () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'ctl-priming-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('puts the launcher first on PATH once, whatever PATH held', () => {
+    expect(ctlFirstOnPath('/c/bin', '/usr/bin:/c/bin:/bin')).to.equal('/c/bin:/usr/bin:/bin');
+    expect(ctlFirstOnPath('/c/bin', undefined)).to.equal('/c/bin');
+  });
+
+  it("names the agent and the bead held; a provider session's inherited CTL_AGENT and CTL_BEAD are dropped", () => {
+    const place = { cityName: 'alpha', cityRoot: '/c', env: { CTL_AGENT: 'stale', CTL_BEAD: 'x-1' }, ctlBin: '/c/bin' };
+    const env = sessionEnvironment(place, record, preset('claude'), { dir, bead: 'alp-3' });
+    expect(env).to.include({ CTL_AGENT: 'worker', CTL_BEAD: 'alp-3', CTL_SESSION_ID: 'alp-7', CTL_CITY: 'alpha' });
+    expect(env.PATH?.split(':')[0]).to.equal('/c/bin');
+    const mine = sessionEnvironment(place, { ...record, kind: 'provider' }, preset('claude'), { dir });
+    expect(mine).to.not.have.property('CTL_AGENT');
+    expect(mine).to.not.have.property('CTL_BEAD');
+  });
+
+  it('every bash runs the BASH_ENV it would have had, then reads the bead held at that moment', () => {
+    const theirs = join(dir, 'theirs.sh');
+    writeFileSync(theirs, 'THEIRS=yes; CTL_BEAD=theirs-1\n');
+    // As a session's program starts it: its stdin a socket (Node's pipes), SHLVL and BASH_ENV from the session's
+    // environment, a CTL_BEAD of its start that has gone stale since.
+    const place = { cityName: 'a', cityRoot: dir, env: { PATH: process.env.PATH, BASH_ENV: theirs } };
+    const env = { ...sessionEnvironment(place, record, preset('claude'), { dir }), CTL_BEAD: 'stale-1' };
+    expect(env.BASH_ENV).to.equal(join(dir, 'shell-env.sh'));
+    const run = () =>
+      execFileSync('bash', ['-c', 'echo "${CTL_BEAD-unset} $THEIRS"'], { env, encoding: 'utf8' }).trim();
+    writeHeldBead(dir, 'alp-3');
+    expect(run()).to.equal('alp-3 yes');
+    writeHeldBead(dir, undefined);
+    expect(run()).to.equal('unset yes');
+  });
+
+  it('Claude Code: the prompt as --append-system-prompt-file and hooks running ctl prime via --settings', () => {
+    const priming = preparePriming(dir, preset('claude'), 'You are worker.', true, "/c/it's/bin");
+    expect(primingArgs(preset('claude'), priming)).to.deep.equal([
+      '--append-system-prompt-file',
+      join(dir, 'system-prompt.md'),
+      '--settings',
+      join(dir, 'settings.json'),
+    ]);
+    expect(readFileSync(join(dir, 'system-prompt.md'), 'utf8')).to.equal('You are worker.');
+    const settings = JSON.parse(readFileSync(join(dir, 'settings.json'), 'utf8')) as {
+      hooks: Record<string, { hooks: { command: string }[] }[]>;
+    };
+    const prime = `'/c/it'\\''s/bin/ctl' prime`;
+    expect(settings.hooks.SessionStart[0].hooks[0].command).to.equal(prime);
+    expect(settings.hooks.PreCompact[0].hooks[0].command).to.equal(prime);
+    // A provider's own session gets no hooks (nothing to prime it with).
+    expect(preparePriming(dir, preset('claude'), undefined, false, '/c/bin')).to.deep.equal({});
+  });
+
+  it('Codex: the prompt as developer_instructions, a TOML string whatever it holds', () => {
+    const prompt = 'Say "hi"\\n\tthen \u00e9 — and [stop]';
+    const args = primingArgs(preset('codex'), preparePriming(dir, preset('codex'), prompt, true, '/c/bin'));
+    expect(args[0]).to.equal('-c');
+    expect(parseToml(args[1], 'arg')).to.deep.equal({ developer_instructions: prompt });
+    // A provider with no system prompt takes it as the first turn: nothing on its command line.
+    expect(
+      primingArgs(preset('generic'), preparePriming(dir, preset('generic'), prompt, true, '/c/bin')),
+    ).to.deep.equal([]);
+  });
+});
