@@ -138,6 +138,33 @@ describe('sessions of the real Codex (exec per turn, against a scripted model se
     await api.post(`/session/${id}/close`);
   });
 
+  it("an agent's prompt is Codex's developer instructions on every turn, never a turn of its own", async function () {
+    const { api } = city;
+    const prompt = 'You are the coder agent: "close" each bead with ctl.';
+    mkdirSync(join(city.dir, 'agents', 'coder'), { recursive: true });
+    writeFileSync(join(city.dir, 'agents', 'coder', 'prompt.md'), `${prompt}\n`);
+    writeFileSync(
+      join(city.dir, 'agents', 'coder', 'agent.toml'),
+      'provider = "codex-local"\nmin_active_sessions = 0\nmax_active_sessions = 1\n',
+    );
+    await waitUntil('the agent to be known', async () => (await api.get('/agent/coder')).status === 200, 15_000);
+    const id = await createSession(api, { kind: 'agent', name: 'coder' });
+    await deliver(api, id, 'first task');
+    await waitForTurn(api, id, 'assistant', 'You said: first task', 30_000);
+    await deliver(api, id, 'second task');
+    await waitForTurn(api, id, 'assistant', 'You said: second task', 30_000);
+    const developerText = (text: string) => {
+      const request = model.requests.filter((r) => r.userText === text).at(-1)!;
+      const items = request.body.input as { role?: string; content?: { text?: string }[] }[];
+      return items.filter((i) => i.role === 'developer').flatMap((i) => (i.content ?? []).map((c) => c.text));
+    };
+    // Given with each `codex exec` (the first, and the resumed one).
+    expect(developerText('first task')).to.include(`${prompt}\n`);
+    expect(developerText('second task')).to.include(`${prompt}\n`);
+    expect((await turns(api, id)).map((t) => t.text)).to.not.include(`${prompt}\n`);
+    await api.post(`/session/${id}/close`);
+  });
+
   it('after a controller restart, a message resumes the same thread', async function () {
     const { api, sup } = city;
     const id = await createSession(api, { name: 'codex-local' });
