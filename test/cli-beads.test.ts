@@ -850,7 +850,7 @@ describe('ctl bead, mail and convoy (real binary, real supervisor)', function ()
         ['bead', 'dep'],
         ['add', 'remove', 'list'],
       ],
-      [['mail'], ['send', 'inbox', 'read', 'reply', 'archive', 'thread']],
+      [['mail'], ['send', 'inbox', 'check', 'read', 'reply', 'archive', 'thread']],
       [['convoy'], ['create', 'add', 'remove', 'check', 'close', 'list', 'show']],
     ];
     for (const [group, subcommands] of groups) {
