@@ -172,6 +172,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
           const agent = (city?.agents ?? loaded.agents).find((a) => a.name === record.template);
           return agent && promptFor(agent, { city: name, session: record.session_name, bead });
         },
+        agentEnv: (record) => (city?.agents ?? loaded.agents).find((a) => a.name === record.template)?.config.env,
         stopGraceMs: SESSION_STOP_GRACE_MS,
         startTimeoutMs: SESSION_START_TIMEOUT_MS,
         usage: (fact) => usage.record(fact),

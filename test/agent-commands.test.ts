@@ -65,7 +65,7 @@ describe('an agent session reaches its city: ctl on PATH, CTL_* variables, the a
         // A PATH without any ctl: what the session finds, it finds through its controller.
         `env = { PATH = "/usr/local/bin:/usr/bin:/bin" }\n`,
     );
-    writeFileSync(join(dir, 'agents', 'worker', 'agent.toml'), 'provider = "shell"\n');
+    writeFileSync(join(dir, 'agents', 'worker', 'agent.toml'), 'provider = "shell"\nenv = { GREETING = "hello" }\n');
     writeFileSync(
       join(dir, 'agents', 'worker', 'prompt.template.md'),
       'You are {{agent}} of {{city}}, working in {{work_dir}}.\n',
@@ -92,13 +92,15 @@ describe('an agent session reaches its city: ctl on PATH, CTL_* variables, the a
     await sup?.cleanup();
   });
 
-  it("finds this controller's ctl first on PATH, and CTL_API, CTL_CITY, CTL_SESSION_ID, CTL_AGENT", async function () {
+  it("finds this controller's ctl first on PATH, CTL_API, CTL_CITY, CTL_SESSION_ID, CTL_AGENT and its agent's env", async function () {
     const out = await shell('command -v ctl; echo "city=$CTL_CITY session=$CTL_SESSION_ID agent=$CTL_AGENT"');
     const [path, vars] = lines(out);
     expect(path).to.equal(join(dir, '.ctl', 'bin', 'ctl'));
     expect(vars).to.equal(`city=agents session=${worker} agent=worker`);
     // The launcher runs the controller's own build, and CTL_API leads to this supervisor (its port is random).
     expect(await shell('echo "$CTL_API"')).to.equal(sup.base);
+    // The agent's own `env` reaches its sessions' programs too.
+    expect(await shell('echo "$GREETING"')).to.equal('hello');
     expect(await shell('ctl version')).to.match(/^\d+\.\d+\.\d+/);
     expect(await shell('ctl bead list --json >/dev/null && echo reached')).to.equal('reached');
   });

@@ -290,6 +290,8 @@ function fingerprintOf(definition: AgentDefinition): string {
           runtime: p.runtime,
           screen_rules: p.screen_rules,
           prompt_mode: p.prompt_mode,
+          system_prompt_args: p.system_prompt_args,
+          settings_args: p.settings_args,
         }
       : definition.providerName,
     env: definition.config.env,

@@ -19,18 +19,19 @@ export const HELD_BEAD_FILE = 'bead';
 export const SHELL_ENV_FILE = 'shell-env.sh';
 
 /**
- * The program's environment: the controller's, the provider's, the `CTL_*` names of where it runs and for whom,
+ * The program's environment: the controller's, the provider's, its agent's `env`, the `CTL_*` names of where it runs and for whom,
  * and `ctl` first on its PATH.
  */
 export function sessionEnvironment(
   place: ProgramPlace,
   record: SessionRecord,
   provider: ResolvedProvider,
-  work: { dir: string; bead?: string },
+  work: { dir: string; bead?: string; agentEnv?: Record<string, string> },
 ): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     ...place.env,
     ...provider.env,
+    ...work.agentEnv,
     CTL_CITY: place.cityName,
     CTL_CITY_ROOT: place.cityRoot,
     CTL_SESSION_ID: record.id,

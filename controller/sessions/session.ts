@@ -49,6 +49,8 @@ export interface SessionContext {
   heldBead?(sessionId: string): string | undefined;
   /** An agent's session: its agent's prompt as it is now, its template filled in (the bead it holds now). */
   agentPrompt?(record: SessionRecord, bead: string | undefined): string | undefined;
+  /** An agent's session: its agent's `env` as it is now. */
+  agentEnv?(record: SessionRecord): Record<string, string> | undefined;
   /** How long a program gets between SIGTERM and SIGKILL. */
   stopGraceMs: number;
   /** A program that is not ready this long after it started is taken to have failed. */
@@ -255,7 +257,11 @@ export class Session extends EventEmitter<SessionEvents> {
           sessionId: this.id,
           provider,
           workDir,
-          env: sessionEnvironment(this.ctx, this.record, provider, { dir: this.dir, bead }),
+          env: sessionEnvironment(this.ctx, this.record, provider, {
+            dir: this.dir,
+            bead,
+            ...(this.record.kind === 'agent' ? { agentEnv: this.ctx.agentEnv?.(this.record) } : {}),
+          }),
           stateDir: this.dir,
           resumeKey,
           permissionMode: this.record.permission_mode,

@@ -54,7 +54,10 @@ describe("a session's environment and priming", () => {
     // As a session's program starts it: its stdin a socket (Node's pipes), SHLVL and BASH_ENV from the session's
     // environment, a CTL_BEAD of its start that has gone stale since.
     const place = { cityName: 'a', cityRoot: dir, env: { PATH: process.env.PATH, BASH_ENV: theirs } };
-    const env = { ...sessionEnvironment(place, record, preset('claude'), { dir }), CTL_BEAD: 'stale-1' };
+    const env: NodeJS.ProcessEnv = {
+      ...sessionEnvironment(place, record, preset('claude'), { dir }),
+      CTL_BEAD: 'stale-1',
+    };
     expect(env.BASH_ENV).to.equal(join(dir, 'shell-env.sh'));
     const run = () =>
       execFileSync('bash', ['-c', 'echo "${CTL_BEAD-unset} $THEIRS"'], { env, encoding: 'utf8' }).trim();
