@@ -16,7 +16,7 @@ const SESSIONS_HERE = 'sessions run on this machine, in the runtime their provid
  */
 export const REFERENCE_ONLY_PROVIDER_KEYS: Record<string, string> = {
   emits_permission_warning: 'permission requests are read from the provider’s protocol',
-  instructions_file: 'an agent’s prompt is given as prompt_mode says',
+  instructions_file: 'an agent’s prompt is its system prompt through system_prompt_args, else its first turn',
   options_schema: 'a provider’s options are its args and env',
   path_check: 'a provider is checked by running its command’s program (ctl doctor)',
   print_args: 'one-shot runs use the provider’s args',
@@ -25,7 +25,7 @@ export const REFERENCE_ONLY_PROVIDER_KEYS: Record<string, string> = {
   resume_style: 'sessions resume with resume_args',
   session_id_flag: 'sessions resume with resume_args',
   supports_acp: 'a provider speaks ACP when protocol = "acp"',
-  supports_hooks: 'provider hooks are not installed; sessions report through their protocol',
+  supports_hooks: 'priming hooks go in a per-session settings file through settings_args',
   title_model: 'sessions are titled by their agent and bead',
 };
 
@@ -44,6 +44,8 @@ const PROVIDER: TableSpec = {
       'args',
       'args_append',
       'resume_args',
+      'system_prompt_args',
+      'settings_args',
       'process_names',
       'env',
       'option_defaults',

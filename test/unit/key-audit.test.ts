@@ -173,6 +173,13 @@ describe('the key audit against every table of the reference’s configuration',
     }
   });
 
+  it('the priming settings of a provider are acted on: no finding', function () {
+    const doc = {
+      providers: { mine: { base: 'builtin:claude', system_prompt_args: ['-x', '{prompt_file}'], settings_args: [] } },
+    };
+    expect(auditKeys(doc, CITY_TOML, 'city.toml')).to.deep.equal([]);
+  });
+
   it('every key an agent patch may set is one an agent table is audited as acting on', function () {
     // Whoever teaches agents a key teaches patches it too; the audit must then not call it unknown.
     expect(AGENT_PATCH_KEYS.filter((k) => AGENT_TOML.keys[k] === undefined)).to.deep.equal([]);
