@@ -1,5 +1,4 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -7,7 +6,7 @@ import { parseToml } from '../../shared/config/toml-syntax.js';
 import type { ResolvedProvider } from '../../controller/providers/provider-spec.js';
 import { resolveProviders } from '../../controller/providers/resolve.js';
 import { preparePriming, primingArgs } from '../../controller/sessions/priming.js';
-import { ctlFirstOnPath, sessionEnvironment, writeHeldBead } from '../../controller/sessions/session-environment.js';
+import { ctlFirstOnPath, sessionEnvironment } from '../../controller/sessions/session-environment.js';
 import type { SessionRecord } from '../../controller/sessions/session-store.js';
 
 function preset(name: string): ResolvedProvider {
@@ -46,25 +45,6 @@ describe("a session's environment and priming", () => {
     const mine = sessionEnvironment(place, { ...record, kind: 'provider' }, preset('claude'), { dir });
     expect(mine).to.not.have.property('CTL_AGENT');
     expect(mine).to.not.have.property('CTL_BEAD');
-  });
-
-  it('every bash runs the BASH_ENV it would have had, then reads the bead held at that moment', () => {
-    const theirs = join(dir, 'theirs.sh');
-    writeFileSync(theirs, 'THEIRS=yes; CTL_BEAD=theirs-1\n');
-    // As a session's program starts it: its stdin a socket (Node's pipes), SHLVL and BASH_ENV from the session's
-    // environment, a CTL_BEAD of its start that has gone stale since.
-    const place = { cityName: 'a', cityRoot: dir, env: { PATH: process.env.PATH, BASH_ENV: theirs } };
-    const env: NodeJS.ProcessEnv = {
-      ...sessionEnvironment(place, record, preset('claude'), { dir }),
-      CTL_BEAD: 'stale-1',
-    };
-    expect(env.BASH_ENV).to.equal(join(dir, 'shell-env.sh'));
-    const run = () =>
-      execFileSync('bash', ['-c', 'echo "${CTL_BEAD-unset} $THEIRS"'], { env, encoding: 'utf8' }).trim();
-    writeHeldBead(dir, 'alp-3');
-    expect(run()).to.equal('alp-3 yes');
-    writeHeldBead(dir, undefined);
-    expect(run()).to.equal('unset yes');
   });
 
   it('Claude Code: the prompt as --append-system-prompt-file and hooks running ctl prime via --settings', () => {
