@@ -15,7 +15,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from '../controller/city-runtime.js';
+import { loadConfig } from '../controller/config/config-in-use.js';
 import { ProviderRegistry } from '../controller/providers/provider-registry.js';
 import { readCityConfig } from '../shared/config/city-config.js';
 import { startSessionCity } from '../test/helpers/sessions.js';

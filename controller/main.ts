@@ -25,32 +25,17 @@ import { PeerGate } from '../shared/http/peer-gate.js';
 import type { ControllerRunOptions } from '../shared/run-options.js';
 import { answerClientErrors } from '../shared/http/client-error.js';
 import { lazyHandler } from '../shared/http/lazy-handler.js';
-import { ProviderRegistry } from './providers/provider-registry.js';
-import { SessionService } from './sessions/session-service.js';
-import { SessionStore } from './sessions/session-store.js';
-import { BeadsService } from './beads/beads-service.js';
 import { beadPrefix } from './beads/prefix.js';
 import type { BeadStore } from './beads/bead-store.js';
+import type { SessionService } from './sessions/session-service.js';
 import { openBeadStore } from './beads/open-store.js';
 import { DEFAULT_MAX_ARCHIVES, DEFAULT_ROTATION_MAX_BYTES, rotateWhenLarge } from './auto-rotate.js';
-import { CityRuntime, loadConfig } from './city-runtime.js';
-import { promptFor, suspensionIn } from './agents/agent-catalog.js';
 import { watchConfig } from './config/config-watch.js';
+import { assembleCity, startCity, stopCity } from './assemble-city.js';
 import { installTether, ProcessTether } from './process-tether.js';
-import { AgentTick } from './agents/tick.js';
-import { heldBeadOf } from './agents/work-board.js';
-import { writeCtlLauncher } from './sessions/ctl-launcher.js';
-import { UsageLog } from './usage/usage-log.js';
-import { serviceUpgrade } from './service-proxy.js';
-import { serviceFastPath } from './service-fast-path.js';
+import { serviceUpgrade } from './http/service-proxy.js';
+import { serviceFastPath } from './http/service-fast-path.js';
 import { ensureOwnSocketDir, makeRuntimeDirPrivate } from './private-runtime-dir.js';
-import { SessionWorktrees } from './worktrees/session-worktrees.js';
-import { worktreesRoot } from './worktrees/repository.js';
-
-/** A session's program gets this long after SIGTERM before SIGKILL (our own shutdown is bounded at 5 s). */
-const SESSION_STOP_GRACE_MS = 3000;
-/** A session's program that is not ready this long after it started has failed to start. */
-const SESSION_START_TIMEOUT_MS = 60_000;
 
 /** Why startup stopped, in words for the person or supervisor that started us. */
 class StartupError extends Error {
@@ -152,86 +137,13 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     completed.push('starting_bead_store');
 
     await enter('starting_agents');
-    let city: CityRuntime | undefined = undefined;
-    const providers = new ProviderRegistry(config, paths.config);
-    const loaded = loadConfig(root, paths.config, providers, config);
-    const usage = new UsageLog(join(paths.runtimeDir, 'usage.jsonl'));
-    const sessions = new SessionService(
-      {
-        cityName: name,
-        cityRoot: root,
-        sessionsDir: join(paths.runtimeDir, 'sessions'),
-        store: new SessionStore(store),
-        log,
-        logger,
-        provider: (provider) => providers.get(provider),
-        env: sessionEnvironment(),
-        ctlBin: writeCtlLauncher(join(paths.runtimeDir, 'bin'), process.execPath, process.argv[1] || ctlEntryPath()),
-        heldBead: (sessionId) => heldBeadOf(store, sessionId),
-        agentPrompt: (record, bead) => {
-          const agent = (city?.agents ?? loaded.agents).find((a) => a.name === record.template);
-          return agent && promptFor(agent, { city: name, session: record.session_name, bead });
-        },
-        agentEnv: (record) => (city?.agents ?? loaded.agents).find((a) => a.name === record.template)?.config.env,
-        stopGraceMs: SESSION_STOP_GRACE_MS,
-        startTimeoutMs: SESSION_START_TIMEOUT_MS,
-        usage: (fact) => usage.record(fact),
-        worktrees: new SessionWorktrees(worktreesRoot(root), logger),
-      },
-      // The city's configuration as it is now: edits on disk and provider writes reload it.
-      {
-        agent: (agentName) => (city?.agents ?? loaded.agents).find((a) => a.name === agentName),
-        promptOf: (agent, session) => promptFor(agent, { city: name, session }),
-        defaultProvider: () => providers.defaultProvider(),
-      },
-    );
+    const running = assembleCity({ name, paths, config, log, tail, store, logger });
+    configInUse = () => running.config;
     // Sessions that were running when the last controller stopped start again (their programs, not yet ready).
-    await sessions.start();
+    await running.sessions.start();
     completed.push('starting_agents');
 
     await enter('starting_api');
-    city = new CityRuntime(
-      name,
-      paths,
-      loaded,
-      log,
-      tail,
-      new BeadsService(store, log),
-      providers,
-      sessions,
-      usage,
-      logger,
-    );
-    const running = city;
-    configInUse = () => running.config;
-    const tick = new AgentTick({
-      cityName: name,
-      cityRoot: root,
-      log,
-      beads: running.beads,
-      sessions,
-      logger,
-      agents: () => running.agents,
-      daemon: () => running.config.daemon,
-      suspension: () => suspensionIn(running.config),
-      env: process.env,
-      programMissing: async (agent) => {
-        const provider = agent.provider;
-        if (!provider) return undefined;
-        // Installed or not only (no sign-in check: that runs the program), cached by the prober for 2 s.
-        const item = await running.prober.probeCommand({
-          name: provider.name,
-          displayName: provider.display_name,
-          command: provider.command,
-          cwd: agent.workDir,
-          env: provider.env,
-        });
-        return item.status === 'not_installed' || item.status === 'invalid_configuration'
-          ? `provider ${provider.name}: ${item.detail ?? item.status}`
-          : undefined;
-      },
-    });
-    running.tick = tick;
     const stopWatching = await watchConfig(root, (file, all) => {
       running
         .reloadFromDisk(file, all)
@@ -240,7 +152,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     // The HTTP stack loads after the controller reports ready (below), off both the start-up and the request path.
     const handler = lazyHandler(async () => {
       const [{ createControllerApp }, { handlerOf }] = await Promise.all([
-        import('./app.js'),
+        import('./http/app.js'),
         import('../shared/http/app.js'),
       ]);
       return handlerOf(createControllerApp(running, logger));
@@ -261,13 +173,8 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     completed.push('starting_api');
 
     await log.append({ type: 'controller.started', actor: 'ctl', subject: name, payload: {} });
-    await running.recordIgnoredKeys();
-    tick.start();
-    running.services.reconcile(running.config.services);
-    running.extmsg.start();
-    // Runs that were in flight when the last controller stopped carry on (their checks, gates and finalize).
-    running.molecules.resume();
-    running.orderScheduler.start();
+    await running.settings.recordIgnoredKeys();
+    startCity(running);
     logger.info({ name, listen }, 'controller ready');
     report({ kind: 'ready', pid: process.pid });
     // A request that comes before this is done waits for the same load, not for a second one.
@@ -284,16 +191,9 @@ export async function run(options: ControllerRunOptions): Promise<void> {
       socket: /^\d+$/.test(listen) ? undefined : listen,
       paths,
       store,
-      sessions,
+      sessions: running.sessions,
       beforeStop: async () => {
-        tick.stop();
-        running.orderScheduler.stop();
-        running.maintenance.stop();
-        running.molecules.stop();
-        running.commands.stop();
-        running.clock.stop();
-        running.extmsg.stop();
-        await running.services.stop();
+        await stopCity(running);
         await stopWatching();
       },
     });
@@ -359,18 +259,6 @@ async function listenOn(server: Server, listen: string): Promise<void> {
   if (port === undefined) chmodSync(listen, 0o600);
 }
 
-/**
- * What every session's program starts with: ours (the supervisor's API address, `CTL_API`, among it), plus
- * `CTL_NODE` and `CTL_CLI`, the Node and `ctl` entry point this controller runs (what its `ctl` launcher, first on
- * the program's PATH, runs too).
- */
-function sessionEnvironment(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  if (process.argv[1]) env.CTL_CLI = process.argv[1];
-  env.CTL_NODE = process.execPath;
-  return env;
-}
-
 function describeHolder(pidPath: string): string {
   try {
     const holder = JSON.parse(readFileSync(pidPath, 'utf8')) as ControllerPidFile;
@@ -404,7 +292,7 @@ function installShutdown(o: {
     // Every session's program ends with us (their states stay: the next controller starts them again).
     void o
       .beforeStop()
-      .catch(() => undefined)
+      .catch((err: unknown) => o.logger.error({ err }, 'could not stop every part of the city'))
       .then(() => o.sessions.shutdown())
       .catch((err: unknown) => o.logger.error({ err }, 'could not stop every session'))
       .then(() => o.log.append({ type: 'controller.stopped', actor: 'ctl', subject: o.name, payload: {} }))

@@ -1,41 +1,51 @@
 import type { AgentOutputResponse, AgentResponse } from '../../shared/dto/agents.js';
 import { Problem } from '../../shared/http/problem.js';
-import type { CityRuntime } from '../city-runtime.js';
+import type { CityConfig } from '../../shared/config/city-config.js';
+import type { SessionService } from '../sessions/session-service.js';
 import type { Session } from '../sessions/session.js';
 import { conversation } from '../sessions/transcript.js';
 import { suspensionIn, suspensionOf, type AgentDefinition } from './agent-catalog.js';
+import type { AgentTick } from './tick.js';
 
 /** An agent that held a bead and did something within this long is `working`; longer, `waiting`. */
 const WORKING_WINDOW_MS = 10 * 60_000;
 const OUTPUT_DEFAULT = 100;
 const OUTPUT_MAX = 1000;
 
+/** What the agents' views read of the city: its agents and configuration, their sessions, the tick's view. */
+export interface AgentViewsHost {
+  agent(name: string): AgentDefinition | undefined;
+  readonly config: CityConfig;
+  sessions: Pick<SessionService, 'agentSessions' | 'list' | 'find'>;
+  tick: Pick<AgentTick, 'activeBead' | 'queuedWork' | 'isRestartPending' | 'programMissing' | 'waitReason'>;
+}
+
 /** An agent by its qualified name, or the 404 the agents API answers. */
-export function requireAgent(city: CityRuntime, name: string): AgentDefinition {
+export function requireAgent(city: AgentViewsHost, name: string): AgentDefinition {
   const agent = city.agent(name);
   if (!agent) throw new Problem('agent-not-found', `not_found: agent not found: ${name}`);
   return agent;
 }
 
 /** The session an agent is seen through: its running one (the busiest), else its most recent open one. */
-export function primarySession(city: CityRuntime, agent: AgentDefinition): Session | undefined {
+export function primarySession(city: AgentViewsHost, agent: AgentDefinition): Session | undefined {
   const sessions = city.sessions.agentSessions(agent.name).filter((s) => s.state !== 'closed');
   return sessions.find((s) => s.running && s.inTurn) ?? sessions.find((s) => s.running) ?? sessions.at(-1);
 }
 
 /** Whether the agent is kept from running (the city, itself or its rig suspended). */
-export function isSuspended(city: CityRuntime, agent: AgentDefinition): boolean {
+export function isSuspended(city: AgentViewsHost, agent: AgentDefinition): boolean {
   return suspensionOf(agent, suspensionIn(city.config)) !== undefined;
 }
 
 /** An agent as `GET /agents` shows it, its state derived from its sessions and its work. */
-export function agentResponse(city: CityRuntime, agent: AgentDefinition): AgentResponse {
+export function agentResponse(city: AgentViewsHost, agent: AgentDefinition): AgentResponse {
   const sessions = city.sessions.agentSessions(agent.name).filter((s) => s.state !== 'closed');
   const running = sessions.some((s) => s.running);
   const suspended = isSuspended(city, agent);
   const primary = primarySession(city, agent);
   const tick = city.tick;
-  const active = sessions.map((s) => tick?.activeBead(s)).find((b) => b !== undefined);
+  const active = sessions.map((s) => tick.activeBead(s)).find((b) => b !== undefined);
   const lastActive = Math.max(0, ...sessions.map((s) => Date.parse(s.record.last_active ?? '') || 0));
   let state: AgentResponse['state'];
   if (suspended) state = 'suspended';
@@ -55,11 +65,11 @@ export function agentResponse(city: CityRuntime, agent: AgentDefinition): AgentR
     min_active_sessions: agent.min,
     max_active_sessions: agent.max,
     session_count: sessions.length,
-    queued_work: tick?.queuedWork(agent.name) ?? 0,
-    restart_pending: sessions.some((s) => tick?.isRestartPending(s.id) === true),
+    queued_work: tick.queuedWork(agent.name) ?? 0,
+    restart_pending: sessions.some((s) => tick.isRestartPending(s.id) === true),
   };
   if (agent.unavailableReason) view.unavailable_reason = agent.unavailableReason;
-  const missing = agent.available ? tick?.programMissing(agent.name) : undefined;
+  const missing = agent.available ? tick.programMissing(agent.name) : undefined;
   if (missing) {
     // Its configuration holds, but its program is not there: as unavailable, for as long as that lasts.
     view.available = false;
@@ -71,7 +81,7 @@ export function agentResponse(city: CityRuntime, agent: AgentDefinition): AgentR
   if (agent.rig) view.rig = agent.rig;
   if (agent.isPool) view.pool = agent.name;
   if (active) view.active_bead = active.id;
-  const wait = tick?.waitReason(agent.name);
+  const wait = tick.waitReason(agent.name);
   if (wait && !suspended) view.wait_reason = wait;
   if (primary) {
     const session = primary.view();
@@ -90,7 +100,7 @@ export function agentResponse(city: CityRuntime, agent: AgentDefinition): AgentR
  * The session an agent's output comes from: the one `primarySession` names, else the agent's most recent
  * session with a transcript, closed ones included.
  */
-export function outputSession(city: CityRuntime, agent: AgentDefinition): Session | undefined {
+export function outputSession(city: AgentViewsHost, agent: AgentDefinition): Session | undefined {
   const primary = primarySession(city, agent);
   if (primary && (primary.running || primary.transcript.head() > 0)) return primary;
   const latest = city.sessions.list({ state: 'all', template: agent.name, limit: 1 }).items[0];
@@ -99,7 +109,7 @@ export function outputSession(city: CityRuntime, agent: AgentDefinition): Sessio
 
 /** `GET /agent/{base}/output`: the agent's conversation, its last `tail` entries (before seq `before`). */
 export function agentOutput(
-  city: CityRuntime,
+  city: AgentViewsHost,
   agent: AgentDefinition,
   query: { tail?: number; before?: number },
 ): AgentOutputResponse {

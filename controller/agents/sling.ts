@@ -3,8 +3,25 @@ import type { SlingInputBody, SlingResponse } from '../../shared/dto/agents.js';
 import { compileForRun, launchFormula } from '../formulas/launch.js';
 import type { AgentDefinition } from './agent-catalog.js';
 import { Problem } from '../../shared/http/problem.js';
-import type { CityRuntime } from '../city-runtime.js';
+import type { CityConfig } from '../../shared/config/city-config.js';
+import type { BeadsService } from '../beads/beads-service.js';
+import type { ConvoysService } from '../beads/convoys.js';
+import type { FormulaCatalog } from '../formulas/formula-catalog.js';
+import type { MoleculeEngine } from '../molecules/molecule-engine.js';
+import type { RunViews } from '../molecules/run-views.js';
 import { ASSIGNED_SESSION, ROUTED_TO } from './work-board.js';
+
+/** What slinging needs of the city: its agents, its work, formula runs, and the tick to tell. */
+export interface SlingHost {
+  agent(name: string): AgentDefinition | undefined;
+  readonly config: Pick<CityConfig, 'workspace'>;
+  beads: BeadsService;
+  convoys: Pick<ConvoysService, 'create'>;
+  formulas: FormulaCatalog;
+  molecules: MoleculeEngine;
+  runs: Pick<RunViews, 'status'>;
+  tick: { poke(): void };
+}
 
 /**
  * `POST /sling`: routes a bead — or each open member of a convoy — to an agent, by stamping `ctl.routed_to`.
@@ -12,7 +29,7 @@ import { ASSIGNED_SESSION, ROUTED_TO } from './work-board.js';
  * slung alone gets a convoy tracking it unless `no_convoy`; the tick then wakes or starts a session of the agent
  * and hands it the work.
  */
-export async function sling(city: CityRuntime, body: SlingInputBody): Promise<SlingResponse> {
+export async function sling(city: SlingHost, body: SlingInputBody): Promise<SlingResponse> {
   const agent = city.agent(body.target);
   if (!agent) throw new Problem('agent-not-found', `not_found: agent not found: ${body.target}`);
   const warnings: string[] = [];
@@ -88,7 +105,7 @@ export async function sling(city: CityRuntime, body: SlingInputBody): Promise<Sl
     });
     workflowId = convoy.id;
   }
-  city.tick?.poke();
+  city.tick.poke();
   return {
     status: 'slung',
     target: agent.name,
@@ -106,7 +123,7 @@ export async function sling(city: CityRuntime, body: SlingInputBody): Promise<Sl
  * `no_convoy`. Vars and the formula are checked before anything is created (404 / 422).
  */
 async function slingFormula(
-  city: CityRuntime,
+  city: SlingHost,
   agent: AgentDefinition,
   formula: string,
   body: SlingInputBody,
@@ -125,7 +142,7 @@ async function slingFormula(
     const { convoy } = await city.convoys.create({ title: `${root.title} → ${agent.name}`, items: [attached] });
     convoyId = convoy.id;
   }
-  city.tick?.poke();
+  city.tick.poke();
   const routed = [...members.values()].filter((b) => b.metadata?.[ROUTED_TO] === agent.name).map((b) => b.id);
   return {
     status: 'slung',
@@ -143,7 +160,7 @@ async function slingFormula(
   };
 }
 
-function convoyMembers(city: CityRuntime, convoy: Bead): Bead[] {
+function convoyMembers(city: SlingHost, convoy: Bead): Bead[] {
   const ids = (convoy.dependencies ?? []).filter((d) => d.type === 'tracks').map((d) => d.depends_on_id);
   return [...new Set(ids)].map((id) => city.beads.store.get(id)).filter((b): b is Bead => b !== undefined);
 }

@@ -281,7 +281,7 @@ export class AgentsRoutes extends Controller {
     }
     if (!suspend) {
       // A person resuming an agent wants it to try again, quarantine or not.
-      this.city.tick?.forgive(agent.name);
+      this.city.tick.forgive(agent.name);
       for (const session of this.city.sessions.agentSessions(agent.name)) {
         if (session.state === 'quarantined')
           void session.wake('wake', 'woken: its agent was resumed').catch(() => undefined);

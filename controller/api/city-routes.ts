@@ -115,7 +115,7 @@ export class CityRoutes extends Controller {
       mail,
       version: VERSION,
       event_head: head,
-      ...(this.city.tick ? { tick: this.city.tick.stats() } : {}),
+      tick: this.city.tick.stats(),
       orders: this.city.orderScheduler.runStats.stats(),
       ...(this.city.reloadError ? { config_reload_error: this.city.reloadError } : {}),
     };

@@ -12,7 +12,7 @@ import {
   SuccessResponse,
   Tags,
 } from '@tsoa/runtime';
-import { IdempotentReplies } from '../idempotent-replies.js';
+import { IdempotentReplies } from './idempotent-replies.js';
 import type { OKResponseBody } from '../../shared/dto/common.js';
 import type { ErrorModel } from '../../shared/dto/errors.js';
 import type {

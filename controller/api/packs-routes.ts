@@ -11,7 +11,7 @@ import {
   SuccessResponse,
   Tags,
 } from '@tsoa/runtime';
-import { IdempotentReplies } from '../idempotent-replies.js';
+import { IdempotentReplies } from './idempotent-replies.js';
 import type { ErrorModel } from '../../shared/dto/errors.js';
 import type {
   PackAddInputBody,

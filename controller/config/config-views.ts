@@ -8,14 +8,30 @@ import type {
 } from '../../shared/dto/config.js';
 import type { CityConfig } from '../../shared/config/city-config.js';
 import { beadPrefix } from '../beads/prefix.js';
-import type { CityRuntime } from '../city-runtime.js';
+import type { FormulaCatalog } from '../formulas/formula-catalog.js';
+import type { AgentDefinition } from '../agents/agent-catalog.js';
+import type { OrderCatalog } from '../orders/order-catalog.js';
+import type { ProviderRegistry } from '../providers/provider-registry.js';
+import type { ConfigErrorPlace } from '../../shared/config/config-error.js';
 import { PRESETS } from '../providers/presets.js';
 import { resolveProviders } from '../providers/resolve.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
-import type { ComposedPack } from './compose.js';
+import type { ComposedConfig, ComposedPack } from './compose.js';
+
+/** What the configuration views read of the city: the configuration in use, how it composed, what it holds. */
+export interface ConfigViewsHost {
+  readonly config: CityConfig;
+  readonly composed: ComposedConfig;
+  readonly agents: AgentDefinition[];
+  readonly reloadError: string | undefined;
+  readonly reloadErrorPlace: ConfigErrorPlace | undefined;
+  providers: Pick<ProviderRegistry, 'all'>;
+  orders: Pick<OrderCatalog, 'list'>;
+  formulas: Pick<FormulaCatalog, 'list' | 'skipped'>;
+}
 
 /** `GET /config`: the configuration as composed and in use (packs, defaults and patches applied). */
-export function configView(city: CityRuntime, cityName: string): ConfigResponse {
+export function configView(city: ConfigViewsHost, cityName: string): ConfigResponse {
   const { config } = city;
   const workspace: ConfigResponse['workspace'] = {
     name: cityName,
@@ -77,7 +93,7 @@ export function defaultsView(cityName: string): ConfigResponse {
 }
 
 /** `GET /config/explain`: each agent and provider with its origin, what patches changed, and the imports. */
-export function explainView(city: CityRuntime): {
+export function explainView(city: ConfigViewsHost): {
   agents: AnnotatedAgentResponse[];
   providers: Record<string, AnnotatedProviderResponse>;
   patches: { agents: number; providers: number; rigs: number };
@@ -119,7 +135,7 @@ export function explainView(city: CityRuntime): {
  * an order or formula does not parse — each naming its file and key; `warnings` for what runs but is likely a
  * mistake.
  */
-export function validateView(city: CityRuntime): ConfigValidateOutputBody {
+export function validateView(city: ConfigViewsHost): ConfigValidateOutputBody {
   const errors: ConfigIssue[] = [];
   const warnings: ConfigIssue[] = [];
   const broken = city.reloadError;

@@ -2,9 +2,9 @@ import { BINDING_PATTERN, type PackImport } from '../../shared/config/city-confi
 import { ConfigError } from '../../shared/config/config-error.js';
 import type { PackAddInputBody, PackAddResponseBody, PackResponse } from '../../shared/dto/packs.js';
 import { Problem } from '../../shared/http/problem.js';
-import { agentDirectories } from '../agents/agent-catalog.js';
-import type { CityRuntime } from '../city-runtime.js';
-import { editConfigFile } from '../config/config-file-edit.js';
+import { agentDirectories, type AgentDefinition } from '../agents/agent-catalog.js';
+import type { ComposedConfig } from '../config/compose.js';
+import { editConfigFile, type ConfigFileHost } from '../config/config-file-edit.js';
 import { appendPlainTable, removePlainTable, type TableValue } from '../config/toml-table-edit.js';
 import {
   fetchPack,
@@ -28,6 +28,12 @@ import {
 const CREDENTIALS =
   /authentication failed|could not read username|permission denied \(publickey\)|terminal prompts disabled/i;
 
+/** What the packs API needs of the city: its configuration (to edit), how it composed, and its agents. */
+export interface PacksHost extends ConfigFileHost {
+  readonly composed: ComposedConfig;
+  readonly agents: AgentDefinition[];
+}
+
 /**
  * The packs API: the city's direct imports (`[imports.<name>]`). Adding one checks the source against the
  * machine's policy, fetches a git source into the pack cache (and every git pack it imports in turn), checks
@@ -35,7 +41,7 @@ const CREDENTIALS =
  * any step leaves `city.toml` and `packs.lock` as they were.
  */
 export class PackEditor {
-  constructor(private readonly city: CityRuntime) {}
+  constructor(private readonly city: PacksHost) {}
 
   list(): PackResponse[] {
     return this.city.composed.packs

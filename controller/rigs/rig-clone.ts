@@ -3,7 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { simpleGit } from 'simple-git';
 import type { RigCreateInputBody, RigCreateResponseBody } from '../../shared/dto/rigs.js';
 import { Problem } from '../../shared/http/problem.js';
-import type { CityRuntime } from '../city-runtime.js';
+import type { EventLog } from '../../shared/events/event-log.js';
+import type { ConfigFileHost } from '../config/config-file-edit.js';
 import { checkSourceAllowed, machineSourcePolicy, PackSourceError, parsePackSource } from '../packs/pack-source.js';
 import { checkRigPath } from './rig-placement.js';
 import { RigEditor } from './rigs.js';
@@ -16,6 +17,11 @@ const CLONE_TIMEOUT_MS = 30 * 60_000;
 /** Rigs being cloned, by name: a second clone of one is refused meanwhile. */
 const cloning = new Set<string>();
 
+/** What cloning a rig needs of the city: its configuration to write the rig to, and its log to report on. */
+export interface RigCloneHost extends ConfigFileHost {
+  log: EventLog;
+}
+
 /**
  * `POST /rigs` with `git_url`: checks what it can at once (name, URL, a free target directory), answers 202, and
  * clones in the background with the machine's `git` (through simple-git), recording `rig.provision.progress` as
@@ -23,7 +29,7 @@ const cloning = new Set<string>();
  * `request.result.rig.create`, or `request.failed` (the half-made directory removed).
  */
 export async function startClone(
-  city: CityRuntime,
+  city: RigCloneHost,
   body: RigCreateInputBody & { git_url: string },
 ): Promise<RigCreateResponseBody> {
   const editor = new RigEditor(city);
@@ -83,7 +89,7 @@ async function checkGitUrl(url: string, cityRoot: string): Promise<void> {
 }
 
 async function clone(
-  city: CityRuntime,
+  city: RigCloneHost,
   body: RigCreateInputBody & { git_url: string },
   written: string,
   target: string,

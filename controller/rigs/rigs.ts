@@ -6,8 +6,9 @@ import { AGENT_NAME_PATTERN } from '../../shared/config/city-config.js';
 import type { GitStatus, RigResponse, RigSessionWorktree, RigUpdateInputBody } from '../../shared/dto/rigs.js';
 import { Problem } from '../../shared/http/problem.js';
 import { checkRigPath } from './rig-placement.js';
-import type { CityRuntime } from '../city-runtime.js';
-import { editConfigFile } from '../config/config-file-edit.js';
+import type { AgentDefinition } from '../agents/agent-catalog.js';
+import { editConfigFile, type ConfigFileHost } from '../config/config-file-edit.js';
+import type { SessionService } from '../sessions/session-service.js';
 import {
   appendTable,
   removeTable,
@@ -19,20 +20,26 @@ import {
 /** A git status that takes longer than this is reported as an error, not waited on. */
 const GIT_TIMEOUT_MS = 5000;
 
+/** What the rigs API needs of the city: its configuration (to read and edit), its agents and their sessions. */
+export interface RigsHost extends ConfigFileHost {
+  readonly agents: AgentDefinition[];
+  sessions: Pick<SessionService, 'agentSessions' | 'worktrees'>;
+}
+
 /** A rig by name, or the 404 problem. */
-export function rigOrProblem(city: CityRuntime, name: string): CityRigConfig {
+export function rigOrProblem(city: Pick<RigsHost, 'config'>, name: string): CityRigConfig {
   const rig = city.config.rigs.find((r) => r.name === name);
   if (!rig) throw new Problem('rig-not-found', `not_found: rig not found: ${name}`);
   return rig;
 }
 
-export function rigPath(city: CityRuntime, rig: CityRigConfig): string {
+export function rigPath(city: Pick<RigsHost, 'root'>, rig: CityRigConfig): string {
   const path = rig.path ?? rig.name;
   return isAbsolute(path) ? path : resolve(city.root, path);
 }
 
 /** A rig as the API shows it; with `git`, its working tree read with the machine's git. */
-export async function rigResponse(city: CityRuntime, rig: CityRigConfig, git: boolean): Promise<RigResponse> {
+export async function rigResponse(city: RigsHost, rig: CityRigConfig, git: boolean): Promise<RigResponse> {
   const path = rigPath(city, rig);
   const agents = city.agents.filter((a) => a.rig === rig.name);
   const running = agents.filter((a) => city.sessions.agentSessions(a.name).some((s) => s.running)).length;
@@ -51,9 +58,9 @@ export async function rigResponse(city: CityRuntime, rig: CityRigConfig, git: bo
 
 /** With `git=true`: the rig's working tree, and each of its agents' open sessions' worktrees, read at once. */
 async function gitViews(
-  city: CityRuntime,
+  city: RigsHost,
   path: string,
-  agents: CityRuntime['agents'],
+  agents: AgentDefinition[],
 ): Promise<Pick<RigResponse, 'git' | 'worktrees'>> {
   const sessions = agents.flatMap((a) => city.sessions.agentSessions(a.name)).filter((s) => s.record.worktree);
   const [status, ...worktrees] = await Promise.all([
@@ -95,7 +102,7 @@ export async function gitStatus(path: string): Promise<GitStatus> {
  * file as it was), checked by parsing the result, written atomically, then taken by the controller at once.
  */
 export class RigEditor {
-  constructor(private readonly city: CityRuntime) {}
+  constructor(private readonly city: ConfigFileHost) {}
 
   /** Checks a new rig's name: valid and free. */
   checkNew(name: string): void {

@@ -1,6 +1,6 @@
-import { Problem } from '../shared/http/problem.js';
-import { IDEMPOTENCY_TTL_MS } from './beads/bead-rules.js';
-import { bodyHash } from './beads/beads-service.js';
+import { Problem } from '../../shared/http/problem.js';
+import { IDEMPOTENCY_TTL_MS } from '../beads/bead-rules.js';
+import { bodyHash } from '../beads/beads-service.js';
 
 /** How many keys one operation remembers (the oldest go first). */
 const CAP = 1024;

@@ -1,19 +1,19 @@
 import type Koa from 'koa';
 import type { Logger } from 'pino';
-import { createApp } from '../shared/http/app.js';
-import { jsonBody } from '../shared/http/json-body.js';
-import { apiRouter } from '../shared/http/router.js';
-import { streamSettings } from '../shared/events/stream-settings.js';
-import { serveOpenApi } from '../shared/openapi/document.js';
-import { provideRuntime } from './api/ioc.js';
-import type { CityRuntime } from './city-runtime.js';
+import { createApp } from '../../shared/http/app.js';
+import { jsonBody } from '../../shared/http/json-body.js';
+import { apiRouter } from '../../shared/http/router.js';
+import { streamSettings } from '../../shared/events/stream-settings.js';
+import { serveOpenApi } from '../../shared/openapi/document.js';
+import { provideRuntime } from '../api/ioc.js';
+import type { CityRuntime } from '../city-runtime.js';
 import { cityScope } from './city-scope.js';
 import { cityEventStream } from './event-stream.js';
-import { RegisterRoutes } from './generated/routes.js';
+import { RegisterRoutes } from '../generated/routes.js';
 import { serviceProxy } from './service-proxy.js';
 import { sessionStream } from './session-stream.js';
-import { storeProblems } from './store-problems.js';
-import { configWarnings } from './config/config-warnings.js';
+import { storeProblems } from '../api/store-problems.js';
+import { configWarnings } from '../config/config-warnings.js';
 import { agentOutputStream } from './agent-output-stream.js';
 
 /** The controller's HTTP application: the shared conventions, then its city's routes at their public paths. */

@@ -1,10 +1,10 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { Pool } from 'undici';
-import { Problem } from '../shared/http/problem.js';
-import { newResponseId, REQUEST_ID_HEADER } from '../shared/http/request-id.js';
-import type { CityRuntime } from './city-runtime.js';
+import { Problem } from '../../shared/http/problem.js';
+import { newResponseId, REQUEST_ID_HEADER } from '../../shared/http/request-id.js';
+import type { CityRuntime } from '../city-runtime.js';
 import { routeService } from './service-proxy.js';
-import { HOP_BY_HOP } from '../shared/http/hop-by-hop.js';
+import { HOP_BY_HOP } from '../../shared/http/hop-by-hop.js';
 
 /**
  * The `svc/*` proxy's fast path, before Koa: a GET or HEAD without a body or an Origin to a service that is up

@@ -1,14 +1,14 @@
 import type { Middleware } from 'koa';
-import type { PendingInteraction } from '../shared/dto/sessions.js';
-import { parseSeq } from '../shared/events/cursor.js';
-import type { EventRecord } from '../shared/events/record.js';
-import type { StreamSettings } from '../shared/events/stream-settings.js';
-import { decodeSegment } from '../shared/http/path-segment.js';
-import { Problem } from '../shared/http/problem.js';
-import { SseStream } from '../shared/http/sse.js';
-import type { CityRuntime } from './city-runtime.js';
-import type { SessionEvents } from './sessions/session.js';
-import { toEntry, turnOf } from './sessions/transcript.js';
+import type { PendingInteraction } from '../../shared/dto/sessions.js';
+import { parseSeq } from '../../shared/events/cursor.js';
+import type { EventRecord } from '../../shared/events/record.js';
+import type { StreamSettings } from '../../shared/events/stream-settings.js';
+import { decodeSegment } from '../../shared/http/path-segment.js';
+import { Problem } from '../../shared/http/problem.js';
+import { SseStream } from '../../shared/http/sse.js';
+import type { CityRuntime } from '../city-runtime.js';
+import type { SessionEvents } from '../sessions/session.js';
+import { toEntry, turnOf } from '../sessions/transcript.js';
 
 const REPLAY_BATCH = 500;
 /** Without a position a stream starts with this many of the newest entries (then goes live). */

@@ -1,13 +1,13 @@
 import { Agent, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Middleware } from 'koa';
-import type { CityServiceConfig } from '../shared/config/city-config.js';
-import { forward } from '../shared/http/forward.js';
-import { decodeSegment, hasDotSegment } from '../shared/http/path-segment.js';
-import { Problem } from '../shared/http/problem.js';
-import { refuseWithProblem, tunnelUpgrade } from '../shared/http/upgrade-tunnel.js';
-import type { CityRuntime } from './city-runtime.js';
-import type { ServiceTarget } from './services/service-runner.js';
+import type { CityServiceConfig } from '../../shared/config/city-config.js';
+import { forward } from '../../shared/http/forward.js';
+import { decodeSegment, hasDotSegment } from '../../shared/http/path-segment.js';
+import { Problem } from '../../shared/http/problem.js';
+import { refuseWithProblem, tunnelUpgrade } from '../../shared/http/upgrade-tunnel.js';
+import type { CityRuntime } from '../city-runtime.js';
+import type { ServiceTarget } from '../services/service-runner.js';
 
 /**
  * The raw workspace-service proxy: `/v0/city/{cityName}/svc/<service>/<rest>` goes, untouched and streaming

@@ -1,13 +1,13 @@
 import type { Middleware } from 'koa';
-import type { EventRecord } from '../shared/events/record.js';
-import type { StreamSettings } from '../shared/events/stream-settings.js';
-import { decodeSegment } from '../shared/http/path-segment.js';
-import { Problem } from '../shared/http/problem.js';
-import { SseStream } from '../shared/http/sse.js';
-import type { CityRuntime } from './city-runtime.js';
-import { outputSession, requireAgent } from './agents/agent-views.js';
-import type { Session } from './sessions/session.js';
-import { turnOf } from './sessions/transcript.js';
+import type { EventRecord } from '../../shared/events/record.js';
+import type { StreamSettings } from '../../shared/events/stream-settings.js';
+import { decodeSegment } from '../../shared/http/path-segment.js';
+import { Problem } from '../../shared/http/problem.js';
+import { SseStream } from '../../shared/http/sse.js';
+import type { CityRuntime } from '../city-runtime.js';
+import { outputSession, requireAgent } from '../agents/agent-views.js';
+import type { Session } from '../sessions/session.js';
+import { turnOf } from '../sessions/transcript.js';
 
 /** A stream starts with this many of the newest transcript entries of the agent's session. */
 const BACKLOG = 100;

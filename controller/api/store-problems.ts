@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { problemOf } from './beads/beads-service.js';
+import { problemOf } from '../beads/beads-service.js';
 
 /**
  * The bead store refuses bad values itself (an empty title, an unknown type): whichever family reached it —

@@ -1,11 +1,11 @@
 import type { Middleware } from 'koa';
-import { parseSeq } from '../shared/events/cursor.js';
-import type { EventRecord } from '../shared/events/record.js';
-import type { StreamSettings } from '../shared/events/stream-settings.js';
-import { toWireEvent } from '../shared/events/wire.js';
-import { Problem } from '../shared/http/problem.js';
-import { sseRoute, SseStream } from '../shared/http/sse.js';
-import type { CityRuntime } from './city-runtime.js';
+import { parseSeq } from '../../shared/events/cursor.js';
+import type { EventRecord } from '../../shared/events/record.js';
+import type { StreamSettings } from '../../shared/events/stream-settings.js';
+import { toWireEvent } from '../../shared/events/wire.js';
+import { Problem } from '../../shared/http/problem.js';
+import { sseRoute, SseStream } from '../../shared/http/sse.js';
+import type { CityRuntime } from '../city-runtime.js';
 
 const REPLAY_BATCH = 1000;
 

@@ -1,0 +1,294 @@
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { CityConfig } from '../shared/config/city-config.js';
+import type { EventLog } from '../shared/events/event-log.js';
+import type { LogTail } from '../shared/events/log-tail.js';
+import { ctlEntryPath, type CityPaths } from '../shared/paths.js';
+import { ReadinessProber } from '../shared/readiness.js';
+import { promptFor, suspensionIn, type AgentDefinition } from './agents/agent-catalog.js';
+import { AgentTick } from './agents/tick.js';
+import { heldBeadOf } from './agents/work-board.js';
+import type { BeadStore } from './beads/bead-store.js';
+import { BeadsService } from './beads/beads-service.js';
+import { ConvoysService } from './beads/convoys.js';
+import { MailService } from './beads/mail.js';
+import { StoreMaintenance } from './beads/store-maintenance.js';
+import { CityRuntime } from './city-runtime.js';
+import { cityClock } from './clock.js';
+import { CommandRunner } from './commands.js';
+import type { ConfigFileHost } from './config/config-file-edit.js';
+import { ConfigInUse, loadConfig } from './config/config-in-use.js';
+import { ProviderEditor } from './config/provider-editor.js';
+import { ExtmsgService } from './extmsg/extmsg-service.js';
+import { FormulaCatalog } from './formulas/formula-catalog.js';
+import { MoleculeEngine } from './molecules/molecule-engine.js';
+import { RunViews } from './molecules/run-views.js';
+import { OrderCatalog } from './orders/order-catalog.js';
+import { OrderDispatcher } from './orders/order-dispatch.js';
+import { OrderScheduler } from './orders/order-scheduler.js';
+import { ProviderRegistry } from './providers/provider-registry.js';
+import { ServiceRunner } from './services/service-runner.js';
+import { SessionService } from './sessions/session-service.js';
+import { SessionStore } from './sessions/session-store.js';
+import { writeCtlLauncher } from './sessions/ctl-launcher.js';
+import { StatusCounts } from './status-counts.js';
+import { UsageLog } from './usage/usage-log.js';
+import { WorktreeMerges } from './worktrees/bead-merge.js';
+import { worktreesRoot } from './worktrees/repository.js';
+import { SessionWorktrees } from './worktrees/session-worktrees.js';
+
+/** A session's program gets this long after SIGTERM before SIGKILL (our own shutdown is bounded at 5 s). */
+const SESSION_STOP_GRACE_MS = 3000;
+/** A session's program that is not ready this long after it started has failed to start. */
+const SESSION_START_TIMEOUT_MS = 60_000;
+
+export interface CityInputs {
+  name: string;
+  paths: CityPaths;
+  /** `city.toml` as read at start. */
+  config: CityConfig;
+  log: EventLog;
+  tail: LogTail;
+  store: BeadStore;
+  logger: Logger;
+}
+
+/**
+ * The controller's composition root: every part of the city built here, in one place, each given what it needs
+ * (a narrow host, or the parts themselves) — nothing patched in afterwards. Builds only: `startCity` starts
+ * what runs on its own, `stopCity` stops it. Throws a ConfigError when the configuration does not resolve.
+ */
+export function assembleCity(o: CityInputs): CityRuntime {
+  const { name, paths, log, tail, logger } = o;
+  const root = paths.root;
+  const providers = new ProviderRegistry(o.config, paths.config);
+  // What follows a change of the configuration; called only on a reload, once every part below exists.
+  const settings = new ConfigInUse(
+    paths,
+    providers,
+    loadConfig(root, paths.config, providers, o.config),
+    log,
+    {
+      looked: () => orderScheduler.evaluateSoon(),
+      taken: (config) => {
+        maintenance.schedule(config.maintenanceIntervalMs);
+        services.reconcile(config.services);
+      },
+      changed: () => tick.poke(),
+    },
+    logger,
+  );
+  const usage = new UsageLog(join(paths.runtimeDir, 'usage.jsonl'));
+  const sessions = new SessionService(
+    {
+      cityName: name,
+      cityRoot: root,
+      sessionsDir: join(paths.runtimeDir, 'sessions'),
+      store: new SessionStore(o.store),
+      log,
+      logger,
+      provider: (provider) => providers.get(provider),
+      env: sessionEnvironment(),
+      ctlBin: writeCtlLauncher(join(paths.runtimeDir, 'bin'), process.execPath, process.argv[1] || ctlEntryPath()),
+      heldBead: (sessionId) => heldBeadOf(o.store, sessionId),
+      agentPrompt: (record, bead) => {
+        const agent = settings.agent(record.template);
+        return agent && promptFor(agent, { city: name, session: record.session_name, bead });
+      },
+      agentEnv: (record) => settings.agent(record.template)?.config.env,
+      stopGraceMs: SESSION_STOP_GRACE_MS,
+      startTimeoutMs: SESSION_START_TIMEOUT_MS,
+      usage: (fact) => usage.record(fact),
+      worktrees: new SessionWorktrees(worktreesRoot(root), logger),
+    },
+    // The city's configuration as it is now: edits on disk and provider writes reload it.
+    {
+      agent: (agentName) => settings.agent(agentName),
+      promptOf: (agent, session) => promptFor(agent, { city: name, session }),
+      defaultProvider: () => providers.defaultProvider(),
+    },
+  );
+  const beads = new BeadsService(o.store, log);
+  // The configuration files as the API's editors write them: checked, written, then taken at once.
+  const configFiles: ConfigFileHost = {
+    root,
+    paths,
+    get config() {
+      return settings.config;
+    },
+    reloadConfig: (config, written) => settings.reload(config, written),
+  };
+  const prober = new ReadinessProber();
+  const tick = new AgentTick({
+    cityName: name,
+    cityRoot: root,
+    log,
+    beads,
+    sessions,
+    logger,
+    agents: () => settings.agents,
+    daemon: () => settings.config.daemon,
+    suspension: () => suspensionIn(settings.config),
+    env: process.env,
+    programMissing: (agent) => programMissing(prober, agent),
+  });
+  const clock = cityClock();
+  const commands = new CommandRunner();
+  const mail = new MailService(beads);
+  const formulas = new FormulaCatalog(
+    root,
+    () => settings.config.rigs,
+    () => settings.packDirs('formulas'),
+  );
+  const commandEnv = { ...process.env, CTL_CITY: name, CTL_CITY_ROOT: root };
+  const molecules = new MoleculeEngine({
+    beads,
+    log,
+    commands,
+    cityRoot: root,
+    env: commandEnv,
+    logger,
+    now: () => clock.now(),
+    poke: () => tick.poke(),
+  });
+  clock.onMoved(() => molecules.recheckAll());
+  const maintenance = new StoreMaintenance({
+    store: o.store,
+    backend: o.store.backend,
+    log,
+    statePath: join(paths.runtimeDir, 'maintenance.json'),
+    logger,
+  });
+  maintenance.schedule(settings.config.maintenanceIntervalMs);
+  const orders = new OrderCatalog(
+    root,
+    () => settings.config.orders,
+    () => settings.packDirs('orders'),
+  );
+  const orderScheduler = new OrderScheduler({
+    catalog: orders,
+    dispatcher: new OrderDispatcher({
+      beads,
+      log,
+      commands,
+      formulas,
+      molecules,
+      cityRoot: root,
+      env: commandEnv,
+      logger,
+      // A run settled: the scheduler looks again (called only once it runs, so never before it exists).
+      settled: () => orderScheduler.evaluateSoon(),
+    }),
+    store: o.store,
+    log,
+    tail,
+    clock,
+    commands,
+    cityRoot: root,
+    env: commandEnv,
+    conditionEveryMs: () => settings.config.daemon.patrolIntervalMs,
+    logger,
+  });
+  const services = new ServiceRunner({
+    cityName: name,
+    cityRoot: root,
+    runtimeDir: paths.runtimeDir,
+    log,
+    env: process.env,
+    logger,
+  });
+  return new CityRuntime({
+    name,
+    paths,
+    settings,
+    log,
+    tail,
+    beads,
+    mail,
+    convoys: new ConvoysService(beads),
+    // A bead finished in a session's worktree records its branch, and merges it when its agent says so.
+    merges: new WorktreeMerges({
+      beads,
+      worktrees: sessions.worktrees,
+      sessionRecord: (id) => sessions.recordOf(id),
+      agent: (agentName) => settings.agent(agentName),
+      tell: (id, text) => sessions.tell(id, text, 'woken: its bead was reopened'),
+      logger,
+    }),
+    statusCounts: new StatusCounts(() => ({ work: beads.workCounts(), mail: mail.count({}) }), log),
+    providers,
+    prober,
+    sessions,
+    usage,
+    tick,
+    clock,
+    commands,
+    formulas,
+    molecules,
+    runs: new RunViews(o.store),
+    orders,
+    orderScheduler,
+    maintenance,
+    extmsg: new ExtmsgService({
+      dir: join(paths.runtimeDir, 'extmsg'),
+      log,
+      sessions,
+      agent: (agentName) => settings.agent(agentName),
+      callbackHosts: () => settings.config.extmsgCallbackHosts,
+      logger,
+    }),
+    services,
+    providerEditor: new ProviderEditor(configFiles),
+  });
+}
+
+/** Starts what runs on its own once the controller serves its API: the tick, services, messaging, runs, orders. */
+export function startCity(city: CityRuntime): void {
+  city.tick.start();
+  city.services.reconcile(city.config.services);
+  city.extmsg.start();
+  // Runs that were in flight when the last controller stopped carry on (their checks, gates and finalize).
+  city.molecules.resume();
+  city.orderScheduler.start();
+}
+
+/** Stops what `startCity` started, and what the parts keep running (timers, commands, services). */
+export async function stopCity(city: CityRuntime): Promise<void> {
+  city.tick.stop();
+  city.orderScheduler.stop();
+  city.maintenance.stop();
+  city.molecules.stop();
+  city.commands.stop();
+  city.clock.stop();
+  city.extmsg.stop();
+  await city.services.stop();
+}
+
+/** Why the agent's program is missing (installed or not only: no sign-in check, that runs the program). */
+async function programMissing(prober: ReadinessProber, agent: AgentDefinition): Promise<string | undefined> {
+  const provider = agent.provider;
+  if (!provider) return undefined;
+  // Cached by the prober for 2 s.
+  const item = await prober.probeCommand({
+    name: provider.name,
+    displayName: provider.display_name,
+    command: provider.command,
+    cwd: agent.workDir,
+    env: provider.env,
+  });
+  return item.status === 'not_installed' || item.status === 'invalid_configuration'
+    ? `provider ${provider.name}: ${item.detail ?? item.status}`
+    : undefined;
+}
+
+/**
+ * What every session's program starts with: ours (the supervisor's API address, `CTL_API`, among it), plus
+ * `CTL_NODE` and `CTL_CLI`, the Node and `ctl` entry point this controller runs (what its `ctl` launcher, first on
+ * the program's PATH, runs too).
+ */
+function sessionEnvironment(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  if (process.argv[1]) env.CTL_CLI = process.argv[1];
+  env.CTL_NODE = process.execPath;
+  return env;
+}
