@@ -2,6 +2,24 @@ import eslint from '@eslint/js';
 import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 
+/** The controller's domain folders: one per family of the city (see docs/architecture/controller.md). */
+const CONTROLLER_DOMAINS = [
+  'agents',
+  'beads',
+  'config',
+  'extmsg',
+  'formulas',
+  'molecules',
+  'orders',
+  'packs',
+  'providers',
+  'rigs',
+  'services',
+  'sessions',
+  'usage',
+  'worktrees',
+];
+
 export default defineConfig(
   { ignores: ['dist/**', '**/generated/**', 'node_modules/**', '.bench-out/**'] },
   eslint.configs.recommended,
@@ -31,6 +49,63 @@ export default defineConfig(
       'no-restricted-imports': [
         'error',
         { patterns: [{ regex: '^(\\.\\./)+(supervisor|cli)/', message: 'processes share code only through shared/' }] },
+      ],
+    },
+  },
+  // Inside the controller, folders depend one way: http/ (the server: app, proxies, streams) → api/ (routes) →
+  // the domains (one folder each) → shared/. The composition root (assemble-city.ts) builds the parts and
+  // main.ts runs them; nothing imports either but main.ts. Domains take narrow hosts, never the whole
+  // CityRuntime, and never reach up into api/ or http/.
+  {
+    files: [`controller/{${CONTROLLER_DOMAINS.join(',')}}/**/*.ts`],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./)+(api|http|generated)/',
+              message: 'a domain never imports the HTTP layers (api/, http/)',
+            },
+            {
+              regex: '^(\\.\\./)+(city-runtime|assemble-city|main)\\.js$',
+              message: 'a domain takes a narrow host (an interface of what it needs), never the whole CityRuntime',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['controller/api/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { regex: '^\\.\\./http/', message: 'routes do not import the server that mounts them (http/)' },
+            { regex: '^\\.\\./(assemble-city|main)\\.js$', message: 'routes get the city through api/ioc.ts' },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['controller/http/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              // The parts come through the root (CityRuntime); what goes on the wire, through the domains' views.
+              regex: `^\\.\\./(${CONTROLLER_DOMAINS.join('|')})/(?!(agent-views|transcript|config-warnings)\\.js$)`,
+              allowTypeImports: true,
+              message: 'http/ reaches a domain through CityRuntime (city-runtime.ts), or its wire views',
+            },
+            { regex: '^\\.\\./(assemble-city|main)\\.js$', message: 'http/ is given the city; it does not build it' },
+          ],
+        },
       ],
     },
   },
