@@ -33,7 +33,7 @@ import { DEFAULT_MAX_ARCHIVES, DEFAULT_ROTATION_MAX_BYTES, rotateWhenLarge } fro
 import { watchConfig } from './config/config-watch.js';
 import { assembleCity, startCity, stopCity } from './assemble-city.js';
 import { installTether, ProcessTether } from './process-tether.js';
-import { serviceUpgrade } from './http/service-proxy.js';
+import { ServiceConnections, serviceUpgrade } from './http/service-proxy.js';
 import { serviceFastPath } from './http/service-fast-path.js';
 import { ensureOwnSocketDir, makeRuntimeDirPrivate } from './private-runtime-dir.js';
 
@@ -149,15 +149,17 @@ export async function run(options: ControllerRunOptions): Promise<void> {
         .reloadFromDisk(file, all)
         .catch((err: unknown) => logger.error({ err }, 'could not reload the configuration'));
     });
+    // One pool per service, for both ways a request takes to it.
+    const services = new ServiceConnections();
     // The HTTP stack loads after the controller reports ready (below), off both the start-up and the request path.
     const handler = lazyHandler(async () => {
       const [{ createControllerApp }, { handlerOf }] = await Promise.all([
         import('./http/app.js'),
         import('../shared/http/app.js'),
       ]);
-      return handlerOf(createControllerApp(running, logger));
+      return handlerOf(createControllerApp(running, services, logger));
     });
-    const fastService = serviceFastPath(running);
+    const fastService = serviceFastPath(running, services, logger);
     const gate = peerGate(listen, logger);
     server = createServer(
       { requireHostHeader: false },

@@ -1,6 +1,6 @@
-import { Agent } from 'node:http';
 import type { Middleware } from 'koa';
-import { forward } from '../shared/http/forward.js';
+import type { Dispatcher } from 'undici';
+import { forwardRequest, ownConnection, UpstreamPools } from '../shared/http/upstream.js';
 import { Problem } from '../shared/http/problem.js';
 import { notRunning, parseCityPath, type CityPath } from '../shared/http/city-path.js';
 import type { ControllerEndpoint } from './controller-process.js';
@@ -11,9 +11,29 @@ import type { Registry } from './registry.js';
 export const SUPERVISOR_OWNED = new Set(['/stop', '/start', '/unregister']);
 
 /** Ordinary requests in flight to one controller at once; more wait for a free connection. */
-const MAX_SOCKETS_PER_CONTROLLER = 256;
+const MAX_CONNECTIONS_PER_CONTROLLER = 256;
+
+/** The pool of connections to a running controller. */
+export type ControllerPools = (controller: Controller) => Dispatcher;
+
+/**
+ * One keep-alive pool per running controller, shared by the proxy's fast path and its Koa path; the pools of
+ * controllers no longer running close when a new controller's opens.
+ */
+export function controllerPools(registry: Registry, reconciler: Reconciler): ControllerPools {
+  const pools = new UpstreamPools(MAX_CONNECTIONS_PER_CONTROLLER);
+  const live = function* () {
+    for (const city of registry.cities) {
+      const running = reconciler.controllerFor(city.path, city.name);
+      if (running) yield controllerKey(running);
+    }
+  };
+  return (controller) => pools.get(controllerKey(controller), controller.endpoint, live);
+}
 
 export interface CityProxyOptions {
+  /** The controllers' connection pools (shared with the fast path). */
+  pools: ControllerPools;
   /** How long a request may wait for a connection to its controller before the 503. */
   connectTimeoutMs: number;
   /** How long a stream request for a city that is only restarting is held before the 503 (decisions.md). */
@@ -37,31 +57,6 @@ export function isStream(method: string, path: CityPath): boolean {
  * until it runs (bounded), so a browser's EventSource reconnecting during a restart is not turned away for good.
  */
 export function cityProxy(registry: Registry, reconciler: Reconciler, options: CityProxyOptions): Middleware {
-  const pools = new Map<string, Agent>();
-
-  const poolFor = (controller: Controller): Agent => {
-    const key = controllerKey(controller);
-    let pool = pools.get(key);
-    if (!pool) {
-      // A new controller (a restarted one listens where the old one did: its pool must not hand out the dead
-      // one's connections): the pools of controllers no longer running go, with any idle sockets they kept.
-      const live = new Set<string>();
-      for (const city of registry.cities) {
-        const running = reconciler.controllerFor(city.path, city.name);
-        if (running) live.add(controllerKey(running));
-      }
-      for (const [oldKey, oldPool] of pools) {
-        if (!live.has(oldKey)) {
-          oldPool.destroy();
-          pools.delete(oldKey);
-        }
-      }
-      pool = new Agent({ keepAlive: true, maxSockets: MAX_SOCKETS_PER_CONTROLLER });
-      pools.set(key, pool);
-    }
-    return pool;
-  };
-
   return async (ctx, next) => {
     const path = parseCityPath(ctx.path);
     if (!path || SUPERVISOR_OWNED.has(path.rest)) {
@@ -87,18 +82,29 @@ export function cityProxy(registry: Registry, reconciler: Reconciler, options: C
       if (retryAfter !== undefined) throw cityRestarting(path.name, retryAfter);
       throw notRunning(path);
     }
-    await forward(ctx, {
-      ...controller.endpoint,
-      path: ctx.url,
-      // A fresh connection for a stream (closed with it); the controller's pool for everything else.
-      agent: stream ? false : poolFor(controller),
-      hostHeader: 'localhost',
-      connectTimeout: {
-        ms: options.connectTimeoutMs,
-        detail: `service_unavailable: the controller of ${path.name} did not accept the request within ${options.connectTimeoutMs / 1000}s; try again`,
-      },
-    });
+    // A connection of its own for a stream (closed with it); the controller's pool for everything else.
+    const own = stream ? ownConnection(controller.endpoint) : undefined;
+    try {
+      await forwardRequest(ctx.req, ctx.res, own ?? options.pools(controller), {
+        path: ctx.url,
+        hostHeader: 'localhost',
+        requestId: ctx.state.requestId as string,
+        connectTimeout: {
+          ms: options.connectTimeoutMs,
+          detail: connectTimeoutDetail(path.name, options.connectTimeoutMs),
+        },
+      });
+      ctx.respond = false;
+    } finally {
+      // Closing only ends the connection: it has nobody to report to.
+      if (own) void own.destroy();
+    }
   };
+}
+
+/** The 503's detail when a request got no connection to its city's controller in time. */
+export function connectTimeoutDetail(name: string, ms: number): string {
+  return `service_unavailable: the controller of ${name} did not accept the request within ${ms / 1000}s; try again`;
 }
 
 export interface Controller {

@@ -20,6 +20,7 @@ import { ApiTokens } from './api-tokens.js';
 import { createSupervisorApp } from './app.js';
 import { BrowserSessions } from './browser-sessions.js';
 import { fastProxy } from './fast-proxy.js';
+import { controllerPools } from './city-proxy.js';
 import { CityOperations } from './city-operations.js';
 import { EventHub } from './event-hub.js';
 import { EventView } from './event-view.js';
@@ -125,6 +126,8 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
     };
     const readOnly = !isLoopbackHost(bind.toLowerCase()) && !config.allowMutations;
     const connectTimeoutMs = Number(process.env.CTL_PROXY_CONNECT_TIMEOUT_MS) || PROXY_CONNECT_TIMEOUT_MS;
+    // One pool per running controller, for both ways a request takes to it.
+    const pools = controllerPools(registry, reconciler);
     const app = createSupervisorApp({
       logger,
       services: { cities, events, prober, health, tokens, sessions, supervisorLog, paths },
@@ -135,13 +138,14 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
       allowedHosts: config.allowedHosts,
       allowedOrigins: config.allowedOrigins,
       readOnly,
-      proxy: { connectTimeoutMs, streamHoldMs: STREAM_HOLD_MS },
+      proxy: { pools, connectTimeoutMs, streamHoldMs: STREAM_HOLD_MS },
     });
     const koa = handlerOf(app);
     const proxied = fastProxy({
       registry,
       reconciler,
       logger,
+      pools,
       allowedHosts: config.allowedHosts,
       readOnly,
       connectTimeoutMs,

@@ -10,14 +10,14 @@ import type { CityRuntime } from '../city-runtime.js';
 import { cityScope } from './city-scope.js';
 import { cityEventStream } from './event-stream.js';
 import { RegisterRoutes } from '../generated/routes.js';
-import { serviceProxy } from './service-proxy.js';
+import { serviceProxy, type ServiceConnections } from './service-proxy.js';
 import { sessionStream } from './session-stream.js';
 import { storeProblems } from '../api/store-problems.js';
 import { configWarnings } from '../config/config-warnings.js';
 import { agentOutputStream } from './agent-output-stream.js';
 
 /** The controller's HTTP application: the shared conventions, then its city's routes at their public paths. */
-export function createControllerApp(city: CityRuntime, logger: Logger): Koa {
+export function createControllerApp(city: CityRuntime, services: ServiceConnections, logger: Logger): Koa {
   provideRuntime(city);
   const app = createApp({
     logger,
@@ -31,7 +31,7 @@ export function createControllerApp(city: CityRuntime, logger: Logger): Koa {
   app.use(configWarnings());
   app.use(serveOpenApi());
   app.use(cityScope(city.name));
-  app.use(serviceProxy(city));
+  app.use(serviceProxy(city, services));
   const streams = streamSettings();
   app.use(cityEventStream(city, streams));
   app.use(sessionStream(city, streams));

@@ -1,8 +1,9 @@
-import { Agent, type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Middleware } from 'koa';
+import type { Dispatcher } from 'undici';
 import type { CityServiceConfig } from '../../shared/config/city-config.js';
-import { forward } from '../../shared/http/forward.js';
+import { forwardRequest, UpstreamPools } from '../../shared/http/upstream.js';
 import { decodeSegment, hasDotSegment } from '../../shared/http/path-segment.js';
 import { Problem } from '../../shared/http/problem.js';
 import { refuseWithProblem, tunnelUpgrade } from '../../shared/http/upgrade-tunnel.js';
@@ -10,31 +11,43 @@ import type { CityRuntime } from '../city-runtime.js';
 import type { ServiceTarget } from '../services/service-runner.js';
 
 /**
+ * The connections to the city's services: a keep-alive pool per service and address, shared by the `svc/*`
+ * fast path and the Koa path. Not bounded: a service's streams must not hold up its other requests.
+ */
+export class ServiceConnections {
+  private readonly pools = new UpstreamPools(null);
+
+  pool(service: CityServiceConfig, target: ServiceTarget): Dispatcher {
+    const key = `${service.name}@${'socketPath' in target ? target.socketPath : `${target.host}:${target.port}`}`;
+    return this.pools.get(key, target);
+  }
+}
+
+/** The path to ask the service for: its base path, the rest of ours, and the query. */
+export function servicePath(target: ServiceTarget, tail: string, query: string): string {
+  return `${'basePath' in target ? target.basePath : ''}${tail || '/'}${query}`;
+}
+
+/**
  * The raw workspace-service proxy: `/v0/city/{cityName}/svc/<service>/<rest>` goes, untouched and streaming
  * both ways (SSE included), to the `[[service]]` of that name — a URL somebody else runs, or a program the
  * controller runs, on its port or Unix socket — as `<rest>`.
  */
-export function serviceProxy(city: CityRuntime): Middleware {
+export function serviceProxy(city: CityRuntime, connections: ServiceConnections): Middleware {
   const prefix = `/v0/city/${encodeURIComponent(city.name)}/svc`;
-  const agents = new Map<string, Agent>();
   return async (ctx, next) => {
     if (ctx.path !== prefix && !ctx.path.startsWith(`${prefix}/`)) {
       await next();
       return;
     }
     const { target, tail, service } = routeService(city, ctx.path.slice(prefix.length));
-    const key = `${service.name}@${'socketPath' in target ? target.socketPath : `${target.host}:${target.port}`}`;
-    let agent = agents.get(key);
-    if (!agent) {
-      agent = new Agent({ keepAlive: true });
-      agents.set(key, agent);
-    }
-    await forward(ctx, {
-      ...('socketPath' in target ? { socketPath: target.socketPath } : { host: target.host, port: target.port }),
-      path: `${'basePath' in target ? target.basePath : ''}${tail || '/'}${ctx.querystring ? `?${ctx.querystring}` : ''}`,
-      agent,
+    await forwardRequest(ctx.req, ctx.res, connections.pool(service, target), {
+      path: servicePath(target, tail, ctx.querystring ? `?${ctx.querystring}` : ''),
       hostHeader: target.hostHeader,
+      requestId: ctx.state.requestId as string,
+      upstreamName: 'the service',
     });
+    ctx.respond = false;
   };
 }
 
@@ -53,7 +66,7 @@ export function serviceUpgrade(city: CityRuntime): (req: IncomingMessage, socket
       const { target, tail } = routeService(city, path.slice(prefix.length));
       tunnelUpgrade(req, socket, head, {
         ...('socketPath' in target ? { socketPath: target.socketPath } : { host: target.host, port: target.port }),
-        path: `${'basePath' in target ? target.basePath : ''}${tail || '/'}${query}`,
+        path: servicePath(target, tail, query),
         hostHeader: target.hostHeader,
       });
     } catch (err) {

@@ -3,16 +3,25 @@ import type { Duplex } from 'node:stream';
 import type { Problem } from './problem.js';
 import { newResponseId, REQUEST_ID_HEADER } from './request-id.js';
 
-/** A problem written straight to the response, for what runs before Koa (the access gates). */
-export function answerProblem(req: IncomingMessage, res: ServerResponse, problem: Problem): void {
+/**
+ * The one problem writer for what answers without Koa (the access gates, the proxies' fast paths): the body
+ * and headers Koa's problem handler would send, with the request id given (a new one when none is).
+ */
+export function answerProblem(
+  req: IncomingMessage,
+  res: ServerResponse,
+  problem: Problem,
+  requestId: string = newResponseId(),
+): void {
   if (res.headersSent || res.destroyed) return;
   const body = JSON.stringify(problem.toBody(req.url?.split('?')[0]));
   res.writeHead(problem.status, {
     ...problem.headers,
     'Content-Type': 'application/problem+json',
     'Content-Length': Buffer.byteLength(body),
-    [REQUEST_ID_HEADER]: newResponseId(),
+    [REQUEST_ID_HEADER]: requestId,
     'Cache-Control': 'no-store',
+    Vary: 'Origin',
   });
   res.end(body);
 }
