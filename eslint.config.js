@@ -7,6 +7,7 @@ const CONTROLLER_DOMAINS = [
   'agents',
   'beads',
   'config',
+  'doctor',
   'extmsg',
   'formulas',
   'molecules',
