@@ -17,7 +17,7 @@ import type { EventLog } from '../shared/events/event-log.js';
 import { FileLock } from '../shared/fs/file-lock.js';
 import { LogTail } from '../shared/events/log-tail.js';
 import { createLogger } from '../shared/log.js';
-import { cityPaths, ctlEntryPath, ctlHome, homePaths } from '../shared/paths.js';
+import { cityPaths, ctlHome, homePaths } from '../shared/paths.js';
 import { readSupervisorConfig } from '../shared/config/supervisor-config.js';
 import { LocalAccounts } from '../shared/http/local-accounts.js';
 import { PeerAccess } from '../shared/http/peer-access.js';
