@@ -1,7 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Logger } from 'pino';
 import type {
   PendingInteraction,
   SessionResponse,
@@ -9,74 +8,25 @@ import type {
   SessionWorktreeRelease,
   SubmitIntent,
 } from '../../shared/dto/sessions.js';
-import type { EventLog } from '../../shared/events/event-log.js';
-import type { EventRecord } from '../../shared/events/record.js';
-import type { UsageFact } from '../usage/usage-log.js';
-import type { SessionWorktrees } from '../worktrees/session-worktrees.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import type { ProgramExit, RuntimeSink, SessionRuntime } from './runtime.js';
 import { canResume, createRuntime } from './runtimes.js';
-import { preparePriming } from './priming.js';
-import { ensureWorkDir, sessionEnvironment, writeHeldBead } from './session-environment.js';
+import { launchOptions } from './program-launch.js';
+import { ensureWorkDir, writeHeldBead } from './session-environment.js';
 import { SessionEventLog, type LifecycleEvent } from './session-events.js';
 import { nextState, requireTransition, wakesOnMessage, type SessionCommand } from './session-states.js';
-import type { SessionRecord, SessionStore } from './session-store.js';
+import type { SessionRecord } from './session-store.js';
+import type { EnqueueOptions, SessionContext, SessionEvents } from './session-context.js';
 import { peekView, sessionView, type ViewParts } from './session-view.js';
 import { Subagents } from './subagents.js';
 import { Transcript } from './transcript.js';
 import { TranscriptWriter } from './transcript-writer.js';
-import { Turns, type MessageRequest, type TurnFailureNote } from './turns.js';
+import { Turns, type TurnFailureNote } from './turns.js';
 
 export type { TurnFailureNote } from './turns.js';
 
-/** What every session of a city shares. */
-export interface SessionContext {
-  cityName: string;
-  cityRoot: string;
-  /** `<city>/.ctl/sessions`: one directory per session. */
-  sessionsDir: string;
-  store: SessionStore;
-  /** The city's event log. */
-  log: EventLog;
-  logger: Logger;
-  /** The provider called `name` as the city's configuration resolves it now. */
-  provider(name: string): ResolvedProvider | undefined;
-  env: NodeJS.ProcessEnv;
-  /** The directory of the controller's `ctl` launcher, first on every program's PATH. */
-  ctlBin?: string;
-  /** The bead a session holds now (`CTL_BEAD`, the `{{bead}}` of its prompt), if any. */
-  heldBead?(sessionId: string): string | undefined;
-  /** An agent's session: its agent's prompt as it is now, its template filled in (the bead it holds now). */
-  agentPrompt?(record: SessionRecord, bead: string | undefined): string | undefined;
-  /** An agent's session: its agent's `env` as it is now. */
-  agentEnv?(record: SessionRecord): Record<string, string> | undefined;
-  /** How long a program gets between SIGTERM and SIGKILL. */
-  stopGraceMs: number;
-  /** A program that is not ready this long after it started is taken to have failed. */
-  startTimeoutMs: number;
-  /** Keeps what a turn used, as its provider reported it. */
-  usage?: (fact: UsageFact) => void;
-  /** The sessions' git worktrees (agents with `isolation = "worktree"`). */
-  worktrees: SessionWorktrees;
-}
-
-/** What the session stream hears, besides transcript entries. */
-export interface SessionEvents {
-  entry: [EventRecord];
-  activity: ['idle' | 'in-turn'];
-  pending: [PendingInteraction];
-  pending_cleared: [string];
-  state: [SessionState];
-  /** Its program ended: `crashed` when nobody asked (or it never became ready); `ran_ms` since it was ready. */
-  ended: [{ crashed: boolean; ran_ms: number }];
-}
-
-/** How a message is queued: `wake` wakes a sleeping session for it (the reason recorded); `request` ends with it. */
-export interface EnqueueOptions {
-  wake?: string;
-  request?: MessageRequest;
-}
+export type { EnqueueOptions, SessionContext, SessionEvents } from './session-context.js';
 
 /**
  * One session: its record (the session bead), its lifecycle and — while it runs — its program's runtime. Its
@@ -107,6 +57,8 @@ export class Session extends EventEmitter<SessionEvents> {
   private stoppingWithController = false;
   /** The handling of the program's last exit (a restart waits for it before it starts the next program). */
   private exiting: Promise<void> = Promise.resolve();
+  /** Its program ended and what follows (state, events) is being settled. */
+  private settlingExit = false;
 
   constructor(
     public record: SessionRecord,
@@ -253,29 +205,16 @@ export class Session extends EventEmitter<SessionEvents> {
       const resumeKey = canResume(provider) ? this.record.provider_session_key : undefined;
       const first = provider.prompt_mode !== 'stdin' ? this.turns.firstMessage() : undefined;
       this.runtime = createRuntime(
-        {
-          sessionId: this.id,
+        launchOptions({
+          ctx: this.ctx,
+          record: this.record,
+          dir: this.dir,
           provider,
           workDir,
-          env: sessionEnvironment(this.ctx, this.record, provider, {
-            dir: this.dir,
-            bead,
-            ...(this.record.kind === 'agent' ? { agentEnv: this.ctx.agentEnv?.(this.record) } : {}),
-          }),
-          stateDir: this.dir,
+          bead,
           resumeKey,
-          permissionMode: this.record.permission_mode,
-          priming: preparePriming(
-            this.dir,
-            provider,
-            this.record.kind === 'agent' ? this.ctx.agentPrompt?.(this.record, bead) : undefined,
-            this.record.kind === 'agent',
-            this.ctx.ctlBin,
-          ),
           firstMessage: first?.text,
-          startTimeoutMs: this.ctx.startTimeoutMs,
-          logger: this.ctx.logger.child({ session: this.id }),
-        },
+        }),
         this.sink(),
       );
       await this.runtime.start();
@@ -346,9 +285,9 @@ export class Session extends EventEmitter<SessionEvents> {
     }
   }
 
-  /** A restart is under way: between its stop and its start the session only looks asleep. */
+  /** A restart, or the settling of its program's end, is under way: meanwhile the session only looks asleep. */
   get changing(): boolean {
-    return this.restarting;
+    return this.restarting || this.settlingExit;
   }
 
   // ---------------------------------------------------------------------------------------------------------
@@ -482,9 +421,25 @@ export class Session extends EventEmitter<SessionEvents> {
     this.ready = false;
     this.turns.programEnded();
     this.subagents.closeAll();
-    // Told once the state below is settled.
     const crashed = !exit.requested && !(refusal !== undefined && wasReady);
-    setImmediate(() => this.emit('ended', { crashed, ran_ms: ranMs }));
+    // Until the state below is settled and its events written, the session only looks asleep: the tick leaves it
+    // alone (`changing`), and hears that it ended only then — so a crash is counted, and a session that crashed
+    // too often is quarantined, before anything could start it again.
+    this.settlingExit = true;
+    try {
+      await this.settleExit(exit, wasReady, refusal, pid);
+    } finally {
+      this.settlingExit = false;
+      this.emit('ended', { crashed, ran_ms: ranMs });
+    }
+  }
+
+  private async settleExit(
+    exit: ProgramExit,
+    wasReady: boolean,
+    refusal: string | undefined,
+    pid: number | undefined,
+  ): Promise<void> {
     await this.writer.write({
       kind: 'exit',
       actor: 'ctl',

@@ -1,0 +1,52 @@
+import type { ResolvedProvider } from '../providers/provider-spec.js';
+import type { RuntimeOptions } from './runtime.js';
+import { preparePriming } from './priming.js';
+import { sessionEnvironment } from './session-environment.js';
+import type { SessionContext } from './session-context.js';
+import type { SessionRecord } from './session-store.js';
+
+/** What one start of a session's program is, apart from where its output goes. */
+export interface Launch {
+  ctx: SessionContext;
+  record: SessionRecord;
+  /** The session's own state directory. */
+  dir: string;
+  provider: ResolvedProvider;
+  /** Where the program runs: the agent's directory, or its place in the session's worktree. */
+  workDir: string;
+  /** The bead the session holds as it starts, if any. */
+  bead: string | undefined;
+  resumeKey: string | undefined;
+  firstMessage: string | undefined;
+}
+
+/**
+ * The runtime options for one start: its environment (ctl first on PATH, the CTL_* variables, an agent's env)
+ * and, for an agent, its role prompt primed the way its provider takes one.
+ */
+export function launchOptions(l: Launch): RuntimeOptions {
+  const agent = l.record.kind === 'agent';
+  return {
+    sessionId: l.record.id,
+    provider: l.provider,
+    workDir: l.workDir,
+    env: sessionEnvironment(l.ctx, l.record, l.provider, {
+      dir: l.dir,
+      bead: l.bead,
+      ...(agent ? { agentEnv: l.ctx.agentEnv?.(l.record) } : {}),
+    }),
+    stateDir: l.dir,
+    resumeKey: l.resumeKey,
+    permissionMode: l.record.permission_mode,
+    priming: preparePriming(
+      l.dir,
+      l.provider,
+      agent ? l.ctx.agentPrompt?.(l.record, l.bead) : undefined,
+      agent,
+      l.ctx.ctlBin,
+    ),
+    firstMessage: l.firstMessage,
+    startTimeoutMs: l.ctx.startTimeoutMs,
+    logger: l.ctx.logger.child({ session: l.record.id }),
+  };
+}

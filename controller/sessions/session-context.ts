@@ -1,0 +1,57 @@
+import type { Logger } from 'pino';
+import type { PendingInteraction, SessionState } from '../../shared/dto/sessions.js';
+import type { EventLog } from '../../shared/events/event-log.js';
+import type { EventRecord } from '../../shared/events/record.js';
+import type { ResolvedProvider } from '../providers/provider-spec.js';
+import type { UsageFact } from '../usage/usage-log.js';
+import type { SessionWorktrees } from '../worktrees/session-worktrees.js';
+import type { SessionRecord, SessionStore } from './session-store.js';
+import type { MessageRequest } from './turns.js';
+
+/** What every session of a city shares. */
+export interface SessionContext {
+  cityName: string;
+  cityRoot: string;
+  /** `<city>/.ctl/sessions`: one directory per session. */
+  sessionsDir: string;
+  store: SessionStore;
+  /** The city's event log. */
+  log: EventLog;
+  logger: Logger;
+  /** The provider called `name` as the city's configuration resolves it now. */
+  provider(name: string): ResolvedProvider | undefined;
+  env: NodeJS.ProcessEnv;
+  /** The directory of the controller's `ctl` launcher, first on every program's PATH. */
+  ctlBin?: string;
+  /** The bead a session holds now (`CTL_BEAD`, the `{{bead}}` of its prompt), if any. */
+  heldBead?(sessionId: string): string | undefined;
+  /** An agent's session: its agent's prompt as it is now, its template filled in (the bead it holds now). */
+  agentPrompt?(record: SessionRecord, bead: string | undefined): string | undefined;
+  /** An agent's session: its agent's `env` as it is now. */
+  agentEnv?(record: SessionRecord): Record<string, string> | undefined;
+  /** How long a program gets between SIGTERM and SIGKILL. */
+  stopGraceMs: number;
+  /** A program that is not ready this long after it started is taken to have failed. */
+  startTimeoutMs: number;
+  /** Keeps what a turn used, as its provider reported it. */
+  usage?: (fact: UsageFact) => void;
+  /** The sessions' git worktrees (agents with `isolation = "worktree"`). */
+  worktrees: SessionWorktrees;
+}
+
+/** What the session stream hears, besides transcript entries. */
+export interface SessionEvents {
+  entry: [EventRecord];
+  activity: ['idle' | 'in-turn'];
+  pending: [PendingInteraction];
+  pending_cleared: [string];
+  state: [SessionState];
+  /** Its program ended: `crashed` when nobody asked (or it never became ready); `ran_ms` since it was ready. */
+  ended: [{ crashed: boolean; ran_ms: number }];
+}
+
+/** How a message is queued: `wake` wakes a sleeping session for it (the reason recorded); `request` ends with it. */
+export interface EnqueueOptions {
+  wake?: string;
+  request?: MessageRequest;
+}
