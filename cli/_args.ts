@@ -58,7 +58,7 @@ export function parseWords(words: string[], flags: Flags, options: { variadic?: 
   const args: ParsedWords['args'] = { _: [] };
   const positionals: string[] = [];
   for (let i = 0; i < words.length; i++) {
-    const word = words[i];
+    const word = words[i]!;
     if (word === '--') {
       positionals.push(...words.slice(i + 1));
       break;
@@ -152,14 +152,14 @@ export function closest(typed: string, candidates: string[]): string | undefined
 /** Optimal string alignment distance: insertions, deletions, substitutions and swaps of neighbours. */
 function editDistance(a: string, b: string): number {
   const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
-  for (let j = 1; j <= b.length; j++) d[0][j] = j;
+  for (let j = 1; j <= b.length; j++) d[0]![j] = j;
   for (let i = 1; i <= a.length; i++) {
     for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
       if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
-        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+        d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
     }
   }
-  return d[a.length][b.length];
+  return d[a.length]![b.length]!;
 }

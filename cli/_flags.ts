@@ -131,7 +131,7 @@ function loose(name: string): string {
  * (`body.title`, `query.limit`, `path.id`, `header.idempotency-key`), if one did.
  */
 export function flagForLocation(location: string, flags: Flags): string | undefined {
-  const [part, field] = location.split(/[.[]/);
+  const [part = '', field] = location.split(/[.[]/);
   if (!['body', 'query', 'path', 'header'].includes(part) || !field) return undefined;
   for (const [name, flag] of Object.entries(flags)) {
     // A repeatable flag fills a list or map named in the plural: `--var` carries `body.vars`.

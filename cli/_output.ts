@@ -105,14 +105,15 @@ export function cut(text: string, width: number): string {
 function fitWidths<R>(columns: Column<R>[], widths: number[], room: number): number[] {
   const fitted = [...widths];
   const total = () => fitted.reduce((sum, w) => sum + w, 0) + 2 * (fitted.length - 1);
-  const floor = (i: number) => Math.max(columns[i].header.length, 6);
+  const floor = (i: number) => Math.max(columns[i]!.header.length, 6);
   while (total() > room) {
     let widest = -1;
     for (let i = 0; i < columns.length; i++) {
-      if (columns[i].kind === 'text' && fitted[i] > floor(i) && (widest < 0 || fitted[i] > fitted[widest])) widest = i;
+      if (columns[i]!.kind === 'text' && fitted[i]! > floor(i) && (widest < 0 || fitted[i]! > fitted[widest]!))
+        widest = i;
     }
     if (widest < 0) break;
-    fitted[widest] -= 1;
+    fitted[widest]! -= 1;
   }
   return fitted;
 }
@@ -127,15 +128,15 @@ export function table<R>(columns: Column<R>[], rows: R[]): void {
   const kept = columns.map((_, i) => all.some((cells) => cells[i] !== ''));
   const shown = columns.filter((_, i) => kept[i]);
   const cells = all.map((row) => row.filter((_, i) => kept[i]).map((text) => (text === '' ? '-' : text)));
-  let widths = shown.map((column, i) => Math.max(column.header.length, ...cells.map((row) => row[i].length)));
+  let widths = shown.map((column, i) => Math.max(column.header.length, ...cells.map((row) => row[i]!.length)));
   const out = process.stdout;
   if (out.isTTY && out.columns > 0) widths = fitWidths(shown, widths, out.columns);
   const render = (row: string[], header: boolean) =>
     row
       .map((text, i) => {
-        const fitted = cut(text, widths[i]);
-        const padded = i === row.length - 1 ? fitted : fitted.padEnd(widths[i]);
-        return !header && shown[i].kind === 'status' ? paint(padded, statusColour(text)) : padded;
+        const fitted = cut(text, widths[i]!);
+        const padded = i === row.length - 1 ? fitted : fitted.padEnd(widths[i]!);
+        return !header && shown[i]!.kind === 'status' ? paint(padded, statusColour(text)) : padded;
       })
       .join('  ')
       .trimEnd();

@@ -192,7 +192,7 @@ export interface Found {
 
 /** How many words a global flag takes: 2 for `--city alpha`, 1 for `--json` or `--city=alpha`, 0 for others. */
 function globalFlagWidth(word: string): number {
-  const name = word.replace(/^--/, '').split('=')[0];
+  const [name = ''] = word.replace(/^--/, '').split('=');
   const flag = GLOBAL_FLAGS[name] ?? GLOBAL_FLAGS[name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)];
   if (!word.startsWith('--') || !flag) return 0;
   return flag.type === 'boolean' || word.includes('=') ? 1 : 2;
@@ -212,7 +212,7 @@ export async function findCommand(words: string[]): Promise<Found> {
     // Names only: a command's module is loaded when it is the one named (`ctl controller run` loads no other).
     const subs = (await resolved(cmd.subCommands)) ?? {};
     if (Object.keys(subs).length === 0) break;
-    const width = i < words.length ? globalFlagWidth(words[i]) : 0;
+    const width = i < words.length ? globalFlagWidth(words[i]!) : 0;
     if (width > 0) {
       globals.push(...words.slice(i, i + width));
       i += width;

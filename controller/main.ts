@@ -203,7 +203,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     // A failure we expect (a locked city, a bad city.toml) is its message, one line; a bug's stack goes only to
     // a log file (a supervised controller's stderr), never to a person's terminal.
     const expected = err instanceof StartupError || err instanceof ConfigError;
-    const message = expected ? err.message : String(err).split('\n')[0];
+    const message = expected ? err.message : String(err).split('\n')[0]!;
     report({ kind: 'failed', error: message });
     if (!expected && !process.stderr.isTTY) logger.error({ err }, `startup failed: ${message}`);
     process.stderr.write(`ctl controller run: ${message}\n`);

@@ -20,7 +20,7 @@ export class RunStats {
 
   stats(): StatusTick {
     const sorted = [...this.durations].sort((a, b) => a - b);
-    const at = (q: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : 0);
+    const at = (q: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! : 0);
     const round = (n: number) => Math.round(n * 1000) / 1000;
     return {
       runs: this.runs,

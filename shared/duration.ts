@@ -43,7 +43,7 @@ function sumOfTerms(text: string, units: Record<string, number>): number {
     if (!Object.hasOwn(units, unit)) {
       throw new Error(`time: unknown unit ${JSON.stringify(unit)} in duration ${JSON.stringify(input)}`);
     }
-    total += Number(number[1]) * units[unit];
+    total += Number(number[1]) * units[unit]!;
     rest = rest.slice(unit.length);
   }
   return sign * total;

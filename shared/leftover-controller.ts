@@ -82,7 +82,7 @@ export function isControllerOf(pid: number, root: string): boolean {
     const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
     const flag = args.findIndex((a) => a === '--city' || a.startsWith('--city='));
     if (!args.includes('controller') || !args.includes('run') || flag < 0) return false;
-    const city = args[flag].startsWith('--city=') ? args[flag].slice('--city='.length) : args[flag + 1];
+    const city = args[flag]!.startsWith('--city=') ? args[flag]!.slice('--city='.length) : args[flag + 1];
     if (city === undefined) return false;
     const absolute = isAbsolute(city) ? resolve(city) : resolve(readlinkSync(`/proc/${pid}/cwd`), city);
     return absolute === root;

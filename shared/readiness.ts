@@ -25,7 +25,7 @@ const PROBES: Record<string, ProbeSpec> = {
   github_cli: { kind: 'tool', displayName: 'GitHub CLI', binary: 'gh', auth: githubAuth },
 };
 
-export const SUPPORTED_PROVIDERS = Object.keys(PROBES).filter((name) => PROBES[name].kind === 'provider');
+export const SUPPORTED_PROVIDERS = Object.keys(PROBES).filter((name) => PROBES[name]!.kind === 'provider');
 export const DEFAULT_READINESS_ITEMS = ['claude', 'codex', 'gemini', 'github_cli'];
 export const DEFAULT_PROVIDERS = ['claude', 'codex', 'gemini'];
 

@@ -91,7 +91,7 @@ async function send(request: Request, limits: FetchLimits): Promise<Response> {
       const status = answer.statusCode ?? 0;
       const headerList = new Headers();
       for (let i = 0; i + 1 < answer.rawHeaders.length; i += 2) {
-        headerList.append(answer.rawHeaders[i], answer.rawHeaders[i + 1]);
+        headerList.append(answer.rawHeaders[i]!, answer.rawHeaders[i + 1]!);
       }
       const empty = request.method === 'HEAD' || status === 204 || status === 205 || status === 304;
       answer.once('end', () => end());

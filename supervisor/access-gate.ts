@@ -78,7 +78,7 @@ export class AccessGate {
     if (authorization !== undefined) {
       const match = /^Bearer +(\S+) *$/i.exec(authorization);
       if (!match) throw unauthorized('unauthorized: Authorization must be "Bearer <token>"');
-      const token = this.o.tokens.check(match[1]);
+      const token = this.o.tokens.check(match[1]!);
       return { kind: 'token', name: token.name, readOnly: token.readOnly };
     }
     const session = cookieValue(req.headers.cookie, SESSION_COOKIE);
@@ -146,7 +146,7 @@ function withoutOurCredentials(req: IncomingMessage): void {
   const rest = cookie
     .split(';')
     .map((part) => part.trim())
-    .filter((part) => part !== '' && part.split('=')[0].trim() !== SESSION_COOKIE);
+    .filter((part) => part !== '' && part.split('=')[0]!.trim() !== SESSION_COOKIE);
   if (rest.length) req.headers.cookie = rest.join('; ');
   else delete req.headers.cookie;
 }

@@ -128,7 +128,7 @@ async function replay(
       if (!best || mergeOrder(buffer.head, best.head) < 0) best = { scope, buffer, head: buffer.head };
     }
     if (!best) return;
-    const record = best.buffer.records[best.buffer.next++];
+    const record = best.buffer.records[best.buffer.next++]!;
     best.buffer.head = undefined;
     if (!emit(best.scope, record)) return;
     await stream.paced();

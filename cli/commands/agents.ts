@@ -34,7 +34,7 @@ function agentPath(name: string): { dir?: string; base: string } {
   const parts = name.split('/');
   if (parts.length > 2 || parts.some((p) => p === ''))
     throw new CliError(`${name} is not an agent name (NAME or RIG/NAME)`);
-  return parts.length === 2 ? { dir: parts[0], base: parts[1] } : { base: parts[0] };
+  return parts.length === 2 ? { dir: parts[0], base: parts[1]! } : { base: parts[0]! };
 }
 
 const list = command({

@@ -33,7 +33,7 @@ function forCityOperation(api: Api): Api {
  * it is kept in the city's `city.toml`, and must name the same program wherever it is run from.
  */
 function absoluteProgram(command: string): string {
-  const [program, ...rest] = command.trim().split(/\s+/);
+  const [program = '', ...rest] = command.trim().split(/\s+/);
   if (!program.includes('/') || isAbsolute(program) || !existsSync(program)) return command;
   return [resolve(program), ...rest].join(' ');
 }

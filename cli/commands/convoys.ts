@@ -179,7 +179,7 @@ const list = command({
       city.name,
       body.items.map((c) => c.id),
     );
-    const rows = body.items.map((convoy, i) => ({ convoy, progress: progress[i] }));
+    const rows = body.items.map((convoy, i) => ({ convoy, progress: progress[i]! }));
     table<{ convoy: Bead; progress: string }>(
       [
         { header: 'ID', value: (r) => r.convoy.id, kind: 'id' },

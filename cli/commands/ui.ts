@@ -20,7 +20,7 @@ export function browserCommand(env: NodeJS.ProcessEnv = process.env, platform = 
 /** Starts `program url`, detached; resolves false when it could not be started or exited with a failure at once. */
 function openWith(program: string, url: string): Promise<boolean> {
   return new Promise((resolve) => {
-    const [bin, ...rest] = program.split(/\s+/);
+    const [bin = '', ...rest] = program.split(/\s+/);
     const child = spawn(bin, [...rest, url], { detached: true, stdio: 'ignore' });
     child.once('error', () => resolve(false));
     // xdg-open and open return once the browser has the URL; a browser run directly keeps running (ours to leave).

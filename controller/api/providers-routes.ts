@@ -182,7 +182,7 @@ export class ProvidersRoutes extends Controller {
     return {
       items,
       total: all.length,
-      ...(more ? { next_cursor: encodeToken('pv', { n: items[items.length - 1].name }) } : {}),
+      ...(more ? { next_cursor: encodeToken('pv', { n: items[items.length - 1]!.name }) } : {}),
     };
   }
 }

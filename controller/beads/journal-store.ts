@@ -216,7 +216,7 @@ export class JournalBeadStore implements BeadStore {
     };
     let matching: string[];
     if (sets.length) {
-      matching = [...sets[0]].filter(matches);
+      matching = [...sets[0]!].filter(matches);
       matching.sort((a, b) => this.numbers.get(b)! - this.numbers.get(a)!);
     } else {
       // Every bead: the map holds them in creation order already.

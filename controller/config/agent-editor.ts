@@ -190,7 +190,7 @@ function setWorkspaceKey(text: string, key: string, value: boolean): string {
     return lines.join('\n');
   }
   let insert = end;
-  while (insert > header + 1 && (lines[insert - 1].trim() === '' || /^\s*#/.test(lines[insert - 1]))) insert--;
+  while (insert > header + 1 && (lines[insert - 1]!.trim() === '' || /^\s*#/.test(lines[insert - 1]!))) insert--;
   lines.splice(insert, 0, `${key} = ${value}`);
   return lines.join('\n');
 }

@@ -130,7 +130,7 @@ export function parseEdited(text: string, existing: string[]): CityConfig {
   try {
     const config = parseCityConfig(text, 'city.toml', existing.length ? { serviceProblems: problems } : {});
     const added = problems.filter((p) => !existing.includes(p));
-    if (added.length) throw new ConfigError(added[0]);
+    if (added.length) throw new ConfigError(added[0]!);
     return config;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;

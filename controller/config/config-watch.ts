@@ -20,7 +20,7 @@ export async function watchConfig(
   const wanted = (path: string): boolean => {
     const rel = relative(root, path);
     if (rel === '') return true;
-    const first = rel.split(sep)[0];
+    const [first = ''] = rel.split(sep);
     return WATCHED.includes(first);
   };
   const watcher: FSWatcher = watch(root, {

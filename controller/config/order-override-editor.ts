@@ -40,7 +40,7 @@ export function setOrderEnabled(text: string, name: string, enabled: boolean): s
   const index = overrides?.findIndex((o) => o.name === name && o.rig === undefined) ?? -1;
   let out: string;
   if (index >= 0) {
-    overrides![index].enabled = enabled;
+    overrides![index]!.enabled = enabled;
     out = patch(text, expected);
   } else {
     expected.orders ??= {};

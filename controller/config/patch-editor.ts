@@ -46,7 +46,7 @@ export class PatchEditor {
         const table: Record<string, TableValue> = { name, ...(dir ? { dir } : {}), ...fields };
         if (index < 0) return appendTable(text, key, table);
         const keys: Record<string, TableValue | undefined> = { ...table };
-        for (const k of Object.keys(existing[index].fields)) if (!(k in keys)) keys[k] = undefined;
+        for (const k of Object.keys(existing[index]!.fields)) if (!(k in keys)) keys[k] = undefined;
         return setTableKeys(text, key, index, keys);
       },
       (composed) => {

@@ -60,7 +60,7 @@ export function applyPatches(
     }
     try {
       const fields = applicable(patch.fields, REFERENCE_ONLY_AGENT_PATCH_KEYS);
-      agents[index] = patchAgent(agents[index], fields, (k) => `city.toml: ${key}.${k}`);
+      agents[index] = patchAgent(agents[index]!, fields, (k) => `city.toml: ${key}.${k}`);
       patched.agents.add(target);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;

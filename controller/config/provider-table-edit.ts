@@ -110,11 +110,11 @@ function edit(text: string, name: string, table: ProviderTable | undefined): str
       elsewhere = true;
     }
   }
-  const contiguous = own.every((index, k) => k === 0 || index === own[k - 1] + 1);
+  const contiguous = own.every((index, k) => k === 0 || index === own[k - 1]! + 1);
 
   if (!elsewhere && own.length > 0 && contiguous) {
-    const start = lines[blocks[own[0]].loc.start.line - 1];
-    const end = endOfLine(text, lines, contentEndLine(blocks[own[own.length - 1]]));
+    const start = lines[blocks[own[0]!]!.loc.start.line - 1]!;
+    const end = endOfLine(text, lines, contentEndLine(blocks[own[own.length - 1]!]!));
     const region = text.slice(start, end);
     if (table === undefined) return removeRegion(text, start, end);
     const object = parseForPatch(region) as { providers: Record<string, unknown> };
@@ -125,7 +125,7 @@ function edit(text: string, name: string, table: ProviderTable | undefined): str
     const header = `[providers.${tomlKey(name)}]${nl}`;
     const block = asRegion(patch(header, { providers: { [name]: table } }, format), header, nl);
     if (lastProviders >= 0) {
-      const at = endOfLine(text, lines, contentEndLine(blocks[lastProviders]));
+      const at = endOfLine(text, lines, contentEndLine(blocks[lastProviders]!));
       const following = text.slice(at);
       const gap = following === '' || /^\r?\n/.test(following) ? '' : nl;
       return text.slice(0, at) + nl + block + gap + following;
@@ -160,7 +160,7 @@ function lineStarts(text: string): number[] {
 
 /** The offset just past line `line` (1-based), its newline included. */
 function endOfLine(text: string, starts: number[], line: number): number {
-  return line < starts.length ? starts[line] : text.length;
+  return line < starts.length ? starts[line]! : text.length;
 }
 
 /** toml-patch's output for a region, ending as the region did (one newline, or none at the end of a file). */

@@ -35,8 +35,9 @@ function setPath(doc: Record<string, unknown>, key: string, value: unknown): voi
   const parts = key.split('.');
   let t = doc;
   for (const part of parts.slice(0, -1)) t = (t[part] ??= {}) as Record<string, unknown>;
-  if (value === undefined) delete t[parts[parts.length - 1]];
-  else t[parts[parts.length - 1]] = value;
+  const last = parts[parts.length - 1]!;
+  if (value === undefined) delete t[last];
+  else t[last] = value;
 }
 
 /** A TOML literal for a value. */
@@ -76,6 +77,8 @@ export function setTableKeys(
   const before = parse(text) as Record<string, unknown>;
   const expected = structuredClone(before);
   const table = (getPath(expected, key) as Record<string, unknown>[])[index];
+  // The line scan found the table; the parse must too, unless a header-like line sits inside a multi-line string.
+  if (!table) throw new TomlTableEditError(`city.toml has no [[${key}]] table number ${index + 1}`);
   applyKeys(table, keys);
   check(out, expected, `editing the [[${key}]] table`);
   return out;
@@ -88,16 +91,17 @@ export function removeTable(text: string, key: string, index: number): string {
   if (!block) throw new TomlTableEditError(`city.toml has no [[${key}]] table number ${index + 1}`);
   let start = block.start;
   // Comments directly above the header describe it: they go with it.
-  while (start > 0 && /^\s*#/.test(lines[start - 1])) start--;
+  while (start > 0 && /^\s*#/.test(lines[start - 1]!)) start--;
   let end = block.end;
-  if (end < lines.length && lines[end].trim() === '' && (start === 0 || lines[start - 1].trim() === '')) end++;
+  if (end < lines.length && lines[end]!.trim() === '' && (start === 0 || lines[start - 1]!.trim() === '')) end++;
   const out = [...lines.slice(0, start), ...lines.slice(end)].join('\n');
   const before = parse(text) as Record<string, unknown>;
   const expected = structuredClone(before);
   const rest = (getPath(expected, key) as unknown[]).filter((_, i) => i !== index);
   setPath(expected, key, rest.length ? rest : undefined);
-  if (key.includes('.') && Object.keys(getPath(expected, key.split('.')[0]) as object).length === 0) {
-    setPath(expected, key.split('.')[0], undefined);
+  const [top = ''] = key.split('.');
+  if (key.includes('.') && Object.keys(getPath(expected, top) as object).length === 0) {
+    setPath(expected, top, undefined);
   }
   check(out, expected, `removing the [[${key}]] table`);
   return out;
@@ -121,11 +125,11 @@ export function removePlainTable(text: string, key: string): string {
   const start0 = lines.findIndex((l) => plainHeader(key).test(l));
   if (start0 < 0) throw new TomlTableEditError(`there is no [${key}] table to remove (is it an inline table?)`);
   let end = start0 + 1;
-  while (end < lines.length && !ANY_HEADER.test(lines[end])) end++;
-  while (end > start0 + 1 && (lines[end - 1].trim() === '' || /^\s*#/.test(lines[end - 1]))) end--;
+  while (end < lines.length && !ANY_HEADER.test(lines[end]!)) end++;
+  while (end > start0 + 1 && (lines[end - 1]!.trim() === '' || /^\s*#/.test(lines[end - 1]!))) end--;
   let start = start0;
-  while (start > 0 && /^\s*#/.test(lines[start - 1])) start--;
-  if (end < lines.length && lines[end].trim() === '' && (start === 0 || lines[start - 1].trim() === '')) end++;
+  while (start > 0 && /^\s*#/.test(lines[start - 1]!)) start--;
+  if (end < lines.length && lines[end]!.trim() === '' && (start === 0 || lines[start - 1]!.trim() === '')) end++;
   const out = [...lines.slice(0, start), ...lines.slice(end)].join('\n');
   const expected = structuredClone(parse(text) as Record<string, unknown>);
   setPath(expected, key, undefined);
@@ -164,7 +168,7 @@ function setKeys(lines: string[], from: number, to: number, keys: Record<string,
     const pattern = new RegExp(`^\\s*${key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s*=`);
     const at = out.slice(from, end).findIndex((l) => pattern.test(l));
     if (at >= 0) {
-      if (/"""|'''/.test(out[from + at])) {
+      if (/"""|'''/.test(out[from + at]!)) {
         throw new TomlTableEditError(`${key} is a multi-line string; edit it by hand`);
       }
       if (value === undefined) {
@@ -178,7 +182,7 @@ function setKeys(lines: string[], from: number, to: number, keys: Record<string,
     if (value === undefined) continue;
     // After the last key line of the table (its trailing comments and blank lines belong to what follows).
     let insert = end;
-    while (insert > from && (out[insert - 1].trim() === '' || /^\s*#/.test(out[insert - 1]))) insert--;
+    while (insert > from && (out[insert - 1]!.trim() === '' || /^\s*#/.test(out[insert - 1]!))) insert--;
     out.splice(insert, 0, `${tomlKey(key)} = ${tomlValue(value)}`);
     end++;
   }
@@ -191,19 +195,19 @@ function blocks(lines: string[], key: string): { start: number; mainEnd: number;
   const blockHeader = header(key);
   const blockSubtable = subtable(key);
   for (let i = 0; i < lines.length; i++) {
-    if (!blockHeader.test(lines[i])) continue;
+    if (!blockHeader.test(lines[i]!)) continue;
     let mainEnd = -1;
     let j = i + 1;
     for (; j < lines.length; j++) {
-      if (!ANY_HEADER.test(lines[j])) continue;
-      if (blockSubtable.test(lines[j])) {
+      if (!ANY_HEADER.test(lines[j]!)) continue;
+      if (blockSubtable.test(lines[j]!)) {
         if (mainEnd < 0) mainEnd = j;
         continue;
       }
       break;
     }
     let end = j;
-    while (end > i + 1 && (lines[end - 1].trim() === '' || /^\s*#/.test(lines[end - 1]))) end--;
+    while (end > i + 1 && (lines[end - 1]!.trim() === '' || /^\s*#/.test(lines[end - 1]!))) end--;
     found.push({ start: i, mainEnd: mainEnd < 0 ? end : mainEnd, end });
   }
   return found;

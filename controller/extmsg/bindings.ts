@@ -112,7 +112,7 @@ export class Bindings {
         type: 'extmsg.unbound',
         actor: 'ctl',
         subject: body.session_id ?? body.agent_name ?? body.conversation?.conversation_id,
-        payload: { session_id: body.session_id ?? ended[0].SessionID, count: ended.length },
+        payload: { session_id: body.session_id ?? ended[0]!.SessionID, count: ended.length },
       });
     }
     return ended;

@@ -39,7 +39,7 @@ export class Outbound {
           `session ${session.id} has ${mine.length} bound conversations: name the conversation`,
         );
       }
-      conversation = mine[0].Conversation;
+      conversation = mine[0]!.Conversation;
     }
     if (body.text.trim() === '') throw invalid('body.text', 'text is empty');
     const adapter = this.o.adapters.require(conversation.provider, conversation.account_id);

@@ -209,7 +209,7 @@ export function checkFormula(
 /** The formula name a file in `formulas/` defines, if it is one. */
 function nameOf(file: string): string | undefined {
   const m = /^(.+?)(?:\.formula)?\.toml$/.exec(file);
-  return m && FORMULA_NAME.test(m[1]) ? m[1] : undefined;
+  return m && FORMULA_NAME.test(m[1]!) ? m[1] : undefined;
 }
 
 function filesIn(dir: string): string[] {

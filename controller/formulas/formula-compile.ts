@@ -356,7 +356,7 @@ export function holds(condition: string): boolean {
   const unquote = (s: string) => s.trim().replace(/^(["'])(.*)\1$/, '$2');
   const eq = /^(.*?)(==|!=)(.*)$/.exec(condition);
   if (eq) {
-    const same = unquote(eq[1]) === unquote(eq[3]);
+    const same = unquote(eq[1]!) === unquote(eq[3]!);
     return eq[2] === '==' ? same : !same;
   }
   const text = condition.trim();
@@ -379,7 +379,7 @@ function topological<T extends { id: string; needs: string[] }>(nodes: T[], cycl
   const out: T[] = [];
   const queue = nodes.filter((n) => pending.get(n.id) === 0).map((n) => n.id);
   for (let head = 0; head < queue.length; head++) {
-    const id = queue[head];
+    const id = queue[head]!;
     out.push(byId.get(id)!);
     for (const next of dependents.get(id) ?? []) {
       const left = pending.get(next)! - 1;
@@ -391,7 +391,7 @@ function topological<T extends { id: string; needs: string[] }>(nodes: T[], cycl
     const placed = new Set(out);
     const left = new Set(nodes.filter((n) => !placed.has(n)).map((n) => n.id));
     // Walk needs among what is left until a node repeats: that is a cycle.
-    let id = [...left][0];
+    let id = [...left][0]!;
     const path: string[] = [];
     while (!path.includes(id)) {
       path.push(id);

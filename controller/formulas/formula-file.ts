@@ -294,7 +294,7 @@ function parseRange(value: unknown): [number, number] | undefined {
     pair = m ? [Number(m[1]), Number(m[2])] : undefined;
   } else if (Array.isArray(value) && value.length === 2) pair = value.map(Number);
   if (!pair) return undefined;
-  const [a, b] = pair as number[];
+  const [a, b] = pair as [number, number];
   if (!Number.isInteger(a) || !Number.isInteger(b) || a > b || b - a >= 1000) return undefined;
   return [a, b];
 }

@@ -299,7 +299,8 @@ export class MoleculeEngine {
    */
   private async check(root: Bead, node: Bead, byId: Map<string, Bead>): Promise<'changed' | 'hard-fail' | undefined> {
     const meta = node.metadata ?? {};
-    const step = byId.get(meta[K.CHECKS]);
+    const checks = meta[K.CHECKS];
+    const step = checks === undefined ? undefined : byId.get(checks);
     if (!step) return undefined;
     const attempt = Number(step.metadata?.[K.ATTEMPT] ?? '1');
     const retries = Number(meta[K.RETRY_MAX_ATTEMPTS] ?? '1');
@@ -365,7 +366,8 @@ export class MoleculeEngine {
     this.inFlight.add(key);
     const meta = node.metadata ?? {};
     void this.deps.commands
-      .run(meta[K.CHECK_COMMAND], {
+      // check() runs it only when the node has a check command.
+      .run(meta[K.CHECK_COMMAND]!, {
         cwd: this.deps.cityRoot,
         env: {
           ...this.deps.env,
@@ -427,7 +429,8 @@ export class MoleculeEngine {
     this.inFlight.add(key);
     const meta = gate.metadata ?? {};
     void this.deps.commands
-      .run(meta[K.GATE_CHECK], {
+      // A condition gate always has one: formula validation refuses it without (formula-file.ts).
+      .run(meta[K.GATE_CHECK]!, {
         cwd: this.deps.cityRoot,
         env: { ...this.deps.env, CTL_RUN_ID: root.id, CTL_BEAD_ID: gate.id },
         timeoutMs: Number(meta[K.GATE_TIMEOUT_MS] ?? 10_000),

@@ -92,7 +92,7 @@ export class OrderCatalog {
       }
       for (const file of files) {
         const m = /^(.+?)(?:\.order)?\.toml$/.exec(file);
-        if (!m || !ORDER_NAME.test(m[1])) continue;
+        if (!m || !ORDER_NAME.test(m[1]!)) continue;
         const name = `${source.prefix}${m[1]}`;
         const prior = chosen.get(name);
         if (prior && !(prior.file.endsWith('.order.toml') && !file.endsWith('.order.toml'))) continue;

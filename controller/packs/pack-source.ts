@@ -31,7 +31,7 @@ const SCP_LIKE = /^([\w.-]+)@([\w.-]+):(?!\/\/)(.+)$/;
 export function parsePackSource(source: string, cityRoot: string): PackSource {
   const scp = SCP_LIKE.exec(source);
   if (scp) {
-    const [repo, subdir] = splitSubdir(scp[3]);
+    const [repo, subdir] = splitSubdir(scp[3]!);
     return { kind: 'git', url: `${scp[1]}@${scp[2]}:${repo}`, host: scp[2], scheme: 'ssh', ...sub(subdir) };
   }
   const scheme = URL_SCHEME.exec(source)?.[1] as 'https' | 'http' | 'ssh' | 'git' | 'file' | undefined;

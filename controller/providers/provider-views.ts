@@ -55,7 +55,7 @@ export function providerPublicResponse(p: ResolvedProvider): ProviderPublicRespo
               key: 'permission_mode',
               label: 'Permission mode',
               type: 'select',
-              default: mode ?? modes[0],
+              default: mode ?? modes[0]!,
               choices: modes.map((m) => ({ value: m, label: m })),
             },
           ],

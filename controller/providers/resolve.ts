@@ -180,13 +180,13 @@ function resolveEach(
       );
     }
     resolving.push(name);
-    const spec = city[name];
+    const spec = city[name]!;
     // A city table named after a preset adjusts that preset unless it names another base.
-    const baseName = spec.base ?? (name in PRESETS ? `${BUILTIN_PREFIX}${name}` : undefined);
+    const baseName = spec.base ?? (Object.hasOwn(PRESETS, name) ? `${BUILTIN_PREFIX}${name}` : undefined);
     let base: ResolvedProvider | undefined;
     if (baseName?.startsWith(BUILTIN_PREFIX)) {
       const preset = baseName.slice(BUILTIN_PREFIX.length);
-      if (!(preset in PRESETS)) {
+      if (!Object.hasOwn(PRESETS, preset)) {
         throw new ProviderConfigError(
           `${where}: providers.${name}.base ${JSON.stringify(baseName)} names no built-in provider (${Object.keys(PRESETS).join(', ')})`,
           'base',
@@ -200,8 +200,8 @@ function resolveEach(
           `${where}: providers.${name}.base ${JSON.stringify(baseName)} names a provider that is not valid`,
           'base',
         );
-      } else if (!(other in city)) {
-        if (other in PRESETS) base = builtin(other);
+      } else if (!Object.hasOwn(city, other)) {
+        if (Object.hasOwn(PRESETS, other)) base = builtin(other);
         else {
           throw new ProviderConfigError(
             `${where}: providers.${name}.base ${JSON.stringify(baseName)} names no provider`,
@@ -218,7 +218,8 @@ function resolveEach(
     return merged;
   };
 
-  for (const name of Object.keys(PRESETS)) if (!(name in city) && !broken.has(name)) resolved.set(name, builtin(name));
+  for (const name of Object.keys(PRESETS))
+    if (!Object.hasOwn(city, name) && !broken.has(name)) resolved.set(name, builtin(name));
   for (const name of Object.keys(city)) {
     try {
       resolveCity(name);
@@ -241,7 +242,7 @@ function resolveEach(
 }
 
 function builtin(preset: string): ResolvedProvider {
-  const { spec, probe } = PRESETS[preset];
+  const { spec, probe } = PRESETS[preset]!;
   const provider = merge(preset, undefined, spec, `builtin:${preset}`);
   return { ...provider, builtin: true, city_level: false, origin: 'builtin', ...(probe ? { probe } : {}) };
 }
@@ -256,9 +257,9 @@ function merge(name: string, base: ResolvedProvider | undefined, spec: ProviderS
   const provider: ResolvedProvider = {
     name,
     display_name: spec.display_name ?? base?.display_name ?? name,
-    builtin: name in PRESETS,
+    builtin: Object.hasOwn(PRESETS, name),
     city_level: true,
-    origin: name in PRESETS ? 'builtin+city' : 'city',
+    origin: Object.hasOwn(PRESETS, name) ? 'builtin+city' : 'city',
     command,
     args,
     env: { ...base?.env, ...spec.env },
@@ -270,7 +271,7 @@ function merge(name: string, base: ResolvedProvider | undefined, spec: ProviderS
     // at once fails its create instead of looking ready for an instant.
     ready_delay_ms: spec.ready_delay_ms ?? base?.ready_delay_ms ?? DEFAULT_READY_DELAY_MS,
     permission_modes: { ...base?.permission_modes, ...spec.permission_modes },
-    process_names: spec.process_names ?? base?.process_names ?? [command.split(/\s+/)[0].split('/').pop()!],
+    process_names: spec.process_names ?? base?.process_names ?? [command.split(/\s+/)[0]!.split('/').pop()!],
     option_defaults: { ...base?.option_defaults, ...spec.option_defaults },
   };
   const optional = {

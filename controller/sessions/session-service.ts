@@ -556,7 +556,7 @@ function sessionNameOf(template: string, id: string): string {
 }
 
 function firstWords(text: string): string {
-  const line = text.trim().split('\n')[0];
+  const line = text.trim().split('\n')[0]!;
   return line.length > 60 ? `${line.slice(0, 59)}…` : line;
 }
 

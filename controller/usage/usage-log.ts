@@ -54,7 +54,7 @@ export class UsageLog {
       recent_window_secs: RECENT_WINDOW_S,
       all: totals(facts),
       updated_at: new Date(now).toISOString(),
-      ...(facts.length ? { observed_from: facts[0].ts } : {}),
+      ...(facts.length ? { observed_from: facts[0]!.ts } : {}),
       ...(partialReasons.length ? { partial: true, partial_reasons: partialReasons } : {}),
     };
     if (!options.aggregateOnly) {
@@ -168,8 +168,8 @@ function bySession(facts: UsageFact[]): UsageSessionRecent[] {
     .map((list) => {
       const t = totals(list);
       return {
-        session: list[0].session,
-        session_id: list[0].session_id,
+        session: list[0]!.session,
+        session_id: list[0]!.session_id,
         input_tokens: t.input_tokens,
         output_tokens: t.output_tokens,
         cache_read_tokens: t.cache_read_tokens,

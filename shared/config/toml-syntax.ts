@@ -15,7 +15,7 @@ export function parseToml(text: string, path: string): Record<string, unknown> {
 
 export function tomlSyntaxError(err: unknown, text: string, path: string): ConfigError {
   const e = err as Error & { line?: number; column?: number };
-  const reason = e.message.split('\n')[0].replace(/^Invalid TOML document: /, '');
+  const reason = e.message.split('\n')[0]!.replace(/^Invalid TOML document: /, '');
   if (!Number.isInteger(e.line) || !Number.isInteger(e.column)) return new ConfigError(`${path}: ${reason}`);
   const line = e.line!;
   const column = e.column!;

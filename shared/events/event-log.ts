@@ -120,7 +120,7 @@ export class EventLog {
 
   private async appendOne(event: NewEvent): Promise<EventRecord> {
     const [record] = await this.appendMany([event]);
-    return record;
+    return record!;
   }
 
   private appendMany(events: NewEvent[]): Promise<EventRecord[]> {

@@ -16,7 +16,7 @@ export function parseCityPath(path: string): CityPath | undefined {
   const match = CITY_PATH.exec(path);
   if (!match) return undefined;
   const rest = match[2] ?? '';
-  return { name: decodeSegment(match[1]), rest, serviceProxy: rest === '/svc' || rest.startsWith('/svc/') };
+  return { name: decodeSegment(match[1]!), rest, serviceProxy: rest === '/svc' || rest.startsWith('/svc/') };
 }
 
 /** The spec's 404 for a city that is not running: named for typed routes, static for `svc/*`. */

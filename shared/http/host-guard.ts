@@ -23,7 +23,7 @@ export function parseAuthority(value: string): Authority | undefined {
   if (!match) return undefined;
   const port = match[2] === undefined ? undefined : Number(match[2]);
   if (port !== undefined && (port < 1 || port > 65535)) return undefined;
-  return { host: match[1], port };
+  return { host: match[1]!, port };
 }
 
 /** `localhost`, a dotted-quad address in 127.0.0.0/8, or ::1 (bracketed, or bare as a bind address is written). */
@@ -59,7 +59,7 @@ export function hostCheck(allowedHosts: string[]): (req: IncomingMessage) => str
   return (req) => {
     const raw = req.rawHeaders;
     let hosts = 0;
-    for (let i = 0; i < raw.length; i += 2) if (raw[i].length === 4 && raw[i].toLowerCase() === 'host') hosts++;
+    for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === 4 && raw[i]!.toLowerCase() === 'host') hosts++;
     if (hosts > 1) throw new Problem('invalid-request', 'invalid: more than one Host header');
     if (hosts === 0 && req.httpVersion !== '1.0') {
       throw new Problem('invalid-request', 'invalid: an HTTP/1.1 request needs a Host header');
@@ -86,7 +86,7 @@ function originForm(
       `invalid: request target ${JSON.stringify(target)} is neither a path nor an http:// URL`,
     );
   }
-  const authority = parseAuthority(match[1]);
+  const authority = parseAuthority(match[1]!);
   if (!accepted(authority)) throw notAllowed(`request target host ${JSON.stringify(match[1])} is not allowed`);
   if (authority.host !== host.host || (authority.port ?? 80) !== (host.port ?? 80)) {
     throw notAllowed(`request target host ${JSON.stringify(match[1])} is not the Host header's`);

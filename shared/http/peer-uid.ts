@@ -191,7 +191,7 @@ export function parseAddress(address: string): ParsedAddress | undefined {
     return { v4, bytes: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, ...v4] };
   }
   if (!isIPv6(address)) return undefined;
-  const bytes = ipv6Bytes(address.split('%')[0]);
+  const bytes = ipv6Bytes(address.split('%')[0]!);
   return bytes ? { v4: undefined, bytes } : undefined;
 }
 
@@ -199,8 +199,8 @@ function ipv6Bytes(address: string): number[] | undefined {
   const halves = address.split('::');
   if (halves.length > 2) return undefined;
   const groups = (part: string) => (part === '' ? [] : part.split(':'));
-  const head = groups(halves[0]);
-  const tail = halves.length === 2 ? groups(halves[1]) : [];
+  const head = groups(halves[0]!);
+  const tail = halves.length === 2 ? groups(halves[1]!) : [];
   const missing = 8 - head.length - tail.length;
   if (missing < 0 || (halves.length === 1 && missing !== 0)) return undefined;
   const words = [...head, ...Array<string>(missing).fill('0'), ...tail].map((g) => parseInt(g, 16));
@@ -210,7 +210,7 @@ function ipv6Bytes(address: string): number[] | undefined {
 
 /** The kernel prints an address as 32-bit words in the machine's byte order, each as `%08X`. */
 function wordHex(b: number[]): string {
-  const ordered = LITTLE_ENDIAN ? [b[3], b[2], b[1], b[0]] : b;
+  const ordered = LITTLE_ENDIAN ? [b[3]!, b[2]!, b[1]!, b[0]!] : b;
   return ordered.map((x) => x.toString(16).toUpperCase().padStart(2, '0')).join('');
 }
 

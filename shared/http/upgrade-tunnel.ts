@@ -46,7 +46,7 @@ export function tunnelUpgrade(req: IncomingMessage, client: Duplex, head: Buffer
     const parsed = (target.parsedHeaders ?? []).map((n) => n.toLowerCase());
     const replaced = new Set(['host', ...parsed, ...Object.keys(target.setHeaders ?? {}).map((n) => n.toLowerCase())]);
     for (let i = 0; i < raw.length; i += 2) {
-      if (replaced.has(raw[i].toLowerCase())) continue;
+      if (replaced.has(raw[i]!.toLowerCase())) continue;
       lines.push(`${raw[i]}: ${raw[i + 1]}`);
     }
     lines.push(`Host: ${target.hostHeader}`);

@@ -44,7 +44,7 @@ function ConnectionBanner() {
 function Nav() {
   const { path } = useLocation();
   const match = /^\/ui\/city\/([^/]+)/.exec(path);
-  const city = match ? decodeURIComponent(match[1]) : undefined;
+  const city = match ? decodeURIComponent(match[1]!) : undefined;
   const link = (href: string, text: string, exact = false) => {
     const current = exact ? path === href : path === href || path.startsWith(`${href}/`);
     return (

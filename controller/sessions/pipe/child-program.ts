@@ -77,6 +77,7 @@ export class ChildProgram {
   static start(spec: ChildSpec, onLines: (lines: string[]) => void): Promise<ChildProgram> {
     return new Promise((resolve, reject) => {
       const [file, ...args] = spec.argv;
+      if (file === undefined) return reject(new Error('cannot start an empty command'));
       const child = spawn(file, args, {
         cwd: spec.cwd,
         env: spec.env,

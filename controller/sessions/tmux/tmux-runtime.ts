@@ -31,10 +31,10 @@ const ROWS = '50';
 function inputLine(screen: string[], rules: ScreenRules): { index: number; typed: string } | undefined {
   let seen = 0;
   for (let i = screen.length - 1; i >= 0 && seen < rules.promptLines; i--) {
-    if (screen[i].trim() === '') continue;
+    if (screen[i]!.trim() === '') continue;
     seen++;
-    const match = rules.prompt.exec(screen[i]);
-    if (match) return { index: i, typed: screen[i].slice(match[0].length).trim() };
+    const match = rules.prompt.exec(screen[i]!);
+    if (match) return { index: i, typed: screen[i]!.slice(match[0].length).trim() };
   }
   return undefined;
 }
@@ -184,7 +184,7 @@ export class TmuxRuntime implements SessionRuntime {
     let echoed = '';
     const shown = await this.until((screen) => {
       const input = inputLine(screen, this.rules);
-      echoed = input ? screen[input.index].trimEnd() : '';
+      echoed = input ? screen[input.index]!.trimEnd() : '';
       return input !== undefined && input.typed.endsWith(text.trim());
     });
     if (!shown) {

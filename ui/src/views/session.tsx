@@ -33,7 +33,7 @@ export function SessionView({ city, id }: { city: string; id: string }) {
       on: {
         message: (data) => {
           const entry = data as Entry;
-          setEntries((all) => (all.length && all[all.length - 1].seq >= entry.seq ? all : [...all, entry]));
+          setEntries((all) => (all.length && all[all.length - 1]!.seq >= entry.seq ? all : [...all, entry]));
         },
         activity: (data) => setActivity((data as { activity: string }).activity),
         pending: (data) => setPending(data as Pending),
