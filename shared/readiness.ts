@@ -41,7 +41,7 @@ export class ReadinessProber {
   ) {}
 
   isKnown(name: string): boolean {
-    return name in PROBES;
+    return Object.hasOwn(PROBES, name);
   }
 
   probe(name: string, fresh = false): Promise<ReadinessItem> {
@@ -85,7 +85,7 @@ export class ReadinessProber {
 }
 
 async function probe(name: string, env: NodeJS.ProcessEnv): Promise<ReadinessItem> {
-  const spec = PROBES[name];
+  const spec = Object.hasOwn(PROBES, name) ? PROBES[name] : undefined;
   if (!spec) throw new Error(`unknown readiness item ${name}`);
   const base = { name, kind: spec.kind, display_name: spec.displayName };
   const binary = findOnPath(spec.binary, env.PATH ?? '');

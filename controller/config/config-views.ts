@@ -227,5 +227,5 @@ function providerSpec(p: ResolvedProvider): Omit<AnnotatedProviderResponse, 'ori
 
 /** Whether a provider name is a built-in preset. */
 export function isPreset(name: string): boolean {
-  return name in PRESETS;
+  return Object.hasOwn(PRESETS, name);
 }

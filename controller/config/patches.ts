@@ -69,8 +69,8 @@ export function applyPatches(
   }
   for (const [i, patch] of config.patches.providers.entries()) {
     const key = `patches.provider[${i}]`;
-    const existing = config.providers[patch.name];
-    if (existing === undefined && !(patch.name in PRESETS)) {
+    const existing = Object.hasOwn(config.providers, patch.name) ? config.providers[patch.name] : undefined;
+    if (existing === undefined && !Object.hasOwn(PRESETS, patch.name)) {
       problems.push({ file: 'city.toml', key, message: `${key}: no provider named ${patch.name} to patch` });
       continue;
     }

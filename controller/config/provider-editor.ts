@@ -92,7 +92,7 @@ export class ProviderEditor {
       }
       const { name, ...settings } = body;
       const current = this.current();
-      if (current.registry.get(name) || name in current.config.providers) {
+      if (current.registry.get(name) || Object.hasOwn(current.config.providers, name)) {
         throw new Problem('conflict-wrong-state', `conflict: provider already exists: ${name}`);
       }
       this.write(current, name, tableOf(settings));
@@ -110,9 +110,10 @@ export class ProviderEditor {
     return this.exclusive(() => {
       const current = this.current();
       const provider = current.registry.get(name);
-      const own = current.config.providers[name];
+      const own = Object.hasOwn(current.config.providers, name) ? current.config.providers[name] : undefined;
       if (!provider && !own) throw notFound(name);
-      if (!own && name === WORKSPACE_PROVIDER && !(name in PRESETS)) throw startCommandProvider(name, 'changed');
+      if (!own && name === WORKSPACE_PROVIDER && !Object.hasOwn(PRESETS, name))
+        throw startCommandProvider(name, 'changed');
       const table: ProviderTable = { ...(own ?? {}) };
       for (const key of SETTINGS) {
         const value = body[key];
@@ -134,15 +135,15 @@ export class ProviderEditor {
     return this.exclusive(() => {
       const current = this.current();
       const { config } = current;
-      if (!(name in config.providers)) {
+      if (!Object.hasOwn(config.providers, name)) {
         if (!current.registry.get(name)) throw notFound(name);
-        if (name in PRESETS) {
+        if (Object.hasOwn(PRESETS, name)) {
           throw new Problem('conflict-wrong-state', `conflict: provider ${name} is built in and cannot be deleted`);
         }
         throw startCommandProvider(name, 'deleted');
       }
       // A preset's table only adjusts it: without the table the preset is still there for whoever uses it.
-      if (!(name in PRESETS)) {
+      if (!Object.hasOwn(PRESETS, name)) {
         const users = [
           ...config.agents.filter((a) => a.provider === name).map((a) => `agent ${a.name}`),
           ...(config.workspace.provider === name ? ['[workspace] provider'] : []),
