@@ -1,5 +1,6 @@
 import { CliError } from './_errors.js';
 import type { Flag, Flags } from './_types.js';
+import { editDistance } from '../shared/text/edit-distance.js';
 
 // The one scanner of a command's words. citty describes commands and renders their usage; reading the words is
 // ours, because citty accepts what it does not know (a mistyped flag would change nothing and succeed) and keeps
@@ -147,19 +148,4 @@ export function closest(typed: string, candidates: string[]): string | undefined
   if (best !== undefined && bestDistance <= allowed) return best;
   const prefixed = candidates.filter((c) => bare.length >= 3 && c.replace(/^-+/, '').startsWith(bare));
   return prefixed.length === 1 ? prefixed[0] : undefined;
-}
-
-/** Optimal string alignment distance: insertions, deletions, substitutions and swaps of neighbours. */
-function editDistance(a: string, b: string): number {
-  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
-  for (let j = 1; j <= b.length; j++) d[0]![j] = j;
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
-        d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
-    }
-  }
-  return d[a.length]![b.length]!;
 }

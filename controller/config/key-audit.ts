@@ -5,6 +5,8 @@
  * supported: …"), any other key an error with the nearest known key suggested (a typo, most likely).
  */
 
+import { editDistance } from '../../shared/text/edit-distance.js';
+
 /** How a key is read: a value ctl acts on (`true`), a table it audits too, or a table of named tables (`each`). */
 export type KeySpec = true | TableSpec | { each: TableSpec };
 
@@ -136,28 +138,6 @@ export function nearest(key: string, candidates: string[]): string | undefined {
   }
   const allowed = Math.max(1, Math.floor(key.length / 3));
   return bestDistance <= allowed ? best : undefined;
-}
-
-/**
- * Damerau–Levenshtein distance (optimal string alignment): a swapped pair of letters is one edit. Written here
- * because no edit-distance package is among our dependencies and this is all a suggestion needs.
- */
-export function editDistance(a: string, b: string): number {
-  const rows = a.length + 1;
-  const cols = b.length + 1;
-  const d: number[][] = Array.from({ length: rows }, (_, i) =>
-    Array.from({ length: cols }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
-  );
-  for (let i = 1; i < rows; i++) {
-    for (let j = 1; j < cols; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
-        d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
-      }
-    }
-  }
-  return d[a.length]![b.length]!;
 }
 
 function isTable(v: unknown): v is Record<string, unknown> {

@@ -6,13 +6,8 @@ import { parse } from 'smol-toml';
 import { parseCityConfig } from '../../shared/config/city-config.js';
 import { composeConfig } from '../../controller/config/compose.js';
 import { AGENT_PATCH_KEYS } from '../../controller/config/patches.js';
-import {
-  auditKeys,
-  editDistance,
-  nearest,
-  type KeyFinding,
-  type TableSpec,
-} from '../../controller/config/key-audit.js';
+import { auditKeys, nearest, type KeyFinding, type TableSpec } from '../../controller/config/key-audit.js';
+import { editDistance } from '../../shared/text/edit-distance.js';
 import { AGENT_TOML, CITY_TOML, FORMULA, PACK_TOML } from '../../controller/config/reference-keys.js';
 import { parseFormula } from '../../controller/formulas/formula-file.js';
 import { parseProviderSpec } from '../../controller/providers/resolve.js';
