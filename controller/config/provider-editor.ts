@@ -10,6 +10,7 @@ import type {
   ProviderUpdateInputBody,
 } from '../../shared/dto/providers.js';
 import { Problem } from '../../shared/http/problem.js';
+import { Serial } from '../../shared/serial.js';
 import { checkAgents } from '../agents/check-agents.js';
 import { IDEMPOTENCY_TTL_MS } from '../beads/bead-rules.js';
 import { bodyHash } from '../beads/beads-service.js';
@@ -69,7 +70,7 @@ interface Current {
  * One write at a time: two concurrent requests never lose one.
  */
 export class ProviderEditor {
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly writes = new Serial();
   private readonly replies = new Map<string, { hash: string; at: number; reply: ProviderCreatedOutputBody }>();
 
   constructor(private readonly host: ConfigFileHost) {}
@@ -161,13 +162,11 @@ export class ProviderEditor {
 
   /** Runs `fn` after every write queued before it has finished. */
   private exclusive<T>(fn: () => T): Promise<T> {
-    const run = this.queue.then(async () => {
+    return this.writes.run(async () => {
       // The TOML editor (and its library) is loaded by the first edit, not by every controller that never edits.
       tomlEdit ??= await import('./provider-table-edit.js');
       return fn();
     });
-    this.queue = run.catch(() => undefined);
-    return run;
   }
 
   /** `city.toml` now; a file a person broke by hand is a 409 (it is theirs to mend, not ours to overwrite). */

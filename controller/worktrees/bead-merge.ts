@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Bead } from '../../shared/dto/beads.js';
+import { KeyedSerial } from '../../shared/serial.js';
 import type { AgentDefinition } from '../agents/agent-catalog.js';
 import { ASSIGNED_SESSION } from '../agents/work-board.js';
 import type { BeadsService } from '../beads/beads-service.js';
@@ -42,7 +43,7 @@ type Outcome =
  * Merges into one repository go one at a time.
  */
 export class WorktreeMerges {
-  private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly merges = new KeyedSerial();
 
   constructor(private readonly host: MergeHost) {
     host.beads.onClosed((bead) => this.closed(bead));
@@ -107,14 +108,7 @@ export class WorktreeMerges {
 
   /** Runs `what` after every merge into `repo` asked for before it. */
   private serially<T>(repo: string, what: () => Promise<T>): Promise<T> {
-    const previous = this.queues.get(repo) ?? Promise.resolve();
-    const next = previous.then(what, what);
-    const settled = next.catch(() => undefined);
-    this.queues.set(repo, settled);
-    void settled.then(() => {
-      if (this.queues.get(repo) === settled) this.queues.delete(repo);
-    });
-    return next;
+    return this.merges.run(repo, what);
   }
 }
 
