@@ -10,6 +10,8 @@ interface CityRow {
   city: City;
   status?: Status;
   pending?: number;
+  /** Why its counts could not be read. */
+  unavailable?: string;
 }
 
 async function loadCities(): Promise<CityRow[]> {
@@ -18,11 +20,17 @@ async function loadCities(): Promise<CityRow[]> {
   return Promise.all(
     items.map(async (city): Promise<CityRow> => {
       if (!city.running) return { city };
+      // One city that cannot answer (restarting, say) still leaves the others' rows; its row says why.
+      let unavailable: string | undefined;
+      const noted = (err: unknown): undefined => {
+        unavailable = err instanceof Error ? err.message : String(err);
+        return undefined;
+      };
       const [status, pending] = await Promise.all([
-        must(api.GET('/v0/city/{cityName}/status', { params: { path: cityPath(city.name) } })).catch(() => undefined),
-        must(api.GET('/v0/city/{cityName}/pending', { params: { path: cityPath(city.name) } })).catch(() => undefined),
+        must(api.GET('/v0/city/{cityName}/status', { params: { path: cityPath(city.name) } })).catch(noted),
+        must(api.GET('/v0/city/{cityName}/pending', { params: { path: cityPath(city.name) } })).catch(noted),
       ]);
-      return { city, status, pending: pending?.total };
+      return { city, status, pending: pending?.total, unavailable };
     }),
   );
 }
@@ -67,7 +75,7 @@ export function CitiesView() {
               </tr>
             </thead>
             <tbody>
-              {cities.data.map(({ city, status, pending }) => (
+              {cities.data.map(({ city, status, pending, unavailable }) => (
                 <tr key={city.name}>
                   <th scope="row">
                     <a href={cityUrl(city.name)}>{city.name}</a>
@@ -76,6 +84,7 @@ export function CitiesView() {
                   <td>
                     <StateBadge state={city.status ?? (city.running ? 'running' : 'stopped')} />
                     {city.error && <div class="error small">{city.error}</div>}
+                    {unavailable && <div class="muted small">counts unavailable: {unavailable}</div>}
                   </td>
                   <td>{status ? `${status.agents.running} of ${status.agents.total}` : '—'}</td>
                   <td>{pending ?? '—'}</td>
