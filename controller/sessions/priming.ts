@@ -58,7 +58,7 @@ export function primingSettings(ctlBin: string | undefined): Record<string, unkn
   return { hooks: { SessionStart: hook, PreCompact: hook } };
 }
 
-/** The arguments that prime the program, placeholders filled in. */
+/** The arguments that prime the program, with `{prompt_file}`, `{prompt_toml}` and `{settings_file}` filled in. */
 export function primingArgs(provider: ResolvedProvider, priming: Priming | undefined): string[] {
   const args: string[] = [];
   const prompt = priming?.systemPrompt;
@@ -73,7 +73,7 @@ export function primingArgs(provider: ResolvedProvider, priming: Priming | undef
   return args;
 }
 
-/** A TOML basic string (JSON's escapes are TOML's, `\uXXXX` included). */
+/** A TOML basic string: JSON's escapes are TOML's too, four-digit `\u` escapes included. */
 function tomlString(text: string): string {
   return JSON.stringify(text);
 }
