@@ -120,8 +120,8 @@ describe('a real Claude Code agent works a bead through ctl (scripted model)', f
       api,
       worker,
       'assistant',
-      new RegExp(`^Tool said: bead=${id} agent=worker\\s+Closed ${id}$`),
-      30_000,
+      new RegExp(`^Tool said: bead=${id} agent=worker\\s+Closed ${id}\\b`),
+      60_000,
     );
   });
 

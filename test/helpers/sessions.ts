@@ -139,14 +139,23 @@ export async function waitForTurn(
   match: string | RegExp,
   timeoutMs = 10_000,
 ): Promise<Turn> {
-  return waitUntil(
-    `a ${role} turn ${String(match)} in ${id}`,
-    async () =>
-      (await turns(api, id)).find(
-        (t) => t.role === role && (typeof match === 'string' ? t.text === match : match.test(t.text)),
-      ),
-    timeoutMs,
-  );
+  let seen: Turn[] = [];
+  try {
+    return await waitUntil(
+      `a ${role} turn ${String(match)} in ${id}`,
+      async () => {
+        seen = await turns(api, id);
+        return seen.find((t) => t.role === role && (typeof match === 'string' ? t.text === match : match.test(t.text)));
+      },
+      timeoutMs,
+    );
+  } catch (err) {
+    // Which turns there were says more than the time-out alone (a turn worded otherwise, or none at all).
+    const last = seen.slice(-6).map((t) => `${t.role}: ${JSON.stringify(t.text)}`);
+    throw new Error(`${(err as Error).message}; its last turns: ${last.length ? last.join(' | ') : 'none'}`, {
+      cause: err,
+    });
+  }
 }
 
 export interface SessionView {
