@@ -1,13 +1,16 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { chatToolNames, readChat, streamChat } from './model-server-chat.js';
 
 // A scripted model server for tests with the real agent CLIs, offline: the Anthropic Messages API (what Claude
-// Code calls) and the OpenAI Responses API (what Codex calls), both streaming, answering by a few rules a test
-// reads at a glance:
+// Code and its ACP adapter call), the OpenAI Responses API (what Codex and its ACP adapter call) and the OpenAI
+// Chat Completions API (what OpenCode calls, model-server-chat.ts), all streaming, answering by a few rules a
+// test reads at a glance:
 //
 //   - a user text is echoed back: `You said: <text>`;
-//   - `run: <command>` asks for a tool call (Claude: `Bash {command}`; Codex: `shell {command: [sh, -c, …]}`);
-//     once the tool's result comes back, the reply is `Tool said: <result>`;
+//   - `run: <command>` asks for a tool call (Claude: `Bash {command}`; Codex: `shell {command: [sh, -c, …]}`;
+//     or whichever shell tool the request offers, see `fitShellTool`); once the tool's result comes back, the
+//     reply is `Tool said: <result>`;
 //   - `slow: <text>` streams the echo one word every 200 ms (a turn long enough to interrupt);
 //   - `rate-limit` answers 429 (with `retry-after`), `overloaded` answers 529/503: the provider's errors;
 //   - a text starting `say: <text>` replies exactly `<text>`;
@@ -23,7 +26,7 @@ import type { AddressInfo } from 'node:net';
 // conversation carries its earlier turns.
 
 export interface ModelRequest {
-  api: 'messages' | 'responses';
+  api: 'messages' | 'responses' | 'chat';
   path: string;
   body: Record<string, unknown>;
   /** The user text the rules answered (undefined when the request ended a tool call). */
@@ -326,6 +329,45 @@ function fail(res: ServerResponse, api: ModelRequest['api'], status: number): vo
   );
 }
 
+function apiOf(path: string): ModelRequest['api'] | undefined {
+  if (path.endsWith('/messages')) return 'messages';
+  if (path.endsWith('/responses')) return 'responses';
+  if (path.endsWith('/chat/completions')) return 'chat';
+  return undefined;
+}
+
+/** The names of the tools a Messages or Responses request offers. */
+function toolNames(body: Record<string, unknown>): string[] {
+  const tools = (Array.isArray(body.tools) ? body.tools : []) as { name?: string }[];
+  return tools.flatMap((t) => (typeof t.name === 'string' ? [t.name] : []));
+}
+
+/**
+ * The shell tools of the agent CLIs, by name, and the input each takes. The rules ask for `Bash` (Claude Code) or
+ * `shell` (Codex exec); other CLIs, and the ACP adapters, offer theirs under other names: OpenCode `bash`, the
+ * Codex ACP adapter `exec_command`, Gemini CLI and Qwen Code `run_shell_command`.
+ */
+const SHELL_TOOLS: Record<string, (command: string) => Record<string, unknown>> = {
+  Bash: (command) => ({ command, description: 'Run the command the test asked for' }),
+  shell: (command) => ({ command: ['sh', '-c', command] }),
+  bash: (command) => ({ command, description: 'Run the command the test asked for' }),
+  exec_command: (cmd) => ({ cmd }),
+  run_shell_command: (command) => ({ command }),
+};
+
+/**
+ * A shell tool call the request can take: the one the rules asked for when it is offered, else the shell tool the
+ * request offers. A request with no tools at all (a CLI's own side calls: titles, summaries) gets text instead.
+ */
+function fitShellTool(reply: Reply, offered: string[]): Reply {
+  const tool = reply.tool;
+  if (!tool || !(tool.name in SHELL_TOOLS) || offered.includes(tool.name)) return reply;
+  const command = Array.isArray(tool.input.command) ? String(tool.input.command.at(-1)) : String(tool.input.command);
+  const name = offered.find((n) => n in SHELL_TOOLS);
+  if (!name) return offered.length === 0 ? { text: `No tools here to run: ${command}` } : reply;
+  return { tool: { name, input: SHELL_TOOLS[name](command) } };
+}
+
 /** Starts the scripted model server on a free loopback port. */
 export async function startModelServer(): Promise<ModelServer> {
   const requests: ModelRequest[] = [];
@@ -333,7 +375,7 @@ export async function startModelServer(): Promise<ModelServer> {
   const server: Server = createServer((req, res) => {
     void (async () => {
       const path = (req.url ?? '/').split('?')[0];
-      const api = path.endsWith('/messages') ? 'messages' : path.endsWith('/responses') ? 'responses' : undefined;
+      const api = apiOf(path);
       if (req.method !== 'POST' || !api) {
         // Claude Code's `HEAD /` reachability check, and anything else: a plain answer.
         await readBody(req);
@@ -343,11 +385,18 @@ export async function startModelServer(): Promise<ModelServer> {
       }
       const body = await readBody(req);
       const read: { userText?: string; toolResult?: string; toolName?: string; taskResult?: string } =
-        api === 'messages' ? readMessages(body) : readResponses(body);
+        api === 'messages' ? readMessages(body) : api === 'chat' ? readChat(body, isPeopleText) : readResponses(body);
       requests.push({ api, path, body, userText: read.userText });
       if (failing !== undefined) return fail(res, api, failing);
-      const reply = replyTo(read.userText, read.toolResult, api, read.toolName, read.taskResult);
+      const reply = fitShellTool(
+        replyTo(read.userText, read.toolResult, api, read.toolName, read.taskResult),
+        api === 'chat' ? chatToolNames(body) : toolNames(body),
+      );
       if (reply.status !== undefined) return fail(res, api, reply.status);
+      if (api === 'chat') {
+        const tool = reply.tool && { id: nextId('call'), ...reply.tool };
+        return streamChat(res, body, { pieces: pieces(reply), pauseMs: reply.slow ? SLOW_WORD_MS : 0, tool });
+      }
       await (api === 'messages' ? streamMessages(res, body, reply) : streamResponses(res, body, reply));
     })().catch((err: unknown) => {
       if (!res.headersSent) res.writeHead(500);
