@@ -121,7 +121,17 @@ describe('providers over the API', function () {
       const reply = await api.get<{ items: Provider[]; total: number; next_cursor?: string }>('/providers');
       expect(reply.status).to.equal(200);
       const byName = new Map(reply.body.items.map((p) => [p.name, p]));
-      expect([...byName.keys()]).to.deep.equal(['claude', 'codex', 'default', 'gemini', 'generic', 'mine']);
+      expect([...byName.keys()]).to.deep.equal([
+        'claude',
+        'claude-acp',
+        'codex',
+        'codex-acp',
+        'default',
+        'gemini',
+        'generic',
+        'mine',
+        'opencode',
+      ]);
       expect(reply.body.total).to.equal(6);
       expect(reply.body.next_cursor).to.equal(undefined);
 
@@ -214,7 +224,17 @@ describe('providers over the API', function () {
         cursor = reply.body.next_cursor;
         if (!cursor) break;
       }
-      expect(names).to.deep.equal(['claude', 'codex', 'default', 'gemini', 'generic', 'mine']);
+      expect(names).to.deep.equal([
+        'claude',
+        'claude-acp',
+        'codex',
+        'codex-acp',
+        'default',
+        'gemini',
+        'generic',
+        'mine',
+        'opencode',
+      ]);
       const publicPage = await api.get<{ items: PublicProvider[]; next_cursor?: string }>('/providers/public?limit=5');
       expect(publicPage.body.items).to.have.length(5);
       expect(publicPage.body.next_cursor).to.match(/^v1:/);
@@ -640,7 +660,17 @@ describe('providers over the API', function () {
       const reply = await api.get<Readiness>('/provider-readiness');
       expect(reply.status).to.equal(200);
       const p = reply.body.providers;
-      expect(Object.keys(p).sort()).to.deep.equal(['claude', 'codex', 'default', 'gemini', 'generic', 'mine']);
+      expect(Object.keys(p).sort()).to.deep.equal([
+        'claude',
+        'claude-acp',
+        'codex',
+        'codex-acp',
+        'default',
+        'gemini',
+        'generic',
+        'mine',
+        'opencode',
+      ]);
       for (const item of Object.values(p)) expect(STATUSES).to.include(item.status);
       expect(p.mine).to.include({ display_name: 'Mine', status: 'configured', detail: ECHO });
       expect(p.default.status).to.equal('configured');

@@ -1,3 +1,4 @@
+import { ACP_PRESETS } from './presets-acp.js';
 import type { ProviderSpec } from './provider-spec.js';
 
 /** A built-in provider: its spec, and the readiness probe that checks its tool is installed and signed in. */
@@ -89,6 +90,8 @@ export const PRESETS: Record<string, Preset> = {
       process_names: ['gemini', 'node'],
     },
   },
+  // OpenCode and the ACP adapters of Claude Code and Codex (presets-acp.ts).
+  ...ACP_PRESETS,
   // Any command-line program that reads a line and answers: the one to base a custom provider on.
   generic: {
     spec: {

@@ -1,12 +1,13 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { packageRoot } from '../../shared/paths.js';
 
 // The real agent CLIs the session tests drive: the versions package.json pins as dev dependencies (what CI tests,
 // the newest we follow), or, to check one's own, the version an environment variable names —
-// CTL_TEST_CLAUDE_VERSION=2.1.197 or CTL_TEST_CODEX_VERSION=0.160.0 — installed once with npm into a cache
+// CTL_TEST_CLAUDE_VERSION=2.1.197 or CTL_TEST_CODEX_VERSION=0.160.0 (CTL_TEST_OPENCODE_VERSION,
+// CTL_TEST_CLAUDE_ACP_VERSION, CTL_TEST_CODEX_ACP_VERSION for OpenCode and the ACP adapters) — installed once with npm into a cache
 // folder (CTL_TEST_CLI_CACHE, default ~/.cache/ctl/agent-clis) and taken from there. docs/agent-clis.md lists
 // the versions tested and what changed between them.
 
@@ -19,10 +20,38 @@ export interface RealCli {
   source: string;
 }
 
+interface CliPackage {
+  pkg: string;
+  bin: string;
+  env: string;
+  /** Its version is its package's (the program has no `--version`, or answers it slowly). */
+  packageVersion?: boolean;
+}
+
 const CLIS = {
   claude: { pkg: '@anthropic-ai/claude-code', bin: 'claude', env: 'CTL_TEST_CLAUDE_VERSION' },
   codex: { pkg: '@openai/codex', bin: 'codex', env: 'CTL_TEST_CODEX_VERSION' },
-} as const;
+  ...ACP_CLIS(),
+} satisfies Record<string, CliPackage>;
+
+/** OpenCode and the ACP adapters of Claude Code and Codex (their tests: test/sessions-*-acp.test.ts, opencode). */
+function ACP_CLIS() {
+  return {
+    opencode: { pkg: 'opencode-ai', bin: 'opencode', env: 'CTL_TEST_OPENCODE_VERSION', packageVersion: true },
+    'claude-acp': {
+      pkg: '@agentclientprotocol/claude-agent-acp',
+      bin: 'claude-agent-acp',
+      env: 'CTL_TEST_CLAUDE_ACP_VERSION',
+      packageVersion: true,
+    },
+    'codex-acp': {
+      pkg: '@zed-industries/codex-acp',
+      bin: 'codex-acp',
+      env: 'CTL_TEST_CODEX_ACP_VERSION',
+      packageVersion: true,
+    },
+  } as const;
+}
 
 export type RealCliName = keyof typeof CLIS;
 
@@ -31,19 +60,22 @@ const INSTALL_TIMEOUT_MS = 10 * 60_000;
 
 /** The CLI to test: the one the environment names, installed on first use, else the dev dependency. */
 export function realCli(name: RealCliName): RealCli {
-  const { pkg, bin, env } = CLIS[name];
+  const cli: CliPackage = CLIS[name];
+  const { pkg, bin, env } = cli;
+  const version = (root: string, path: string) =>
+    cli.packageVersion ? packageVersion(join(root, 'node_modules', pkg)) : versionOf(path);
   const wanted = process.env[env];
   if (!wanted) {
     const path = join(packageRoot, 'node_modules', '.bin', bin);
     if (!existsSync(path)) throw new Error(`${path} is missing: npm ci installs it (a dev dependency)`);
-    return { bin: path, version: versionOf(path), source: 'dev dependency' };
+    return { bin: path, version: version(packageRoot, path), source: 'dev dependency' };
   }
   if (!/^[0-9A-Za-z.+-]+$/.test(wanted)) throw new Error(`${env}=${wanted}: not a package version`);
   const cache = process.env.CTL_TEST_CLI_CACHE ?? join(homedir(), '.cache', 'ctl', 'agent-clis');
   const dir = join(cache, `${pkg.replace('/', '+')}@${wanted}`);
   const path = join(dir, 'node_modules', '.bin', bin);
   if (!existsSync(path)) install(pkg, wanted, dir);
-  return { bin: path, version: versionOf(path), source: `${env}=${wanted} (${dir})` };
+  return { bin: path, version: version(dir, path), source: `${env}=${wanted} (${dir})` };
 }
 
 /**
@@ -72,6 +104,10 @@ function install(pkg: string, version: string, dir: string): void {
     const stderr = (err as { stderr?: Buffer }).stderr?.toString().trim();
     throw new Error(`cannot install ${pkg}@${version}: ${stderr || (err as Error).message}`, { cause: err });
   }
+}
+
+function packageVersion(dir: string): string {
+  return `${(JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version} (package)`;
 }
 
 function versionOf(bin: string): string {
