@@ -72,7 +72,7 @@ describe('sessions of the real OpenCode (opencode acp, against a scripted model 
         OPENCODE_DISABLE_CLAUDE_CODE: '1',
       },
     });
-    id = await createCliSession(city, 'opencode-local');
+    id = await createCliSession(city, { name: 'opencode-local' });
   });
 
   afterEach(function () {

@@ -50,8 +50,8 @@ export async function startCliCity(
 }
 
 /** A session of the provider, once its program has finished the ACP handshake (slower than `createSession` waits). */
-export async function createCliSession(city: SessionCity, provider: string): Promise<string> {
-  const reply = await city.api.post<Accepted>('/sessions', { name: provider });
+export async function createCliSession(city: SessionCity, body: Record<string, unknown>): Promise<string> {
+  const reply = await city.api.post<Accepted>('/sessions', body);
   expect(reply.status, JSON.stringify(reply.body)).to.equal(202);
   const result = await terminalOf(city.api, reply.body.request_id, TURN_MS);
   expect(result.type, JSON.stringify(result.payload)).to.equal('request.result.session.create');
