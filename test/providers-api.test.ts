@@ -132,7 +132,7 @@ describe('providers over the API', function () {
         'mine',
         'opencode',
       ]);
-      expect(reply.body.total).to.equal(6);
+      expect(reply.body.total).to.equal(9);
       expect(reply.body.next_cursor).to.equal(undefined);
 
       const claude = byName.get('claude')!;
@@ -176,7 +176,7 @@ describe('providers over the API', function () {
     it('GET /providers/public: names, protocol, permission modes and defaults; no command line, flags or env', async function () {
       const reply = await api.get<{ items: PublicProvider[]; total: number }>('/providers/public');
       expect(reply.status).to.equal(200);
-      expect(reply.body.total).to.equal(6);
+      expect(reply.body.total).to.equal(9);
       const allowed = [
         'name',
         'builtin',
@@ -219,7 +219,7 @@ describe('providers over the API', function () {
           `/providers?limit=4${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
         );
         expect(reply.status).to.equal(200);
-        expect(reply.body.total).to.equal(6);
+        expect(reply.body.total).to.equal(9);
         names.push(...reply.body.items.map((p) => p.name));
         cursor = reply.body.next_cursor;
         if (!cursor) break;
@@ -359,7 +359,7 @@ describe('providers over the API', function () {
       expect(cycle.detail).to.include('cycle');
       expect(readFileSync(file, 'utf8')).to.equal(before);
       const list = await api.get<{ total: number }>('/providers');
-      expect(list.body.total).to.equal(6);
+      expect(list.body.total).to.equal(9);
     });
 
     it('an Idempotency-Key replays the first answer; with another body it is a 422', async function () {
