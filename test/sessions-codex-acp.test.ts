@@ -1,7 +1,6 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { expect } from 'chai';
-import { packageRoot } from '../shared/paths.js';
 import {
   createCliSession,
   expectAnswer,
@@ -89,9 +88,9 @@ describe('sessions of the real Codex ACP adapter (against a scripted model serve
   after(async function () {
     await city?.sup.cleanup();
     await model?.close();
-    // The launcher and the native binary it runs.
-    expect(processesMentioning(join(packageRoot, 'node_modules', '@zed-industries')), 'no codex-acp left behind').to.be
-      .empty;
+    // The launcher, and the native binary it runs (in the package beside it).
+    const packages = join(dirname(bin), '..', '@zed-industries');
+    expect(processesMentioning(packages), 'no codex-acp left behind').to.deep.equal([]);
     expect(processesMentioning(bin), 'no launcher left behind').to.deep.equal([]);
     rmSync(home, { recursive: true, force: true });
   });
