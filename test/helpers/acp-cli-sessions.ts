@@ -147,9 +147,9 @@ export async function expectLoadAfterRestart(
       const info = await sup.city(cityName);
       return info?.running === true && info.pid !== controller;
     },
-    30_000,
+    TURN_MS, // the new controller takes on a session whose program it reaps and starts again: slow on a busy machine
   );
-  await waitUntil('the old program to be gone', () => !isAlive(oldPid), 30_000);
+  await waitUntil('the old program to be gone', () => !isAlive(oldPid), TURN_MS);
   await deliver(city, id, 'recall');
   await waitForTurn(api, id, 'assistant', 'You said: recall', TURN_MS);
   const view = await session(api, id);
