@@ -21,7 +21,7 @@ import { tempDir } from './helpers/supervisor.js';
  * CTL_TEST_CLAUDE_ACP_VERSION) as the `claude-acp` preset runs it, offline, against the scripted model server's
  * Messages API. Its scratch HOME's settings put Claude Code in its `default` permission mode (the adapter's own
  * default is `auto`, which runs what a classifier deems safe without asking). It runs on the Node the tests run
- * on (ctl's own, ≥ 22, as the adapter requires).
+ * on (ctl's own, ≥ 22, as the adapter declares).
  */
 describe('sessions of the real Claude Code ACP adapter (against a scripted model server)', function () {
   this.timeout(3 * 60_000);
