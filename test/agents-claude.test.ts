@@ -1,12 +1,10 @@
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { CityApi, type Bead } from './helpers/city-api.js';
-import { startModelServer, type ModelServer } from './helpers/model-server.js';
+import { startCityOf, startScriptedClaude, type ScriptedClaude } from './helpers/claude-city.js';
+import type { CityApi, Bead } from './helpers/city-api.js';
 import { isAlive } from './helpers/processes.js';
-import { realCli } from './helpers/real-clis.js';
-import { session, turns, waitForTurn } from './helpers/sessions.js';
-import { CSRF, TestSupervisor, tempDir } from './helpers/supervisor.js';
+import { session, turns, waitForTurn, type SessionCity } from './helpers/sessions.js';
 import { waitUntil } from './helpers/wait.js';
 
 const PROMPT = 'You are {{agent}} of city {{city}}, working in {{work_dir}}. Close each bead with ctl when it is done.';
@@ -15,60 +13,30 @@ const PROMPT = 'You are {{agent}} of city {{city}}, working in {{work_dir}}. Clo
  * The product's main loop with a real coding agent: Claude Code (the dev dependency, or CTL_TEST_CLAUDE_VERSION),
  * offline against the scripted model server, is an agent of a city. The tick starts its session with the agent's
  * prompt as its system prompt and hooks that run `ctl prime`; a bead slung to it is handed over; the model answers
- * the work message by running `ctl bead close` through Claude Code's Bash tool — with no `ctl` installed on its
- * PATH but the one its controller puts first. One Claude Code process (~300 MB) for the whole file.
+ * the work message by reading the bead (`ctl bead show`) and then running `ctl bead close` through Claude Code's
+ * Bash tool — with no `ctl` installed on its PATH but the one its controller puts first. One Claude Code process (~300 MB) for the whole file.
  */
 describe('a real Claude Code agent works a bead through ctl (scripted model)', function () {
   this.timeout(90_000);
-  let sup: TestSupervisor;
+  let city: SessionCity;
   let api: CityApi;
-  let model: ModelServer;
-  let home: string;
+  let claude: ScriptedClaude;
   let dir: string;
   let worker: string;
   let pid: number | undefined;
 
   before(async function () {
     this.timeout(11 * 60_000); // a version named by CTL_TEST_CLAUDE_VERSION is installed on first use
-    const cli = realCli('claude');
-    process.stdout.write(`      claude ${cli.version} (${cli.source})\n`);
-    model = await startModelServer();
-    home = tempDir('ctl-claude-agent-home-');
-    sup = await TestSupervisor.start();
-    dir = sup.cityDir('alpha');
-    mkdirSync(join(dir, 'agents', 'worker'), { recursive: true });
-    const env = {
-      HOME: home,
-      // No ctl anywhere on it: the session finds the one its controller puts first.
-      PATH: '/usr/local/bin:/usr/bin:/bin',
-      ANTHROPIC_BASE_URL: model.url,
-      ANTHROPIC_API_KEY: 'test-key',
-      DISABLE_TELEMETRY: '1',
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-      DISABLE_AUTOUPDATER: '1',
-      CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL: '1',
-      CLAUDE_CODE_MAX_RETRIES: '0',
-      // Claude Code refuses bypassPermissions as root (as tests here run) outside a sandbox it is told of.
-      IS_SANDBOX: '1',
-    };
-    const envToml = Object.entries(env)
-      .map(([k, v]) => `${k} = ${JSON.stringify(v)}`)
-      .join(', ');
-    writeFileSync(
-      join(dir, 'city.toml'),
-      `[daemon]\npatrol_interval = "500ms"\n\n[providers.claude-local]\nbase = "builtin:claude"\n` +
-        `command = ${JSON.stringify(cli.bin)}\ndefault_permission_mode = "bypassPermissions"\nenv = { ${envToml} }\n`,
-    );
-    writeFileSync(join(dir, 'agents', 'worker', 'agent.toml'), 'provider = "claude-local"\n');
-    writeFileSync(join(dir, 'agents', 'worker', 'prompt.template.md'), `${PROMPT}\n`);
-    const res = await fetch(`${sup.base}/v0/cities/register`, {
-      method: 'POST',
-      headers: { ...CSRF, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ path: dir }),
+    // No ctl anywhere on its PATH: the session finds the one its controller puts first.
+    claude = await startScriptedClaude({ PATH: '/usr/local/bin:/usr/bin:/bin' });
+    city = await startCityOf('alpha', {
+      'city.toml':
+        '[daemon]\npatrol_interval = "500ms"\n' +
+        claude.providerToml('claude-local', 'default_permission_mode = "bypassPermissions"\n'),
+      'agents/worker/agent.toml': 'provider = "claude-local"\n',
+      'agents/worker/prompt.template.md': `${PROMPT}\n`,
     });
-    expect(res.status, await res.text()).to.equal(201);
-    await waitUntil('the city to run', async () => (await sup.city('alpha'))?.running === true, 20_000);
-    api = new CityApi(sup, 'alpha');
+    ({ api, dir } = city);
     worker = await waitUntil(
       'the tick to start the worker',
       async () => {
@@ -84,10 +52,9 @@ describe('a real Claude Code agent works a bead through ctl (scripted model)', f
   });
 
   after(async function () {
-    await sup?.cleanup();
-    await model?.close();
+    await city?.sup.cleanup();
+    await claude?.close();
     if (pid !== undefined) expect(isAlive(pid), `claude ${pid} outlived its city`).to.equal(false);
-    if (home) rmSync(home, { recursive: true, force: true });
   });
 
   async function bead(id: string): Promise<Bead> {
@@ -127,7 +94,7 @@ describe('a real Claude Code agent works a bead through ctl (scripted model)', f
 
   it("its prompt is Claude Code's system prompt (not a turn); its SessionStart hook's `ctl prime` reaches the model", async function () {
     const prompt = PROMPT.replace('{{agent}}', 'worker').replace('{{city}}', 'alpha').replace('{{work_dir}}', dir);
-    const requests = model.requests.filter((r) => r.api === 'messages');
+    const requests = claude.model.requests.filter((r) => r.api === 'messages');
     expect(requests.length).to.be.greaterThan(0);
     const systemOf = (body: Record<string, unknown>) => JSON.stringify(body.system ?? '');
     expect(systemOf(requests[0].body)).to.include(JSON.stringify(prompt).slice(1, -1));
@@ -144,6 +111,6 @@ describe('a real Claude Code agent works a bead through ctl (scripted model)', f
     };
     expect(settings.hooks.SessionStart[0].hooks[0].command).to.equal(`'${join(dir, '.ctl', 'bin', 'ctl')}' prime`);
     expect(settings.hooks.PreCompact[0].hooks[0].command).to.equal(`'${join(dir, '.ctl', 'bin', 'ctl')}' prime`);
-    expect(existsSync(join(home, '.claude', 'settings.json'))).to.equal(false);
+    expect(existsSync(join(claude.home, '.claude', 'settings.json'))).to.equal(false);
   });
 });

@@ -1,13 +1,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { rmSync } from 'node:fs';
 import { expect } from 'chai';
 import { expectProblem } from './helpers/city-api.js';
-import { startModelServer, type ModelServer } from './helpers/model-server.js';
+import { startScriptedClaude, type ScriptedClaude } from './helpers/claude-city.js';
 import { isAlive } from './helpers/processes.js';
 import { createSession, session, startSessionCity, type SessionCity } from './helpers/sessions.js';
-import { realCli } from './helpers/real-clis.js';
-import { tempDir } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
 interface RawEntry {
@@ -46,46 +43,26 @@ const room = { scope_id: 'chat.example', provider: 'chat', account_id: 'bot', co
 describe('subagents of the real Claude Code (stream-json, against a scripted model server)', function () {
   this.timeout(90_000);
   let city: SessionCity;
-  let model: ModelServer;
+  let claude: ScriptedClaude;
   let adapter: Awaited<ReturnType<typeof startAdapter>>;
-  let home: string;
   let pid: number | undefined;
   /** The session of the first test, which the second goes on talking to. */
   let sessionId: string | undefined;
 
   before(async function () {
     this.timeout(11 * 60_000); // a version named by CTL_TEST_CLAUDE_VERSION is installed on first use
-    const cli = realCli('claude');
-    process.stdout.write(`      claude ${cli.version} (${cli.source})\n`);
-    model = await startModelServer();
+    claude = await startScriptedClaude();
     adapter = await startAdapter();
-    home = tempDir('ctl-claude-home-');
     city = await startSessionCity('delegates');
-    const created = await city.api.post('/providers', {
-      name: 'claude-local',
-      base: 'builtin:claude',
-      command: cli.bin,
-      env: {
-        HOME: home,
-        ANTHROPIC_BASE_URL: model.url,
-        ANTHROPIC_API_KEY: 'test-key',
-        DISABLE_TELEMETRY: '1',
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-        DISABLE_AUTOUPDATER: '1',
-        CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL: '1',
-        CLAUDE_CODE_MAX_RETRIES: '0',
-        IS_SANDBOX: '1',
-      },
-    });
+    const created = await city.api.post('/providers', claude.providerBody('claude-local'));
     expect(created.status, JSON.stringify(created.body)).to.equal(201);
   });
 
   after(async function () {
     await city?.sup.cleanup();
-    await model?.close();
+    await claude?.close();
     await new Promise<void>((resolve) => (adapter ? adapter.server.close(() => resolve()) : resolve()));
     if (pid) expect(isAlive(pid), `claude ${pid} outlived its city`).to.equal(false);
-    rmSync(home, { recursive: true, force: true });
   });
 
   it("keeps a subagent's turns under /agents: the conversation, last_output and the chat reply are the main agent's", async function () {

@@ -2,7 +2,8 @@ import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { expectProblem } from './helpers/city-api.js';
-import { startModelServer, type ModelServer } from './helpers/model-server.js';
+import { startScriptedClaude, type ScriptedClaude } from './helpers/claude-city.js';
+import type { ModelServer } from './helpers/model-server.js';
 import { isAlive, processesMentioning } from './helpers/processes.js';
 import {
   createSession,
@@ -16,7 +17,6 @@ import {
   type SessionCity,
 } from './helpers/sessions.js';
 import { closeAllStreams, SseStreamReader } from './helpers/sse.js';
-import { realCli } from './helpers/real-clis.js';
 import { tempDir } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
@@ -43,6 +43,7 @@ interface RawEntry {
 describe('sessions of the real Claude Code (stream-json, against a scripted model server)', function () {
   this.timeout(60_000);
   let city: SessionCity;
+  let claude: ScriptedClaude;
   let model: ModelServer;
   let home: string;
   let work: string;
@@ -50,31 +51,14 @@ describe('sessions of the real Claude Code (stream-json, against a scripted mode
 
   before(async function () {
     this.timeout(11 * 60_000); // a version named by CTL_TEST_CLAUDE_VERSION is installed on first use
-    const cli = realCli('claude');
-    CLAUDE = cli.bin;
-    process.stdout.write(`      claude ${cli.version} (${cli.source})\n`);
-    model = await startModelServer();
-    home = tempDir('ctl-claude-home-');
+    claude = await startScriptedClaude();
+    CLAUDE = claude.cli.bin;
+    model = claude.model;
+    home = claude.home;
     work = tempDir('ctl-claude-work-');
     city = await startSessionCity('claude');
     // The contract point: a provider created over the API, based on the preset, with its command and env.
-    const created = await city.api.post('/providers', {
-      name: 'claude-local',
-      base: 'builtin:claude',
-      command: CLAUDE,
-      env: {
-        HOME: home,
-        ANTHROPIC_BASE_URL: model.url,
-        ANTHROPIC_API_KEY: 'test-key',
-        DISABLE_TELEMETRY: '1',
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-        DISABLE_AUTOUPDATER: '1',
-        CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL: '1',
-        CLAUDE_CODE_MAX_RETRIES: '0',
-        // Claude Code refuses bypassPermissions as root (as tests here run) outside a sandbox it is told of.
-        IS_SANDBOX: '1',
-      },
-    });
+    const created = await city.api.post('/providers', claude.providerBody('claude-local'));
     expect(created.status, JSON.stringify(created.body)).to.equal(201);
   });
 
@@ -84,9 +68,8 @@ describe('sessions of the real Claude Code (stream-json, against a scripted mode
 
   after(async function () {
     await city?.sup.cleanup();
-    await model?.close();
+    await claude?.close();
     for (const pid of seenPids) expect(isAlive(pid), `claude ${pid} outlived its city`).to.equal(false);
-    rmSync(home, { recursive: true, force: true });
     rmSync(work, { recursive: true, force: true });
   });
 
