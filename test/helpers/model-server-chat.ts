@@ -8,7 +8,7 @@ interface ChatMessage {
   role?: string;
   content?: unknown;
   tool_call_id?: string;
-  tool_calls?: { id?: string; function?: { name?: string } }[];
+  tool_calls?: { id?: string; function?: { name?: string; arguments?: string } }[];
 }
 
 type Part = { type?: string; text?: string };
@@ -23,7 +23,7 @@ function partsText(content: unknown): string[] {
 export function readChat(
   body: Record<string, unknown>,
   isPeopleText: (text: string) => boolean,
-): { userText?: string; toolResult?: string; toolName?: string } {
+): { userText?: string; toolResult?: string; toolName?: string; toolCommand?: string } {
   const messages = (Array.isArray(body.messages) ? body.messages : []) as ChatMessage[];
   const last = messages.at(-1);
   if (last?.role === 'tool') {
@@ -31,12 +31,25 @@ export function readChat(
     return {
       toolResult: partsText(last.content).join('\n'),
       ...(call?.function?.name ? { toolName: call.function.name } : {}),
+      ...commandOf(call?.function?.arguments),
     };
   }
   if (last?.role !== 'user') return {};
   // OpenCode's `run` quotes the message ("hello"); over ACP it does not, but an unquoted text is left as it is.
   const text = partsText(last.content).filter(isPeopleText).at(-1);
   return { userText: text?.replace(/^"([\s\S]*)"$/, '$1') };
+}
+
+/** The shell command a tool call ran (its `command`, a string or an argv), when its arguments name one. */
+function commandOf(args: string | undefined): { toolCommand?: string } {
+  try {
+    const command = (JSON.parse(args ?? '{}') as { command?: unknown }).command;
+    if (typeof command === 'string') return { toolCommand: command };
+    if (Array.isArray(command)) return { toolCommand: command.map(String).join(' ') };
+  } catch {
+    // Arguments that are not JSON name no command: the reply then follows the result alone.
+  }
+  return {};
 }
 
 /** The names of the tools a Chat Completions request offers. */

@@ -19,8 +19,10 @@ import { chatToolNames, readChat, streamChat } from './model-server-chat.js';
 //     the main reply is `Delegated work is done.`; `delegate in background: <task>` the same, with the subagent
 //     in the background, and the turn Claude Code begins once it is done is answered
 //     `The subagent reported: <its report>`;
-//   - the work message an agent's session is handed (`Work on bead <id>: …`) asks for a tool call that prints
-//     the session's `CTL_BEAD` and `CTL_AGENT`, then closes the bead with `ctl` (as a real agent would).
+//   - the work message an agent's session is handed (`Work on bead <id>: …`) is worked as a real agent would:
+//     first a tool call reading the bead (`ctl bead show <id>`); once that comes back, a tool call that runs the
+//     command its description names after `run:` (if it does: e.g. edit a file and commit it), prints the
+//     session's `CTL_BEAD` and `CTL_AGENT`, and closes the bead with `ctl`.
 //
 // It records every request (path and body) so that a test can check what the CLI sent, e.g. that a resumed
 // conversation carries its earlier turns.
@@ -58,19 +60,23 @@ export function replyTo(
   api: ModelRequest['api'],
   toolName?: string,
   taskResult?: string,
+  toolCommand?: string,
 ): Reply {
   if (taskResult !== undefined) return { text: `The subagent reported: ${taskResult.trim()}` };
   if (toolResult !== undefined && toolName === 'Agent') return { text: 'Delegated work is done.' };
+  const read = toolResult !== undefined && /^ctl bead show (\S+)$/.exec(toolCommand ?? '');
+  if (read) {
+    // The bead's description (a `Description` field of `ctl bead show`) says what to run.
+    const run = /\brun:\s*(.+)$/m.exec(toolResult)?.[1]?.trim();
+    const close = `echo "bead=$CTL_BEAD agent=$CTL_AGENT" && ctl bead close ${read[1]} --reason done`;
+    return bash(api, run ? `${run} && ${close}` : close, 'Do the work and close the bead');
+  }
   if (toolResult !== undefined) return { text: `Tool said: ${toolResult.trim()}` };
   const text = (userText ?? '').trim();
   if (/\brate-limit\b/.test(text)) return { status: 429 };
   if (/\boverloaded\b/.test(text)) return { status: api === 'messages' ? 529 : 503 };
   const run = /^run:\s*(.+)$/s.exec(text);
-  if (run) {
-    return api === 'messages'
-      ? { tool: { name: 'Bash', input: { command: run[1], description: 'Run the command the test asked for' } } }
-      : { tool: { name: 'shell', input: { command: ['sh', '-c', run[1]] } } };
-  }
+  if (run) return bash(api, run[1], 'Run the command the test asked for');
   const delegate = /^delegate( in background)?:\s*(.+)$/s.exec(text);
   if (delegate && api === 'messages') {
     const input = { description: 'Delegated task', prompt: delegate[2], subagent_type: 'general-purpose' };
@@ -79,18 +85,37 @@ export function replyTo(
   const slow = /^slow:\s*(.+)$/s.exec(text);
   if (slow) return { text: `You said: ${slow[1]}`, slow: true };
   const work = /^Work on bead (\S+):/.exec(text);
-  if (work) {
-    const command = `echo "bead=$CTL_BEAD agent=$CTL_AGENT" && ctl bead close ${work[1]} --reason done`;
-    return api === 'messages'
-      ? { tool: { name: 'Bash', input: { command, description: 'Close the bead' } } }
-      : { tool: { name: 'shell', input: { command: ['sh', '-c', command] } } };
-  }
+  if (work) return bash(api, `ctl bead show ${work[1]}`, 'Read the bead');
   const say = /^say:\s*(.+)$/s.exec(text);
   if (say) return { text: say[1] };
   return { text: `You said: ${text}` };
 }
 
-type Block = { type?: string; text?: string; content?: unknown; id?: string; name?: string; tool_use_id?: string };
+/** A shell tool call: Claude Code's Bash, Codex's shell. */
+function bash(api: ModelRequest['api'], command: string, description: string): Reply {
+  return api === 'messages'
+    ? { tool: { name: 'Bash', input: { command, description } } }
+    : { tool: { name: 'shell', input: { command: ['sh', '-c', command] } } };
+}
+
+type Block = {
+  type?: string;
+  text?: string;
+  content?: unknown;
+  id?: string;
+  name?: string;
+  tool_use_id?: string;
+  input?: { command?: unknown };
+};
+
+/** What a request asks the rules about: a user's text, or a tool call's result (with its tool and command). */
+interface Read {
+  userText?: string;
+  toolResult?: string;
+  toolName?: string;
+  toolCommand?: string;
+  taskResult?: string;
+}
 
 function textOf(content: unknown): string[] {
   if (typeof content === 'string') return [content];
@@ -106,12 +131,7 @@ function isPeopleText(text: string): boolean {
 }
 
 /** Messages API: the last user message's own text, or the result of the tool call it answers (and its tool). */
-function readMessages(body: Record<string, unknown>): {
-  userText?: string;
-  toolResult?: string;
-  toolName?: string;
-  taskResult?: string;
-} {
+function readMessages(body: Record<string, unknown>): Read {
   const messages = (body.messages ?? []) as { role?: string; content?: unknown }[];
   // Claude Code may put a `system` message after the user's (its list of agents and skills).
   const last = messages.filter((m) => m.role !== 'system').at(-1);
@@ -126,6 +146,7 @@ function readMessages(body: Record<string, unknown>): {
       return {
         toolResult: textOf(result.content).join('\n') || JSON.stringify(result.content ?? ''),
         ...(call?.name ? { toolName: call.name } : {}),
+        ...(typeof call?.input?.command === 'string' ? { toolCommand: call.input.command } : {}),
       };
     }
   }
@@ -137,7 +158,7 @@ function readMessages(body: Record<string, unknown>): {
 }
 
 /** Responses API: the newest input item decides — a function call's output, or a user message. */
-function readResponses(body: Record<string, unknown>): { userText?: string; toolResult?: string } {
+function readResponses(body: Record<string, unknown>): Read {
   const input = body.input;
   if (typeof input === 'string') return { userText: input };
   const items = (Array.isArray(input) ? input : []) as {
@@ -145,18 +166,23 @@ function readResponses(body: Record<string, unknown>): { userText?: string; tool
     role?: string;
     content?: unknown;
     output?: unknown;
+    call_id?: string;
+    arguments?: string;
   }[];
   const last = items.at(-1);
   if (last?.type === 'function_call_output') {
     const output = typeof last.output === 'string' ? last.output : JSON.stringify(last.output);
+    const call = items.find((i) => i.type === 'function_call' && i.call_id === last.call_id);
+    const toolCommand = shellCommandOf(call?.arguments);
+    const withCommand = toolCommand !== undefined ? { toolCommand } : {};
     // Codex wraps a shell result as JSON `{output, metadata}`.
     try {
       const parsed = JSON.parse(output) as { output?: string };
-      if (typeof parsed.output === 'string') return { toolResult: parsed.output };
+      if (typeof parsed.output === 'string') return { toolResult: parsed.output, ...withCommand };
     } catch {
       // plain text
     }
-    return { toolResult: output };
+    return { toolResult: output, ...withCommand };
   }
   const users = items.filter((i) => i.role === 'user');
   for (let i = users.length - 1; i >= 0; i--) {
@@ -164,6 +190,16 @@ function readResponses(body: Record<string, unknown>): { userText?: string; tool
     if (text !== undefined) return { userText: text };
   }
   return {};
+}
+
+/** The `sh -c` script of a Codex shell call's arguments (`{"command": ["sh", "-c", script]}`). */
+function shellCommandOf(args: string | undefined): string | undefined {
+  try {
+    const command = (JSON.parse(args ?? '') as { command?: unknown }).command;
+    return Array.isArray(command) && typeof command[2] === 'string' ? command[2] : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> {
@@ -384,12 +420,17 @@ export async function startModelServer(): Promise<ModelServer> {
         return;
       }
       const body = await readBody(req);
-      const read: { userText?: string; toolResult?: string; toolName?: string; taskResult?: string } =
-        api === 'messages' ? readMessages(body) : api === 'chat' ? readChat(body, isPeopleText) : readResponses(body);
+      const read: {
+        userText?: string;
+        toolResult?: string;
+        toolName?: string;
+        taskResult?: string;
+        toolCommand?: string;
+      } = api === 'messages' ? readMessages(body) : api === 'chat' ? readChat(body, isPeopleText) : readResponses(body);
       requests.push({ api, path, body, userText: read.userText });
       if (failing !== undefined) return fail(res, api, failing);
       const reply = fitShellTool(
-        replyTo(read.userText, read.toolResult, api, read.toolName, read.taskResult),
+        replyTo(read.userText, read.toolResult, api, read.toolName, read.taskResult, read.toolCommand),
         api === 'chat' ? chatToolNames(body) : toolNames(body),
       );
       if (reply.status !== undefined) return fail(res, api, reply.status);
