@@ -9,6 +9,7 @@ import { inCityFlags, limitFlag, listLimit, refuseTogether, timeout, timeoutFlag
 import { colourOn, exitWhenReaderLeaves, fields, json, line, noteMore, paint, progress, table } from '../_output.js';
 import { collectPages } from '../_pages.js';
 import { agents } from './session-agents.js';
+import { permissionMode } from './session-permission-mode.js';
 import { turnLine } from '../_views.js';
 import { cityPath, inCity } from '../_scope.js';
 import { readEvents } from '../_stream.js';
@@ -562,6 +563,7 @@ export const sessionCommand = group({
     close,
     respond,
     pending,
+    'permission-mode': permissionMode,
     attach,
   },
 });
