@@ -6,6 +6,7 @@
  *      session (warm), and to a pool with no session, which the tick starts for it (cold);
  *   3. 20 cities × 5 agents (100 sessions) on one machine: the RSS of the supervisor and the controllers, and
  *      their CPU at idle (goal < 1 % of a core).
+ *   4. then the loop with a real coding agent and worktrees (bench/agents-loop.ts: `.bench-out/agents-loop.json`).
  * Prints tables and writes `.bench-out/agents.json`. Run with `npm run bench -- agents`.
  */
 import { execFileSync } from 'node:child_process';
@@ -22,6 +23,7 @@ import { ctlEntryPath } from '../shared/paths.js';
 import { killAllMentioning } from '../test/helpers/processes.js';
 import { CSRF, freePort, tempDir } from '../test/helpers/supervisor.js';
 import { waitUntil } from '../test/helpers/wait.js';
+import { runAgentsLoop } from './agents-loop.js';
 import { cpuMs, rssKiB } from './proc.js';
 import { round, rounded, summarize } from './stats.js';
 import { formatTable, mib, ms } from './table.js';
@@ -265,4 +267,6 @@ ${agentsToml(AGENTS, 'a')}`;
     OUT_FILE,
     JSON.stringify({ tick, sling_warm_ms: warmS, sling_cold_ms: coldS, many_cities: many }, null, 2) + '\n',
   );
+  console.log('');
+  await runAgentsLoop();
 }

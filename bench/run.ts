@@ -1,7 +1,7 @@
 /**
  * Benchmarks, against a real supervisor and real controllers (build first: `npm run bench` does).
  *
- *   npx tsx bench/run.ts [cold|foundation|events|beads|sessions|sessions-acp|sessions-real-clis|agents|workflows|config|extmsg|access|worktrees|ui|all]   (default: all, one after the other)
+ *   npx tsx bench/run.ts [cold|foundation|events|beads|sessions|sessions-acp|sessions-real-clis|agents|agents-loop|workflows|config|extmsg|access|worktrees|ui|all]   (default: all, one after the other)
  *   npm run bench -- beads                                  (builds, then runs one)
  *
  * cold (bench/cold.ts): issue 20's goals beside bare-Node baselines — `ctl version`/`help`/`bead list`, create → event,
@@ -12,7 +12,10 @@
  * sessions (bench/sessions.ts): session create → woke, message → reply frame, 100 idle sessions, a 100,000-entry transcript, the ACP example agent → .bench-out/sessions.json
  * sessions-acp (bench/sessions.ts): the ACP example agent's part alone → .bench-out/sessions-acp.json
  * sessions-real-clis (bench/sessions-real-clis.ts): the real Claude Code and Codex against the scripted model server → .bench-out/sessions-real-clis.json
- * agents (bench/agents.ts): the tick with 50 agents and 500 beads, sling → first turn, 20 cities × 5 agents at idle → .bench-out/agents.json
+ * agents (bench/agents.ts): the tick with 50 agents and 500 beads, sling → first turn, 20 cities × 5 agents at idle → .bench-out/agents.json,
+ *   then agents-loop
+ * agents-loop (bench/agents-loop.ts): sling → bead closed by a real Claude Code agent (scripted model, warm session), session start
+ *   with a new worktree of a 10,000-file rig, 10 worktree sessions at once (time to all ready, disk) → .bench-out/agents-loop.json
  * workflows (bench/workflows.ts): a 100-step formula instantiated, GET /runs with 1,000 molecules, 100 cooldown orders' evaluation → .bench-out/workflows.json
  * extmsg (bench/extmsg.ts): inbound → session reply → adapter callback round trip, transcript pages of a 1,000-message conversation → .bench-out/extmsg.json
  * access (bench/access.ts): the access gate's added cost per kept-alive request and per new connection (with 1,000 other sockets open) → .bench-out/access.json
@@ -23,6 +26,7 @@
  */
 import { runAccess } from './access.js';
 import { runAgents } from './agents.js';
+import { runAgentsLoop } from './agents-loop.js';
 import { runBeads } from './beads.js';
 import { runCold } from './cold.js';
 import { runEvents } from './events.js';
@@ -44,6 +48,7 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   'sessions-acp': runSessionsAcp,
   'sessions-real-clis': runSessionsRealClis,
   agents: runAgents,
+  'agents-loop': runAgentsLoop,
   workflows: runWorkflows,
   config: runConfig,
   extmsg: runExtmsg,

@@ -8,7 +8,7 @@
  * Prints tables and writes `.bench-out/worktrees.json`. Run with `npm run bench -- worktrees`.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -127,11 +127,17 @@ function row(label: string, s: Summary): string[] {
   return [label, String(s.n), ms(s.median), ms(s.p90), ms(s.p99), ms(s.max)];
 }
 
-export async function runWorktrees(): Promise<void> {
-  const started = performance.now();
-  console.log(
-    `ctl worktrees benchmark: node ${process.version}, ${availableParallelism()} cores — a ${FILES}-file repository…`,
-  );
+/** What the worktrees benchmark measures (figures in milliseconds and KiB). */
+export interface WorktreeFigures {
+  plain: Summary;
+  isolated: Summary;
+  close: Summary;
+  burst: { allReadyMs: number; checkoutsKib: number; gitRecordsKib: number; repoKib: number };
+  loadAtStart: number[];
+}
+
+/** A city over a `FILES`-file rig: sessions with and without a new worktree, then `CONCURRENT` at once. */
+export async function measureWorktrees(): Promise<WorktreeFigures> {
   const loadAtStart = loadavg().map((l) => round(l, 2));
   const repo = bigRepository();
   const agents = `
@@ -155,75 +161,102 @@ min_active_sessions = 0
 `;
   const city = await startSessionCity('worktrees', agents);
   try {
-    console.log(`1/3 ${STARTS} sessions without a worktree…`);
+    console.log(`worktrees 1/3 ${STARTS} sessions without a worktree…`);
     const plain = await sequential(city.api, 'big/inplace');
     console.log(`    p50 ${ms(summarize(plain.start).median)} ms`);
-    console.log(`2/3 ${STARTS} sessions, each with a new worktree…`);
+    console.log(`worktrees 2/3 ${STARTS} sessions, each with a new worktree…`);
     const isolated = await sequential(city.api, 'big/coder');
     console.log(
       `    p50 ${ms(summarize(isolated.start).median)} ms, close p50 ${ms(summarize(isolated.close).median)} ms`,
     );
-    console.log(`3/3 ${CONCURRENT} worktree sessions at once…`);
+    console.log(`worktrees 3/3 ${CONCURRENT} worktree sessions at once…`);
     const burst = await concurrent(city.api, city.dir, repo);
+    return {
+      plain: summarize(plain.start),
+      isolated: summarize(isolated.start),
+      close: summarize(isolated.close),
+      burst,
+      loadAtStart,
+    };
+  } finally {
+    await city.sup.cleanup();
+    rmSync(dirname(repo), { recursive: true, force: true });
+  }
+}
 
-    const p = summarize(plain.start);
-    const w = summarize(isolated.start);
-    const c = summarize(isolated.close);
-    const out = [
-      `load average at start ${loadAtStart.join(' ')}, at end ${loadavg()
+/** The worktree figures as tables. */
+export function worktreeTables(f: WorktreeFigures): string {
+  return [
+    formatTable(
+      `Latency (ms), a rig of ${FILES} files, through the supervisor`,
+      ['measure', 'n', 'p50', 'p90', 'p99', 'max'],
+      [
+        row('session create → session.woke, no worktree', f.plain),
+        row('session create → session.woke, with a new worktree', f.isolated),
+        row('close of a clean worktree session (worktree and branch removed)', f.close),
+      ],
+    ),
+    '',
+    formatTable(
+      `${CONCURRENT} worktree sessions created at once on one rig`,
+      ['measure', 'value'],
+      [
+        ['time until all are ready, ms', ms(f.burst.allReadyMs, 0)],
+        [`their checkouts (.ctl/worktrees), MiB`, mib(f.burst.checkoutsKib)],
+        [`per worktree, MiB`, mib(f.burst.checkoutsKib / CONCURRENT)],
+        [`git's records of them (.git/worktrees: index and HEAD each), MiB`, mib(f.burst.gitRecordsKib)],
+        [`the rig's own checkout, for comparison, MiB`, mib(f.burst.repoKib)],
+      ],
+    ),
+  ].join('\n');
+}
+
+/** The worktree figures for a JSON report. */
+export function worktreeJson(f: WorktreeFigures): Record<string, unknown> {
+  return {
+    files: FILES,
+    create_to_woke_no_worktree_ms: rounded(f.plain),
+    create_to_woke_new_worktree_ms: rounded(f.isolated),
+    close_clean_worktree_ms: rounded(f.close),
+    concurrent: {
+      sessions: CONCURRENT,
+      all_ready_ms: round(f.burst.allReadyMs),
+      checkouts_kib: f.burst.checkoutsKib,
+      git_records_kib: f.burst.gitRecordsKib,
+      rig_checkout_kib: f.burst.repoKib,
+    },
+  };
+}
+
+export async function runWorktrees(): Promise<void> {
+  const started = performance.now();
+  console.log(
+    `ctl worktrees benchmark: node ${process.version}, ${availableParallelism()} cores — a ${FILES}-file repository…`,
+  );
+  const figures = await measureWorktrees();
+  console.log(
+    [
+      `load average at start ${figures.loadAtStart.join(' ')}, at end ${loadavg()
         .map((l) => l.toFixed(2))
         .join(' ')}`,
       '',
-      formatTable(
-        `Latency (ms), a rig of ${FILES} files, through the supervisor`,
-        ['measure', 'n', 'p50', 'p90', 'p99', 'max'],
-        [
-          row('session create → session.woke, no worktree', p),
-          row('session create → session.woke, with a new worktree', w),
-          row('close of a clean worktree session (worktree and branch removed)', c),
-        ],
-      ),
-      '',
-      formatTable(
-        `${CONCURRENT} worktree sessions created at once on one rig`,
-        ['measure', 'value'],
-        [
-          ['time until all are ready, ms', ms(burst.allReadyMs, 0)],
-          [`their checkouts (.ctl/worktrees), MiB`, mib(burst.checkoutsKib)],
-          [`per worktree, MiB`, mib(burst.checkoutsKib / CONCURRENT)],
-          [`git's records of them (.git/worktrees: index and HEAD each), MiB`, mib(burst.gitRecordsKib)],
-          [`the rig's own checkout, for comparison, MiB`, mib(burst.repoKib)],
-        ],
-      ),
-    ];
-    console.log(out.join('\n'));
-    mkdirSync(dirname(OUT_FILE), { recursive: true });
-    writeFileSync(
-      OUT_FILE,
-      `${JSON.stringify(
-        {
-          node: process.version,
-          cores: availableParallelism(),
-          files: FILES,
-          create_to_woke_no_worktree_ms: rounded(p),
-          create_to_woke_new_worktree_ms: rounded(w),
-          close_clean_worktree_ms: rounded(c),
-          concurrent: {
-            sessions: CONCURRENT,
-            all_ready_ms: round(burst.allReadyMs),
-            checkouts_kib: burst.checkoutsKib,
-            git_records_kib: burst.gitRecordsKib,
-            rig_checkout_kib: burst.repoKib,
-          },
-          load_average_start: loadAtStart,
-          wall_s: round((performance.now() - started) / 1000, 1),
-        },
-        null,
-        2,
-      )}\n`,
-    );
-    console.log(`\nwrote ${OUT_FILE}`);
-  } finally {
-    await city.sup.cleanup();
-  }
+      worktreeTables(figures),
+    ].join('\n'),
+  );
+  mkdirSync(dirname(OUT_FILE), { recursive: true });
+  writeFileSync(
+    OUT_FILE,
+    `${JSON.stringify(
+      {
+        node: process.version,
+        cores: availableParallelism(),
+        ...worktreeJson(figures),
+        load_average_start: figures.loadAtStart,
+        wall_s: round((performance.now() - started) / 1000, 1),
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  console.log(`\nwrote ${OUT_FILE}`);
 }
