@@ -2,7 +2,8 @@
  * Worktrees benchmark: a real supervisor and controller, a rig that is a real git repository of 10,000 files, and
  * an agent with `isolation = "worktree"` running the shipped echo agent, measuring
  *   1. session create → `session.woke` on the city stream with a new worktree (p50/p99), beside the same agent
- *      without one (the cost of the worktree itself), and close → its worktree removed;
+ *      without one (the cost of the worktree itself) and `git worktree add` run alone (git's own part, which the
+ *      machine's disk decides), and close → its worktree removed;
  *   2. 10 sessions created at once on that one rig: the time until all are ready, and the disk their worktrees
  *      use (their checkouts under `.ctl/worktrees/`, and git's own records of them in the rig's `.git/worktrees/`).
  * Prints tables and writes `.bench-out/worktrees.json`. Run with `npm run bench -- worktrees`.
@@ -23,6 +24,7 @@ import { formatTable, mib, ms } from './table.js';
 const FILES = 10_000;
 const STARTS = 10;
 const CONCURRENT = 10;
+const GIT_ALONE = 3;
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const OUT_FILE = join(repoRoot, '.bench-out', 'worktrees.json');
@@ -44,6 +46,21 @@ function bigRepository(): string {
   git('add', '.');
   git('commit', '-q', '-m', 'ten thousand files');
   return repo;
+}
+
+/** `git worktree add` of the rig run alone, as ctl runs it (then removed): the floor under a worktree session's start. */
+function gitAlone(repo: string): number[] {
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: repo, stdio: 'pipe' });
+  const times: number[] = [];
+  for (let i = 0; i < GIT_ALONE; i++) {
+    const path = join(dirname(repo), `alone-${i}`);
+    const started = performance.now();
+    git('worktree', 'add', '--quiet', '--no-track', '-b', `alone-${i}`, path, 'main');
+    times.push(performance.now() - started);
+    git('worktree', 'remove', '--force', path);
+    git('branch', '-D', `alone-${i}`);
+  }
+  return times;
 }
 
 /** Disk used under `path`, KiB (`du -sk`: blocks, as the file system counts them). */
@@ -131,6 +148,7 @@ function row(label: string, s: Summary): string[] {
 export interface WorktreeFigures {
   plain: Summary;
   isolated: Summary;
+  gitAlone: Summary;
   close: Summary;
   burst: { allReadyMs: number; checkoutsKib: number; gitRecordsKib: number; repoKib: number };
   loadAtStart: number[];
@@ -140,6 +158,8 @@ export interface WorktreeFigures {
 export async function measureWorktrees(): Promise<WorktreeFigures> {
   const loadAtStart = loadavg().map((l) => round(l, 2));
   const repo = bigRepository();
+  console.log(`worktrees 0/3 git worktree add alone, ${GIT_ALONE} times…`);
+  const alone = summarize(gitAlone(repo));
   const agents = `
 [[rigs]]
 name = "big"
@@ -174,6 +194,7 @@ min_active_sessions = 0
     return {
       plain: summarize(plain.start),
       isolated: summarize(isolated.start),
+      gitAlone: alone,
       close: summarize(isolated.close),
       burst,
       loadAtStart,
@@ -193,6 +214,7 @@ export function worktreeTables(f: WorktreeFigures): string {
       [
         row('session create → session.woke, no worktree', f.plain),
         row('session create → session.woke, with a new worktree', f.isolated),
+        row('  git worktree add of the same rig alone (what the machine’s disk allows)', f.gitAlone),
         row('close of a clean worktree session (worktree and branch removed)', f.close),
       ],
     ),
@@ -217,6 +239,7 @@ export function worktreeJson(f: WorktreeFigures): Record<string, unknown> {
     files: FILES,
     create_to_woke_no_worktree_ms: rounded(f.plain),
     create_to_woke_new_worktree_ms: rounded(f.isolated),
+    git_worktree_add_alone_ms: rounded(f.gitAlone),
     close_clean_worktree_ms: rounded(f.close),
     concurrent: {
       sessions: CONCURRENT,
