@@ -1,13 +1,54 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, cityPath, CSRF, must, type Schemas } from '../api.js';
 import { announce, cityUrl, Empty, ErrorNote, Loading, Page, StateBadge, Time } from '../components.js';
-import { useLoad, useQueryParam, useReloadOn } from '../hooks.js';
+import { useCityEvents, useQueryParam } from '../hooks.js';
+import { usePagedList, type PagedList } from '../paged.js';
+import { useVirtualRows } from '../virtual.js';
 
 type Bead = Schemas['Bead'];
-const COLUMNS = ['open', 'in_progress', 'blocked', 'closed'] as const;
-const LIMIT = 500;
+/** The statuses a bead has (the board's columns; `is_blocked` shows on the card). */
+const COLUMNS = ['open', 'in_progress', 'closed'] as const;
+/** Fixed row heights, so the virtualiser places rows without measuring them. */
+const CARD_ROW = 66;
+const TABLE_ROW = 37;
 
 export const beadUrl = (city: string, id: string) => cityUrl(city, `/bead/${encodeURIComponent(id)}`);
+
+interface Filters {
+  type: string;
+  label: string;
+  assignee: string;
+  rig: string;
+}
+
+/** The beads matching `filters` (and `status`, else all), newest first, paged through the API as rows are needed. */
+function useBeads(city: string, filters: Filters, status: string, version: number): PagedList<Bead> {
+  const list = usePagedList<Bead>(
+    (limit, cursor) =>
+      must(
+        api.GET('/v0/city/{cityName}/beads', {
+          params: {
+            path: cityPath(city),
+            query: {
+              limit,
+              ...(cursor ? { cursor } : {}),
+              ...(filters.type ? { type: filters.type } : {}),
+              ...(filters.label ? { label: filters.label } : {}),
+              ...(filters.assignee ? { assignee: filters.assignee } : {}),
+              ...(filters.rig ? { rig: filters.rig } : {}),
+              ...(status ? { status } : { all: true }),
+            },
+          },
+        }),
+      ),
+    (b) => b.id,
+    [city, filters.type, filters.label, filters.assignee, filters.rig, status],
+  );
+  useEffect(() => {
+    if (version > 0) list.reload();
+  }, [version]);
+  return list;
+}
 
 export function BeadsView({ city }: { city: string }) {
   const [view, setView] = useQueryParam('view');
@@ -16,27 +57,14 @@ export function BeadsView({ city }: { city: string }) {
   const [assignee, setAssignee] = useQueryParam('assignee');
   const [rig, setRig] = useQueryParam('rig');
   const [status, setStatus] = useQueryParam('status');
-  const beads = useLoad(
-    () =>
-      must(
-        api.GET('/v0/city/{cityName}/beads', {
-          params: {
-            path: cityPath(city),
-            query: {
-              limit: LIMIT,
-              ...(type ? { type } : {}),
-              ...(label ? { label } : {}),
-              ...(assignee ? { assignee } : {}),
-              ...(rig ? { rig } : {}),
-              ...(status ? { status } : { all: true }),
-            },
-          },
-        }),
-      ),
-    [city, type, label, assignee, rig, status],
+  // One stream for the page; every list reloads what it shows when a bead changes (or the stream reopens).
+  const [version, setVersion] = useState(0);
+  const live = useCityEvents(
+    city,
+    (e) => e.type.startsWith('bead.') && setVersion((v) => v + 1),
+    (resumed) => resumed && setVersion((v) => v + 1),
   );
-  const live = useReloadOn(city, (e) => e.type.startsWith('bead.'), beads);
-  const items = beads.data?.items ?? [];
+  const filters = { type, label, assignee, rig };
   const board = view !== 'table';
   return (
     <Page title={`Beads of ${city}`} live={live}>
@@ -65,16 +93,16 @@ export function BeadsView({ city }: { city: string }) {
           </select>
         </label>
       </form>
-      <ErrorNote error={beads.error} />
-      {beads.loading && !beads.data && <Loading what="beads" />}
-      {beads.data && (
-        <p class="muted small" aria-live="polite">
-          {beads.data.total} beads{beads.data.total > items.length ? `, the ${items.length} newest shown` : ''}.
-        </p>
+      {board ? (
+        <div class="board">
+          {COLUMNS.filter((c) => !status || c === status).map((column) => (
+            <BoardColumn key={column} city={city} status={column} filters={filters} version={version} />
+          ))}
+        </div>
+      ) : (
+        <BeadTable city={city} filters={filters} status={status} version={version} />
       )}
-      {beads.data && items.length === 0 && <Empty>No beads match.</Empty>}
-      {items.length > 0 && (board ? <Board city={city} beads={items} /> : <BeadTable city={city} beads={items} />)}
-      <NewBead city={city} onDone={beads.reload} />
+      <NewBead city={city} onDone={() => setVersion((v) => v + 1)} />
     </Page>
   );
 }
@@ -93,77 +121,127 @@ function Filter({ label, value, set }: { label: string; value: string; set: (v: 
   );
 }
 
-function Board({ city, beads }: { city: string; beads: Bead[] }) {
-  const columns = [
-    ...COLUMNS,
-    ...new Set(beads.map((b) => b.status).filter((s) => !(COLUMNS as readonly string[]).includes(s))),
-  ];
+/** Asks for more pages once the drawn rows come near the end of what is loaded. */
+function useLoadAhead(list: PagedList<unknown>, lastDrawn: number | undefined) {
+  useEffect(() => {
+    if (lastDrawn !== undefined && lastDrawn >= list.items.length - 20) list.loadUpTo(lastDrawn + 100);
+  }, [lastDrawn, list.items.length]);
+}
+
+function BoardColumn(props: { city: string; status: string; filters: Filters; version: number }) {
+  const { city, status } = props;
+  const list = useBeads(city, props.filters, status, props.version);
+  const { scrollRef, rows, totalHeight } = useVirtualRows(list.total, CARD_ROW);
+  useLoadAhead(list, rows.at(-1)?.index);
+  const name = status.replace('_', ' ');
   return (
-    <div class="board">
-      {columns.map((column) => {
-        const inColumn = beads.filter((b) => b.status === column);
-        return (
-          <section key={column} class="column" aria-labelledby={`col-${column}`}>
-            <h2 id={`col-${column}`}>
-              {column.replace('_', ' ')} <span class="muted">({inColumn.length})</span>
-            </h2>
-            <ul>
-              {inColumn.map((b) => (
-                <li key={b.id} class="card">
-                  <a href={beadUrl(city, b.id)}>
-                    <span class="muted small">{b.id}</span> {b.title}
-                  </a>
-                  <div class="small">
-                    {b.issue_type}
-                    {b.assignee ? ` · ${b.assignee}` : ''}
-                    {b.is_blocked ? ' · blocked' : ''}
-                  </div>
-                </li>
-              ))}
-            </ul>
-          </section>
-        );
-      })}
-    </div>
+    <section class="column" aria-labelledby={`col-${status}`}>
+      <h2 id={`col-${status}`}>
+        {name} <span class="muted">({list.loading ? '…' : list.total})</span>
+      </h2>
+      <ErrorNote error={list.error} />
+      {list.loading && <Loading what={`${name} beads`} />}
+      {!list.loading && list.total === 0 && <Empty>None.</Empty>}
+      <div class="scroller" ref={scrollRef} tabIndex={0} role="region" aria-label={`${name} beads, ${list.total}`}>
+        <ul class="virtual" style={{ height: `${totalHeight}px` }}>
+          {rows.map((row) => {
+            const b = list.items[row.index];
+            return (
+              <li
+                key={b?.id ?? `row-${row.index}`}
+                class={b ? 'card' : 'card placeholder'}
+                style={{ transform: `translateY(${row.start}px)` }}
+                aria-setsize={list.total}
+                aria-posinset={row.index + 1}
+              >
+                {b ? (
+                  <>
+                    <a href={beadUrl(city, b.id)}>
+                      <span class="muted small">{b.id}</span> {b.title}
+                    </a>
+                    <div class="small">
+                      {b.issue_type}
+                      {b.assignee ? ` · ${b.assignee}` : ''}
+                      {b.is_blocked ? ' · blocked' : ''}
+                    </div>
+                  </>
+                ) : (
+                  <span class="muted small">Loading…</span>
+                )}
+              </li>
+            );
+          })}
+        </ul>
+      </div>
+    </section>
   );
 }
 
-function BeadTable({ city, beads }: { city: string; beads: Bead[] }) {
+function BeadTable(props: { city: string; filters: Filters; status: string; version: number }) {
+  const { city } = props;
+  const list = useBeads(city, props.filters, props.status, props.version);
+  const { scrollRef, rows, totalHeight } = useVirtualRows(list.total, TABLE_ROW);
+  useLoadAhead(list, rows.at(-1)?.index);
+  const before = rows[0]?.start ?? 0;
+  const after = totalHeight - (rows.at(-1)?.end ?? 0);
   return (
-    <div class="table-wrap">
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Bead</th>
-            <th scope="col">Title</th>
-            <th scope="col">Status</th>
-            <th scope="col">Type</th>
-            <th scope="col">Assignee</th>
-            <th scope="col">Labels</th>
-            <th scope="col">Updated</th>
-          </tr>
-        </thead>
-        <tbody>
-          {beads.map((b) => (
-            <tr key={b.id}>
-              <th scope="row">
-                <a href={beadUrl(city, b.id)}>{b.id}</a>
-              </th>
-              <td>{b.title}</td>
-              <td>
-                <StateBadge state={b.status} />
-              </td>
-              <td>{b.issue_type}</td>
-              <td>{b.assignee ?? ''}</td>
-              <td>{(b.labels ?? []).join(', ')}</td>
-              <td>
-                <Time iso={b.updated_at} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <>
+      <ErrorNote error={list.error} />
+      {list.loading && <Loading what="beads" />}
+      {!list.loading && (
+        <p class="muted small" aria-live="polite">
+          {list.total} beads.
+        </p>
+      )}
+      {!list.loading && list.total === 0 && <Empty>No beads match.</Empty>}
+      {list.total > 0 && (
+        <div class="table-wrap table-scroller" ref={scrollRef} tabIndex={0} role="region" aria-label="Beads table">
+          <table aria-rowcount={list.total + 1}>
+            <thead>
+              <tr aria-rowindex={1}>
+                <th scope="col">Bead</th>
+                <th scope="col">Title</th>
+                <th scope="col">Status</th>
+                <th scope="col">Type</th>
+                <th scope="col">Assignee</th>
+                <th scope="col">Labels</th>
+                <th scope="col">Updated</th>
+              </tr>
+            </thead>
+            <tbody>
+              {before > 0 && <tr aria-hidden="true" style={{ height: `${before}px` }} />}
+              {rows.map((row) => {
+                const b = list.items[row.index];
+                return b ? (
+                  <tr key={b.id} aria-rowindex={row.index + 2}>
+                    <th scope="row">
+                      <a href={beadUrl(city, b.id)}>{b.id}</a>
+                    </th>
+                    <td>{b.title}</td>
+                    <td>
+                      <StateBadge state={b.status} />
+                    </td>
+                    <td>{b.issue_type}</td>
+                    <td>{b.assignee ?? ''}</td>
+                    <td>{(b.labels ?? []).join(', ')}</td>
+                    <td>
+                      <Time iso={b.updated_at} />
+                    </td>
+                  </tr>
+                ) : (
+                  <tr key={`row-${row.index}`} aria-rowindex={row.index + 2}>
+                    <td colSpan={7} class="muted small">
+                      Loading…
+                    </td>
+                  </tr>
+                );
+              })}
+              {after > 0 && <tr aria-hidden="true" style={{ height: `${after}px` }} />}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </>
   );
 }
 
