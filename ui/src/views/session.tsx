@@ -1,10 +1,17 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, CSRF, must, type Schemas } from '../api.js';
 import { ActionButton, announce, cityUrl, ErrorNote, Page, StateBadge } from '../components.js';
-import { useCityEvents, useLoad, useStream } from '../hooks.js';
+import { useCityEvents, useLoad, useStream, type Loaded } from '../hooks.js';
 import { Transcript, type Entry } from './transcript.js';
 
 type Pending = Schemas['PendingInteraction'];
+/**
+ * The session view, with the fields a newer controller adds (its model and how full its context is) read when
+ * present: shown when the view has them, never guessed.
+ */
+type SessionWithModel = Schemas['SessionResponse'] & { model?: string; context_pct?: number };
+/** How many lines of a terminal session's screen the page shows. */
+const SCREEN_LINES = 40;
 type Intent = Schemas['SubmitIntent'];
 const ACTIONS = ['stop', 'kill', 'suspend', 'wake', 'close'] as const;
 type Action = (typeof ACTIONS)[number];
@@ -26,6 +33,9 @@ export function SessionView({ city, id }: { city: string; id: string }) {
   const [entries, setEntries] = useState<Entry[]>([]);
   const [pending, setPending] = useState<Pending | null | undefined>(undefined);
   const [activity, setActivity] = useState<string | undefined>(undefined);
+  // Bumped on every frame of the session's stream: its output changed, so a terminal's screen is read again.
+  const [outputs, setOutputs] = useState(0);
+  const changed = () => setOutputs((n) => n + 1);
   const live = useStream(
     {
       path: `/v0/city/${encodeURIComponent(city)}/session/${encodeURIComponent(id)}/stream?format=raw`,
@@ -34,10 +44,20 @@ export function SessionView({ city, id }: { city: string; id: string }) {
         message: (data) => {
           const entry = data as Entry;
           setEntries((all) => (all.length && all[all.length - 1]!.seq >= entry.seq ? all : [...all, entry]));
+          changed();
         },
-        activity: (data) => setActivity((data as { activity: string }).activity),
-        pending: (data) => setPending(data as Pending),
-        pending_cleared: () => setPending(null),
+        activity: (data) => {
+          setActivity((data as { activity: string }).activity);
+          changed();
+        },
+        pending: (data) => {
+          setPending(data as Pending);
+          changed();
+        },
+        pending_cleared: () => {
+          setPending(null);
+          changed();
+        },
       },
       onOpen: (resumed) => resumed && session.reload(),
     },
@@ -49,7 +69,7 @@ export function SessionView({ city, id }: { city: string; id: string }) {
       if (e.type.startsWith('session.usage') || e.type.startsWith('session.turn')) usage.reload();
     }
   });
-  const s = session.data;
+  const s: SessionWithModel | undefined = session.data;
   const shownPending = pending === undefined ? s?.pending : (pending ?? undefined);
   const mine = usage.data?.by_session?.find((g) => g.name === id);
   return (
@@ -71,6 +91,23 @@ export function SessionView({ city, id }: { city: string; id: string }) {
             <dt>Provider</dt>
             <dd>{s.provider}</dd>
           </div>
+          {s.model && (
+            <div>
+              <dt>Model</dt>
+              <dd>{s.model}</dd>
+            </div>
+          )}
+          {s.context_pct !== undefined && (
+            <div>
+              <dt>Context used</dt>
+              <dd>
+                <meter min={0} max={100} low={70} high={90} optimum={0} value={s.context_pct} aria-label="Context used">
+                  {s.context_pct}%
+                </meter>{' '}
+                {Math.round(s.context_pct)}%
+              </dd>
+            </div>
+          )}
           {s.permission_mode && (
             <div>
               <dt>Permissions</dt>
@@ -116,6 +153,7 @@ export function SessionView({ city, id }: { city: string; id: string }) {
         <a href={cityUrl(city)}>Back to {city}</a>
       </div>
       {shownPending && <PendingPanel city={city} id={id} pending={shownPending} onAnswered={() => setPending(null)} />}
+      {s?.attach && <ScreenPeek city={city} id={id} outputs={outputs} running={s.running} />}
       <Transcript entries={entries} />
       <MessageBox city={city} id={id} capabilities={s?.submission_capabilities} />
     </Page>
@@ -226,5 +264,39 @@ function MessageBox(props: { city: string; id: string; capabilities?: Schemas['S
         Send
       </button>
     </form>
+  );
+}
+
+/**
+ * A terminal (tmux) session's screen as the program shows it now (`GET …/session/{id}?peek=true`), read again
+ * whenever the session's stream says its output changed — a message, a turn starting or ending, a question — and
+ * never on a timer.
+ */
+function ScreenPeek(props: { city: string; id: string; outputs: number; running: boolean }) {
+  const screen: Loaded<string> = useLoad(
+    () =>
+      must(
+        api.GET('/v0/city/{cityName}/session/{id}', {
+          params: {
+            path: { cityName: props.city, id: props.id },
+            query: { peek: true, peek_lines: SCREEN_LINES },
+          },
+        }),
+      ).then((view) => view.last_output ?? ''),
+    [props.city, props.id],
+  );
+  useEffect(() => {
+    if (props.outputs > 0) screen.reload();
+  }, [props.outputs, props.running]);
+  return (
+    <section aria-labelledby="screen-h">
+      <h2 id="screen-h">Screen</h2>
+      <ErrorNote error={screen.error} />
+      {screen.data !== undefined && (
+        <pre class="screen" tabIndex={0} role="region" aria-label="The program's screen">
+          {screen.data || (props.running ? '(blank)' : '(the program is not running)')}
+        </pre>
+      )}
+    </section>
   );
 }
