@@ -3,6 +3,7 @@ import { api, CSRF, must, type LiveEvent, type Schemas } from '../api.js';
 import { ActionButton, ErrorNote, Loading, Page, StateBadge, Time } from '../components.js';
 import { useLoad, useReloadOn } from '../hooks.js';
 import { beadUrl } from './beads.js';
+import { Dag, type DagEdge, type DagNode } from './dag.js';
 
 type Bead = Schemas['Bead'];
 
@@ -22,7 +23,19 @@ export function BeadView({ city, id }: { city: string; id: string }) {
       ).then((page) => (page.items as LiveEvent[]).filter((e) => e.subject === id || aboutBead(e, id))),
     [city, id],
   );
-  const live = useReloadOn(city, (e) => e.subject === id || aboutBead(e, id), bead, deps, history);
+  const live = useReloadOn(
+    city,
+    (e) => {
+      if (e.subject === id || aboutBead(e, id)) return true;
+      // A neighbour changing (closing, say) changes its box in the graph.
+      const around = deps.data ? [...deps.data.depends_on, ...deps.data.dependents, ...deps.data.children] : [];
+      if (around.some((b) => e.subject === b.id || aboutBead(e, b.id))) deps.reload();
+      return false;
+    },
+    bead,
+    deps,
+    history,
+  );
   const b = bead.data;
   return (
     <Page title={b ? `${b.id}: ${b.title}` : `Bead ${id}`} live={live}>
@@ -82,6 +95,7 @@ export function BeadView({ city, id }: { city: string; id: string }) {
       <section aria-labelledby="deps-h">
         <h2 id="deps-h">Dependencies</h2>
         <ErrorNote error={deps.error} />
+        {deps.data && b && <DepsGraph bead={b} deps={deps.data} />}
         {deps.data && (
           <ul>
             {deps.data.depends_on.map((d) => (
@@ -151,5 +165,42 @@ function Assign({ city, id, current }: { city: string; id: string; current?: str
         }
       />
     </form>
+  );
+}
+
+/**
+ * The bead among its neighbours: what it depends on (left of it), what depends on it and its children (right of
+ * it, children dashed), each coloured by status, the kind of each dependency on its box.
+ */
+function DepsGraph({ bead, deps }: { bead: Bead; deps: Schemas['BeadDepsResponse'] }) {
+  if (deps.depends_on.length + deps.dependents.length + deps.children.length === 0) return null;
+  const kindOf = (from: Bead, on: string) => from.dependencies?.find((d) => d.depends_on_id === on)?.type;
+  const node = (b: Bead, kind?: string): DagNode => ({
+    id: b.id,
+    title: `${b.id} ${b.title}`,
+    status: b.status,
+    detail: kind ? `${kind} · ${b.status}` : b.status,
+  });
+  const nodes = new Map<string, DagNode>([[bead.id, { ...node(bead), current: true }]]);
+  const edges: DagEdge[] = [];
+  for (const d of deps.depends_on) {
+    nodes.set(d.id, node(d, kindOf(bead, d.id)));
+    edges.push({ from: d.id, to: bead.id });
+  }
+  for (const d of deps.dependents) {
+    if (!nodes.has(d.id)) nodes.set(d.id, node(d, kindOf(d, bead.id)));
+    edges.push({ from: bead.id, to: d.id });
+  }
+  for (const c of deps.children) {
+    if (!nodes.has(c.id)) nodes.set(c.id, node(c, 'child'));
+    edges.push({ from: bead.id, to: c.id, dashed: true });
+  }
+  return (
+    <Dag
+      nodes={[...nodes.values()]}
+      edges={edges}
+      label={`${bead.id} with ${deps.depends_on.length} beads it depends on, ${deps.dependents.length} depending on it and ${deps.children.length} children`}
+      caption="What it waits for on its left; what waits for it, and its children (dashed), on its right."
+    />
   );
 }
