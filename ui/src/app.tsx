@@ -14,6 +14,8 @@ const RunsView = lazy(() => import('./views/runs.js').then((m) => m.RunsView));
 const RunView = lazy(() => import('./views/run.js').then((m) => m.RunView));
 const OrdersView = lazy(() => import('./views/orders.js').then((m) => m.OrdersView));
 const ConfigView = lazy(() => import('./views/config.js').then((m) => m.ConfigView));
+const MailView = lazy(() => import('./views/mail.js').then((m) => m.MailView));
+const ConvoysView = lazy(() => import('./views/convoys.js').then((m) => m.ConvoysView));
 const EventsView = lazy(() => import('./views/events.js').then((m) => m.EventsView));
 
 function NotFound() {
@@ -65,6 +67,8 @@ function Nav() {
         <ul aria-label={`City ${city}`}>
           {link(cityUrl(city), city, true)}
           {link(cityUrl(city, '/beads'), 'Beads')}
+          {link(cityUrl(city, '/mail'), 'Mail')}
+          {link(cityUrl(city, '/convoys'), 'Convoys')}
           {link(cityUrl(city, '/runs'), 'Runs')}
           {link(cityUrl(city, '/orders'), 'Orders')}
           {link(cityUrl(city, '/config'), 'Config')}
@@ -98,6 +102,8 @@ export function App() {
           <Route path="/ui/city/:city/agent/:agent+" component={AgentView} />
           <Route path="/ui/city/:city/runs" component={RunsView} />
           <Route path="/ui/city/:city/runs/:id" component={RunView} />
+          <Route path="/ui/city/:city/mail" component={MailView} />
+          <Route path="/ui/city/:city/convoys" component={ConvoysView} />
           <Route path="/ui/city/:city/orders" component={OrdersView} />
           <Route path="/ui/city/:city/config" component={ConfigView} />
           <Route default component={NotFound} />
