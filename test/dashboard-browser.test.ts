@@ -1,7 +1,10 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium, seriousViolations, watchedPage, type WatchedPage } from './helpers/browser.js';
 import type { CityApi } from './helpers/city-api.js';
+import { packageRoot } from '../shared/paths.js';
 import { createSession, startSessionCity } from './helpers/sessions.js';
 import type { TestSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
@@ -11,6 +14,13 @@ import { waitUntil } from './helpers/wait.js';
 // by role and accessible name, as a screen reader would. Issue 23.
 
 const CITY = 'town';
+/** A terminal program in tmux (the shipped interactive example, read by its screen rules). */
+const TUI_PROVIDER = `
+[providers.tui]
+command = "${process.execPath} ${join(packageRoot, 'examples', 'agents', 'tui-agent.mjs')}"
+runtime = "tmux"
+screen_rules = "tui-agent"
+`;
 
 // Run in the page (as strings: the tests are typed for Node, not the DOM). A mark on the document, to tell that
 // a view changed without the page being loaded again.
@@ -22,6 +32,17 @@ const FOCUSED_NAME = `(() => {
   const label = el.getAttribute('aria-label') ?? el.labels?.[0]?.textContent ?? '';
   return el.tagName.toLowerCase() + ':' + (label || el.textContent || '').trim();
 })()`;
+
+/** Scrolls the element with this aria-label to its end, or back to its top. */
+const scrollLabelled = (page: Page, label: string, to: 'end' | 'top') =>
+  page.evaluate(
+    `(() => { const el = document.querySelector('[aria-label=' + ${JSON.stringify(JSON.stringify(label))} + ']'); el.scrollTo(0, ${to === 'end' ? 'el.scrollHeight' : '0'}); })()`,
+  );
+/** The value of the meter with this aria-label. */
+const meterValue = (page: Page, label: string) =>
+  page.evaluate<number>(
+    `document.querySelector('meter[aria-label=' + ${JSON.stringify(JSON.stringify(label))} + ']').value`,
+  );
 
 async function heading(page: Page, name: string | RegExp): Promise<void> {
   await page.getByRole('heading', { level: 1, name }).waitFor({ timeout: 15_000 });
@@ -38,10 +59,11 @@ describe('dashboard in Chromium', function () {
   let api: CityApi;
   let browser: Browser;
   let watched: WatchedPage;
+  let cityDir: string;
 
   before(async function () {
     this.timeout(120_000);
-    ({ sup, api } = await startSessionCity(CITY));
+    ({ sup, api, dir: cityDir } = await startSessionCity(CITY, TUI_PROVIDER));
     browser = await launchChromium();
   });
 
@@ -75,6 +97,8 @@ describe('dashboard in Chromium', function () {
       [`/ui/city/${CITY}/session/${session}`, /^Session /],
       [`/ui/city/${CITY}/runs`, `Runs of ${CITY}`],
       [`/ui/city/${CITY}/orders`, `Orders of ${CITY}`],
+      [`/ui/city/${CITY}/mail`, `Mail of ${CITY}`],
+      [`/ui/city/${CITY}/convoys`, `Convoys of ${CITY}`],
       [`/ui/city/${CITY}/config`, `Config of ${CITY}`],
     ];
     for (const [path, name] of views) {
@@ -178,6 +202,12 @@ describe('dashboard in Chromium', function () {
 
   it('has no serious accessibility violation on the main views, light and dark (axe-core)', async () => {
     const session = await createSession(api, { name: 'echo' });
+    const tui = await createSession(api, { name: 'tui' });
+    const before = await api.create({ title: 'first' });
+    const bead = await api.create({ title: 'second' });
+    await api.addDep(bead.id, before.id);
+    expect((await api.post('/mail', { to: 'mayor', subject: 'axe', body: 'scan me' })).status).to.equal(201);
+    expect((await api.post('/convoys', { title: 'axe convoy', items: [bead.id] })).status).to.equal(201);
     const paths = [
       '/ui/',
       '/ui/events',
@@ -185,11 +215,20 @@ describe('dashboard in Chromium', function () {
       `/ui/city/${CITY}/beads`,
       `/ui/city/${CITY}/session/${session}`,
     ];
+    // The later views in one scheme each (they share the palette; a scan costs seconds on a busy machine).
+    const later = [
+      `/ui/city/${CITY}/beads?view=table`,
+      `/ui/city/${CITY}/session/${tui}`,
+      `/ui/city/${CITY}/bead/${bead.id}`,
+      `/ui/city/${CITY}/mail`,
+      `/ui/city/${CITY}/convoys`,
+      `/ui/city/${CITY}/orders`,
+    ];
     for (const scheme of ['light', 'dark'] as const) {
       const context = await browser.newContext({ colorScheme: scheme, viewport: { width: 1280, height: 800 } });
       try {
         const page = await context.newPage();
-        for (const path of paths) {
+        for (const path of [...paths, ...later.filter((_, i) => (i % 2 === 0) === (scheme === 'light'))]) {
           await page.goto(`${sup.base}${path}`);
           await live(page);
           const violations = await seriousViolations(page);
@@ -237,6 +276,160 @@ describe('dashboard in Chromium', function () {
       expect((await api.post(`/bead/${id}/close`)).status).to.equal(200);
       await page.locator('svg g.node.status-completed', { hasText: step }).waitFor();
     }
+  });
+
+  it('pages through a long beads board and table as they scroll, drawing only the rows in view', async () => {
+    const { page } = watched;
+    const COUNT = 300;
+    for (let i = 0; i < COUNT; i += 50) {
+      await Promise.all(
+        Array.from({ length: Math.min(50, COUNT - i) }, (_, k) =>
+          api.create({ title: `bulk ${i + k}`, labels: ['bulk'] }),
+        ),
+      );
+    }
+    const all = await api.listAll({ label: 'bulk' });
+    const [newest, oldest] = [all[0], all.at(-1)!];
+    const beadRequests: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().includes('/beads?')) beadRequests.push(r.url());
+    });
+    await page.goto(`${sup.base}/ui/city/${CITY}/beads?label=bulk`);
+    await live(page);
+    const open = page.getByRole('region', { name: `open beads, ${COUNT}` });
+    await open.waitFor();
+    await open.getByRole('link', { name: new RegExp(`${newest.id} ${newest.title}$`) }).waitFor();
+    // Only what is in view (and a little more) is drawn, not 450 cards.
+    expect(await open.getByRole('listitem').count()).to.be.within(5, 60);
+    expect(await open.getByRole('link', { name: new RegExp(`${oldest.id} ${oldest.title}$`) }).count()).to.equal(0);
+    // Scrolled to its end, the column asks the API for the pages after the first and draws the oldest bead.
+    await scrollLabelled(page, `open beads, ${COUNT}`, 'end');
+    await open.getByRole('link', { name: new RegExp(`${oldest.id} ${oldest.title}$`) }).waitFor();
+    expect(beadRequests.some((u) => new URL(u).searchParams.has('cursor'))).to.equal(true, beadRequests.join('\n'));
+    expect(await open.getByRole('listitem').count()).to.be.below(60);
+    // The table too, and a bead created meanwhile still appears at the top without a reload.
+    await page.goto(`${sup.base}/ui/city/${CITY}/beads?view=table&label=bulk`);
+    const table = page.getByRole('region', { name: 'Beads table' });
+    await table
+      .getByRole('link', { name: /^[a-z]+-\d+$/ })
+      .first()
+      .waitFor();
+    expect(await table.getByRole('row').count()).to.be.below(80);
+    await scrollLabelled(page, 'Beads table', 'end');
+    await table.getByRole('link', { name: oldest.id, exact: true }).waitFor();
+    await scrollLabelled(page, 'Beads table', 'top');
+    const fresh = await api.create({ title: 'bulk newest', labels: ['bulk'] });
+    await table.getByRole('link', { name: fresh.id, exact: true }).waitFor();
+    await page.getByText(`${COUNT + 1} beads.`).waitFor();
+  });
+
+  it("shows a terminal session's screen, read again when its output changes, and its model when the view has one", async () => {
+    const { page } = watched;
+    const session = await createSession(api, { name: 'tui' });
+    // A controller that reports the model and context use (a newer view): the page shows them as given.
+    await page.route(`**/v0/city/${CITY}/session/${session}`, async (route) => {
+      const response = await route.fetch();
+      const view = (await response.json()) as Record<string, unknown>;
+      await route.fulfill({ response, json: { ...view, model: 'tui-model-7', context_pct: 42 } });
+    });
+    await page.goto(`${sup.base}/ui/city/${CITY}/session/${session}`);
+    await live(page);
+    await page.getByText('tui-model-7').waitFor();
+    expect(await meterValue(page, 'Context used')).to.equal(42);
+    const screen = page.getByRole('region', { name: "The program's screen" });
+    await screen.waitFor();
+    const peeks: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().includes('peek=true')) peeks.push(r.url());
+    });
+    await page.getByLabel('Message').fill('hello screen');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await screen.getByText('You said: hello screen').waitFor({ timeout: 20_000 });
+    expect(peeks.length).to.be.greaterThan(0);
+  });
+
+  it("draws a bead's dependencies as a graph beside its history", async () => {
+    const { page } = watched;
+    const first = await api.create({ title: 'lay the foundation' });
+    const bead = await api.create({ title: 'build the walls' });
+    const child = await api.create({ title: 'brick the door', parent: bead.id });
+    await api.addDep(bead.id, first.id);
+    await page.goto(`${sup.base}/ui/city/${CITY}/bead/${bead.id}`);
+    await live(page);
+    const graph = page.getByRole('img', {
+      name: `${bead.id} with 1 beads it depends on, 0 depending on it and 1 children`,
+    });
+    await graph.waitFor();
+    for (const b of [first, bead, child]) expect(await graph.locator('g.node', { hasText: b.id }).count()).to.equal(1);
+    expect(await graph.locator('.edge').count()).to.equal(2);
+    expect(await graph.locator('.edge-dashed').count()).to.equal(1);
+    await page.getByRole('region', { name: 'History' }).getByText('bead.created').first().waitFor();
+    // Closing what it waits for colours its box, live.
+    await api.close(first.id);
+    await graph.locator('g.node.status-closed', { hasText: first.id }).waitFor();
+  });
+
+  it('reads, sends and replies to mail, inbox by inbox', async () => {
+    const { page } = watched;
+    await page.goto(`${sup.base}/ui/city/${CITY}/mail`);
+    await live(page);
+    await page.getByLabel('To', { exact: true }).fill('mayor');
+    await page.getByLabel('Subject', { exact: true }).fill('from the page');
+    await page.getByLabel('Text', { exact: true }).fill('the walls are up');
+    await page.getByRole('button', { name: 'Send mail' }).click();
+    await page.getByLabel('Inbox of').selectOption('mayor');
+    expect(new URL(page.url()).searchParams.get('to')).to.equal('mayor');
+    const sent = await waitUntil('the mail to be stored', async () => {
+      const inbox = await api.get<{ items: { id: string; subject: string; read: boolean }[] }>('/mail?agent=mayor');
+      return inbox.body.items.find((m) => m.subject === 'from the page');
+    });
+    // Mail sent by someone else arrives in the open inbox live.
+    expect(
+      (await api.post('/mail', { to: 'mayor', from: 'clerk', subject: 'from an agent', body: 'hi' })).status,
+    ).to.equal(201);
+    await page.getByText('from an agent').waitFor();
+    const mine = page.getByRole('listitem').filter({ hasText: 'from the page' });
+    await mine.getByText('from the page').click();
+    await mine.getByText('the walls are up').waitFor();
+    await waitUntil('opening it to mark it read', async () => {
+      const all = await api.get<{ items: { id: string; read: boolean }[] }>('/mail?agent=mayor&status=all');
+      return all.body.items.find((m) => m.id === sent.id)?.read === true;
+    });
+    await mine.getByLabel('Reply').fill('thanks');
+    await mine.getByRole('button', { name: 'Send reply' }).click();
+    await waitUntil('the reply', async () => (await api.events('mail.replied')).length > 0);
+  });
+
+  it('shows convoys with their progress, live as their beads close', async () => {
+    const { page } = watched;
+    const a = await api.create({ title: 'convoy part a' });
+    const b = await api.create({ title: 'convoy part b' });
+    const made = await api.post<{ id: string }>('/convoys', { title: 'ship it', items: [a.id, b.id] });
+    expect(made.status, JSON.stringify(made.body)).to.equal(201);
+    await page.goto(`${sup.base}/ui/city/${CITY}/convoys`);
+    await live(page);
+    const item = page.getByRole('listitem').filter({ has: page.getByRole('heading', { name: /ship it/ }) });
+    await item.getByText('0 of 2 closed (0%)').waitFor();
+    await api.close(a.id);
+    await item.getByText('1 of 2 closed (50%)').waitFor();
+    expect(await meterValue(page, `Progress of ${made.body.id}`)).to.equal(1);
+  });
+
+  it("runs an order from the page and shows its history and its run's output", async () => {
+    const { page } = watched;
+    mkdirSync(join(cityDir, 'orders'), { recursive: true });
+    writeFileSync(
+      join(cityDir, 'orders', 'greet.toml'),
+      '[order]\ndescription = "Say hello"\ntrigger = "manual"\nexec = "echo hello from $CTL_ORDER"\n',
+    );
+    await page.goto(`${sup.base}/ui/city/${CITY}/orders`);
+    await live(page);
+    await page.getByRole('button', { name: 'Run greet now' }).click({ timeout: 20_000 });
+    const firing = page.locator('details', { has: page.getByText('greet', { exact: true }) });
+    await firing.getByText('success').waitFor();
+    await firing.locator('summary').click();
+    const output = page.getByRole('region', { name: 'Output of greet' });
+    await output.getByText('hello from greet').waitFor();
   });
 
   // Last: it restarts the supervisor.
