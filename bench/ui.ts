@@ -2,14 +2,18 @@
  * The dashboard (issue 23), against a real supervisor and controller, in Debian's Chromium (playwright-core):
  *  - bundle sizes: what the first view loads (entry script, its CSS, preloaded chunks), raw and gzipped, against
  *    the 250 KB goal, and each view's own chunk;
- *  - time to the first interactive view: navigation start to the beads view of a 500-bead city drawn and its
- *    event stream live, with a cold cache (a new browser context each time) and a warm one;
+ *  - time to the first interactive view: navigation start to the beads board of a 500-bead city drawn (its
+ *    columns' first cards, nothing still loading) and its event stream live, with a cold cache (a new browser
+ *    context each time) and a warm one;
+ *  - scrolling a 10,000-bead board: the open column scrolled from top to bottom in 4 s while its pages load,
+ *    frames drawn and frames dropped (a frame taking more than one 60 Hz interval drops the ones it spans);
  *  - frames while 500 events/s arrive (5 s, appended to the city's log as any writer may): frames drawn and
  *    frames longer than 50 ms, on the events view (rendered once per animation frame) and the city overview;
  *  - the page's JS heap after 36,000 events (an hour of a busy city at 10 events/s), on the same two views.
  * Prints tables and writes `.bench-out/ui.json`. Run with `npm run bench -- ui`.
  */
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
@@ -32,6 +36,9 @@ const LOADS = 8;
 const RATE = 500;
 const RATE_SECONDS = 5;
 const HOUR_EVENTS = 36_000;
+const BIG_CITY = 'big';
+const BIG_BEADS = 10_000;
+const SCROLL_SECONDS = 4;
 const GOAL_KB = 250;
 
 interface Sized {
@@ -58,24 +65,60 @@ function bundleSizes(): { firstView: Sized[]; others: Sized[] } {
 const kb = (bytes: number) => (bytes / 1024).toFixed(1);
 
 /**
- * Navigation start to the view drawn (every bead card), its stream live and the main thread free again, in ms,
- * by the page's own clock: polled with a cheap DOM check (a role query over 500 cards would cost more than the
- * page does).
+ * Navigation start to the view drawn (the board's columns with their first cards, nothing still loading), its
+ * stream live and the main thread free again, in ms, by the page's own clock: polled with a cheap DOM check.
  */
 async function timeToInteractive(page: Page, url: string): Promise<number> {
   await page.goto(url, { waitUntil: 'commit' });
   await page.waitForFunction(
-    (count) => {
+    () => {
       // eslint-disable-next-line @typescript-eslint/no-explicit-any
       const doc = (globalThis as any).document;
-      return Boolean(doc.querySelector('.live-live')) && doc.querySelectorAll('.card').length >= count;
+      return (
+        Boolean(doc.querySelector('.live-live')) &&
+        doc.querySelectorAll('.card a').length > 0 &&
+        !doc.querySelector('[aria-busy="true"], .card.placeholder')
+      );
     },
-    BEADS,
+    undefined,
     { polling: 'raf' },
   );
   // The first frame after it: what was drawn is on the screen and the page takes input.
   return page.evaluate<number>('new Promise((r) => requestAnimationFrame(() => r(performance.now())))');
 }
+
+/**
+ * Scrolls the open column of a 10,000-bead board from top to bottom in `seconds` (a step every animation frame),
+ * then waits for its oldest bead: frame durations while it scrolls, the rows in the document at most, how long
+ * the last page took to arrive after the scroll reached the end.
+ */
+const SCROLL_BOARD = (seconds: number) => `new Promise((resolve) => {
+  const el = document.querySelector('.scroller');
+  const frames = [];
+  let maxRows = 0;
+  const started = performance.now();
+  let last = started;
+  const tick = (now) => {
+    frames.push(now - last);
+    last = now;
+    maxRows = Math.max(maxRows, el.querySelectorAll('li').length);
+    const f = Math.min(1, (now - started) / (${seconds} * 1000));
+    el.scrollTop = f * (el.scrollHeight - el.clientHeight);
+    if (f < 1) return requestAnimationFrame(tick);
+    const ended = performance.now();
+    const settle = () => {
+      if (!el.querySelector('.placeholder') && el.querySelectorAll('.card a').length > 0)
+        return resolve({ frames, maxRows, settleMs: performance.now() - ended });
+      requestAnimationFrame(settle);
+    };
+    requestAnimationFrame(settle);
+  };
+  requestAnimationFrame(tick);
+})`;
+
+/** Frames a run of frame durations dropped: a frame of d ms spans round(d / 16.7) intervals, one of them its own. */
+const droppedFrames = (durations: number[]) =>
+  durations.reduce((n, d) => n + Math.max(0, Math.round(d / (1000 / 60)) - 1), 0);
 
 /** Starts counting animation frames in the page (their durations, in ms). */
 const START_FRAMES = `(() => {
@@ -170,9 +213,71 @@ export async function runUi(): Promise<void> {
     const row = (name: string, s: Summary) => [name, ms(s.median, 0), ms(s.p90, 0), ms(s.max, 0)];
     console.log(
       formatTable(
-        `first interactive view: ${BEADS}-bead beads board drawn and live, ms (${LOADS} loads; goal ≤ 1000)`,
+        `first interactive view: ${BEADS}-bead beads board drawn and live, ms (${LOADS} loads; goal ≤ 1000; load average ${loadavg()
+          .map((l) => l.toFixed(2))
+          .join(' ')})`,
         ['cache', 'median', 'p90', 'max'],
         [row('cold (new context)', summarize(cold)), row('warm', summarize(warm))],
+      ),
+    );
+
+    await sup.createCity(BIG_CITY);
+    const big = new CityApi(sup, BIG_CITY);
+    const creating = performance.now();
+    for (let i = 0; i < BIG_BEADS; i += 100) {
+      await Promise.all(Array.from({ length: 100 }, (_, k) => big.create({ title: `big bead ${i + k}` })));
+    }
+    console.log(
+      `\n(${BIG_BEADS} beads created through the API in ${((performance.now() - creating) / 1000).toFixed(0)} s)`,
+    );
+    const scrolls: {
+      frames: number;
+      dropped: number;
+      long: number;
+      worst: number;
+      maxRows: number;
+      settleMs: number;
+    }[] = [];
+    for (let i = 0; i < 3; i++) {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      await page.goto(`${sup.base}/ui/city/${BIG_CITY}/beads?status=open`);
+      await page.getByRole('region', { name: `open beads, ${BIG_BEADS}` }).waitFor();
+      await page.locator('.card a').first().waitFor();
+      const run = await page.evaluate<{ frames: number[]; maxRows: number; settleMs: number }>(
+        SCROLL_BOARD(SCROLL_SECONDS),
+      );
+      scrolls.push({
+        frames: run.frames.length,
+        dropped: droppedFrames(run.frames),
+        long: run.frames.filter((d) => d > 50).length,
+        worst: Math.max(...run.frames),
+        maxRows: run.maxRows,
+        settleMs: run.settleMs,
+      });
+      await context.close();
+    }
+    console.log(
+      formatTable(
+        `\nscrolling a ${BIG_BEADS}-bead board's open column top to bottom in ${SCROLL_SECONDS} s (~${60 * SCROLL_SECONDS} frames at 60 Hz)`,
+        [
+          'run',
+          'frames',
+          'frames dropped',
+          'frames > 50 ms',
+          'worst ms',
+          'rows in the page at most',
+          'last page after the end, ms',
+        ],
+        scrolls.map((r, i) => [
+          String(i + 1),
+          String(r.frames),
+          String(r.dropped),
+          String(r.long),
+          ms(r.worst, 0),
+          String(r.maxRows),
+          ms(r.settleMs, 0),
+        ]),
       ),
     );
 
@@ -248,6 +353,7 @@ export async function runUi(): Promise<void> {
             files: [...sizes.firstView, ...sizes.others],
           },
           first_interactive_ms: { cold: summarize(cold), warm: summarize(warm) },
+          board_scroll: scrolls,
           frames,
           heap_mib: Object.fromEntries(Object.entries(heaps).map(([k, v]) => [k, round(v, 1)])),
         },
