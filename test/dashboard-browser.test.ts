@@ -323,6 +323,25 @@ describe('dashboard in Chromium', function () {
     await page.getByText(`${COUNT + 1} beads.`).waitFor();
   });
 
+  it("asks for the board's beads while the view's code loads, once each", async () => {
+    const { page } = watched;
+    await api.create({ title: 'on the board' });
+    const requests: string[] = [];
+    page.on('request', (r) => requests.push(new URL(r.url()).pathname + new URL(r.url()).search));
+    await page.goto(`${sup.base}/ui/city/${CITY}/beads`);
+    await live(page);
+    await page.locator('.card a').first().waitFor();
+    const firstBeads = requests.findIndex((u) => u.includes('/beads?'));
+    const viewCode = requests.findIndex((u) => /\/ui\/assets\/beads-[^/]+\.js$/.test(u));
+    expect(firstBeads, requests.join('\n')).to.be.within(0, viewCode);
+    for (const status of ['open', 'in_progress', 'closed']) {
+      const firstPages = requests.filter(
+        (u) => u.includes('/beads?') && u.includes(`status=${status}`) && !u.includes('cursor='),
+      );
+      expect(firstPages, status).to.have.length(1);
+    }
+  });
+
   it("shows a terminal session's screen, read again when its output changes, and its model when the view has one", async () => {
     const { page } = watched;
     const session = await createSession(api, { name: 'tui' });

@@ -3,11 +3,12 @@ import { api, cityPath, CSRF, must, type Schemas } from '../api.js';
 import { announce, cityUrl, Empty, ErrorNote, Loading, Page, StateBadge, Time } from '../components.js';
 import { useCityEvents, useQueryParam } from '../hooks.js';
 import { usePagedList, type PagedList } from '../paged.js';
+import { BEAD_COLUMNS, BEAD_PAGE, fetchBeads } from '../prefetch.js';
 import { useVirtualRows } from '../virtual.js';
 
 type Bead = Schemas['Bead'];
-/** The statuses a bead has (the board's columns; `is_blocked` shows on the card). */
-const COLUMNS = ['open', 'in_progress', 'closed'] as const;
+/** The board's columns (`is_blocked` shows on the card). */
+const COLUMNS = BEAD_COLUMNS;
 /** Fixed row heights, so the virtualiser places rows without measuring them. */
 const CARD_ROW = 66;
 const TABLE_ROW = 37;
@@ -24,25 +25,10 @@ interface Filters {
 /** The beads matching `filters` (and `status`, else all), newest first, paged through the API as rows are needed. */
 function useBeads(city: string, filters: Filters, status: string, version: number): PagedList<Bead> {
   const list = usePagedList<Bead>(
-    (limit, cursor) =>
-      must(
-        api.GET('/v0/city/{cityName}/beads', {
-          params: {
-            path: cityPath(city),
-            query: {
-              limit,
-              ...(cursor ? { cursor } : {}),
-              ...(filters.type ? { type: filters.type } : {}),
-              ...(filters.label ? { label: filters.label } : {}),
-              ...(filters.assignee ? { assignee: filters.assignee } : {}),
-              ...(filters.rig ? { rig: filters.rig } : {}),
-              ...(status ? { status } : { all: true }),
-            },
-          },
-        }),
-      ),
+    (limit, cursor) => fetchBeads({ city, ...filters, status, limit, ...(cursor ? { cursor } : {}) }),
     (b) => b.id,
     [city, filters.type, filters.label, filters.assignee, filters.rig, status],
+    BEAD_PAGE,
   );
   useEffect(() => {
     if (version > 0) list.reload();
