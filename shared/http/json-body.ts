@@ -1,5 +1,9 @@
 import type { IncomingMessage } from 'node:http';
+import type { Readable } from 'node:stream';
+import { createGunzip, createInflate } from 'node:zlib';
 import type { Middleware } from 'koa';
+import getRawBody from 'raw-body';
+import { parseJsonText } from './json-text.js';
 import { Problem } from './problem.js';
 
 export const BODY_LIMIT = '1mb';
@@ -16,33 +20,12 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
  * Parses JSON request bodies up to 1 MiB and MAX_JSON_DEPTH levels (a 422 naming `body` past it, before
- * validation); any other content type with a body is a 415. koa-body is loaded on the first request with a
- * body: it pulls in zod and formidable (~140 ms and ~24 MB), which would otherwise slow down the start of
- * every controller, body or not.
+ * validation); any other content type with a body is a 415. The body is read by raw-body and parsed here
+ * (./json-text.ts), not by koa-body: koa-body pulls in zod and formidable for the forms and files we refuse
+ * anyway, and loading them made the first request with a body to each process ~140 ms slower and its
+ * memory ~24 MB larger.
  */
 export function jsonBody(options: { rawText?: RegExp[] } = {}): Middleware {
-  let parser: Promise<Middleware> | undefined;
-  const load = async (): Promise<Middleware> => {
-    const { koaBody } = await import('koa-body');
-    type HttpMethod = NonNullable<Parameters<typeof koaBody>[0]>['parsedMethods'] extends (infer M)[] | undefined
-      ? M
-      : never;
-    return koaBody({
-      json: true,
-      // koa-body reads POST, PUT and PATCH bodies only; some DELETEs carry one (DELETE /extmsg/adapters).
-      parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as HttpMethod[],
-      urlencoded: false,
-      text: false,
-      multipart: false,
-      jsonLimit: BODY_LIMIT,
-      jsonStrict: true,
-      onError: (err) => {
-        const status = (err as { status?: number }).status;
-        if (status === 413) throw new Problem('payload-too-large', 'too_large: request body exceeds the 1 MiB limit');
-        throw new Problem('invalid-request', `invalid: request body is not valid JSON: ${err.message}`);
-      },
-    });
-  };
   return async (ctx, next) => {
     if (!BODY_METHODS.has(ctx.method) || !hasBody(ctx.req.headers)) {
       await next();
@@ -60,17 +43,15 @@ export function jsonBody(options: { rawText?: RegExp[] } = {}): Middleware {
         `unsupported_media_type: request body must be application/json, got ${ctx.get('Content-Type') || 'none'}`,
       );
     }
-    parser ??= load();
-    const parse = await parser;
-    await parse(ctx, async () => {
-      if (nestsDeeperThan(ctx.request.body, MAX_JSON_DEPTH)) {
-        const message = `JSON nested deeper than ${MAX_JSON_DEPTH} levels`;
-        throw new Problem('validation-failed', `invalid: body: ${message}`, {
-          errors: [{ location: 'body', message }],
-        });
-      }
-      await next();
-    });
+    const body = parseJsonText(await readBody(ctx.req));
+    if (nestsDeeperThan(body, MAX_JSON_DEPTH)) {
+      const message = `JSON nested deeper than ${MAX_JSON_DEPTH} levels`;
+      throw new Problem('validation-failed', `invalid: body: ${message}`, {
+        errors: [{ location: 'body', message }],
+      });
+    }
+    ctx.request.body = body;
+    await next();
   };
 }
 
@@ -97,15 +78,54 @@ export function nestsDeeperThan(value: unknown, limit: number): boolean {
 export const RAW_TEXT_TYPES = ['application/octet-stream', 'text/plain', 'application/toml'];
 
 async function readText(req: IncomingMessage): Promise<string> {
-  const { default: getRawBody } = await import('raw-body');
   try {
-    return await getRawBody(req, { limit: BODY_LIMIT, encoding: 'utf8' });
+    return utf8(await getRawBody(req, { limit: BODY_LIMIT }));
   } catch (err) {
     if ((err as { status?: number }).status === 413) {
       throw new Problem('payload-too-large', 'too_large: request body exceeds the 1 MiB limit');
     }
     throw new Problem('invalid-request', `invalid: request body could not be read: ${(err as Error).message}`);
   }
+}
+
+/**
+ * A JSON body's text, decoded as UTF-8 (JSON's encoding, RFC 8259) and inflated when it comes compressed (gzip
+ * or deflate, as koa-body took it); the 1 MiB limit counts the inflated text.
+ */
+async function readBody(req: IncomingMessage): Promise<string> {
+  const coding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+  let source: Readable = req;
+  if (coding === 'gzip' || coding === 'x-gzip') source = req.pipe(createGunzip());
+  else if (coding === 'deflate') source = req.pipe(createInflate());
+  else if (coding !== 'identity') {
+    throw new Problem(
+      'unsupported-media-type',
+      `unsupported_media_type: request body encoded as ${coding}; send it as it is, gzip or deflate`,
+    );
+  }
+  const length = req.headers['content-length'];
+  try {
+    return utf8(
+      await getRawBody(source, {
+        limit: BODY_LIMIT,
+        length: source === req && length !== undefined ? Number(length) : undefined,
+      }),
+    );
+  } catch (err) {
+    if ((err as { status?: number }).status === 413) {
+      throw new Problem('payload-too-large', 'too_large: request body exceeds the 1 MiB limit');
+    }
+    throw new Problem('invalid-request', `invalid: request body could not be read: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * Bytes as UTF-8 text, without a leading byte order mark. Decoded here rather than by raw-body's `encoding`:
+ * that loads iconv-lite's every encoding table (~1 MB of code) for the one encoding Node decodes natively.
+ */
+function utf8(bytes: Buffer): string {
+  const text = bytes.toString('utf8');
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
 function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
