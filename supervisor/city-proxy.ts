@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
 import type { Dispatcher } from 'undici';
-import { forwardRequest, ownConnection, UpstreamPools } from '../shared/http/upstream.js';
+import { forwardRequest } from '../shared/http/upstream.js';
+import { ownConnection, UpstreamPools } from '../shared/http/upstream-pools.js';
 import { Problem } from '../shared/http/problem.js';
 import { notRunning, parseCityPath, type CityPath } from '../shared/http/city-path.js';
 import type { ControllerEndpoint } from './controller-process.js';

@@ -36,12 +36,16 @@ export function serviceFastPath(
     }
     const { target, tail, service } = routed;
     const id = newResponseId();
-    forwardRequest(req, res, connections.pool(service, target), {
-      path: servicePath(target, tail, q < 0 ? '' : url.slice(q)),
-      hostHeader: target.hostHeader,
-      requestId: id,
-      upstreamName: 'the service',
-    })
+    connections
+      .pool(service, target)
+      .then((pool) =>
+        forwardRequest(req, res, pool, {
+          path: servicePath(target, tail, q < 0 ? '' : url.slice(q)),
+          hostHeader: target.hostHeader,
+          requestId: id,
+          upstreamName: 'the service',
+        }),
+      )
       .catch((err: unknown) => {
         if (!(err instanceof Problem)) throw err;
         answerProblem(req, res, err, id);

@@ -3,7 +3,8 @@ import type { Duplex } from 'node:stream';
 import type { Middleware } from 'koa';
 import type { Dispatcher } from 'undici';
 import type { CityServiceConfig } from '../../shared/config/city-config.js';
-import { forwardRequest, UpstreamPools } from '../../shared/http/upstream.js';
+import { forwardRequest } from '../../shared/http/upstream.js';
+import type { UpstreamPools } from '../../shared/http/upstream-pools.js';
 import { decodeSegment, hasDotSegment } from '../../shared/http/path-segment.js';
 import { Problem } from '../../shared/http/problem.js';
 import { refuseWithProblem, tunnelUpgrade } from '../../shared/http/upgrade-tunnel.js';
@@ -12,14 +13,17 @@ import type { ServiceTarget } from '../services/service-runner.js';
 
 /**
  * The connections to the city's services: a keep-alive pool per service and address, shared by the `svc/*`
- * fast path and the Koa path. Not bounded: a service's streams must not hold up its other requests.
+ * fast path and the Koa path. Not bounded: a service's streams must not hold up its other requests. undici is
+ * loaded with the first pool: most cities have no service, and it is ~1 MB of code every controller would
+ * otherwise compile before it reports ready.
  */
 export class ServiceConnections {
-  private readonly pools = new UpstreamPools(null);
+  private pools: Promise<UpstreamPools> | undefined;
 
-  pool(service: CityServiceConfig, target: ServiceTarget): Dispatcher {
+  async pool(service: CityServiceConfig, target: ServiceTarget): Promise<Dispatcher> {
     const key = `${service.name}@${'socketPath' in target ? target.socketPath : `${target.host}:${target.port}`}`;
-    return this.pools.get(key, target);
+    this.pools ??= import('../../shared/http/upstream-pools.js').then(({ UpstreamPools }) => new UpstreamPools(null));
+    return (await this.pools).get(key, target);
   }
 }
 
@@ -41,7 +45,7 @@ export function serviceProxy(city: CityRuntime, connections: ServiceConnections)
       return;
     }
     const { target, tail, service } = routeService(city, ctx.path.slice(prefix.length));
-    await forwardRequest(ctx.req, ctx.res, connections.pool(service, target), {
+    await forwardRequest(ctx.req, ctx.res, await connections.pool(service, target), {
       path: servicePath(target, tail, ctx.querystring ? `?${ctx.querystring}` : ''),
       hostHeader: target.hostHeader,
       requestId: ctx.state.requestId as string,

@@ -2,13 +2,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { readTomlText } from '../../shared/config/toml-file.js';
 import { join } from 'node:path';
-import semver from 'semver';
-import { simpleGit } from 'simple-git';
 import { parse, stringify } from 'smol-toml';
 import { writeFileAtomic } from '../../shared/atomic-write.js';
 import { ConfigError } from '../../shared/config/config-error.js';
 import { ctlHome } from '../../shared/paths.js';
 import type { PackSource } from './pack-source.js';
+import { loadSimpleGit } from '../simple-git.js';
 
 /** A fetch that takes longer than this fails (the cache keeps what it had). */
 const FETCH_TIMEOUT_MS = 120_000;
@@ -84,6 +83,7 @@ export async function fetchPack(
   const home = repoCacheDir(cacheRoot, source.url);
   const mirror = join(home, 'repo.git');
   mkdirSync(home, { recursive: true });
+  const simpleGit = await loadSimpleGit();
   const git = simpleGit({ timeout: { block: FETCH_TIMEOUT_MS } });
   try {
     if (existsSync(join(mirror, 'HEAD'))) {
@@ -123,21 +123,26 @@ export async function fetchPack(
 
 /** `sha:<commit>`, a semver range over the tags (`^1.2`), a branch or tag, or the default branch's head. */
 async function resolveVersion(mirror: string, version: string | undefined): Promise<string> {
-  const git = simpleGit(mirror);
+  const git = (await loadSimpleGit())(mirror);
   const commitOf = async (ref: string) =>
     (await git.raw(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`]).catch(() => '')).trim();
   const ref = version === undefined ? 'HEAD' : version.startsWith('sha:') ? version.slice(4) : version;
   const exact = await commitOf(ref);
   if (exact) return exact;
   // `^1.2.0`, `1.x`, `>=2`: a range over the tags, when no branch or tag has that very name.
-  if (version !== undefined && !version.startsWith('sha:') && semver.validRange(version, { loose: true }) !== null) {
+  if (
+    version !== undefined &&
+    !version.startsWith('sha:') &&
+    (await loadSemver()).validRange(version, { loose: true }) !== null
+  ) {
     return commitOf(await newestTag(mirror, version));
   }
   throw new PackFetchError(`the repository has no branch, tag or commit ${JSON.stringify(version ?? 'HEAD')}`);
 }
 
 async function newestTag(mirror: string, range: string): Promise<string> {
-  const tags = (await simpleGit(mirror).raw(['tag', '--list'])).split('\n').filter(Boolean);
+  const tags = (await (await loadSimpleGit())(mirror).raw(['tag', '--list'])).split('\n').filter(Boolean);
+  const semver = await loadSemver();
   const best = semver.maxSatisfying(
     tags.filter((t) => semver.valid(semver.clean(t) ?? '') !== null),
     range,
@@ -145,6 +150,11 @@ async function newestTag(mirror: string, range: string): Promise<string> {
   );
   if (!best) throw new PackFetchError(`no tag satisfies ${range} (tags: ${tags.slice(0, 10).join(', ') || 'none'})`);
   return best;
+}
+
+/** semver, loaded with the first version range to resolve (see ../simple-git.ts for why). */
+async function loadSemver(): Promise<typeof import('semver')> {
+  return (await import('semver')).default;
 }
 
 function firstLine(err: unknown): string {

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { simpleGit } from 'simple-git';
+import { loadSimpleGit } from '../simple-git.js';
 import type { RigCreateInputBody, RigCreateResponseBody } from '../../shared/dto/rigs.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { EventLog } from '../../shared/events/event-log.js';
@@ -106,6 +106,7 @@ async function clone(
   let lastStage = '';
   try {
     await progress('clone', `cloning ${body.git_url}`);
+    const simpleGit = await loadSimpleGit();
     const git = simpleGit({
       timeout: { block: CLONE_TIMEOUT_MS },
       progress: ({ stage, progress: percent }) => {

@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { simpleGit } from 'simple-git';
+import { loadSimpleGit } from '../simple-git.js';
 import type { CityRigConfig } from '../../shared/config/city-config.js';
 import { AGENT_NAME_PATTERN } from '../../shared/config/city-config.js';
 import type { GitStatus, RigResponse, RigSessionWorktree, RigUpdateInputBody } from '../../shared/dto/rigs.js';
@@ -79,7 +79,7 @@ export async function gitStatus(path: string): Promise<GitStatus> {
   const empty = { clean: false, ahead: 0, behind: 0, changed_files: [] };
   if (!isDirectory(path)) return { ...empty, error: `${path} is not a directory` };
   try {
-    const repo = simpleGit({ baseDir: path, timeout: { block: GIT_TIMEOUT_MS } });
+    const repo = (await loadSimpleGit())({ baseDir: path, timeout: { block: GIT_TIMEOUT_MS } });
     const status = await repo.status();
     const head = await repo.revparse(['HEAD']).catch(() => undefined);
     return {

@@ -6,6 +6,13 @@ import getRawBody from 'raw-body';
 import { parseJsonText } from './json-text.js';
 import { Problem } from './problem.js';
 
+declare module 'koa' {
+  interface Request {
+    /** The request's body as jsonBody read it: JSON's value, or a raw-text operation's text. */
+    body?: unknown;
+  }
+}
+
 export const BODY_LIMIT = '1mb';
 
 /**

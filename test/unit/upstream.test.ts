@@ -3,7 +3,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { Problem } from '../../shared/http/problem.js';
 import { answerProblem } from '../../shared/http/refusal.js';
-import { forwardRequest, UpstreamPools, type ForwardOptions } from '../../shared/http/upstream.js';
+import { forwardRequest, type ForwardOptions } from '../../shared/http/upstream.js';
+import { UpstreamPools } from '../../shared/http/upstream-pools.js';
 
 /** A server on a free loopback port. */
 async function listen(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<Server> {
