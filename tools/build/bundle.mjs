@@ -31,8 +31,11 @@ rmSync(dist, { recursive: true, force: true });
  * files of their own by path at run time (pino's transports and pino-pretty; irc-framework's CommonJS tree with
  * core-js polyfills). The rest are bundled: resolving a package's imports (package.json reads, exports maps,
  * hundreds of small files — execa alone is ~100) cost `ctl help` more than running it.
+ * iconv-lite too, the other way round: raw-body requires it, but loads its encodings (~500 KB of code a
+ * bundle would carry, and V8 keep as source in every process) only to decode a charset, which we never ask of
+ * it (shared/http/json-body.ts); left outside, the few small files of its entry are all that load.
  */
-const EXTERNAL = ['better-sqlite3', 'fs-ext', 'pino', 'pino-pretty', 'irc-framework'];
+const EXTERNAL = ['better-sqlite3', 'fs-ext', 'pino', 'pino-pretty', 'irc-framework', 'iconv-lite'];
 
 const common = {
   absWorkingDir: root,
@@ -131,6 +134,64 @@ const lazyWebGlobalsInKoa = {
   },
 };
 
+/**
+ * Fewer copies of what every process loads. mime-db, the ~150 KB media-type table, comes in two versions (koa's
+ * mime-types takes 1.54, the older mime-types of accepts and type-is 1.52): both resolve to the newer one, a
+ * superset. tsoa's validation takes 7 of validator's 100 functions, but requires its index, which loads them
+ * all: it gets a module of those 7 (TSOA_VALIDATOR, checked against what tsoa calls when the bundle is built).
+ */
+const TSOA_VALIDATOR = ['isInt', 'toInt', 'isFloat', 'toFloat', 'equals', 'isISO8601', 'matches'];
+const fewerCopies = {
+  name: 'fewer-copies',
+  setup(b) {
+    const mimeDb = dirname(nodeRequire.resolve('mime-db/package.json'));
+    b.onResolve({ filter: /^mime-db$/ }, () => ({ path: join(mimeDb, 'index.js') }));
+    b.onResolve({ filter: /^validator$/ }, (args) =>
+      /[\\/]@tsoa[\\/]runtime[\\/]/.test(args.importer)
+        ? { path: 'tsoa-validator', namespace: 'fewer-copies' }
+        : undefined,
+    );
+    b.onLoad({ filter: /^tsoa-validator$/, namespace: 'fewer-copies' }, async () => {
+      const tsoaRuntime = dirname(nodeRequire.resolve('@tsoa/runtime/package.json'));
+      const helpers = await readFile(join(tsoaRuntime, 'dist', 'routeGeneration', 'templateHelpers.js'), 'utf8');
+      const called = new Set([...helpers.matchAll(/validator_1\.default\.(\w+)/g)].map((m) => m[1]));
+      const missing = [...called].filter((name) => !TSOA_VALIDATOR.includes(name));
+      if (missing.length > 0)
+        throw new Error(`@tsoa/runtime calls validator.${missing.join(', ')}: add to TSOA_VALIDATOR`);
+      // tsoa reads `validator.default.<name>` (its CommonJS interop): a default export of the functions.
+      return {
+        contents: [
+          ...TSOA_VALIDATOR.map((name) => `import ${name} from 'validator/lib/${name}.js';`),
+          `export default { ${TSOA_VALIDATOR.join(', ')} };`,
+        ].join('\n'),
+        resolveDir: tsoaRuntime,
+        loader: 'js',
+      };
+    });
+  },
+};
+
+/**
+ * Dependencies' sources as ASCII, escaping each other character as \uXXXX (in strings, regular expressions and
+ * comments alike, where it means the same). esbuild escapes strings but not regular expressions, and one
+ * non-Latin-1 character (validator's alphabets) makes V8 keep a whole chunk's source as UTF-16, twice its size,
+ * in every process that loads it. A character after a backslash cannot be escaped so: the build fails then.
+ */
+const asciiSources = {
+  name: 'ascii-sources',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]node_modules[\\/].*\.[cm]?js$/ }, async (args) => {
+      const source = await readFile(args.path, 'utf8');
+      if (!/[\u0080-\uffff]/.test(source)) return undefined;
+      const escaped = source.replace(/(\\*)([\u0080-\uffff])/g, (_, slashes, char) => {
+        if (slashes.length % 2 === 1) throw new Error(`${args.path}: a non-ASCII character after a backslash`);
+        return `${slashes}\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`;
+      });
+      return { contents: escaped, loader: 'js' };
+    });
+  },
+};
+
 await Promise.all([
   // The dashboard, in parallel with the rest (./ui.mjs).
   buildUi(),
@@ -153,7 +214,7 @@ await Promise.all([
     splitting: true,
     chunkNames: 'chunks/[name]-[hash]',
     external: EXTERNAL,
-    plugins: [builtinsThroughRequire, lazyWebGlobalsInKoa],
+    plugins: [builtinsThroughRequire, lazyWebGlobalsInKoa, fewerCopies, asciiSources],
     banner: { js: REQUIRE_BANNER },
   }),
 ]);
