@@ -9,7 +9,9 @@
  *   - POST …/events p99 over 10 cities at 200/s: cold (fresh controllers, the first request to each included)
  *     and warm;
  *   - an idle controller's RSS and PSS, and the total PSS of 20 idle controllers (and the supervisor's).
- * Prints one table and writes `.bench-out/cold.json`. `npm run bench -- cold`.
+ * Prints one table, each figure beside its goal, and writes `.bench-out/cold.json`. `npm run bench -- cold`.
+ * Another build, alternating with this one (timings here swing with the machine's load; memory does not):
+ *   CTL_TEST_ENTRY=/other/checkout/dist/cli/main.js BENCH_COLD_OUT=.bench-out/cold-other.json npx tsx bench/run.ts cold
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -57,7 +59,8 @@ const FAMILIES: Record<string, string> = {
 };
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const OUT_FILE = join(repoRoot, '.bench-out', 'cold.json');
+// BENCH_COLD_OUT names another file, to keep each build's figures apart in an A/B run (CTL_TEST_ENTRY: the build).
+const OUT_FILE = process.env.BENCH_COLD_OUT ?? join(repoRoot, '.bench-out', 'cold.json');
 
 function spawnMs(args: string[], env: NodeJS.ProcessEnv = process.env): number {
   const t0 = performance.now();
@@ -84,6 +87,11 @@ async function bareLoopback(): Promise<number[]> {
   const out = await sequentialLatencies(target, ROUND_TRIPS);
   server.close();
   return out;
+}
+
+/** A goal beside whether this run met it. */
+function goal(text: string, met: boolean): string {
+  return `${text} ${met ? 'met' : 'MISSED'}`;
 }
 
 async function timedGet(target: GetTarget): Promise<number> {
@@ -215,50 +223,94 @@ export async function runCold(): Promise<void> {
     const againAll = Object.values(again).flat();
     const bareMedian = s(bare).median;
     const overhead = s(viaProxy).median - s(straight).median;
+    const base = s(nodeE0).median;
+    const idlePssLimitKiB = 396 * 1024;
     const rows: string[][] = [
-      ['`node -e 0` (baseline)', ms(s(nodeE0).median), ms(s(nodeE0).p99), ''],
-      ['bare loopback GET (baseline)', ms(bareMedian, 3), ms(s(bare).p99, 3), ''],
+      ['`node -e 0` (baseline)', ms(base), ms(s(nodeE0).p99), '', ''],
+      ['bare loopback GET (baseline)', ms(bareMedian, 3), ms(s(bare).p99, 3), '', ''],
       [
         'ctl version',
         ms(s(version).median),
         ms(s(version).p99),
-        `node -e 0 + ${ms(s(version).median - s(nodeE0).median)}`,
+        `node -e 0 + ${ms(s(version).median - base)}`,
+        goal('p50 ≤ node -e 0 + 40', s(version).median - base <= 40),
       ],
-      ['ctl help', ms(s(help).median), ms(s(help).p99), `node -e 0 + ${ms(s(help).median - s(nodeE0).median)}`],
+      [
+        'ctl help',
+        ms(s(help).median),
+        ms(s(help).p99),
+        `node -e 0 + ${ms(s(help).median - base)}`,
+        goal('p50 ≤ node -e 0 + 80', s(help).median - base <= 80),
+      ],
       [
         'ctl bead list (running city)',
         ms(s(beadList).median),
         ms(s(beadList).p99),
-        `node -e 0 + ${ms(s(beadList).median - s(nodeE0).median)}`,
+        `node -e 0 + ${ms(s(beadList).median - base)}`,
+        '',
       ],
-      ['city create → terminal event', ms(s(create).median), ms(s(create).p99), ''],
+      [
+        'city create → terminal event',
+        ms(s(create).median),
+        ms(s(create).p99),
+        '',
+        goal('p50 ≤ 300', s(create).median <= 300),
+      ],
       [
         'first request per family, fresh controller (all)',
         ms(s(firstAll).median),
         ms(s(firstAll).p99),
         `${firstAll.length} requests`,
+        goal('p50 ≤ 30, p99 ≤ 60', s(firstAll).median <= 30 && s(firstAll).p99 <= 60),
       ],
-      ...Object.entries(first).map(([family, v]) => [`  first ${family}`, ms(s(v).median), ms(s(v).p99), '']),
-      ['the same requests again (warm)', ms(s(againAll).median), ms(s(againAll).p99), ''],
-      ['GET /status straight to the controller', ms(s(straight).median, 3), ms(s(straight).p99, 3), ''],
-      ['GET /status through the supervisor', ms(s(viaProxy).median, 3), ms(s(viaProxy).p99, 3), ''],
+      ...Object.entries(first).map(([family, v]) => [`  first ${family}`, ms(s(v).median), ms(s(v).p99), '', '']),
+      ['the same requests again (warm)', ms(s(againAll).median), ms(s(againAll).p99), '', ''],
+      ['GET /status straight to the controller', ms(s(straight).median, 3), ms(s(straight).p99, 3), '', ''],
+      ['GET /status through the supervisor', ms(s(viaProxy).median, 3), ms(s(viaProxy).p99, 3), '', ''],
       [
         'proxy overhead (p50 difference)',
         ms(overhead, 3),
         '',
         `${round(overhead / bareMedian, 2)}× a bare loopback GET`,
+        goal('≤ 1.5× bare loopback', overhead / bareMedian <= 1.5),
       ],
-      ['POST …/events, 10 fresh cities, 200/s (cold)', ms(s(emitCold).median), ms(s(emitCold).p99), ''],
-      ['POST …/events, the same cities again (warm)', ms(s(emitWarm).median), ms(s(emitWarm).p99), ''],
-      ['idle controller RSS / PSS', idle ? mib(idle.rss) : '?', idle ? mib(idle.pss) : '?', 'MiB'],
+      [
+        'POST …/events, 10 fresh cities, 200/s (cold)',
+        ms(s(emitCold).median),
+        ms(s(emitCold).p99),
+        '',
+        goal('p99 ≤ 10', s(emitCold).p99 <= 10),
+      ],
+      [
+        'POST …/events, the same cities again (warm)',
+        ms(s(emitWarm).median),
+        ms(s(emitWarm).p99),
+        '',
+        goal('p99 ≤ 10', s(emitWarm).p99 <= 10),
+      ],
+      [
+        'idle controller RSS / PSS',
+        idle ? mib(idle.rss) : '?',
+        idle ? mib(idle.pss) : '?',
+        'MiB',
+        goal('RSS ≤ 60 MiB', idle !== undefined && idle.rss <= 60 * 1024),
+      ],
       [
         `${IDLE_CITIES} idle controllers, total PSS`,
         idlePssTotal !== undefined ? mib(idlePssTotal) : '?',
         '',
         `MiB; + the supervisor's ${mib(supervisorMemory.pss)} = ${idlePssTotal !== undefined ? mib(idlePssTotal + supervisorMemory.pss) : '?'}`,
+        goal('≤ 396 MiB', idlePssTotal !== undefined && idlePssTotal <= idlePssLimitKiB),
       ],
     ];
-    console.log(formatTable('cold and warm paths', ['what', 'p50', 'p99', 'note'], rows));
+    console.log(
+      `load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')} at the end`,
+    );
+    console.log(
+      formatTable('cold and warm paths (ms unless noted)', ['what', 'p50', 'p99', 'note', 'goal (issue 20)'], rows),
+    );
     mkdirSync(dirname(OUT_FILE), { recursive: true });
     writeFileSync(
       OUT_FILE,
