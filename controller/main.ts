@@ -177,11 +177,16 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     await log.append({ type: 'controller.started', actor: 'ctl', subject: name, payload: {} });
     await running.settings.recordIgnoredKeys();
     startCity(running);
-    logger.info({ name, listen }, 'controller ready');
+    // ms: since the process started (Node's time origin), for the start-up's share of a city's create.
+    logger.info({ name, listen, ms: Math.round(performance.now()) }, 'controller ready');
     report({ kind: 'ready', pid: process.pid });
     // A request that comes before this is done waits for the same load, not for a second one.
     setImmediate(() => {
-      handler.load().catch((err: unknown) => logger.error({ err }, 'the HTTP application failed to load'));
+      const loadStarted = performance.now();
+      handler.load().then(
+        () => logger.info({ ms: Math.round(performance.now() - loadStarted) }, 'HTTP application loaded'),
+        (err: unknown) => logger.error({ err }, 'the HTTP application failed to load'),
+      );
     });
 
     installShutdown({
