@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import { createGunzip, createInflate } from 'node:zlib';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Middleware } from 'koa';
 import getRawBody from 'raw-body';
 import { parseJsonText } from './json-text.js';
@@ -96,18 +96,19 @@ async function readText(req: IncomingMessage): Promise<string> {
 }
 
 /**
- * A JSON body's text, decoded as UTF-8 (JSON's encoding, RFC 8259) and inflated when it comes compressed (gzip
- * or deflate, as koa-body took it); the 1 MiB limit counts the inflated text.
+ * A JSON body's text, decoded as UTF-8 (JSON's encoding, RFC 8259) and inflated when it comes compressed (gzip,
+ * deflate or br, as koa-body took it); the 1 MiB limit counts the inflated text.
  */
 async function readBody(req: IncomingMessage): Promise<string> {
   const coding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   let source: Readable = req;
   if (coding === 'gzip' || coding === 'x-gzip') source = req.pipe(createGunzip());
   else if (coding === 'deflate') source = req.pipe(createInflate());
+  else if (coding === 'br') source = req.pipe(createBrotliDecompress());
   else if (coding !== 'identity') {
     throw new Problem(
       'unsupported-media-type',
-      `unsupported_media_type: request body encoded as ${coding}; send it as it is, gzip or deflate`,
+      `unsupported_media_type: request body encoded as ${coding}; send it as it is, gzip, deflate or br`,
     );
   }
   const length = req.headers['content-length'];
