@@ -26,7 +26,7 @@ import { cityPaths, ctlEntryPath } from '../shared/paths.js';
 import { TestSupervisor } from '../test/helpers/supervisor.js';
 import { benchRoot } from './bench-root.js';
 import { get, keepAliveAgent, sendJson, sequentialLatencies, type GetTarget } from './http.js';
-import { memoryKiB } from './proc.js';
+import { cpuMs, memoryKiB } from './proc.js';
 import { round, summarize } from './stats.js';
 import { formatTable, mib, ms } from './table.js';
 
@@ -149,6 +149,10 @@ export async function runCold(): Promise<void> {
 
     // Fresh cities, one after another: create → terminal event, then each family's first request, then again.
     const create: number[] = [];
+    // CPU time a controller used, from its start to the create's answer, and for its first request of each
+    // family (its HTTP stack's load included): on a busy machine these swing far less than the wall times.
+    const startCpu: number[] = [];
+    const firstCpu: number[] = [];
     const first: Record<string, number[]> = {};
     const again: Record<string, number[]> = {};
     const cities: string[] = [];
@@ -158,6 +162,9 @@ export async function runCold(): Promise<void> {
       await sup.createCity(name);
       create.push(performance.now() - c0);
       cities.push(name);
+      const pid = (await sup.city(name))?.pid;
+      const cpuAtCreate = pid ? cpuMs(pid) : NaN;
+      startCpu.push(cpuAtCreate);
       const agent = keepAliveAgent(1);
       for (const [family, path] of Object.entries(FAMILIES)) {
         const target = {
@@ -166,6 +173,7 @@ export async function runCold(): Promise<void> {
         };
         (first[family] ??= []).push(await timedGet(target));
       }
+      firstCpu.push(pid ? cpuMs(pid) - cpuAtCreate : NaN);
       for (const [family, path] of Object.entries(FAMILIES)) {
         const target = {
           label: family,
@@ -263,6 +271,20 @@ export async function runCold(): Promise<void> {
         `${firstAll.length} requests`,
         goal('p50 ≤ 30, p99 ≤ 60', s(firstAll).median <= 30 && s(firstAll).p99 <= 60),
       ],
+      [
+        '  controller CPU: start → create answered',
+        ms(s(startCpu).median, 0),
+        ms(s(startCpu).p99, 0),
+        'CPU ms, 10 ms ticks',
+        '',
+      ],
+      [
+        '  controller CPU: its first request of each family',
+        ms(s(firstCpu).median, 0),
+        ms(s(firstCpu).p99, 0),
+        'CPU ms, 10 ms ticks',
+        '',
+      ],
       ...Object.entries(first).map(([family, v]) => [`  first ${family}`, ms(s(v).median), ms(s(v).p99), '', '']),
       ['the same requests again (warm)', ms(s(againAll).median), ms(s(againAll).p99), '', ''],
       ['GET /status straight to the controller', ms(s(straight).median, 3), ms(s(straight).p99, 3), '', ''],
@@ -325,6 +347,8 @@ export async function runCold(): Promise<void> {
           create: s(create),
           first_request: Object.fromEntries(Object.entries(first).map(([k, v]) => [k, s(v)])),
           first_request_all: s(firstAll),
+          controller_cpu_ms_to_create: s(startCpu),
+          controller_cpu_ms_first_requests: s(firstCpu),
           warm_request_all: s(againAll),
           status_direct: s(straight),
           status_proxied: s(viaProxy),
