@@ -68,6 +68,10 @@ export const TOP_LEVEL: Record<string, [description: string, load: () => Promise
     'The bead the session should work on now (exit 3, printing nothing, when there is none)',
     () => import('./commands/agent-side.js').then((m) => m.hookCommand),
   ],
+  'hook-event': [
+    "Report a hook of the session's program to its session (run by the hooks ctl sets up; reads the hook's JSON on stdin)",
+    () => import('./commands/agent-side.js').then((m) => m.hookEventCommand),
+  ],
   convoy: [
     'Convoys: beads tracked together to completion',
     () => import('./commands/convoys.js').then((m) => m.convoyCommand),

@@ -1,10 +1,10 @@
-import type { SessionPrimeResponse } from '../../shared/dto/sessions.js';
-import { call } from '../_api.js';
+import type { SessionHookEvent, SessionPrimeResponse } from '../../shared/dto/sessions.js';
+import { call, connect, CSRF } from '../_api.js';
 import { command } from '../_command.js';
 import { CliError } from '../_errors.js';
 import { inCityFlags } from '../_flags.js';
 import { json, line } from '../_output.js';
-import { inCity } from '../_scope.js';
+import { cityPath, inCity } from '../_scope.js';
 import type { Api } from '../_types.js';
 
 // What an agent runs in a turn, from inside its session: its city (CTL_CITY) and session (CTL_SESSION_ID) are in
@@ -86,5 +86,94 @@ export const mailCheckCommand = command({
     if (unread === 0) return line('No unread mail.');
     for (const m of mail) line(`${m.id} from ${m.from}: ${m.subject.replace(/\s+/g, ' ')}`);
     if (unread > mail.length) line(`… and ${unread - mail.length} more (ctl mail inbox --agent …)`);
+  },
+});
+
+/** The hook events `ctl hook-event` reports (the API answers 422 for any other). */
+const HOOK_EVENTS: SessionHookEvent[] = [
+  'SessionStart',
+  'UserPromptSubmit',
+  'PreToolUse',
+  'PostToolUse',
+  'PermissionRequest',
+  'Notification',
+  'Stop',
+  'StopFailure',
+  'SubagentStop',
+];
+/** A hook's stdin larger than this is not read whole (a tool's input can be a whole file). */
+const HOOK_INPUT_MAX = 4 * 1024 * 1024;
+/** Longer strings of it are cut before posting: the session needs a tool's name and gist, not a file's content. */
+const HOOK_STRING_MAX = 64 * 1024;
+
+async function readStdin(): Promise<string> {
+  if (process.stdin.isTTY) return '';
+  let size = 0;
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > HOOK_INPUT_MAX) throw new CliError(`the hook's input is over ${HOOK_INPUT_MAX} bytes`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function cutStrings(value: unknown): unknown {
+  if (typeof value === 'string') return value.length > HOOK_STRING_MAX ? `${value.slice(0, HOOK_STRING_MAX)}…` : value;
+  if (Array.isArray(value)) return value.map(cutStrings);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, cutStrings(v)]));
+  }
+  return value;
+}
+
+export const hookEventCommand = command({
+  name: 'hook-event',
+  description:
+    "Report a hook of the session's program to its session (run by the hooks ctl sets up; reads the hook's JSON on stdin)",
+  examples: [
+    'echo \'{"last_assistant_message":"done"}\' | ctl hook-event Stop',
+    'ctl hook-event UserPromptSubmit --session worker-3 < hook-input.json',
+  ],
+  args: {
+    event: {
+      type: 'positional',
+      required: false,
+      description: `The hook (${HOOK_EVENTS.join(', ')}); default: the input's hook_event_name`,
+      valueHint: 'EVENT',
+    },
+    ...sessionFlag,
+    ...inCityFlags,
+  },
+  async run({ args: a }) {
+    const id = sessionInScope(a.session);
+    const raw = (await readStdin()).trim();
+    let input: Record<string, unknown> = {};
+    if (raw !== '') {
+      try {
+        input = JSON.parse(raw) as Record<string, unknown>;
+      } catch {
+        throw new CliError("the hook's input on stdin is not JSON");
+      }
+      if (!input || typeof input !== 'object' || Array.isArray(input)) {
+        throw new CliError("the hook's input on stdin is not a JSON object");
+      }
+    }
+    const event = (a.event as string | undefined) ?? (input.hook_event_name as string | undefined);
+    if (!event) throw new CliError('no hook event: name one, or pipe the hook input that carries hook_event_name');
+    // Inside a session CTL_CITY is its city's name: no listing of cities before the post (a hook holds the program).
+    const named = a.city === undefined && process.env.CTL_CITY && !process.env.CTL_CITY.includes('/');
+    const { api, cityName } = named
+      ? { api: connect(a.api), cityName: process.env.CTL_CITY! }
+      : await inCity(a).then(({ api, city }) => ({ api, cityName: cityPath(city).cityName }));
+    const { data } = await call(
+      api,
+      api.client.POST('/v0/city/{cityName}/session/{id}/hook', {
+        params: { header: CSRF, path: { cityName, id } },
+        body: { event: event as SessionHookEvent, input: cutStrings(input) as Record<string, unknown> },
+      }),
+    );
+    // Nothing on stdout unless asked: a hook's output means something to the program that ran it.
+    if (a.json) json(data);
   },
 });

@@ -9,6 +9,8 @@ import type {
   SessionAgentListResponse,
   SessionCloseResponse,
   SessionCreateBody,
+  SessionHookBody,
+  SessionHookResponse,
   SessionMessageInputBody,
   SessionPatchBody,
   SessionPendingResponse,
@@ -260,6 +262,22 @@ export class SessionsRoutes extends Controller {
       { cityName: city.name, sessions: city.sessions, store: city.beads.store, mail: city.mail, agents: city.agents },
       id,
     );
+  }
+
+  /**
+   * What a hook of the session's program reported — what `ctl hook-event` posts, run by the hooks of the
+   * settings file a session in tmux is started with (Claude Code's `UserPromptSubmit`, `PreToolUse`,
+   * `PermissionRequest`, `Notification`, `Stop`, …, with the JSON the hook read on its stdin as `input`). Its
+   * runtime takes its turns' ends and permission prompts from them instead of its screen (`applied`; a runtime
+   * with no use for hooks leaves it). A closed session is gone: 404, and nothing changes; a session whose program
+   * is not running: 409.
+   * @summary Report a hook of the session's program
+   */
+  @Post('session/{id}/hook')
+  @Response<ErrorModel>(409, 'Its program is not running')
+  @Response<ErrorModel>(422, 'An unknown hook event, or a body that is not an object')
+  public hook(@Path() cityName: string, @Path() id: string, @Body() body: SessionHookBody): SessionHookResponse {
+    return this.city.sessions.hook(id, body.event, body.input);
   }
 
   /**

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { writeFileAtomic } from '../../shared/atomic-write.js';
+import type { SessionHookEvent } from '../../shared/dto/sessions.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import { shellQuote } from './session-environment.js';
 
@@ -7,7 +8,7 @@ import { shellQuote } from './session-environment.js';
 export interface Priming {
   /** The agent's prompt, and the file in the session's directory that holds it. */
   systemPrompt?: { text: string; file: string };
-  /** The session's own settings file (hooks that run `ctl prime`). */
+  /** The session's own settings file (hooks that run `ctl prime`, and in tmux those that report its state). */
   settingsFile?: string;
 }
 
@@ -35,9 +36,12 @@ export function preparePriming(
     writeFileAtomic(file, prompt);
     priming.systemPrompt = { text: prompt, file };
   }
-  if (agentSession && provider.settings_args !== undefined) {
+  // A program in tmux is read off its screen unless its hooks report what it does: any session of it gets them.
+  const reports = provider.runtime === 'tmux';
+  if ((agentSession || reports) && provider.settings_args !== undefined) {
     const file = join(sessionDir, SETTINGS_FILE);
-    writeFileAtomic(file, `${JSON.stringify(primingSettings(ctlBin), null, 2)}\n`);
+    const settings = sessionSettings(ctlBin, { prime: agentSession, report: reports });
+    writeFileAtomic(file, `${JSON.stringify(settings, null, 2)}\n`);
     priming.settingsFile = file;
   }
   return priming;
@@ -49,13 +53,51 @@ export function takesSystemPrompt(provider: ResolvedProvider): boolean {
 }
 
 /**
- * Claude Code settings whose hooks print `ctl prime` into the conversation: when the session starts (or resumes,
- * or is cleared) and when its context is compacted, so a long-running agent keeps its role and work in view.
+ * The hooks that report a program's state to its session (`ctl hook-event <event>`, the hook's JSON on its
+ * stdin), and whether each runs in the background. Those that order a turn — its prompt submitted, a permission
+ * prompt, its end — hold the program until they are posted (about the time `ctl` takes to start), so the session
+ * hears them in the order they happened; the tool hooks, one per tool call, do not hold it (a late one is matched
+ * to its call or dropped).
  */
-export function primingSettings(ctlBin: string | undefined): Record<string, unknown> {
-  const prime = `${ctlBin !== undefined ? shellQuote(join(ctlBin, 'ctl')) : 'ctl'} prime`;
-  const hook = [{ hooks: [{ type: 'command', command: prime, timeout: 30 }] }];
-  return { hooks: { SessionStart: hook, PreCompact: hook } };
+const REPORTING_HOOKS: Record<SessionHookEvent, { async: boolean }> = {
+  SessionStart: { async: false },
+  UserPromptSubmit: { async: false },
+  PreToolUse: { async: true },
+  PostToolUse: { async: true },
+  PermissionRequest: { async: false },
+  Notification: { async: false },
+  Stop: { async: false },
+  StopFailure: { async: false },
+  SubagentStop: { async: false },
+};
+/** A reporting hook posts once, quickly, or not at all (a controller that is gone must not hold the program). */
+const REPORT_TIMEOUT_S = 10;
+
+/**
+ * Claude Code settings: with `prime`, hooks that print `ctl prime` into the conversation when the session starts
+ * (or resumes, or is cleared) and when its context is compacted, so a long-running agent keeps its role and work
+ * in view; with `report`, hooks that report its state (`REPORTING_HOOKS`).
+ */
+export function sessionSettings(
+  ctlBin: string | undefined,
+  wanted: { prime: boolean; report: boolean },
+): Record<string, unknown> {
+  const ctl = ctlBin !== undefined ? shellQuote(join(ctlBin, 'ctl')) : 'ctl';
+  const hooks: Record<string, { type: string; command: string; timeout: number; async?: boolean }[]> = {};
+  const add = (event: string, hook: { type: string; command: string; timeout: number; async?: boolean }) =>
+    (hooks[event] ??= []).push(hook);
+  if (wanted.prime) {
+    for (const event of ['SessionStart', 'PreCompact']) {
+      add(event, { type: 'command', command: `${ctl} prime`, timeout: 30 });
+    }
+  }
+  if (wanted.report) {
+    for (const [event, { async }] of Object.entries(REPORTING_HOOKS)) {
+      const command = `${ctl} hook-event ${event}`;
+      add(event, { type: 'command', command, timeout: REPORT_TIMEOUT_S, ...(async ? { async } : {}) });
+    }
+  }
+  return { hooks: Object.fromEntries(Object.entries(hooks).map(([event, list]) => [event, [{ hooks: list }]])) };
 }
 
 /** The arguments that prime the program, with `{prompt_file}`, `{prompt_toml}` and `{settings_file}` filled in. */

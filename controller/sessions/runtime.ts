@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
-import type { PendingInteraction } from '../../shared/dto/sessions.js';
+import type { PendingInteraction, SessionProgramStatus } from '../../shared/dto/sessions.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import type { Priming } from './priming.js';
+import type { ProgramHook } from './program-hooks.js';
 import type { TurnFailure } from './turn-failure.js';
 
 /** What a runtime can do beyond start, deliver and stop. */
@@ -129,4 +130,13 @@ export interface SessionRuntime {
   peek?(lines: number): Promise<string[]>;
   /** A terminal runtime's place for a person to join it. */
   readonly attach?: { socket: string; target: string };
+  /** A terminal runtime: how many terminals show its program now (people attached with tmux). */
+  readonly clients?: number;
+  /** A terminal runtime: what its program is doing, as its hooks or its screen say. */
+  readonly programStatus?: SessionProgramStatus;
+  /**
+   * A hook its program reported (`ctl hook-event`, run by the program's own hooks): false when this runtime has
+   * no use for hooks (its protocol already says all of it).
+   */
+  hook?(hook: ProgramHook): boolean;
 }

@@ -8,6 +8,8 @@ import type {
   ListBodySessionResponse,
   SessionCloseResponse,
   SessionCreateBody,
+  SessionHookEvent,
+  SessionHookResponse,
   SessionPendingResponse,
   SessionWorktreeRelease,
   SessionResponse,
@@ -18,6 +20,7 @@ import { decodeToken, encodeToken } from '../../shared/http/page-token.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import { takesSystemPrompt } from './priming.js';
+import { programHook } from './program-hooks.js';
 import { canRun } from './runtimes.js';
 import { Session, type SessionContext } from './session.js';
 import { isDormant, wakesOnMessage } from './session-states.js';
@@ -38,7 +41,12 @@ const TRANSCRIPT_MAX = 1000;
 /** Whether sessions of this provider can ask questions or request permissions (and so have `pending`). */
 function canAsk(provider: ResolvedProvider | undefined): boolean {
   if (!provider) return false;
-  return provider.protocol === 'stream-json' || provider.protocol === 'acp' || provider.pending_pattern !== undefined;
+  return (
+    provider.protocol === 'stream-json' ||
+    provider.protocol === 'acp' ||
+    provider.pending_pattern !== undefined ||
+    provider.runtime === 'tmux'
+  );
 }
 
 export interface SessionServiceOptions {
@@ -323,6 +331,14 @@ export class SessionService {
     const session = this.open(idOrName);
     const requestId = await session.respond(answer);
     return { status: 'accepted', id: session.id, request_id: requestId };
+  }
+
+  /** What its program's hook reported (`ctl hook-event`); a closed session is gone: 404, and nothing changes. */
+  hook(idOrName: string, event: SessionHookEvent, input: Record<string, unknown> | undefined): SessionHookResponse {
+    const session = this.find(idOrName);
+    if (session.state === 'closed')
+      throw new Problem('session-not-found', `not_found: session ${session.id} is closed`);
+    return { id: session.id, event, applied: session.hook(programHook(event, input)) };
   }
 
   pending(idOrName: string): SessionPendingResponse {

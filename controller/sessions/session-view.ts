@@ -47,6 +47,7 @@ export function sessionView(parts: ViewParts): SessionResponse {
   if (running?.pid !== undefined) view.pid = running.pid;
   if (r.provider_session_key) view.provider_session_key = r.provider_session_key;
   if (running?.attach) view.attach = running.attach;
+  if (running?.programStatus) view.program_status = running.programStatus;
   if (r.worktree && r.branch && r.worktree_repo) {
     // Its program works in its worktree (the agent's directory's place in it), not in the rig's checkout.
     view.work_dir = r.worktree_subdir ? join(r.worktree, r.worktree_subdir) : r.worktree;

@@ -10,6 +10,7 @@ import type {
 } from '../../shared/dto/sessions.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
+import type { ProgramHook } from './program-hooks.js';
 import type { ProgramExit, RuntimeSink, SessionRuntime } from './runtime.js';
 import { canResume, createRuntime } from './runtimes.js';
 import { launchOptions } from './program-launch.js';
@@ -138,9 +139,9 @@ export class Session extends EventEmitter<SessionEvents> {
     return this.turns.idleSince;
   }
 
-  /** Someone has its stream open: a person is attached to it. */
+  /** Someone has its stream open, or its terminal in tmux: a person is attached to it. */
   get attached(): boolean {
-    return this.watchers > 0;
+    return this.watchers > 0 || (this.runtime?.clients ?? 0) > 0;
   }
 
   /** The last turn the provider's service failed, if any. */
@@ -319,6 +320,11 @@ export class Session extends EventEmitter<SessionEvents> {
       throw new Problem('conflict-wrong-state', `conflict: session ${this.id} has no pending interaction`);
     }
     return this.turns.respond(this.runtime, answer);
+  }
+
+  /** A hook its program reported: false when its runtime has no use for hooks. A 409 when it is not running. */
+  hook(hook: ProgramHook): boolean {
+    return this.runningRuntime().hook?.(hook) ?? false;
   }
 
   async setPermissionMode(mode: string): Promise<void> {

@@ -41,7 +41,10 @@ export interface SessionResponse {
   state: SessionState;
   /** Its program is running now. */
   running: boolean;
-  /** A person's terminal is attached (never, on the pipe runtime). */
+  /**
+   * Someone is attached: a stream of it is open, or — a session in tmux — a tmux client shows it
+   * (`ctl session attach`, or `tmux attach` itself). A configuration change waits for them before it restarts it.
+   */
   attached: boolean;
   /** @format date-time */
   created_at: string;
@@ -80,11 +83,31 @@ export interface SessionResponse {
   /** A session in tmux: where a person joins it (`tmux -S <socket> attach -t <target>`, or `ctl session attach`). */
   attach?: SessionAttach;
   /**
+   * A session in tmux, while its program runs: what it is doing, as its hooks last reported it (Claude Code's,
+   * posted by `ctl hook-event`) or, for a program that reports none, as its screen shows it.
+   */
+  program_status?: SessionProgramStatus;
+  /**
    * Its own git worktree (an agent with `isolation = "worktree"`); `GET …/session/{id}` adds the branch's state
    * (head, dirty, ahead and behind its base), lists leave it out.
    */
   worktree?: SessionWorktree;
   submission_capabilities: SubmissionCapabilities;
+}
+
+/** What a terminal program is doing, and who said so. */
+export interface SessionProgramStatus {
+  /** `starting`, `idle` (at its prompt), `busy` (in a turn) or `asking` (a permission prompt). */
+  status: 'starting' | 'idle' | 'busy' | 'asking';
+  /** `hooks`: the program's own hooks report it; `screen`: read off its screen by its rules. */
+  source: 'hooks' | 'screen';
+  /** The last hook it posted (`Stop`, `PermissionRequest`, …), once hooks report. */
+  hook?: string;
+  /**
+   * When it last changed.
+   * @format date-time
+   */
+  at: string;
 }
 
 /** A session's own git worktree and branch. */
@@ -296,6 +319,39 @@ export interface SessionRespondAcceptedBody {
   id: string;
   /** The interaction answered. */
   request_id: string;
+}
+
+/**
+ * A hook of a terminal program (Claude Code's names): `SessionStart`, `UserPromptSubmit` (a prompt was
+ * submitted), `PreToolUse` and `PostToolUse` (a tool is about to run, has run), `PermissionRequest` and
+ * `Notification` (a permission prompt is up; a Notification also says when it waits for input), `Stop` and
+ * `StopFailure` (the turn ended, or failed), `SubagentStop` (a subagent finished).
+ */
+export type SessionHookEvent =
+  | 'SessionStart'
+  | 'UserPromptSubmit'
+  | 'PreToolUse'
+  | 'PostToolUse'
+  | 'PermissionRequest'
+  | 'Notification'
+  | 'Stop'
+  | 'StopFailure'
+  | 'SubagentStop';
+
+/** Body of `POST …/session/{id}/hook`: what a program's hook reported, as `ctl hook-event` posts it. */
+export interface SessionHookBody {
+  event: SessionHookEvent;
+  /** The JSON the hook was given on its stdin (Claude Code: `session_id`, `tool_name`, `tool_input`, …). */
+  input?: { [key: string]: unknown };
+}
+
+/** The answer to a hook. */
+export interface SessionHookResponse {
+  /** The session. */
+  id: string;
+  event: SessionHookEvent;
+  /** Its runtime reads hooks (a session in tmux) and took it; false for one that does not need them. */
+  applied: boolean;
 }
 
 /** `status: ok` and the session's id. */

@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { SessionProgramStatus } from '../../../shared/dto/sessions.js';
 import { releaseGroup, tetherGroup } from '../../process-tether.js';
 import { commandArgv } from '../pipe/child-program.js';
 import { programArgs } from '../pipe/pipe-runtime.js';
+import { sameToolCall, toolCallText, type ProgramHook } from '../program-hooks.js';
 import type { ProgramExit, RuntimeCapabilities, RuntimeOptions, RuntimeSink, SessionRuntime } from '../runtime.js';
 import { loadScreenRules, type ScreenRules } from './screen-rules.js';
+import { askedSinceMessage, inputLine, replyOf, statusOf } from './screen-reading.js';
 import { TmuxServer } from './tmux.js';
 
 /** How often the screen is read. */
@@ -23,39 +24,14 @@ const DIALOG_REPEAT_MS = 1000;
 const ANSWER_WAIT_MS = 3000;
 /** A permission prompt counts while it is among this many last non-empty lines of the screen. */
 const ASKING_LINES = 8;
+/**
+ * Once its hooks report, the screen ends a turn only after showing the program idle this many reads in a row
+ * (2 s) without a `Stop` hook: a turn a person interrupted, or a prompt denied with Esc, ends with no hook at all.
+ */
+const HOOK_GRACE_READS = 20;
 /** The screen's size: wide enough that a reply is not wrapped into pieces a person would not write. */
 const COLUMNS = '200';
 const ROWS = '50';
-
-/** The program's input line (by its rules' prompt, among the screen's last lines) and what is typed on it. */
-function inputLine(screen: string[], rules: ScreenRules): { index: number; typed: string } | undefined {
-  let seen = 0;
-  for (let i = screen.length - 1; i >= 0 && seen < rules.promptLines; i--) {
-    if (screen[i]!.trim() === '') continue;
-    seen++;
-    const match = rules.prompt.exec(screen[i]!);
-    if (match) return { index: i, typed: screen[i]!.slice(match[0].length).trim() };
-  }
-  return undefined;
-}
-
-/** What the program's status file says, when its rules name one and it can be read. */
-function statusOf(
-  rules: ScreenRules,
-  env: NodeJS.ProcessEnv,
-  pid: number | undefined,
-): 'idle' | 'busy' | 'asking' | undefined {
-  if (!rules.statusFile || pid === undefined) return undefined;
-  const path = rules.statusFile.replaceAll('{home}', env.HOME ?? homedir()).replaceAll('{pid}', String(pid));
-  try {
-    const file = JSON.parse(readFileSync(path, 'utf8')) as { status?: string; waitingFor?: string };
-    if (file.status === 'idle') return 'idle';
-    if (file.status === 'waiting') return /permission/i.test(file.waitingFor ?? '') ? 'asking' : 'idle';
-    return file.status ? 'busy' : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 /** The socket of a city's tmux server: `<city>/.ctl/tmux.sock` (a session's state dir is `<city>/.ctl/sessions/<id>`). */
 export function tmuxSocketOf(stateDir: string): string {
@@ -97,11 +73,26 @@ export class TmuxRuntime implements SessionRuntime {
   /** Reads in a row without the permission prompt while one is pending: a redraw can hide it for one read. */
   private promptGoneReads = 0;
   /** The turn in progress: what was typed, and whether the program has been seen working on it since. */
-  private turn: { text: string; working: boolean; echoed?: string } | undefined;
-  /** The permission prompt on its screen, as a pending interaction; `answering` while respond sends its keys. */
-  private asked: { requestId: string; seenAt: number; answering?: boolean } | undefined;
+  private turn: { text: string; working: boolean; echoed?: string; byPerson?: boolean } | undefined;
+  /**
+   * The permission prompt, as a pending interaction: seen on its screen, or reported by a hook (`tool`: the call
+   * it is about); `seenAt` once it shows on the screen; `answering` while respond sends its keys.
+   */
+  private asked:
+    { requestId: string; seenAt?: number; answering?: boolean; tool?: { name?: string; input?: unknown } } | undefined;
   private lastDialogAt = 0;
   private lastScreen: string[] = [];
+  /** Its hooks were heard from: they report its turns and permission prompts, the screen is the fallback. */
+  private hooksLive = false;
+  /** Between a `UserPromptSubmit` and the `Stop` that ends it (a late tool hook after `Stop` says nothing). */
+  private hookTurnOpen = false;
+  /** When its last `UserPromptSubmit` came (a message it shows as submitted). */
+  private promptSubmittedAt = 0;
+  /** A message is being typed: a turn's end reported meanwhile waits until it is delivered. */
+  private delivering = false;
+  private deferredHooks: ProgramHook[] = [];
+  private status: SessionProgramStatus = { status: 'starting', source: 'screen', at: new Date().toISOString() };
+  private clientCount = 0;
 
   constructor(
     private readonly options: RuntimeOptions,
@@ -127,6 +118,15 @@ export class TmuxRuntime implements SessionRuntime {
   /** Where a person joins it: the socket and the session's name. */
   get attach(): { socket: string; target: string } {
     return { socket: this.server.socket, target: this.target };
+  }
+
+  /** The tmux clients showing its session (`#{session_attached}`, read with every poll). */
+  get clients(): number {
+    return this.clientCount;
+  }
+
+  get programStatus(): SessionProgramStatus {
+    return { ...this.status };
   }
 
   async start(): Promise<void> {
@@ -176,9 +176,22 @@ export class TmuxRuntime implements SessionRuntime {
 
   async deliver(message: { id: string; text: string }): Promise<void> {
     if (!this.running) throw new Error('the program is not running');
-    const text = message.text.replace(/\r?\n/g, ' ');
+    this.delivering = true;
+    try {
+      await this.type(message.text);
+    } finally {
+      this.delivering = false;
+      // After the session has counted the delivery (its continuation runs first): then the turn can end.
+      const deferred = this.deferredHooks.splice(0);
+      if (deferred.length) setImmediate(() => deferred.forEach((h) => this.applyHook(h)));
+    }
+  }
+
+  private async type(message: string): Promise<void> {
+    const text = message.replace(/\r?\n/g, ' ');
     this.turn = { text, working: false };
     this.idleReads = 0;
+    const typedAt = Date.now();
     await this.server.type(this.target, text);
     // Enter only once the text is on its input line: before it is echoed, "not on the input line" proves nothing.
     let echoed = '';
@@ -197,7 +210,7 @@ export class TmuxRuntime implements SessionRuntime {
     this.turn.echoed = echoed;
     for (let attempt = 1; attempt <= SUBMIT_TRIES; attempt++) {
       await this.server.sendKeys(this.target, ['Enter']);
-      if (await this.submitted(text)) return;
+      if (await this.submitted(text, typedAt)) return;
     }
     this.turn = undefined;
     throw new Error(`typed into ${this.target} but not submitted after ${SUBMIT_TRIES} Enters`);
@@ -211,24 +224,27 @@ export class TmuxRuntime implements SessionRuntime {
 
   async respond(requestId: string, answer: { action: string; text?: string }): Promise<void> {
     const permission = this.rules.permission;
-    if (!permission || this.asked?.requestId !== requestId) throw new Error(`no pending interaction ${requestId}`);
+    const asked = this.asked;
+    if (!permission || asked?.requestId !== requestId) throw new Error(`no pending interaction ${requestId}`);
     const allow = answer.action === 'allow';
-    this.asked.answering = true;
-    const settled = this.asked.seenAt + permission.settleMs - Date.now();
-    if (settled > 0) await sleep(settled);
-    await this.server.sendKeys(this.target, allow ? permission.allowKeys : permission.denyKeys);
-    const deadline = Date.now() + ANSWER_WAIT_MS;
-    while (Date.now() < deadline) {
-      const screen = await this.server.capture(this.target);
-      if (!this.isAsking(screen)) {
-        this.asked = undefined;
-        this.sink.pendingCleared(requestId, allow ? 'allow' : 'deny');
+    asked.answering = true;
+    try {
+      // A prompt a hook reported may not be drawn yet: the keys are for the menu on the screen.
+      if (asked.seenAt === undefined && !(await this.until((screen) => this.isAsking(screen), ANSWER_WAIT_MS))) {
+        throw new Error(`the permission prompt of ${this.target} never showed on its screen`);
+      }
+      asked.seenAt ??= Date.now();
+      const settled = asked.seenAt + permission.settleMs - Date.now();
+      if (settled > 0) await sleep(settled);
+      await this.server.sendKeys(this.target, allow ? permission.allowKeys : permission.denyKeys);
+      if (await this.until((screen) => !this.isAsking(screen), ANSWER_WAIT_MS)) {
+        if (this.asked === asked) this.clearAsked(allow ? 'allow' : 'deny');
         return;
       }
-      await sleep(POLL_MS);
+      throw new Error(`the permission prompt of ${this.target} is still on its screen after the answer`);
+    } finally {
+      asked.answering = false;
     }
-    if (this.asked) this.asked.answering = false;
-    throw new Error(`the permission prompt of ${this.target} is still on its screen after the answer`);
   }
 
   setPermissionMode(): Promise<boolean> {
@@ -263,10 +279,14 @@ export class TmuxRuntime implements SessionRuntime {
     return this.running;
   }
 
-  /** Waits until the screen shows the message submitted: its input line no longer holds it, or the program works. */
-  private submitted(text: string): Promise<boolean> {
+  /**
+   * Waits until the message shows as submitted: its `UserPromptSubmit` hook came, its input line no longer holds
+   * it, or the program works.
+   */
+  private submitted(text: string, typedAt: number): Promise<boolean> {
     return this.until(
       (screen) =>
+        this.promptSubmittedAt >= typedAt ||
         (this.rules.busy?.test(screen.slice(-15).join('\n')) ?? false) ||
         !(inputLine(screen, this.rules)?.typed.endsWith(text.trim()) ?? false),
     );
@@ -289,9 +309,9 @@ export class TmuxRuntime implements SessionRuntime {
     );
   }
 
-  /** Whether the screen comes to satisfy `ok` within SUBMIT_WAIT_MS. */
-  private async until(ok: (screen: string[]) => boolean): Promise<boolean> {
-    const deadline = Date.now() + SUBMIT_WAIT_MS;
+  /** Whether the screen comes to satisfy `ok` within `waitMs`. */
+  private async until(ok: (screen: string[]) => boolean, waitMs = SUBMIT_WAIT_MS): Promise<boolean> {
+    const deadline = Date.now() + waitMs;
     while (Date.now() < deadline) {
       if (ok(await this.server.capture(this.target))) return true;
       await sleep(POLL_MS / 2);
@@ -303,9 +323,17 @@ export class TmuxRuntime implements SessionRuntime {
     if (this.polling || !this.running) return;
     this.polling = true;
     try {
-      const [dead, status] = (
-        await this.server.run(['display-message', '-p', '-t', this.target, '#{pane_dead} #{pane_dead_status}'])
-      ).split(' ');
+      const [dead, status, clients] = (
+        await this.server.run([
+          'display-message',
+          '-p',
+          '-t',
+          this.target,
+          '#{pane_dead}|#{pane_dead_status}|#{session_attached}',
+        ])
+      ).split('|');
+      // A person's tmux client on its session (`ctl session attach`, `tmux attach`): someone is attached.
+      this.clientCount = Number(clients) || 0;
       if (dead === '1') {
         this.lastScreen = await this.server.capture(this.target).catch(() => this.lastScreen);
         await this.server.run(['kill-session', '-t', this.target]).catch((err: unknown) => this.cleanupFailed(err));
@@ -359,78 +387,155 @@ export class TmuxRuntime implements SessionRuntime {
       this.readyReads = waiting ? this.readyReads + 1 : 0;
       if (this.readyReads >= AGREEING_READS) {
         this.isReady = true;
+        if (!this.hooksLive) this.setStatus('idle');
         this.sink.ready();
       }
       return;
     }
-    if (asking && !this.asked && this.turn && this.askedSinceMessage(screen, this.turn)) {
-      const requestId = `tmux-${randomBytes(6).toString('hex')}`;
-      this.asked = { requestId, seenAt: Date.now() };
+    if (!this.hooksLive) this.setStatus(asking ? 'asking' : busy ? 'busy' : waiting ? 'idle' : this.status.status);
+    if (asking && this.asked && this.asked.seenAt === undefined) this.asked.seenAt = Date.now();
+    // Once its hooks report, a prompt is theirs to report (they name the tool); the screen still answers it.
+    if (asking && !this.asked && !this.hooksLive && this.turn && askedSinceMessage(screen, this.rules, this.turn)) {
       const at = screen.findLastIndex((l) => this.rules.permission!.pattern.test(l));
       const about = screen
         .slice(Math.max(0, at - 1), at + 1)
         .join(' ')
         .trim();
-      this.sink.pending({
-        request_id: requestId,
-        kind: 'tool-approval',
-        prompt: about,
-        options: ['allow', 'deny'],
-        metadata: { screen: screen.slice(-15).join('\n') },
-        created_at: new Date().toISOString(),
-      });
-    } else if (!asking && this.asked && !this.asked.answering) {
+      this.ask(about, { source: 'screen', screen: screen.slice(-15).join('\n') }, Date.now());
+    } else if (!asking && this.asked?.seenAt !== undefined && !this.asked.answering) {
       // Answered on the screen itself (a person attached to it) — when reads agree: a screen caught mid-redraw
       // lacks the prompt too.
       this.promptGoneReads += 1;
-      if (this.promptGoneReads >= AGREEING_READS) {
-        this.sink.pendingCleared(this.asked.requestId, 'answered');
-        this.asked = undefined;
-      }
+      if (this.promptGoneReads >= AGREEING_READS) this.clearAsked('answered');
     }
     if (asking || !this.asked) this.promptGoneReads = 0;
     if (!this.turn) return;
     // Its prompt before the message showed is not the end of the turn.
     if (!this.turn.working) return;
     this.idleReads = waiting ? this.idleReads + 1 : 0;
-    if (this.idleReads < AGREEING_READS) return;
-    const reply = this.replyOf(screen, this.turn.echoed ?? this.turn.text);
+    if (this.idleReads < (this.hooksLive ? HOOK_GRACE_READS : AGREEING_READS)) return;
+    const reply = this.turn.byPerson ? '' : replyOf(screen, this.rules, this.turn.echoed ?? this.turn.text);
+    this.endTurn(reply, { source: 'screen' });
+  }
+
+  /**
+   * A hook its program reported (`ctl hook-event`): from the first one on, its hooks say when a turn ends and
+   * when it asks for permission, and the screen is the fallback (for what no hook reports: an interrupt).
+   */
+  hook(hook: ProgramHook): boolean {
+    if (!this.running) return false;
+    this.hooksLive = true;
+    // A turn that ends while its message is being typed ends once the session has counted its delivery.
+    if (this.delivering && (hook.event === 'Stop' || hook.event === 'StopFailure')) this.deferredHooks.push(hook);
+    else this.applyHook(hook);
+    return true;
+  }
+
+  private applyHook(hook: ProgramHook): void {
+    if (!this.running) return;
+    switch (hook.event) {
+      case 'SessionStart':
+        this.setStatus(this.isReady ? 'idle' : 'starting', hook.event);
+        return;
+      case 'UserPromptSubmit':
+        this.hookTurnOpen = true;
+        this.promptSubmittedAt = Date.now();
+        this.setStatus('busy', hook.event);
+        if (!this.turn && this.isReady) {
+          // Typed by a person in its terminal: a turn of its own, so nothing is typed over it until it ends.
+          this.turn = { text: hook.prompt ?? '', working: true, byPerson: true };
+          this.sink.turnBegan(`a prompt typed in its terminal: ${hook.prompt ?? ''}`.trim());
+        }
+        return;
+      case 'PreToolUse':
+      case 'SubagentStop':
+        if (this.hookTurnOpen) this.setStatus('busy', hook.event);
+        return;
+      case 'PostToolUse':
+        // The tool ran: the prompt about it was answered (on the screen, when not through respond).
+        const call = { name: hook.toolName, input: hook.toolInput };
+        if (this.asked?.tool && !this.asked.answering && sameToolCall(this.asked.tool, call)) {
+          this.clearAsked('answered');
+        }
+        if (this.hookTurnOpen) this.setStatus('busy', hook.event);
+        return;
+      case 'PermissionRequest':
+        this.askedByHook(hook, `${toolCallText(hook.toolName, hook.toolInput)} Do you want to proceed?`);
+        return;
+      case 'Notification':
+        // `permission_prompt` comes some seconds after the prompt is up (a `PermissionRequest` comes at once).
+        if (hook.notificationType === 'permission_prompt') this.askedByHook(hook, hook.message ?? 'permission');
+        else if (hook.notificationType === 'idle_prompt' && !this.hookTurnOpen) this.setStatus('idle', hook.event);
+        else this.setStatus(this.status.status, hook.event);
+        return;
+      case 'Stop':
+      case 'StopFailure': {
+        this.hookTurnOpen = false;
+        if (this.asked && !this.asked.answering) this.clearAsked('answered');
+        this.setStatus('idle', hook.event);
+        // Its conversation exists once a turn ended: resumable from then on (`--resume` of one without any fails).
+        if (hook.conversation) this.sink.sessionKey(hook.conversation);
+        if (!this.turn?.working) return;
+        const reply =
+          hook.event === 'Stop'
+            ? (hook.lastMessage ??
+              (this.turn.byPerson ? '' : replyOf(this.lastScreen, this.rules, this.turn.echoed ?? '')))
+            : '';
+        this.endTurn(reply, { source: 'hook', hook: hook.event }, hook.error);
+        return;
+      }
+    }
+  }
+
+  private askedByHook(hook: ProgramHook, prompt: string): void {
+    this.setStatus('asking', hook.event);
+    if (this.asked) return;
+    const metadata: Record<string, string> = { source: 'hook', hook: hook.event };
+    if (hook.toolName) metadata.tool_name = hook.toolName;
+    if (hook.toolInput !== undefined) metadata.tool_input = JSON.stringify(hook.toolInput).slice(0, 4000);
+    this.ask(prompt, metadata, undefined, hook.toolName ? { name: hook.toolName, input: hook.toolInput } : undefined);
+  }
+
+  private ask(
+    prompt: string,
+    metadata: Record<string, string>,
+    seenAt?: number,
+    tool?: { name?: string; input?: unknown },
+  ) {
+    const requestId = `tmux-${randomBytes(6).toString('hex')}`;
+    this.asked = { requestId, ...(seenAt !== undefined ? { seenAt } : {}), ...(tool ? { tool } : {}) };
+    this.sink.pending({
+      request_id: requestId,
+      kind: 'tool-approval',
+      prompt,
+      options: ['allow', 'deny'],
+      metadata,
+      created_at: new Date().toISOString(),
+    });
+  }
+
+  private clearAsked(action: string): void {
+    if (!this.asked) return;
+    const { requestId } = this.asked;
+    this.asked = undefined;
+    this.promptGoneReads = 0;
+    if (this.hooksLive && this.status.status === 'asking') this.setStatus('busy');
+    this.sink.pendingCleared(requestId, action);
+  }
+
+  /** The turn in progress ends: its reply (if any), and who said it ended. */
+  private endTurn(reply: string, data: Record<string, unknown>, failure?: string): void {
     this.turn = undefined;
     this.idleReads = 0;
     if (reply) this.sink.output('assistant', reply);
-    this.sink.turnEnded({});
+    this.sink.turnEnded(data, failure !== undefined ? { message: failure } : undefined);
   }
 
-  /**
-   * Whether the permission prompt on the screen came after this turn's message: while a message is typed, or
-   * right after its Enter, the last turn's answered menu can still be on the screen above it, and is not a
-   * question about this one.
-   */
-  private askedSinceMessage(screen: string[], turn: { working?: boolean; echoed?: string; text: string }): boolean {
-    if (!turn.working) return false;
-    const echoed = (turn.echoed ?? turn.text).replace(/\s+/g, ' ').trim();
-    const message = screen.findLastIndex((l) => l.replace(/\s+/g, ' ').trim() === echoed);
-    const prompt = screen.findLastIndex((l) => this.rules.permission!.pattern.test(l));
-    return prompt > message;
-  }
-
-  /**
-   * What appeared between the message as it was echoed and the input line, without the program's busy and
-   * ignored lines, its reply prefix taken off.
-   */
-  private replyOf(screen: string[], echoed: string): string {
-    const end = inputLine(screen, this.rules)?.index ?? screen.length;
-    // The line exactly as it showed: a reply that quotes the message ends with its text too.
-    // Spacing compared loosely: a program may draw its input line with other spaces than its history (NBSP).
-    const same = (line: string) => line.replace(/\s+/g, ' ').trim() === echoed.replace(/\s+/g, ' ').trim();
-    const start = screen.findLastIndex((l, i) => i < end && same(l));
-    const { busy, ignore, replyPrefix } = this.rules;
-    return screen
-      .slice(start + 1, end)
-      .filter((l) => !(busy?.test(l) ?? false) && !(ignore?.test(l) ?? false))
-      .map((l) => (replyPrefix ? l.replace(replyPrefix, '') : l))
-      .join('\n')
-      .trim();
+  private setStatus(status: SessionProgramStatus['status'], hook?: string): void {
+    const source = hook !== undefined || this.hooksLive ? 'hooks' : 'screen';
+    const last = hook ?? this.status.hook;
+    if (this.status.status === status && this.status.source === source && this.status.hook === last) return;
+    this.status = { status, source, ...(last !== undefined ? { hook: last } : {}), at: new Date().toISOString() };
   }
 
   private ended(exit: ProgramExit): void {
