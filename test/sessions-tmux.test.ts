@@ -171,13 +171,106 @@ screen_rules = "/nonexistent/rules.toml"
     const clients = () =>
       execFileSync('tmux', ['-S', socketOf(), 'list-clients', '-t', `ctl-${id}`], { encoding: 'utf8' }).trim();
     await waitUntil('a client attached to the session', () => clients() !== '');
+    // The session counts as attached (so a configuration change waits for the person), and the stream is closed.
+    await waitUntil('the session to count as attached', async () => (await session(api, id)).attached);
     execFileSync('tmux', ['-S', socketOf(), 'detach-client', '-s', `ctl-${id}`]);
     const result = await attached;
     expect(result.exitCode, String(result.stdout)).to.equal(0);
     expect(clients()).to.equal('');
+    await waitUntil('no longer attached once detached', async () => !(await session(api, id)).attached);
+    // tmux's own client, not ctl's: a control-mode client (`tmux -C attach`) counts as well.
+    const control = execa('tmux', ['-C', '-S', socketOf(), 'attach-session', '-t', `ctl-${id}`], {
+      stdin: 'pipe',
+      reject: false,
+      timeout: 20_000,
+    });
+    await waitUntil('attached by tmux -C', async () => (await session(api, id)).attached);
+    control.stdin.end();
+    await control;
+    await waitUntil('detached again', async () => !(await session(api, id)).attached);
     expect((await session(api, id)).running, 'detaching leaves it running').to.equal(true);
     await api.post(`/session/${id}/close`);
     await api.post(`/session/${echo}/close`);
+  });
+
+  it('hooks reported with ctl hook-event take over from the screen: a permission prompt, turn ends, a 404 once closed', async function () {
+    const { api, sup } = city;
+    const id = await createSession(api, { name: 'tui' });
+    // What the program's hooks run (CTL_CITY and CTL_SESSION_ID are in a session's environment), the hook's JSON
+    // on stdin.
+    const hookEvent = (event: string, input: Record<string, unknown>) =>
+      sup.ctl(['hook-event', event], {
+        env: { CTL_CITY: 'tmux', CTL_SESSION_ID: id },
+        input: JSON.stringify({ session_id: 'conv-1', hook_event_name: event, ...input }),
+      });
+    expect((await session(api, id)).program_status).to.include({ status: 'idle', source: 'screen' });
+
+    const unknown = await hookEvent('Teleported', {});
+    expect(unknown.code).to.equal(1);
+    expect(unknown.stderr).to.match(/^ctl hook-event: .*event/);
+    expectProblem(await api.post(`/session/${id}/hook`, { event: 'Teleported' }), 422, 'validation-failed');
+    const started = await hookEvent('SessionStart', { source: 'startup' });
+    expect(started, started.stderr).to.include({ code: 0, stdout: '' });
+    expect((await session(api, id)).program_status).to.include({ source: 'hooks', hook: 'SessionStart' });
+
+    // A permission prompt is the hooks' to report: the menu on the screen alone is not pending.
+    await deliver(api, id, 'run: make test');
+    const notified = await hookEvent('Notification', {
+      message: 'Claude needs your permission',
+      notification_type: 'permission_prompt',
+    });
+    expect(notified.code, notified.stderr).to.equal(0);
+    const pending = (await session(api, id)).pending!;
+    expect(pending).to.include({ kind: 'tool-approval', prompt: 'Claude needs your permission' });
+    expect(pending.metadata).to.include({ source: 'hook', hook: 'Notification' });
+    expect((await session(api, id)).program_status).to.include({ status: 'asking', hook: 'Notification' });
+    // Answered through respond: the rule's keys, pressed on the menu on its screen.
+    expect((await api.post(`/session/${id}/respond`, { action: 'allow' })).status).to.equal(202);
+    expect((await session(api, id)).pending).to.equal(undefined);
+    // Its Stop ends the turn, with the reply it carries (the whole of it, not what the screen still shows).
+    expect(
+      (
+        await api.post(`/session/${id}/hook`, {
+          event: 'Stop',
+          input: { session_id: 'conv-1', last_assistant_message: 'Ran it.' },
+        })
+      ).status,
+    ).to.equal(200);
+    await waitForTurn(api, id, 'assistant', 'Ran it.');
+    const ends = async () =>
+      (
+        await api.get<{ messages: { kind: string; source?: string }[] }>(
+          `/session/${id}/transcript?format=raw&tail=1000`,
+        )
+      ).body.messages
+        .filter((m) => m.kind === 'turn_end')
+        .map((m) => m.source);
+    expect(await ends()).to.deep.equal(['hook']);
+    expect((await session(api, id)).program_status).to.include({ status: 'idle', source: 'hooks', hook: 'Stop' });
+    const view = await session(api, id);
+    expect(view.provider_session_key, 'its conversation, from the hook').to.equal('conv-1');
+
+    // A prompt typed in its terminal by a person is a turn of its own, ended by its Stop.
+    expect(
+      (await api.post(`/session/${id}/hook`, { event: 'UserPromptSubmit', input: { prompt: 'by hand' } })).status,
+    ).to.equal(200);
+    expect((await session(api, id)).activity).to.equal('in-turn');
+    await api.post(`/session/${id}/hook`, { event: 'Stop', input: { last_assistant_message: 'Done by hand.' } });
+    await waitForTurn(api, id, 'assistant', 'Done by hand.');
+    await waitUntil('idle again', async () => (await session(api, id)).activity === 'idle');
+
+    // No hook ends a turn that was interrupted: the screen still does, after a grace.
+    await deliver(api, id, 'no hook for this one');
+    await waitForTurn(api, id, 'assistant', 'You said: no hook for this one', 15_000);
+    expect(await ends()).to.deep.equal(['hook', 'hook', 'screen']);
+
+    await api.post(`/session/${id}/close`);
+    const before = (await api.events()).length;
+    const gone = await hookEvent('Stop', {});
+    expect(gone.code).to.equal(1);
+    expect(gone.stderr).to.match(/session .* is closed/);
+    expectProblem(await api.post(`/session/${id}/hook`, { event: 'Stop' }), 404, 'session-not-found');
+    expect((await api.events()).length, 'nothing else changed').to.equal(before);
   });
 
   it('a program that exits by itself is a crash with its exit code, read from its pane', async function () {

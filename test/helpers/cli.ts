@@ -15,14 +15,15 @@ export interface CliResult {
 /** Runs the real `ctl` binary (the built one) and captures what it prints. */
 export async function runCtl(
   args: string[],
-  options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {},
+  options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number; input?: string } = {},
 ): Promise<CliResult> {
   const result = await execa(process.execPath, [ctlEntryPath(), ...args], {
     env: { ...process.env, NO_COLOR: undefined, FORCE_COLOR: undefined, ...options.env },
     cwd: options.cwd,
     reject: false,
     timeout: options.timeoutMs ?? 60_000,
-    stdin: 'ignore',
+    // What a hook pipes in (`ctl hook-event`); nothing otherwise.
+    ...(options.input !== undefined ? { input: options.input } : { stdin: 'ignore' as const }),
   });
   return { code: result.exitCode ?? -1, stdout: String(result.stdout), stderr: String(result.stderr) };
 }

@@ -177,7 +177,14 @@ export interface SessionView {
   permission_mode?: string;
   provider_session_key?: string;
   attach?: { socket: string; target: string };
-  pending?: { request_id: string; kind: string; prompt?: string; options?: string[] };
+  pending?: {
+    request_id: string;
+    kind: string;
+    prompt?: string;
+    options?: string[];
+    metadata?: Record<string, string>;
+  };
+  program_status?: { status: string; source: string; hook?: string; at: string };
 }
 
 export async function session(api: CityApi, id: string): Promise<SessionView> {

@@ -157,8 +157,8 @@ export class TestSupervisor {
     }
   }
 
-  ctl(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<CliResult> {
-    return runCtl(args, { env: { ...this.env, ...options.env }, cwd: options.cwd ?? this.root });
+  ctl(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; input?: string } = {}): Promise<CliResult> {
+    return runCtl(args, { env: { ...this.env, ...options.env }, cwd: options.cwd ?? this.root, input: options.input });
   }
 
   cityDir(name: string): string {

@@ -66,6 +66,44 @@ describe("a session's environment and priming", () => {
     expect(preparePriming(dir, preset('claude'), undefined, false, '/c/bin')).to.deep.equal({});
   });
 
+  it('Claude Code in tmux: every session gets hooks reporting its state with ctl hook-event, an agent also ctl prime', () => {
+    const inTmux: ResolvedProvider = { ...preset('claude'), args: [], runtime: 'tmux', screen_rules: 'claude' };
+    const read = () =>
+      JSON.parse(readFileSync(join(dir, 'settings.json'), 'utf8')) as {
+        hooks: Record<string, { hooks: { command: string; async?: boolean; timeout: number }[] }[]>;
+      };
+    // A provider's own session: the reporting hooks alone.
+    expect(preparePriming(dir, inTmux, undefined, false, '/c/bin')).to.deep.equal({
+      settingsFile: join(dir, 'settings.json'),
+    });
+    let settings = read();
+    expect(Object.keys(settings.hooks).sort()).to.deep.equal([
+      'Notification',
+      'PermissionRequest',
+      'PostToolUse',
+      'PreToolUse',
+      'SessionStart',
+      'Stop',
+      'StopFailure',
+      'SubagentStop',
+      'UserPromptSubmit',
+    ]);
+    expect(settings.hooks.Stop[0].hooks).to.deep.equal([
+      { type: 'command', command: `'/c/bin/ctl' hook-event Stop`, timeout: 10 },
+    ]);
+    // One per tool call, and only a report: they do not hold the program.
+    expect(settings.hooks.PreToolUse[0].hooks[0].async).to.equal(true);
+    expect(settings.hooks.PermissionRequest[0].hooks[0].async).to.equal(undefined);
+    // An agent's: primed too, both hooks of SessionStart in one list.
+    preparePriming(dir, inTmux, 'You are worker.', true, '/c/bin');
+    settings = read();
+    expect(settings.hooks.SessionStart[0].hooks.map((h) => h.command)).to.deep.equal([
+      `'/c/bin/ctl' prime`,
+      `'/c/bin/ctl' hook-event SessionStart`,
+    ]);
+    expect(settings.hooks.PreCompact[0].hooks.map((h) => h.command)).to.deep.equal([`'/c/bin/ctl' prime`]);
+  });
+
   it('Codex: the prompt as developer_instructions, a TOML string whatever it holds', () => {
     const prompt = 'Say "hi"\\n\tthen \u00e9 — and [stop]';
     const args = primingArgs(preset('codex'), preparePriming(dir, preset('codex'), prompt, true, '/c/bin'));

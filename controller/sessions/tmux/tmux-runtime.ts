@@ -18,6 +18,11 @@ const AGREEING_READS = 2;
 /** After typing a message, how long each Enter gets to show that it was submitted, and how many Enters. */
 const SUBMIT_WAIT_MS = 1000;
 const SUBMIT_TRIES = 3;
+/**
+ * How long typed text has to show on its input line: a loaded machine can take seconds to draw it, and a message
+ * given up on here stays queued until the session's next turn.
+ */
+const ECHO_WAIT_MS = 5000;
 /** A startup dialog's keys are sent at most this often (the screen may not have redrawn yet). */
 const DIALOG_REPEAT_MS = 1000;
 /** How long an answer to a permission prompt has to make the prompt go away. */
@@ -199,7 +204,7 @@ export class TmuxRuntime implements SessionRuntime {
       const input = inputLine(screen, this.rules);
       echoed = input ? screen[input.index]!.trimEnd() : '';
       return input !== undefined && input.typed.endsWith(text.trim());
-    });
+    }, ECHO_WAIT_MS);
     if (!shown) {
       this.turn = undefined;
       throw new Error(`typed into ${this.target} but the text never showed on its input line`);
