@@ -173,6 +173,7 @@ screen_rules = "/nonexistent/rules.toml"
     await waitUntil('a client attached to the session', () => clients() !== '');
     // The session counts as attached (so a configuration change waits for the person), and the stream is closed.
     await waitUntil('the session to count as attached', async () => (await session(api, id)).attached);
+    expect((await sup.ctl(['session', 'show', id, '--city', 'tmux'])).stdout).to.match(/Attached:? +yes/);
     execFileSync('tmux', ['-S', socketOf(), 'detach-client', '-s', `ctl-${id}`]);
     const result = await attached;
     expect(result.exitCode, String(result.stdout)).to.equal(0);
@@ -249,6 +250,8 @@ screen_rules = "/nonexistent/rules.toml"
     expect((await session(api, id)).program_status).to.include({ status: 'idle', source: 'hooks', hook: 'Stop' });
     const view = await session(api, id);
     expect(view.provider_session_key, 'its conversation, from the hook').to.equal('conv-1');
+    const shown = await sup.ctl(['session', 'show', id, '--city', 'tmux']);
+    expect(shown.stdout).to.match(/Program:? +idle \(its hooks: Stop\)/);
 
     // A prompt typed in its terminal by a person is a turn of its own, ended by its Stop.
     expect(

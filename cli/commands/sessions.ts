@@ -194,6 +194,13 @@ const show = command({
       ['State', s.state],
       ['Running', s.running ? `yes (pid ${s.pid})` : 'no'],
       ['Activity', s.activity],
+      [
+        'Program',
+        s.program_status
+          ? `${s.program_status.status} (${s.program_status.source === 'hooks' ? `its hooks: ${s.program_status.hook}` : 'its screen'})`
+          : undefined,
+      ],
+      ['Attached', s.attached ? 'yes' : undefined],
       ['Permission mode', s.permission_mode],
       ['Queued', s.queued ? String(s.queued) : undefined],
       ['Pending', s.pending ? `${s.pending.kind}: ${s.pending.prompt ?? ''} (${s.pending.request_id})` : undefined],
