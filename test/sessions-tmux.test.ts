@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { execa } from 'execa';
@@ -58,6 +58,13 @@ env = { TUI_AGENT_THINK_MS = "3000" }
 command = "${process.execPath} ${TUI_AGENT}"
 runtime = "tmux"
 screen_rules = "/nonexistent/rules.toml"
+
+[daemon]
+patrol_interval = "500ms"
+
+[[agent]]
+name = "watched"
+provider = "tui"
 `,
     );
   });
@@ -192,6 +199,44 @@ screen_rules = "/nonexistent/rules.toml"
     expect((await session(api, id)).running, 'detaching leaves it running').to.equal(true);
     await api.post(`/session/${id}/close`);
     await api.post(`/session/${echo}/close`);
+  });
+
+  it('a person attached with tmux holds back a restart for a configuration change until they leave', async function () {
+    const { api, dir } = city;
+    const agentSession = async () =>
+      (await api.get<{ items: { id: string; running: boolean; pid?: number }[] }>('/sessions?template=watched')).body
+        .items[0];
+    const before = await waitUntil('the agent’s session to run', async () => {
+      const s = await agentSession();
+      return s?.running && s.pid ? s : undefined;
+    });
+    const client = execa('tmux', ['-C', '-S', socketOf(), 'attach-session', '-t', `ctl-${before.id}`], {
+      stdin: 'pipe',
+      reject: false,
+      timeout: 25_000,
+    });
+    await waitUntil('attached by tmux', async () => (await session(api, before.id)).attached);
+    const path = join(dir, 'city.toml');
+    writeFileSync(
+      path,
+      readFileSync(path, 'utf8').replace(
+        'name = "watched"\nprovider = "tui"',
+        'name = "watched"\nprovider = "tui-slow"',
+      ),
+    );
+    await waitUntil('session.restart_pending (attached)', async () =>
+      (await sessionEvents(api, 'session.restart_pending', before.id)).some((e) =>
+        /someone is attached/.test(String(e.payload.reason)),
+      ),
+    );
+    expect((await session(api, before.id)).pid, 'still the same program while they watch').to.equal(before.pid);
+    client.stdin.end();
+    await client;
+    const after = await waitUntil('the restart once they left', async () => {
+      const view = await session(api, before.id);
+      return view.running && view.pid !== before.pid ? view : undefined;
+    });
+    expect(after.provider).to.equal('tui-slow');
   });
 
   it('hooks reported with ctl hook-event take over from the screen: a permission prompt, turn ends, a 404 once closed', async function () {
