@@ -116,7 +116,8 @@ describe('Claude Code in tmux, read from its hooks (against a scripted model ser
       const s = (await session(city.api, id)).program_status;
       return s?.source === 'hooks' ? s : undefined;
     });
-    expect(status.hook).to.equal('SessionStart');
+    // Ready, by its screen: idle, and the last thing its hooks said is that it started.
+    expect(status).to.include({ status: 'idle', hook: 'SessionStart' });
   });
 
   it('its hooks report busy, then idle at the turn’s end, with the whole reply', async function () {

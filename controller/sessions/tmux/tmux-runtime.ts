@@ -392,7 +392,7 @@ export class TmuxRuntime implements SessionRuntime {
       this.readyReads = waiting ? this.readyReads + 1 : 0;
       if (this.readyReads >= AGREEING_READS) {
         this.isReady = true;
-        if (!this.hooksLive) this.setStatus('idle');
+        this.setStatus('idle');
         this.sink.ready();
       }
       return;
