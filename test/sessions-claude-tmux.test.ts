@@ -147,6 +147,17 @@ describe('Claude Code in tmux, read from its hooks (against a scripted model ser
     expect(pending.metadata!.hook).to.be.oneOf(['PermissionRequest', 'Notification']);
     expect(pending.prompt).to.include(`Bash(touch ${made})`);
     expect(existsSync(made)).to.equal(false);
+    // Its Notification (`permission_prompt`) follows some seconds later: heard, and the same prompt still pending.
+    const notified = await waitUntil(
+      'its Notification hook',
+      async () => {
+        const view = await session(api, id);
+        return view.program_status?.hook === 'Notification' ? view : undefined;
+      },
+      20_000,
+    );
+    expect(notified.program_status?.status).to.equal('asking');
+    expect(notified.pending?.request_id).to.equal(pending.request_id);
     const answered = await api.post(`/session/${id}/respond`, { action: 'allow' });
     expect(answered.status, JSON.stringify(answered.body)).to.equal(202);
     await waitUntil('the command to have run', () => existsSync(made), 30_000);
