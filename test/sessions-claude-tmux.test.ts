@@ -110,8 +110,8 @@ describe('Claude Code in tmux, read from its hooks (against a scripted model ser
       hooks: Record<string, { hooks: { command: string; async?: boolean }[] }[]>;
     };
     expect(Object.keys(settings.hooks)).to.include.members(['UserPromptSubmit', 'PermissionRequest', 'Stop']);
-    expect(settings.hooks.Stop![0]!.hooks[0]!.command).to.match(/\/\.ctl\/bin\/ctl' hook-event Stop$/);
-    expect(settings.hooks.PreToolUse![0]!.hooks[0]!.async).to.equal(true);
+    expect(settings.hooks.Stop[0].hooks[0].command).to.match(/\/\.ctl\/bin\/ctl' hook-event Stop$/);
+    expect(settings.hooks.PreToolUse[0].hooks[0].async).to.equal(true);
     const status = await waitUntil('its SessionStart hook', async () => {
       const s = (await session(city.api, id)).program_status;
       return s?.source === 'hooks' ? s : undefined;

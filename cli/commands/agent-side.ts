@@ -159,7 +159,7 @@ export const hookEventCommand = command({
         throw new CliError("the hook's input on stdin is not a JSON object");
       }
     }
-    const event = (a.event as string | undefined) ?? (input.hook_event_name as string | undefined);
+    const event = a.event ?? (input.hook_event_name as string | undefined);
     if (!event) throw new CliError('no hook event: name one, or pipe the hook input that carries hook_event_name');
     // Inside a session CTL_CITY is its city's name: no listing of cities before the post (a hook holds the program).
     const named = a.city === undefined && process.env.CTL_CITY && !process.env.CTL_CITY.includes('/');

@@ -456,7 +456,7 @@ export class TmuxRuntime implements SessionRuntime {
       case 'SubagentStop':
         if (this.hookTurnOpen) this.setStatus('busy', hook.event);
         return;
-      case 'PostToolUse':
+      case 'PostToolUse': {
         // The tool ran: the prompt about it was answered (on the screen, when not through respond).
         const call = { name: hook.toolName, input: hook.toolInput };
         if (this.asked?.tool && !this.asked.answering && sameToolCall(this.asked.tool, call)) {
@@ -464,6 +464,7 @@ export class TmuxRuntime implements SessionRuntime {
         }
         if (this.hookTurnOpen) this.setStatus('busy', hook.event);
         return;
+      }
       case 'PermissionRequest':
         this.askedByHook(hook, `${toolCallText(hook.toolName, hook.toolInput)} Do you want to proceed?`);
         return;
