@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { lines } from './helpers/cli.js';
 import { RawConnection } from './helpers/raw-http.js';
-import { TestSupervisor } from './helpers/supervisor.js';
+import { CSRF, TestSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
 // The dashboard as the real supervisor serves the real build (dist/ui/, made by `npm run build`): behind the
@@ -127,5 +127,30 @@ describe('dashboard served by the supervisor', () => {
     expect(broken.code, broken.stderr).to.equal(0);
     expect(lines(broken.stdout)[0]).to.match(/\/v0\/auth\/exchange\?code=/);
     expect(broken.stderr).to.match(/Could not start \/nonexistent\/browser/);
+  });
+
+  it('lands a sign-in link on the dashboard page it names, and refuses anywhere else before spending the code', async () => {
+    const mint = async () => {
+      const { data } = await sup.api.POST('/v0/auth/codes', { params: { header: CSRF } });
+      return `${sup.base}${data!.url}`;
+    };
+    const link = await mint();
+    for (const to of [
+      'https://elsewhere.example/',
+      '//elsewhere.example/ui/',
+      '/ui/../v0/cities',
+      '/v0/cities',
+      '/ui/\\x',
+    ]) {
+      const refused = await fetch(`${link}&to=${encodeURIComponent(to)}`, { redirect: 'manual' });
+      expect(refused.status, to).to.equal(400);
+      expect(((await refused.json()) as { detail: string }).detail).to.match(/expected a path under \/ui\//);
+    }
+    // The refusals did not spend it.
+    const landed = await fetch(`${link}&to=${encodeURIComponent('/ui/city/alpha/session/alp-1')}`, {
+      redirect: 'manual',
+    });
+    expect(landed.status).to.equal(303);
+    expect(landed.headers.get('location')).to.equal('/ui/city/alpha/session/alp-1');
   });
 });

@@ -141,20 +141,26 @@ export class TokensRoutes extends Controller {
 
   /**
    * Spends a one-time code (from `POST /v0/auth/codes`): sets the `ctl_session` cookie (HttpOnly,
-   * SameSite=Strict, Path=/) and redirects to `/ui/` (303). Served to anyone: the code is the credential. An
-   * unknown, used or expired code is a 401.
+   * SameSite=Strict, Path=/) and redirects to `/ui/`, or to the dashboard page `to` names (303). Served to anyone:
+   * the code is the credential. An unknown, used or expired code is a 401.
    * @summary Exchange a one-time code for a browser session
    * @param code The code `POST /v0/auth/codes` returned.
+   * @param to A page of the dashboard to land on (a path under `/ui/`, as `ctl top` opens a session's page).
    */
   @Get('auth/exchange')
-  @SuccessResponse(303, 'Signed in: to /ui/')
+  @SuccessResponse(303, 'Signed in: to /ui/ or the page `to` names')
+  @Response<ErrorModel>(400, 'A `to` that is not a path under /ui/')
   @Response<ErrorModel>(401, 'An unknown, used or expired code')
-  public exchangeAuthCode(@Query() code: string): void {
+  public exchangeAuthCode(@Query() code: string, @Query() to?: string): void {
+    // Checked before the code is spent, and only a path of ours: never a redirect off the machine.
+    if (to !== undefined && !isDashboardPath(to)) {
+      throw new Problem('invalid-request', `invalid: to ${JSON.stringify(to)}: expected a path under /ui/`);
+    }
     const { session, maxAgeSec } = this.services.sessions.exchange(code, (caller, now) =>
       sessionEnd(this.services, caller, now),
     );
     this.setStatus(303);
-    this.setHeader('Location', '/ui/');
+    this.setHeader('Location', to ?? '/ui/');
     this.setHeader('Cache-Control', 'no-store');
     // The code must not travel on to /ui/'s requests as a Referer.
     this.setHeader('Referrer-Policy', 'no-referrer');
@@ -163,6 +169,11 @@ export class TokensRoutes extends Controller {
       `${SESSION_COOKIE}=${session}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSec}`,
     );
   }
+}
+
+/** A path of the dashboard: `/ui/…`, with nothing that could make a browser leave the supervisor. */
+function isDashboardPath(to: string): boolean {
+  return to.startsWith('/ui/') && !/[\\\s]|\/\/|\/\.\.?(\/|$)/.test(to);
 }
 
 /** The local user managing tokens; a token holder (or a browser session) may not mint or see others' tokens. */
