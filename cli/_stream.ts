@@ -24,6 +24,8 @@ export interface StreamOptions {
   signal?: AbortSignal;
   /** What a reconnect has to say, for a person. */
   note(text: string): void;
+  /** The stream is open (again): a view that said it was reconnecting can say it is live. */
+  opened?(): void;
   /** Another stream of the city (a session's, `/session/{id}/stream`) and the frame names to read from it. */
   other?: { path: string; frames: string[] };
 }
@@ -89,6 +91,7 @@ export async function readEvents(
       continue;
     }
     connectedOnce = true;
+    o.opened?.();
     let advanced = false;
     try {
       for await (const frame of connection.frames) {

@@ -132,6 +132,10 @@ export const TOP_LEVEL: Record<string, [description: string, load: () => Promise
     'API tokens: access for other accounts and machines (managed by the supervisor’s own user)',
     () => import('./commands/tokens.js').then((m) => m.tokenCommand),
   ],
+  top: [
+    'A live full-screen view of a city (or every city): sessions waiting on you first, agents, recent events; keys to allow, deny, attach, open',
+    () => import('./commands/top.js').then((m) => m.topCommand),
+  ],
   ui: [
     'Open the dashboard in a browser, signed in as you (a one-time link, valid a minute); prints the link where no browser can be opened',
     () => import('./commands/ui.js').then((m) => m.uiCommand),

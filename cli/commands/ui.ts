@@ -18,7 +18,7 @@ export function browserCommand(env: NodeJS.ProcessEnv = process.env, platform = 
 }
 
 /** Starts `program url`, detached; resolves false when it could not be started or exited with a failure at once. */
-function openWith(program: string, url: string): Promise<boolean> {
+export function openWith(program: string, url: string): Promise<boolean> {
   return new Promise((resolve) => {
     const [bin = '', ...rest] = program.split(/\s+/);
     const child = spawn(bin, [...rest, url], { detached: true, stdio: 'ignore' });

@@ -29,13 +29,22 @@ rmSync(dist, { recursive: true, force: true });
 /**
  * Dependencies left in node_modules: native addons (loaded by path from their package), and packages that load
  * files of their own by path at run time (pino's transports and pino-pretty; irc-framework's CommonJS tree with
- * core-js polyfills). The rest are bundled: resolving a package's imports (package.json reads, exports maps,
+ * core-js polyfills); and react-devtools-core, which Ink loads only when DEV=true and it is installed (it is not). The
+ * rest are bundled: resolving a package's imports (package.json reads, exports maps,
  * hundreds of small files — execa alone is ~100) cost `ctl help` more than running it.
  * iconv-lite too, the other way round: raw-body requires it, but loads its encodings (~500 KB of code a
  * bundle would carry, and V8 keep as source in every process) only to decode a charset, which we never ask of
  * it (shared/http/json-body.ts); left outside, the few small files of its entry are all that load.
  */
-const EXTERNAL = ['better-sqlite3', 'fs-ext', 'pino', 'pino-pretty', 'irc-framework', 'iconv-lite'];
+const EXTERNAL = [
+  'better-sqlite3',
+  'fs-ext',
+  'pino',
+  'pino-pretty',
+  'irc-framework',
+  'iconv-lite',
+  'react-devtools-core',
+];
 
 const common = {
   absWorkingDir: root,
@@ -83,6 +92,22 @@ function builtinShim(specifier) {
     ...names.map((name) => `export const ${name} = /* @__PURE__ */ (() => builtin.${name})();`),
   ].join('\n');
 }
+
+/**
+ * React's packages (`ctl top`'s Ink) pick their development or production build at run time from NODE_ENV; ctl
+ * runs the production one, and bundles only it (the development reconciler alone is ~600 KB). Only these
+ * packages' entry files see NODE_ENV as "production": a global `define` would change every dependency.
+ */
+const reactProduction = {
+  name: 'react-production',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]node_modules[\\/](react|react-reconciler|scheduler)[\\/][^\\/]+\.js$/ }, async (args) => {
+      const { readFile } = await import('node:fs/promises');
+      const text = await readFile(args.path, 'utf8');
+      return { contents: text.replaceAll('process.env.NODE_ENV', '"production"'), loader: 'js' };
+    });
+  },
+};
 
 const builtinsThroughRequire = {
   name: 'builtins-through-require',
@@ -214,7 +239,8 @@ await Promise.all([
     splitting: true,
     chunkNames: 'chunks/[name]-[hash]',
     external: EXTERNAL,
-    plugins: [builtinsThroughRequire, lazyWebGlobalsInKoa, fewerCopies, asciiSources],
+    // reactProduction before asciiSources: the first plugin to load a file wins.
+    plugins: [builtinsThroughRequire, lazyWebGlobalsInKoa, fewerCopies, reactProduction, asciiSources],
     banner: { js: REQUIRE_BANNER },
   }),
 ]);

@@ -1,0 +1,245 @@
+import { createElement as h, useEffect, useState, type ReactNode } from 'react';
+import { Box, Text, useApp, useInput, useWindowSize } from 'ink';
+import type { WireEvent, WireTaggedEvent } from '../../shared/dto/events.js';
+import { attach, openPage, respond, type Answer } from './actions.js';
+import { sessionRows, type CityView, type Connection, type SessionRow, type TopModel } from './model.js';
+
+// `ctl top`'s screen, drawn by Ink: a header (scope, connection), the sessions (waiting on a person first, one
+// selected), the agents, the recent events filling what is left, and a footer (the last outcome or a prompt, the
+// keys). Everything is cut to the terminal's width and height, and drawn again when the terminal is resized.
+
+const KEYS = '↑↓ select  a allow/answer  d deny  t attach  o open page  q quit';
+
+type Prompt = { action: Extract<Answer, 'deny' | 'answer'>; row: SessionRow; text: string };
+
+function useModel(model: TopModel) {
+  const [state, setState] = useState(model.state);
+  useEffect(() => {
+    const changed = () => setState(model.state);
+    model.on('change', changed);
+    return () => void model.off('change', changed);
+  }, [model]);
+  return state;
+}
+
+function pad(text: string, width: number): string {
+  return text.length >= width ? `${text.slice(0, width - 1)} ` : text.padEnd(width);
+}
+
+function line(key: string, children: ReactNode[], inverse = false): ReactNode {
+  return h(Text, { key, wrap: 'truncate-end', inverse }, ...children);
+}
+
+function connectionText(c: Connection): ReactNode {
+  if (c.state === 'live') return h(Text, { color: 'green' }, '● live');
+  if (c.state === 'connecting') return h(Text, { color: 'yellow' }, '○ connecting');
+  // The stream's own words: `connect failed` means the supervisor is not answering.
+  const down = /connect failed/.test(c.why);
+  return h(Text, { color: down ? 'red' : 'yellow' }, `${down ? '✗ supervisor down' : '○ reconnecting'}: ${c.why}`);
+}
+
+function stateColour(state: string): string | undefined {
+  if (/quarantined|failed|crashed/.test(state)) return 'red';
+  if (/working|in-turn|active|awake/.test(state)) return 'green';
+  if (/suspended|stopped|asleep|closed/.test(state)) return 'gray';
+  return undefined;
+}
+
+function sessionLine(row: SessionRow, showCity: boolean, selected: boolean, index: number): ReactNode {
+  const s = row.session;
+  const name = s.alias ?? s.session_name;
+  const activity = s.pending ? 'waiting' : (s.activity ?? '');
+  const tail = s.pending
+    ? h(Text, { color: 'yellow' }, `? ${s.pending.kind}: ${(s.pending.prompt ?? '').replace(/\s+/g, ' ')}`)
+    : h(Text, { dimColor: true }, (s.last_output ?? s.title ?? '').replace(/\s+/g, ' '));
+  return line(
+    `s${index}`,
+    [
+      selected ? '▶ ' : '  ',
+      ...(showCity ? [pad(row.city, 12)] : []),
+      pad(s.id, 10),
+      pad(name, 18),
+      h(Text, { color: stateColour(s.state) }, pad(s.state, 11)),
+      h(Text, { color: s.pending ? 'yellow' : stateColour(activity) }, pad(activity, 9)),
+      tail,
+    ],
+    selected,
+  );
+}
+
+function agentLines(cities: CityView[], showCity: boolean): ReactNode[] {
+  const out: ReactNode[] = [];
+  for (const c of cities) {
+    if (c.problem) {
+      out.push(line(`p-${c.info.name}`, [h(Text, { color: 'red' }, `  ${c.info.name}: ${c.problem}`)]));
+      continue;
+    }
+    for (const a of c.agents) {
+      const state = a.available ? a.state : 'unavailable';
+      const note =
+        a.unavailable_reason ??
+        a.wait_reason ??
+        (a.restart_pending ? 'restarts once idle (configuration changed)' : '');
+      out.push(
+        line(`a-${c.info.name}-${a.name}`, [
+          '  ',
+          ...(showCity ? [pad(c.info.name, 12)] : []),
+          pad(a.name, 18),
+          h(Text, { color: stateColour(state) }, pad(state, 12)),
+          pad(`${a.session_count} (${a.min_active_sessions}–${a.max_active_sessions})`, 9),
+          pad(a.active_bead ?? '', 10),
+          h(Text, { dimColor: true }, note),
+        ]),
+      );
+    }
+  }
+  return out;
+}
+
+function eventLine(e: WireEvent | WireTaggedEvent, showCity: boolean, index: number): ReactNode {
+  const time = new Date(e.ts).toTimeString().slice(0, 8);
+  const colour = /(failed|crashed|quarantined|missing)$/.test(e.type)
+    ? 'red'
+    : e.type === 'session.pending'
+      ? 'yellow'
+      : 'cyan';
+  const tail = [e.subject, e.message].filter((t) => t).join('  ');
+  return line(`e${index}`, [
+    h(Text, { dimColor: true }, `  ${time}  `),
+    ...(showCity ? [pad('city' in e ? e.city : '', 12)] : []),
+    h(Text, { color: colour }, pad(e.type, 31)),
+    tail.replace(/\s+/g, ' '),
+  ]);
+}
+
+function heading(text: string, extra = ''): ReactNode {
+  return line(text, [h(Text, { bold: true }, text), h(Text, { dimColor: true }, extra)]);
+}
+
+/** How the rows left after the fixed lines are shared: sessions, then agents, then events take what is left. */
+function share(rows: number, sessions: number, agents: number): [number, number, number] {
+  const body = Math.max(rows - 3, 3);
+  const s = Math.min(sessions, Math.max(3, Math.floor(body * 0.45)));
+  const a = Math.min(agents, Math.max(2, Math.floor(body * 0.3)));
+  return [Math.max(s, 1), Math.max(a, 1), Math.max(body - Math.max(s, 1) - Math.max(a, 1), 1)];
+}
+
+export function TopScreen({ model }: { model: TopModel }): ReactNode {
+  const state = useModel(model);
+  const { exit, suspendTerminal } = useApp();
+  const { columns, rows } = useWindowSize();
+  const [selectedId, setSelectedId] = useState<string | undefined>(undefined);
+  const [flash, setFlash] = useState<{ text: string; bad?: boolean } | undefined>(undefined);
+  const [prompt, setPrompt] = useState<Prompt | undefined>(undefined);
+
+  const showCity = model.city === undefined;
+  const sessions = sessionRows(state.cities);
+  const found = sessions.findIndex((r) => `${r.city}/${r.session.id}` === selectedId);
+  const selected = found >= 0 ? found : 0;
+  const row = sessions[selected];
+
+  const run = (busy: string, work: () => Promise<string>) => {
+    setFlash({ text: busy });
+    work().then(
+      (text) => setFlash({ text }),
+      (err: unknown) => setFlash({ text: (err as Error).message, bad: true }),
+    );
+  };
+
+  useInput((input, key) => {
+    if (prompt) {
+      if (key.escape) return setPrompt(undefined);
+      if (key.return) {
+        setPrompt(undefined);
+        return run(prompt.action === 'deny' ? 'Denying…' : 'Answering…', () =>
+          respond(model.api, prompt.row, prompt.action, prompt.text.trim()),
+        );
+      }
+      if (key.backspace || key.delete) return setPrompt({ ...prompt, text: prompt.text.slice(0, -1) });
+      if (!key.ctrl && !key.meta && input) setPrompt({ ...prompt, text: prompt.text + input });
+      return;
+    }
+    const move = (by: number) => {
+      const next = sessions[Math.min(Math.max(selected + by, 0), sessions.length - 1)];
+      if (next) setSelectedId(`${next.city}/${next.session.id}`);
+    };
+    if (input === 'q') return exit();
+    if (key.upArrow || input === 'k') return move(-1);
+    if (key.downArrow || input === 'j') return move(1);
+    if (key.pageUp) return move(-10);
+    if (key.pageDown) return move(10);
+    if (!row) return;
+    const pending = row.session.pending;
+    if (input === 'a' || input === 'd') {
+      if (!pending) return setFlash({ text: `${row.session.id} is not waiting on anything`, bad: true });
+      if (pending.kind === 'question') {
+        if (input === 'd') return setFlash({ text: 'a question is answered: press a', bad: true });
+        return setPrompt({ action: 'answer', row, text: '' });
+      }
+      if (input === 'd') return setPrompt({ action: 'deny', row, text: '' });
+      return run('Allowing…', () => respond(model.api, row, 'allow'));
+    }
+    if (input === 'o') return run('Opening…', () => openPage(model.api, row));
+    if (input === 't' || key.return) {
+      if (!row.session.attach) {
+        return setFlash({
+          text: row.session.running
+            ? `${row.session.id} has no terminal to join (its provider ${row.session.provider} does not run in tmux)`
+            : `${row.session.id} is not running (${row.session.state})`,
+          bad: true,
+        });
+      }
+      let said = '';
+      void suspendTerminal(() => {
+        said = attach(model.api, row);
+      }).then(() => setFlash({ text: said }));
+    }
+  });
+
+  const waiting = sessions.filter((r) => r.session.pending).length;
+  const agentRows = agentLines(state.cities, showCity);
+  // A long outcome (a sign-in link to copy) wraps rather than being cut; the lists make room for it.
+  const flashRows = flash && !prompt ? Math.max(Math.ceil(flash.text.length / Math.max(columns, 1)), 1) : 1;
+  const [sessionRoom, agentRoom, eventRoom] = share(rows - 3 - flashRows, sessions.length || 1, agentRows.length || 1);
+  // The selected session stays in view: the window scrolls with it.
+  const first = Math.min(Math.max(selected - sessionRoom + 1, 0), Math.max(sessions.length - sessionRoom, 0));
+  const scope = model.city ? `city ${model.city.name}` : `every city (${state.cities.length})`;
+  const agentsTotal = state.cities.reduce((n, c) => n + c.agents.length, 0);
+
+  return h(
+    Box,
+    { flexDirection: 'column', width: columns, height: rows },
+    line('title', [h(Text, { bold: true }, `ctl top — ${scope}  `), connectionText(state.connection)]),
+    line('summary', [
+      `${agentsTotal} agent${agentsTotal === 1 ? '' : 's'} · ${sessions.length} session${sessions.length === 1 ? '' : 's'} · `,
+      h(Text, { color: waiting ? 'yellow' : undefined, bold: waiting > 0 }, `${waiting} waiting for you`),
+      h(Text, { dimColor: true }, `  ${model.api.base}`),
+    ]),
+    heading('SESSIONS', waiting ? '  (waiting first)' : ''),
+    ...(sessions.length === 0
+      ? [line('no-sessions', [h(Text, { dimColor: true }, '  No sessions.')])]
+      : sessions
+          .slice(first, first + sessionRoom)
+          .map((r, i) => sessionLine(r, showCity, first + i === selected, first + i))),
+    heading('AGENTS'),
+    ...(agentRows.length === 0
+      ? [line('no-agents', [h(Text, { dimColor: true }, '  No agents.')])]
+      : agentRows.slice(0, agentRoom)),
+    heading('EVENTS'),
+    ...state.events.slice(-eventRoom).map((e, i) => eventLine(e, showCity, i)),
+    h(Box, { key: 'fill', flexGrow: 1 }),
+    prompt
+      ? line('prompt', [
+          h(
+            Text,
+            { color: 'yellow' },
+            prompt.action === 'deny' ? `Deny ${prompt.row.session.id}, reason: ` : `Answer ${prompt.row.session.id}: `,
+          ),
+          prompt.text,
+          h(Text, { inverse: true }, ' '),
+          h(Text, { dimColor: true }, '  (Enter sends, Esc cancels)'),
+        ])
+      : h(Text, { key: 'flash', wrap: 'wrap', color: flash?.bad ? 'red' : undefined }, flash?.text ?? ''),
+    line('keys', [h(Text, { dimColor: true }, KEYS)]),
+  );
+}
