@@ -25,6 +25,7 @@ import { CityOperations } from './city-operations.js';
 import { EventHub } from './event-hub.js';
 import { EventView } from './event-view.js';
 import { HomeLock } from './home-lock.js';
+import { Notifier } from './notifier.js';
 import { HEALTHY_RUN_MS } from './city-slot.js';
 import { Reconciler } from './reconciler.js';
 import { Registry } from './registry.js';
@@ -181,6 +182,11 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
     controllerEnv.CTL_API = `http://${apiHost}:${boundPort}`;
     // Clients of this home find us here whatever port we were told (`ctl supervisor start --port N`).
     writeSupervisorAddress(paths.address, { pid: process.pid, api: controllerEnv.CTL_API, bind, port: boundPort });
+    // `[notify]`: it follows every city's log from now on (a notice is about what happens while we run).
+    const notifier = config.notify
+      ? new Notifier(config.notify, { hub, supervisorLog, logger, base: () => controllerEnv.CTL_API ?? '' })
+      : undefined;
+    notifier?.start();
     const started: SupervisorStartedPayload = { previous_exit: previousExit };
     await supervisorLog.append({ type: 'supervisor.started', actor: 'ctl', payload: started });
     reconciler.start();
@@ -207,6 +213,7 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
         .then(() => {
           server.close();
           server.closeAllConnections();
+          notifier?.close();
           void hub.close();
           return keep ? reconciler.detach() : reconciler.shutdown();
         })

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseDuration } from '../duration.js';
 import { ConfigError } from './config-error.js';
+import { readNotifyConfig, type NotifyConfig } from './notify-config.js';
 import { parseToml } from './toml-syntax.js';
 
 export const DEFAULT_BIND = '127.0.0.1';
@@ -27,6 +28,8 @@ export interface SupervisorConfig {
     allowPrivateNetworks: boolean;
     allowedHosts: string[];
   };
+  /** `[notify]`: notices for a person (a webhook, a command); undefined when none is set up. */
+  notify?: NotifyConfig;
 }
 
 export function readSupervisorConfig(path: string, env: NodeJS.ProcessEnv = process.env): SupervisorConfig {
@@ -55,6 +58,7 @@ export function readSupervisorConfig(path: string, env: NodeJS.ProcessEnv = proc
       allowPrivateNetworks: boolOr(packs, 'allow_private_networks', false, path, 'packs'),
       allowedHosts: stringsOr(packs, 'allowed_hosts', path, 'packs'),
     },
+    notify: readNotifyConfig(doc.notify, path),
   };
 }
 

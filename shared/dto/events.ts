@@ -76,6 +76,30 @@ export interface SupervisorStartedPayload {
   previous_exit: 'clean' | 'crash' | 'unknown';
 }
 
+/** Payload of `notify.failed`: a notice (`[notify]` of supervisor.toml) that did not reach its webhook or command. */
+export interface NotifyFailedPayload {
+  /** `permission`, `run_failed` or `quarantined`. */
+  kind: string;
+  /** `webhook` or `command`. */
+  channel: 'webhook' | 'command';
+  /** The city whose event it was about. */
+  city: string;
+  /** The type of that event. */
+  event_type: string;
+  /**
+   * Its seq in the city's log.
+   * @isInt
+   */
+  event_seq: number;
+  /** What went wrong, the last attempt's. */
+  error: string;
+  /**
+   * Attempts made.
+   * @isInt
+   */
+  attempts: number;
+}
+
 /** Payload of `supervisor.shutdown_requested`. */
 export interface SupervisorShutdownPayload {
   /** `destructive`: every controller is stopped (SIGTERM, SIGINT); `preserve_sessions`: every controller keeps running for the next supervisor to adopt (SIGHUP, `ctl supervisor restart`). */

@@ -11,6 +11,7 @@ import type {
   CityUnregisterSucceededPayload,
   ControllerCrashedPayload,
   NoPayload,
+  NotifyFailedPayload,
   RequestFailedPayload,
   RotatedPayload,
   SupervisorShutdownPayload,
@@ -54,6 +55,7 @@ export interface EventPayloadTypes {
   ControllerCrashedPayload: ControllerCrashedPayload;
   SupervisorStartedPayload: SupervisorStartedPayload;
   SupervisorShutdownPayload: SupervisorShutdownPayload;
+  NotifyFailedPayload: NotifyFailedPayload;
   RotatedPayload: RotatedPayload;
   BeadEventPayload: BeadEventPayload;
   MailEventPayload: MailEventPayload;
@@ -104,6 +106,7 @@ export const EVENT_PAYLOADS = {
   'controller.crashed': 'ControllerCrashedPayload',
   'supervisor.started': 'SupervisorStartedPayload',
   'supervisor.shutdown_requested': 'SupervisorShutdownPayload',
+  'notify.failed': 'NotifyFailedPayload',
   'token.created': 'TokenEventPayload',
   'token.revoked': 'TokenEventPayload',
   'events.rotated': 'RotatedPayload',

@@ -1,0 +1,73 @@
+import type { NoticeKind } from '../shared/config/notify-config.js';
+import type { WireTaggedEvent } from '../shared/dto/events.js';
+import type { EventRecord } from '../shared/events/record.js';
+import { toWireEvent } from '../shared/events/wire.js';
+
+/**
+ * What a person is told (the JSON a webhook gets and a command reads on stdin): the kind, one line to show, a
+ * second with the detail, the dashboard page to open, and the event itself as the supervisor stream carries it.
+ */
+export interface Notice {
+  kind: NoticeKind;
+  city: string;
+  title: string;
+  text: string;
+  /** The dashboard page about it (`/ui/city/…` on this supervisor). */
+  url: string;
+  event: WireTaggedEvent;
+}
+
+function field(payload: unknown, name: string): string | undefined {
+  const value = (payload as Record<string, unknown> | undefined)?.[name];
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/**
+ * The notice an event of a city's log makes, if any: read from its type and the fields its payload declares
+ * (session.pending, molecule.resolved with the outcome `fail`, session.quarantined) — the supervisor knows no more
+ * of a city than its events say.
+ */
+export function noticeOf(city: string, record: EventRecord, base: string): Notice | undefined {
+  const event: WireTaggedEvent = { ...toWireEvent(record), city };
+  const page = (path: string) => `${base}/ui/city/${encodeURIComponent(city)}/${path}`;
+  const session = field(record.payload, 'session_id') ?? record.subject ?? '';
+  switch (record.type) {
+    case 'session.pending': {
+      const kind = field(record.payload, 'kind') ?? 'question';
+      return {
+        kind: 'permission',
+        city,
+        title: `${city}: ${session} is waiting for you (${kind === 'question' ? 'a question' : 'a permission'})`,
+        text: field(record.payload, 'prompt') ?? kind,
+        url: page(`session/${encodeURIComponent(session)}`),
+        event,
+      };
+    }
+    case 'molecule.resolved': {
+      if (field(record.payload, 'outcome') !== 'fail') return undefined;
+      const run = field(record.payload, 'run_id') ?? record.subject ?? '';
+      const formula = field(record.payload, 'formula');
+      return {
+        kind: 'run_failed',
+        city,
+        title: `${city}: run ${run}${formula ? ` of ${formula}` : ''} failed`,
+        text: field(record.payload, 'reason') ?? record.message ?? 'a step failed',
+        url: page(`runs/${encodeURIComponent(run)}`),
+        event,
+      };
+    }
+    case 'session.quarantined': {
+      const agent = field(record.payload, 'template') ?? session;
+      return {
+        kind: 'quarantined',
+        city,
+        title: `${city}: ${agent} is quarantined (session ${session})`,
+        text: record.message ?? 'it kept failing; wake it to try again',
+        url: page(`session/${encodeURIComponent(session)}`),
+        event,
+      };
+    }
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,143 @@
+import { expect } from 'chai';
+import { pino } from 'pino';
+import { ConfigError } from '../../shared/config/config-error.js';
+import { NOTICE_KINDS, readNotifyConfig } from '../../shared/config/notify-config.js';
+import type { EventLog } from '../../shared/events/event-log.js';
+import type { EventRecord } from '../../shared/events/record.js';
+import type { EventHub, HubSubscriber } from '../../supervisor/event-hub.js';
+import { noticeOf } from '../../supervisor/notices.js';
+import { Notifier } from '../../supervisor/notifier.js';
+import { waitUntil } from '../helpers/wait.js';
+
+// `[notify]`: reading the table, the notices events make, and the kinds a person chose. Issue 23.
+
+const PATH = '/home/x/.ctl/supervisor.toml';
+
+function refused(table: unknown): string {
+  try {
+    readNotifyConfig(table, PATH);
+  } catch (err) {
+    expect(err).to.be.instanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error(`accepted ${JSON.stringify(table)}`);
+}
+
+function record(type: string, payload: Record<string, unknown>, extra: Partial<EventRecord> = {}): EventRecord {
+  return { seq: 7, type, ts: '2026-11-26T00:00:00.000Z', actor: 'ctl', payload, ...extra };
+}
+
+describe('[notify] of supervisor.toml', () => {
+  it('takes a webhook and a command, with every kind and bounded defaults', () => {
+    expect(readNotifyConfig(undefined, PATH)).to.equal(undefined);
+    expect(readNotifyConfig({}, PATH), 'no channel: nothing to do').to.equal(undefined);
+    expect(
+      readNotifyConfig({ webhook: 'https://hooks.example/x', command: 'notify-send "$CTL_NOTICE_TITLE"' }, PATH),
+    ).to.deep.equal({
+      kinds: [...NOTICE_KINDS],
+      webhook: { url: 'https://hooks.example/x', headers: {}, timeoutMs: 5_000, retries: 2 },
+      command: { argv: ['/bin/sh', '-c', 'notify-send "$CTL_NOTICE_TITLE"'], timeoutMs: 10_000 },
+    });
+    expect(
+      readNotifyConfig({ on: ['quarantined'], command: ['/usr/bin/logger', '-t', 'ctl'], command_timeout: '3s' }, PATH),
+    ).to.deep.equal({ kinds: ['quarantined'], command: { argv: ['/usr/bin/logger', '-t', 'ctl'], timeoutMs: 3_000 } });
+  });
+
+  it('refuses what it cannot use, naming the setting', () => {
+    expect(refused('x')).to.match(/notify must be a table/);
+    expect(refused({ webhook: 'ftp://x/' })).to.match(/notify\.webhook must be an http or https URL/);
+    expect(refused({ webhook: 'not a url' })).to.match(/notify\.webhook "not a url" is not a URL/);
+    expect(refused({ webhook: 'http://x/', on: ['permission', 'lunch'] })).to.match(/notify\.on .*not "lunch"/);
+    expect(refused({ webhook: 'http://x/', webhook_retries: 11 })).to.match(
+      /webhook_retries must be an integer from 0 to 10/,
+    );
+    expect(refused({ webhook: 'http://x/', webhook_timeout: '10m' })).to.match(
+      /webhook_timeout must be more than 0 and at most 120s/,
+    );
+    expect(refused({ webhook: 'http://x/', webhook_headers: { 'Bad Name': 'v' } })).to.match(/webhook_headers/);
+    expect(refused({ webhook_retries: 1 })).to.match(/webhook_\* settings need notify\.webhook/);
+    expect(refused({ command: [] })).to.match(/notify\.command must be/);
+    expect(refused({ command: 'x', command_timeout: 5 })).to.match(/command_timeout: must be a duration/);
+    expect(refused({ command: 'x', hook: 'y' })).to.match(/notify\.hook is not a setting/);
+  });
+});
+
+describe('notices', () => {
+  const base = 'http://127.0.0.1:8372';
+
+  it('are made of a pending permission, a failed run and a quarantined session only', () => {
+    const pending = noticeOf(
+      'alpha',
+      record('session.pending', {
+        session_id: 'alp-3',
+        request_id: 'r1',
+        kind: 'tool-approval',
+        prompt: 'Allow Bash?',
+      }),
+      base,
+    );
+    expect(pending).to.deep.include({
+      kind: 'permission',
+      city: 'alpha',
+      title: 'alpha: alp-3 is waiting for you (a permission)',
+      text: 'Allow Bash?',
+      url: `${base}/ui/city/alpha/session/alp-3`,
+    });
+    expect(pending!.event).to.include({ city: 'alpha', seq: 7, type: 'session.pending' });
+    const failed = noticeOf(
+      'alpha',
+      record('molecule.resolved', { run_id: 'alp-9', formula: 'release', outcome: 'fail' }),
+      base,
+    );
+    expect(failed).to.deep.include({
+      kind: 'run_failed',
+      title: 'alpha: run alp-9 of release failed',
+      url: `${base}/ui/city/alpha/runs/alp-9`,
+    });
+    const quarantined = noticeOf(
+      'alpha',
+      record('session.quarantined', { session_id: 'alp-4', template: 'crasher' }, { message: 'it failed 3 times' }),
+      base,
+    );
+    expect(quarantined).to.deep.include({
+      kind: 'quarantined',
+      title: 'alpha: crasher is quarantined (session alp-4)',
+      text: 'it failed 3 times',
+    });
+    expect(noticeOf('alpha', record('molecule.resolved', { run_id: 'alp-9', outcome: 'pass' }), base)).to.equal(
+      undefined,
+    );
+    expect(noticeOf('alpha', record('session.crashed', { session_id: 'alp-4' }), base)).to.equal(undefined);
+  });
+
+  it('go out only for the kinds chosen, and not for the supervisor’s own log', async () => {
+    let subscriber: HubSubscriber | undefined;
+    const hub = { subscribe: (s: HubSubscriber) => ((subscriber = s), () => undefined) } as unknown as EventHub;
+    const appended: unknown[] = [];
+    const supervisorLog = { append: async (e: unknown) => appended.push(e) } as unknown as EventLog;
+    const seen: string[] = [];
+    const realFetch = globalThis.fetch;
+    globalThis.fetch = async (_url: unknown, init?: RequestInit) => {
+      seen.push((JSON.parse(init?.body as string) as { kind: string }).kind);
+      return new Response(null, { status: 204 });
+    };
+    const notifier = new Notifier(
+      { kinds: ['run_failed'], webhook: { url: 'http://hook/', headers: {}, timeoutMs: 1000, retries: 0 } },
+      { hub, supervisorLog, logger: pino({ level: 'silent' }), base: () => base },
+    );
+    try {
+      notifier.start();
+      subscriber!.records('alpha', [
+        record('session.pending', { session_id: 'alp-3', kind: 'tool-approval' }),
+        record('molecule.resolved', { run_id: 'alp-9', outcome: 'fail' }),
+      ]);
+      subscriber!.records('__supervisor__', [record('molecule.resolved', { run_id: 'x', outcome: 'fail' })]);
+      await waitUntil('the run_failed notice', () => seen.length === 1);
+      expect(seen).to.deep.equal(['run_failed']);
+      expect(appended).to.deep.equal([]);
+    } finally {
+      notifier.close();
+      globalThis.fetch = realFetch;
+    }
+  });
+});
