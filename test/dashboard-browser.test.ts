@@ -5,7 +5,7 @@ import type { Browser, Page } from 'playwright-core';
 import { launchChromium, seriousViolations, watchedPage, type WatchedPage } from './helpers/browser.js';
 import type { CityApi } from './helpers/city-api.js';
 import { packageRoot } from '../shared/paths.js';
-import { createSession, startSessionCity } from './helpers/sessions.js';
+import { createSession, send, startSessionCity } from './helpers/sessions.js';
 import type { TestSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
@@ -43,6 +43,27 @@ const meterValue = (page: Page, label: string) =>
   page.evaluate<number>(
     `document.querySelector('meter[aria-label=' + ${JSON.stringify(JSON.stringify(label))} + ']').value`,
   );
+// Records every Notification the page constructs, and plays a browser that has not been asked yet: the
+// permission reads "default" until the page asks (the context grants it, so the real answer is "granted").
+const RECORD_NOTIFICATIONS = `(() => {
+  const Real = window.Notification;
+  window.__notices = [];
+  window.__asked = 0;
+  const asked = () => sessionStorage.getItem('asked') === '1';
+  class Recorded extends Real {
+    constructor(title, options) {
+      super(title, options);
+      window.__notices.push({ title, body: options && options.body });
+    }
+    static get permission() { return asked() ? Real.permission : 'default'; }
+    static requestPermission() {
+      sessionStorage.setItem('asked', '1');
+      window.__asked++;
+      return Real.requestPermission();
+    }
+  }
+  window.Notification = Recorded;
+})()`;
 
 async function heading(page: Page, name: string | RegExp): Promise<void> {
   await page.getByRole('heading', { level: 1, name }).waitFor({ timeout: 15_000 });
@@ -449,6 +470,41 @@ describe('dashboard in Chromium', function () {
     await firing.locator('summary').click();
     const output = page.getByRole('region', { name: 'Output of greet' });
     await output.getByText('hello from greet').waitFor();
+  });
+
+  it('asks for notifications only on a click, then shows one when a session waits for you', async () => {
+    const context = await browser.newContext({
+      viewport: { width: 1280, height: 800 },
+      permissions: ['notifications'],
+    });
+    try {
+      const page = await context.newPage();
+      const errors: string[] = [];
+      page.on('pageerror', (err) => errors.push(err.message));
+      await page.addInitScript(RECORD_NOTIFICATIONS);
+      await page.goto(`${sup.base}/ui/`);
+      await live(page);
+      const toggle = page.getByRole('button', { name: 'Notifications' });
+      expect(await toggle.getAttribute('aria-pressed')).to.equal('false');
+      expect(await page.evaluate<number>('window.__asked'), 'asked before any click').to.equal(0);
+      await toggle.click();
+      await page.getByRole('button', { name: 'Notifications', pressed: true }).waitFor();
+      expect(await page.evaluate<number>('window.__asked')).to.equal(1);
+      await page.getByText(/Notifications are on/).waitFor();
+      const session = await createSession(api, { name: 'pretend-claude' });
+      await send(api, session, 'run ls -la');
+      const title = `${CITY}: ${session} is waiting for you (a permission)`;
+      await page.waitForFunction(`window.__notices.some((n) => n.title === ${JSON.stringify(title)})`, undefined, {
+        timeout: 15_000,
+      });
+      // The choice is remembered: a later visit follows again without asking.
+      await page.reload();
+      await page.getByRole('button', { name: 'Notifications', pressed: true }).waitFor();
+      expect(await page.evaluate<number>('window.__asked')).to.equal(0);
+      expect(errors).to.deep.equal([]);
+    } finally {
+      await context.close();
+    }
   });
 
   // Last: it restarts the supervisor.

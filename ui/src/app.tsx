@@ -2,6 +2,7 @@ import { lazy, LocationProvider, Route, Router, useLocation } from 'preact-iso';
 import { useEffect, useState } from 'preact/hooks';
 import { cityUrl, Notices } from './components.js';
 import { onStatusChange, overallStatus, type StreamStatus } from './live.js';
+import { NotificationsToggle } from './notifications.js';
 import { CitiesView } from './views/cities.js';
 
 // Views other than the first are loaded when opened: the cities page's bundle stays small.
@@ -89,6 +90,7 @@ export function App() {
           ctl
         </a>
         <Nav />
+        <NotificationsToggle />
       </header>
       <ConnectionBanner />
       <main id="main" tabIndex={-1}>
