@@ -55,6 +55,17 @@ screen_rules = "tui-agent"
     });
   });
 
+  /** Moves the selection to a session: up to the first row, then down to its row. */
+  async function select(id: string): Promise<void> {
+    pane!.keys('k', 'k', 'k', 'k', 'k', 'k');
+    const rows = (await pane!.waitFor(/^SESSIONS.*\n▶ /m)).split('\n');
+    const first = rows.findIndex((l) => l.startsWith('SESSIONS')) + 1;
+    const at = rows.slice(first).findIndex((l) => l.includes(` ${id} `));
+    expect(at, `${id} on the screen`).to.be.at.least(0);
+    if (at > 0) pane!.keys(...Array<string>(at).fill('j'));
+    await pane!.waitFor(new RegExp(`▶ ${id} `));
+  }
+
   after(async () => {
     pane?.close();
     await city?.sup.cleanup();
@@ -88,6 +99,7 @@ screen_rules = "tui-agent"
   });
 
   it("o opens the session's page in the browser, signed in by a one-time link", async () => {
+    await select(claude);
     pane!.keys('o');
     await pane!.waitFor(/Opened http:\S+ in the browser/);
     const url = readFileSync(opened, 'utf8');
@@ -98,12 +110,7 @@ screen_rules = "tui-agent"
   });
 
   it('t hands the terminal to ctl session attach, and takes it back once detached', async () => {
-    // Down to the tmux session (sessions are listed waiting first, then the most recently active).
-    for (let i = 0; i < 5 && !new RegExp(`▶ ${tui} `).test(pane!.screen()); i++) {
-      pane!.keys('j');
-      await pane!.waitFor(/▶/);
-    }
-    await pane!.waitFor(new RegExp(`▶ ${tui} `));
+    await select(tui);
     pane!.keys('t');
     // The session's own terminal: the example agent's prompt, and none of top's screen.
     await pane!.waitFor(/^❯/m);

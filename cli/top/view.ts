@@ -159,10 +159,13 @@ export function TopScreen({ model }: { model: TopModel }): ReactNode {
       if (!key.ctrl && !key.meta && input) setPrompt({ ...prompt, text: prompt.text + input });
       return;
     }
-    const move = (by: number) => {
-      const next = sessions[Math.min(Math.max(selected + by, 0), sessions.length - 1)];
-      if (next) setSelectedId(`${next.city}/${next.session.id}`);
-    };
+    // From the latest selection, not this render's: keys typed faster than the screen redraws all count.
+    const move = (by: number) =>
+      setSelectedId((previous) => {
+        const at = sessions.findIndex((r) => `${r.city}/${r.session.id}` === previous);
+        const next = sessions[Math.min(Math.max((at >= 0 ? at : 0) + by, 0), sessions.length - 1)];
+        return next ? `${next.city}/${next.session.id}` : previous;
+      });
     if (input === 'q') return exit();
     if (key.upArrow || input === 'k') return move(-1);
     if (key.downArrow || input === 'j') return move(1);
