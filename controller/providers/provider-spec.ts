@@ -47,8 +47,10 @@ export interface ProviderSpec {
   resume_args?: string[];
   /**
    * Handing an agent's prompt to the program as (part of) its system prompt, at every start: arguments in which
-   * `{prompt_file}` stands for a file holding it, `{prompt_toml}` for it as a TOML string (Claude Code:
-   * `["--append-system-prompt-file", "{prompt_file}"]`). Without them the prompt is the session's first turn.
+   * `{prompt_file}` stands for a file holding it, `{prompt_toml}` for it as a TOML string, `{prompt_text}` for
+   * the text itself, `{context_dir:NAME}` for a directory holding only it, in a file named NAME (Claude Code:
+   * `["--append-system-prompt-file", "{prompt_file}"]`; Gemini CLI: `["--include-directories",
+   * "{context_dir:GEMINI.md}"]`). Without them the prompt is the session's first turn.
    */
   system_prompt_args?: string[];
   /**

@@ -62,6 +62,12 @@ export function parseProviderSpec(raw: Record<string, unknown>, where: string): 
   return spec;
 }
 
+/**
+ * A `{context_dir:NAME}` (priming.ts) whose NAME is no plain file name: empty, `.`/`..`, or holding `/`, `\\`,
+ * `{` or `}` (one that could leave the directory, or not be one placeholder).
+ */
+const BAD_CONTEXT_DIR = /\{context_dir:(?![^{}/\\]+\})|\{context_dir:\.{1,2}\}/;
+
 function parseSetting(spec: ProviderSpec, key: string, value: unknown, at: (key: string) => string): void {
   switch (key) {
     case 'base':
@@ -74,10 +80,18 @@ function parseSetting(spec: ProviderSpec, key: string, value: unknown, at: (key:
     case 'default_permission_mode':
       spec[key] = string(value, at(key));
       break;
+    case 'system_prompt_args': {
+      const args = strings(value, at(key));
+      const bad = args.find((arg) => BAD_CONTEXT_DIR.test(arg));
+      if (bad !== undefined) {
+        throw new ConfigError(`${at(key)}: ${JSON.stringify(bad)} — {context_dir:NAME} needs a file name for NAME`);
+      }
+      spec[key] = args;
+      break;
+    }
     case 'args':
     case 'args_append':
     case 'resume_args':
-    case 'system_prompt_args':
     case 'settings_args':
     case 'process_names':
       spec[key] = strings(value, at(key));

@@ -1,3 +1,4 @@
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../../shared/atomic-write.js';
 import type { SessionHookEvent } from '../../shared/dto/sessions.js';
@@ -6,8 +7,11 @@ import { shellQuote } from './session-environment.js';
 
 /** How a program is primed at start: its agent's prompt as its system prompt, its priming hooks' settings. */
 export interface Priming {
-  /** The agent's prompt, and the file in the session's directory that holds it. */
-  systemPrompt?: { text: string; file: string };
+  /**
+   * The agent's prompt, the file in the session's directory that holds it, and (for `{context_dir:NAME}`) the
+   * directory that holds it alone as a context file named NAME.
+   */
+  systemPrompt?: { text: string; file: string; contextDir?: string };
   /** The session's own settings file (hooks that run `ctl prime`, and in tmux those that report its state). */
   settingsFile?: string;
 }
@@ -16,6 +20,23 @@ export interface Priming {
 export const SYSTEM_PROMPT_FILE = 'system-prompt.md';
 /** The session's own Claude Code settings: never the person's `~/.claude`. */
 export const SETTINGS_FILE = 'settings.json';
+/** The directory of a session's directory holding only its agent's prompt, as a CLI's context file. */
+export const CONTEXT_DIR = 'context';
+
+/**
+ * `{prompt_file}`, `{prompt_toml}`, `{prompt_text}` (the prompt itself, one argument) and `{context_dir:NAME}` (a
+ * directory holding only the prompt, in a file named NAME: Gemini CLI reads `GEMINI.md` as a context file from a
+ * directory it includes).
+ */
+const PROMPT_PLACEHOLDER = /\{(prompt_file|prompt_toml|prompt_text|context_dir:([^{}/\\]+))\}/g;
+
+/** The file names a provider's `{context_dir:NAME}` placeholders ask for. */
+function contextFileNames(provider: ResolvedProvider): string[] {
+  const names = (provider.system_prompt_args ?? []).flatMap((arg) =>
+    [...arg.matchAll(PROMPT_PLACEHOLDER)].flatMap((m) => (m[2] !== undefined ? [m[2]] : [])),
+  );
+  return [...new Set(names)].filter((name) => name !== '.' && name !== '..');
+}
 
 /**
  * Writes what the program is primed with into the session's directory, as far as its provider takes it: the
@@ -35,6 +56,15 @@ export function preparePriming(
     const file = join(sessionDir, SYSTEM_PROMPT_FILE);
     writeFileAtomic(file, prompt);
     priming.systemPrompt = { text: prompt, file };
+    const names = contextFileNames(provider);
+    if (names.length > 0) {
+      // Rebuilt at every start: the CLI reads everything in it, so nothing of an earlier start may stay.
+      const contextDir = join(sessionDir, CONTEXT_DIR);
+      rmSync(contextDir, { recursive: true, force: true });
+      mkdirSync(contextDir, { recursive: true });
+      for (const name of names) writeFileAtomic(join(contextDir, name), prompt);
+      priming.systemPrompt.contextDir = contextDir;
+    }
   }
   // A program in tmux is read off its screen unless its hooks report what it does: any session of it gets them.
   const reports = provider.runtime === 'tmux';
@@ -100,13 +130,24 @@ export function sessionSettings(
   return { hooks: Object.fromEntries(Object.entries(hooks).map(([event, list]) => [event, [{ hooks: list }]])) };
 }
 
-/** The arguments that prime the program, with `{prompt_file}`, `{prompt_toml}` and `{settings_file}` filled in. */
+/** The arguments that prime the program, with the prompt's placeholders and `{settings_file}` filled in. */
 export function primingArgs(provider: ResolvedProvider, priming: Priming | undefined): string[] {
   const args: string[] = [];
   const prompt = priming?.systemPrompt;
   if (prompt && provider.system_prompt_args) {
     for (const arg of provider.system_prompt_args) {
-      args.push(arg.replaceAll('{prompt_file}', prompt.file).replaceAll('{prompt_toml}', tomlString(prompt.text)));
+      // In one pass: a prompt that holds a placeholder's text is never filled in again.
+      args.push(
+        arg.replace(PROMPT_PLACEHOLDER, (_, name: string) =>
+          name === 'prompt_file'
+            ? prompt.file
+            : name === 'prompt_toml'
+              ? tomlString(prompt.text)
+              : name === 'prompt_text'
+                ? prompt.text
+                : (prompt.contextDir ?? ''),
+        ),
+      );
     }
   }
   if (priming?.settingsFile !== undefined && provider.settings_args) {

@@ -19,7 +19,7 @@ export type ProviderOrigin = 'builtin' | 'city' | 'builtin+city';
 /** A provider as sessions start it: its `base` chain resolved over the built-in presets. */
 export interface ProviderResponse {
   name: string;
-  /** A built-in preset (`claude`, `codex`, `gemini`, `generic`), possibly adjusted by the city. */
+  /** A built-in preset (`claude`, `codex`, `gemini`, `qwen`, `generic`), possibly adjusted by the city. */
   builtin: boolean;
   /** Declared in the city's `city.toml` (`[providers.<name>]`, or `[workspace] start_command` for `default`). */
   city_level: boolean;
@@ -37,7 +37,8 @@ export interface ProviderResponse {
   resume_args?: string[];
   /**
    * Arguments that hand an agent's prompt to the program as its system prompt, `{prompt_file}` standing for a
-   * file holding it and `{prompt_toml}` for it as a TOML string; without them it is the first turn.
+   * file holding it, `{prompt_toml}` for it as a TOML string, `{prompt_text}` for the text itself and
+   * `{context_dir:NAME}` for a directory holding only it, in a file named NAME; without them it is the first turn.
    */
   system_prompt_args?: string[];
   /** Arguments that pass a per-session settings file (Claude Code's format, hooks running `ctl prime`), `{settings_file}` standing for it. */

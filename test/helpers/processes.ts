@@ -77,3 +77,35 @@ export function socketsOf(pid: number): Set<string> {
   }
   return sockets;
 }
+
+/** The live processes below `root` (children, their children, …), each with its command line (NULs as spaces). */
+export function descendantsOf(root: number): { pid: number; cmdline: string }[] {
+  const parents = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (fields[0] !== 'Z') parents.set(Number(entry), Number(fields[1]));
+    } catch {
+      // gone
+    }
+  }
+  const found: { pid: number; cmdline: string }[] = [];
+  const below = new Set([root]);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const [pid, parent] of parents) {
+      if (below.has(parent) && !below.has(pid)) {
+        below.add(pid);
+        grew = true;
+        try {
+          found.push({ pid, cmdline: readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim() });
+        } catch {
+          // gone meanwhile
+        }
+      }
+    }
+  }
+  return found;
+}

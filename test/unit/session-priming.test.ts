@@ -1,10 +1,11 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { parseToml } from '../../shared/config/toml-syntax.js';
 import type { ResolvedProvider } from '../../controller/providers/provider-spec.js';
-import { resolveProviders } from '../../controller/providers/resolve.js';
+import { parseProviderSpec, resolveProviders } from '../../controller/providers/resolve.js';
+import { ConfigError } from '../../shared/config/config-error.js';
 import { preparePriming, primingArgs } from '../../controller/sessions/priming.js';
 import { ctlFirstOnPath, sessionEnvironment } from '../../controller/sessions/session-environment.js';
 import type { SessionRecord } from '../../controller/sessions/session-store.js';
@@ -113,5 +114,39 @@ describe("a session's environment and priming", () => {
     expect(
       primingArgs(preset('generic'), preparePriming(dir, preset('generic'), prompt, true, '/c/bin')),
     ).to.deep.equal([]);
+  });
+
+  it('Gemini CLI: the prompt as GEMINI.md, alone in a directory it includes (rebuilt at each start), the workspace trusted', () => {
+    const context = join(dir, 'context');
+    const first = preparePriming(dir, preset('gemini'), 'You are worker.', true, '/c/bin');
+    expect(primingArgs(preset('gemini'), first)).to.deep.equal(['--skip-trust', '--include-directories', context]);
+    expect(readdirSync(context)).to.deep.equal(['GEMINI.md']);
+    expect(readFileSync(join(context, 'GEMINI.md'), 'utf8')).to.equal('You are worker.');
+    // Gemini CLI reads everything there: what an earlier start left is gone.
+    writeFileSync(join(context, 'stale.md'), 'old');
+    preparePriming(dir, preset('gemini'), 'You are reviewer.', true, '/c/bin');
+    expect(readdirSync(context)).to.deep.equal(['GEMINI.md']);
+    expect(readFileSync(join(context, 'GEMINI.md'), 'utf8')).to.equal('You are reviewer.');
+    // No settings file: Gemini CLI takes none of Claude Code's.
+    expect(readdirSync(dir).sort()).to.deep.equal(['context', 'system-prompt.md']);
+  });
+
+  it('Qwen Code: the prompt itself as one argument of --append-system-prompt, whatever it holds', () => {
+    const prompt = 'Use "{prompt_file}" and {prompt_toml} literally;\nthen $HOME `x`';
+    const args = primingArgs(preset('qwen'), preparePriming(dir, preset('qwen'), prompt, true, '/c/bin'));
+    expect(args).to.deep.equal(['--append-system-prompt', prompt]);
+  });
+
+  it('placeholders are filled in once, within an argument; a context file name that could leave its directory is refused', () => {
+    const provider = { ...preset('generic'), system_prompt_args: ['--sys={prompt_text}', '{context_dir:AGENTS.md}'] };
+    const priming = preparePriming(dir, provider, 'P {context_dir:X.md}', true, '/c/bin');
+    expect(primingArgs(provider, priming)).to.deep.equal(['--sys=P {context_dir:X.md}', join(dir, 'context')]);
+    expect(readdirSync(join(dir, 'context'))).to.deep.equal(['AGENTS.md']);
+    for (const bad of ['{context_dir:../x.md}', '{context_dir:..}', '{context_dir:}', '-f={context_dir:a/b}']) {
+      expect(() => parseProviderSpec({ system_prompt_args: [bad] }, 'city.toml: providers.mine'))
+        .to.throw(ConfigError)
+        .with.property('message')
+        .that.includes(`city.toml: providers.mine.system_prompt_args: ${JSON.stringify(bad)}`);
+    }
   });
 });
