@@ -10,7 +10,7 @@ export interface Preset {
 /**
  * The built-in providers, as data: how each program is started, spoken to, resumed and put in a permission mode.
  * A city uses one as it is (`provider = "claude"`) or adjusts it (`[providers.mine] base = "builtin:claude"`).
- * Flags are those of the versions `../shared/reference/real-clis.md` records (Claude Code 2.1.197, Codex 0.169).
+ * Flags are those of the versions docs/agent-clis.md lists as tested.
  */
 export const PRESETS: Record<string, Preset> = {
   claude: {
@@ -80,14 +80,50 @@ export const PRESETS: Record<string, Preset> = {
       display_name: 'Gemini CLI',
       command: 'gemini',
       // `--acp` since Gemini CLI 0.33 (google-gemini/gemini-cli#21171 renamed `--experimental-acp`, which now only
-      // warns that it is deprecated).
+      // warns that it is deprecated). Tested with 0.61 (docs/agent-clis.md).
       args: ['--acp'],
       protocol: 'acp',
       runtime: 'pipe',
       prompt_mode: 'stdin',
-      permission_modes: { default: [], yolo: ['--yolo'] },
+      // Left to itself it starts a second Node (~180 MB more) only to run with a larger heap.
+      env: { GEMINI_CLI_NO_RELAUNCH: 'true' },
+      // An agent's prompt is a context file: GEMINI.md in a directory of the session's it includes. Gemini CLI
+      // reads context files only in a trusted workspace, so the agent's work dir is trusted for the run.
+      system_prompt_args: ['--skip-trust', '--include-directories', '{context_dir:GEMINI.md}'],
+      permission_modes: {
+        default: ['--approval-mode', 'default'],
+        auto_edit: ['--approval-mode', 'auto_edit'],
+        yolo: ['--approval-mode', 'yolo'],
+        plan: ['--approval-mode', 'plan'],
+      },
       default_permission_mode: 'default',
       process_names: ['gemini', 'node'],
+    },
+  },
+  // Qwen Code, a fork of Gemini CLI, over ACP. Its model and sign-in are its own (~/.qwen/settings.json, or
+  // OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL for any OpenAI-compatible API). Tested with 0.24.
+  qwen: {
+    spec: {
+      display_name: 'Qwen Code',
+      command: 'qwen',
+      args: ['--acp'],
+      protocol: 'acp',
+      runtime: 'pipe',
+      prompt_mode: 'stdin',
+      // Left to itself it starts another Node (~200 MB more) only to run with a larger heap.
+      env: { QWEN_CODE_NO_RELAUNCH: 'true' },
+      // Appended to its own system prompt (it takes the text itself, not a file).
+      system_prompt_args: ['--append-system-prompt', '{prompt_text}'],
+      // Its own default is `auto` (a model call judges each tool call); ctl's is to ask, through `respond`.
+      permission_modes: {
+        default: ['--approval-mode', 'default'],
+        'auto-edit': ['--approval-mode', 'auto-edit'],
+        auto: ['--approval-mode', 'auto'],
+        yolo: ['--approval-mode', 'yolo'],
+        plan: ['--approval-mode', 'plan'],
+      },
+      default_permission_mode: 'default',
+      process_names: ['qwen', 'node'],
     },
   },
   // OpenCode and the ACP adapters of Claude Code and Codex (presets-acp.ts).

@@ -15,6 +15,12 @@ interface Content {
   parts?: Part[];
 }
 
+/** The names of the functions a request offers (`tools[].functionDeclarations[].name`). */
+export function geminiToolNames(body: Record<string, unknown>): string[] {
+  const tools = (Array.isArray(body.tools) ? body.tools : []) as { functionDeclarations?: { name?: string }[] }[];
+  return tools.flatMap((t) => (t.functionDeclarations ?? []).flatMap((f) => (f.name ? [f.name] : [])));
+}
+
 /** Whether a path is one of the Gemini API's generation methods (`/v1beta/models/{model}:…`). */
 export function isGeminiPath(path: string): boolean {
   return /\/models\/[^/]+:(stream)?[gG]enerateContent$/.test(path);
@@ -29,19 +35,31 @@ function responseText(response: unknown): string {
 }
 
 /**
- * The newest content decides: a function's result (the tool call it answers), or the user's own text — the last
- * text part that is not the CLI's context in angle brackets (`<session_context>` comes first).
+ * The newest content decides: a function's result (with the call it answers: its tool and shell command), or the
+ * user's own text — the last text part that is not the CLI's context in angle brackets (`<session_context>` comes
+ * first).
  */
 export function readGemini(
   body: Record<string, unknown>,
   isPeopleText: (text: string) => boolean,
-): { userText?: string; toolResult?: string } {
+): { userText?: string; toolResult?: string; toolName?: string; toolCommand?: string } {
   const contents = (body.contents ?? []) as Content[];
   const last = contents.at(-1);
   if (!last || last.role !== 'user') return {};
   const parts = last.parts ?? [];
   const result = parts.find((p) => p.functionResponse !== undefined);
-  if (result) return { toolResult: responseText(result.functionResponse!.response) };
+  if (result) {
+    const name = result.functionResponse!.name;
+    const call = contents
+      .flatMap((c) => (c.role === 'model' ? (c.parts ?? []) : []))
+      .findLast((p) => p.functionCall !== undefined && p.functionCall.name === name)?.functionCall;
+    const command = (call?.args as { command?: unknown } | undefined)?.command;
+    return {
+      toolResult: responseText(result.functionResponse!.response),
+      ...(name ? { toolName: name } : {}),
+      ...(typeof command === 'string' ? { toolCommand: command } : {}),
+    };
+  }
   const texts = parts.flatMap((p) => (typeof p.text === 'string' && !p.thought ? [p.text] : []));
   return { userText: texts.filter(isPeopleText).at(-1) };
 }

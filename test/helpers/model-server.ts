@@ -1,11 +1,20 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import {
+  geminiError,
+  geminiToolNames,
+  isGeminiPath,
+  readGemini,
+  schemaOf,
+  valueOf,
+  writeGemini,
+} from './model-api-gemini.js';
 import { chatToolNames, readChat, streamChat } from './model-server-chat.js';
 
 // A scripted model server for tests with the real agent CLIs, offline: the Anthropic Messages API (what Claude
 // Code and its ACP adapter call), the OpenAI Responses API (what Codex and its ACP adapter call) and the OpenAI
-// Chat Completions API (what OpenCode calls, model-server-chat.ts), all streaming, answering by a few rules a
-// test reads at a glance:
+// Chat Completions API (what OpenCode and Qwen Code call, model-server-chat.ts) and the Gemini API (what Gemini
+// CLI calls, model-api-gemini.ts), all streaming, answering by a few rules a test reads at a glance:
 //
 //   - a user text is echoed back: `You said: <text>`;
 //   - `run: <command>` asks for a tool call (Claude: `Bash {command}`; Codex: `shell {command: [sh, -c, …]}`;
@@ -28,7 +37,7 @@ import { chatToolNames, readChat, streamChat } from './model-server-chat.js';
 // conversation carries its earlier turns.
 
 export interface ModelRequest {
-  api: 'messages' | 'responses' | 'chat';
+  api: 'messages' | 'responses' | 'chat' | 'gemini';
   path: string;
   body: Record<string, unknown>;
   /** The user text the rules answered (undefined when the request ended a tool call). */
@@ -360,7 +369,9 @@ function fail(res: ServerResponse, api: ModelRequest['api'], status: number): vo
     JSON.stringify(
       api === 'messages'
         ? { type: 'error', error: { type: status === 429 ? 'rate_limit_error' : 'overloaded_error', message } }
-        : { error: { type: status === 429 ? 'rate_limit_exceeded' : 'server_error', message } },
+        : api === 'gemini'
+          ? geminiError(status, message)
+          : { error: { type: status === 429 ? 'rate_limit_exceeded' : 'server_error', message } },
     ),
   );
 }
@@ -369,6 +380,7 @@ function apiOf(path: string): ModelRequest['api'] | undefined {
   if (path.endsWith('/messages')) return 'messages';
   if (path.endsWith('/responses')) return 'responses';
   if (path.endsWith('/chat/completions')) return 'chat';
+  if (isGeminiPath(path)) return 'gemini';
   return undefined;
 }
 
@@ -404,6 +416,18 @@ function fitShellTool(reply: Reply, offered: string[]): Reply {
   return { tool: { name, input: SHELL_TOOLS[name](command) } };
 }
 
+/**
+ * Gemini CLI's answer: as the rules say, except for its own helper requests that ask for JSON (its model router,
+ * its next-speaker check), which get a value of the schema they give.
+ */
+async function answerGemini(res: ServerResponse, path: string, body: Record<string, unknown>, reply: Reply) {
+  const schema = schemaOf(body);
+  const fitted = schema !== undefined ? { json: valueOf(schema) } : reply;
+  await writeGemini(res, path, fitted, pieces(reply), async () => {
+    if (reply.slow) await pause(SLOW_WORD_MS);
+  });
+}
+
 /** Starts the scripted model server on a free loopback port. */
 export async function startModelServer(): Promise<ModelServer> {
   const requests: ModelRequest[] = [];
@@ -426,14 +450,22 @@ export async function startModelServer(): Promise<ModelServer> {
         toolName?: string;
         taskResult?: string;
         toolCommand?: string;
-      } = api === 'messages' ? readMessages(body) : api === 'chat' ? readChat(body, isPeopleText) : readResponses(body);
+      } =
+        api === 'messages'
+          ? readMessages(body)
+          : api === 'chat'
+            ? readChat(body, isPeopleText)
+            : api === 'gemini'
+              ? readGemini(body, isPeopleText)
+              : readResponses(body);
       requests.push({ api, path, body, userText: read.userText });
       if (failing !== undefined) return fail(res, api, failing);
       const reply = fitShellTool(
         replyTo(read.userText, read.toolResult, api, read.toolName, read.taskResult, read.toolCommand),
-        api === 'chat' ? chatToolNames(body) : toolNames(body),
+        api === 'chat' ? chatToolNames(body) : api === 'gemini' ? geminiToolNames(body) : toolNames(body),
       );
       if (reply.status !== undefined) return fail(res, api, reply.status);
+      if (api === 'gemini') return answerGemini(res, path, body, reply);
       if (api === 'chat') {
         const tool = reply.tool && { id: nextId('call'), ...reply.tool };
         return streamChat(res, body, { pieces: pieces(reply), pauseMs: reply.slow ? SLOW_WORD_MS : 0, tool });

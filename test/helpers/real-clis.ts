@@ -7,7 +7,8 @@ import { packageRoot } from '../../shared/paths.js';
 // The real agent CLIs the session tests drive: the versions package.json pins as dev dependencies (what CI tests,
 // the newest we follow), or, to check one's own, the version an environment variable names —
 // CTL_TEST_CLAUDE_VERSION=2.1.197 or CTL_TEST_CODEX_VERSION=0.160.0 (CTL_TEST_OPENCODE_VERSION,
-// CTL_TEST_CLAUDE_ACP_VERSION, CTL_TEST_CODEX_ACP_VERSION for OpenCode and the ACP adapters) — installed once with npm into a cache
+// CTL_TEST_CLAUDE_ACP_VERSION, CTL_TEST_CODEX_ACP_VERSION for OpenCode and the ACP adapters;
+// CTL_TEST_GEMINI_VERSION, CTL_TEST_QWEN_VERSION for Gemini CLI and Qwen Code) — installed once with npm into a cache
 // folder (CTL_TEST_CLI_CACHE, default ~/.cache/ctl/agent-clis) and taken from there. docs/agent-clis.md lists
 // the versions tested and what changed between them.
 
@@ -32,7 +33,16 @@ const CLIS = {
   claude: { pkg: '@anthropic-ai/claude-code', bin: 'claude', env: 'CTL_TEST_CLAUDE_VERSION' },
   codex: { pkg: '@openai/codex', bin: 'codex', env: 'CTL_TEST_CODEX_VERSION' },
   ...ACP_CLIS(),
+  ...GEMINI_FAMILY_CLIS(),
 } satisfies Record<string, CliPackage>;
+
+/** Gemini CLI and its fork Qwen Code (their tests: test/sessions-gemini.test.ts, test/sessions-qwen.test.ts). */
+function GEMINI_FAMILY_CLIS() {
+  return {
+    gemini: { pkg: '@google/gemini-cli', bin: 'gemini', env: 'CTL_TEST_GEMINI_VERSION' },
+    qwen: { pkg: '@qwen-code/qwen-code', bin: 'qwen', env: 'CTL_TEST_QWEN_VERSION' },
+  } as const;
+}
 
 /** OpenCode and the ACP adapters of Claude Code and Codex (their tests: test/sessions-*-acp.test.ts, opencode). */
 function ACP_CLIS() {
