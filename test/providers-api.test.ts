@@ -131,8 +131,9 @@ describe('providers over the API', function () {
         'generic',
         'mine',
         'opencode',
+        'qwen',
       ]);
-      expect(reply.body.total).to.equal(9);
+      expect(reply.body.total).to.equal(10);
       expect(reply.body.next_cursor).to.equal(undefined);
 
       const claude = byName.get('claude')!;
@@ -176,7 +177,7 @@ describe('providers over the API', function () {
     it('GET /providers/public: names, protocol, permission modes and defaults; no command line, flags or env', async function () {
       const reply = await api.get<{ items: PublicProvider[]; total: number }>('/providers/public');
       expect(reply.status).to.equal(200);
-      expect(reply.body.total).to.equal(9);
+      expect(reply.body.total).to.equal(10);
       const allowed = [
         'name',
         'builtin',
@@ -219,7 +220,7 @@ describe('providers over the API', function () {
           `/providers?limit=4${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
         );
         expect(reply.status).to.equal(200);
-        expect(reply.body.total).to.equal(9);
+        expect(reply.body.total).to.equal(10);
         names.push(...reply.body.items.map((p) => p.name));
         cursor = reply.body.next_cursor;
         if (!cursor) break;
@@ -234,6 +235,7 @@ describe('providers over the API', function () {
         'generic',
         'mine',
         'opencode',
+        'qwen',
       ]);
       const publicPage = await api.get<{ items: PublicProvider[]; next_cursor?: string }>('/providers/public?limit=5');
       expect(publicPage.body.items).to.have.length(5);
@@ -359,7 +361,7 @@ describe('providers over the API', function () {
       expect(cycle.detail).to.include('cycle');
       expect(readFileSync(file, 'utf8')).to.equal(before);
       const list = await api.get<{ total: number }>('/providers');
-      expect(list.body.total).to.equal(9);
+      expect(list.body.total).to.equal(10);
     });
 
     it('an Idempotency-Key replays the first answer; with another body it is a 422', async function () {
@@ -670,6 +672,7 @@ describe('providers over the API', function () {
         'generic',
         'mine',
         'opencode',
+        'qwen',
       ]);
       for (const item of Object.values(p)) expect(STATUSES).to.include(item.status);
       expect(p.mine).to.include({ display_name: 'Mine', status: 'configured', detail: ECHO });
