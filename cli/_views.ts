@@ -71,3 +71,28 @@ export function turnLine(turn: { role: string; text: string }, stream: NodeJS.Wr
   const who = paint(`${turn.role}:`, colours[turn.role], stream);
   return `${who} ${turn.text}`;
 }
+
+/** A session's model, options, context and tokens, as `show` lines (absent ones left out by `fields`). */
+export function modelFields(s: {
+  model?: string;
+  options?: Record<string, string>;
+  context_pct?: number;
+  context_tokens?: number;
+  context_window?: number;
+  usage?: { turns: number; input_tokens: number; output_tokens: number; cache_read_tokens: number };
+}): [string, string | undefined][] {
+  const options = Object.entries(s.options ?? {}).map(([k, v]) => `${k}=${v}`);
+  let context: string | undefined;
+  if (s.context_pct !== undefined) context = `${s.context_pct}% (${s.context_tokens} of ${s.context_window} tokens)`;
+  else if (s.context_tokens !== undefined) context = `${s.context_tokens} tokens`;
+  const u = s.usage;
+  return [
+    ['Model', s.model],
+    ['Options', options.length ? options.join(' ') : undefined],
+    ['Context', context],
+    [
+      'Tokens',
+      u && `${u.input_tokens} in, ${u.output_tokens} out, ${u.cache_read_tokens} cache read (${u.turns} turns)`,
+    ],
+  ];
+}

@@ -29,7 +29,7 @@ import { OrderScheduler } from './orders/order-scheduler.js';
 import { ProviderRegistry } from './providers/provider-registry.js';
 import { ServiceRunner } from './services/service-runner.js';
 import { SessionService } from './sessions/session-service.js';
-import { SessionStore } from './sessions/session-store.js';
+import { programDir, SessionStore } from './sessions/session-store.js';
 import { writeCtlLauncher } from './sessions/ctl-launcher.js';
 import { StatusCounts } from './status-counts.js';
 import { UsageLog } from './usage/usage-log.js';
@@ -93,9 +93,12 @@ export function assembleCity(o: CityInputs): CityRuntime {
       heldBead: (sessionId) => heldBeadOf(o.store, sessionId),
       agentPrompt: (record, bead) => {
         const agent = settings.agent(record.template);
-        return agent && promptFor(agent, { city: name, session: record.session_name, bead });
+        return (
+          agent && promptFor(agent, { city: name, session: record.session_name, bead, workDir: programDir(record) })
+        );
       },
       agentEnv: (record) => settings.agent(record.template)?.config.env,
+      agentOptions: (record) => settings.agent(record.template)?.config.option_defaults,
       stopGraceMs: SESSION_STOP_GRACE_MS,
       startTimeoutMs: SESSION_START_TIMEOUT_MS,
       usage: (fact) => usage.record(fact),
@@ -104,7 +107,8 @@ export function assembleCity(o: CityInputs): CityRuntime {
     // The city's configuration as it is now: edits on disk and provider writes reload it.
     {
       agent: (agentName) => settings.agent(agentName),
-      promptOf: (agent, session) => promptFor(agent, { city: name, session }),
+      promptOf: (agent, record) =>
+        promptFor(agent, { city: name, session: record.session_name, workDir: programDir(record) }),
       defaultProvider: () => providers.defaultProvider(),
     },
   );

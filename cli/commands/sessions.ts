@@ -5,12 +5,12 @@ import { idAction } from '../_action.js';
 import { call, CSRF } from '../_api.js';
 import { command, group } from '../_command.js';
 import { CliError } from '../_errors.js';
-import { inCityFlags, limitFlag, listLimit, refuseTogether, timeout, timeoutFlag } from '../_flags.js';
+import { inCityFlags, keyValues, limitFlag, listLimit, refuseTogether, timeout, timeoutFlag } from '../_flags.js';
 import { colourOn, exitWhenReaderLeaves, fields, json, line, noteMore, paint, progress, table } from '../_output.js';
 import { collectPages } from '../_pages.js';
 import { agents } from './session-agents.js';
 import { permissionMode } from './session-permission-mode.js';
-import { turnLine } from '../_views.js';
+import { modelFields, turnLine } from '../_views.js';
 import { cityPath, inCity } from '../_scope.js';
 import { readEvents } from '../_stream.js';
 import type { Api, Column } from '../_types.js';
@@ -79,6 +79,7 @@ const create = command({
     'ctl session new                        # the city’s default provider',
     'ctl session new claude --alias review --message "Look at alp-2"',
     'ctl session new helper --agent --no-wait --json',
+    'ctl session new claude --model sonnet --option effort=high --option max_turns=20',
   ],
   args: {
     name: { type: 'positional', description: 'Provider (or agent) name', required: false },
@@ -91,6 +92,14 @@ const create = command({
       description: "One of the provider's permission modes",
       field: 'permission_mode',
     },
+    model: { type: 'string', description: 'The model (as --option model=NAME)', valueHint: 'NAME' },
+    option: {
+      type: 'string',
+      description: 'An option the provider offers (repeatable): model, effort, max_turns, … (ctl provider show NAME)',
+      valueHint: 'KEY=VALUE',
+      repeatable: true,
+      field: 'options',
+    },
     wait: {
       type: 'boolean',
       description: 'Wait until its program is ready (default; --no-wait returns at once)',
@@ -99,10 +108,18 @@ const create = command({
     ...waitFlag,
     ...inCityFlags,
   },
-  async run({ args: a }) {
+  async run({ args: a, all }) {
     const wait = timeout(a.timeout, 60_000);
+    const options = { ...keyValues(all('option'), 'option') };
+    if (a.model !== undefined) {
+      if (options.model !== undefined && options.model !== a.model) {
+        throw new CliError(`--model ${a.model} and --option model=${options.model} disagree`);
+      }
+      options.model = a.model;
+    }
     const { api, city } = await inCity(a);
     const body = {
+      ...(Object.keys(options).length > 0 ? { options } : {}),
       ...(a.name !== undefined ? { name: a.name } : {}),
       ...(a.agent ? { kind: 'agent' as const } : {}),
       ...(a.alias !== undefined ? { alias: a.alias } : {}),
@@ -202,6 +219,7 @@ const show = command({
       ],
       ['Attached', s.attached ? 'yes' : undefined],
       ['Permission mode', s.permission_mode],
+      ...modelFields(s),
       ['Queued', s.queued ? String(s.queued) : undefined],
       ['Pending', s.pending ? `${s.pending.kind}: ${s.pending.prompt ?? ''} (${s.pending.request_id})` : undefined],
       ['Reason', s.reason],

@@ -7,6 +7,7 @@ import { parseAgentTable, type CityAgentConfig, type CityConfig } from '../../sh
 import { ConfigError } from '../../shared/config/config-error.js';
 import { MAX_TOML_BYTES, tooLarge } from '../../shared/config/toml-file.js';
 import { OutsideTree, outsideTree, readWithin } from '../../shared/fs/within.js';
+import { optionProblems } from '../providers/provider-options.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import { isWithin, repositoryOf, worktreesRoot } from '../worktrees/repository.js';
 import { auditKeys, type KeyFinding } from '../config/key-audit.js';
@@ -188,6 +189,9 @@ export function resolveAgents(
       unavailable(definition, 'it names no provider, and the city has no default provider or start command');
     } else if (!resolved) {
       unavailable(definition, `its provider ${providerName} is neither built in nor defined in [providers]`);
+    } else {
+      const [wrong] = optionProblems(resolved, agent.option_defaults ?? {});
+      if (wrong) unavailable(definition, `its option_defaults.${wrong.key}: ${wrong.message}`);
     }
     definition.fingerprint = fingerprintOf(definition);
     return definition;
@@ -292,9 +296,12 @@ function fingerprintOf(definition: AgentDefinition): string {
           prompt_mode: p.prompt_mode,
           system_prompt_args: p.system_prompt_args,
           settings_args: p.settings_args,
+          option_defaults: p.option_defaults,
+          options_schema: p.options_schema,
         }
       : definition.providerName,
     env: definition.config.env,
+    option_defaults: definition.config.option_defaults,
     work_dir: definition.workDir,
     prompt: definition.config.prompt,
   };
@@ -323,7 +330,7 @@ export function suspensionOf(agent: AgentDefinition, suspension: Suspension): st
 /** The agent's prompt for one session: a template has its `{{…}}` names filled in. */
 export function promptFor(
   definition: AgentDefinition,
-  values: { city: string; session: string; bead?: string },
+  values: { city: string; session: string; bead?: string; workDir?: string },
 ): string | undefined {
   const prompt = definition.config.prompt;
   if (prompt === undefined || prompt.trim() === '') return undefined;
@@ -332,7 +339,8 @@ export function promptFor(
     agent: definition.name,
     city: values.city,
     rig: definition.rig ?? '',
-    work_dir: definition.workDir,
+    // A session's own directory: its place in its worktree, when it has one (not the rig's checkout).
+    work_dir: values.workDir ?? definition.workDir,
     session: values.session,
     bead: values.bead ?? '',
   };

@@ -1,4 +1,5 @@
 import type { AgentOutputResponse, AgentResponse } from '../../shared/dto/agents.js';
+import type { SessionUsageTotals } from '../../shared/dto/sessions.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { CityConfig } from '../../shared/config/city-config.js';
 import type { SessionService } from '../sessions/session-service.js';
@@ -83,8 +84,14 @@ export function agentResponse(city: AgentViewsHost, agent: AgentDefinition): Age
   if (active) view.active_bead = active.id;
   const wait = tick.waitReason(agent.name);
   if (wait && !suspended) view.wait_reason = wait;
+  if (agent.config.option_defaults) view.option_defaults = { ...agent.config.option_defaults };
+  const usage = sumUsage(sessions.map((s) => s.view().usage));
+  if (usage) view.usage = usage;
   if (primary) {
     const session = primary.view();
+    if (session.model) view.model = session.model;
+    if (session.context_pct !== undefined) view.context_pct = session.context_pct;
+    if (session.context_window !== undefined) view.context_window = session.context_window;
     if (session.activity) view.activity = session.activity;
     if (session.last_output) view.last_output = session.last_output;
     view.session = {
@@ -94,6 +101,22 @@ export function agentResponse(city: AgentViewsHost, agent: AgentDefinition): Age
     };
   }
   return view;
+}
+
+/** The tokens of an agent's sessions, added up (undefined when none reported any). */
+function sumUsage(each: (SessionUsageTotals | undefined)[]): SessionUsageTotals | undefined {
+  const reported = each.filter((u): u is SessionUsageTotals => u !== undefined);
+  if (reported.length === 0) return undefined;
+  const sum = (pick: (u: SessionUsageTotals) => number) => reported.reduce((acc, u) => acc + pick(u), 0);
+  const priced = reported.filter((u) => u.cost_usd !== undefined);
+  return {
+    turns: sum((u) => u.turns),
+    input_tokens: sum((u) => u.input_tokens),
+    output_tokens: sum((u) => u.output_tokens),
+    cache_read_tokens: sum((u) => u.cache_read_tokens),
+    cache_creation_tokens: sum((u) => u.cache_creation_tokens),
+    ...(priced.length ? { cost_usd: Math.round(sum((u) => u.cost_usd ?? 0) * 1e6) / 1e6 } : {}),
+  };
 }
 
 /**

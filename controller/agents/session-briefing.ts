@@ -8,6 +8,7 @@ import type { Session } from '../sessions/session.js';
 import type { SessionService } from '../sessions/session-service.js';
 import { promptFor, type AgentDefinition } from './agent-catalog.js';
 import { heldBeadOf } from './work-board.js';
+import { programDir } from '../sessions/session-store.js';
 
 /** Unread messages a briefing lists (the count says how many there are in all). */
 const MAIL_SHOWN = 20;
@@ -40,7 +41,14 @@ export function briefSession(sources: BriefingSources, idOrName: string): Sessio
   const agent = record.kind === 'agent' ? sources.agents.find((a) => a.name === record.template) : undefined;
   const beadId = heldBeadOf(sources.store, session.id);
   const bead = beadId === undefined ? undefined : sources.store.get(beadId);
-  const prompt = agent && promptFor(agent, { city: sources.cityName, session: record.session_name, bead: beadId });
+  const prompt =
+    agent &&
+    promptFor(agent, {
+      city: sources.cityName,
+      session: record.session_name,
+      bead: beadId,
+      workDir: programDir(record),
+    });
   const recipients = [...new Set([record.kind === 'agent' ? record.template : undefined, record.session_name])];
   const unread: Message[] = [];
   let total = 0;

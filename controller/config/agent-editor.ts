@@ -3,6 +3,8 @@ import type { AgentCreateInputBody, AgentUpdateInputBody } from '../../shared/dt
 import { parseDuration } from '../../shared/duration.js';
 import { Problem } from '../../shared/http/problem.js';
 import { qualifiedName, type AgentDefinition } from '../agents/agent-catalog.js';
+import { optionProblems } from '../providers/provider-options.js';
+import type { ResolvedProvider } from '../providers/provider-spec.js';
 import { PatchEditor } from './patch-editor.js';
 import { editConfigFile, type ConfigFile, type ConfigFileHost } from './config-file-edit.js';
 import {
@@ -18,7 +20,7 @@ import {
 export interface AgentEditorHost extends ConfigFileHost {
   /** An agent by its qualified name (`base`, or `dir/base`). */
   agent(name: string): AgentDefinition | undefined;
-  readonly providers: { get(name: string): unknown };
+  readonly providers: { get(name: string): ResolvedProvider | undefined };
 }
 
 /**
@@ -51,6 +53,10 @@ export class AgentEditor {
     if (body.idle_timeout !== undefined) fields.idle_timeout = duration(body.idle_timeout);
     if (body.depends_on !== undefined) fields.depends_on = body.depends_on;
     if (body.suspended !== undefined) fields.suspended = body.suspended;
+    if (body.option_defaults !== undefined && Object.keys(body.option_defaults).length > 0) {
+      checkOptions(this.city.providers.get(body.provider)!, body.option_defaults);
+      fields.option_defaults = body.option_defaults;
+    }
     this.writeCityToml((text) => appendTable(text, 'agent', fields));
     return name;
   }
@@ -75,6 +81,17 @@ export class AgentEditor {
     if (body.max_active_sessions !== undefined) keys.max_active_sessions = body.max_active_sessions;
     if (body.idle_timeout !== undefined)
       keys.idle_timeout = body.idle_timeout === '' ? undefined : duration(body.idle_timeout);
+    if (body.option_defaults !== undefined) {
+      // Merged key by key into what it has; null (or an empty table) removes them all.
+      const merged =
+        body.option_defaults === null ? {} : { ...definition.config.option_defaults, ...body.option_defaults };
+      const provider = this.city.providers.get(body.provider ?? definition.providerName ?? '');
+      if (provider) checkOptions(provider, merged);
+      keys.option_defaults = Object.keys(merged).length > 0 ? merged : undefined;
+    } else if (body.provider !== undefined && definition.config.option_defaults) {
+      // A new provider must offer the options the agent already has.
+      checkOptions(this.city.providers.get(body.provider)!, definition.config.option_defaults);
+    }
     const min = body.min_active_sessions ?? definition.config.min_active_sessions;
     const max = body.max_active_sessions ?? definition.config.max_active_sessions;
     if (min !== undefined && max !== undefined && min > max) {
@@ -202,6 +219,19 @@ function duration(text: string): string {
     throw invalid('body.idle_timeout', `idle_timeout must be a duration such as 30s, 5m or 1h30m`, text);
   }
   return text;
+}
+
+/** Options an agent's provider does not offer (or values it does not take): a 422 naming each. */
+function checkOptions(provider: ResolvedProvider, options: Record<string, string>): void {
+  const problems = optionProblems(provider, options);
+  if (problems.length === 0) return;
+  throw new Problem('validation-failed', `invalid: ${problems.map((p) => p.message).join('; ')}`, {
+    errors: problems.map((p) => ({
+      location: `body.option_defaults.${p.key}`,
+      message: p.message,
+      value: options[p.key],
+    })),
+  });
 }
 
 function invalid(location: string, message: string, value?: unknown): Problem {

@@ -24,6 +24,7 @@ export const AGENT_PATCH_KEYS = [
   'description',
   'prompt',
   'env',
+  'option_defaults',
   'min_active_sessions',
   'max_active_sessions',
   'scale_check',
@@ -115,6 +116,8 @@ export function applyAgentDefaults(defaults: Record<string, unknown>, agents: Ci
   for (const agent of agents) {
     for (const key of keys) {
       if (key === 'env') agent.env = { ...parsed.env, ...agent.env };
+      else if (key === 'option_defaults')
+        agent.option_defaults = { ...parsed.option_defaults, ...agent.option_defaults };
       else if (key === 'idle_timeout') agent.idle_timeout_ms ??= parsed.idle_timeout_ms;
       else if (key === 'suspended') agent.suspended ||= parsed.suspended;
       else if (key === 'depends_on') agent.depends_on = agent.depends_on.length ? agent.depends_on : parsed.depends_on;
@@ -138,6 +141,7 @@ export function patchAgent(
   const next: CityAgentConfig = { ...agent };
   for (const key of Object.keys(fields)) {
     if (key === 'env') next.env = { ...agent.env, ...parsed.env };
+    else if (key === 'option_defaults') next.option_defaults = { ...agent.option_defaults, ...parsed.option_defaults };
     else if (key === 'idle_timeout') next.idle_timeout_ms = parsed.idle_timeout_ms;
     else (next as unknown as Record<string, unknown>)[key] = (parsed as unknown as Record<string, unknown>)[key];
   }
@@ -164,6 +168,9 @@ export function checkRigPatch(patch: ConfigPatch): string | undefined {
 function mergeTable(base: Record<string, unknown>, fields: Record<string, unknown>): Record<string, unknown> {
   const out = { ...base, ...fields };
   if (isTable(base.env) && isTable(fields.env)) out.env = { ...base.env, ...fields.env };
+  if (isTable(base.option_defaults) && isTable(fields.option_defaults)) {
+    out.option_defaults = { ...base.option_defaults, ...fields.option_defaults };
+  }
   return out;
 }
 

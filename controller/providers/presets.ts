@@ -1,5 +1,9 @@
 import { ACP_PRESETS } from './presets-acp.js';
+import type { OptionSpec } from './provider-options.js';
 import type { ProviderSpec } from './provider-spec.js';
+
+/** A model chosen by name: any the program knows (its own aliases included), passed as it is. */
+const modelOption = (args: string[]): OptionSpec => ({ label: 'Model', type: 'string', args });
 
 /** A built-in provider: its spec, and the readiness probe that checks its tool is installed and signed in. */
 export interface Preset {
@@ -10,7 +14,8 @@ export interface Preset {
 /**
  * The built-in providers, as data: how each program is started, spoken to, resumed and put in a permission mode.
  * A city uses one as it is (`provider = "claude"`) or adjusts it (`[providers.mine] base = "builtin:claude"`).
- * Flags are those of the versions docs/agent-clis.md lists as tested.
+ * Flags are those of the versions docs/agent-clis.md lists as tested, checked against their `--help`: an option is
+ * offered only where the program has a flag (or configuration override) for it.
  */
 export const PRESETS: Record<string, Preset> = {
   claude: {
@@ -47,6 +52,18 @@ export const PRESETS: Record<string, Preset> = {
         bypassPermissions: ['--permission-mode', 'bypassPermissions'],
       },
       default_permission_mode: 'default',
+      // Claude Code reports the model's context window with every turn's usage (`result.modelUsage`): no table.
+      options_schema: {
+        model: modelOption(['--model', '{value}']),
+        effort: {
+          label: 'Effort',
+          type: 'select',
+          args: ['--effort', '{value}'],
+          choices: ['low', 'medium', 'high', 'xhigh', 'max'],
+        },
+        // Agentic turns (model calls) per message before Claude Code ends the turn (a hidden `-p` flag).
+        max_turns: { label: 'Max turns', type: 'integer', args: ['--max-turns', '{value}'] },
+      },
       process_names: ['claude', 'node'],
     },
   },
@@ -71,6 +88,30 @@ export const PRESETS: Record<string, Preset> = {
         'danger-full-access': ['-c', 'sandbox_mode="danger-full-access"'],
       },
       default_permission_mode: 'default',
+      // Both as flags `exec resume` takes too. Codex passes any effort through; these are the values it knows
+      // (which of them a model takes is the model's: its catalog lists low to xhigh, max or ultra).
+      options_schema: {
+        model: modelOption(['-m', '{value}']),
+        effort: {
+          label: 'Reasoning effort',
+          type: 'select',
+          args: ['-c', 'model_reasoning_effort="{value}"'],
+          choices: ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max', 'ultra'],
+        },
+      },
+      // `codex exec --json` reports tokens but not the window: the windows of the models Codex 0.169 bundles.
+      context_windows: {
+        'gpt-5.5': 272_000,
+        'gpt-5.6-luna': 272_000,
+        'gpt-5.6-sol': 272_000,
+        'gpt-5.6-terra': 272_000,
+        'gpt-6-astra': 272_000,
+        'gpt-6-luna': 272_000,
+        'gpt-6-sol': 272_000,
+        'gpt-6.1-sol': 272_000,
+        'gpt-6.1-terra': 500_000,
+        'codex-auto-review': 272_000,
+      },
       process_names: ['codex'],
     },
   },

@@ -1,3 +1,5 @@
+import type { OptionSpec } from './provider-options.js';
+
 /**
  * How a provider's program talks: `text` — a stdin line is a turn, stdout is the reply, a turn ends at the ready
  * marker or after a quiet spell; `stream-json` — one JSON object per line each way, as Claude Code speaks with
@@ -75,8 +77,15 @@ export interface ProviderSpec {
   default_permission_mode?: string;
   /** Names its processes go by (for a person reading `ps`; liveness comes from the child's exit). */
   process_names?: string[];
-  /** Option defaults passed through to the program (the model, …), shown on the public listing. */
+  /**
+   * The options its sessions start with unless their agent or they choose otherwise (`model`, `effort`, …, and
+   * `permission_mode`): each one of the provider's `options_schema` (or its permission modes).
+   */
   option_defaults?: Record<string, string>;
+  /** The options it offers and the arguments that pass them: preset data, inherited by what is based on it. */
+  options_schema?: Record<string, OptionSpec>;
+  /** Context windows (tokens) of models whose program does not report one with its usage, by model name. */
+  context_windows?: Record<string, number>;
 }
 
 /** A provider with its inheritance resolved: what a session is started from. */
@@ -110,4 +119,6 @@ export interface ResolvedProvider {
   default_permission_mode?: string;
   process_names: string[];
   option_defaults: Record<string, string>;
+  options_schema: Record<string, OptionSpec>;
+  context_windows: Record<string, number>;
 }

@@ -1,4 +1,5 @@
 import type { ProviderPublicResponse, ProviderResponse } from '../../shared/dto/providers.js';
+import { optionsSchemaView } from './provider-options.js';
 import type { ResolvedProvider } from './provider-spec.js';
 
 /** A provider as `GET …/providers` and `GET …/provider/{name}` answer it. */
@@ -19,6 +20,13 @@ export function providerResponse(p: ResolvedProvider): ProviderResponse {
     quiet_ms: p.quiet_ms,
     permission_modes: Object.fromEntries(Object.entries(p.permission_modes).map(([m, a]) => [m, [...a]])),
     option_defaults: { ...p.option_defaults },
+    options_schema: Object.fromEntries(
+      Object.entries(p.options_schema).map(([key, o]) => [
+        key,
+        { label: o.label, type: o.type, args: [...o.args], ...(o.choices ? { choices: [...o.choices] } : {}) },
+      ]),
+    ),
+    context_windows: { ...p.context_windows },
     process_names: [...p.process_names],
   };
   if (p.prompt_flag !== undefined) body.prompt_flag = p.prompt_flag;
@@ -33,8 +41,8 @@ export function providerResponse(p: ResolvedProvider): ProviderResponse {
 }
 
 /**
- * A provider as a browser may see it: its names, protocol, permission mode names and option defaults, and the
- * permission mode as a choice — never the command, its arguments, flags or environment.
+ * A provider as a browser may see it: its names, protocol, permission mode names, option defaults and the options
+ * it offers (the permission mode among them) — never the command, its arguments, flags or environment.
  */
 export function providerPublicResponse(p: ResolvedProvider): ProviderPublicResponse {
   const modes = Object.keys(p.permission_modes);
@@ -47,18 +55,7 @@ export function providerPublicResponse(p: ResolvedProvider): ProviderPublicRespo
     protocol: p.protocol,
     permission_modes: modes,
     effective_defaults: { ...p.option_defaults, ...(mode !== undefined ? { permission_mode: mode } : {}) },
-    options_schema:
-      modes.length === 0
-        ? []
-        : [
-            {
-              key: 'permission_mode',
-              label: 'Permission mode',
-              type: 'select',
-              default: mode ?? modes[0]!,
-              choices: modes.map((m) => ({ value: m, label: m })),
-            },
-          ],
+    options_schema: optionsSchemaView(p),
   };
   if (mode !== undefined) body.default_permission_mode = mode;
   return body;

@@ -1,5 +1,6 @@
 import { ConfigError } from '../../shared/config/config-error.js';
 import { PRESETS } from './presets.js';
+import { optionProblems, PERMISSION_MODE_OPTION } from './provider-options.js';
 import {
   PROMPT_MODES,
   RUNTIME_KINDS,
@@ -287,6 +288,8 @@ function merge(name: string, base: ResolvedProvider | undefined, spec: ProviderS
     permission_modes: { ...base?.permission_modes, ...spec.permission_modes },
     process_names: spec.process_names ?? base?.process_names ?? [command.split(/\s+/)[0]!.split('/').pop()!],
     option_defaults: { ...base?.option_defaults, ...spec.option_defaults },
+    options_schema: { ...base?.options_schema, ...spec.options_schema },
+    context_windows: { ...base?.context_windows, ...spec.context_windows },
   };
   const optional = {
     prompt_flag: spec.prompt_flag ?? base?.prompt_flag,
@@ -311,6 +314,13 @@ function merge(name: string, base: ResolvedProvider | undefined, spec: ProviderS
   if (provider.prompt_mode === 'flag' && provider.prompt_flag === undefined) {
     throw new ProviderConfigError(`${where} has prompt_mode = "flag" but no prompt_flag`, 'prompt_flag');
   }
+  // Its own option_defaults, checked against what it offers (an inherited one was checked with its base).
+  for (const { key, message } of optionProblems(provider, spec.option_defaults ?? {})) {
+    throw new ProviderConfigError(`${where}: option_defaults.${key}: ${message}`, 'option_defaults');
+  }
+  // A default permission mode among the option defaults is the mode its sessions start in.
+  const chosenMode = spec.option_defaults?.[PERMISSION_MODE_OPTION];
+  if (chosenMode !== undefined) provider.default_permission_mode = chosenMode;
   const mode = provider.default_permission_mode;
   if (mode !== undefined && !(mode in provider.permission_modes)) {
     throw new ProviderConfigError(

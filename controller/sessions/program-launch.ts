@@ -1,3 +1,4 @@
+import { PERMISSION_MODE_OPTION } from '../providers/provider-options.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import type { RuntimeOptions } from './runtime.js';
 import { preparePriming } from './priming.js';
@@ -18,6 +19,8 @@ export interface Launch {
   bead: string | undefined;
   resumeKey: string | undefined;
   firstMessage: string | undefined;
+  /** The options it starts with (checked against its provider). */
+  options: Record<string, string>;
 }
 
 /**
@@ -37,7 +40,9 @@ export function launchOptions(l: Launch): RuntimeOptions {
     }),
     stateDir: l.dir,
     resumeKey: l.resumeKey,
-    permissionMode: l.record.permission_mode,
+    // A mode chosen for the session (at create, or changed since) wins over one among its defaults.
+    permissionMode: l.record.permission_mode ?? l.options[PERMISSION_MODE_OPTION],
+    options: l.options,
     priming: preparePriming(
       l.dir,
       l.provider,

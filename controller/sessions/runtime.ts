@@ -98,6 +98,8 @@ export interface RuntimeOptions {
   /** The provider's conversation to resume, when there is one and the provider can. */
   resumeKey?: string;
   permissionMode?: string;
+  /** Its options (`model`, `effort`, …): passed as its provider's `options_schema` says. */
+  options?: Record<string, string>;
   /** The agent's prompt as system prompt and the priming hooks' settings, as far as the provider takes them. */
   priming?: Priming;
   /** The first message, for providers that take it on the command line. */

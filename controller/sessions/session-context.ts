@@ -29,6 +29,8 @@ export interface SessionContext {
   agentPrompt?(record: SessionRecord, bead: string | undefined): string | undefined;
   /** An agent's session: its agent's `env` as it is now. */
   agentEnv?(record: SessionRecord): Record<string, string> | undefined;
+  /** An agent's session: its agent's `option_defaults` as they are now. */
+  agentOptions?(record: SessionRecord): Record<string, string> | undefined;
   /** How long a program gets between SIGTERM and SIGKILL. */
   stopGraceMs: number;
   /** A program that is not ready this long after it started is taken to have failed. */

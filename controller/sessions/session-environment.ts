@@ -19,8 +19,8 @@ export const HELD_BEAD_FILE = 'bead';
 export const SHELL_ENV_FILE = 'shell-env.sh';
 
 /**
- * The program's environment: the controller's, the provider's, its agent's `env`, the `CTL_*` names of where it runs and for whom,
- * and `ctl` first on its PATH.
+ * The program's environment: the controller's, the provider's, its agent's `env`, the `CTL_*` names of where it runs
+ * and for whom (`CTL_WORKTREE` and `CTL_BRANCH` in its own worktree), and `ctl` first on its PATH.
  */
 export function sessionEnvironment(
   place: ProgramPlace,
@@ -39,6 +39,14 @@ export function sessionEnvironment(
     CTL_TEMPLATE: record.template,
     CTL_PROVIDER: provider.name,
   };
+  // A session in its own worktree: the branch it commits to and the worktree's top (its program may work lower).
+  if (record.worktree && record.branch) {
+    env.CTL_WORKTREE = record.worktree;
+    env.CTL_BRANCH = record.branch;
+  } else {
+    delete env.CTL_WORKTREE;
+    delete env.CTL_BRANCH;
+  }
   for (const [name, value] of Object.entries(agentVariables(record, work.bead))) {
     if (value === undefined) delete env[name];
     else env[name] = value;

@@ -18,6 +18,7 @@ import type {
 } from '../../shared/dto/sessions.js';
 import { decodeToken, encodeToken } from '../../shared/http/page-token.js';
 import { Problem } from '../../shared/http/problem.js';
+import { requestedOptions } from '../providers/provider-options.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import { takesSystemPrompt } from './priming.js';
 import { programHook } from './program-hooks.js';
@@ -53,7 +54,7 @@ export interface SessionServiceOptions {
   /** The city's agent called `name` now (qualified: `dir/base` for a rig's agent). */
   agent(name: string): AgentDefinition | undefined;
   /** The prompt a new session of an agent starts with. */
-  promptOf(agent: AgentDefinition, sessionName: string): string | undefined;
+  promptOf(agent: AgentDefinition, record: SessionRecord): string | undefined;
   /** The city's default template: its `[workspace] provider`, or `default` for its start command. */
   defaultProvider(): string | undefined;
 }
@@ -204,6 +205,7 @@ export class SessionService {
         errors: [{ location: 'body.permission_mode', message, value: body.permission_mode }],
       });
     }
+    const { options, permissionMode: mode } = requestedOptions(provider, body.options, body.permission_mode);
     const cursor = this.ctx.log.head();
     const requestId = newRequestId();
     const record = this.ctx.store.create(
@@ -216,7 +218,8 @@ export class SessionService {
         work_dir: workDir,
         create_request: requestId,
         ...(body.alias ? { alias: body.alias } : {}),
-        ...(body.permission_mode ? { permission_mode: body.permission_mode } : {}),
+        ...(mode ? { permission_mode: mode } : {}),
+        ...(Object.keys(options).length > 0 ? { options } : {}),
         ...(agent ? { config_hash: agent.fingerprint } : {}),
       },
       (id) => sessionNameOf(name, id),
@@ -525,7 +528,7 @@ export class SessionService {
   private firstTurnPrompt(agent: AgentDefinition, record: SessionRecord): string | undefined {
     const provider = this.ctx.provider(record.provider);
     if (provider && takesSystemPrompt(provider)) return undefined;
-    return this.options.promptOf(agent, record.session_name);
+    return this.options.promptOf(agent, record);
   }
 
   private track(session: Session): void {

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { Bead } from '../../shared/dto/beads.js';
 import type { SessionState } from '../../shared/dto/sessions.js';
 import type { BeadStore } from '../beads/bead-store.js';
@@ -41,6 +42,32 @@ export interface SessionRecord {
   worktree_repo?: string;
   /** Where in the worktree its program works (the agent's directory inside the repository); absent: the top. */
   worktree_subdir?: string;
+  /** The options it was created with (over its agent's and provider's `option_defaults`). */
+  options?: Record<string, string>;
+  /** What its turns used and the model they ran on, as its provider reported them. */
+  usage?: SessionUsage;
+}
+
+/** A session's tokens over all its turns, and its context as of its last turn that reported usage. */
+export interface SessionUsage {
+  turns: number;
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens: number;
+  cache_creation_tokens: number;
+  cost_usd?: number;
+  /** The model its last turn ran on, as the program said (else as chosen). */
+  model?: string;
+  /** The tokens of the context its last turn's model read (prompt and history). */
+  context_tokens?: number;
+  /** That model's context window, as the program reported it, else from its provider's table. */
+  context_window?: number;
+}
+
+/** The directory its program works in: its place in its own worktree, else its work dir. */
+export function programDir(record: SessionRecord): string {
+  if (!record.worktree) return record.work_dir;
+  return record.worktree_subdir ? join(record.worktree, record.worktree_subdir) : record.worktree;
 }
 
 const OPTIONAL: (keyof SessionRecord)[] = [
@@ -59,6 +86,9 @@ const OPTIONAL: (keyof SessionRecord)[] = [
   'worktree_repo',
   'worktree_subdir',
 ];
+
+/** Fields kept as JSON in their metadata value. */
+const JSON_FIELDS = new Set<string>(['options', 'usage']);
 
 /** Sessions live in the bead store as beads of type `session`; their fields are metadata. */
 export class SessionStore {
@@ -89,7 +119,7 @@ export class SessionStore {
     const metadata: Record<string, string> = {};
     for (const [key, value] of Object.entries(changed)) {
       if (key === 'id' || key === 'title') continue;
-      metadata[key] = value === undefined ? '' : String(value);
+      metadata[key] = value === undefined ? '' : metadataValue(key, value);
     }
     this.beads.update(record.id, {
       ...(changed.title !== undefined ? { title: changed.title } : {}),
@@ -145,9 +175,13 @@ function metadataOf(fields: Partial<SessionRecord>): Record<string, string> {
   const metadata: Record<string, string> = {};
   for (const [key, value] of Object.entries(fields)) {
     if (key === 'id' || key === 'title' || value === undefined) continue;
-    metadata[key] = String(value);
+    metadata[key] = metadataValue(key, value);
   }
   return metadata;
+}
+
+function metadataValue(key: string, value: unknown): string {
+  return JSON_FIELDS.has(key) ? JSON.stringify(value) : String(value);
 }
 
 function fromBead(bead: Bead): SessionRecord {
@@ -165,6 +199,14 @@ function fromBead(bead: Bead): SessionRecord {
   };
   for (const key of OPTIONAL) {
     if (m[key] !== undefined && m[key] !== '') (record as unknown as Record<string, string>)[key] = m[key];
+  }
+  for (const key of JSON_FIELDS) {
+    if (!m[key]) continue;
+    try {
+      (record as unknown as Record<string, unknown>)[key] = JSON.parse(m[key]) as unknown;
+    } catch {
+      // A value a person wrote by hand into the bead: left out rather than failing every read of the session.
+    }
   }
   return record;
 }

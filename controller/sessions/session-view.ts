@@ -1,8 +1,8 @@
-import { join } from 'node:path';
 import type { PendingInteraction, SessionResponse } from '../../shared/dto/sessions.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
+import { contextPct } from '../usage/context-usage.js';
 import type { SessionRuntime } from './runtime.js';
-import type { SessionRecord } from './session-store.js';
+import { programDir, type SessionRecord } from './session-store.js';
 
 /** What a session's view is made of, as it is now. */
 export interface ViewParts {
@@ -16,6 +16,8 @@ export interface ViewParts {
   activity: 'idle' | 'in-turn';
   lastOutput: string;
   pending: PendingInteraction | undefined;
+  /** The options its program starts with (provider's, agent's and its own defaults merged). */
+  options: Record<string, string>;
 }
 
 /** A session as the API shows it. */
@@ -48,9 +50,27 @@ export function sessionView(parts: ViewParts): SessionResponse {
   if (r.provider_session_key) view.provider_session_key = r.provider_session_key;
   if (running?.attach) view.attach = running.attach;
   if (running?.programStatus) view.program_status = running.programStatus;
+  if (Object.keys(parts.options).length > 0) view.options = { ...parts.options };
+  const model = r.usage?.model ?? parts.options.model;
+  if (model) view.model = model;
+  if (r.usage) {
+    const u = r.usage;
+    view.usage = {
+      turns: u.turns,
+      input_tokens: u.input_tokens,
+      output_tokens: u.output_tokens,
+      cache_read_tokens: u.cache_read_tokens,
+      cache_creation_tokens: u.cache_creation_tokens,
+      ...(u.cost_usd !== undefined ? { cost_usd: u.cost_usd } : {}),
+    };
+    if (u.context_tokens !== undefined) view.context_tokens = u.context_tokens;
+    if (u.context_window !== undefined) view.context_window = u.context_window;
+    const pct = contextPct(u.context_tokens, u.context_window);
+    if (pct !== undefined) view.context_pct = pct;
+  }
   if (r.worktree && r.branch && r.worktree_repo) {
     // Its program works in its worktree (the agent's directory's place in it), not in the rig's checkout.
-    view.work_dir = r.worktree_subdir ? join(r.worktree, r.worktree_subdir) : r.worktree;
+    view.work_dir = programDir(r);
     view.worktree = {
       path: r.worktree,
       branch: r.branch,

@@ -9,6 +9,7 @@ import type {
   SubmitIntent,
 } from '../../shared/dto/sessions.js';
 import { Problem } from '../../shared/http/problem.js';
+import { effectiveOptions, optionProblems } from '../providers/provider-options.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import type { ProgramHook } from './program-hooks.js';
 import type { ProgramExit, RuntimeSink, SessionRuntime } from './runtime.js';
@@ -95,6 +96,11 @@ export class Session extends EventEmitter<SessionEvents> {
       showPending: (interaction) => this.emit('pending', interaction),
       showPendingCleared: (requestId) => this.emit('pending_cleared', requestId),
       usage: ctx.usage,
+      usageContext: () => {
+        const provider = ctx.provider(session.record.provider);
+        const model = provider ? session.options(provider).model : session.record.options?.model;
+        return { ...(model ? { model } : {}), windows: provider?.context_windows ?? {} };
+      },
     });
   }
 
@@ -176,6 +182,12 @@ export class Session extends EventEmitter<SessionEvents> {
     return sessionView(this.viewParts());
   }
 
+  /** The options its program starts with: its provider's defaults, then its agent's, then its own. */
+  options(provider: ResolvedProvider): Record<string, string> {
+    const agent = this.record.kind === 'agent' ? this.ctx.agentOptions?.(this.record) : undefined;
+    return effectiveOptions(provider.option_defaults, agent, this.record.options);
+  }
+
   /** The view with what the program shows now (`peek`), its last `lines` lines. */
   peekView(lines: number): Promise<SessionResponse> {
     return peekView(this.viewParts(), lines);
@@ -203,6 +215,10 @@ export class Session extends EventEmitter<SessionEvents> {
       const workDir = await this.ctx.worktrees.prepare(this.record, (base) => this.saveFields({ base }));
       const bead = this.ctx.heldBead?.(this.id);
       writeHeldBead(this.dir, bead);
+      const options = this.options(provider);
+      const [wrong] = optionProblems(provider, options);
+      // Options checked when they were given, and a provider changed since: said, never passed on half-checked.
+      if (wrong) throw new Error(`its option ${wrong.key} cannot be used: ${wrong.message}`);
       const resumeKey = canResume(provider) ? this.record.provider_session_key : undefined;
       const first = provider.prompt_mode !== 'stdin' ? this.turns.firstMessage() : undefined;
       this.runtime = createRuntime(
@@ -215,6 +231,7 @@ export class Session extends EventEmitter<SessionEvents> {
           bead,
           resumeKey,
           firstMessage: first?.text,
+          options,
         }),
         this.sink(),
       );
@@ -556,9 +573,11 @@ export class Session extends EventEmitter<SessionEvents> {
   }
 
   private viewParts(): ViewParts {
+    const provider = this.ctx.provider(this.record.provider);
     return {
       record: this.record,
-      provider: this.ctx.provider(this.record.provider),
+      provider,
+      options: provider ? this.options(provider) : { ...this.record.options },
       running: this.running ? this.runtime : undefined,
       attached: this.attached,
       queued: this.turns.queued,

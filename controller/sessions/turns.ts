@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { PendingInteraction, SessionState, SubmitIntent } from '../../shared/dto/sessions.js';
 import { Problem } from '../../shared/http/problem.js';
+import { withTurnUsage } from '../usage/context-usage.js';
 import { usageOf, type UsageFact } from '../usage/usage-log.js';
 import { MessageQueue, type QueuedMessage } from './queue.js';
 import type { OutputKind, SessionRuntime } from './runtime.js';
@@ -42,6 +43,8 @@ export interface TurnsHost {
   showPending(interaction: PendingInteraction): void;
   showPendingCleared(requestId: string): void;
   usage?: (fact: UsageFact) => void;
+  /** The model chosen for it (its options) and its provider's context windows, where a turn does not say. */
+  usageContext(): { model?: string; windows: Record<string, number> };
 }
 
 /**
@@ -264,9 +267,13 @@ export class Turns {
 
   turnEnded(data: Record<string, unknown> | undefined, failure: TurnFailure | undefined): void {
     const ended = this.openTurns.shift() ?? this.turn;
-    if (data) this.recordUsage(data);
+    const record = this.host.record;
+    if (data) {
+      this.recordUsage(data);
+      record.usage = withTurnUsage(record.usage, data, this.host.usageContext());
+    }
     if (this.openTurns.length === 0) this.setActivity('idle');
-    this.host.save({ last_active: this.host.record.last_active });
+    this.host.save({ last_active: record.last_active, ...(record.usage ? { usage: record.usage } : {}) });
     const category = failure ? categoryOf(failure) : undefined;
     if (failure) this.lastFailure = { category: category!, message: failure.message, at: Date.now() };
     void this.host.writer

@@ -8,9 +8,12 @@
 //                         allowed, it "runs" it and reports; denied, it says so
 //   "slow <seconds>"    → answers after a while (something to interrupt)
 //   "recall"            → repeats the first message of the conversation (it survives `--resume <session_id>`)
+//   "argv"              → its command-line arguments, as JSON
 //
 // Flags: --resume <session_id> (continue a conversation), --permission-mode <mode> (bypassPermissions runs tools
-// without asking). Conversations are kept in $STREAM_AGENT_STATE (default: a directory under the temp dir).
+// without asking), --model <name> (the model it says it is; default pretend-1). Like Claude Code it reports each
+// model call's usage on its assistant messages — its context grows 90 tokens a message, from 10 — and its
+// context window (1000 tokens) in its result's `modelUsage`. Conversations are kept in $STREAM_AGENT_STATE (default: a directory under the temp dir).
 import { randomUUID } from 'node:crypto';
 import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,6 +30,8 @@ mkdirSync(stateDir, { recursive: true });
 const sessionId = flag('--resume') ?? randomUUID();
 const historyFile = join(stateDir, `${sessionId}.jsonl`);
 let permissionMode = flag('--permission-mode') ?? 'default';
+const model = flag('--model') ?? 'pretend-1';
+const CONTEXT_WINDOW = 1000;
 let history = [];
 try {
   history = readFileSync(historyFile, 'utf8')
@@ -39,10 +44,11 @@ try {
 }
 
 const send = (frame) => process.stdout.write(`${JSON.stringify(frame)}\n`);
+const callUsage = () => ({ input_tokens: 10, cache_read_input_tokens: 90 * (history.length - 1), output_tokens: 1 });
 const assistant = (content) =>
   send({
     type: 'assistant',
-    message: { id: `msg_${randomUUID()}`, role: 'assistant', model: 'pretend-1', content },
+    message: { id: `msg_${randomUUID()}`, role: 'assistant', model, content, usage: callUsage() },
     session_id: sessionId,
   });
 
@@ -63,6 +69,7 @@ function result(subtype, text, started) {
     duration_ms: Date.now() - started,
     total_cost_usd: 0,
     usage: { input_tokens: 10, output_tokens: text.length },
+    modelUsage: { [model]: { inputTokens: 10, outputTokens: text.length, contextWindow: CONTEXT_WINDOW } },
   });
 }
 
@@ -107,7 +114,7 @@ async function handle(current) {
       session_id: sessionId,
       cwd: process.cwd(),
       tools: ['Bash'],
-      model: 'pretend-1',
+      model,
       permissionMode,
     });
   }
@@ -143,6 +150,8 @@ async function handle(current) {
     await sleep(Number(text.slice(5)) * 1000, current);
     if (current.cancelled) return;
     reply = 'Done, slowly.';
+  } else if (text === 'argv') {
+    reply = `argv: ${JSON.stringify(args)}`;
   } else if (text === 'recall') {
     reply = `You first said: ${history[0].text}`;
   } else {

@@ -19,6 +19,11 @@ export interface CityAgentConfig {
   /** The prompt is a template: `{{agent}}`, `{{city}}`, `{{rig}}`, `{{work_dir}}`, `{{session}}` are filled in. */
   prompt_is_template?: boolean;
   env: Record<string, string>;
+  /**
+   * Options its sessions start with over its provider's `option_defaults` (`model`, `effort`, …): each one its
+   * provider offers, else the agent is unavailable saying which.
+   */
+  option_defaults?: Record<string, string>;
   min_active_sessions?: number;
   max_active_sessions?: number;
   /** A command printing how many sessions the agent needs now (an integer). */

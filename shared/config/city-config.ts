@@ -222,6 +222,10 @@ export function parseAgentTable(
   for (const [key, value] of Object.entries(env)) {
     if (typeof value !== 'string') throw new ConfigError(`${at(`env.${key}`)} must be a string`);
   }
+  const optionDefaults = table(agent, 'option_defaults', at);
+  for (const [key, value] of Object.entries(optionDefaults)) {
+    if (typeof value !== 'string') throw new ConfigError(`${at(`option_defaults.${key}`)} must be a string`);
+  }
   const dependsOn = agent.depends_on ?? [];
   if (!Array.isArray(dependsOn) || dependsOn.some((d) => typeof d !== 'string')) {
     throw new ConfigError(`${at('depends_on')} must be an array of agent names`);
@@ -255,6 +259,7 @@ export function parseAgentTable(
     if (value !== undefined) config[key] = value;
   }
   if (dir !== undefined) config.dir = dir;
+  if (Object.keys(optionDefaults).length > 0) config.option_defaults = optionDefaults as Record<string, string>;
   const isolation = optChoice(agent, 'isolation', ['none', 'worktree'] as const, at('isolation'));
   if (isolation !== undefined) config.isolation = isolation;
   const merge = optChoice(agent, 'merge', ['none', 'direct'] as const, at('merge'));

@@ -1,4 +1,5 @@
 import type { RunRef } from './formulas.js';
+import type { SessionUsageTotals } from './sessions.js';
 
 /** The session an agent is seen through: its running one, else its latest. */
 export interface SessionInfo {
@@ -56,6 +57,19 @@ export interface AgentResponse {
   restart_pending: boolean;
   /** Why it does not start a session it wants (a dependency not running, a back-off after failures). */
   wait_reason?: string;
+  /** Its `option_defaults` (over its provider's): what its sessions start with. */
+  option_defaults?: { [key: string]: string };
+  /** The model of the session it is seen through: as reported, else as chosen for it. */
+  model?: string;
+  /**
+   * Its session's context as of its last turn: tokens the model read, against the model's window.
+   * @isInt
+   */
+  context_pct?: number;
+  /** @isInt */
+  context_window?: number;
+  /** Tokens over its open sessions' turns. */
+  usage?: SessionUsageTotals;
 }
 
 export interface ListBodyAgentResponse {
@@ -92,6 +106,11 @@ export interface AgentCreateInputBody {
   idle_timeout?: string;
   depends_on?: string[];
   suspended?: boolean;
+  /**
+   * Options its sessions start with over its provider's `option_defaults` (`model`, `effort`, …): each one the
+   * provider offers, else a 422 naming it.
+   */
+  option_defaults?: { [key: string]: string };
 }
 
 export interface AgentCreatedOutputBody {
@@ -113,6 +132,11 @@ export interface AgentUpdateInputBody {
   max_active_sessions?: number;
   /** A duration (`30s`, `5m`); empty removes it. */
   idle_timeout?: string;
+  /**
+   * Options its sessions start with (`model`, `effort`, …), merged key by key into what it has; `null` removes
+   * them all. Each must be one its provider offers (a 422 naming it otherwise). Its sessions restart on them.
+   */
+  option_defaults?: { [key: string]: string } | null;
 }
 
 /** One turn of an agent's conversation. */

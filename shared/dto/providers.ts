@@ -63,8 +63,18 @@ export interface ProviderResponse {
   permission_modes: { [mode: string]: string[] };
   /** The permission mode sessions start in. */
   default_permission_mode?: string;
-  /** Option defaults passed to the program (the model, …). */
+  /**
+   * The options its sessions start with unless their agent or they choose otherwise (`model`, `effort`, …,
+   * `permission_mode`).
+   */
   option_defaults: { [key: string]: string };
+  /** The options it offers (from the preset it is based on), each with the arguments that pass it. */
+  options_schema: { [key: string]: ProviderOptionSpec };
+  /**
+   * Context windows (tokens) of models whose program does not report one, by model name.
+   * @isInt
+   */
+  context_windows: { [model: string]: number };
   /** Names its processes go by. */
   process_names: string[];
 }
@@ -84,13 +94,23 @@ export interface OptionChoiceDTO {
   label: string;
 }
 
+/** An option a provider offers, with the arguments that pass it (`{value}` standing for the value). */
+export interface ProviderOptionSpec {
+  label: string;
+  /** `select` (one of `choices`), `string` (any single line), `integer` (1 or more). */
+  type: 'select' | 'string' | 'integer';
+  args: string[];
+  choices?: string[];
+}
+
 /** An option a person can choose for a provider's sessions (never the flags behind it). */
 export interface ProviderOptionDTO {
-  /** `permission_mode`. */
+  /** `model`, `effort`, `max_turns`, `permission_mode`, … */
   key: string;
   label: string;
-  /** `select`. */
+  /** `select`, `string` or `integer`. */
   type: string;
+  /** The provider's default (its `option_defaults`), or empty: the program's own. */
   default: string;
   choices: OptionChoiceDTO[];
 }
@@ -105,7 +125,7 @@ export interface ProviderPublicResponse {
   /** The names of its permission modes. */
   permission_modes: string[];
   default_permission_mode?: string;
-  /** Option defaults (the model, …), with `permission_mode` when it has a default one. */
+  /** Option defaults (the model, the effort, …), with `permission_mode` when it has a default one. */
   effective_defaults: { [key: string]: string };
   options_schema: ProviderOptionDTO[];
 }
@@ -160,6 +180,7 @@ export interface ProviderSettings {
   pending_pattern?: string;
   permission_modes?: { [mode: string]: string[] };
   default_permission_mode?: string;
+  /** Options its sessions start with (`model`, `effort`, …): each one the provider offers (`options_schema`). */
   option_defaults?: { [key: string]: string };
   process_names?: string[];
 }
@@ -210,6 +231,7 @@ export interface ProviderUpdateInputBody {
   pending_pattern?: string | null;
   permission_modes?: { [mode: string]: string[] } | null;
   default_permission_mode?: string | null;
+  /** Options its sessions start with (`model`, `effort`, …): each one the provider offers (`options_schema`). */
   option_defaults?: { [key: string]: string } | null;
   process_names?: string[] | null;
 }

@@ -66,6 +66,31 @@ export interface SessionResponse {
   reason?: string;
   /** The permission mode it runs (or will run) in, for providers that have modes. */
   permission_mode?: string;
+  /**
+   * The options its program starts with: its provider's `option_defaults`, its agent's, then its own (`model`,
+   * `effort`, `max_turns`, `permission_mode`, … as its provider offers them).
+   */
+  options?: { [key: string]: string };
+  /** The model it runs on: as its program reported it in its last turn, else as chosen in its options. */
+  model?: string;
+  /** The tokens its turns used, as its provider reported them. */
+  usage?: SessionUsageTotals;
+  /**
+   * The tokens of the context its model read in its last turn (its prompt, history and tool results).
+   * @isInt
+   */
+  context_tokens?: number;
+  /**
+   * The context window of its model, in tokens: as its program reported it (Claude Code, ACP), else from its
+   * provider's table of windows (Codex).
+   * @isInt
+   */
+  context_window?: number;
+  /**
+   * `context_tokens` as a percentage of `context_window` (rounded), once both are known.
+   * @isInt
+   */
+  context_pct?: number;
   /** A question or permission request waiting for an answer (`GET …/pending`, `POST …/respond`). */
   pending?: PendingInteraction;
   /**
@@ -108,6 +133,25 @@ export interface SessionProgramStatus {
    * @format date-time
    */
   at: string;
+}
+
+/** Tokens over all of a session's (or an agent's sessions') turns, as the providers reported them. */
+export interface SessionUsageTotals {
+  /**
+   * Turns that reported usage.
+   * @isInt
+   */
+  turns: number;
+  /** @isInt */
+  input_tokens: number;
+  /** @isInt */
+  output_tokens: number;
+  /** @isInt */
+  cache_read_tokens: number;
+  /** @isInt */
+  cache_creation_tokens: number;
+  /** What the provider said the turns cost, where it says (Claude Code). */
+  cost_usd?: number;
 }
 
 /** A session's own git worktree and branch. */
@@ -185,6 +229,12 @@ export interface SessionCreateBody {
   message?: string;
   /** The permission mode to start in (one of the provider's). */
   permission_mode?: string;
+  /**
+   * Options over its agent's and provider's `option_defaults`: each one its provider offers (`GET
+   * …/providers/public` lists them: `model`, `effort`, `max_turns`, `permission_mode`, …). One it does not
+   * offer, or a value it does not take, is a 422 naming it.
+   */
+  options?: { [key: string]: string };
 }
 
 /** Body of `PATCH /v0/city/{cityName}/session/{id}`. */

@@ -3,7 +3,7 @@ import { access, stat } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
 import { commandProgram, findOnPath } from '../../../shared/readiness.js';
 import { ChildProgram, commandArgv } from '../pipe/child-program.js';
-import { primingArgs } from '../priming.js';
+import { launchArgs } from '../pipe/pipe-runtime.js';
 import type { ProgramExit, RuntimeCapabilities, RuntimeOptions, RuntimeSink, SessionRuntime } from '../runtime.js';
 import { readCodexLine, type TurnOutcome } from './codex-events.js';
 
@@ -126,10 +126,7 @@ export class CodexExecRuntime implements SessionRuntime {
   /** One turn: its process, its lines onto the session, its end (completed, failed or interrupted). */
   private async runTurn(text: string): Promise<void> {
     const { provider } = this.options;
-    const args = [...provider.args];
-    const mode = this.options.permissionMode ?? provider.default_permission_mode;
-    if (mode !== undefined) args.push(...(provider.permission_modes[mode] ?? []));
-    args.push(...primingArgs(provider, this.options.priming));
+    const args = [...provider.args, ...launchArgs(provider, this.options)];
     if (this.threadId !== undefined && provider.resume_args) {
       args.push(...provider.resume_args.map((a) => a.replaceAll('{session_key}', this.threadId!)));
     }

@@ -1,3 +1,4 @@
+import { optionArgs } from '../../providers/provider-options.js';
 import type { ResolvedProvider } from '../../providers/provider-spec.js';
 import type { Protocol, ProtocolFactory } from '../protocols/protocol.js';
 import type { RuntimeCapabilities, RuntimeOptions, RuntimeSink, SessionRuntime } from '../runtime.js';
@@ -7,9 +8,7 @@ import { ChildProgram, commandArgv } from './child-program.js';
 /** The command line a session's program starts with: the provider's arguments, its mode, its resume, its prompt. */
 export function programArgs(provider: ResolvedProvider, options: RuntimeOptions): string[] {
   const args = [...provider.args];
-  const mode = options.permissionMode ?? provider.default_permission_mode;
-  if (mode !== undefined) args.push(...(provider.permission_modes[mode] ?? []));
-  args.push(...primingArgs(provider, options.priming));
+  args.push(...launchArgs(provider, options));
   if (options.resumeKey !== undefined && provider.resume_args) {
     args.push(...provider.resume_args.map((a) => a.replaceAll('{session_key}', options.resumeKey!)));
   }
@@ -17,6 +16,19 @@ export function programArgs(provider: ResolvedProvider, options: RuntimeOptions)
     if (provider.prompt_mode === 'arg') args.push(options.firstMessage);
     else if (provider.prompt_mode === 'flag') args.push(provider.prompt_flag!, options.firstMessage);
   }
+  return args;
+}
+
+/**
+ * What every start (or, for Codex, every turn) of a program passes besides its own arguments and resume: its
+ * permission mode's arguments, its options' (model, effort, …), and its priming.
+ */
+export function launchArgs(provider: ResolvedProvider, options: RuntimeOptions): string[] {
+  const args: string[] = [];
+  const mode = options.permissionMode ?? provider.default_permission_mode;
+  if (mode !== undefined) args.push(...(provider.permission_modes[mode] ?? []));
+  args.push(...optionArgs(provider, options.options ?? {}));
+  args.push(...primingArgs(provider, options.priming));
   return args;
 }
 

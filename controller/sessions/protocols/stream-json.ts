@@ -28,7 +28,11 @@ interface Frame {
   type?: string;
   subtype?: string;
   session_id?: string;
-  message?: { role?: string; model?: string; content?: string | ContentBlock[] };
+  message?: { role?: string; model?: string; content?: string | ContentBlock[]; usage?: Record<string, unknown> };
+  /** `system`/`init`: the model the conversation runs on. */
+  model?: string;
+  /** `result`: usage by model, each with its `contextWindow`. */
+  modelUsage?: Record<string, { contextWindow?: unknown } | undefined>;
   request_id?: string;
   request?: { subtype?: string; tool_name?: string; input?: unknown; tool_use_id?: string; [key: string]: unknown };
   response?: { subtype?: string; request_id?: string; error?: string; response?: unknown };
@@ -92,6 +96,10 @@ export class StreamJsonProtocol implements Protocol {
   private owed = 0;
   /** A turn the program began itself (Claude Code, when a background subagent is done) is in progress. */
   private ownTurn = false;
+  /** The model the main conversation runs on, as Claude Code last named it. */
+  private model: string | undefined;
+  /** The usage of the main conversation's latest model call in this turn. */
+  private lastCallUsage: Record<string, unknown> | undefined;
   /** We asked the current turn to stop: its error result is the answer, not a failure. */
   private interrupting = false;
   /** Its `can_use_tool` requests waiting for an answer, with the input an `allow` hands back. */
@@ -194,8 +202,14 @@ export class StreamJsonProtocol implements Protocol {
       this.ownTurn = true;
       this.sink.turnBegan('the program began a turn of its own');
     }
+    if (frame.type === 'system' && frame.subtype === 'init' && typeof frame.model === 'string') {
+      this.model = frame.model;
+    }
     switch (frame.type) {
       case 'assistant':
+        // Each model call of the main conversation: the last one's prompt is the context the turn ends with.
+        if (frame.message?.model && frame.message.model !== SYNTHETIC_MODEL) this.model = frame.message.model;
+        if (frame.message?.usage && frame.message.model !== SYNTHETIC_MODEL) this.lastCallUsage = frame.message.usage;
         for (const block of this.blocks(frame)) {
           // Claude Code words an API failure as an assistant message of model `<synthetic>`: it is an error of
           // the turn, not the model's reply.
@@ -242,6 +256,7 @@ export class StreamJsonProtocol implements Protocol {
             ...(frame.num_turns !== undefined ? { num_turns: frame.num_turns } : {}),
             ...(frame.duration_ms !== undefined ? { duration_ms: frame.duration_ms } : {}),
             ...(frame.is_error ? { is_error: true } : {}),
+            ...this.context(frame),
           },
           failed
             ? {
@@ -328,6 +343,28 @@ export class StreamJsonProtocol implements Protocol {
         },
       });
     }
+  }
+
+  /**
+   * What the turn's `result` tells of the context: the model (the main conversation's, not a subagent's), the
+   * prompt of its last model call (input, cache reads and cache writes: Anthropic counts them apart), and that
+   * model's window from `modelUsage`.
+   */
+  private context(frame: Frame): Record<string, unknown> {
+    const usage = this.lastCallUsage;
+    this.lastCallUsage = undefined;
+    const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+    const window = this.model !== undefined ? frame.modelUsage?.[this.model]?.contextWindow : undefined;
+    return {
+      ...(this.model !== undefined ? { model: this.model } : {}),
+      ...(usage
+        ? {
+            context_tokens:
+              n(usage.input_tokens) + n(usage.cache_read_input_tokens) + n(usage.cache_creation_input_tokens),
+          }
+        : {}),
+      ...(typeof window === 'number' && window > 0 ? { context_window: window } : {}),
+    };
   }
 
   private blocks(frame: Frame): ContentBlock[] {
