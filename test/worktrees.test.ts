@@ -116,6 +116,15 @@ describe('one git worktree per session', function () {
     repo = repository();
     const plain = tempDir('ctl-worktree-plain-');
     city = await startSessionCity('isolated', AGENTS(plain).replace('RIG', repo));
+    // An agent of its own directory, whose prompt is a template naming where it works.
+    const home = join(city.dir, 'agents', 'templ');
+    mkdirSync(home, { recursive: true });
+    writeFileSync(join(home, 'prompt.template.md'), 'Work in {{work_dir}} as {{agent}}.');
+    writeFileSync(
+      join(home, 'agent.toml'),
+      'dir = "web"\nprovider = "echo"\nisolation = "worktree"\nmin_active_sessions = 0\n',
+    );
+    await waitUntil('agent web/templ', async () => (await city.api.get('/agent/web/templ')).status === 200, 20_000);
   });
   after(async () => city?.sup.cleanup());
 
@@ -152,10 +161,23 @@ describe('one git worktree per session', function () {
     // Its program's first look around is already in the worktree.
     expect(await run(id, 'pwd')).to.equal(tree.path);
     expect(await run(id, 'git branch --show-current')).to.equal(tree.branch);
+    // Its shells know the branch they commit to and the worktree's top.
+    expect(await run(id, 'echo "$CTL_BRANCH $CTL_WORKTREE"')).to.equal(`${tree.branch} ${tree.path}`);
     expect(await run(id, 'cat README')).to.equal('hello');
     expect(git(repo, 'worktree', 'list', '--porcelain')).to.include(`worktree ${tree.path}`);
     // The rig's own checkout is as the person left it.
     expect(readFileSync(join(repo, 'README'), 'utf8')).to.equal('hello, not committed\n');
+  });
+
+  it('a prompt template’s {{work_dir}} is the session’s worktree, not the rig', async function () {
+    const id = await createSession(city.api, { kind: 'agent', name: 'web/templ' });
+    const tree = (await view(id)).worktree!;
+    const prompt = `Work in ${tree.path} as web/templ.`;
+    // As its first turn (the echo provider takes no system prompt), and as `ctl prime` reads it.
+    await waitForTurn(city.api, id, 'user', prompt, 20_000);
+    const prime = await city.api.get<{ prompt?: string }>(`/session/${id}/prime`);
+    expect(prime.body.prompt).to.equal(prompt);
+    expect(prime.body.prompt).not.to.contain(repo);
   });
 
   it('the tick’s own sessions get worktrees too: a bead slung to a pool is worked on in a new one', async function () {
