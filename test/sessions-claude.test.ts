@@ -35,6 +35,15 @@ interface RawEntry {
   action?: string;
 }
 
+/** What a session's view says of its model and tokens. */
+interface Counted {
+  model?: string;
+  usage?: { turns: number; input_tokens: number };
+  context_tokens?: number;
+  context_window?: number;
+  context_pct?: number;
+}
+
 /**
  * Claude Code itself (2.1.332 as pinned; see docs/agent-clis.md), offline: its model is the scripted server (test/helpers/model-server.ts), which
  * echoes, asks for a Bash call on `run:`, streams slowly on `slow:` and fails on `rate-limit`. Each session is a
@@ -79,8 +88,8 @@ describe('sessions of the real Claude Code (stream-json, against a scripted mode
     return reply.body.messages;
   }
 
-  async function start(): Promise<string> {
-    const id = await createSession(city.api, { name: 'claude-local' });
+  async function start(options?: Record<string, string>): Promise<string> {
+    const id = await createSession(city.api, { name: 'claude-local', ...(options ? { options } : {}) });
     const view = await session(city.api, id);
     expect(view.running).to.equal(true);
     seenPids.add(view.pid!);
@@ -96,7 +105,8 @@ describe('sessions of the real Claude Code (stream-json, against a scripted mode
 
   it('a session talks: each reply is an assistant turn on the transcript and the stream, with usage stored', async function () {
     const { api } = city;
-    const id = await start();
+    // Its options, as Claude Code's --model and --effort.
+    const id = await start({ model: 'claude-opus-4-5', effort: 'high' });
     const stream = await SseStreamReader.open(api.url(`/session/${id}/stream`));
     await deliver(api, id, 'hello there');
     await stream.until((frame) => frame.event === 'turn' && frame.data.includes('You said: hello there'), 30_000);
@@ -125,6 +135,27 @@ describe('sessions of the real Claude Code (stream-json, against a scripted mode
     // The model server saw both messages from one process (the second request carries the first turn).
     const texts = model.requests.filter((r) => r.api === 'messages').map((r) => r.userText);
     expect(texts).to.include.members(['hello there', 'and again']);
+    // What it sent is the chosen model, at the chosen effort.
+    const sent = model.requests.filter((r) => r.userText === 'hello there' || r.userText === 'and again');
+    expect(sent.map((r) => r.body.model)).to.deep.equal(['claude-opus-4-5', 'claude-opus-4-5']);
+    expect(sent.map((r) => (r.body.output_config as { effort?: string } | undefined)?.effort)).to.deep.equal([
+      'high',
+      'high',
+    ]);
+    // The view: the model it reported, both turns' tokens, and the last turn's prompt (one model call, so its
+    // result's usage) against the window Claude Code reported for the model.
+    const counted = await waitUntil('both turns counted', async () => {
+      const v = (await api.get<Counted>(`/session/${id}`)).body;
+      return v.usage?.turns === 2 ? v : undefined;
+    });
+    const last = ends[1]!.usage!;
+    expect(counted.model).to.equal('claude-opus-4-5');
+    expect(counted.usage!.input_tokens).to.equal(ends[0]!.usage!.input_tokens! + last.input_tokens!);
+    expect(counted.context_tokens).to.equal(
+      last.input_tokens! + (last.cache_read_input_tokens ?? 0) + (last.cache_creation_input_tokens ?? 0),
+    );
+    expect(counted.context_window).to.be.a('number').and.above(0);
+    expect(counted.context_pct).to.equal(Math.round((100 * counted.context_tokens!) / counted.context_window!));
     await close(id);
   });
 

@@ -32,6 +32,15 @@ interface RawEntry {
   interrupted?: boolean;
 }
 
+/** What a session's view says of its model and tokens. */
+interface Counted {
+  model?: string;
+  usage?: { turns: number; input_tokens: number };
+  context_tokens?: number;
+  context_window?: number;
+  context_pct?: number;
+}
+
 /**
  * Codex itself (0.169.0 as pinned) in `exec` mode, offline: a process per turn, `exec resume <thread_id>` after the first,
  * against the scripted model server's Responses API (echo; `rate-limit` is a 429; `slow:` streams a word every
@@ -108,7 +117,8 @@ describe('sessions of the real Codex (exec per turn, against a scripted model se
 
   it('two messages, two processes: the second resumes the thread, and the model sees the first turn', async function () {
     const { api } = city;
-    const id = await createSession(api, { name: 'codex-local' });
+    // Its options, as `-m` and a model_reasoning_effort override on each turn's `codex exec` (and `exec resume`).
+    const id = await createSession(api, { name: 'codex-local', options: { model: 'gpt-5.5', effort: 'high' } });
     expect(await session(api, id)).to.include({ running: true, state: 'active' });
     const stream = await SseStreamReader.open(api.url(`/session/${id}/stream`));
     await deliver(api, id, 'first words');
@@ -133,6 +143,27 @@ describe('sessions of the real Codex (exec per turn, against a scripted model se
       return found.length === 2 ? found : undefined;
     });
     for (const end of ends) expect(end.usage?.output_tokens, 'usage from turn.completed').to.be.a('number');
+    // Both turns asked for the chosen model at the chosen effort.
+    const sent = model.requests.filter((r) => r.userText === 'first words' || r.userText === 'second words');
+    expect(
+      sent.map((r) => [r.body.model, (r.body.reasoning as { effort?: string } | undefined)?.effort]),
+    ).to.deep.equal([
+      ['gpt-5.5', 'high'],
+      ['gpt-5.5', 'high'],
+    ]);
+    // The view: the last turn's input (Codex counts its cached tokens in it) against gpt-5.5's window, from the
+    // preset's table (`codex exec --json` reports tokens, not the window).
+    const counted = await waitUntil('both turns counted', async () => {
+      const v = (await api.get<Counted>(`/session/${id}`)).body;
+      return v.usage?.turns === 2 ? v : undefined;
+    });
+    expect(counted).to.include({
+      model: 'gpt-5.5',
+      context_tokens: ends[1]!.usage!.input_tokens,
+      context_window: 272_000,
+    });
+    expect(counted.context_pct).to.equal(Math.round((100 * counted.context_tokens!) / 272_000));
+    expect(counted.usage!.input_tokens).to.equal(ends[0]!.usage!.input_tokens! + ends[1]!.usage!.input_tokens!);
     expect(await sessionEvents(api, 'session.turn_failed', id)).to.deep.equal([]);
     expect(await sessionEvents(api, 'session.crashed', id)).to.deep.equal([]);
     await api.post(`/session/${id}/close`);
