@@ -197,8 +197,17 @@ describe('providers over the API', function () {
       const claude = reply.body.items.find((p) => p.name === 'claude')!;
       expect(claude.permission_modes).to.include.members(['default', 'plan', 'acceptEdits', 'bypassPermissions']);
       expect(claude.effective_defaults).to.deep.equal({ model: 'opus', permission_mode: 'default' });
-      expect(claude.options_schema[0]).to.deep.include({ key: 'permission_mode', type: 'select', default: 'default' });
-      expect(claude.options_schema[0].choices.map((c) => c.value)).to.include('plan');
+      // Every option it offers, its default among them: the flags behind them are never shown.
+      expect(claude.options_schema.map((o) => o.key)).to.deep.equal([
+        'model',
+        'effort',
+        'max_turns',
+        'permission_mode',
+      ]);
+      expect(claude.options_schema[0]).to.deep.include({ key: 'model', type: 'string', default: 'opus' });
+      expect(claude.options_schema[3]).to.deep.include({ key: 'permission_mode', type: 'select', default: 'default' });
+      expect(claude.options_schema[3].choices.map((c) => c.value)).to.include('plan');
+      expect(text).to.not.include('--model');
       const mine = reply.body.items.find((p) => p.name === 'mine')!;
       expect(mine).to.deep.equal({
         name: 'mine',
