@@ -148,11 +148,11 @@ describe('sessions of the real Claude Code (stream-json, against a scripted mode
       const v = (await api.get<Counted>(`/session/${id}`)).body;
       return v.usage?.turns === 2 ? v : undefined;
     });
-    const last = ends[1]!.usage!;
+    const last = ends[1].usage!;
     expect(counted.model).to.equal('claude-opus-4-5');
-    expect(counted.usage!.input_tokens).to.equal(ends[0]!.usage!.input_tokens! + last.input_tokens!);
+    expect(counted.usage!.input_tokens).to.equal(ends[0].usage!.input_tokens + last.input_tokens);
     expect(counted.context_tokens).to.equal(
-      last.input_tokens! + (last.cache_read_input_tokens ?? 0) + (last.cache_creation_input_tokens ?? 0),
+      last.input_tokens + (last.cache_read_input_tokens ?? 0) + (last.cache_creation_input_tokens ?? 0),
     );
     expect(counted.context_window).to.be.a('number').and.above(0);
     expect(counted.context_pct).to.equal(Math.round((100 * counted.context_tokens!) / counted.context_window!));

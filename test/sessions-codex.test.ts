@@ -159,11 +159,11 @@ describe('sessions of the real Codex (exec per turn, against a scripted model se
     });
     expect(counted).to.include({
       model: 'gpt-5.5',
-      context_tokens: ends[1]!.usage!.input_tokens,
+      context_tokens: ends[1].usage!.input_tokens,
       context_window: 272_000,
     });
     expect(counted.context_pct).to.equal(Math.round((100 * counted.context_tokens!) / 272_000));
-    expect(counted.usage!.input_tokens).to.equal(ends[0]!.usage!.input_tokens! + ends[1]!.usage!.input_tokens!);
+    expect(counted.usage!.input_tokens).to.equal(ends[0].usage!.input_tokens + ends[1].usage!.input_tokens);
     expect(await sessionEvents(api, 'session.turn_failed', id)).to.deep.equal([]);
     expect(await sessionEvents(api, 'session.crashed', id)).to.deep.equal([]);
     await api.post(`/session/${id}/close`);

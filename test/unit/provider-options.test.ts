@@ -120,7 +120,7 @@ describe('provider options: preset data to command-line flags', () => {
       'temperature',
       'model',
     ]);
-    expect(optionProblems(claude, { temperature: '0.2' })[0]!.message).to.equal(
+    expect(optionProblems(claude, { temperature: '0.2' })[0].message).to.equal(
       'provider claude has no option temperature (it has model, effort, max_turns, permission_mode)',
     );
   });
@@ -156,7 +156,7 @@ describe('provider options: preset data to command-line flags', () => {
     const schema = optionsSchemaView(claude);
     expect(schema.map((o) => o.key)).to.deep.equal(['model', 'effort', 'max_turns', 'permission_mode']);
     expect(schema[1]).to.deep.include({ key: 'effort', type: 'select', default: 'high' });
-    expect(schema[1]!.choices.map((c) => c.value)).to.deep.equal(['low', 'medium', 'high', 'xhigh', 'max']);
+    expect(schema[1].choices.map((c) => c.value)).to.deep.equal(['low', 'medium', 'high', 'xhigh', 'max']);
     expect(JSON.stringify(schema)).not.to.contain('--');
   });
 
@@ -168,18 +168,18 @@ describe('provider options: preset data to command-line flags', () => {
     );
     const resolved = resolveProviders({}, {}, 'city.toml');
     const [a, b] = resolveAgents('/city', config, config.agents, (n) => resolved.get(n), undefined);
-    expect(a!.available).to.equal(false);
-    expect(a!.unavailableReason).to.equal(
+    expect(a.available).to.equal(false);
+    expect(a.unavailableReason).to.equal(
       'its option_defaults.max_turns: provider codex has no option max_turns (it has model, effort, permission_mode)',
     );
-    expect(b!.available).to.equal(true);
+    expect(b.available).to.equal(true);
     // Its sessions start again when its options change.
     const changed = parseCityConfig(
       '[[agent]]\nname = "b"\nprovider = "claude"\noption_defaults = { model = "opus", effort = "high" }\n',
       'city.toml',
     );
     const [b2] = resolveAgents('/city', changed, changed.agents, (n) => resolved.get(n), undefined);
-    expect(b2!.fingerprint).not.to.equal(b!.fingerprint);
+    expect(b2.fingerprint).not.to.equal(b.fingerprint);
   });
 });
 
@@ -286,6 +286,6 @@ describe("a session's context: tokens of the last turn against the model's windo
     // Its result says 20 input tokens over the turn's two main calls (40 with the subagent's): the context is the
     // last main call's 10, of claude-opus-5-5's 1,000,000.
     expect(ends[0]).to.deep.include({ model: 'claude-opus-5-5', context_tokens: 10, context_window: 1_000_000 });
-    expect((ends[0]!.usage as { input_tokens: number }).input_tokens).to.equal(20);
+    expect((ends[0].usage as { input_tokens: number }).input_tokens).to.equal(20);
   });
 });
