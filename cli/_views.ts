@@ -83,8 +83,9 @@ export function modelFields(s: {
 }): [string, string | undefined][] {
   const options = Object.entries(s.options ?? {}).map(([k, v]) => `${k}=${v}`);
   let context: string | undefined;
-  if (s.context_pct !== undefined) context = `${s.context_pct}% (${s.context_tokens} of ${s.context_window} tokens)`;
-  else if (s.context_tokens !== undefined) context = `${s.context_tokens} tokens`;
+  if (s.context_pct !== undefined) {
+    context = `${s.context_pct}% (${s.context_tokens !== undefined ? `${s.context_tokens} of ` : 'of '}${s.context_window} tokens)`;
+  } else if (s.context_tokens !== undefined) context = `${s.context_tokens} tokens`;
   const u = s.usage;
   return [
     ['Model', s.model],

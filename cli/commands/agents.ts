@@ -4,7 +4,7 @@ import { command, group } from '../_command.js';
 import { CliError } from '../_errors.js';
 import { inCityFlags, keyValues, limitFlag, listLimit } from '../_flags.js';
 import { exitWhenReaderLeaves, fields, json, line, noteMore, progress, table } from '../_output.js';
-import { turnLine } from '../_views.js';
+import { modelFields, turnLine } from '../_views.js';
 import { collectPages } from '../_pages.js';
 import { cityPath, inCity } from '../_scope.js';
 import { readEvents } from '../_stream.js';
@@ -107,6 +107,7 @@ const show = command({
       ],
       ['Session', data.session ? `${data.session.name}${data.session.attached ? ' (attached)' : ''}` : undefined],
       ['Activity', data.activity],
+      ...modelFields({ ...data, options: data.option_defaults }),
       ['Bead', data.active_bead],
       ['Queued work', data.queued_work ? String(data.queued_work) : undefined],
       ['Waiting', data.wait_reason],

@@ -65,6 +65,18 @@ const show = command({
       ['Questions', p.pending_pattern],
       ['Permission modes', Object.keys(p.permission_modes).join(', ') || undefined],
       ['Default mode', p.default_permission_mode],
+      [
+        'Options',
+        Object.entries(p.options_schema)
+          .map(([key, o]) => `${key}${o.choices ? ` (${o.choices.join('|')})` : ` (${o.type})`}`)
+          .join(', ') || undefined,
+      ],
+      [
+        'Option defaults',
+        Object.entries(p.option_defaults)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(' ') || undefined,
+      ],
       ['Environment', Object.keys(p.env).join(', ') || undefined],
     ]);
   },
