@@ -1,5 +1,8 @@
 import type { Bead } from './beads.js';
 import type { Message } from './mail.js';
+import type { SessionUsageTotals } from './usage.js';
+
+export type { SessionUsageTotals } from './usage.js';
 
 /**
  * A session's lifecycle state (stored in its session bead). `start-pending` → `creating` → `active`; `asleep`,
@@ -66,30 +69,17 @@ export interface SessionResponse {
   reason?: string;
   /** The permission mode it runs (or will run) in, for providers that have modes. */
   permission_mode?: string;
-  /**
-   * The options its program starts with: its provider's `option_defaults`, its agent's, then its own (`model`,
-   * `effort`, `max_turns`, `permission_mode`, … as its provider offers them).
-   */
+  /** The options its program starts with: its provider's, its agent's, then its own `option_defaults`/`options`. */
   options?: { [key: string]: string };
   /** The model it runs on: as its program reported it in its last turn, else as chosen in its options. */
   model?: string;
   /** The tokens its turns used, as its provider reported them. */
   usage?: SessionUsageTotals;
-  /**
-   * The tokens of the context its model read in its last turn (its prompt, history and tool results).
-   * @isInt
-   */
+  /** Tokens of the context its model read in its last turn (prompt, history, tool results). @isInt */
   context_tokens?: number;
-  /**
-   * The context window of its model, in tokens: as its program reported it (Claude Code, ACP), else from its
-   * provider's table of windows (Codex).
-   * @isInt
-   */
+  /** Its model's context window in tokens: as its program reported it, else from its provider's table. @isInt */
   context_window?: number;
-  /**
-   * `context_tokens` as a percentage of `context_window` (rounded), once both are known.
-   * @isInt
-   */
+  /** `context_tokens` as a rounded percentage of `context_window`, once both are known. @isInt */
   context_pct?: number;
   /** A question or permission request waiting for an answer (`GET …/pending`, `POST …/respond`). */
   pending?: PendingInteraction;
@@ -133,25 +123,6 @@ export interface SessionProgramStatus {
    * @format date-time
    */
   at: string;
-}
-
-/** Tokens over all of a session's (or an agent's sessions') turns, as the providers reported them. */
-export interface SessionUsageTotals {
-  /**
-   * Turns that reported usage.
-   * @isInt
-   */
-  turns: number;
-  /** @isInt */
-  input_tokens: number;
-  /** @isInt */
-  output_tokens: number;
-  /** @isInt */
-  cache_read_tokens: number;
-  /** @isInt */
-  cache_creation_tokens: number;
-  /** What the provider said the turns cost, where it says (Claude Code). */
-  cost_usd?: number;
 }
 
 /** A session's own git worktree and branch. */
@@ -229,11 +200,7 @@ export interface SessionCreateBody {
   message?: string;
   /** The permission mode to start in (one of the provider's). */
   permission_mode?: string;
-  /**
-   * Options over its agent's and provider's `option_defaults`: each one its provider offers (`GET
-   * …/providers/public` lists them: `model`, `effort`, `max_turns`, `permission_mode`, …). One it does not
-   * offer, or a value it does not take, is a 422 naming it.
-   */
+  /** Options over its agent's and provider's (`model`, `effort`, …): one its provider lacks is a 422 naming it. */
   options?: { [key: string]: string };
 }
 

@@ -85,3 +85,22 @@ export interface UsageBody {
   partial?: boolean;
   partial_reasons?: string[];
 }
+
+/** Tokens over all of a session's (or an agent's sessions') turns, as the providers reported them. */
+export interface SessionUsageTotals {
+  /**
+   * Turns that reported usage.
+   * @isInt
+   */
+  turns: number;
+  /** @isInt */
+  input_tokens: number;
+  /** @isInt */
+  output_tokens: number;
+  /** @isInt */
+  cache_read_tokens: number;
+  /** @isInt */
+  cache_creation_tokens: number;
+  /** What the provider said the turns cost, where it says (Claude Code). */
+  cost_usd?: number;
+}
