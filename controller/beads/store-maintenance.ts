@@ -43,16 +43,35 @@ export class StoreMaintenance {
   schedule(intervalMs: number | undefined): void {
     if (intervalMs === this.intervalMs) return;
     this.intervalMs = intervalMs;
+    this.arm();
+  }
+
+  /** The next scheduled run, `intervalMs` from now (none when there is no interval). */
+  private arm(): void {
     clearTimeout(this.timer);
+    this.timer = undefined;
     this.nextAt = undefined;
-    if (intervalMs === undefined) return;
-    this.nextAt = Date.now() + intervalMs;
+    const every = this.intervalMs;
+    if (every === undefined) return;
+    this.nextAt = Date.now() + every;
     this.timer = setTimeout(() => {
-      this.intervalMs = undefined;
-      void this.start('scheduled')
-        .done.catch(() => undefined)
-        .finally(() => this.schedule(intervalMs));
-    }, intervalMs);
+      this.timer = undefined;
+      this.nextAt = undefined;
+      let done: Promise<unknown>;
+      try {
+        done = this.start('scheduled').done;
+      } catch (err) {
+        // A run asked for by hand is under way: it does this one's work; the next comes an interval later.
+        this.deps.logger?.info({ err }, 'scheduled store maintenance skipped: a run is under way');
+        done = this.current?.done ?? Promise.resolve();
+      }
+      void done
+        .catch((err: unknown) => this.deps.logger?.error({ err }, 'scheduled store maintenance failed'))
+        // Counted from the end of the run; a new interval set meanwhile has armed its own timer.
+        .finally(() => {
+          if (this.intervalMs === every && this.timer === undefined) this.arm();
+        });
+    }, every);
     this.timer.unref();
   }
 
