@@ -152,6 +152,12 @@ describe('agents API (real controller, agents from city.toml and agents/)', func
       return found?.last_output?.includes('echo: peek at me') ? found : undefined;
     });
     expect(peeked.last_output).to.include('echo: peek at me');
+    // Without peek the list has no preview; one agent's view has its latest output.
+    const plain = await city.api.get<{ items: (Agent & { last_output?: string })[] }>('/agents?running=true');
+    expect(plain.body.items.find((a) => a.name === 'mayor')).to.not.have.property('last_output');
+    expect(((await agent(city, 'mayor')) as Agent & { last_output?: string }).last_output).to.include(
+      'echo: peek at me',
+    );
     expect((await city.api.del('/agent/crew')).status).to.equal(200);
   });
 

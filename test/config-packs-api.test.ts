@@ -101,8 +101,12 @@ describe('config, packs and patches (real git, real files)', function () {
       .and.include("# the city's own worker");
     expect(existsSync(join(city.sup.home, 'cache', 'packs'))).to.equal(true);
 
-    const agents = (await api.get<{ items: Agent[] }>('/agents')).body.items.map((a) => a.name);
+    const listed = (await api.get<{ items: (Agent & { pack_derived: boolean })[] }>('/agents')).body.items;
+    const agents = listed.map((a) => a.name);
     expect(agents).to.include.members(['fixer', 'review.lint', 'web/tools.helper']);
+    // An agent a pack brings says so; the city's own does not.
+    const derived = (name: string) => listed.find((a) => a.name === name)?.pack_derived;
+    expect([derived('review.lint'), derived('web/tools.helper'), derived('fixer')]).to.deep.equal([true, true, false]);
     // A rig-scoped agent of a city import does not load at the city.
     expect(agents).to.not.include('review.rigger');
     const formulas = (await api.get<{ items: { name: string }[] }>('/formulas')).body.items.map((f) => f.name);

@@ -39,8 +39,11 @@ export function isSuspended(city: AgentViewsHost, agent: AgentDefinition): boole
   return suspensionOf(agent, suspensionIn(city.config)) !== undefined;
 }
 
-/** An agent as `GET /agents` shows it, its state derived from its sessions and its work. */
-export function agentResponse(city: AgentViewsHost, agent: AgentDefinition): AgentResponse {
+/**
+ * An agent as `GET /agents` shows it, its state derived from its sessions and its work. `withOutput` adds its
+ * session's latest output as `last_output` (one agent's view has it; a list only with `peek`, as the reference's).
+ */
+export function agentResponse(city: AgentViewsHost, agent: AgentDefinition, withOutput = false): AgentResponse {
   const sessions = city.sessions.agentSessions(agent.name).filter((s) => s.state !== 'closed');
   const running = sessions.some((s) => s.running);
   const suspended = isSuspended(city, agent);
@@ -59,7 +62,7 @@ export function agentResponse(city: AgentViewsHost, agent: AgentDefinition): Age
     name: agent.name,
     running,
     suspended,
-    pack_derived: false,
+    pack_derived: agent.config.origin === 'pack-derived',
     state,
     available: agent.available,
     source: agent.config.source,
@@ -93,7 +96,7 @@ export function agentResponse(city: AgentViewsHost, agent: AgentDefinition): Age
     if (session.context_pct !== undefined) view.context_pct = session.context_pct;
     if (session.context_window !== undefined) view.context_window = session.context_window;
     if (session.activity) view.activity = session.activity;
-    if (session.last_output) view.last_output = session.last_output;
+    if (withOutput && session.last_output) view.last_output = session.last_output;
     view.session = {
       name: primary.record.session_name,
       attached: primary.attached,
@@ -152,7 +155,7 @@ export function agentOutput(
       has_older_messages: page.more,
       total_message_count: session.transcript.head(),
       returned_message_count: page.entries.length,
-      total_compactions: 0,
+      total_compactions: session.record.compactions ?? 0,
     },
   };
 }
