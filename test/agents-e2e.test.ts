@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { expectProblem } from './helpers/city-api.js';
 import { expectFailure, expectSuccess } from './helpers/cli.js';
@@ -8,9 +9,19 @@ import { CityApi } from './helpers/city-api.js';
 import { TestSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
+const COMPACTING_AGENT = join(import.meta.dirname, 'fixtures', 'compacting-agent.mjs');
+
 const OUTPUT_CITY = `
 [daemon]
 patrol_interval = "500ms"
+
+[providers.compacting]
+base = "builtin:claude"
+command = "${process.execPath} ${COMPACTING_AGENT}"
+
+[[agent]]
+name = "compactor"
+provider = "compacting"
 
 [[agent]]
 name = "talker"
@@ -27,6 +38,7 @@ interface OutputBody {
   format: string;
   session_id: string;
   turns: { role: string; text: string; timestamp?: string }[];
+  pagination: { total_compactions: number };
 }
 
 describe('agent output, the supervisor restart and the CLI (real processes)', function () {
@@ -38,6 +50,23 @@ describe('agent output, the supervisor restart and the CLI (real processes)', fu
 
   after(async function () {
     await city?.sup.cleanup();
+  });
+
+  it("counts the compactions of an agent's program (Claude Code's compact_boundary) in its output", async function () {
+    const id = await waitUntil('compactor to run', async () => {
+      const list = await city.api.get<{ items: { id: string; running: boolean }[] }>('/sessions?template=compactor');
+      return list.body.items.find((s) => s.running)?.id;
+    });
+    await send(city.api, id, 'first');
+    await send(city.api, id, 'second');
+    const output = await waitUntil('two compactions', async () => {
+      const reply = await city.api.get<OutputBody>('/agent/compactor/output');
+      return reply.body.pagination?.total_compactions === 2 ? reply.body : undefined;
+    });
+    expect(output.turns.map((t) => [t.role, t.text])).to.deep.include.members([
+      ['system', 'conversation compacted (manual)'],
+      ['assistant', 'compacted 2'],
+    ]);
   });
 
   it('GET /agent/{base}/output is its conversation; a never-run agent is a 404', async function () {
@@ -55,6 +84,7 @@ describe('agent output, the supervisor restart and the CLI (real processes)', fu
       ['user', 'hello agent'],
       ['assistant', 'echo: hello agent'],
     ]);
+    expect(output.pagination.total_compactions).to.equal(0);
     expectProblem(await city.api.get('/agent/never/output'), 404, 'agent-not-found');
     const stream = await fetch(city.api.url('/agent/never/output/stream'));
     expect(stream.status).to.equal(404);

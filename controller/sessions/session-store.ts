@@ -3,7 +3,7 @@ import type { Bead } from '../../shared/dto/beads.js';
 import type { SessionState } from '../../shared/dto/sessions.js';
 import type { BeadStore } from '../beads/bead-store.js';
 
-/** What a session keeps in its bead (metadata, strings only), so that it outlives its controller. */
+/** What a session keeps in its bead (metadata, strings; `compactions` read back as a number), so that it outlives its controller. */
 export interface SessionRecord {
   id: string;
   title: string;
@@ -21,6 +21,8 @@ export interface SessionRecord {
   /** The provider's own conversation id, once the program said it: a wake resumes it. */
   provider_session_key?: string;
   last_active?: string;
+  /** How many times its program compacted its conversation (Claude Code's `compact_boundary`). */
+  compactions?: number;
   /** The create request still waiting for its result (a controller restart in between finishes it). */
   create_request?: string;
   /** An agent's session: the fingerprint of the agent's configuration it was started from. */
@@ -208,5 +210,7 @@ function fromBead(bead: Bead): SessionRecord {
       // A value a person wrote by hand into the bead: left out rather than failing every read of the session.
     }
   }
+  const compactions = Number(m.compactions);
+  if (compactions > 0) record.compactions = compactions;
   return record;
 }

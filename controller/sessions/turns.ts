@@ -236,6 +236,11 @@ export class Turns {
 
   output(kind: OutputKind, text: string, data?: Record<string, unknown>): void {
     this.host.record.last_active = new Date().toISOString();
+    if (data?.compaction === true) {
+      const compactions = (this.host.record.compactions ?? 0) + 1;
+      this.host.record.compactions = compactions;
+      this.host.save({ compactions });
+    }
     if (kind === 'assistant') {
       // A streamed chunk continues the reply of its turn; anything else starts a line.
       const continues = data?.chunk === true && this.lastOutputTurn === this.currentTurn();

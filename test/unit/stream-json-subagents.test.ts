@@ -106,6 +106,31 @@ describe('Claude Code subagents in stream-json (in-process, frames of the real C
   });
 });
 
+describe('Claude Code compaction in stream-json (in-process)', function () {
+  it('a compact_boundary is a notice marked as a compaction, with its trigger and the tokens it held', function () {
+    const frames = [
+      { type: 'system', subtype: 'init', session_id: 's1', tools: [], model: 'pretend-1' },
+      {
+        type: 'system',
+        subtype: 'compact_boundary',
+        session_id: 's1',
+        uuid: 'b1',
+        compact_metadata: { trigger: 'manual', pre_tokens: 51234 },
+      },
+      { type: 'system', subtype: 'compact_boundary', session_id: 's1', uuid: 'b2', compact_metadata: {} },
+    ].map((f) => JSON.stringify(f));
+    const notices = hear(frames).outputs.filter((o) => o.kind === 'notice');
+    expect(notices).to.deep.equal([
+      {
+        kind: 'notice',
+        text: 'conversation compacted (manual)',
+        data: { compaction: true, trigger: 'manual', pre_tokens: 51234 },
+      },
+      { kind: 'notice', text: 'conversation compacted (auto)', data: { compaction: true, trigger: 'auto' } },
+    ]);
+  });
+});
+
 describe("a session's subagent transcripts (in-process)", function () {
   let dir: string;
   let transcript: Transcript;

@@ -39,6 +39,8 @@ interface Frame {
   result?: unknown;
   usage?: unknown;
   total_cost_usd?: unknown;
+  /** A `compact_boundary`'s: what compacted the conversation (`auto`, `manual`) and how many tokens it held. */
+  compact_metadata?: { trigger?: unknown; pre_tokens?: unknown };
   num_turns?: unknown;
   duration_ms?: unknown;
   is_error?: unknown;
@@ -282,6 +284,17 @@ export class StreamJsonProtocol implements Protocol {
         return;
       }
       case 'system':
+        if (frame.subtype === 'compact_boundary') {
+          // Claude Code summarised the conversation so far: a boundary in the transcript, counted per session.
+          const meta = frame.compact_metadata ?? {};
+          const trigger = typeof meta.trigger === 'string' ? meta.trigger : 'auto';
+          this.sink.output('notice', `conversation compacted (${trigger})`, {
+            compaction: true,
+            trigger,
+            ...(typeof meta.pre_tokens === 'number' ? { pre_tokens: meta.pre_tokens } : {}),
+          });
+          return;
+        }
         this.subagentTask(frame);
         return;
       default:
