@@ -150,6 +150,38 @@ describe('rigs (real git repositories)', function () {
     expect(existsSync(join(city.dir, 'rigs', 'bad'))).to.equal(false);
   });
 
+  it('POST /rig/{name}/{action} refuses an action a rig does not have (422, naming the ones there are)', async function () {
+    const refused = await city.api.post('/rig/web/explode', {});
+    expectProblem(refused, 422, 'validation-failed', { location: 'path.action' });
+    expect(JSON.stringify(refused.body)).to.include('suspend, resume, restart');
+  });
+
+  it('GET /rigs, /agents and /status with index = X-CTL-Index wait for the next event; lite leaves the counts out', async function () {
+    const { api } = city;
+    const now = await api.get<{ work?: unknown; mail?: unknown }>('/status');
+    expect(now.body).to.have.property('work');
+    const index = Number(now.headers.get('X-CTL-Index'));
+    expect(index).to.be.greaterThan(0);
+    let settled = 0;
+    const blocked = ['/rigs', '/agents', '/status?lite=true'].map((path) =>
+      api.get(`${path}${path.includes('?') ? '&' : '?'}index=${index}&wait=30s`).finally(() => settled++),
+    );
+    // A later request over the same paths has been answered: the blocking ones, sent before it, wait by now.
+    expect((await api.get('/rigs')).status).to.equal(200);
+    expect((await api.get('/status')).status).to.equal(200);
+    expect(settled, 'a blocking query answered before anything changed').to.equal(0);
+    await api.create({ title: 'wakes the blocking queries' });
+    for (const reply of await Promise.all(blocked)) {
+      expect(reply.status).to.equal(200);
+      expect(Number(reply.headers.get('X-CTL-Index'))).to.be.greaterThan(index);
+    }
+    const lite = (await blocked[2]).body as { work?: unknown; mail?: unknown; agents?: unknown };
+    expect(lite).to.have.property('agents');
+    expect(lite).to.not.have.property('work');
+    expect(lite).to.not.have.property('mail');
+    expectProblem(await api.get('/agents?index=0&wait=soon'), 422, 'validation-failed', { location: 'query.wait' });
+  });
+
   it('suspend, resume, patch and delete edit its table; the CLI speaks for them', async function () {
     const { api, sup } = city;
     const ctl = (...args: string[]) => sup.ctl(['--city', 'rigged', ...args]);

@@ -24,6 +24,7 @@ import type { OKResponseBody } from '../../shared/dto/common.js';
 import type { ErrorModel } from '../../shared/dto/errors.js';
 import { decodeToken, encodeToken, invalidToken } from '../../shared/http/page-token.js';
 import type { CityRuntime } from '../city-runtime.js';
+import { blockUntilChanged } from './blocking.js';
 import type { AgentDefinition } from '../agents/agent-catalog.js';
 import { AgentEditor } from '../config/agent-editor.js';
 import { agentOutput, agentResponse, primarySession, requireAgent } from '../agents/agent-views.js';
@@ -51,14 +52,20 @@ export class AgentsRoutes extends Controller {
    * @param pool Only the pool of this name (`true`: only pools).
    * @param rig Only the agents of this rig.
    * @param running `true`: only agents with a running session; `false`: only those without.
-   * @param peek Read each running terminal program's screen for `last_output` (slower).
+   * @param peek Add `last_output`: each running program's screen (a terminal's), or its latest output's last
+   * lines. Without it the list has no `last_output`.
    * @param limit Page size, 1–1000 (default 100; 0 means the default).
    * @param cursor `next_cursor` of the previous page.
+   * @param index Blocking query: wait until the event head passes this seq.
+   * @param wait How long a blocking query may wait (a duration, default `30s`, at most `2m`).
    * @isInt limit
    * @minimum limit 0
    * @maximum limit 1000
+   * @isInt index
+   * @minimum index 0
    */
   @Get('agents')
+  @SuccessResponse<{ 'X-CTL-Index': string }>(200, 'OK')
   @Response<ErrorModel>(400, 'Invalid cursor')
   @Response<ErrorModel>(422, 'Invalid query')
   public async listAgents(
@@ -69,7 +76,10 @@ export class AgentsRoutes extends Controller {
     @Query() peek?: boolean,
     @Query() limit?: number,
     @Query() cursor?: string,
+    @Query() index?: number,
+    @Query() wait?: string,
   ): Promise<ListBodyAgentResponse> {
+    this.setHeader('X-CTL-Index', String(await blockUntilChanged(this.city, index, wait)));
     let agents = [...this.city.agents].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     if (pool !== undefined) agents = agents.filter((a) => a.isPool && (pool === 'true' || a.name === pool));
     if (rig !== undefined) agents = agents.filter((a) => a.rig === rig);
@@ -147,12 +157,12 @@ export class AgentsRoutes extends Controller {
   }
 
   /**
-   * One agent.
+   * One agent, with its session's latest output as `last_output`.
    * @summary Get an agent
    */
   @Get('agent/{base}')
   public getAgent(@Path() cityName: string, @Path() base: string): AgentResponse {
-    return agentResponse(this.city, requireAgent(this.city, base));
+    return agentResponse(this.city, requireAgent(this.city, base), true);
   }
 
   /**
@@ -161,7 +171,7 @@ export class AgentsRoutes extends Controller {
    */
   @Get('agent/{dir}/{base}')
   public getQualifiedAgent(@Path() cityName: string, @Path() dir: string, @Path() base: string): AgentResponse {
-    return agentResponse(this.city, requireAgent(this.city, `${dir}/${base}`));
+    return agentResponse(this.city, requireAgent(this.city, `${dir}/${base}`), true);
   }
 
   /**

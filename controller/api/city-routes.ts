@@ -10,6 +10,7 @@ import type { CityRuntime } from '../city-runtime.js';
 import { cityProviderReadiness } from '../providers/provider-readiness.js';
 import { AgentEditor } from '../config/agent-editor.js';
 import { isSuspended } from '../agents/agent-views.js';
+import { blockUntilChanged } from './blocking.js';
 
 /**
  * @param cityName City name.
@@ -83,19 +84,31 @@ export class CityRoutes extends Controller {
   }
 
   /**
-   * Counts of the city's agents, rigs, work and mail, and its event head (also in `X-CTL-Index`).
+   * Counts of the city's agents, rigs, work and mail, and its event head (also in `X-CTL-Index`). With `index`,
+   * a blocking query: it answers once the event head passes `index` (or `wait` runs out).
    * @summary City status
+   * @param index Blocking query: wait until the event head passes this seq.
+   * @param wait How long a blocking query may wait (a duration, default `30s`, at most `2m`).
+   * @param lite Leave out the work and mail counts (which read the bead and mail stores), for frequent polls.
+   * @isInt index
+   * @minimum index 0
    */
   @Get('status')
   @SuccessResponse<{ 'X-CTL-Index': string }>(200, 'OK')
-  public getCityStatus(@Path() cityName: string): StatusBody {
+  @Response<ErrorModel>(422, 'Invalid index or wait')
+  public async getCityStatus(
+    @Path() cityName: string,
+    @Query() index?: number,
+    @Query() wait?: string,
+    @Query() lite?: boolean,
+  ): Promise<StatusBody> {
     const { config } = this.city;
-    const head = this.city.log.head();
+    const head = await blockUntilChanged(this.city, index, wait);
     this.setHeader('X-CTL-Index', String(head));
     const agents = this.city.agents;
     const sessions = (name: string) => this.city.sessions.agentSessions(name);
     const runningAgents = agents.filter((a) => sessions(a.name).some((s) => s.running)).length;
-    const { work, mail } = this.city.statusCounts.get();
+    const counts = lite ? undefined : this.city.statusCounts.get();
     return {
       name: cityName,
       path: this.city.root,
@@ -111,8 +124,7 @@ export class CityRoutes extends Controller {
         quarantined: agents.filter((a) => sessions(a.name).some((s) => s.state === 'quarantined')).length,
       },
       rigs: { total: config.rigs.length, suspended: config.rigs.filter((r) => r.suspended).length },
-      work,
-      mail,
+      ...(counts ? { work: counts.work, mail: counts.mail } : {}),
       version: VERSION,
       event_head: head,
       tick: this.city.tick.stats(),

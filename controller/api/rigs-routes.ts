@@ -25,7 +25,11 @@ import { Problem } from '../../shared/http/problem.js';
 import { startClone } from '../rigs/rig-clone.js';
 import { decodeToken, encodeToken, invalidToken } from '../../shared/http/page-token.js';
 import type { CityRuntime } from '../city-runtime.js';
+import { blockUntilChanged } from './blocking.js';
 import { RigEditor, rigOrProblem, rigResponse } from '../rigs/rigs.js';
+
+/** What `POST /rig/{name}/{action}` does; each has its own route above the one refusing the rest. */
+const RIG_ACTIONS = ['suspend', 'resume', 'restart'];
 
 /**
  * @param cityName City name.
@@ -48,18 +52,27 @@ export class RigsRoutes extends Controller {
    * @param git Read each rig's git status (slower).
    * @param limit Page size, 1–1000 (default 100; 0 means the default).
    * @param cursor `next_cursor` of the previous page.
+   * @param index Blocking query: wait until the event head passes this seq.
+   * @param wait How long a blocking query may wait (a duration, default `30s`, at most `2m`).
    * @isInt limit
    * @minimum limit 0
    * @maximum limit 1000
+   * @isInt index
+   * @minimum index 0
    */
   @Get('rigs')
+  @SuccessResponse<{ 'X-CTL-Index': string }>(200, 'OK')
   @Response<ErrorModel>(400, 'Invalid cursor')
+  @Response<ErrorModel>(422, 'Invalid index or wait')
   public async listRigs(
     @Path() cityName: string,
     @Query() git?: boolean,
     @Query() limit?: number,
     @Query() cursor?: string,
+    @Query() index?: number,
+    @Query() wait?: string,
   ): Promise<ListBodyRigResponse> {
+    this.setHeader('X-CTL-Index', String(await blockUntilChanged(this.city, index, wait)));
     const rigs = [...this.city.config.rigs].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     let after = '';
     if (cursor !== undefined) {
@@ -193,5 +206,18 @@ export class RigsRoutes extends Controller {
       .filter((s) => s.running && !s.changing);
     for (const session of sessions) void session.restart(`rig ${rig.name} restarted`, {});
     return rigResponse(this.city, rig, false);
+  }
+
+  /**
+   * Any other action is refused: a rig answers to `suspend`, `resume` and `restart` only.
+   * @summary Refuse an unknown rig action
+   */
+  @Post('rig/{name}/{action}')
+  @Response<ErrorModel>(422, 'Not an action of a rig (`validation-failed`, naming the actions there are)')
+  public unknownRigAction(@Path() cityName: string, @Path() name: string, @Path() action: string): RigResponse {
+    const message = `must be one of ${RIG_ACTIONS.join(', ')}`;
+    throw new Problem('validation-failed', `invalid: action ${message}, got ${JSON.stringify(action)}`, {
+      errors: [{ location: 'path.action', message, value: action }],
+    });
   }
 }

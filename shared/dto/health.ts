@@ -151,8 +151,10 @@ export interface StatusBody {
   running: number;
   agents: StatusAgentCounts;
   rigs: StatusRigCounts;
-  work: StatusWorkCounts;
-  mail: StatusMailCounts;
+  /** The city's work by status (absent with `lite`). */
+  work?: StatusWorkCounts;
+  /** The city's mail (absent with `lite`). */
+  mail?: StatusMailCounts;
   /** Controller version. */
   version?: string;
   /**
