@@ -81,7 +81,7 @@ name = "queried"
 provider = "echo"
 min_active_sessions = 0
 max_active_sessions = 3
-work_query = "printf 'job-a\\njob-b\\n'"
+work_query = "printf 'job-a\\njob-b\\n'; cat queried-work.txt 2>/dev/null || true"
 
 [[agent]]
 name = "held"
@@ -408,9 +408,22 @@ describe("the controller's tick (real controller, real programs)", function () {
     expect(waiting[0]?.payload.reason).to.equal('waiting for first, which it depends on, to run');
   });
 
-  it('follows work_query: each line it prints is work that wants a session (within max_active_sessions)', async function () {
+  it('follows work_query: each line it prints is work that wants a session; a line naming a bead hands it out', async function () {
     await waitUntil('queried to run two sessions', async () => (await running(city, 'queried')).length === 2, 10_000);
     const agent = await city.api.get<{ pool?: string; session_count: number }>('/agent/queried');
     expect(agent.body).to.include({ pool: 'queried', session_count: 2 });
+    // A bead nobody routed: the query naming it (with a word after its id, as `bd ready` prints) hands it out.
+    const bead = await city.api.create({ title: 'found by the query' });
+    writeFileSync(join(city.dir, 'queried-work.txt'), `${bead.id}  found by the query\n`);
+    const taken = await waitUntil('the queried bead handed to a session', async () => {
+      const b = await city.api.bead(bead.id);
+      return b.status === 'in_progress' ? b : undefined;
+    });
+    const sessions = await running(city, 'queried');
+    expect(sessions.map((s) => s.session_name)).to.include(taken.assignee);
+    // Two lines of other work and one bead held: three sessions, and the held bead is not handed out again.
+    await waitUntil('queried to run three sessions', async () => (await running(city, 'queried')).length === 3, 10_000);
+    expect((await city.api.bead(bead.id)).assignee).to.equal(taken.assignee);
+    await city.api.close(bead.id);
   });
 });

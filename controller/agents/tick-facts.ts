@@ -39,7 +39,7 @@ export interface AgentFacts {
   suspended?: string;
   /** The number `scale_check` printed last, when it did. */
   scale?: number;
-  /** How many lines `work_query` printed last (undefined: it has none, or it has not answered yet). */
+  /** How many lines `work_query` printed last that name no bead ready to hand out (undefined: it has none, or it has not answered yet). */
   queryLines?: number;
   /** Why its program cannot run (not installed), or undefined. */
   programMissing?: string;

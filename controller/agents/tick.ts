@@ -16,6 +16,7 @@ import { MailNotices } from './mail-notices.js';
 import { applyTickPlan } from './tick-apply.js';
 import { emptyMemory, type AgentFacts, type SessionFacts, type TickMemory } from './tick-facts.js';
 import { planTick } from './tick-plan.js';
+import { queriedWork } from './queried-work.js';
 import { WorkBoard } from './work-board.js';
 
 export interface TickHost {
@@ -195,6 +196,9 @@ export class AgentTick {
     this.syncHeldBeads();
 
     const facts: AgentFacts[] = [];
+    // Routed beads, with the beads each agent's work_query names added after them.
+    const queried = new Map<string, readonly Bead[]>(this.board.allRouted());
+    const now = new Date().toISOString();
     for (const agent of agents) {
       const suspended = suspensionOf(agent, suspension);
       const known: AgentFacts = { agent, suspended };
@@ -203,7 +207,12 @@ export class AgentTick {
       this.runChecks(agent, daemon);
       if (!agent.available) continue;
       known.scale = this.scaleOf(agent);
-      known.queryLines = this.checkLines(agent, 'work_query')?.length;
+      const lines = this.checkLines(agent, 'work_query');
+      if (lines) {
+        const found = queriedWork(this.host.beads.store, lines, this.board.routedReady(agent.name), now);
+        known.queryLines = found.otherLines;
+        if (found.beads.length) queried.set(agent.name, [...this.board.routedReady(agent.name), ...found.beads]);
+      }
       // Its program not installed: every start would fail and crash-loop into quarantine; wait for it instead.
       known.programMissing = await this.host.programMissing?.(agent);
       // Nothing is told when it gets installed: look again soon rather than at the next patrol.
@@ -216,7 +225,7 @@ export class AgentTick {
       maxWakesPerTick: daemon.maxWakesPerTick,
       agents: facts,
       sessions: [...this.host.sessions.all()].map(factsOf),
-      routed: this.board.allRouted(),
+      routed: queried,
       held: this.board.allHolding(),
       mail: this.mail.counts(),
       crashes: this.crashes.facts(),
