@@ -78,7 +78,10 @@ export function assembleCity(o: CityInputs): CityRuntime {
     },
     logger,
   );
-  const usage = new UsageLog(join(paths.runtimeDir, 'usage.jsonl'));
+  const usage = new UsageLog(join(paths.runtimeDir, 'usage.jsonl'), {
+    pricing: () => settings.config.pricing,
+    logger,
+  });
   const sessions = new SessionService(
     {
       cityName: name,

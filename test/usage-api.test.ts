@@ -13,6 +13,9 @@ interface Totals {
   unpriced: number;
 }
 interface Usage {
+  available: boolean;
+  recording: boolean;
+  source: string;
   today: Totals;
   all: Totals;
   recent: Totals;
@@ -29,10 +32,12 @@ describe('usage (tokens and cost from what providers report)', function () {
   let city: SessionCity;
 
   before(async function () {
-    // The shipped stream-json agent reports 10 input tokens and its reply's length as output tokens, cost 0.
+    // The shipped stream-json agent reports 10 input tokens and its reply's length as output tokens, cost 0; the
+    // city prices its tokens at $3 (input) and $15 (output) per million, which wins over what it reports.
     city = await startSessionCity(
       'spend',
-      '\n[[agent]]\nname = "talker"\nprovider = "pretend-claude"\nmin_active_sessions = 0\n',
+      '\n[[agent]]\nname = "talker"\nprovider = "pretend-claude"\nmin_active_sessions = 0\n' +
+        '\n[[pricing]]\nprovider = "pretend-claude"\ninput = 3\noutput = 15\n',
     );
   });
   after(async () => city?.sup.cleanup());
@@ -53,7 +58,9 @@ describe('usage (tokens and cost from what providers report)', function () {
       input_tokens: 20,
       output_tokens: 'You said: hello'.length + 'You said: hi there'.length,
     });
-    expect(usage.all).to.include({ cost_usd_estimate: 0, unpriced: 0 });
+    // (20 × $3 + 33 × $15) per million tokens.
+    expect(usage.all).to.include({ cost_usd_estimate: 0.000555, unpriced: 0 });
+    expect(usage).to.include({ available: true, recording: true, source: 'local_estimate' });
     expect(usage.today.invocations).to.equal(2);
     expect(usage.by_provider!.map((p) => [p.name, p.invocations])).to.deep.equal([['pretend-claude', 2]]);
     expect(usage.by_agent!.map((a) => [a.name, a.output_tokens])).to.deep.equal([
@@ -66,8 +73,8 @@ describe('usage (tokens and cost from what providers report)', function () {
 
     const out = expectSuccess(await city.sup.ctl(['usage', '--city', 'spend']));
     expect(out[0]).to.match(/^WINDOW\s+TURNS\s+INPUT\s+OUTPUT\s+CACHE READ\s+COST$/);
-    expect(out.find((l) => l.startsWith('all'))).to.match(/^all\s+2\s+20\s+33\s+0\s+\$0\.0000$/);
-    expect(out.some((l) => /^talker\s+1\s+10\s+18\s+0\s+\$0\.0000$/.test(l))).to.equal(true);
+    expect(out.find((l) => l.startsWith('all'))).to.match(/^all\s+2\s+20\s+33\s+0\s+\$0\.0006$/);
+    expect(out.some((l) => /^talker\s+1\s+10\s+18\s+0\s+\$0\.0003$/.test(l))).to.equal(true);
   });
 
   it('a malformed line in usage.jsonl is skipped and said', async function () {

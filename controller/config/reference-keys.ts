@@ -321,6 +321,7 @@ export const CITY_TOML: TableSpec = {
     service: SERVICE,
     orders: { keys: { skip: true, max_timeout: true, overrides: ORDER_OVERRIDE } },
     maintenance: { keys: { interval: true } },
+    pricing: { keys: { provider: true, input: true, output: true, cache_read: true, cache_creation: true } },
     beads: {
       keys: { backend: true },
       unsupported: { provider: 'the bead store is the city’s own: [beads] backend = "sqlite" or "journal"' },
@@ -366,7 +367,6 @@ export const CITY_TOML: TableSpec = {
     webhook: 'webhooks are orders with trigger = "webhook"',
     doctor: 'ctl doctor runs every check; packs add theirs with [[doctor]]',
     usage: 'usage is recorded from every turn',
-    pricing: 'usage is counted in tokens',
     upstreams: 'providers are [providers.<name>]',
   },
 };
@@ -396,7 +396,7 @@ export const PACK_TOML: TableSpec = {
     agent_defaults: 'a pack’s agent defaults are not applied; the city’s [agent_defaults] are',
     formulas: 'formulas are read from the pack’s formulas/',
     commands: 'pack commands are not offered as ctl commands',
-    pricing: 'usage is counted in tokens',
+    pricing: 'a pack’s prices are not applied; the city’s [[pricing]] are',
   },
 };
 

@@ -1,4 +1,6 @@
 import { appendFileSync, closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import type { Logger } from 'pino';
+import type { PricingEntry } from '../../shared/config/city-config-types.js';
 import type { UsageBody, UsageGroup, UsageSessionRecent, UsageTotals } from '../../shared/dto/usage.js';
 
 /** What one turn cost, as its provider reported it, with who it was for. */
@@ -13,8 +15,10 @@ export interface UsageFact {
   output_tokens: number;
   cache_read_tokens: number;
   cache_creation_tokens: number;
-  /** What the provider said the turn cost (Claude Code's `total_cost_usd`); absent: unpriced. */
+  /** What the turn cost: by the city's `[[pricing]]` for its provider, else as the provider said; absent: unpriced. */
   cost_usd?: number;
+  /** Where `cost_usd` comes from: the city's `[[pricing]]`, or the provider's own report. */
+  priced_by?: 'pricing' | 'provider';
   /** How long the turn took, when the provider said. */
   duration_ms?: number;
 }
@@ -30,24 +34,43 @@ const RECENT_WINDOW_S = 3600;
  * everything read by session, agent and provider.
  */
 export class UsageLog {
-  constructor(private readonly path: string) {}
+  /** Why the last fact could not be written (the log is not recording until one is). */
+  private writeError: string | undefined;
 
-  /** Records a turn's usage, when what its provider reported holds any. */
+  constructor(
+    private readonly path: string,
+    private readonly deps: { pricing?: () => readonly PricingEntry[]; logger?: Logger } = {},
+  ) {}
+
+  /** Records a turn's usage, priced by the city's `[[pricing]]` for its provider when it has one. */
   record(fact: UsageFact): void {
-    appendFileSync(this.path, `${JSON.stringify(fact)}\n`);
+    const price = this.deps.pricing?.().find((p) => p.provider === fact.provider);
+    const priced: UsageFact = price
+      ? { ...fact, cost_usd: costOf(fact, price), priced_by: 'pricing' }
+      : fact.cost_usd !== undefined
+        ? { ...fact, priced_by: 'provider' }
+        : fact;
+    try {
+      appendFileSync(this.path, `${JSON.stringify(priced)}\n`);
+      this.writeError = undefined;
+    } catch (err) {
+      this.writeError = (err as Error).message;
+      this.deps.logger?.error({ err, path: this.path }, 'could not record a turn’s usage');
+    }
   }
 
   summary(options: { aggregateOnly: boolean; now?: number }): UsageBody {
     const now = options.now ?? Date.now();
-    const { facts, partialReasons } = this.read();
+    const { facts, partialReasons, unreadable } = this.read();
+    if (this.writeError) partialReasons.push(`usage.jsonl cannot be written: ${this.writeError}`);
     const midnight = new Date(now);
     midnight.setHours(0, 0, 0, 0);
     const since = (ms: number) => facts.filter((f) => Date.parse(f.ts) >= ms);
     const recentFacts = since(now - RECENT_WINDOW_S * 1000);
     const body: UsageBody = {
-      available: true,
-      recording: true,
-      source: 'local_estimate',
+      available: !unreadable,
+      recording: this.writeError === undefined,
+      source: unreadable ? 'unavailable' : 'local_estimate',
       today: totals(since(midnight.getTime())),
       last_24h: totals(since(now - 86_400_000)),
       recent: totals(recentFacts),
@@ -70,12 +93,15 @@ export class UsageLog {
   }
 
   /** The newest facts (at most READ_MAX_BYTES of the log), oldest first. */
-  private read(): { facts: UsageFact[]; partialReasons: string[] } {
+  private read(): { facts: UsageFact[]; partialReasons: string[]; unreadable?: boolean } {
     let fd: number;
     try {
       fd = openSync(this.path, 'r');
-    } catch {
-      return { facts: [], partialReasons: [] };
+    } catch (err) {
+      // None yet: nothing recorded. Anything else: the log is there but cannot be read.
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { facts: [], partialReasons: [] };
+      this.deps.logger?.error({ err, path: this.path }, 'could not read usage.jsonl');
+      return { facts: [], partialReasons: [`usage.jsonl cannot be read: ${(err as Error).message}`], unreadable: true };
     }
     const partialReasons: string[] = [];
     try {
@@ -136,6 +162,16 @@ export function usageOf(
   };
   const any = fact.input_tokens + fact.output_tokens + fact.cache_read_tokens + fact.cache_creation_tokens > 0;
   return any || cost !== undefined ? fact : undefined;
+}
+
+/** A turn's cost by a `[[pricing]]` entry: its tokens at the entry's prices per million. */
+function costOf(fact: UsageFact, price: PricingEntry): number {
+  const usd =
+    fact.input_tokens * price.input +
+    fact.output_tokens * price.output +
+    fact.cache_read_tokens * price.cache_read +
+    fact.cache_creation_tokens * price.cache_creation;
+  return Math.round((usd / 1e6) * 1e9) / 1e9;
 }
 
 function totals(facts: UsageFact[]): UsageTotals {

@@ -192,6 +192,8 @@ export interface CityConfig {
   agentDefaults: Record<string, unknown>;
   /** `[extmsg] allowed_callback_hosts`: hosts besides loopback adapters' callback URLs may name. */
   extmsgCallbackHosts: string[];
+  /** `[[pricing]]`: what a provider's tokens cost, per provider (the city's price wins over what it reports). */
+  pricing: PricingEntry[];
   /** `[maintenance] interval`: bead store maintenance runs this often (none when absent). */
   maintenanceIntervalMs?: number;
   /** `[events] rotation_max_bytes`: rotate the event log once it reaches this size. */
@@ -202,4 +204,13 @@ export interface CityConfig {
   beadsBackend?: 'sqlite' | 'journal';
   /** The file as parsed, every key of it: what the controller audits for keys it does not act on. */
   document?: Record<string, unknown>;
+}
+
+/** One `[[pricing]]` table: a provider's prices in US dollars per million tokens. */
+export interface PricingEntry {
+  provider: string;
+  input: number;
+  output: number;
+  cache_read: number;
+  cache_creation: number;
 }

@@ -79,6 +79,7 @@ export function parseCityConfig(text: string, path: string, options: ParseOption
     patches: parsePatches(table(doc, 'patches', where), (k) => where(`patches.${k}`)),
     agentDefaults: table(doc, 'agent_defaults', where),
     extmsgCallbackHosts: [],
+    pricing: [],
     document: doc,
   };
   const extmsg = table(doc, 'extmsg', where);
@@ -170,6 +171,29 @@ export function parseCityConfig(text: string, path: string, options: ParseOption
       fields,
     });
   }
+  tables(doc, 'pricing', where).forEach((entry, i) => {
+    const at = (key: string) => where(`pricing[${i}].${key}`);
+    const price = (key: string) => {
+      const v = entry[key];
+      if (v === undefined) return 0;
+      const n = typeof v === 'bigint' ? Number(v) : v;
+      if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) {
+        throw new ConfigError(`${at(key)} must be a price in US dollars per million tokens (a number, 0 or more)`);
+      }
+      return n;
+    };
+    const provider = reqString(entry, 'provider', at('provider'));
+    if (cfg.pricing.some((p) => p.provider === provider)) {
+      throw new ConfigError(`${at('provider')}: ${provider} is priced twice`);
+    }
+    cfg.pricing.push({
+      provider,
+      input: price('input'),
+      output: price('output'),
+      cache_read: price('cache_read'),
+      cache_creation: price('cache_creation'),
+    });
+  });
   const maintenance = table(doc, 'maintenance', where);
   const maintenanceEvery = optDuration(maintenance, 'interval', where('maintenance.interval'));
   if (maintenanceEvery !== undefined) {
