@@ -22,7 +22,7 @@ const CONTROLLER_DOMAINS = [
 ];
 
 export default defineConfig(
-  { ignores: ['dist/**', '**/generated/**', 'node_modules/**', '.bench-out/**'] },
+  { ignores: ['dist/**', '**/generated/**', 'node_modules/**', '.bench-out/**', 'test/fixtures/reference-cities/**'] },
   eslint.configs.recommended,
   tseslint.configs.recommendedTypeChecked,
   {

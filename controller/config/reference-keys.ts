@@ -381,6 +381,7 @@ export const PACK_TOML: TableSpec = {
         requires_gc: 'packs are not checked against a ctl version',
         requires: 'a pack’s requirements are not checked; its [[doctor]] checks can',
         includes: 'a pack’s packs come in through [imports.<binding>]',
+        description: 'a pack’s description is not shown',
       },
     },
     imports: { each: IMPORT },

@@ -153,7 +153,7 @@ export class FormulaCatalog {
       const path = join(layer.dir, file);
       const why = outsideTree(path, layer.tree.root, layer.tree.what);
       if (why) {
-        outside.set(relative(this.root, path), why);
+        outside.set(this.label(path, layer), why);
         continue;
       }
       const prior = chosen.get(name);
@@ -162,8 +162,17 @@ export class FormulaCatalog {
     return chosen;
   }
 
+  /**
+   * How a file is named to a person: relative to the city, but a pack's formula as `pack:<binding>/formulas/…`
+   * (as its agents are named), never a path through the machine's pack cache.
+   */
+  private label(path: string, layer: Layer): string {
+    if (!layer.name.startsWith('pack:')) return relative(this.root, path);
+    return `${layer.name}/formulas/${relative(layer.dir, path)}`;
+  }
+
   private read(name: string, path: string, layer: Layer): FormulaEntry {
-    const file = relative(this.root, path);
+    const file = this.label(path, layer);
     const base = { name, path, file, layer: layer.name, tree: layer.tree };
     let stat;
     try {

@@ -38,9 +38,14 @@ export function readPackLock(cityRoot: string): Record<string, PackLockEntry> {
     throw new ConfigError(`${LOCK_FILE}: ${(err as Error).message.split('\n')[0]}`);
   }
   const packs = (doc.packs ?? {}) as Record<string, PackLockEntry>;
-  for (const [binding, entry] of Object.entries(packs)) {
+  for (const [key, entry] of Object.entries(packs)) {
+    // The reference keys its lock by source (`[packs."https://…//packs/core"] commit = …`, no `source`): the key
+    // is the source then, so a city written for the reference starts from its own lock.
+    if (entry && typeof entry === 'object' && entry.source === undefined && /^[\w+.-]+:\/\/|@/.test(key)) {
+      entry.source = key;
+    }
     if (typeof entry?.commit !== 'string' || typeof entry.source !== 'string') {
-      throw new ConfigError(`${LOCK_FILE}: packs.${binding} needs a source and a commit`);
+      throw new ConfigError(`${LOCK_FILE}: packs.${key} needs a source and a commit`);
     }
   }
   return packs;
