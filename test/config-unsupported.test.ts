@@ -48,7 +48,8 @@ describe('configuration ctl reads but does not act on (real controller)', functi
     expect(warning('city.toml', 'session.k8s')?.message).to.match(/`\[session\.k8s\]`/);
     expect(warning('pack:gs/pack.toml', 'global')?.message).to.match(/^not supported: `\[global\]`/);
     expect(warning('pack:gs/pack.toml', 'patches')?.message).to.match(/^not supported: `\[patches\]`/);
-    expect(warning('pack:gs/pack.toml', 'named_session')?.message).to.match(/`\[\[named_session\]\]`/);
+    // [[named_session]] is acted on now (mode = "always" keeps a session of gs.mayor): no warning.
+    expect(warning('pack:gs/pack.toml', 'named_session')).to.equal(undefined);
     expect(warning('pack:gs/agents/mayor/agent.toml', 'nudge')?.message).to.match(/`nudge = "wake up"`/);
     expect(body.valid).to.equal(false);
     expect(body.errors).to.deep.include({
@@ -61,7 +62,7 @@ describe('configuration ctl reads but does not act on (real controller)', functi
   it('records them once as config.unsupported, and again only when they change', async function () {
     const recorded = await waitUntil('config.unsupported', async () => {
       const events = await city.api.events('config.unsupported');
-      return events.some((e) => JSON.stringify(e.payload).includes('named_session')) ? events : undefined;
+      return events.some((e) => JSON.stringify(e.payload).includes('pack:gs/pack.toml')) ? events : undefined;
     });
     const last = recorded[recorded.length - 1];
     const payload = last.payload as { unsupported: Issue[]; unknown: Issue[] };

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { CityApi } from './helpers/city-api.js';
 import { CSRF, TestSupervisor } from './helpers/supervisor.js';
+import { STREAM_JSON_AGENT } from './helpers/sessions.js';
 import { waitUntil } from './helpers/wait.js';
 
 // The acceptance corpus of issue 24: the reference's own example cities (test/fixtures/reference-cities/, MIT,
@@ -17,6 +18,10 @@ const GASCITY = 'https://github.com/gastownhall/gascity.git';
 const GASCITY_COMMIT = 'f895c0ff47d6ee9334ed282a416387eb5b084d24';
 const GASTOWN = 'https://github.com/gastownhall/gascity-packs/tree/main/gastown';
 const GASTOWN_COMMIT = '33d3a430a67d1782ad364556cb566bdb01d0afe3';
+
+// The swarm city's sessions run a stand-in for Claude Code (a stream-json agent), so its named sessions can be
+// seen started: a patch of its own `claude` provider, which the city's files leave as written.
+const PRETEND_CLAUDE = `\n[[patches.provider]]\nname = "claude"\ncommand = "${process.execPath} ${STREAM_JSON_AGENT}"\n`;
 
 interface Issue {
   file: string;
@@ -48,9 +53,10 @@ describe('the reference example cities (real supervisor)', function () {
   });
 
   /** Copies the example into the cities directory (plus a rig when `rig`), registers it and waits until it runs. */
-  async function register(example: string, rig: boolean | string = false): Promise<CityApi> {
+  async function register(example: string, rig: boolean | string = false, extra = ''): Promise<CityApi> {
     const dir = sup.cityDir(example);
     cpSync(join(FIXTURES, 'cities', example), dir, { recursive: true });
+    if (extra) appendFileSync(join(dir, 'city.toml'), extra);
     if (rig) {
       // As each example's city.toml says: register a rig to activate its per-rig agents.
       mkdirSync(join(dir, 'myproject'));
@@ -96,7 +102,7 @@ describe('the reference example cities (real supervisor)', function () {
     ['storage', false],
   ] as const) {
     it(`${example}: registers, runs, lists its packs' agents, formulas and orders, and names what is unsupported`, async function () {
-      const api = await register(example, rig);
+      const api = await register(example, rig, example === 'swarm' ? PRETEND_CLAUDE : '');
       const { agents, formulas, orders, validate } = await survey(api);
       const got = {
         agents,
@@ -124,4 +130,20 @@ describe('the reference example cities (real supervisor)', function () {
       }
     });
   }
+
+  it('swarm: its pack\'s [[named_session]] mode = "always" keeps a deacon running; on_demand leaves the mayor', async function () {
+    const api = new CityApi(sup, 'swarm');
+    type Session = { template: string; state: string; running: boolean };
+    const sessionsOf = async (agent: string) =>
+      (await api.get<{ items: Session[] }>(`/sessions?template=${agent}`)).body.items;
+    await waitUntil(
+      'a session of swarm.deacon to run',
+      async () => (await sessionsOf('swarm.deacon')).some((s) => s.running && s.state === 'active'),
+      30_000,
+    );
+    expect((await api.get<{ min_active_sessions: number }>('/agent/swarm.deacon')).body.min_active_sessions).to.equal(
+      1,
+    );
+    expect(await sessionsOf('swarm.mayor')).to.deep.equal([]);
+  });
 });

@@ -9,7 +9,7 @@ import { parsePackSource, PackSourceError } from '../packs/pack-source.js';
 import { applyAgentDefaults, applyPatches } from './patches.js';
 import { auditKeys, type KeyFinding } from './key-audit.js';
 import { CITY_TOML } from './reference-keys.js';
-import type { PackDoctorEntry } from '../packs/pack-file.js';
+import type { NamedSession, PackDoctorEntry } from '../packs/pack-file.js';
 
 /** One import as the loader found it: where its files are, or why it could not be read. */
 export interface ComposedPack {
@@ -193,10 +193,11 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     if (file.doctors.length) entry.doctors = file.doctors;
     findings.push(...file.findings);
     const siblings = new Set(own.map((a) => a.name));
+    const loaded: CityAgentConfig[] = [];
     for (const agent of own) {
       // Where it loads: `scope = "city"` agents only at the city, `scope = "rig"` ones only in a rig.
       if (rig ? agent.scope === 'city' : agent.scope === 'rig') continue;
-      agents.push({
+      loaded.push({
         ...agent,
         name: `${binding}.${agent.name}`,
         depends_on: agent.depends_on.map((d) => (siblings.has(d) ? `${binding}.${d}` : d)),
@@ -207,6 +208,8 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
         ...(rig ? { dir: rig } : {}),
       });
     }
+    applyNamedSessions(file.namedSessions, loaded, binding, rig, `${label}pack.toml`, problems);
+    agents.push(...loaded);
     for (const [name, spec] of Object.entries(file.providers)) {
       if (config.providers[name] !== undefined) continue;
       config.providers[name] = spec;
@@ -255,6 +258,42 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     packProviders,
     patched,
   };
+}
+
+/**
+ * A pack's `[[named_session]]` tables laid over the agents it just loaded here (`binding.template`, in this rig
+ * or at the city): `always` keeps one session of the agent running. One naming no agent of the pack is a problem.
+ */
+function applyNamedSessions(
+  named: NamedSession[],
+  loaded: CityAgentConfig[],
+  binding: string,
+  rig: string | undefined,
+  file: string,
+  problems: ConfigProblem[],
+): void {
+  for (const [i, session] of named.entries()) {
+    if (session.scope === (rig ? 'city' : 'rig')) continue;
+    const name = `${binding}.${session.template}`;
+    const agent = loaded.find((a) => a.name === name);
+    if (!agent) {
+      // A rig-scoped agent is not loaded at the city (nor a city-scoped one in a rig): nothing to keep there.
+      if (session.scope === undefined) continue;
+      problems.push({
+        file,
+        key: `named_session[${i}].template`,
+        message: `named session ${session.template}: the pack has no ${session.scope}-scoped agent ${session.template}`,
+      });
+      continue;
+    }
+    if (session.mode === 'always') {
+      agent.min_active_sessions = Math.max(agent.min_active_sessions ?? 0, 1);
+      if (agent.max_active_sessions !== undefined && agent.max_active_sessions < 1) agent.max_active_sessions = 1;
+    } else {
+      // An agent that says neither min nor max is kept running by default (agent-catalog.ts); on demand, it is not.
+      agent.min_active_sessions ??= 0;
+    }
+  }
 }
 
 /** The lock's entry for an import: by its binding, or any entry fetched from the same source and version. */

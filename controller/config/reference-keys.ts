@@ -389,11 +389,11 @@ export const PACK_TOML: TableSpec = {
     providers: { each: PROVIDER },
     service: SERVICE,
     doctor: { keys: { name: true, script: true, description: true, timeout: true } },
+    named_session: { keys: { template: true, mode: true, scope: true } },
   },
   unsupported: {
     global: 'a pack’s [global] prompt fragments and settings are not given to its agents',
     patches: 'a pack’s patches are not applied; the city’s [[patches.*]] are',
-    named_session: 'sessions are kept by agents (min_active_sessions), not named sessions',
     agent_defaults: 'a pack’s agent defaults are not applied; the city’s [agent_defaults] are',
     formulas: 'formulas are read from the pack’s formulas/',
     commands: 'pack commands are not offered as ctl commands',

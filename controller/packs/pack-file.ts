@@ -27,6 +27,8 @@ export interface PackFile {
   services: CityServiceConfig[];
   /** `[[doctor]]`: checks `ctl doctor` runs for the pack. */
   doctors: PackDoctorEntry[];
+  /** `[[named_session]]`: the sessions kept for its agents (compose.ts applies them). */
+  namedSessions: NamedSession[];
   /** What it says that ctl does not act on (an unknown table, a reference key): see key-audit.ts. */
   findings: KeyFinding[];
 }
@@ -46,11 +48,31 @@ export interface PackDoctorEntry {
 const DOCTOR_TIMEOUT_MS = 30_000;
 
 /**
+ * A `[[named_session]]` of a pack: a session kept for one of its agents (`template`). `always`: started and kept
+ * running by the tick (the agent's `min_active_sessions` raised to at least one); `on_demand` (the reference's
+ * default): started when work or mail arrives for it (its `min_active_sessions` 0 unless it sets one). `scope` says
+ * where it applies: `city` to the agent loaded at the city, `rig` to its copies in each rig, none to both.
+ */
+export interface NamedSession {
+  template: string;
+  mode: 'always' | 'on_demand';
+  scope?: 'city' | 'rig';
+}
+
+/**
  * Reads `<dir>/pack.toml` (none: an empty pack); `label` names the file in errors (`pack:review/pack.toml`).
  * `edited` is its text as an edit would leave it, read instead of the file.
  */
 export function readPackFile(dir: string, label: string, edited?: string): PackFile {
-  const empty: PackFile = { imports: [], agents: [], providers: {}, services: [], doctors: [], findings: [] };
+  const empty: PackFile = {
+    imports: [],
+    agents: [],
+    providers: {},
+    services: [],
+    doctors: [],
+    namedSessions: [],
+    findings: [],
+  };
   const path = join(dir, 'pack.toml');
   let text: string;
   if (edited !== undefined) {
@@ -99,7 +121,27 @@ export function readPackFile(dir: string, label: string, edited?: string): PackF
   for (const [i, entry] of doctors.entries()) {
     out.doctors.push(parseDoctorEntry(tableOf(entry, `${label}: doctor[${i}]`), (k) => `${label}: doctor[${i}].${k}`));
   }
+  const named = doc.named_session ?? [];
+  if (!Array.isArray(named))
+    throw new ConfigError(`${label}: named_session must be an array of tables ([[named_session]])`);
+  for (const [i, entry] of named.entries()) {
+    out.namedSessions.push(
+      parseNamedSession(tableOf(entry, `${label}: named_session[${i}]`), `${label}: named_session[${i}]`),
+    );
+  }
   return out;
+}
+
+function parseNamedSession(t: Record<string, unknown>, at: string): NamedSession {
+  if (typeof t.template !== 'string' || t.template.trim() === '')
+    throw new ConfigError(`${at}.template must name one of the pack's agents`);
+  const mode = t.mode ?? 'on_demand';
+  if (mode !== 'always' && mode !== 'on_demand')
+    throw new ConfigError(`${at}.mode must be "always" or "on_demand", not ${JSON.stringify(mode)}`);
+  const scope = t.scope;
+  if (scope !== undefined && scope !== 'city' && scope !== 'rig')
+    throw new ConfigError(`${at}.scope must be "city" or "rig", not ${JSON.stringify(scope)}`);
+  return { template: t.template, mode, ...(scope !== undefined ? { scope } : {}) };
 }
 
 function parseDoctorEntry(t: Record<string, unknown>, at: (key: string) => string): PackDoctorEntry {

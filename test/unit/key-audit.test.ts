@@ -76,11 +76,11 @@ describe('the key audit against every table of the reference’s configuration',
     );
   });
 
-  it('pack.toml: each table is acted on or named; [global], [[patches]], [[named_session]] named, not refused', function () {
+  it('pack.toml: each table is acted on or named; [global], [[patches]] named, not refused', function () {
     const doc = fixture('pack.toml');
     const findings = auditKeys(doc, PACK_TOML, 'pack:x/pack.toml');
     expectEachNamed(doc, PACK_TOML, findings);
-    for (const key of ['global', 'patches', 'named_session', 'commands', 'agent_defaults', 'formulas']) {
+    for (const key of ['global', 'patches', 'commands', 'agent_defaults', 'formulas']) {
       expect(findings.find((f) => f.key === key)?.message, key).to.match(/^not supported: /);
     }
   });
@@ -154,7 +154,6 @@ describe('the key audit against every table of the reference’s configuration',
         'city.toml agent_defaults.model',
         'city.toml patches.agent[0].pre_start_append',
         'pack:gs/pack.toml global',
-        'pack:gs/pack.toml named_session',
         'pack:gs/agents/mayor/agent.toml nudge',
       ]);
       expect(composed.unknownKeys.map((w) => `${w.file} ${w.key}`)).to.deep.equal([
