@@ -20,8 +20,8 @@ describe("a pack's [[named_session]]", function () {
       ['committer', 'scope = "rig"\n'],
       ['coder', 'scope = "rig"\n'],
     ]) {
-      mkdirSync(join(pack, 'agents', name!), { recursive: true });
-      writeFileSync(join(pack, 'agents', name!, 'agent.toml'), toml!);
+      mkdirSync(join(pack, 'agents', name), { recursive: true });
+      writeFileSync(join(pack, 'agents', name, 'agent.toml'), toml);
     }
     writeFileSync(
       join(pack, 'pack.toml'),
