@@ -88,7 +88,9 @@ export function CitiesView() {
                   </td>
                   <td>{status ? `${status.agents.running} of ${status.agents.total}` : '—'}</td>
                   <td>{pending ?? '—'}</td>
-                  <td>{status ? `${status.work.open} / ${status.work.ready} / ${status.work.in_progress}` : '—'}</td>
+                  <td>
+                    {status?.work ? `${status.work.open} / ${status.work.ready} / ${status.work.in_progress}` : '—'}
+                  </td>
                   <td class="actions">
                     {city.running ? (
                       <ActionButton

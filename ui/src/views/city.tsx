@@ -73,13 +73,11 @@ export function CityView({ city }: { city: string }) {
           </div>
           <div>
             <dt>Work</dt>
-            <dd>
-              {s.work.open} open, {s.work.ready} ready, {s.work.in_progress} in progress
-            </dd>
+            <dd>{s.work ? `${s.work.open} open, ${s.work.ready} ready, ${s.work.in_progress} in progress` : '—'}</dd>
           </div>
           <div>
             <dt>Mail</dt>
-            <dd>{s.mail.unread} unread</dd>
+            <dd>{s.mail ? `${s.mail.unread} unread` : '—'}</dd>
           </div>
           <div>
             <dt>Up</dt>
