@@ -65,7 +65,7 @@ export function parseProviderSpec(raw: Record<string, unknown>, where: string): 
 
 /**
  * A `{context_dir:NAME}` (priming.ts) whose NAME is no plain file name: empty, `.`/`..`, or holding `/`, `\\`,
- * `{` or `}` (one that could leave the directory, or not be one placeholder).
+ * `{` or `}` (one that could leave the directory, or not be one `{…}` field).
  */
 const BAD_CONTEXT_DIR = /\{context_dir:(?![^{}/\\]+\})|\{context_dir:\.{1,2}\}/;
 

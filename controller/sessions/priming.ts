@@ -30,7 +30,7 @@ export const CONTEXT_DIR = 'context';
  */
 const PROMPT_PLACEHOLDER = /\{(prompt_file|prompt_toml|prompt_text|context_dir:([^{}/\\]+))\}/g;
 
-/** The file names a provider's `{context_dir:NAME}` placeholders ask for. */
+/** The file names a provider's `{context_dir:NAME}` fields ask for. */
 function contextFileNames(provider: ResolvedProvider): string[] {
   const names = (provider.system_prompt_args ?? []).flatMap((arg) =>
     [...arg.matchAll(PROMPT_PLACEHOLDER)].flatMap((m) => (m[2] !== undefined ? [m[2]] : [])),
@@ -130,13 +130,13 @@ export function sessionSettings(
   return { hooks: Object.fromEntries(Object.entries(hooks).map(([event, list]) => [event, [{ hooks: list }]])) };
 }
 
-/** The arguments that prime the program, with the prompt's placeholders and `{settings_file}` filled in. */
+/** The arguments that prime the program, with the prompt's `{…}` fields and `{settings_file}` filled in. */
 export function primingArgs(provider: ResolvedProvider, priming: Priming | undefined): string[] {
   const args: string[] = [];
   const prompt = priming?.systemPrompt;
   if (prompt && provider.system_prompt_args) {
     for (const arg of provider.system_prompt_args) {
-      // In one pass: a prompt that holds a placeholder's text is never filled in again.
+      // In one pass: a prompt that holds a field's text is never filled in again.
       args.push(
         arg.replace(PROMPT_PLACEHOLDER, (_, name: string) =>
           name === 'prompt_file'
