@@ -27,6 +27,13 @@ interface CliPackage {
   env: string;
   /** Its version is its package's (the program has no `--version`, or answers it slowly). */
   packageVersion?: boolean;
+  /**
+   * The version tested when it is no dev dependency: installed on first use into the cache folder, like a version
+   * an environment variable names. For packages whose lock entries `npm ci` cannot satisfy from the registry CI
+   * uses (their optional per-platform packages for other systems are not on it, and `npm ci` refuses a lock
+   * without them).
+   */
+  pinned?: string;
 }
 
 const CLIS = {
@@ -40,14 +47,20 @@ const CLIS = {
 function GEMINI_FAMILY_CLIS() {
   return {
     gemini: { pkg: '@google/gemini-cli', bin: 'gemini', env: 'CTL_TEST_GEMINI_VERSION' },
-    qwen: { pkg: '@qwen-code/qwen-code', bin: 'qwen', env: 'CTL_TEST_QWEN_VERSION' },
+    qwen: { pkg: '@qwen-code/qwen-code', bin: 'qwen', env: 'CTL_TEST_QWEN_VERSION', pinned: '0.24.4' },
   } as const;
 }
 
 /** OpenCode and the ACP adapters of Claude Code and Codex (their tests: test/sessions-*-acp.test.ts, opencode). */
 function ACP_CLIS() {
   return {
-    opencode: { pkg: 'opencode-ai', bin: 'opencode', env: 'CTL_TEST_OPENCODE_VERSION', packageVersion: true },
+    opencode: {
+      pkg: 'opencode-ai',
+      bin: 'opencode',
+      env: 'CTL_TEST_OPENCODE_VERSION',
+      packageVersion: true,
+      pinned: '1.18.33',
+    },
     'claude-acp': {
       pkg: '@agentclientprotocol/claude-agent-acp',
       bin: 'claude-agent-acp',
@@ -68,13 +81,17 @@ export type RealCliName = keyof typeof CLIS;
 /** How long installing a CLI may take (a few hundred MB from the registry). */
 const INSTALL_TIMEOUT_MS = 10 * 60_000;
 
-/** The CLI to test: the one the environment names, installed on first use, else the dev dependency. */
+/**
+ * The CLI to test: the one the environment names (or the pinned one of a CLI that is no dev dependency),
+ * installed on first use, else the dev dependency.
+ */
 export function realCli(name: RealCliName): RealCli {
   const cli: CliPackage = CLIS[name];
   const { pkg, bin, env } = cli;
   const version = (root: string, path: string) =>
     cli.packageVersion ? packageVersion(join(root, 'node_modules', pkg)) : versionOf(path);
-  const wanted = process.env[env];
+  const named = process.env[env];
+  const wanted = named || cli.pinned;
   if (!wanted) {
     const path = join(packageRoot, 'node_modules', '.bin', bin);
     if (!existsSync(path)) throw new Error(`${path} is missing: npm ci installs it (a dev dependency)`);
@@ -85,7 +102,8 @@ export function realCli(name: RealCliName): RealCli {
   const dir = join(cache, `${pkg.replace('/', '+')}@${wanted}`);
   const path = join(dir, 'node_modules', '.bin', bin);
   if (!existsSync(path)) install(pkg, wanted, dir);
-  return { bin: path, version: version(dir, path), source: `${env}=${wanted} (${dir})` };
+  const source = named ? `${env}=${wanted}` : `pinned, installed on first use`;
+  return { bin: path, version: version(dir, path), source: `${source} (${dir})` };
 }
 
 /**
