@@ -3,7 +3,7 @@ import type { EventRecord } from '../../shared/events/record.js';
 import type { StreamSettings } from '../../shared/events/stream-settings.js';
 import { decodeSegment } from '../../shared/http/path-segment.js';
 import { Problem } from '../../shared/http/problem.js';
-import { SseStream } from '../../shared/http/sse.js';
+import { refusedUnlessRead, SseStream } from '../../shared/http/sse.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { outputSession, requireAgent } from '../agents/agent-views.js';
 import type { Session } from '../sessions/session.js';
@@ -34,11 +34,7 @@ export function agentOutputStream(city: CityRuntime, settings: StreamSettings): 
       await next();
       return;
     }
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
-      ctx.set('Allow', 'GET, HEAD');
-      ctx.status = 405;
-      return;
-    }
+    if (refusedUnlessRead(ctx)) return;
     // Everything that can fail happens before the 200 is committed.
     const agent = requireAgent(city, segments.map(decodeSegment).join('/'));
     const first = outputSession(city, agent);

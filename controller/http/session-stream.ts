@@ -5,7 +5,7 @@ import type { EventRecord } from '../../shared/events/record.js';
 import type { StreamSettings } from '../../shared/events/stream-settings.js';
 import { decodeSegment } from '../../shared/http/path-segment.js';
 import { Problem } from '../../shared/http/problem.js';
-import { SseStream } from '../../shared/http/sse.js';
+import { refusedUnlessRead, SseStream } from '../../shared/http/sse.js';
 import type { CityRuntime } from '../city-runtime.js';
 import type { SessionEvents } from '../sessions/session.js';
 import { toEntry, turnOf } from '../sessions/transcript.js';
@@ -43,11 +43,7 @@ export function sessionStream(city: CityRuntime, settings: StreamSettings): Midd
       await next();
       return;
     }
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
-      ctx.set('Allow', 'GET, HEAD');
-      ctx.status = 405;
-      return;
-    }
+    if (refusedUnlessRead(ctx)) return;
     // Everything that can fail happens before the 200 is committed.
     const session = city.sessions.find(decodeSegment(id));
     const formatQuery = ctx.query.format;

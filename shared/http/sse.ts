@@ -29,13 +29,20 @@ export function sseRoute(path: string, serve: (ctx: Context) => Promise<void>): 
       await next();
       return;
     }
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
-      ctx.set('Allow', 'GET, HEAD');
-      ctx.status = 405;
-      return;
-    }
+    if (refusedUnlessRead(ctx)) return;
     await serve(ctx);
   };
+}
+
+/**
+ * A stream is only read: any method but GET and HEAD gets a 405 naming those two (the error funnel words it).
+ * True when it did, and the caller is done.
+ */
+export function refusedUnlessRead(ctx: Context): boolean {
+  if (ctx.method === 'GET' || ctx.method === 'HEAD') return false;
+  ctx.set('Allow', 'GET, HEAD');
+  ctx.status = 405;
+  return true;
 }
 
 /** Replays pause for the client once this much is waiting to be sent. */
