@@ -1,4 +1,5 @@
 import type { Preset } from './presets.js';
+import { CODEX_SANDBOX_MODES } from './codex-sandbox.js';
 
 /**
  * Built-in providers that speak the Agent Client Protocol besides Gemini CLI: OpenCode (`opencode acp`), and the
@@ -51,12 +52,7 @@ export const ACP_PRESETS: Record<string, Preset> = {
       prompt_mode: 'stdin',
       // As Codex takes them: developer instructions, and the sandbox as a configuration override.
       system_prompt_args: ['-c', 'developer_instructions={prompt_toml}'],
-      permission_modes: {
-        default: [],
-        'read-only': ['-c', 'sandbox_mode="read-only"'],
-        'workspace-write': ['-c', 'sandbox_mode="workspace-write"'],
-        'danger-full-access': ['-c', 'sandbox_mode="danger-full-access"'],
-      },
+      permission_modes: CODEX_SANDBOX_MODES,
       default_permission_mode: 'default',
       process_names: ['codex-acp'],
     },

@@ -1,6 +1,7 @@
 import { ACP_PRESETS } from './presets-acp.js';
 import type { OptionSpec } from './provider-options.js';
 import type { ProviderSpec } from './provider-spec.js';
+import { CODEX_SANDBOX_MODES } from './codex-sandbox.js';
 
 /** A model chosen by name: any the program knows (its own aliases included), passed as it is. */
 const modelOption = (args: string[]): OptionSpec => ({ label: 'Model', type: 'string', args });
@@ -80,13 +81,7 @@ export const PRESETS: Record<string, Preset> = {
       resume_args: ['resume', '{session_key}'],
       // Its developer instructions (a configuration override each `codex exec` and `exec resume` takes).
       system_prompt_args: ['-c', 'developer_instructions={prompt_toml}'],
-      // As configuration overrides, which `exec resume` takes too (it has no --sandbox flag).
-      permission_modes: {
-        default: [],
-        'read-only': ['-c', 'sandbox_mode="read-only"'],
-        'workspace-write': ['-c', 'sandbox_mode="workspace-write"'],
-        'danger-full-access': ['-c', 'sandbox_mode="danger-full-access"'],
-      },
+      permission_modes: CODEX_SANDBOX_MODES,
       default_permission_mode: 'default',
       // Both as flags `exec resume` takes too. Codex passes any effort through; these are the values it knows
       // (which of them a model takes is the model's: its catalog lists low to xhigh, max or ultra).
