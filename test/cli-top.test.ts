@@ -51,7 +51,8 @@ screen_rules = "tui-agent"
       columns: 100,
       rows: 30,
       cwd: city.dir,
-      env: { CTL_HOME: city.sup.home, BROWSER: browser, DISPLAY: undefined, NO_COLOR: undefined },
+      // CI set, as on a build host: the screen is drawn all the same.
+      env: { CTL_HOME: city.sup.home, BROWSER: browser, DISPLAY: undefined, NO_COLOR: undefined, CI: 'true' },
     });
   });
 

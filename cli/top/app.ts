@@ -13,7 +13,14 @@ import { TopScreen } from './view.js';
 export async function runTop(api: Api, city: CityInfo | undefined): Promise<void> {
   const model = new TopModel(api, city);
   await model.start();
-  const app = render(createElement(TopScreen, { model }), { alternateScreen: true, patchConsole: true, maxFps: 20 });
+  // Interactive whatever CI says: Ink takes a CI variable in the environment (a build host's shell often has one)
+  // for a log, and would draw nothing until the screen closes; `ctl top` only runs on a terminal anyway.
+  const app = render(createElement(TopScreen, { model }), {
+    alternateScreen: true,
+    interactive: true,
+    patchConsole: true,
+    maxFps: 20,
+  });
   try {
     await app.waitUntilExit();
   } finally {
