@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -28,7 +29,10 @@ describe('a real Claude Code agent works a bead through ctl (scripted model)', f
   before(async function () {
     this.timeout(11 * 60_000); // a version named by CTL_TEST_CLAUDE_VERSION is installed on first use
     // No ctl anywhere on its PATH: the session finds the one its controller puts first.
-    claude = await startScriptedClaude({ PATH: '/usr/local/bin:/usr/bin:/bin' });
+    // And zsh as its shell where there is one, as Claude Code picks it when SHELL names no shell: zsh reads no
+    // BASH_ENV, and the bead must reach its commands all the same (bash is the shell of the loop's tests).
+    const zsh = spawnSync('sh', ['-c', 'command -v zsh'], { encoding: 'utf8' }).stdout.trim();
+    claude = await startScriptedClaude({ PATH: '/usr/local/bin:/usr/bin:/bin', ...(zsh ? { SHELL: zsh } : {}) });
     city = await startCityOf('alpha', {
       'city.toml':
         '[daemon]\npatrol_interval = "500ms"\n' +

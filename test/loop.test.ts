@@ -31,7 +31,8 @@ interface LoopCli {
 const CLAUDE_CODE: LoopCli = {
   name: 'Claude Code',
   async start() {
-    const claude = await startScriptedClaude();
+    // bash as its shell, whatever the machine's SHELL (agents-claude.test.ts runs the same through zsh).
+    const claude = await startScriptedClaude({ SHELL: '/bin/bash' });
     return {
       // bypassPermissions: nothing asks unless the person says so; `ctl bead show` never asks, in any mode.
       providerToml: claude.providerToml(

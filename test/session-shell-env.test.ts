@@ -1,5 +1,5 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -19,8 +19,13 @@ const record: SessionRecord = {
   created_at: '2026-11-25T00:00:00Z',
 };
 
-/** The shell start-up file a session's programs get (BASH_ENV), run by a real bash as an agent's tool starts one. */
-describe("a session's shells read the bead it holds now (BASH_ENV, real bash)", () => {
+const hasZsh = spawnSync('zsh', ['-c', 'true']).status === 0;
+
+/**
+ * The shell start-up files a session's programs get (BASH_ENV, ZDOTDIR), run by a real bash and zsh as an agent's
+ * tool starts one: Claude Code and Codex run their commands in zsh where SHELL names it, or names no shell at all.
+ */
+describe("a session's shells read the bead it holds now (BASH_ENV and ZDOTDIR, real bash and zsh)", () => {
   let dir: string;
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'ctl-shell-env-'));
@@ -44,5 +49,50 @@ describe("a session's shells read the bead it holds now (BASH_ENV, real bash)", 
     expect(run()).to.equal('alp-3 yes');
     writeHeldBead(dir, undefined);
     expect(run()).to.equal('unset yes');
+  });
+
+  function zshEnv(theirs: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+    const place = { cityName: 'a', cityRoot: dir, env: { PATH: process.env.PATH, HOME: join(dir, 'home'), ...theirs } };
+    return {
+      ...sessionEnvironment(place, record, resolveProviders({}, {}, 'city.toml').get('claude')!, { dir }),
+      CTL_BEAD: 'stale-1',
+    };
+  }
+  const zsh = (env: NodeJS.ProcessEnv, ...args: string[]) =>
+    execFileSync('zsh', args, { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+
+  it('every zsh (plain, login, interactive, and one it starts) reads the bead held at that moment', function () {
+    if (!hasZsh) this.skip(); // zsh is a Debian package CI installs; a machine without it has no zsh users
+    const home = join(dir, 'home');
+    mkdirSync(home);
+    writeFileSync(join(home, '.zshenv'), 'THEIRS=env\n');
+    writeFileSync(join(home, '.zprofile'), 'THEIRS="$THEIRS+profile"\n');
+    writeFileSync(join(home, '.zshrc'), 'THEIRS="$THEIRS+rc"\n');
+    const env = zshEnv({});
+    expect(env.ZDOTDIR).to.equal(join(dir, 'zsh'));
+    const show = 'echo "${CTL_BEAD-unset} $THEIRS"';
+    writeHeldBead(dir, 'alp-3');
+    expect(zsh(env, '-c', show)).to.equal('alp-3 env');
+    expect(zsh(env, '-l', '-c', show)).to.equal('alp-3 env+profile');
+    expect(zsh(env, '-i', '-c', show)).to.equal('alp-3 env+rc');
+    writeHeldBead(dir, 'alp-4');
+    // A script the tool runs starts a zsh of its own: ours still comes first.
+    expect(zsh(env, '-c', `zsh -c '${show}'`)).to.equal('alp-4 env');
+    writeHeldBead(dir, undefined);
+    expect(zsh(env, '-c', show)).to.equal('unset env');
+  });
+
+  it("zsh reads the person's own ZDOTDIR, and where their .zshenv moves it", function () {
+    if (!hasZsh) this.skip(); // as above
+    const theirs = join(dir, 'theirs');
+    const moved = join(dir, 'moved');
+    mkdirSync(theirs);
+    mkdirSync(moved);
+    writeFileSync(join(theirs, '.zshenv'), `THEIRS=env; ZDOTDIR=${moved}\n`);
+    writeFileSync(join(theirs, '.zshrc'), 'THEIRS="$THEIRS+wrong-rc"\n');
+    writeFileSync(join(moved, '.zshrc'), 'THEIRS="$THEIRS+moved-rc"\n');
+    const env = zshEnv({ ZDOTDIR: theirs });
+    writeHeldBead(dir, 'alp-5');
+    expect(zsh(env, '-i', '-c', 'echo "$CTL_BEAD $THEIRS"')).to.equal('alp-5 env+moved-rc');
   });
 });

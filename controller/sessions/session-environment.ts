@@ -17,6 +17,10 @@ export interface ProgramPlace {
 export const HELD_BEAD_FILE = 'bead';
 /** The shell start-up file (`BASH_ENV`) that sets `CTL_BEAD` from it in every shell the program starts. */
 export const SHELL_ENV_FILE = 'shell-env.sh';
+/** The directory given to zsh as `ZDOTDIR`: start-up files that read the person's own, then set `CTL_BEAD`. */
+export const ZSH_DIR = 'zsh';
+/** Where the person's own zsh start-up files are (their `ZDOTDIR`; unset: their home). */
+const USER_ZDOTDIR = 'CTL_USER_ZDOTDIR';
 
 /**
  * The program's environment: the controller's, the provider's, its agent's `env`, the `CTL_*` names of where it runs
@@ -53,6 +57,11 @@ export function sessionEnvironment(
   }
   if (place.ctlBin !== undefined) env.PATH = ctlFirstOnPath(place.ctlBin, env.PATH);
   env.BASH_ENV = shellEnvFile(work.dir, env.BASH_ENV);
+  // zsh reads no BASH_ENV, and it is the shell Claude Code and Codex pick where SHELL names it or names nothing.
+  const zdotdir = zshStartupDir(work.dir);
+  if (env.ZDOTDIR === undefined) delete env[USER_ZDOTDIR];
+  else if (env.ZDOTDIR !== zdotdir) env[USER_ZDOTDIR] = env.ZDOTDIR;
+  env.ZDOTDIR = zdotdir;
   // A bash whose stdin is a socket (Node's pipes are) and that believes it is the first shell takes itself for an
   // ssh login and reads ~/.bashrc instead of BASH_ENV; a program started outside any shell (systemd) has no SHLVL.
   env.SHLVL ??= '1';
@@ -88,6 +97,34 @@ export function shellEnvFile(sessionDir: string, inherited: string | undefined):
   lines.push(`if [ -s ${bead} ]; then CTL_BEAD=$(cat ${bead}); export CTL_BEAD; else unset CTL_BEAD; fi`);
   writeFileAtomic(path, `${lines.join('\n')}\n`);
   return path;
+}
+
+/**
+ * Writes the session's zsh start-up directory (its shells' `ZDOTDIR`) and returns its path. Each file runs the
+ * person's own file of that name from where their zsh would have read it, and `.zshenv`, which every zsh reads,
+ * then sets `CTL_BEAD` as the bash file does. `ZDOTDIR` is ours again after each, so that the files still to
+ * come and the shells this one starts come here first too.
+ */
+export function zshStartupDir(sessionDir: string): string {
+  const dir = join(sessionDir, ZSH_DIR);
+  mkdirSync(dir, { recursive: true });
+  const bead = shellQuote(join(sessionDir, HELD_BEAD_FILE));
+  for (const name of ['.zshenv', '.zprofile', '.zshrc', '.zlogin', '.zlogout']) {
+    const lines = [
+      `# Written by ctl for this session: runs your own ${name}${name === '.zshenv' ? ', then sets CTL_BEAD' : ''}.`,
+      `__ctl_zdotdir=$ZDOTDIR; ZDOTDIR=\${${USER_ZDOTDIR}:-$HOME}`,
+      `if [[ -r "$ZDOTDIR/${name}" ]]; then builtin source "$ZDOTDIR/${name}"; fi`,
+    ];
+    // A person's .zshenv may move their start-up files elsewhere (ZDOTDIR=~/.config/zsh): the rest are read there.
+    if (name === '.zshenv')
+      lines.push(
+        `if [[ $ZDOTDIR != \${${USER_ZDOTDIR}:-$HOME} ]]; then export ${USER_ZDOTDIR}=$ZDOTDIR; fi`,
+        `if [ -s ${bead} ]; then CTL_BEAD=$(cat ${bead}); export CTL_BEAD; else unset CTL_BEAD; fi`,
+      );
+    lines.push('ZDOTDIR=$__ctl_zdotdir; unset __ctl_zdotdir');
+    writeFileAtomic(join(dir, name), `${lines.join('\n')}\n`);
+  }
+  return dir;
 }
 
 /** Records the bead a session holds now (or none) where its shells read it. */
