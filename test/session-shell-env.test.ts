@@ -51,6 +51,28 @@ describe("a session's shells read the bead it holds now (BASH_ENV and ZDOTDIR, r
     expect(run()).to.equal('unset yes');
   });
 
+  it('a login shell whose profile sets PATH outright (Debian’s /etc/profile does; Codex runs `bash -lc`) finds ctl first', function () {
+    const home = join(dir, 'home');
+    const bin = join(dir, 'city bin');
+    mkdirSync(home);
+    // The person's profiles stand for the system's: they set PATH as Debian's /etc/profile does.
+    writeFileSync(join(home, '.profile'), 'PATH=/usr/bin:/bin\n');
+    writeFileSync(join(home, '.zprofile'), 'PATH=/usr/bin:/bin\n');
+    const place = { cityName: 'a', cityRoot: dir, env: { PATH: '/usr/bin:/bin', HOME: home }, ctlBin: bin };
+    const env = sessionEnvironment(place, record, resolveProviders({}, {}, 'city.toml').get('codex')!, { dir });
+    const path = (shell: string, ...args: string[]) =>
+      execFileSync(shell, [...args, 'echo "$PATH"'], {
+        env,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }).trim();
+    expect(path('bash', '-lc')).to.equal(`${bin}:/usr/bin:/bin`);
+    expect(path('bash', '-c'), 'once, where it is first already').to.equal(`${bin}:/usr/bin:/bin`);
+    if (!hasZsh) return; // as below: a machine without zsh has no zsh users
+    expect(path('zsh', '-lc')).to.equal(`${bin}:/usr/bin:/bin`);
+    expect(path('zsh', '-c')).to.equal(`${bin}:/usr/bin:/bin`);
+  });
+
   function zshEnv(theirs: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
     const place = { cityName: 'a', cityRoot: dir, env: { PATH: process.env.PATH, HOME: join(dir, 'home'), ...theirs } };
     return {

@@ -56,9 +56,9 @@ export function sessionEnvironment(
     else env[name] = value;
   }
   if (place.ctlBin !== undefined) env.PATH = ctlFirstOnPath(place.ctlBin, env.PATH);
-  env.BASH_ENV = shellEnvFile(work.dir, env.BASH_ENV);
+  env.BASH_ENV = shellEnvFile(work.dir, env.BASH_ENV, place.ctlBin);
   // zsh reads no BASH_ENV, and it is the shell Claude Code and Codex pick where SHELL names it or names nothing.
-  const zdotdir = zshStartupDir(work.dir);
+  const zdotdir = zshStartupDir(work.dir, place.ctlBin);
   if (env.ZDOTDIR === undefined) delete env[USER_ZDOTDIR];
   else if (env.ZDOTDIR !== zdotdir) env[USER_ZDOTDIR] = env.ZDOTDIR;
   env.ZDOTDIR = zdotdir;
@@ -83,18 +83,30 @@ export function ctlFirstOnPath(bin: string, path: string | undefined): string {
 }
 
 /**
+ * The line that puts the launcher's directory first on PATH again, where a login shell's profile has set a PATH
+ * of its own: Codex runs its commands in one (`bash -lc`), and Debian's /etc/profile sets PATH outright.
+ */
+function ctlFirstAgain(ctlBin: string | undefined): string[] {
+  if (ctlBin === undefined) return [];
+  const bin = shellQuote(ctlBin);
+  return [`case $PATH in ${bin}:*) ;; *) PATH=${bin}:$PATH; export PATH ;; esac`];
+}
+
+/**
  * Writes the session's `BASH_ENV` file and returns its path. A program's environment is fixed when it starts,
  * but a session is handed beads while it runs: every bash the program starts (Claude Code's Bash tool, a
  * script) reads this file first: it runs the `BASH_ENV` the program would otherwise have had, then sets `CTL_BEAD`
- * from the held-bead file as it is at that moment.
+ * from the held-bead file as it is at that moment. A login bash reads it after its profiles: it puts `ctl` first
+ * on PATH again.
  */
-export function shellEnvFile(sessionDir: string, inherited: string | undefined): string {
+export function shellEnvFile(sessionDir: string, inherited: string | undefined, ctlBin?: string): string {
   const path = join(sessionDir, SHELL_ENV_FILE);
   const bead = shellQuote(join(sessionDir, HELD_BEAD_FILE));
   const lines = ['# Written by ctl for this session: CTL_BEAD is the bead the session holds now.'];
   // What the program's shells read anyway comes first, so that ours has the last word on CTL_BEAD.
   if (inherited && inherited !== path) lines.push(`. ${shellQuote(inherited)}`);
   lines.push(`if [ -s ${bead} ]; then CTL_BEAD=$(cat ${bead}); export CTL_BEAD; else unset CTL_BEAD; fi`);
+  lines.push(...ctlFirstAgain(ctlBin));
   writeFileAtomic(path, `${lines.join('\n')}\n`);
   return path;
 }
@@ -103,9 +115,10 @@ export function shellEnvFile(sessionDir: string, inherited: string | undefined):
  * Writes the session's zsh start-up directory (its shells' `ZDOTDIR`) and returns its path. Each file runs the
  * person's own file of that name from where their zsh would have read it, and `.zshenv`, which every zsh reads,
  * then sets `CTL_BEAD` as the bash file does. `ZDOTDIR` is ours again after each, so that the files still to
- * come and the shells this one starts come here first too.
+ * come and the shells this one starts come here first too. After each file but `.zlogout`, `ctl` is first on
+ * PATH again (a system zprofile may read /etc/profile, which sets PATH outright).
  */
-export function zshStartupDir(sessionDir: string): string {
+export function zshStartupDir(sessionDir: string, ctlBin?: string): string {
   const dir = join(sessionDir, ZSH_DIR);
   mkdirSync(dir, { recursive: true });
   const bead = shellQuote(join(sessionDir, HELD_BEAD_FILE));
@@ -121,6 +134,7 @@ export function zshStartupDir(sessionDir: string): string {
         `if [[ $ZDOTDIR != \${${USER_ZDOTDIR}:-$HOME} ]]; then export ${USER_ZDOTDIR}=$ZDOTDIR; fi`,
         `if [ -s ${bead} ]; then CTL_BEAD=$(cat ${bead}); export CTL_BEAD; else unset CTL_BEAD; fi`,
       );
+    if (name !== '.zlogout') lines.push(...ctlFirstAgain(ctlBin));
     lines.push('ZDOTDIR=$__ctl_zdotdir; unset __ctl_zdotdir');
     writeFileAtomic(join(dir, name), `${lines.join('\n')}\n`);
   }
