@@ -3,14 +3,16 @@
 // session takes one, reads it (`ctl bead show`), runs what its description says in its own worktree (writes a file,
 // commits it) and closes it with `ctl bead close`; the beads end closed with their branches and commits recorded
 // and merged into the rig's main; the person has one session ask before it runs anything and approves that one
-// tool call with `ctl session respond`. The agent CLI is a parameter: another one is a second `describeLoop(…)`.
+// tool call with `ctl session respond`. The agent CLI is a parameter: Claude Code (stream-json) and Codex (`codex
+// exec`, which cannot ask a person: see `asking`) each run it.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { expect } from 'chai';
 import { startCityOf, startScriptedClaude } from './helpers/claude-city.js';
 import { expectFailure, expectSuccess, runCtl } from './helpers/cli.js';
-import { isAlive } from './helpers/processes.js';
+import { isAlive, processesWithEnvironment } from './helpers/processes.js';
+import { startScriptedCodex } from './helpers/scripted-codex.js';
 import { session, sessionEvents, type SessionCity, type SessionView } from './helpers/sessions.js';
 import { tempDir } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
@@ -21,11 +23,15 @@ interface LoopCli {
   name: string;
   /**
    * Starts what it needs (its scripted model server, its home) and returns the `[providers.agent-cli]` table
-   * (TOML) of a provider that runs it without asking (`trusted`), except that reading a bead never asks.
+   * (TOML) of a provider that runs it without asking, except that reading a bead never asks, and its HOME (a
+   * folder of its own: every process it starts has it in its environment).
    */
-  start(): Promise<{ providerToml: string; close(): Promise<void> }>;
-  /** The permission mode in which each tool call waits for the person. */
-  asking: string;
+  start(): Promise<{ providerToml: string; home: string; close(): Promise<void> }>;
+  /**
+   * The permission mode in which each tool call waits for the person; none for a CLI that has no way to ask
+   * (`codex exec`: docs/agent-clis.md), whose loop is the rest.
+   */
+  asking?: string;
 }
 
 const CLAUDE_CODE: LoopCli = {
@@ -39,10 +45,25 @@ const CLAUDE_CODE: LoopCli = {
         'agent-cli',
         'default_permission_mode = "bypassPermissions"\nargs_append = ["--allowedTools", "Bash(ctl bead show:*)"]\n',
       ),
+      home: claude.home,
       close: () => claude.close(),
     };
   },
   asking: 'default',
+};
+
+const CODEX: LoopCli = {
+  name: 'Codex',
+  async start() {
+    const codex = await startScriptedCodex();
+    return {
+      // Unsandboxed: its sandboxes keep the network (the city's API, which `ctl` calls) and the rig's .git (where
+      // a worktree's commits go) out of reach, and `workspace-write` needs bubblewrap, which CI machines lack.
+      providerToml: codex.providerToml('agent-cli', 'default_permission_mode = "danger-full-access"\n'),
+      home: codex.home,
+      close: () => codex.close(),
+    };
+  },
 };
 
 /** Each bead writes a file of its own, so that the three branches merge without conflict. */
@@ -76,7 +97,8 @@ interface Worktree {
 }
 
 function describeLoop(cli: LoopCli): void {
-  describe(`the loop, end to end, with ${cli.name} (scripted model): three beads, three worktrees, one approval`, function () {
+  const approval = cli.asking ? ', one approval' : '';
+  describe(`the loop, end to end, with ${cli.name} (scripted model): three beads, three worktrees${approval}`, function () {
     this.timeout(180_000);
     let agentCli: Awaited<ReturnType<LoopCli['start']>>;
     let city: SessionCity;
@@ -108,13 +130,19 @@ function describeLoop(cli: LoopCli): void {
 
     after(async function () {
       await city?.sup.cleanup();
+      // Whatever the CLI started (its processes, their shells, the `ctl` they ran) has its HOME.
+      const left = agentCli ? processesWithEnvironment('HOME', agentCli.home) : [];
       await agentCli?.close();
       if (repo) rmSync(dirname(repo), { recursive: true, force: true });
       for (const pid of pids) expect(isAlive(pid), `${cli.name} ${pid} outlived its city`).to.equal(false);
+      expect(left, `processes of ${cli.name} that outlived its city`).to.deep.equal([]);
     });
 
     it('each session works one bead in its own worktree and closes it with ctl; the branches land on main', async function () {
       const { api } = city;
+      const seePids = (items: SessionView[]) => {
+        for (const s of items) if (s.pid !== undefined && !pids.includes(s.pid)) pids.push(s.pid);
+      };
       const running = await waitUntil(
         'the pool’s three sessions to run, each in its worktree',
         async () => {
@@ -123,15 +151,17 @@ function describeLoop(cli: LoopCli): void {
         },
         90_000,
       );
-      pids.push(...running.map((s) => s.pid!));
+      seePids(running);
       const trees = new Map(running.map((s) => [s.session_name, s.worktree!]));
       expect(new Set([...trees.values()].map((t) => t.branch)).size, 'a branch each').to.equal(3);
 
       // The person wants to see what one of them runs before it runs it.
       const watched = running[0].session_name;
-      const [set] = await ctl('session', 'permission-mode', watched, cli.asking);
-      expect(set).to.equal(`${running[0].id}: permission mode ${cli.asking}`);
-      expect((await session(api, watched)).permission_mode).to.equal(cli.asking);
+      if (cli.asking) {
+        const [set] = await ctl('session', 'permission-mode', watched, cli.asking);
+        expect(set).to.equal(`${running[0].id}: permission mode ${cli.asking}`);
+        expect((await session(api, watched)).permission_mode).to.equal(cli.asking);
+      }
       expectFailure(
         await runCtl(['session', 'permission-mode', watched, 'yolo', '--city', 'loop'], { env: city.sup.env }),
         'session permission-mode',
@@ -146,24 +176,13 @@ function describeLoop(cli: LoopCli): void {
       for (const id of ids) await ctl('sling', 'web/coder', id, '--no-convoy');
 
       // The watched session asks before its work command runs; nothing of it is done until the person answers.
-      const asked = await waitUntil(
-        'the watched session to ask',
-        async () => (await session(api, watched)).pending,
-        90_000,
-      );
-      expect(asked.kind).to.equal('tool-approval');
-      expect(asked.prompt, 'it asks to run the work command').to.include('git commit');
-      const held = (await api.list({ assignee: watched, status: 'in_progress', limit: 10 })).items;
-      expect(held, 'the bead the watched session took').to.have.length(1);
-      expect(git(repo, 'log', '--format=%s', trees.get(watched)!.branch)).to.equal('first');
-      const pendingList = expectSuccess(await runCtl(['session', 'pending', '--city', 'loop'], { env: city.sup.env }));
-      expect(pendingList.join('\n')).to.include(asked.request_id);
-      await ctl('session', 'respond', watched, 'allow');
+      const asked = cli.asking ? await approveWatched(watched, trees.get(watched)!) : undefined;
 
       // A bead's branch is recorded (and merged: one at a time into one repository) just after it closes.
       const closed = await waitUntil(
         'all three beads to be closed, their branches merged',
         async () => {
+          seePids(await sessions()); // a turn's process, where each turn is one (`codex exec`)
           const now = await Promise.all(ids.map((id) => api.bead(id)));
           const done = (b: (typeof now)[number]) =>
             b.status === 'closed' && ['ctl.merged', 'ctl.merge_error'].some((k) => b.metadata?.[k]);
@@ -193,11 +212,30 @@ function describeLoop(cli: LoopCli): void {
         ['first', ...WORK.map((w) => `Write ${w.file}`)].sort(),
       );
       const cleared = await sessionEvents(api, 'session.pending_cleared', running[0].id);
-      expect(cleared.map((e) => e.payload)).to.deep.equal([
-        { session_id: running[0].id, request_id: asked.request_id, action: 'allow' },
-      ]);
+      expect(cleared.map((e) => e.payload)).to.deep.equal(
+        asked ? [{ session_id: running[0].id, request_id: asked.request_id, action: 'allow' }] : [],
+      );
     });
+
+    /** Waits for the watched session's question, checks nothing of its work is done yet, and allows it. */
+    async function approveWatched(watched: string, tree: Worktree) {
+      const asked = await waitUntil(
+        'the watched session to ask',
+        async () => (await session(city.api, watched)).pending,
+        90_000,
+      );
+      expect(asked.kind).to.equal('tool-approval');
+      expect(asked.prompt, 'it asks to run the work command').to.include('git commit');
+      const held = (await city.api.list({ assignee: watched, status: 'in_progress', limit: 10 })).items;
+      expect(held, 'the bead the watched session took').to.have.length(1);
+      expect(git(repo, 'log', '--format=%s', tree.branch)).to.equal('first');
+      const pendingList = expectSuccess(await runCtl(['session', 'pending', '--city', 'loop'], { env: city.sup.env }));
+      expect(pendingList.join('\n')).to.include(asked.request_id);
+      await ctl('session', 'respond', watched, 'allow');
+      return asked;
+    }
   });
 }
 
 describeLoop(CLAUDE_CODE);
+describeLoop(CODEX);

@@ -201,10 +201,14 @@ function readResponses(body: Record<string, unknown>): Read {
   return {};
 }
 
-/** The `sh -c` script of a Codex shell call's arguments (`{"command": ["sh", "-c", script]}`). */
+/**
+ * The command of a Codex shell call's arguments: `shell`'s `sh -c` script (`{"command": ["sh", "-c", script]}`)
+ * or `exec_command`'s `cmd` (what Codex 0.169 and its ACP adapter offer).
+ */
 function shellCommandOf(args: string | undefined): string | undefined {
   try {
-    const command = (JSON.parse(args ?? '') as { command?: unknown }).command;
+    const { command, cmd } = JSON.parse(args ?? '') as { command?: unknown; cmd?: unknown };
+    if (typeof cmd === 'string') return cmd;
     return Array.isArray(command) && typeof command[2] === 'string' ? command[2] : undefined;
   } catch {
     return undefined;

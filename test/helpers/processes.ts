@@ -18,6 +18,27 @@ export function processesMentioning(fragment: string): number[] {
   return pids;
 }
 
+/**
+ * Pids of live processes whose environment holds `name=value` (e.g. the HOME of a test's own agent CLI): every
+ * process a provider started, and whatever those started in turn, whatever their command lines say.
+ */
+export function processesWithEnvironment(name: string, value: string): number[] {
+  const wanted = `${name}=${value}`;
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    if (pid === process.pid) continue;
+    try {
+      const environ = readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0');
+      if (environ.includes(wanted) && isAlive(pid)) pids.push(pid);
+    } catch {
+      // gone already, or not ours to read
+    }
+  }
+  return pids;
+}
+
 /** Zombie children of `parent`: processes it has not reaped. */
 export function zombieChildrenOf(parent: number): number[] {
   const zombies: number[] = [];
