@@ -1,10 +1,11 @@
 /**
- * The loop with a real coding agent (issue 22): the real Claude Code (the dev dependency), offline against the
- * scripted model server (test/helpers/model-server.ts), as the one warm session of an agent. Each run slings a
- * bead to it with `POST /sling` and waits for `bead.closed` on the city's event stream: the tick hands the bead
- * over, the model reads it (`ctl bead show`, through Claude Code's Bash tool) and closes it (`ctl bead close`).
- * The model answers at once, so what is measured is ctl's part plus Claude Code's own (its turns, its tool
- * calls, two `ctl` processes) — the floor under any real model's time.
+ * The loop with a real coding agent (issue 22): the real Claude Code and the real Codex (the dev dependencies),
+ * offline against the scripted model server (test/helpers/model-server.ts), each as the one warm session of an
+ * agent. Each run slings a bead to it with `POST /sling` and waits for `bead.closed` on the city's event stream:
+ * the tick hands the bead over, the model reads it (`ctl bead show`, through Claude Code's Bash tool or Codex's
+ * `exec_command`) and closes it (`ctl bead close`). The model answers at once, so what is measured is ctl's part
+ * plus the CLI's own (its turns, its tool calls, two `ctl` processes; for Codex a `codex exec` process per turn)
+ * — the floor under any real model's time.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
@@ -12,6 +13,7 @@ import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { startCityOf, startScriptedClaude } from '../test/helpers/claude-city.js';
+import { startScriptedCodex } from '../test/helpers/scripted-codex.js';
 import { SseStreamReader } from '../test/helpers/sse.js';
 import { waitUntil } from '../test/helpers/wait.js';
 import { round, rounded, summarize, type Summary } from './stats.js';
@@ -19,18 +21,43 @@ import { formatTable, ms } from './table.js';
 import { measureWorktrees, worktreeJson, worktreeTables } from './worktrees.js';
 
 const RUNS = 10;
-const OUT_FILE = join(resolve(dirname(fileURLToPath(import.meta.url)), '..'), '.bench-out', 'agents-loop.json');
+const OUT_DIR = join(resolve(dirname(fileURLToPath(import.meta.url)), '..'), '.bench-out');
+
+/** The agent CLIs the loop is measured with: their names here and in the tables. */
+export const LOOP_CLIS = { claude: 'Claude Code', codex: 'Codex' } as const;
+export type LoopCliName = keyof typeof LOOP_CLIS;
 
 export interface LoopFigures {
-  claude: string;
+  cli: LoopCliName;
+  /** What its `--version` says. */
+  version: string;
   slingToClosed: Summary;
 }
 
-export async function measureLoop(): Promise<LoopFigures> {
-  const claude = await startScriptedClaude();
+/** The CLI, offline, as a provider `agent-cli` that runs its tools unasked. */
+async function startCli(cli: LoopCliName): Promise<{ version: string; providerToml: string; close(): Promise<void> }> {
+  if (cli === 'claude') {
+    const claude = await startScriptedClaude();
+    return {
+      version: claude.cli.version,
+      providerToml: claude.providerToml('agent-cli', 'default_permission_mode = "bypassPermissions"\n'),
+      close: () => claude.close(),
+    };
+  }
+  const codex = await startScriptedCodex();
+  return {
+    version: codex.cli.version,
+    // Unsandboxed, as test/loop.test.ts says why: `ctl` must reach the city's API.
+    providerToml: codex.providerToml('agent-cli', 'default_permission_mode = "danger-full-access"\n'),
+    close: () => codex.close(),
+  };
+}
+
+export async function measureLoop(cli: LoopCliName): Promise<LoopFigures> {
+  const agentCli = await startCli(cli);
   const city = await startCityOf('loop', {
-    'city.toml': claude.providerToml('claude-local', 'default_permission_mode = "bypassPermissions"\n'),
-    'agents/worker/agent.toml': 'provider = "claude-local"\n',
+    'city.toml': agentCli.providerToml,
+    'agents/worker/agent.toml': 'provider = "agent-cli"\n',
   });
   const { api } = city;
   const stream = await SseStreamReader.open(api.url('/events/stream'));
@@ -57,57 +84,67 @@ export async function measureLoop(): Promise<LoopFigures> {
       },
       120_000,
     );
-    // Warm-up (not counted): Claude Code's first turn loads what it loads once.
+    // Warm-up (not counted): the CLI's first turn loads what it loads once.
     await sling('warm-up');
     const times: number[] = [];
     for (let i = 0; i < RUNS; i++) times.push(await sling(`work ${i}`));
-    return { claude: claude.cli.version, slingToClosed: summarize(times) };
+    return { cli, version: agentCli.version, slingToClosed: summarize(times) };
   } finally {
     stream.close();
     await city.sup.cleanup();
-    await claude.close();
+    await agentCli.close();
   }
 }
 
+function loopTable(loop: LoopFigures): string {
+  const s = loop.slingToClosed;
+  const tool = loop.cli === 'claude' ? 'its Bash tool' : 'its exec_command tool, a `codex exec` per turn';
+  return formatTable(
+    `sling → bead closed by a real ${LOOP_CLIS[loop.cli]} ${loop.version} agent (scripted model; its warm session ` +
+      `reads the bead with \`ctl bead show\` and closes it with \`ctl bead close\` through ${tool}), ms`,
+    ['measure', 'n', 'p50', 'p90', 'max'],
+    [['POST /sling → bead.closed on the city stream', String(s.n), ms(s.median, 0), ms(s.p90, 0), ms(s.max, 0)]],
+  );
+}
+
 /**
- * The figures issue 22 asks for, printed with what each measures: sling → closed by a real Claude Code agent,
- * and (bench/worktrees.ts) session start with a new worktree of a 10,000-file rig and 10 at once on one rig.
- * Writes `.bench-out/agents-loop.json`. Run with `npm run bench -- agents-loop` (or within `agents`).
+ * The figures issue 22 asks for, printed with what each measures: sling → closed by a real Claude Code agent and
+ * by a real Codex agent, and (bench/worktrees.ts) session start with a new worktree of a 10,000-file rig and 10
+ * at once on one rig. Writes `.bench-out/agents-loop.json`. Run with `npm run bench -- agents-loop` (or within
+ * `agents`); `npm run bench -- agents-loop-codex` measures the Codex loop alone (`.bench-out/agents-loop-codex.json`).
  */
-export async function runAgentsLoop(): Promise<void> {
+export async function runAgentsLoop(clis: LoopCliName[] = ['claude', 'codex'], withWorktrees = true): Promise<void> {
   const started = performance.now();
   const loadAtStart = loadavg().map((l) => round(l, 2));
   console.log(`ctl agents-loop benchmark: node ${process.version}, ${availableParallelism()} cores…`);
-  console.log(`loop: ${RUNS} beads slung to a warm Claude Code session…`);
-  const loop = await measureLoop();
-  const worktrees = await measureWorktrees();
-  const s = loop.slingToClosed;
+  const loops: LoopFigures[] = [];
+  for (const cli of clis) {
+    console.log(`loop: ${RUNS} beads slung to a warm ${LOOP_CLIS[cli]} session…`);
+    loops.push(await measureLoop(cli));
+  }
+  const worktrees = withWorktrees ? await measureWorktrees() : undefined;
+  // The whole in agents-loop.json; a part run alone in a file of its own.
+  const outFile = join(OUT_DIR, withWorktrees ? 'agents-loop.json' : `agents-loop-${clis.join('-')}.json`);
   console.log(
     [
       `load average at start ${loadAtStart.join(' ')}, at end ${loadavg()
         .map((l) => l.toFixed(2))
         .join(' ')}`,
-      '',
-      formatTable(
-        `sling → bead closed by a real Claude Code ${loop.claude} agent (scripted model; its warm session reads ` +
-          'the bead with `ctl bead show` and closes it with `ctl bead close` through its Bash tool), ms',
-        ['measure', 'n', 'p50', 'p90', 'max'],
-        [['POST /sling → bead.closed on the city stream', String(s.n), ms(s.median, 0), ms(s.p90, 0), ms(s.max, 0)]],
-      ),
-      '',
-      worktreeTables(worktrees),
+      ...loops.flatMap((loop) => ['', loopTable(loop)]),
+      ...(worktrees ? ['', worktreeTables(worktrees)] : []),
     ].join('\n'),
   );
-  mkdirSync(dirname(OUT_FILE), { recursive: true });
+  mkdirSync(OUT_DIR, { recursive: true });
   writeFileSync(
-    OUT_FILE,
+    outFile,
     `${JSON.stringify(
       {
         node: process.version,
         cores: availableParallelism(),
-        claude: loop.claude,
-        sling_to_closed_ms: rounded(s),
-        worktrees: worktreeJson(worktrees),
+        loops: Object.fromEntries(
+          loops.map((l) => [l.cli, { version: l.version, sling_to_closed_ms: rounded(l.slingToClosed) }]),
+        ),
+        ...(worktrees ? { worktrees: worktreeJson(worktrees) } : {}),
         load_average_start: loadAtStart,
         wall_s: round((performance.now() - started) / 1000, 1),
       },
@@ -115,5 +152,5 @@ export async function runAgentsLoop(): Promise<void> {
       2,
     )}\n`,
   );
-  console.log(`\nwrote ${OUT_FILE}`);
+  console.log(`\nwrote ${outFile}`);
 }

@@ -1,7 +1,7 @@
 /**
  * Benchmarks, against a real supervisor and real controllers (build first: `npm run bench` does).
  *
- *   npx tsx bench/run.ts [cold|foundation|events|beads|sessions|sessions-acp|sessions-real-clis|agents|agents-loop|workflows|config|extmsg|access|worktrees|ui|all]   (default: all, one after the other)
+ *   npx tsx bench/run.ts [cold|foundation|events|beads|sessions|sessions-acp|sessions-real-clis|agents|agents-loop|agents-loop-codex|workflows|config|extmsg|access|worktrees|ui|all]   (default: all, one after the other)
  *   npm run bench -- beads                                  (builds, then runs one)
  *
  * cold (bench/cold.ts): issue 20's goals beside bare-Node baselines — `ctl version`/`help`/`bead list`, create → event,
@@ -14,8 +14,10 @@
  * sessions-real-clis (bench/sessions-real-clis.ts): the real Claude Code and Codex against the scripted model server → .bench-out/sessions-real-clis.json
  * agents (bench/agents.ts): the tick with 50 agents and 500 beads, sling → first turn, 20 cities × 5 agents at idle → .bench-out/agents.json,
  *   then agents-loop
- * agents-loop (bench/agents-loop.ts): sling → bead closed by a real Claude Code agent (scripted model, warm session), session start
- *   with a new worktree of a 10,000-file rig, 10 worktree sessions at once (time to all ready, disk) → .bench-out/agents-loop.json
+ * agents-loop (bench/agents-loop.ts): sling → bead closed by a real Claude Code agent and by a real Codex agent (scripted model,
+ *   warm session), session start with a new worktree of a 10,000-file rig, 10 worktree sessions at once (time to all ready,
+ *   disk) → .bench-out/agents-loop.json
+ * agents-loop-codex (bench/agents-loop.ts): the Codex loop alone (not in `all`) → .bench-out/agents-loop-codex.json
  * workflows (bench/workflows.ts): a 100-step formula instantiated, GET /runs with 1,000 molecules, 100 cooldown orders' evaluation → .bench-out/workflows.json
  * extmsg (bench/extmsg.ts): inbound → session reply → adapter callback round trip, transcript pages of a 1,000-message conversation → .bench-out/extmsg.json
  * access (bench/access.ts): the access gate's added cost per kept-alive request and per new connection (with 1,000 other sockets open) → .bench-out/access.json
@@ -48,7 +50,8 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   'sessions-acp': runSessionsAcp,
   'sessions-real-clis': runSessionsRealClis,
   agents: runAgents,
-  'agents-loop': runAgentsLoop,
+  'agents-loop': () => runAgentsLoop(),
+  'agents-loop-codex': () => runAgentsLoop(['codex'], false),
   workflows: runWorkflows,
   config: runConfig,
   extmsg: runExtmsg,
@@ -59,7 +62,8 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
 
 async function main(): Promise<void> {
   const which = process.argv[2] ?? 'all';
-  const names = which === 'all' ? Object.keys(BENCHMARKS) : [which];
+  // A part run alone (agents-loop-codex) is in `all` already, as part of the whole.
+  const names = which === 'all' ? Object.keys(BENCHMARKS).filter((name) => name !== 'agents-loop-codex') : [which];
   if (!names.every((name) => name in BENCHMARKS)) {
     console.error(`usage: tsx bench/run.ts [${Object.keys(BENCHMARKS).join('|')}|all]`);
     process.exitCode = 2;
