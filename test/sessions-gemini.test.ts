@@ -1,28 +1,11 @@
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { startModelServer, type ModelServer } from './helpers/model-server.js';
+import { startAgentSessionOfCli, type AgentSessionOfCli } from './helpers/gemini-family-sessions.js';
+import type { ModelServer } from './helpers/model-server.js';
 import { descendantsOf, isAlive } from './helpers/processes.js';
-import {
-  deliver,
-  session,
-  sessionEvents,
-  startSessionCity,
-  terminalOf,
-  turns,
-  waitForTurn,
-  type Accepted,
-  type SessionCity,
-} from './helpers/sessions.js';
-import { realCli } from './helpers/real-clis.js';
-import { tempDir } from './helpers/supervisor.js';
+import { deliver, session, sessionEvents, turns, waitForTurn, type SessionCity } from './helpers/sessions.js';
 import { waitUntil } from './helpers/wait.js';
-
-interface RawEntry {
-  kind: string;
-  text?: string;
-  resumed?: string;
-}
 
 /**
  * Gemini CLI itself (0.61.0 as pinned; see docs/agent-clis.md) in its ACP mode (`gemini --acp`, the `gemini`
@@ -33,74 +16,43 @@ interface RawEntry {
 describe('an agent session of the real Gemini CLI (ACP, against a scripted model server)', function () {
   this.timeout(90_000);
   const prompt = 'You are the coder agent of this city: close each bead with ctl when it is done.';
+  let cli: AgentSessionOfCli;
   let city: SessionCity;
   let model: ModelServer;
   let home: string;
   let work: string;
   let id: string;
-  const seenPids = new Set<number>();
+  let seenPids: Set<number>;
 
   before(async function () {
     this.timeout(11 * 60_000); // a version named by CTL_TEST_GEMINI_VERSION is installed on first use
-    const cli = realCli('gemini');
-    process.stdout.write(`      gemini ${cli.version} (${cli.source})\n`);
-    model = await startModelServer();
-    home = tempDir('ctl-gemini-home-');
-    work = tempDir('ctl-gemini-work-');
-    mkdirSync(join(home, '.gemini'));
-    // The API key route, its auth type chosen (with GOOGLE_GEMINI_BASE_URL alone Gemini CLI picks its "gateway"
-    // auth); nothing sent anywhere else.
-    writeFileSync(
-      join(home, '.gemini', 'settings.json'),
-      JSON.stringify({
+    cli = await startAgentSessionOfCli({
+      cli: 'gemini',
+      cityName: 'gemini',
+      settingsDir: '.gemini',
+      // The API key route, its auth type chosen (with GOOGLE_GEMINI_BASE_URL alone Gemini CLI picks its "gateway"
+      // auth); nothing sent anywhere else.
+      settings: {
         security: { auth: { selectedType: 'gemini-api-key' } },
         privacy: { usageStatisticsEnabled: false },
         telemetry: { enabled: false },
         general: { enableAutoUpdate: false, enableAutoUpdateNotification: false },
+      },
+      provider: (server, cliHome) => ({
+        // A pinned model: without one, each turn first asks a router model which model to use.
+        args_append: ['--model', 'gemini-2.5-pro'],
+        env: { HOME: cliHome, GOOGLE_GEMINI_BASE_URL: server.url, GEMINI_API_KEY: 'test-key' },
       }),
-    );
-    city = await startSessionCity('gemini');
-    const created = await city.api.post('/providers', {
-      name: 'gemini-local',
-      base: 'builtin:gemini',
-      command: cli.bin,
-      // A pinned model: without one, each turn first asks a router model which model to use.
-      args_append: ['--model', 'gemini-2.5-pro'],
-      env: { HOME: home, GOOGLE_GEMINI_BASE_URL: model.url, GEMINI_API_KEY: 'test-key' },
+      prompt,
     });
-    expect(created.status, JSON.stringify(created.body)).to.equal(201);
-    const agentDir = join(city.dir, 'agents', 'coder');
-    mkdirSync(agentDir, { recursive: true });
-    writeFileSync(join(agentDir, 'prompt.md'), `${prompt}\n`);
-    writeFileSync(
-      join(agentDir, 'agent.toml'),
-      'provider = "gemini-local"\nmin_active_sessions = 0\nmax_active_sessions = 1\n',
-    );
-    await waitUntil('the agent to be known', async () => (await city.api.get('/agent/coder')).status === 200, 15_000);
-    // Its start (the ACP handshake included) takes a while on a busy machine: longer than createSession waits.
-    const reply = await city.api.post<Accepted>('/sessions', { kind: 'agent', name: 'coder' });
-    expect(reply.status, JSON.stringify(reply.body)).to.equal(202);
-    const result = await terminalOf(city.api, reply.body.request_id, 60_000);
-    expect(result.type, JSON.stringify(result.payload)).to.equal('request.result.session.create');
-    id = reply.body.session_id;
-    const view = await session(city.api, id);
-    expect(view).to.include({ running: true, state: 'active' });
-    seenPids.add(view.pid!);
+    ({ city, model, home, work, id, seenPids } = cli);
   });
 
   after(async function () {
-    await city?.sup.cleanup();
-    await model?.close();
-    for (const pid of seenPids) expect(isAlive(pid), `gemini ${pid} outlived its city`).to.equal(false);
-    rmSync(home, { recursive: true, force: true });
-    rmSync(work, { recursive: true, force: true });
+    await cli?.close();
   });
 
-  async function raw(): Promise<RawEntry[]> {
-    const reply = await city.api.get<{ messages: RawEntry[] }>(`/session/${id}/transcript?format=raw&tail=1000`);
-    expect(reply.status).to.equal(200);
-    return reply.body.messages;
-  }
+  const raw = () => cli.raw();
 
   /** What the model was sent with the turn whose user text is `text`, as one string. */
   function sentWith(text: string): string {

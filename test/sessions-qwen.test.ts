@@ -1,27 +1,11 @@
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { startModelServer, type ModelServer } from './helpers/model-server.js';
+import { startAgentSessionOfCli, type AgentSessionOfCli } from './helpers/gemini-family-sessions.js';
+import type { ModelServer } from './helpers/model-server.js';
 import { descendantsOf, isAlive } from './helpers/processes.js';
-import {
-  deliver,
-  session,
-  sessionEvents,
-  startSessionCity,
-  terminalOf,
-  turns,
-  waitForTurn,
-  type Accepted,
-  type SessionCity,
-} from './helpers/sessions.js';
-import { realCli } from './helpers/real-clis.js';
-import { tempDir } from './helpers/supervisor.js';
+import { deliver, session, sessionEvents, turns, waitForTurn, type SessionCity } from './helpers/sessions.js';
 import { waitUntil } from './helpers/wait.js';
-
-interface RawEntry {
-  kind: string;
-  text?: string;
-}
 
 /**
  * Qwen Code itself (0.24.4 as pinned; see docs/agent-clis.md) in its ACP mode (`qwen --acp`, the `qwen` preset),
@@ -32,77 +16,45 @@ interface RawEntry {
 describe('an agent session of the real Qwen Code (ACP, against a scripted model server)', function () {
   this.timeout(90_000);
   const prompt = 'You are the coder agent of this city: close each bead with ctl when it is done.';
+  let cli: AgentSessionOfCli;
   let city: SessionCity;
   let model: ModelServer;
-  let home: string;
   let work: string;
   let id: string;
-  const seenPids = new Set<number>();
+  let seenPids: Set<number>;
 
   before(async function () {
     this.timeout(11 * 60_000); // a version named by CTL_TEST_QWEN_VERSION is installed on first use
-    const cli = realCli('qwen');
-    process.stdout.write(`      qwen ${cli.version} (${cli.source})\n`);
-    model = await startModelServer();
-    home = tempDir('ctl-qwen-home-');
-    work = tempDir('ctl-qwen-work-');
-    mkdirSync(join(home, '.qwen'));
-    // Its background memory agent (model calls of its own after each turn) is off: the requests a test reads are
-    // the session's.
-    writeFileSync(
-      join(home, '.qwen', 'settings.json'),
-      JSON.stringify({
+    cli = await startAgentSessionOfCli({
+      cli: 'qwen',
+      cityName: 'qwen',
+      settingsDir: '.qwen',
+      // Its background memory agent (model calls of its own after each turn) is off: the requests a test reads
+      // are the session's.
+      settings: {
         privacy: { usageStatisticsEnabled: false },
         telemetry: { enabled: false },
         general: { enableAutoUpdate: false },
         memory: { enableManagedAutoMemory: false, enableManagedAutoDream: false },
-      }),
-    );
-    city = await startSessionCity('qwen');
-    const created = await city.api.post('/providers', {
-      name: 'qwen-local',
-      base: 'builtin:qwen',
-      command: cli.bin,
-      env: {
-        HOME: home,
-        OPENAI_BASE_URL: `${model.url}/v1`,
-        OPENAI_API_KEY: 'test-key',
-        OPENAI_MODEL: 'scripted',
       },
+      provider: (server, cliHome) => ({
+        env: {
+          HOME: cliHome,
+          OPENAI_BASE_URL: `${server.url}/v1`,
+          OPENAI_API_KEY: 'test-key',
+          OPENAI_MODEL: 'scripted',
+        },
+      }),
+      prompt,
     });
-    expect(created.status, JSON.stringify(created.body)).to.equal(201);
-    const agentDir = join(city.dir, 'agents', 'coder');
-    mkdirSync(agentDir, { recursive: true });
-    writeFileSync(join(agentDir, 'prompt.md'), `${prompt}\n`);
-    writeFileSync(
-      join(agentDir, 'agent.toml'),
-      'provider = "qwen-local"\nmin_active_sessions = 0\nmax_active_sessions = 1\n',
-    );
-    await waitUntil('the agent to be known', async () => (await city.api.get('/agent/coder')).status === 200, 15_000);
-    // Its start (the ACP handshake included) takes a while on a busy machine: longer than createSession waits.
-    const reply = await city.api.post<Accepted>('/sessions', { kind: 'agent', name: 'coder' });
-    expect(reply.status, JSON.stringify(reply.body)).to.equal(202);
-    const result = await terminalOf(city.api, reply.body.request_id, 60_000);
-    expect(result.type, JSON.stringify(result.payload)).to.equal('request.result.session.create');
-    id = reply.body.session_id;
-    const view = await session(city.api, id);
-    expect(view).to.include({ running: true, state: 'active' });
-    seenPids.add(view.pid!);
+    ({ city, model, work, id, seenPids } = cli);
   });
 
   after(async function () {
-    await city?.sup.cleanup();
-    await model?.close();
-    for (const pid of seenPids) expect(isAlive(pid), `qwen ${pid} outlived its city`).to.equal(false);
-    rmSync(home, { recursive: true, force: true });
-    rmSync(work, { recursive: true, force: true });
+    await cli?.close();
   });
 
-  async function raw(): Promise<RawEntry[]> {
-    const reply = await city.api.get<{ messages: RawEntry[] }>(`/session/${id}/transcript?format=raw&tail=1000`);
-    expect(reply.status).to.equal(200);
-    return reply.body.messages;
-  }
+  const raw = () => cli.raw();
 
   /** The messages the model was sent with the turn whose user text is `text`. */
   function sentWith(text: string): { role: string; content: unknown }[] {
