@@ -3,8 +3,8 @@
 // session takes one, reads it (`ctl bead show`), runs what its description says in its own worktree (writes a file,
 // commits it) and closes it with `ctl bead close`; the beads end closed with their branches and commits recorded
 // and merged into the rig's main; the person has one session ask before it runs anything and approves that one
-// tool call with `ctl session respond`. The agent CLI is a parameter: Claude Code (stream-json) and Codex (`codex
-// exec`, which cannot ask a person: see `asking`) each run it.
+// tool call with `ctl session respond`. The agent CLI is a parameter: Claude Code (stream-json), Codex (`codex
+// exec`, which cannot ask a person: see `asking`) and Codex through its ACP adapter (which can) each run it.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -12,6 +12,8 @@ import { expect } from 'chai';
 import { startCityOf, startScriptedClaude } from './helpers/claude-city.js';
 import { expectFailure, expectSuccess, runCtl } from './helpers/cli.js';
 import { isAlive, processesWithEnvironment } from './helpers/processes.js';
+import { startModelServer } from './helpers/model-server.js';
+import { realCli } from './helpers/real-clis.js';
 import { startScriptedCodex } from './helpers/scripted-codex.js';
 import { session, sessionEvents, type SessionCity, type SessionView } from './helpers/sessions.js';
 import { tempDir } from './helpers/supervisor.js';
@@ -32,6 +34,11 @@ interface LoopCli {
    * (`codex exec`: docs/agent-clis.md), whose loop is the rest.
    */
   asking?: string;
+  /**
+   * Its program takes a new permission mode when it next starts (an ACP adapter's flags): the person restarts the
+   * watched session's program (`ctl session kill`; the pool starts it again), which loads its conversation.
+   */
+  modeAtStart?: boolean;
 }
 
 const CLAUDE_CODE: LoopCli = {
@@ -64,6 +71,55 @@ const CODEX: LoopCli = {
       close: () => codex.close(),
     };
   },
+};
+
+/**
+ * Codex again, through its ACP adapter (the `codex-acp` preset, the native Codex agent in one process for as long
+ * as the session runs), which can ask a person: its `untrusted` mode asks before every command it does not know to
+ * be safe, reading a bead included.
+ */
+const CODEX_ACP: LoopCli = {
+  name: 'Codex over ACP (codex-acp)',
+  async start() {
+    const cli = realCli('codex-acp');
+    process.stdout.write(`      codex-acp ${cli.version} (${cli.source})\n`);
+    const model = await startModelServer();
+    const home = tempDir('ctl-codex-acp-home-');
+    const codexHome = join(home, '.codex');
+    mkdirSync(codexHome);
+    writeFileSync(
+      join(codexHome, 'config.toml'),
+      [
+        'model = "gpt-5.5"',
+        'model_provider = "scripted"',
+        // Nothing asks unless the person says so; unsandboxed, as CODEX says why.
+        'approval_policy = "never"',
+        'sandbox_mode = "danger-full-access"',
+        'check_for_update_on_startup = false',
+        '[model_providers.scripted]',
+        'name = "scripted"',
+        `base_url = "${model.url}/v1"`,
+        'wire_api = "responses"',
+        'env_key = "SCRIPTED_KEY"',
+        'request_max_retries = 0',
+        'stream_max_retries = 0',
+        '[analytics]',
+        'enabled = false',
+        '',
+      ].join('\n'),
+    );
+    const env = `{ HOME = ${JSON.stringify(home)}, CODEX_HOME = ${JSON.stringify(codexHome)}, SCRIPTED_KEY = "k" }`;
+    return {
+      providerToml: `\n[providers.agent-cli]\nbase = "builtin:codex-acp"\ncommand = ${JSON.stringify(cli.bin)}\nenv = ${env}\n`,
+      home,
+      close: async () => {
+        await model.close();
+        rmSync(home, { recursive: true, force: true });
+      },
+    };
+  },
+  asking: 'untrusted',
+  modeAtStart: true,
 };
 
 /** Each bead writes a file of its own, so that the three branches merge without conflict. */
@@ -159,8 +215,23 @@ function describeLoop(cli: LoopCli): void {
       const watched = running[0].session_name;
       if (cli.asking) {
         const [set] = await ctl('session', 'permission-mode', watched, cli.asking);
-        expect(set).to.equal(`${running[0].id}: permission mode ${cli.asking}`);
+        const later = cli.modeAtStart ? ' (takes effect when the program next starts)' : '';
+        expect(set).to.equal(`${running[0].id}: permission mode ${cli.asking}${later}`);
         expect((await session(api, watched)).permission_mode).to.equal(cli.asking);
+        if (cli.modeAtStart) {
+          // Its program ends; the pool (three kept ready) starts it again at once, in the new mode.
+          await ctl('session', 'kill', watched);
+          const woken = await waitUntil(
+            'the watched session to run again',
+            async () => {
+              const view = await session(api, watched);
+              return view.running && view.pid !== running[0].pid && view;
+            },
+            90_000,
+          );
+          expect(isAlive(running[0].pid!), 'its former program ended').to.equal(false);
+          seePids([woken]);
+        }
       }
       expectFailure(
         await runCtl(['session', 'permission-mode', watched, 'yolo', '--city', 'loop'], { env: city.sup.env }),
@@ -213,17 +284,30 @@ function describeLoop(cli: LoopCli): void {
       );
       const cleared = await sessionEvents(api, 'session.pending_cleared', running[0].id);
       expect(cleared.map((e) => e.payload)).to.deep.equal(
-        asked ? [{ session_id: running[0].id, request_id: asked.request_id, action: 'allow' }] : [],
+        (asked?.allowed ?? []).map((request_id) => ({ session_id: running[0].id, request_id, action: 'allow' })),
       );
     });
 
-    /** Waits for the watched session's question, checks nothing of its work is done yet, and allows it. */
+    /**
+     * Waits for the watched session's question to run its work command, checks nothing of its work is done yet,
+     * and allows it; a question to read its bead first (where reading asks too) is allowed on the way.
+     */
     async function approveWatched(watched: string, tree: Worktree) {
-      const asked = await waitUntil(
-        'the watched session to ask',
-        async () => (await session(city.api, watched)).pending,
-        90_000,
-      );
+      const allowed: string[] = [];
+      let asked: NonNullable<SessionView['pending']>;
+      for (;;) {
+        asked = await waitUntil(
+          'the watched session to ask',
+          async () => {
+            const pending = (await session(city.api, watched)).pending;
+            return pending && !allowed.includes(pending.request_id) && pending;
+          },
+          90_000,
+        );
+        if (!/ctl bead show/.test(asked.prompt ?? '') || /git commit/.test(asked.prompt ?? '')) break;
+        allowed.push(asked.request_id);
+        await ctl('session', 'respond', watched, 'allow');
+      }
       expect(asked.kind).to.equal('tool-approval');
       expect(asked.prompt, 'it asks to run the work command').to.include('git commit');
       const held = (await city.api.list({ assignee: watched, status: 'in_progress', limit: 10 })).items;
@@ -231,11 +315,13 @@ function describeLoop(cli: LoopCli): void {
       expect(git(repo, 'log', '--format=%s', tree.branch)).to.equal('first');
       const pendingList = expectSuccess(await runCtl(['session', 'pending', '--city', 'loop'], { env: city.sup.env }));
       expect(pendingList.join('\n')).to.include(asked.request_id);
+      allowed.push(asked.request_id);
       await ctl('session', 'respond', watched, 'allow');
-      return asked;
+      return { ...asked, allowed };
     }
   });
 }
 
 describeLoop(CLAUDE_CODE);
 describeLoop(CODEX);
+describeLoop(CODEX_ACP);

@@ -52,7 +52,9 @@ export const ACP_PRESETS: Record<string, Preset> = {
       prompt_mode: 'stdin',
       // As Codex takes them: developer instructions, and the sandbox as a configuration override.
       system_prompt_args: ['-c', 'developer_instructions={prompt_toml}'],
-      permission_modes: CODEX_SANDBOX_MODES,
+      // Its sandboxes, and Codex's approval policy that asks (`session/request_permission`) before every command
+      // it does not know to be safe: the adapter, unlike `codex exec`, can ask a person.
+      permission_modes: { ...CODEX_SANDBOX_MODES, untrusted: ['-c', 'approval_policy="untrusted"'] },
       default_permission_mode: 'default',
       process_names: ['codex-acp'],
     },
