@@ -23,6 +23,7 @@ import { ExtmsgService } from './extmsg/extmsg-service.js';
 import { FormulaCatalog } from './formulas/formula-catalog.js';
 import { MoleculeEngine } from './molecules/molecule-engine.js';
 import { RunViews } from './molecules/run-views.js';
+import { RunVersions } from './molecules/run-versions.js';
 import { OrderCatalog } from './orders/order-catalog.js';
 import { OrderDispatcher } from './orders/order-dispatch.js';
 import { OrderScheduler } from './orders/order-scheduler.js';
@@ -232,7 +233,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
     commands,
     formulas,
     molecules,
-    runs: new RunViews(o.store),
+    runs: new RunViews(o.store, new RunVersions(log)),
     orders,
     orderScheduler,
     maintenance,

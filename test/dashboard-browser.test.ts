@@ -267,7 +267,10 @@ describe('dashboard in Chromium', function () {
   it('draws a formula run as a graph, and shows each step closing as it happens', async () => {
     const { page } = watched;
     const formula =
-      '[[steps]]\nid = "compile"\ntitle = "Compile"\n\n[[steps]]\nid = "publish"\ntitle = "Publish"\nneeds = ["compile"]\n';
+      '[[steps]]\nid = "compile"\ntitle = "Compile"\n\n' +
+      '[[steps]]\nid = "checks"\ntitle = "Checks"\nneeds = ["compile"]\n' +
+      '[[steps.children]]\nid = "lint"\ntitle = "Lint"\n[[steps.children]]\nid = "unit"\ntitle = "Unit"\n\n' +
+      '[[steps]]\nid = "publish"\ntitle = "Publish"\nneeds = ["checks"]\n';
     const put = await fetch(api.url('/formulas/pipeline'), {
       method: 'PUT',
       headers: { 'X-CTL-Request': 'test', 'Content-Type': 'application/octet-stream' },
@@ -285,10 +288,12 @@ describe('dashboard in Chromium', function () {
     const graph = page.getByRole('img', { name: /steps and their order/ });
     await graph.waitFor();
     const node = (step: string) => page.locator('svg g.node', { hasText: step });
-    expect(await node('compile').count()).to.equal(1);
-    expect(await node('publish').count()).to.equal(1);
-    expect(await page.locator('svg .edge').count()).to.be.greaterThan(0);
-    for (const step of ['compile', 'publish']) {
+    for (const step of ['compile', 'lint', 'unit', 'publish']) expect(await node(step).count()).to.equal(1);
+    // The group is a box around its two steps, not a step of its own; edges go to and from what is inside it.
+    expect(await node('checks').count()).to.equal(0);
+    expect(await page.locator('svg g.group', { hasText: 'Checks' }).count()).to.equal(1);
+    expect(await page.locator('svg .edge').count()).to.equal(4);
+    for (const step of ['compile', 'lint', 'unit', 'publish']) {
       const id = cooked.body.beads[step];
       await waitUntil(`${step} to be ready`, async () => {
         const ready = await api.get<{ items: { id: string }[] }>('/beads/ready?limit=1000');

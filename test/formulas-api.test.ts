@@ -326,8 +326,57 @@ title = "Leaf"
       to: cooked.body.beads['release.workflow-finalize'],
       kind: 'blocks',
     });
+    // The run as written: the loop is a scope group holding its two reads, and `ship` waits for the group (and
+    // for `build`, through the `notes` step its condition dropped).
+    const graph = snapshot.body as unknown as {
+      logical_nodes: { id: string; kind: string; status: string; scope_group?: string }[];
+      logical_edges: { from: string; to: string }[];
+      scope_groups: { id: string; node_ids: string[]; status: string }[];
+    };
+    expect(graph.logical_nodes.map((n) => [n.id, n.kind, n.status, n.scope_group ?? ''])).to.deep.equal([
+      ['build', 'step', 'completed', ''],
+      ['review.iter1.read', 'step', 'completed', 'review'],
+      ['review.iter2.read', 'step', 'completed', 'review'],
+      ['review', 'group', 'completed', ''],
+      ['ship', 'step', 'completed', ''],
+    ]);
+    expect(graph.logical_edges.map((e) => `${e.from}>${e.to}`)).to.have.members([
+      'review.iter1.read>build',
+      'review.iter2.read>review.iter1.read',
+      'ship>review',
+      'ship>build',
+    ]);
+    expect(graph.scope_groups).to.deep.equal([
+      { id: 'review', title: 'Review', status: 'completed', node_ids: ['review.iter1.read', 'review.iter2.read'] },
+    ]);
     const formulaRuns = await api.get<{ run_count: number }>('/formulas/release/runs');
     expect(formulaRuns.body.run_count).to.be.at.least(1);
+  });
+
+  it("a snapshot's version moves only with its run, and a blocking query waits for the run to change", async function () {
+    type Snap = { snapshot_version: number; snapshot_event_seq: number };
+    const cook = async () =>
+      (await api.post<{ root_bead_id: string }>('/formulas/release/cook', { vars: { version: '4.0' } })).body
+        .root_bead_id;
+    const [mine, other] = [await cook(), await cook()];
+    const first = await api.get<Snap>(`/workflow/${mine}`);
+    expect(first.headers.get('x-ctl-index')).to.equal(String(first.body.snapshot_version));
+    const step = await readyStep(api, other);
+    await close(api, step.id);
+    // Another run changing moves the city's head, not this run's version.
+    const after = await api.get<Snap>(`/workflow/${mine}`);
+    expect(after.body.snapshot_event_seq).to.be.greaterThan(first.body.snapshot_event_seq);
+    expect(after.body.snapshot_version).to.equal(first.body.snapshot_version);
+    const waited = api.get<Snap>(`/workflow/${mine}?index=${first.body.snapshot_version}&wait=20s`);
+    let answered = false;
+    void waited.then(() => (answered = true));
+    await close(api, (await readyStep(api, other)).id);
+    await api.get(`/workflow/${mine}`);
+    expect(answered, 'a change to another run does not answer the wait').to.equal(false);
+    await close(api, (await readyStep(api, mine)).id);
+    const changed = await waited;
+    expect(changed.body.snapshot_version).to.be.greaterThan(first.body.snapshot_version);
+    expectProblem(await api.get(`/workflow/${mine}?index=1&wait=soon`), 422, 'validation-failed');
   });
 
   it('cancel mid-way closes what is open (canceled) and the run ends canceled', async function () {

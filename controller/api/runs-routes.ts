@@ -14,6 +14,7 @@ import type {
 import { Problem } from '../../shared/http/problem.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { GATE_KIND } from '../molecules/molecule-keys.js';
+import { parseWait } from './blocking.js';
 
 const RUNS_LIMIT = 50;
 const WAITS_CAP = 500;
@@ -100,19 +101,37 @@ export class RunsRoutes extends Controller {
 
   /**
    * The molecule as a graph: every bead (the root first) with its kind, step, attempt and status, and the
-   * dependency edges among them (`from` waits for `to`).
+   * dependency edges among them (`from` waits for `to`); and the same run as its formula was written
+   * (`logical_nodes`, `logical_edges`, `scope_groups`). `snapshot_version` is the seq of the last event that
+   * changed the run; with `index`, a blocking query: it answers once the version passes `index` (or after
+   * `wait`). `X-CTL-Index` carries the version.
    * @summary Get a workflow snapshot
    * @param workflow_id The root bead id (the run id).
+   * @param index Blocking query: wait until the run's `snapshot_version` passes this.
+   * @param wait How long a blocking query may wait (a duration, default `30s`, at most `2m`).
+   * @isInt index
+   * @minimum index 0
    */
   @Get('workflow/{workflow_id}')
+  @SuccessResponse<{ 'X-CTL-Index': string }>(200, 'OK')
+  @Response<ErrorModel>(422, 'Invalid index or wait')
   public async getWorkflow(
     @Path() cityName: string,
     @Path() workflow_id: string,
     @Query('scope_kind') _scopeKind?: string,
     @Query('scope_ref') _scopeRef?: string,
+    @Query() index?: number,
+    @Query() wait?: string,
   ): Promise<WorkflowSnapshotResponse> {
+    const waitMs = parseWait(wait);
     const root = this.city.runs.root(workflow_id, 'workflow-not-found');
-    return this.city.runs.snapshot(root, this.city.log.head());
+    if (index !== undefined) await this.city.runs.versions.changedSince(root.id, index, waitMs);
+    const snapshot = this.city.runs.snapshot(
+      this.city.runs.root(workflow_id, 'workflow-not-found'),
+      this.city.log.head(),
+    );
+    this.setHeader('X-CTL-Index', String(snapshot.snapshot_version));
+    return snapshot;
   }
 
   /**

@@ -29,6 +29,8 @@ export interface GraphNode {
   gate?: StepGate;
   /** A check node: the step it checks. */
   checks?: string;
+  /** The group (a step with children or a loop) it was written inside: its scope in the run's graph. */
+  scope?: string;
 }
 
 export interface CompiledFormula {
@@ -103,6 +105,8 @@ export function compileFormula(
     vars: Record<string, string>;
     /** Rewrites a `needs` entry: inside a loop body, a body step's id becomes its iteration's key. */
     key: (id: string) => string;
+    /** The group step these steps are written inside. */
+    group?: string;
   }
 
   const expand = (steps: StepDef[], scope: Scope, extraFor: (step: StepDef) => string[]): string[] => {
@@ -127,13 +131,14 @@ export function compileFormula(
           Object.entries(step.metadata).map(([k, v]) => [k, fill(v, scope.vars, where, `metadata.${k}`)!]),
         ),
         ...(step.priority !== undefined ? { priority: step.priority } : {}),
+        ...(scope.group !== undefined ? { scope: scope.group } : {}),
       };
       if (step.gate) {
         nodes.set(key, { ...base, id: key, kind: 'gate', type: 'gate', needs: extra, rawNeeds, gate: step.gate });
         alias.set(key, { nodes: [key] });
       } else if (step.children.length) {
         const inner = new Set(step.children.map((c) => c.id));
-        const children = expand(step.children, scope, (child) =>
+        const children = expand(step.children, { ...scope, group: key }, (child) =>
           child.needs.some((n) => inner.has(n)) ? [] : [...extra, ...rawNeeds.map((r) => `@${r.key}`)],
         );
         nodes.set(key, {
@@ -157,7 +162,7 @@ export function compileFormula(
           const carried = previous;
           const keysOfIteration = expand(
             loop.body,
-            { vars: iterationVars, key: (id) => (bodyIds.has(id) ? prefix + id : scope.key(id)) },
+            { vars: iterationVars, key: (id) => (bodyIds.has(id) ? prefix + id : scope.key(id)), group: key },
             (body) => (body.needs.some((n) => bodyIds.has(n)) ? [] : carried),
           );
           const needed = new Set(
@@ -190,6 +195,7 @@ export function compileFormula(
             needs: [key],
             rawNeeds: [],
             checks: key,
+            ...(base.scope !== undefined ? { scope: base.scope } : {}),
             ...(step.check ? { check: step.check } : {}),
             ...(step.retry ? { retry: step.retry } : {}),
           });

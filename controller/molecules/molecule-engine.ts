@@ -92,6 +92,7 @@ export class MoleculeEngine {
         [K.ROOT_BEAD_ID]: root.id,
         [K.KIND]: node.kind,
         [K.STEP_REF]: node.id,
+        ...(node.scope !== undefined ? { [K.SCOPE_REF]: node.scope } : {}),
       };
       if (node.kind === 'step') {
         metadata[K.ATTEMPT] = '1';

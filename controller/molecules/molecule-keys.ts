@@ -7,6 +7,8 @@ export const ROOT_BEAD_ID = 'ctl.root_bead_id';
 export const KIND = 'ctl.kind';
 /** The step id in the formula. */
 export const STEP_REF = 'ctl.step_ref';
+/** The group step (a step with children or a loop) a member was written inside, by its step ref. */
+export const SCOPE_REF = 'ctl.scope_ref';
 /** The root's formula. */
 export const FORMULA = 'ctl.formula';
 /** The root's target agent. */

@@ -12,7 +12,9 @@ import type {
 import { Problem } from '../../shared/http/problem.js';
 import type { BeadStore } from '../beads/bead-store.js';
 import { ROUTED_TO } from '../agents/work-board.js';
+import { logicalGraph } from './logical-graph.js';
 import * as K from './molecule-keys.js';
+import type { RunVersions } from './run-versions.js';
 
 const ROOTS_MAX = 1_000_000;
 
@@ -28,7 +30,10 @@ export function emptyCounts(): RunStatusCounts {
  * holds it, else `pending`.
  */
 export class RunViews {
-  constructor(private readonly store: BeadStore) {}
+  constructor(
+    private readonly store: BeadStore,
+    readonly versions: RunVersions,
+  ) {}
 
   /** Roots of runs, newest first. */
   roots(options: { formula?: string; limit?: number; before?: string } = {}): Bead[] {
@@ -130,6 +135,7 @@ export class RunViews {
     const all = [root, ...members];
     const ids = new Set(all.map((b) => b.id));
     const byId = new Map(all.map((b) => [b.id, b]));
+    const graph = logicalGraph(members, (bead) => stepStatus(bead, byId));
     return {
       workflow_id: root.id,
       root_bead_id: root.id,
@@ -144,7 +150,7 @@ export class RunViews {
         kind: bead === root ? 'workflow' : (bead.metadata?.[K.KIND] ?? 'step'),
         metadata: bead.metadata ?? {},
         ...(bead.metadata?.[K.STEP_REF]
-          ? { step_ref: bead.metadata[K.STEP_REF], logical_bead_id: bead.metadata[K.STEP_REF] }
+          ? { step_ref: bead.metadata[K.STEP_REF], logical_bead_id: logicalId(bead, byId) }
           : {}),
         ...(bead.metadata?.[K.ATTEMPT] ? { attempt: Number(bead.metadata[K.ATTEMPT]) } : {}),
         ...(bead.assignee ? { assignee: bead.assignee } : {}),
@@ -155,12 +161,12 @@ export class RunViews {
           .filter((d) => ids.has(d.depends_on_id))
           .map((d) => ({ from: d.issue_id, to: d.depends_on_id, kind: d.type })),
       ),
-      logical_nodes: [],
-      logical_edges: [],
-      scope_groups: [],
+      logical_nodes: graph.nodes,
+      logical_edges: graph.edges,
+      scope_groups: graph.groups,
       partial: false,
       stores_scanned: ['city'],
-      snapshot_version: 1,
+      snapshot_version: this.versions.version(root.id),
       snapshot_event_seq: eventSeq,
     };
   }
@@ -237,6 +243,12 @@ export class RunViews {
       ...(meta[K.ROOT_BEAD_ID] ? { run_id: meta[K.ROOT_BEAD_ID] } : {}),
     };
   }
+}
+
+/** The logical node a bead is part of: its own step, or for a check the step it checks. */
+function logicalId(bead: Bead, byId: Map<string, Bead>): string | undefined {
+  if (bead.metadata?.[K.KIND] === 'check') return byId.get(bead.metadata[K.CHECKS] ?? '')?.metadata?.[K.STEP_REF];
+  return bead.metadata?.[K.STEP_REF];
 }
 
 function closedStatus(outcome: string | undefined): RunStatus {

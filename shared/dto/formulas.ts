@@ -281,6 +281,36 @@ export interface WorkflowBeadResponse {
   scope_ref?: string;
 }
 
+/** A step of the formula as written, in a run's snapshot. */
+export interface LogicalNode {
+  /** The formula step id (the beads' `step_ref`). */
+  id: string;
+  title: string;
+  /** `step`, `gate` or `group`. */
+  kind: string;
+  /** The step's status; a step with a check is `completed` only once its check passed. */
+  status: RunStepStatus;
+  /** The beads it is made of: the step's own, then its check's. */
+  bead_ids: string[];
+  /** @isInt */
+  attempt?: number;
+  assignee?: string;
+  /** The scope group (a group's id) it was written inside. */
+  scope_group?: string;
+}
+
+/** A group of a run's snapshot: a step with children or a loop, and the logical nodes written inside it. */
+export interface ScopeGroup {
+  /** The group's step id (also its logical node's id). */
+  id: string;
+  title: string;
+  status: RunStepStatus;
+  /** The logical nodes written directly inside it (a nested group is one of them). */
+  node_ids: string[];
+  /** The group it is itself inside. */
+  parent?: string;
+}
+
 /** Body of `GET /workflow/{workflow_id}`: every bead of the molecule and the edges among them. */
 export interface WorkflowSnapshotResponse {
   workflow_id: string;
@@ -291,12 +321,22 @@ export interface WorkflowSnapshotResponse {
   scope_ref: string;
   beads: WorkflowBeadResponse[];
   deps: WorkflowDepResponse[];
-  logical_nodes: { [key: string]: unknown }[];
-  logical_edges: { [key: string]: unknown }[];
-  scope_groups: { [key: string]: unknown }[];
+  /**
+   * The run as its formula was written: one node per step, gate or group, the controller's own beads folded in
+   * (a step's check is part of its step; the finalize bead is the run's end, not a node).
+   */
+  logical_nodes: LogicalNode[];
+  /** Order among the logical nodes: `from` waits for `to` (a group waiting for its own members is left out). */
+  logical_edges: WorkflowDepResponse[];
+  /** The groups (steps with children, loops): which logical nodes were written inside each. */
+  scope_groups: ScopeGroup[];
   partial: boolean;
   stores_scanned: string[];
-  /** @isInt */
+  /**
+   * The seq of the last event that changed this run (one of its beads made, changed or closed): it grows only
+   * when the run changes. With `index` set to it, the request waits until the run changes again.
+   * @isInt
+   */
   snapshot_version: number;
   /**
    * The city's last event when the snapshot was taken.

@@ -54,7 +54,7 @@ export function RunView({ city, id }: { city: string; id: string }) {
         </p>
       )}
       {graph.loading && !graph.data && <Loading what="the run's graph" />}
-      {graph.data && <RunGraph snapshot={graph.data} rootId={id} />}
+      {graph.data && <RunGraph snapshot={graph.data} />}
       {graph.data && (
         <section aria-labelledby="steps-h">
           <h2 id="steps-h">Steps</h2>
