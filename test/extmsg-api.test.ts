@@ -203,6 +203,126 @@ describe('external messaging (adapters, bindings, groups, transcripts)', functio
     expect((await api.get<Transcript>('/extmsg/transcript?conversation_id=%23empty')).body.total).to.equal(1);
   });
 
+  it('attachments travel as {provider_id, url, mime_type} both ways; backfilled history is recorded as hydrated', async function () {
+    const { api } = city;
+    const register = (SupportsAttachments: boolean) =>
+      api.post('/extmsg/adapters', {
+        provider: 'chat',
+        account_id: 'bot',
+        callback_url: adapter.url,
+        capabilities: { MaxMessageLength: 0, SupportsAttachments, SupportsChildConversations: false },
+      });
+    await register(true);
+    expect((await api.post('/extmsg/bind', { conversation: room('#files'), session_id: session })).status).to.equal(
+      200,
+    );
+    const png = { provider_id: 'F1', url: 'https://files.example/a.png', mime_type: 'image/png' };
+    const message = inbound(room('#files'), 'look at this');
+    const withFile = { ...message, message: { ...message.message, attachments: [png] } };
+    const got = await api.post<{ Status: string; TranscriptEntry: { Attachments: unknown[]; Provenance: string } }>(
+      '/extmsg/inbound',
+      withFile,
+    );
+    expect(got.status, JSON.stringify(got.body)).to.equal(200);
+    expect(got.body.Status).to.equal('delivered');
+    expect(got.body.TranscriptEntry).to.deep.include({ Attachments: [png], Provenance: 'live' });
+    // The session is told what is attached and where to fetch it.
+    await waitUntil('the reply naming the file', async () =>
+      adapter.posted.find((p) => p.text.startsWith('echo: look at this') && p.text.includes(png.url)),
+    );
+    const bad = { ...message, message: { ...message.message, provider_message_id: 'bad-1', attachments: ['x'] } };
+    expect((await api.post('/extmsg/inbound', bad)).status).to.be.oneOf([400, 422]);
+
+    const pdf = { provider_id: '', url: 'https://files.example/r.pdf', mime_type: 'application/pdf' };
+    const out = await api.post<{ TranscriptEntry: { Attachments: unknown[] }; Receipt: { MessageID: string } }>(
+      '/extmsg/outbound',
+      { session_id: session, conversation: room('#files'), text: 'the report', attachments: [pdf] },
+    );
+    expect(out.status, JSON.stringify(out.body)).to.equal(200);
+    expect(out.body.TranscriptEntry.Attachments).to.deep.equal([pdf]);
+    const posted = adapter.posted.find((p) => p.message_id === out.body.Receipt.MessageID) as Posted & {
+      attachments?: unknown[];
+    };
+    expect(posted.attachments).to.deep.equal([pdf]);
+    await register(false);
+    expectProblem(
+      await api.post('/extmsg/outbound', {
+        session_id: session,
+        conversation: room('#files'),
+        text: 'again',
+        attachments: [pdf],
+      }),
+      422,
+      'validation-failed',
+    );
+
+    // History from before the adapter was connected: in the transcript, marked hydrated, given to no session.
+    const old = inbound(room('#files'), 'said last week');
+    const hydrated = await api.post<{
+      Status: string;
+      TargetSessionID: string;
+      TranscriptEntry: { Provenance: string };
+    }>('/extmsg/inbound', { ...old, provenance: 'hydrated' });
+    expect(hydrated.body).to.deep.include({ Status: 'hydrated', TargetSessionID: '' });
+    expect(hydrated.body.TranscriptEntry.Provenance).to.equal('hydrated');
+    const transcript = await api.get<{ items: { Text: string; Provenance: string }[] }>(
+      '/extmsg/transcript?conversation_id=%23files',
+    );
+    expect(transcript.body.items.map((r) => [r.Text, r.Provenance])).to.deep.include.members([
+      ['look at this', 'live'],
+      ['said last week', 'hydrated'],
+    ]);
+    const inputs = await city.api.get<{ items: { text?: string }[] }>(`/session/${session}/transcript?format=raw`);
+    expect(JSON.stringify(inputs.body)).to.not.include('said last week');
+  });
+
+  it('a binding with expires_at stops routing when it passes: it ends, says so, and the message is unbound', async function () {
+    const { api } = city;
+    expectProblem(
+      await api.post('/extmsg/bind', {
+        conversation: room('#brief'),
+        session_id: session,
+        expires_at: '2020-01-01T00:00:00Z',
+      }),
+      422,
+      'validation-failed',
+    );
+    const soon = new Date(Date.now() + 1500).toISOString();
+    const bound = await api.post<{ ExpiresAt: string }>('/extmsg/bind', {
+      conversation: room('#brief'),
+      session_id: session,
+      expires_at: soon,
+    });
+    expect(bound.status, JSON.stringify(bound.body)).to.equal(200);
+    expect(bound.body.ExpiresAt).to.equal(soon);
+    expect(
+      (await api.post<{ Status: string }>('/extmsg/inbound', inbound(room('#brief'), 'in time'))).body.Status,
+    ).to.equal('delivered');
+    const late = await waitUntil('the binding to expire', async () => {
+      const r = await api.post<{ Status: string; Reason: string }>(
+        '/extmsg/inbound',
+        inbound(room('#brief'), 'too late'),
+      );
+      return r.body.Status === 'unbound' ? r.body : undefined;
+    });
+    expect(late.Reason).to.include(`expired at ${soon}`);
+    const all = await api.get<{
+      items: {
+        Conversation: { conversation_id: string };
+        Status: string;
+        EndedAt?: string;
+        Metadata: Record<string, string>;
+      }[];
+    }>('/extmsg/bindings?all=true');
+    const ended = all.body.items.find((b) => b.Conversation.conversation_id === '#brief')!;
+    expect(ended).to.deep.include({ Status: 'ended', EndedAt: soon });
+    expect(ended.Metadata.ended_reason).to.equal('expired');
+    const active = await api.get<{ items: { Conversation: { conversation_id: string } }[] }>('/extmsg/bindings');
+    expect(active.body.items.map((b) => b.Conversation.conversation_id)).to.not.include('#brief');
+    const events = await api.events('extmsg.unbound');
+    expect(events.find((e) => e.subject === '#brief')?.payload).to.deep.include({ reason: 'expired', count: 1 });
+  });
+
   it('bindings: a rebind needs replace and makes a new generation; agents bind too; unbind ends them', async function () {
     const { api } = city;
     const other = await createSession(api, { name: 'echo', title: 'other' });

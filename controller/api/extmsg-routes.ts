@@ -118,7 +118,9 @@ export class ExtmsgRoutes extends Controller {
    * Binds a conversation to a session, or to an agent (whose running session takes its messages; one is
    * started when none runs). A conversation has one active binding: binding it elsewhere is a 409 unless
    * `replace` (a handoff: the old binding ends, the new one is the next generation). Binding it again to the same
-   * target answers the binding it has. A thread without a binding of its own goes where its room goes.
+   * target answers the binding it has. A thread without a binding of its own goes where its room goes. With
+   * `expires_at`, the binding stops routing then: it ends (`Metadata.ended_reason: expired`, `extmsg.unbound`
+   * with `reason: expired`) and a message after that is `unbound`, its reason saying the binding expired.
    * @summary Bind a conversation
    */
   @Post('extmsg/bind')
@@ -156,13 +158,14 @@ export class ExtmsgRoutes extends Controller {
    */
   @Get('extmsg/bindings')
   @Response<ErrorModel>(400, 'Invalid cursor')
-  public listBindings(
+  public async listBindings(
     @Path('cityName') _cityName: string,
     @Query() session_id?: string,
     @Query() all?: boolean,
     @Query() limit?: number,
     @Query() cursor?: string,
-  ): ListBodySessionBindingRecord {
+  ): Promise<ListBodySessionBindingRecord> {
+    await this.city.extmsg.bindings.expire();
     const items = this.city.extmsg.bindings.list({ ...(session_id ? { session_id } : {}), all: all === true });
     return pageOf(items, (b) => b.ID, 'xb', limit, cursor);
   }

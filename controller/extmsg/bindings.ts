@@ -28,6 +28,8 @@ export class Bindings {
 
   async bind(body: ExtMsgBindInputBody): Promise<SessionBindingRecord> {
     checkConversation(body.conversation, 'body.conversation');
+    const expiresAt = body.expires_at === undefined ? null : futureTime(body.expires_at, 'body.expires_at');
+    await this.expire();
     if ((body.session_id === undefined) === (body.agent_name === undefined)) {
       throw invalid('body.session_id', 'bind a session_id or an agent_name (one of them)');
     }
@@ -72,7 +74,7 @@ export class Bindings {
       BindingGeneration: Math.max(0, ...history.map((b) => b.BindingGeneration)) + 1,
       Status: 'active',
       BoundAt: new Date().toISOString(),
-      ExpiresAt: null,
+      ExpiresAt: expiresAt,
       Metadata: body.metadata ?? {},
     };
     this.o.store.addBinding(record, active ? [active] : []);
@@ -91,11 +93,43 @@ export class Bindings {
     return record;
   }
 
+  /**
+   * Ends the active bindings whose `ExpiresAt` has passed (at that time, `ended_reason: expired`), recording
+   * `extmsg.unbound` for each, and answers them. Run before anything reads bindings, so an expired binding
+   * never routes a message and the bindings list never shows it active.
+   */
+  async expire(now = Date.now()): Promise<SessionBindingRecord[]> {
+    const expired = this.o.store
+      .bindings()
+      .filter((b) => b.Status === 'active' && b.ExpiresAt !== null && Date.parse(b.ExpiresAt) <= now);
+    for (const binding of expired) {
+      binding.Metadata = { ...binding.Metadata, ended_reason: 'expired' };
+      this.o.store.endBindings([binding], binding.ExpiresAt!);
+      await this.o.log.append({
+        type: 'extmsg.unbound',
+        actor: 'ctl',
+        subject: binding.Conversation.conversation_id,
+        message: `the binding of ${binding.Conversation.conversation_id} to ${binding.SessionID || `agent ${binding.AgentName}`} expired at ${binding.ExpiresAt}`,
+        payload: { session_id: binding.SessionID, count: 1, reason: 'expired' },
+      });
+    }
+    return expired;
+  }
+
+  /** The binding of a conversation that expired most recently, if its last binding ended so. */
+  lastExpired(conversation: ConversationRef): SessionBindingRecord | undefined {
+    const key = conversationKey(conversation);
+    const history = this.o.store.bindings().filter((b) => conversationKey(b.Conversation) === key);
+    const last = history.at(-1);
+    return last?.Status === 'ended' && last.Metadata.ended_reason === 'expired' ? last : undefined;
+  }
+
   async unbind(body: ExtMsgUnbindInputBody): Promise<SessionBindingRecord[]> {
     if (!body.conversation && body.session_id === undefined && body.agent_name === undefined) {
       throw invalid('body', 'unbind a conversation, a session_id or an agent_name');
     }
     if (body.conversation) checkConversation(body.conversation, 'body.conversation');
+    await this.expire();
     const key = body.conversation ? conversationKey(body.conversation) : undefined;
     const ended = this.o.store
       .bindings()
@@ -130,7 +164,7 @@ export class Bindings {
   /** The active binding of a conversation (a thread without one of its own: its room's). */
   of(conversation: ConversationRef): SessionBindingRecord | undefined {
     const key = conversationKey(conversation);
-    const own = this.o.store.bindings().find((b) => b.Status === 'active' && conversationKey(b.Conversation) === key);
+    const own = this.o.store.bindings().find((b) => live(b) && conversationKey(b.Conversation) === key);
     if (own || conversation.kind !== 'thread' || !conversation.parent_conversation_id) return own;
     return this.of({
       ...conversation,
@@ -142,6 +176,19 @@ export class Bindings {
 
   /** The conversations a session is bound to now. */
   ofSession(sessionId: string): SessionBindingRecord[] {
-    return this.o.store.bindings().filter((b) => b.Status === 'active' && b.SessionID === sessionId);
+    return this.o.store.bindings().filter((b) => live(b) && b.SessionID === sessionId);
   }
+}
+
+/** Active and not past its expiry (which `expire` has not ended yet). */
+function live(b: SessionBindingRecord): boolean {
+  return b.Status === 'active' && (b.ExpiresAt === null || Date.parse(b.ExpiresAt) > Date.now());
+}
+
+/** An RFC 3339 time after now, as an ISO string; a 422 naming `at` otherwise. */
+function futureTime(value: string, at: string): string {
+  const ms = typeof value === 'string' && /^\d{4}-\d\d-\d\dT/.test(value) ? Date.parse(value) : Number.NaN;
+  if (Number.isNaN(ms)) throw invalid(at, `${JSON.stringify(value)} is not an RFC 3339 time`);
+  if (ms <= Date.now()) throw invalid(at, `${value} has passed: a binding must expire in the future`);
+  return new Date(ms).toISOString();
 }

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import type { ConversationRef } from '../../shared/dto/extmsg.js';
+import type { ConversationRef, ExternalAttachment } from '../../shared/dto/extmsg.js';
 import { Problem } from '../../shared/http/problem.js';
 
 const KINDS = new Set(['dm', 'room', 'thread']);
@@ -14,6 +14,31 @@ export function checkConversation(c: ConversationRef | undefined, at: string): a
   if (c.kind === 'thread' && !c.parent_conversation_id) {
     throw invalid(`${at}.parent_conversation_id`, 'a thread names its room (parent_conversation_id)');
   }
+}
+
+const MAX_ATTACHMENTS = 32;
+
+/**
+ * Attachments as the reference's adapters send them — `{provider_id, url, mime_type}` objects — each with a URL
+ * (http, https, or the chat system's own scheme); a 422 naming the one at fault otherwise. Answers them as kept.
+ */
+export function checkAttachments(list: ExternalAttachment[] | undefined, at: string): ExternalAttachment[] {
+  if (list === undefined || list === null) return [];
+  if (!Array.isArray(list)) throw invalid(at, 'attachments is a list of {provider_id, url, mime_type}');
+  if (list.length > MAX_ATTACHMENTS) throw invalid(at, `at most ${MAX_ATTACHMENTS} attachments`);
+  return list.map((a, i) => {
+    const where = `${at}[${i}]`;
+    if (!a || typeof a !== 'object' || Array.isArray(a)) {
+      throw invalid(where, 'an attachment is an object {provider_id, url, mime_type}');
+    }
+    if (typeof a.url !== 'string' || !/^[a-z][a-z0-9+.-]*:\S+$/i.test(a.url)) {
+      throw invalid(`${where}.url`, 'url is required: where the file can be fetched');
+    }
+    for (const key of ['provider_id', 'mime_type'] as const) {
+      if (a[key] !== undefined && typeof a[key] !== 'string') throw invalid(`${where}.${key}`, `${key} is a string`);
+    }
+    return { provider_id: a.provider_id ?? '', url: a.url, mime_type: a.mime_type ?? '' };
+  });
 }
 
 /**

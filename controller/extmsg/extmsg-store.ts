@@ -6,6 +6,7 @@ import type {
   ConversationGroupRecord,
   ConversationRef,
   ConversationTranscriptRecord,
+  ExternalAttachment,
   OutboundResult,
   SessionBindingRecord,
 } from '../../shared/dto/extmsg.js';
@@ -35,6 +36,8 @@ export interface PendingDelivery {
   attempts: number;
   next_at: number;
   reply_to_message_id?: string;
+  /** Sent with the last part. */
+  attachments?: ExternalAttachment[];
 }
 
 /** One message from a person and what it set off: how far sessions may answer each other because of it. */
@@ -118,7 +121,7 @@ export class ExtmsgStore {
       for (const line of readFileSync(this.transcriptPath, 'utf8').split('\n')) {
         if (!line.trim()) continue;
         try {
-          this.index(JSON.parse(line) as ConversationTranscriptRecord);
+          this.index(upgraded(JSON.parse(line) as ConversationTranscriptRecord));
         } catch {
           // A line torn by a crash mid-write: the messages around it still count.
         }
@@ -325,4 +328,14 @@ export class ExtmsgStore {
 function dropOldest(byKey: Record<string, unknown>): void {
   const keys = Object.keys(byKey);
   for (const old of keys.slice(0, Math.max(0, keys.length - KEPT))) delete byKey[old];
+}
+
+/** A record written before attachments were objects (a bare URL each) reads as the objects they are now. */
+function upgraded(record: ConversationTranscriptRecord): ConversationTranscriptRecord {
+  const list = (record.Attachments ?? []) as (ExternalAttachment | string)[];
+  if (!list.some((a) => typeof a === 'string')) return record;
+  return {
+    ...record,
+    Attachments: list.map((a) => (typeof a === 'string' ? { provider_id: '', url: a, mime_type: '' } : a)),
+  };
 }

@@ -1,4 +1,6 @@
 import type {
+  ConversationRef,
+  ExternalAttachment,
   ExtMsgInboundInputBody,
   GroupRouteDecision,
   InboundResult,
@@ -10,7 +12,7 @@ import type { Session } from '../sessions/session.js';
 import type { SessionService } from '../sessions/session-service.js';
 import type { Adapters } from './adapters.js';
 import type { Bindings } from './bindings.js';
-import { checkConversation, invalid } from './extmsg-checks.js';
+import { checkAttachments, checkConversation, invalid } from './extmsg-checks.js';
 import type { ExtmsgStore } from './extmsg-store.js';
 import { MENTION, type Groups } from './groups.js';
 import type { Replies } from './replies.js';
@@ -51,7 +53,13 @@ export class Inbound {
     if (message.text.length > MAX_INBOUND_CHARS) {
       throw invalid('body.message.text', `text is longer than ${MAX_INBOUND_CHARS} characters`);
     }
+    const attachments = checkAttachments(message.attachments, 'body.message.attachments');
+    const provenance = body.provenance ?? 'live';
+    if (provenance !== 'live' && provenance !== 'hydrated') {
+      throw invalid('body.provenance', 'provenance is live or hydrated');
+    }
     this.o.adapters.require(provider, accountId);
+    await this.o.bindings.expire();
     const dedup = `${provider}|${accountId}|${message.dedup_key ?? message.provider_message_id}`;
     const seen = this.o.store.seenInbound(dedup);
     if (seen) {
@@ -66,6 +74,7 @@ export class Inbound {
         TargetAgentName: seen.Metadata.target_agent ?? '',
       };
     }
+    if (provenance === 'hydrated') return this.hydrate(body, dedup, attachments);
     // Where it goes: a group's addressed (or default) participant, else the conversation's binding (a thread
     // without one of its own goes where its room goes).
     let route: GroupRouteDecision | null = null;
@@ -113,7 +122,7 @@ export class Inbound {
         ? `the group has no participant for ${message.explicit_target ?? 'an untargeted message'}`
         : target.binding
           ? `the session bound to it (${target.binding.SessionID || target.binding.AgentName}) is not running`
-          : `${message.conversation.conversation_id} is bound to no session or agent (POST /extmsg/bind)`;
+          : this.unboundReason(message.conversation);
     const entry = this.o.store.append(
       {
         Conversation: message.conversation,
@@ -124,7 +133,7 @@ export class Inbound {
         Text: message.text,
         ExplicitTarget: message.explicit_target ?? '',
         ReplyToMessageID: message.reply_to_message_id ?? '',
-        Attachments: message.attachments ?? [],
+        Attachments: attachments,
         SourceSessionID: '',
         CreatedAt: new Date().toISOString(),
         Metadata: {
@@ -138,10 +147,16 @@ export class Inbound {
       dedup,
     );
     if (session) {
-      this.o.replies.submit(session, text, message.conversation, message.provider_message_id, {
-        peer_deliveries: 0,
-        publishes_by_session: {},
-      });
+      this.o.replies.submit(
+        session,
+        withAttachments(text, attachments),
+        message.conversation,
+        message.provider_message_id,
+        {
+          peer_deliveries: 0,
+          publishes_by_session: {},
+        },
+      );
     }
     await this.o.log.append({
       type: 'extmsg.inbound',
@@ -169,6 +184,69 @@ export class Inbound {
     };
   }
 
+  /** Why a message of a conversation without a binding goes nowhere: it never had one, or it expired. */
+  private unboundReason(conversation: ConversationRef): string {
+    const expired = this.o.bindings.lastExpired(conversation);
+    if (expired) {
+      return `the binding of ${conversation.conversation_id} to ${expired.SessionID || `agent ${expired.AgentName}`} expired at ${expired.ExpiresAt} (POST /extmsg/bind to bind it again)`;
+    }
+    return `${conversation.conversation_id} is bound to no session or agent (POST /extmsg/bind)`;
+  }
+
+  /** Backfilled history: recorded in the transcript as `hydrated`, delivered to no one. */
+  private async hydrate(
+    body: ExtMsgInboundInputBody,
+    dedup: string,
+    attachments: ExternalAttachment[],
+  ): Promise<InboundResult> {
+    const message = body.message;
+    const entry = this.o.store.append(
+      {
+        Conversation: message.conversation,
+        Kind: 'inbound',
+        Provenance: 'hydrated',
+        ProviderMessageID: message.provider_message_id,
+        Actor: message.actor,
+        Text: message.text,
+        ExplicitTarget: message.explicit_target ?? '',
+        ReplyToMessageID: message.reply_to_message_id ?? '',
+        Attachments: attachments,
+        SourceSessionID: '',
+        // Its place in time is when it was written in the chat system, not when it reached the city.
+        CreatedAt: message.received_at,
+        Metadata: {
+          received_at: message.received_at,
+          status: 'hydrated',
+          ...(body.payload !== undefined ? { payload: body.payload } : {}),
+        },
+      },
+      dedup,
+    );
+    await this.o.log.append({
+      type: 'extmsg.inbound',
+      actor: message.actor.id,
+      subject: message.conversation.conversation_id,
+      payload: {
+        provider: message.conversation.provider,
+        conversation_id: message.conversation.conversation_id,
+        actor: message.actor.display_name || message.actor.id,
+        target_session: '',
+        status: 'hydrated',
+        sequence: entry.Sequence,
+      },
+    });
+    return {
+      Status: 'hydrated',
+      Reason: 'backfilled history: recorded, not delivered',
+      Message: message,
+      Binding: null,
+      GroupRoute: null,
+      TranscriptEntry: entry,
+      TargetSessionID: '',
+      TargetAgentName: '',
+    };
+  }
+
   /** An agent binding's session: its first open one, else one started for it. */
   private agentTarget(name: string): { session?: Session; agent?: AgentDefinition } {
     const agent = this.o.agent(name);
@@ -178,4 +256,13 @@ export class Inbound {
     if (!agent.available) return { agent };
     return { session: this.o.sessions.startAgentSession(agent, 'woken by an external message'), agent };
   }
+}
+
+/**
+ * The text a session is given: the message, then its attachments (type and where to fetch each) on the same
+ * line, so a line-based agent reads them as part of the one message.
+ */
+export function withAttachments(text: string, attachments: readonly ExternalAttachment[]): string {
+  if (attachments.length === 0) return text;
+  return `${text} [attached: ${attachments.map((a) => `${a.mime_type || 'file'} ${a.url}`).join(', ')}]`;
 }

@@ -100,6 +100,9 @@ export class OutboundDelivery {
             parts: pending.parts.length,
             session_id: pending.session_id,
             ...(pending.reply_to_message_id ? { reply_to_message_id: pending.reply_to_message_id } : {}),
+            ...(pending.attachments && pending.sent === pending.parts.length - 1
+              ? { attachments: pending.attachments }
+              : {}),
           },
           this.o.logger,
         );

@@ -3,7 +3,7 @@ import type { ExtMsgOutboundInputBody, OutboundResult } from '../../shared/dto/e
 import type { SessionService } from '../sessions/session-service.js';
 import type { Adapters } from './adapters.js';
 import type { Bindings } from './bindings.js';
-import { checkConversation, invalid, splitMessage } from './extmsg-checks.js';
+import { checkAttachments, checkConversation, invalid, splitMessage } from './extmsg-checks.js';
 import { conversationKey, type ExtmsgStore, type PendingDelivery } from './extmsg-store.js';
 import type { OutboundDelivery } from './outbound-delivery.js';
 
@@ -28,6 +28,8 @@ export class Outbound {
       const earlier = this.o.store.outboundResult(body.idempotency_key);
       if (earlier) return earlier;
     }
+    const attachments = checkAttachments(body.attachments, 'body.attachments');
+    await this.o.bindings.expire();
     const session = this.o.sessions.find(body.session_id);
     let conversation = body.conversation;
     if (conversation) checkConversation(conversation, 'body.conversation');
@@ -43,6 +45,12 @@ export class Outbound {
     }
     if (body.text.trim() === '') throw invalid('body.text', 'text is empty');
     const adapter = this.o.adapters.require(conversation.provider, conversation.account_id);
+    if (attachments.length > 0 && !adapter.capabilities?.SupportsAttachments) {
+      throw invalid(
+        'body.attachments',
+        `the ${adapter.provider} adapter does not take attachments (its capabilities say SupportsAttachments: false)`,
+      );
+    }
     const max = adapter.capabilities?.MaxMessageLength ?? 0;
     const parts = splitMessage(body.text, max);
     const messageId = `out-${randomBytes(8).toString('hex')}`;
@@ -56,7 +64,7 @@ export class Outbound {
       Text: body.text,
       ExplicitTarget: '',
       ReplyToMessageID: body.reply_to_message_id ?? '',
-      Attachments: [],
+      Attachments: attachments,
       SourceSessionID: session.id,
       CreatedAt: new Date().toISOString(),
       Metadata: { parts: String(parts.length) },
@@ -72,6 +80,7 @@ export class Outbound {
       attempts: 0,
       next_at: Date.now(),
       ...(body.reply_to_message_id ? { reply_to_message_id: body.reply_to_message_id } : {}),
+      ...(attachments.length > 0 ? { attachments } : {}),
     };
     const first = await this.o.delivery.deliver(pending);
     const result: OutboundResult = {

@@ -87,8 +87,10 @@ export interface SessionBindingRecord {
   AgentName: string;
   /** Counts the conversation's bindings: a rebind (`replace`) makes the next one. @isInt */
   BindingGeneration: number;
+  /** `ended` once unbound, taken over, or past `ExpiresAt`. */
   Status: 'active' | 'ended';
   BoundAt: string;
+  /** When it stops routing (it is then ended, and `Metadata.ended_reason` is `expired`); null: it does not. */
   ExpiresAt: string | null;
   EndedAt?: string;
   Metadata: { [key: string]: string };
@@ -101,6 +103,8 @@ export interface ExtMsgBindInputBody {
   agent_name?: string;
   /** Take the conversation over from the binding it has (a new generation) instead of a 409. */
   replace?: boolean;
+  /** When the binding stops routing: an RFC 3339 time in the future. It never expires without one. */
+  expires_at?: string;
   metadata?: { [key: string]: string };
 }
 
@@ -184,6 +188,16 @@ export interface ExtMsgParticipantRemoveInputBody {
   handle: string;
 }
 
+/** A file attached to a message, as the chat system holds it (the city keeps the reference, not the bytes). */
+export interface ExternalAttachment {
+  /** The chat system's id of the file. */
+  provider_id: string;
+  /** Where the file can be fetched. @minLength 1 */
+  url: string;
+  /** Its media type (`image/png`, …); empty when the chat system did not say. */
+  mime_type: string;
+}
+
 /** Who wrote a message. */
 export interface ExternalActor {
   id: string;
@@ -202,7 +216,8 @@ export interface ExternalInboundMessage {
   /** A handle it is addressed to (else one named `@handle` at its start, else the default). */
   explicit_target?: string;
   reply_to_message_id?: string;
-  attachments?: string[];
+  /** Files attached to it: kept in the transcript, and listed (type and URL) in what the session is given. */
+  attachments?: ExternalAttachment[];
   /** Used instead of provider_message_id to spot a repeat, when given. */
   dedup_key?: string;
 }
@@ -213,6 +228,11 @@ export interface ExtMsgInboundInputBody {
   message: ExternalInboundMessage;
   /** The chat system's raw payload, kept in the transcript entry's metadata. */
   payload?: string;
+  /**
+   * `live` (the default): a message as it arrives, routed to a session. `hydrated`: history the adapter
+   * backfills (messages from before it was connected): recorded in the transcript in order, never delivered.
+   */
+  provenance?: 'live' | 'hydrated';
 }
 
 export interface ConversationTranscriptRecord {
@@ -223,13 +243,14 @@ export interface ConversationTranscriptRecord {
   /** Its place in the conversation, from 1, gap-free. @isInt */
   Sequence: number;
   Kind: 'inbound' | 'outbound';
+  /** `live` (captured as it happened) or `hydrated` (history an adapter backfilled; never delivered). */
   Provenance: 'live' | 'hydrated';
   ProviderMessageID: string;
   Actor: ExternalActor;
   Text: string;
   ExplicitTarget: string;
   ReplyToMessageID: string;
-  Attachments: string[];
+  Attachments: ExternalAttachment[];
   SourceSessionID: string;
   CreatedAt: string;
   Metadata: { [key: string]: string };
@@ -244,8 +265,11 @@ export interface GroupRouteDecision {
 }
 
 export interface InboundResult {
-  /** `delivered` (to a session), `unbound` (recorded; no session takes it), or `duplicate` (recorded before). */
-  Status: 'delivered' | 'unbound' | 'duplicate';
+  /**
+   * `delivered` (to a session), `unbound` (recorded; no session takes it — the reason says why, an expired
+   * binding included), `duplicate` (recorded before), or `hydrated` (backfilled history, recorded only).
+   */
+  Status: 'delivered' | 'unbound' | 'duplicate' | 'hydrated';
   Reason: string;
   Message: ExternalInboundMessage;
   Binding: SessionBindingRecord | null;
@@ -262,6 +286,8 @@ export interface ExtMsgOutboundInputBody {
   conversation?: ConversationRef;
   text: string;
   reply_to_message_id?: string;
+  /** Files to post with it (the adapter must declare `SupportsAttachments`); sent with the message's last part. */
+  attachments?: ExternalAttachment[];
   /** A repeat with the same key answers the first result and posts nothing. */
   idempotency_key?: string;
 }
@@ -342,6 +368,8 @@ export interface UnboundEventPayload {
   session_id: string;
   /** @isInt */
   count: number;
+  /** `expired` when its `ExpiresAt` passed (no one unbound it). */
+  reason?: string;
 }
 
 /** Payload of `extmsg.group_created`. */
@@ -358,7 +386,7 @@ export interface InboundEventPayload {
   actor: string;
   target_session: string;
   target_agent?: string;
-  status: 'delivered' | 'unbound' | 'duplicate';
+  status: 'delivered' | 'unbound' | 'duplicate' | 'hydrated';
   /** @isInt */
   sequence: number;
 }
