@@ -125,6 +125,40 @@ protocol = "acp"
       'end_turn',
     ]);
     expect((await session(api, id)).last_output).to.equal('You said: hello there\nYou said: and again');
+
+    // format=structured: the reference's typed messages; the agent's reasoning given only when asked for.
+    await deliver(api, id, 'think: weigh it first');
+    await waitForTurn(api, id, 'assistant', 'You said: think: weigh it first');
+    type Structured = {
+      format: string;
+      schema_version: string;
+      operation: string;
+      history: { transcript_stream_id: string; cursor: { resume_token: string }; tail_state: { activity: string } };
+      structured_messages: { role: string; status: string; blocks: Record<string, unknown>[]; turn?: number }[];
+      pagination: { last_seq: number };
+    };
+    const get = async (query: string) =>
+      (await api.get<Structured>(`/session/${id}/transcript?format=structured${query}`)).body;
+    const plain = await get('');
+    expect(plain).to.include({ format: 'structured', schema_version: 'session.structured.v1', operation: 'snapshot' });
+    expect(plain.history.transcript_stream_id).to.equal(id);
+    expect(plain.history.cursor.resume_token).to.equal(String(plain.pagination.last_seq));
+    expect(plain.structured_messages.map((m) => [m.role, m.status, m.turn])).to.deep.equal([
+      ['user', 'final', 1],
+      ['assistant', 'final', 1],
+      ['user', 'final', 2],
+      ['assistant', 'final', 2],
+      ['user', 'final', 3],
+      ['assistant', 'final', 3],
+    ]);
+    expect(plain.structured_messages[1].blocks).to.deep.equal([{ type: 'text', text: 'You said: hello there' }]);
+    expect(plain.structured_messages[5].blocks).to.deep.equal([
+      { type: 'thinking' },
+      { type: 'text', text: 'You said: think: weigh it first' },
+    ]);
+    const thinking = await get('&include_thinking=true');
+    expect(thinking.structured_messages[5].blocks[0]).to.deep.equal({ type: 'thinking', thinking: 'weigh it first' });
+    expectProblem(await api.get(`/session/${id}/transcript?format=threaded`), 422, 'validation-failed');
   });
 
   it('a permission request is pending; allow and deny each reach the agent; answering one no longer pending is a 409', async function () {

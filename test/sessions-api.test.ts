@@ -209,6 +209,20 @@ describe('sessions (real controller, real agent programs on the pipe runtime)', 
       expect(second.items[0].id).to.not.equal(first.items[0].id);
       expectProblem(await api.get('/sessions?cursor=nonsense'), 400, 'invalid-cursor');
       expectProblem(await api.get('/sessions?state=sideways'), 422, 'validation-failed');
+
+      // peek: each running program's last lines now, as GET /session/{id}?peek=true gives them.
+      await deliver(api, id, 'flood 12');
+      await waitForTurn(api, id, 'assistant', /line 11 of a flood of output$/);
+      type Peeked = { items: { id: string; last_output?: string }[] };
+      const mine = (list: Peeked) => list.items.find((s) => s.id === id)!;
+      const plain = mine((await api.get<Peeked>('/sessions?template=echo')).body);
+      expect(plain.last_output).to.include('line 0 of a flood of output');
+      const peeked = mine((await api.get<Peeked>('/sessions?template=echo&peek=true&peek_lines=3')).body);
+      expect(peeked.last_output?.split('\n')).to.deep.equal([9, 10, 11].map((i) => `line ${i} of a flood of output`));
+      expect(
+        mine((await api.get<Peeked>('/sessions?template=echo&peek=true')).body).last_output?.split('\n'),
+      ).to.have.length(5);
+      expectProblem(await api.get('/sessions?peek=true&peek_lines=0'), 422, 'validation-failed');
     });
 
     it('renames, and changes alias and title (session.updated); an alias already in use is a 409', async function () {

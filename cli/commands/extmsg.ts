@@ -1,6 +1,7 @@
 import type { ConversationTranscriptRecord, ExtmsgAdapterInfo, SessionBindingRecord } from '../../shared/dto/extmsg.js';
 import { call, CSRF } from '../_api.js';
 import { command, group } from '../_command.js';
+import { parseFlagDuration } from '../../shared/duration.js';
 import { CliError } from '../_errors.js';
 import { inCityFlags } from '../_flags.js';
 import { json, line, table } from '../_output.js';
@@ -75,16 +76,29 @@ const bind = command({
   examples: [
     "ctl extmsg bind --provider irc --account ctl-bot --scope irc.example --conversation '#ops' --agent worker",
     "ctl extmsg bind --provider irc --account ctl-bot --scope irc.example --conversation '#ops' --session s-12 --replace",
+    "ctl extmsg bind --provider irc --account ctl-bot --scope irc.example --conversation '#standup' --agent worker --for 1h",
   ],
   args: {
     ...conversationFlags,
     session: { type: 'string', description: 'A session (id or name)', valueHint: 'ID' },
     agent: { type: 'string', description: 'An agent (its running session takes the messages)', valueHint: 'NAME' },
     replace: { type: 'boolean', description: 'Take the conversation over from its binding' },
+    for: { type: 'string', description: 'End the binding after this long (30m, 8h, …)', valueHint: 'DURATION' },
     ...inCityFlags,
   },
   async run({ args: a }) {
     if (!a.session === !a.agent) throw new CliError('--session or --agent is required (one of them)');
+    let expiresAt: string | undefined;
+    if (a.for !== undefined) {
+      let ms: number;
+      try {
+        ms = parseFlagDuration(a.for);
+      } catch (err) {
+        throw new CliError(`invalid --for: ${(err as Error).message}`);
+      }
+      if (ms <= 0) throw new CliError('invalid --for: must be longer than nothing');
+      expiresAt = new Date(Date.now() + ms).toISOString();
+    }
     const { api, city } = await inCity(a);
     const { data } = await call(
       api,
@@ -94,12 +108,13 @@ const bind = command({
           conversation: conversationOf(a),
           ...(a.session ? { session_id: a.session } : { agent_name: a.agent }),
           ...(a.replace ? { replace: true } : {}),
+          ...(expiresAt ? { expires_at: expiresAt } : {}),
         },
       }),
     );
     if (a.json) return json(data);
     line(
-      `Bound ${data.Conversation.conversation_id} to ${data.SessionID || `agent ${data.AgentName}`} (generation ${data.BindingGeneration})`,
+      `Bound ${data.Conversation.conversation_id} to ${data.SessionID || `agent ${data.AgentName}`} (generation ${data.BindingGeneration}${data.ExpiresAt ? `, until ${data.ExpiresAt}` : ''})`,
     );
   },
 });

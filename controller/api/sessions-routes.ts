@@ -42,27 +42,38 @@ export class SessionsRoutes extends Controller {
 
   /**
    * The city's sessions, newest first: those not closed, or with `state` only those in it (`closed` and `all`
-   * include closed ones).
+   * include closed ones). With `peek`, each running session's `last_output` is what its program shows now, its
+   * last `peek_lines` lines (a terminal session's screen; the latest output of the others), as
+   * `GET /session/{id}?peek=true` gives it; a session not running keeps its last output as it was.
    * @summary List sessions
    * @param state A lifecycle state (`active`, `asleep`, …), `closed`, or `all`.
    * @param template Only sessions of this agent or provider.
    * @param limit Page size, 1–1000 (default 100; 0 means the default).
    * @param cursor `next_cursor` of the previous page.
+   * @param peek Read what each running program shows now into `last_output`.
+   * @param peek_lines How many lines `peek` reads (1–10000, default 5).
    * @isInt limit
    * @minimum limit 0
    * @maximum limit 1000
+   * @isInt peek_lines
+   * @minimum peek_lines 1
+   * @maximum peek_lines 10000
    */
   @Get('sessions')
   @Response<ErrorModel>(400, 'Invalid cursor')
-  @Response<ErrorModel>(422, 'Invalid limit or state')
-  public listSessions(
+  @Response<ErrorModel>(422, 'Invalid limit, state or peek_lines')
+  public async listSessions(
     @Path() cityName: string,
     @Query() state?: SessionState | 'all',
     @Query() template?: string,
     @Query() limit?: number,
     @Query() cursor?: string,
-  ): ListBodySessionResponse {
-    return this.city.sessions.list({ state, template, limit: limit || 100, cursor });
+    @Query() peek?: boolean,
+    @Query() peek_lines?: number,
+  ): Promise<ListBodySessionResponse> {
+    const page = this.city.sessions.list({ state, template, limit: limit || 100, cursor });
+    if (peek) page.items = await this.city.sessions.peekAll(page.items, peek_lines ?? 5);
+    return page;
   }
 
   /**
@@ -310,10 +321,14 @@ export class SessionsRoutes extends Controller {
 
   /**
    * The session's own transcript: `format=conversation` (turns: role, text, time; a reply's pieces joined per
-   * turn) or `raw` (the entries as stored). The newest `tail` entries (default 100, at most 1000), those before
+   * turn), `raw` (the entries as stored), or `structured` (the reference's `session.structured.v1`: messages of
+   * typed blocks — text, thinking, tool_use, tool_result, interaction — with the page's `history`: the cursor to go
+   * on from, compactions, open tool calls, a pending question). A `thinking` block's text and signature are given
+   * only with `include_thinking=true`; the block stays, redacted, otherwise. The newest `tail` entries (default 100, at most 1000), those before
    * seq `before`, or those after seq `after`.
    * @summary Get a session's transcript
-   * @param format `conversation` (default) or `raw`.
+   * @param format `conversation` (default), `raw` or `structured`.
+   * @param include_thinking `structured`: give thinking blocks' text and signature (default false: redacted).
    * @param tail How many entries.
    * @param before Entries with a seq below this.
    * @param after Entries with a seq above this (oldest first).
@@ -330,12 +345,19 @@ export class SessionsRoutes extends Controller {
   public getTranscript(
     @Path() cityName: string,
     @Path() id: string,
-    @Query() format?: 'conversation' | 'raw',
+    @Query() format?: 'conversation' | 'raw' | 'structured',
     @Query() tail?: number,
     @Query() before?: number,
     @Query() after?: number,
+    @Query() include_thinking?: boolean,
   ): SessionTranscriptResponse {
-    return this.city.sessions.transcript(id, { format, tail, before, after });
+    return this.city.sessions.transcript(id, {
+      format,
+      tail,
+      before,
+      after,
+      ...(include_thinking ? { includeThinking: true } : {}),
+    });
   }
 
   /**

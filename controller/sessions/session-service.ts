@@ -26,7 +26,7 @@ import { canRun } from './runtimes.js';
 import { Session, type SessionContext } from './session.js';
 import { isDormant, wakesOnMessage } from './session-states.js';
 import type { SessionRecord } from './session-store.js';
-import { conversation, toEntry } from './transcript.js';
+import { transcriptPage, type TranscriptQuery } from './transcript-page.js';
 import type { SessionWorktrees } from '../worktrees/session-worktrees.js';
 
 /** `req-` + 24 lowercase hex characters, as every asynchronous request's id. */
@@ -34,10 +34,8 @@ function newRequestId(): string {
   return `req-${randomBytes(12).toString('hex')}`;
 }
 
-const TRANSCRIPT_DEFAULT = 100;
 /** How many closed sessions stay at hand. */
 const CLOSED_KEPT = 32;
-const TRANSCRIPT_MAX = 1000;
 
 /** Whether sessions of this provider can ask questions or request permissions (and so have `pending`). */
 function canAsk(provider: ResolvedProvider | undefined): boolean {
@@ -161,6 +159,18 @@ export class SessionService {
   async peek(idOrName: string, lines: number): Promise<SessionResponse> {
     const session = this.find(idOrName);
     return this.withWorktreeState(session, await session.peekView(lines));
+  }
+
+  /** The views with what each running program shows now (its screen, or its latest output's last lines). */
+  peekAll(views: SessionResponse[], lines: number): Promise<SessionResponse[]> {
+    return Promise.all(
+      views.map(async (view) => {
+        const session = this.sessions.get(view.id);
+        if (!session?.running) return view;
+        const peeked = await session.peekView(lines);
+        return { ...view, ...(peeked.last_output ? { last_output: peeked.last_output } : {}) };
+      }),
+    );
   }
 
   private async withWorktreeState(session: Session, view: SessionResponse): Promise<SessionResponse> {
@@ -382,39 +392,8 @@ export class SessionService {
     return body;
   }
 
-  transcript(
-    idOrName: string,
-    query: { format?: 'conversation' | 'raw'; tail?: number; before?: number; after?: number },
-  ): SessionTranscriptResponse {
-    const session = this.find(idOrName);
-    const limit = Math.min(query.tail || TRANSCRIPT_DEFAULT, TRANSCRIPT_MAX);
-    const head = session.transcript.head();
-    let records;
-    let hasOlder: boolean;
-    if (query.after !== undefined) {
-      records = session.transcript.after(query.after, limit);
-      hasOlder = (records[0]?.seq ?? query.after + 1) > 1;
-    } else {
-      const page = session.transcript.tail(limit, query.before);
-      records = page.entries;
-      hasOlder = page.more;
-    }
-    const format = query.format ?? 'conversation';
-    const body: SessionTranscriptResponse = {
-      id: session.id,
-      template: session.record.template,
-      provider: session.record.provider,
-      format,
-      pagination: {
-        first_seq: records[0]?.seq ?? 0,
-        last_seq: records.at(-1)?.seq ?? 0,
-        has_older: hasOlder,
-        head,
-      },
-    };
-    if (format === 'raw') body.messages = records.map(toEntry);
-    else body.turns = conversation(records);
-    return body;
+  transcript(idOrName: string, query: TranscriptQuery): SessionTranscriptResponse {
+    return transcriptPage(this.find(idOrName), query);
   }
 
   /** Open sessions whose program runs: for the city status. */

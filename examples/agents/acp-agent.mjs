@@ -8,6 +8,7 @@
 //                        denied, it says so. It never runs anything: it only reports what it would have run.
 //   "slow: <text>"     → streams <text> a word every 200 ms; session/cancel stops it (stopReason `cancelled`)
 //   "recall"           → repeats the first message of the conversation (it survives session/load)
+//   "think: <text>"    → reports <text> as its reasoning (agent_thought_chunk), then answers as any message
 //
 // Conversations are kept in $ACP_AGENT_STATE (default: a directory under the temp dir), one JSON Lines file per
 // session, so it advertises loadSession: a loaded session replays its history as session/update notifications.
@@ -109,6 +110,13 @@ async function prompt({ params, client }) {
     } else if (text.startsWith('slow: ')) {
       reply = text.slice(6);
       await stream(client, params.sessionId, reply, turn.signal, 200);
+    } else if (text.startsWith('think: ')) {
+      await update(client, params.sessionId, {
+        sessionUpdate: 'agent_thought_chunk',
+        content: { type: 'text', text: text.slice(7) },
+      });
+      reply = `You said: ${text}`;
+      await stream(client, params.sessionId, reply, turn.signal);
     } else if (text === 'recall') {
       reply = `You first said: ${session.history.find((m) => m.role === 'user').text}`;
       await stream(client, params.sessionId, reply, turn.signal);

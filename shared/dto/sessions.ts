@@ -1,4 +1,5 @@
 import type { Bead } from './beads.js';
+import type { StructuredHistory, StructuredMessage } from './structured-transcript.js';
 import type { Message } from './mail.js';
 import type { SessionUsageTotals } from './usage.js';
 
@@ -436,11 +437,18 @@ export interface SessionTranscriptResponse {
   id: string;
   template: string;
   provider: string;
-  format: 'conversation' | 'raw';
+  format: 'conversation' | 'raw' | 'structured';
   /** `format=conversation`. */
   turns?: SessionTurn[];
   /** `format=raw`: the entries as stored. */
   messages?: TranscriptEntry[];
+  /** `format=structured`: `session.structured.v1`. */
+  schema_version?: 'session.structured.v1';
+  /** `format=structured`: always `snapshot` (the stream carries what follows). */
+  operation?: 'snapshot';
+  history?: StructuredHistory;
+  /** `format=structured`: the messages, as typed blocks. */
+  structured_messages?: StructuredMessage[];
   pagination: TranscriptPagination;
 }
 

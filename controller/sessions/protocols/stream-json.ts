@@ -17,6 +17,9 @@ interface ContentBlock {
   type?: string;
   text?: string;
   name?: string;
+  /** `thinking`: the reasoning and its signature. */
+  thinking?: string;
+  signature?: string;
   id?: string;
   input?: unknown;
   tool_use_id?: string;
@@ -218,7 +221,10 @@ export class StreamJsonProtocol implements Protocol {
           if (block.type === 'text' && block.text && frame.message?.model === SYNTHETIC_MODEL) {
             this.sink.output('error', block.text);
           } else if (block.type === 'text' && block.text) this.sink.output('assistant', block.text, { frame });
-          else if (block.type === 'tool_use') {
+          else if (block.type === 'thinking' && block.thinking) {
+            // Its reasoning: kept in the transcript (structured transcripts give it on request), not its reply.
+            this.sink.output('thought', block.thinking, block.signature ? { signature: block.signature } : {});
+          } else if (block.type === 'tool_use') {
             this.sink.output('tool_call', `${block.name ?? 'tool'} ${describe(block.input)}`, {
               tool_use_id: block.id,
               name: block.name,
