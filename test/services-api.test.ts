@@ -7,7 +7,8 @@ import { packageRoot } from '../shared/paths.js';
 import { expectProblem } from './helpers/city-api.js';
 import { expectFailure, expectSuccess } from './helpers/cli.js';
 import { isAlive, processesMentioning } from './helpers/processes.js';
-import { request } from 'node:http';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { startSessionCity, type SessionCity } from './helpers/sessions.js';
 import { CSRF, tempDir } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
@@ -25,6 +26,8 @@ interface Service {
   reason?: string;
   next_start_at?: string;
   mount_path: string;
+  updated_at: string;
+  health_path?: string;
 }
 
 /** The messages a WebSocket receives until it has `count` of them. */
@@ -61,8 +64,14 @@ describe('workspace services (real programs, HTTP, SSE and WebSocket through svc
   let city: SessionCity;
   let sick: string;
   const pids: number[] = [];
+  /** A service somebody else runs: its health answers `remoteHealth`. */
+  let remoteHealth = 200;
+  let remote: Server;
 
   before(async function () {
+    remote = createServer((req, res) => res.writeHead(req.url === '/api/ok' ? remoteHealth : 404).end());
+    await new Promise<void>((resolve) => remote.listen(0, '127.0.0.1', resolve));
+    const remotePort = (remote.address() as AddressInfo).port;
     sick = join(tempDir('ctl-svc-'), 'sick');
     const node = JSON.stringify(process.execPath);
     city = await startSessionCity(
@@ -70,11 +79,13 @@ describe('workspace services (real programs, HTTP, SSE and WebSocket through svc
       `\n[[service]]\nname = "web"\ncommand = ${JSON.stringify(`${node} ${SERVICE}`)}\nhealth = "/healthz"\nhealth_interval = "300ms"\nenv = { UNHEALTHY_FILE = ${JSON.stringify(sick)} }\n` +
         `\n[[service]]\nname = "sock"\ncommand = ${JSON.stringify(`${node} ${SERVICE}`)}\nsocket = "sock.sock"\n` +
         `\n[[service]]\nname = "flaky"\ncommand = "echo starting; exit 3"\n` +
-        `\n[[service]]\nname = "ext"\nurl = "http://127.0.0.1:9"\n`,
+        `\n[[service]]\nname = "ext"\nurl = "http://127.0.0.1:9"\n` +
+        `\n[[service]]\nname = "remote"\nurl = "http://127.0.0.1:${remotePort}/api"\nhealth = "/ok"\nhealth_interval = "200ms"\n`,
     );
   });
   after(async () => {
     await city?.sup.cleanup();
+    await new Promise((resolve) => remote?.close(resolve));
     for (const pid of pids) expect(isAlive(pid), `service pid ${pid} outlived its city`).to.equal(false);
   });
 
@@ -116,7 +127,7 @@ describe('workspace services (real programs, HTTP, SSE and WebSocket through svc
     expect(data.slice(0, 3)).to.deep.equal(['tick 1', 'tick 2', 'tick 3']);
 
     const list = await city.api.get<{ items: Service[]; total: number }>('/services');
-    expect(list.body.items.map((s) => s.service_name)).to.deep.equal(['web', 'sock', 'flaky', 'ext']);
+    expect(list.body.items.map((s) => s.service_name)).to.deep.equal(['web', 'sock', 'flaky', 'ext', 'remote']);
   });
 
   it('carries WebSockets through the supervisor and the controller, both ways', async function () {
@@ -209,11 +220,34 @@ describe('workspace services (real programs, HTTP, SSE and WebSocket through svc
     }
     expectProblem(await city.api.post('/service/nope/restart'), 404, 'service-not-found');
     expectProblem(await city.api.post('/service/ext/restart'), 409, 'conflict-wrong-state');
-    expect((await city.api.get<Service>('/service/ext')).body).to.deep.include({
-      kind: 'url',
-      local_state: 'external',
+    // Nothing listens on its port: probed, it is unhealthy, and says why.
+    const ext = await waitUntil('ext to be probed', async () => {
+      const s = (await city.api.get<Service>('/service/ext')).body;
+      return s.local_state === 'unhealthy' ? s : undefined;
     });
+    expect(ext).to.deep.include({ kind: 'url', restarts: 0, publication_state: 'private', publish_mode: 'private' });
+    expect(ext.reason).to.match(/^127\.0\.0\.1:9 does not take connections/);
     expectProblem(await city.api.get('/service/nope'), 404, 'service-not-found');
+  });
+
+  it('a URL service is probed like a program: its health path, when it went down and came back, how often', async function () {
+    const state = (want: string) =>
+      waitUntil(`remote to be ${want}`, async () => {
+        const s = (await city.api.get<Service>('/service/remote')).body;
+        return s.local_state === want ? s : undefined;
+      });
+    const up = await state('running');
+    expect(up).to.deep.include({ kind: 'url', health_path: '/ok', restarts: 0 });
+    remoteHealth = 503;
+    const down = await state('unhealthy');
+    expect(down.reason).to.equal('GET /api/ok answered 503');
+    expect(Date.parse(down.updated_at)).to.be.greaterThan(Date.parse(up.updated_at));
+    remoteHealth = 200;
+    const back = await state('running');
+    expect(back.restarts).to.equal(1);
+    expect(Date.parse(back.updated_at)).to.be.greaterThan(Date.parse(down.updated_at));
+    const events = (await city.api.events()).filter((e) => e.subject === 'remote').map((e) => e.type);
+    expect(events).to.include.members(['service.ready', 'service.exited']);
   });
 
   it('a service removed from city.toml stops; every service stops with its city', async function () {

@@ -9,6 +9,7 @@ import type { CityServiceConfig } from '../../shared/config/city-config.js';
 import type { ServiceStatus } from '../../shared/dto/services.js';
 import type { EventLog } from '../../shared/events/event-log.js';
 import { releaseGroup, tetherGroup } from '../process-tether.js';
+import { UrlWatch } from './url-watch.js';
 
 /** A start is given this long to answer its health check before it counts as a failed start. */
 const START_TIMEOUT_MS = 30_000;
@@ -58,6 +59,7 @@ interface Program {
 export class ServiceRunner {
   private readonly programs = new Map<string, Program>();
   private stopping = false;
+  private readonly urls: UrlWatch;
 
   constructor(
     private readonly o: {
@@ -68,11 +70,14 @@ export class ServiceRunner {
       env: NodeJS.ProcessEnv;
       logger?: Logger;
     },
-  ) {}
+  ) {
+    this.urls = new UrlWatch({ log: o.log, ...(o.logger ? { logger: o.logger } : {}) });
+  }
 
   /** Starts what is new, restarts what changed, stops what is gone. */
   reconcile(services: CityServiceConfig[]): void {
     if (this.stopping) return;
+    this.urls.reconcile(services);
     const wanted = new Map(services.filter((s) => s.command !== undefined).map((s) => [s.name, s]));
     for (const [name, program] of this.programs) {
       const next = wanted.get(name);
@@ -118,6 +123,7 @@ export class ServiceRunner {
   /** Stops every service (the city is stopping) and waits for their groups to be gone. */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.urls.stop();
     await Promise.all([...this.programs.values()].map((p) => this.end(p, 'stop')));
   }
 
@@ -148,19 +154,23 @@ export class ServiceRunner {
       mount_path: `/v0/city/${encodeURIComponent(this.o.cityName)}/svc/${encodeURIComponent(service.name)}`,
       state_root: `.ctl/services/${service.name}`,
       publication_state: 'private' as const,
-      publish_mode: 'direct' as const,
+      publish_mode: 'private' as const,
       allow_websockets: true,
       ...(service.pack ? { pack: service.pack } : {}),
     };
     if (service.url !== undefined) {
+      const watched = this.urls.status(service.name);
+      const state = watched?.state ?? 'external';
       return {
         ...base,
         kind: 'url',
-        local_state: 'external',
-        state: 'external',
+        local_state: state,
+        state,
         url: service.url,
-        restarts: 0,
-        updated_at: new Date(0).toISOString(),
+        restarts: watched?.restarts ?? 0,
+        updated_at: new Date(watched?.updatedAt ?? Date.now()).toISOString(),
+        ...(service.health ? { health_path: service.health } : {}),
+        ...(watched?.reason && state === 'unhealthy' ? { reason: watched.reason } : {}),
       };
     }
     const p = this.programs.get(service.name);

@@ -328,6 +328,13 @@ export function parseServiceTable(service: Record<string, unknown>, at: (key: st
     if (typeof value !== 'string') throw new ConfigError(`${at(`env.${key}`)} must be a string`);
   }
   const config: CityServiceConfig = { name, env: env as Record<string, string> };
+  // Both kinds are probed: a program's health decides its restarts; a URL's is reported.
+  const health = optString(service, 'health', at('health'));
+  if (health !== undefined && !health.startsWith('/'))
+    throw new ConfigError(`${at('health')} must be a path (/healthz)`);
+  if (health !== undefined) config.health = health;
+  const every = optDuration(service, 'health_interval', at('health_interval'));
+  if (every !== undefined) config.healthIntervalMs = Math.max(every, 100);
   if (url !== undefined) {
     let parsed: URL;
     try {
@@ -349,16 +356,10 @@ export function parseServiceTable(service: Record<string, unknown>, at: (key: st
   if (socket !== undefined && (socket.includes('..') || socket.startsWith('/') || socket.trim() === '')) {
     throw new ConfigError(`${at('socket')} must be a file name under the city's .ctl/services/`);
   }
-  const health = optString(service, 'health', at('health'));
-  if (health !== undefined && !health.startsWith('/'))
-    throw new ConfigError(`${at('health')} must be a path (/healthz)`);
   const dir = optString(service, 'dir', at('dir'));
   if (port !== undefined) config.port = port;
   if (socket !== undefined) config.socket = socket;
-  if (health !== undefined) config.health = health;
   if (dir !== undefined) config.dir = dir;
-  const every = optDuration(service, 'health_interval', at('health_interval'));
-  if (every !== undefined) config.healthIntervalMs = Math.max(every, 100);
   return config;
 }
 

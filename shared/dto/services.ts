@@ -9,15 +9,21 @@ export interface ServiceStatus {
   state_root: string;
   /**
    * `starting` (started, not yet answering its health check), `running`, `unhealthy` (its health check fails),
-   * `backoff` (it exited; restarts at `next_start_at`), `stopped`; `external` for a URL service.
+   * `backoff` (it exited; restarts at `next_start_at`), `stopped`. A URL service is probed the same way (its
+   * `health` path, else a connection): `external` until the first probe answers, then `running` or `unhealthy`.
    */
   local_state: 'starting' | 'running' | 'unhealthy' | 'backoff' | 'stopped' | 'external';
   /** The same as local_state (the reference's field). */
   state: string;
-  /** Services are reached through the city's API only. */
+  /** Services are reached through the city's API only (its access rule applies). */
   publication_state: 'private';
-  publish_mode: 'direct';
+  /**
+   * `private`, as the reference means it: a request that may change state (not GET, HEAD, OPTIONS) needs the
+   * `X-CTL-Request` header; there is no direct (unguarded) publication.
+   */
+  publish_mode: 'private';
   allow_websockets: boolean;
+  /** When its state last changed. */
   updated_at: string;
   /** What the proxy forwards to (`http://127.0.0.1:<port>`, or `unix:<socket>`). */
   url?: string;
@@ -30,7 +36,11 @@ export interface ServiceStatus {
   health_path?: string;
   /** Why it is not running, or how it last ended. */
   reason?: string;
-  /** @isInt */
+  /**
+   * A program service: times the controller restarted it. A URL service: times it came back after being down
+   * (its runner's restarts, as seen from here).
+   * @isInt
+   */
   restarts: number;
   next_start_at?: string;
   /** Its output, appended (a program service). */
