@@ -747,7 +747,7 @@ describe('external messaging (adapters, bindings, groups, transcripts)', functio
     expectFailure(await ctl('bind', ...conv), 'extmsg bind', /--session or --agent is required/);
     const brief = ['--provider', 'chat', '--account', 'bot', '--scope', 'chat.example', '--conversation', '#cli-brief'];
     const until = expectSuccess(await ctl('bind', ...brief, '--agent', 'helper', '--for', '1h'));
-    const at = /until (\S+)\)$/.exec(until[0]!)?.[1];
+    const at = /until (\S+)\)$/.exec(until[0])?.[1];
     expect(Date.parse(at!) - Date.now()).to.be.within(3_000_000, 3_600_000);
     expectFailure(await ctl('bind', ...brief, '--agent', 'helper', '--for', 'soon'), 'extmsg bind', /invalid --for/);
     expectFailure(await ctl('transcript', ...conv, '--limit', 'many'), 'extmsg transcript', /invalid --limit/);

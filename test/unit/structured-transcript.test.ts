@@ -37,23 +37,23 @@ describe('structured transcripts (unit)', function () {
       ['6', 'system', 'final'],
       ['8', 'assistant', 'partial'],
     ]);
-    expect(messages[1]!.blocks).to.deep.equal([
+    expect(messages[1].blocks).to.deep.equal([
       { type: 'thinking' },
       { type: 'tool_use', id: 'tu-1', name: 'Bash', input: { command: 'ls' } },
     ]);
-    expect(messages[2]!.blocks).to.deep.equal([{ type: 'tool_result', tool_call_id: 'tu-1', content: 'a.ts' }]);
-    expect(messages[3]!.blocks.map((b) => b.interaction)).to.deep.equal([
+    expect(messages[2].blocks).to.deep.equal([{ type: 'tool_result', tool_call_id: 'tu-1', content: 'a.ts' }]);
+    expect(messages[3].blocks.map((b) => b.interaction)).to.deep.equal([
       { state: 'pending', request_id: 'rq-1', kind: 'permission', prompt: 'Run rm?', options: ['allow'] },
       { state: 'allow', request_id: 'rq-1' },
     ]);
-    expect(messages[4]!.blocks).to.deep.equal([{ type: 'text', text: 'Done now.' }]);
+    expect(messages[4].blocks).to.deep.equal([{ type: 'text', text: 'Done now.' }]);
     const ended = [...turn(), entry('turn_end', { turn: 1 })];
     expect(structuredMessages(ended, false).map((m) => m.status)).to.not.include('partial');
   });
 
   it('gives reasoning and its signature only when asked', function () {
     const [, thinking] = structuredMessages(turn(), true);
-    expect(thinking!.blocks[0]).to.deep.equal({
+    expect(thinking.blocks[0]).to.deep.equal({
       type: 'thinking',
       thinking: 'look at the test first',
       signature: 'sig-1',
