@@ -14,6 +14,8 @@ interface Failures {
   notBefore: number;
   /** Why the next start waits. */
   why: string;
+  /** Quarantined until then (ms since the epoch). */
+  quarantinedUntil?: number;
 }
 
 /**
@@ -28,7 +30,7 @@ export class CrashTracker {
    * A session of an agent ended without being asked to. A failure of the provider's service (a rate limit, a
    * refused key) is no crash: it waits and tries again without counting. Otherwise a run shorter than
    * `restart_window` counts as a fast failure: restarts back off (doubling), and after `max_restarts` fast
-   * failures in a row the session is quarantined until a person wakes it.
+   * failures in a row the session is quarantined for `quarantine_duration` (or until a person wakes it).
    */
   async crashed(session: Session, ranMs: number, daemon: CityDaemonConfig): Promise<void> {
     const failure = session.lastTurnFailure;
@@ -50,16 +52,43 @@ export class CrashTracker {
     const count = this.failed(session.id, ranMs < daemon.restartWindowMs, daemon);
     if (count >= daemon.maxRestarts && (session.state === 'asleep' || session.state === 'failed-create')) {
       session.transition('quarantine');
+      const until = this.quarantined(session.id, daemon);
       await session.recordLifecycle(
         'session.quarantined',
-        `it failed ${count} times in a row within ${Math.round(daemon.restartWindowMs / 1000)} s of starting; wake it to try again`,
+        `it failed ${count} times in a row within ${Math.round(daemon.restartWindowMs / 1000)} s of starting; it may start again at ${new Date(until).toISOString()}, or wake it now`,
       );
     }
   }
 
+  /**
+   * Quarantines a session for `quarantine_duration` from now, returning until when. A quarantined session this
+   * controller has no record of (the last one quarantined it) gets its time from now too.
+   */
+  quarantined(id: string, daemon: CityDaemonConfig): number {
+    const failures = this.failures.get(id) ?? { count: daemon.maxRestarts, notBefore: Date.now(), why: 'quarantined' };
+    failures.quarantinedUntil = Date.now() + daemon.quarantineMs;
+    this.failures.set(id, failures);
+    return failures.quarantinedUntil;
+  }
+
+  /** Whether it holds a session's quarantine time. */
+  knowsQuarantine(id: string): boolean {
+    return this.failures.get(id)?.quarantinedUntil !== undefined;
+  }
+
   /** Every session's back-off, for the tick's plan. */
   facts(): Map<string, CrashFacts> {
-    return new Map([...this.failures].map(([id, f]) => [id, { notBefore: f.notBefore, why: f.why, count: f.count }]));
+    return new Map(
+      [...this.failures].map(([id, f]) => [
+        id,
+        {
+          notBefore: f.notBefore,
+          why: f.why,
+          count: f.count,
+          ...(f.quarantinedUntil !== undefined ? { quarantinedUntil: f.quarantinedUntil } : {}),
+        },
+      ]),
+    );
   }
 
   /** Records a failure; a slow one (the program ran past the restart window) starts the count again. */

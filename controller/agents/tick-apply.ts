@@ -17,6 +17,8 @@ export interface TickApplyHost {
   logger: Logger;
   board: WorkBoard;
   mail: MailNotices;
+  /** Forgets a session's failures (its quarantine was lifted). */
+  forgive(sessionId: string): void;
 }
 
 /** What carrying out a plan did. */
@@ -89,14 +91,14 @@ async function applyOne(
       host.board.held(session.id, taken);
       // Before it is told: the shell its program runs for this work already sees it as CTL_BEAD.
       writeHeldBead(session.dir, taken.id);
-      session.enqueue(workMessage(action.bead), 'default');
+      session.enqueue(withNudge(workMessage(action.bead), action.nudge), 'default');
       counts.assigned++;
       return;
     }
     case 'tell-mail': {
       const session = sessionOf(action.sessionId, host);
       const notices = host.mail.take(action.agent);
-      if (notices.length) session.enqueue(host.mail.text(notices), 'default');
+      if (notices.length) session.enqueue(withNudge(host.mail.text(notices), action.nudge), 'default');
       return;
     }
     case 'close': {
@@ -134,6 +136,13 @@ async function applyOne(
     case 'sleep':
       background(sessionOf(action.sessionId, host).sleep(action.reason));
       return;
+    case 'lift-quarantine': {
+      const session = sessionOf(action.sessionId, host);
+      session.transition('release');
+      host.forgive(session.id);
+      await session.recordLifecycle('session.quarantine_lifted', action.reason);
+      return;
+    }
   }
 }
 
@@ -178,6 +187,11 @@ function subjectOf(action: TickAction): Record<string, string> {
     default:
       return { session: action.sessionId };
   }
+}
+
+/** A line a session is told, with its agent's `nudge` after it (one line still: one turn). */
+export function withNudge(line: string, nudge: string | undefined): string {
+  return nudge ? `${line} ${nudge.replace(/\s+/g, ' ')}` : line;
 }
 
 /** What a session is told when it is handed a bead. */

@@ -28,6 +28,8 @@ export interface SessionFacts {
   attached: boolean;
   /** When it last became idle (ms since the epoch). */
   idleSince: number;
+  /** When its program last became ready (ms since the epoch; 0 while none runs): its age counts from then. */
+  readySince: number;
   /** The tick suspended it with its agent (city, rig): resumed, it wakes again. A person's suspend does not. */
   suspendedByTick: boolean;
 }
@@ -52,14 +54,18 @@ export interface CrashFacts {
   why: string;
   /** Failures in a row. */
   count: number;
+  /** It is quarantined until then (ms since the epoch): then it may start again. */
+  quarantinedUntil?: number;
 }
 
 /** What the tick remembers between runs (in memory: a new controller starts afresh). */
 export interface TickMemory {
   /** Sessions put to sleep for idleness: only work or mail wakes them. */
   sleptIdle: Set<string>;
-  /** Sessions asked to drain, and what follows once their turn ends. */
-  draining: Map<string, 'suspend' | 'close'>;
+  /** Sessions asked to drain, and what follows once their turn ends (or their drain times out). */
+  draining: Map<string, 'suspend' | 'close' | 'restart'>;
+  /** When each drain began (ms since the epoch): `drain_timeout` after it, the session stops anyway. */
+  drainSince: Map<string, number>;
   /** Sessions whose restart for a configuration change waits for them to be idle. */
   restartPending: Set<string>;
   /** Why each agent last waited (an `agent.waiting` is recorded only when it changes). */
@@ -67,7 +73,13 @@ export interface TickMemory {
 }
 
 export function emptyMemory(): TickMemory {
-  return { sleptIdle: new Set(), draining: new Map(), restartPending: new Set(), waitReasons: new Map() };
+  return {
+    sleptIdle: new Set(),
+    draining: new Map(),
+    drainSince: new Map(),
+    restartPending: new Set(),
+    waitReasons: new Map(),
+  };
 }
 
 export interface TickInput {
@@ -109,10 +121,13 @@ export type TickAction =
   | { kind: 'start'; agent: AgentDefinition; reason: string }
   /** The agent waits for something (recorded as `agent.waiting` when the reason changes). */
   | { kind: 'wait'; agent: string; reason: string }
-  | { kind: 'assign'; sessionId: string; agent: string; bead: Bead }
-  /** The agent's mail is told to this session. */
-  | { kind: 'tell-mail'; sessionId: string; agent: string }
-  | { kind: 'sleep'; sessionId: string; reason: string };
+  /** The bead is handed to the session, which is told so (and its agent's `nudge`, when it has one). */
+  | { kind: 'assign'; sessionId: string; agent: string; bead: Bead; nudge?: string }
+  /** The agent's mail is told to this session (and its agent's `nudge`, when it has one). */
+  | { kind: 'tell-mail'; sessionId: string; agent: string; nudge?: string }
+  | { kind: 'sleep'; sessionId: string; reason: string }
+  /** A quarantined session's quarantine has run its time: it is asleep again, its failures forgotten. */
+  | { kind: 'lift-quarantine'; sessionId: string; reason: string };
 
 export interface TickPlan {
   actions: TickAction[];

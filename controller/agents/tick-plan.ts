@@ -1,10 +1,15 @@
+import { idleLimitOf } from '../../shared/config/agent-lifecycle.js';
 import type { Bead } from '../../shared/dto/beads.js';
+import { formatDuration } from '../../shared/duration.js';
 import { dependencyOf, type AgentDefinition } from './agent-catalog.js';
 import type { AgentFacts, SessionFacts, TickAction, TickInput, TickMemory, TickPlan } from './tick-facts.js';
 import { ASSIGNED_SESSION, ROUTED_TO } from './work-board.js';
 
 /** A pool session above the agent's minimum closes after being idle this long (unless `idle_timeout` says). */
 export const POOL_IDLE_CLOSE_MS = 60_000;
+
+/** A drain waits this long for its turn to end before the session is stopped anyway (the reference's default). */
+export const DEFAULT_DRAIN_TIMEOUT_MS = 5 * 60_000;
 
 /** How a session the tick suspended with its agent (or city, or rig) says so in its reason. */
 export const SUSPENDED_WITH_AGENT = 'suspended with its agent: ';
@@ -17,7 +22,9 @@ export const SUSPENDED_WITH_AGENT = 'suspended with its agent: ';
  * agent; puts idle sessions to sleep after `idle_timeout` and closes pool sessions nobody needs; restarts
  * sessions whose configuration changed once they are idle and nobody is attached; waits out crash back-offs;
  * drains and stops the sessions of suspended agents (and of a suspended city); drains and closes sessions of
- * agents no longer configured; and reopens work held by sessions that are gone.
+ * agents no longer configured; restarts sessions older than `max_session_age` once idle (drained first); stops a
+ * drain anyway after `drain_timeout`; lifts a quarantine once its time is up; and reopens work held by sessions
+ * that are gone.
  */
 export function planTick(input: TickInput): TickPlan {
   // Pure: no process, no I/O, no timer — what it decides is tested in-process (test/unit/tick-plan.test.ts).
@@ -46,6 +53,7 @@ class Planner {
     this.memory = {
       sleptIdle: new Set(m.sleptIdle),
       draining: new Map(m.draining),
+      drainSince: new Map(m.drainSince),
       restartPending: new Set(m.restartPending),
       waitReasons: new Map(m.waitReasons),
     };
@@ -79,7 +87,12 @@ class Planner {
     const { agent } = facts;
     // A session being restarted counts, but is left alone until it is back.
     const sessions = this.sessions.filter((s) => isOf(s, agent.name) && s.state !== 'closed');
-    this.finishDrains(sessions);
+    if (facts.suspended !== undefined) {
+      // An age restart under way becomes a suspension: nothing starts while its agent is suspended.
+      for (const s of sessions)
+        if (this.memory.draining.get(s.id) === 'restart') this.memory.draining.set(s.id, 'suspend');
+    }
+    this.finishDrains(agent, sessions);
     if (facts.suspended !== undefined) {
       this.suspendAll(facts.suspended, sessions);
       this.memory.waitReasons.set(agent.name, undefined);
@@ -90,6 +103,8 @@ class Planner {
       this.memory.waitReasons.set(agent.name, undefined);
       return;
     }
+    this.restartAged(agent, sessions);
+    this.liftQuarantines(sessions);
 
     const held = sessions.reduce((n, s) => n + this.heldBy(s.id).length, 0);
     const routed = this.routed.get(agent.name)?.length ?? 0;
@@ -220,15 +235,7 @@ class Planner {
       if (session.changing) continue;
       if (this.byName.has(session.template) || draining.has(session.id)) continue;
       if (session.running && !session.idle) {
-        draining.set(session.id, 'close');
-        const transition = session.state === 'active';
-        if (transition) session.state = 'draining';
-        this.actions.push({
-          kind: 'drain',
-          sessionId: session.id,
-          transition,
-          reason: `agent ${session.template} is no longer configured`,
-        });
+        this.drain(session, 'close', `agent ${session.template} is no longer configured`, session.state === 'active');
         continue;
       }
       this.stopped++;
@@ -243,8 +250,9 @@ class Planner {
         continue;
       }
       if (this.byName.has(session.template)) continue;
-      if (session.running && session.inTurn) continue;
+      if (session.running && session.inTurn && !this.drainTimedOut(id, DEFAULT_DRAIN_TIMEOUT_MS)) continue;
       draining.delete(id);
+      this.memory.drainSince.delete(id);
       this.stopped++;
       if (then === 'close') {
         this.actions.push({ kind: 'close', sessionId: id });
@@ -253,22 +261,57 @@ class Planner {
     }
   }
 
-  /** Drained sessions (their turn over) are suspended or closed, as asked. */
-  private finishDrains(sessions: SessionFacts[]): void {
+  /** Starts a drain: the session takes no more work, its turn finishes (or its drain times out), then `then`. */
+  private drain(session: SessionFacts, then: 'suspend' | 'close' | 'restart', reason: string, transition: boolean) {
+    this.memory.draining.set(session.id, then);
+    this.memory.drainSince.set(session.id, this.input.now);
+    this.actions.push({ kind: 'drain', sessionId: session.id, transition, reason });
+    if (transition) session.state = 'draining';
+  }
+
+  /** Whether a drain has waited `limitMs` (a tick is asked for when it will have). */
+  private drainTimedOut(id: string, limitMs: number): boolean {
+    const since = this.memory.drainSince.get(id) ?? this.input.now;
+    this.memory.drainSince.set(id, since);
+    const waited = this.input.now - since;
+    if (waited >= limitMs) return true;
+    this.retickIn(limitMs - waited);
+    return false;
+  }
+
+  /**
+   * Drained sessions (their turn over, and — for an age restart — nobody attached) are suspended, closed or
+   * restarted, as asked; after the agent's `drain_timeout` they are, turn or not.
+   */
+  private finishDrains(agent: AgentDefinition, sessions: SessionFacts[]): void {
+    const limit = agent.config.drain_timeout_ms ?? DEFAULT_DRAIN_TIMEOUT_MS;
     for (const session of sessions) {
       const then = this.memory.draining.get(session.id);
       if (!then || session.changing) continue;
-      if (session.running && session.inTurn) continue;
+      const busy = session.running && (session.inTurn || (then === 'restart' && session.attached));
+      const timedOut = busy && this.drainTimedOut(session.id, limit);
+      if (busy && !timedOut) continue;
       this.memory.draining.delete(session.id);
+      this.memory.drainSince.delete(session.id);
       this.stopped++;
+      const late = timedOut ? ` (its drain timed out after ${formatDuration(limit)})` : '';
       if (then === 'close') {
-        this.actions.push({ kind: 'close', sessionId: session.id });
+        this.actions.push({ kind: 'close', sessionId: session.id, ...(late ? { note: `closing${late}` } : {}) });
         session.state = 'closed';
+      } else if (then === 'restart') {
+        this.actions.push({
+          kind: 'restart',
+          sessionId: session.id,
+          reason: `restarting: it ran past max_session_age${late}`,
+          changes: changesOf(agent),
+        });
+        Object.assign(session, { changing: true, state: 'asleep', idle: false, ready: false });
       } else {
         this.actions.push({
           kind: 'suspend',
           sessionId: session.id,
-          reason: SUSPENDED_WITH_AGENT + 'its turn finished',
+          reason:
+            SUSPENDED_WITH_AGENT + (late ? `its drain timed out after ${formatDuration(limit)}` : 'its turn finished'),
         });
         session.state = 'suspended';
         session.suspendedByTick = true;
@@ -283,14 +326,7 @@ class Planner {
       if (this.memory.draining.has(session.id) || session.changing) continue;
       const busy = session.running && !session.idle;
       if (busy && session.state !== 'draining') {
-        this.memory.draining.set(session.id, 'suspend');
-        this.actions.push({
-          kind: 'drain',
-          sessionId: session.id,
-          transition: true,
-          reason: `${why}; its turn finishes first`,
-        });
-        session.state = 'draining';
+        this.drain(session, 'suspend', `${why}; its turn finishes first`, true);
         continue;
       }
       if (busy) continue;
@@ -314,7 +350,7 @@ class Planner {
         pending.delete(session.id);
         continue;
       }
-      const changes = { config_hash: agent.fingerprint, provider: agent.providerName!, work_dir: agent.workDir };
+      const changes = changesOf(agent);
       if (!session.running && !['creating', 'start-pending'].includes(session.state)) {
         this.actions.push({ kind: 'reconfigure', sessionId: session.id, changes });
         session.configHash = agent.fingerprint;
@@ -344,6 +380,58 @@ class Planner {
     }
   }
 
+  /**
+   * A session whose program has run longer than the agent's `max_session_age` (plus its share of the jitter)
+   * restarts: at once when it is idle and nobody is attached, else it drains first (no new work or mail; its
+   * turn ends, or its `drain_timeout` passes).
+   */
+  private restartAged(agent: AgentDefinition, sessions: SessionFacts[]): void {
+    const max = agent.config.max_session_age_ms;
+    if (!max) return;
+    for (const session of sessions) {
+      if (!session.ready || session.changing || session.readySince <= 0) continue;
+      if (this.memory.draining.has(session.id) || this.memory.restartPending.has(session.id)) continue;
+      const limit = max + jitterOf(session.id, agent.config.max_session_age_jitter_ms ?? 0);
+      const age = this.input.now - session.readySince;
+      if (age < limit) {
+        this.retickIn(limit - age);
+        continue;
+      }
+      const why = `it has run ${formatDuration(age)}, past its max_session_age (${formatDuration(limit)})`;
+      if (session.idle && !session.attached) {
+        this.stopped++;
+        this.actions.push({
+          kind: 'restart',
+          sessionId: session.id,
+          reason: `restarting: ${why}`,
+          changes: changesOf(agent),
+        });
+        Object.assign(session, { changing: true, state: 'asleep', idle: false, ready: false });
+      } else {
+        this.drain(session, 'restart', `${why}; it restarts once its turn ends`, session.state === 'active');
+      }
+    }
+  }
+
+  /** A quarantine whose time is up is lifted (the session may start again); one still running asks for a tick then. */
+  private liftQuarantines(sessions: SessionFacts[]): void {
+    for (const session of sessions) {
+      if (session.state !== 'quarantined' || session.changing) continue;
+      const until = this.input.crashes.get(session.id)?.quarantinedUntil;
+      if (until === undefined) continue;
+      if (this.input.now < until) {
+        this.retickIn(until - this.input.now);
+        continue;
+      }
+      this.actions.push({
+        kind: 'lift-quarantine',
+        sessionId: session.id,
+        reason: `its quarantine ended at ${new Date(until).toISOString()}: it may start again`,
+      });
+      session.state = 'asleep';
+    }
+  }
+
   /** Hands each idle session of the agent without a bead the next ready bead routed to it. */
   private handOutWork(agent: AgentDefinition, sessions: SessionFacts[]): void {
     const ready = this.routed.get(agent.name) ?? [];
@@ -352,7 +440,7 @@ class Planner {
       if (this.memory.restartPending.has(session.id) || this.memory.draining.has(session.id)) continue;
       const bead = ready.shift();
       if (!bead) break;
-      this.actions.push({ kind: 'assign', sessionId: session.id, agent: agent.name, bead });
+      this.actions.push({ kind: 'assign', sessionId: session.id, agent: agent.name, bead, ...nudgeOf(agent) });
       this.held.set(session.id, [bead]);
       session.idle = false; // told its work: it has a turn now
     }
@@ -364,7 +452,7 @@ class Planner {
     const session = sessions.find((s) => s.idle && s.state === 'active');
     if (!session) return;
     this.mail.delete(agent.name);
-    this.actions.push({ kind: 'tell-mail', sessionId: session.id, agent: agent.name });
+    this.actions.push({ kind: 'tell-mail', sessionId: session.id, agent: agent.name, ...nudgeOf(agent) });
     session.idle = false;
   }
 
@@ -374,7 +462,7 @@ class Planner {
    */
   private sleepOrClose(agent: AgentDefinition, sessions: SessionFacts[], keepOpen: number): void {
     const now = this.input.now;
-    const idleLimit = agent.config.idle_timeout_ms;
+    const idleLimit = idleLimitOf(agent.config);
     for (const [index, session] of sessions.entries()) {
       if (this.memory.draining.has(session.id) || this.heldBy(session.id).length > 0 || session.changing) continue;
       const excess = index >= keepOpen && session.managed === 'tick';
@@ -433,6 +521,24 @@ class Planner {
   private retickIn(ms: number): void {
     this.retickInMs = this.retickInMs === undefined ? ms : Math.min(this.retickInMs, ms);
   }
+}
+
+/** The agent's `nudge`, given with the work and mail a session is told of. */
+function nudgeOf(agent: AgentDefinition): { nudge?: string } {
+  return agent.config.nudge ? { nudge: agent.config.nudge } : {};
+}
+
+/** What a session restarted on its agent's configuration now takes from it. */
+function changesOf(agent: AgentDefinition) {
+  return { config_hash: agent.fingerprint, provider: agent.providerName!, work_dir: agent.workDir };
+}
+
+/** A session's share of `max_session_age_jitter`: the same for it at every tick, different between sessions. */
+export function jitterOf(sessionId: string, jitterMs: number): number {
+  if (jitterMs <= 0) return 0;
+  let hash = 0x811c9dc5; // FNV-1a
+  for (let i = 0; i < sessionId.length; i++) hash = Math.imul(hash ^ sessionId.charCodeAt(i), 0x01000193) >>> 0;
+  return Math.floor((hash / 2 ** 32) * jitterMs);
 }
 
 function isOf(session: SessionFacts, agent: string): boolean {

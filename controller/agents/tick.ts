@@ -220,11 +220,17 @@ export class AgentTick {
       this.memoryOf(agent.name).programMissing = known.programMissing;
     }
 
+    const sessions = [...this.host.sessions.all()];
+    for (const session of sessions) {
+      // Quarantined before this controller started: its time counts from now.
+      if (session.state === 'quarantined' && !this.crashes.knowsQuarantine(session.id))
+        this.crashes.quarantined(session.id, daemon);
+    }
     const plan = planTick({
       now: Date.now(),
       maxWakesPerTick: daemon.maxWakesPerTick,
       agents: facts,
-      sessions: [...this.host.sessions.all()].map(factsOf),
+      sessions: sessions.map(factsOf),
       routed: queried,
       held: this.board.allHolding(),
       mail: this.mail.counts(),
@@ -240,6 +246,7 @@ export class AgentTick {
       logger: this.host.logger,
       board: this.board,
       mail: this.mail,
+      forgive: (id) => this.crashes.forget(id),
     });
     return {
       ms: performance.now() - started,
@@ -419,6 +426,7 @@ function factsOf(session: Session): SessionFacts {
     ready: session.isReady,
     attached: session.attached,
     idleSince: session.idleSince,
+    readySince: session.readySince,
     suspendedByTick: record.suspended_by === 'tick',
   };
 }

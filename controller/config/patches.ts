@@ -5,6 +5,7 @@ import {
   type ConfigPatch,
 } from '../../shared/config/city-config.js';
 import { ConfigError } from '../../shared/config/config-error.js';
+import { LIFECYCLE_KEYS } from '../../shared/config/agent-lifecycle.js';
 import { qualifiedName } from '../agents/agent-catalog.js';
 import { PRESETS } from '../providers/presets.js';
 import type { ConfigProblem } from './compose.js';
@@ -35,7 +36,13 @@ export const AGENT_PATCH_KEYS = [
   'isolation',
   'merge',
   'base_branch',
+  ...(Object.keys(LIFECYCLE_KEYS) as (keyof typeof LIFECYCLE_KEYS)[]),
 ] as const;
+
+/** The field of an agent's configuration a key sets (`max_session_age` sets `max_session_age_ms`). */
+function fieldOf(key: string): string {
+  return Object.hasOwn(LIFECYCLE_KEYS, key) ? LIFECYCLE_KEYS[key]! : key;
+}
 
 /** The rig keys a rig patch may set. */
 export const RIG_PATCH_KEYS = ['path', 'prefix', 'default_branch', 'suspended'] as const;
@@ -121,8 +128,10 @@ export function applyAgentDefaults(defaults: Record<string, unknown>, agents: Ci
       else if (key === 'idle_timeout') agent.idle_timeout_ms ??= parsed.idle_timeout_ms;
       else if (key === 'suspended') agent.suspended ||= parsed.suspended;
       else if (key === 'depends_on') agent.depends_on = agent.depends_on.length ? agent.depends_on : parsed.depends_on;
-      else if ((agent as unknown as Record<string, unknown>)[key] === undefined) {
-        (agent as unknown as Record<string, unknown>)[key] = (parsed as unknown as Record<string, unknown>)[key];
+      else if ((agent as unknown as Record<string, unknown>)[fieldOf(key)] === undefined) {
+        (agent as unknown as Record<string, unknown>)[fieldOf(key)] = (parsed as unknown as Record<string, unknown>)[
+          fieldOf(key)
+        ];
       }
     }
   }
@@ -143,7 +152,10 @@ export function patchAgent(
     if (key === 'env') next.env = { ...agent.env, ...parsed.env };
     else if (key === 'option_defaults') next.option_defaults = { ...agent.option_defaults, ...parsed.option_defaults };
     else if (key === 'idle_timeout') next.idle_timeout_ms = parsed.idle_timeout_ms;
-    else (next as unknown as Record<string, unknown>)[key] = (parsed as unknown as Record<string, unknown>)[key];
+    else
+      (next as unknown as Record<string, unknown>)[fieldOf(key)] = (parsed as unknown as Record<string, unknown>)[
+        fieldOf(key)
+      ];
   }
   const min = next.min_active_sessions;
   const max = next.max_active_sessions;

@@ -20,6 +20,7 @@ export type LifecycleEvent =
   | 'session.updated'
   | 'session.draining'
   | 'session.quarantined'
+  | 'session.quarantine_lifted'
   | 'session.restart_pending';
 
 /** What a session's events say about it: read when each is recorded. */

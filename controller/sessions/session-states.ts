@@ -14,6 +14,7 @@ export type SessionCommand =
   | 'wake' // a dormant session: its program starts again (resuming the conversation where it can)
   | 'suspend' // kept dormant: nothing wakes it but `wake`
   | 'quarantine'
+  | 'release' // quarantined → asleep: its quarantine's time is up
   | 'drain'
   | 'drained'
   | 'archive'
@@ -32,6 +33,7 @@ const TRANSITIONS: Record<SessionCommand, { from: SessionState[]; to: SessionSta
     to: 'suspended',
   },
   quarantine: { from: ['active', 'asleep', 'failed-create', 'creating'], to: 'quarantined' },
+  release: { from: ['quarantined'], to: 'asleep' },
   drain: { from: ['active', 'creating'], to: 'draining' },
   drained: { from: ['draining'], to: 'drained' },
   archive: { from: ['active', 'asleep', 'suspended', 'quarantined', 'draining', 'drained'], to: 'archived' },

@@ -32,6 +32,26 @@ export interface CityAgentConfig {
   work_query?: string;
   /** A session idle (no turn, no work) this long goes to sleep until work or mail wakes it. */
   idle_timeout_ms?: number;
+  /** The reference's name for `idle_timeout` (used when that is unset); 0 (`off`): never. */
+  sleep_after_idle_ms?: number;
+  /** Shell commands run before each start of a session (in order; one failing: the session does not start). */
+  pre_start?: string[];
+  /** Shell commands run once a session's program is ready (a failure is reported; the session runs on). */
+  session_setup?: string[];
+  /** A script run after `session_setup` (relative to the file declaring the agent; `//` for the city's root). */
+  session_setup_script?: string;
+  /** Text given to a session when it starts and with each bead or mail it is told of. */
+  nudge?: string;
+  /** `resume` (the default): a wake resumes the provider's conversation; `fresh`: every start begins a new one. */
+  wake_mode?: 'resume' | 'fresh';
+  /** A session whose program has run this long restarts once idle (drained first). */
+  max_session_age_ms?: number;
+  /** Up to this much more, a different amount per session, so that a pool does not restart all at once. */
+  max_session_age_jitter_ms?: number;
+  /** How long a drain waits for a turn to finish before the session is stopped anyway (default 5 minutes). */
+  drain_timeout_ms?: number;
+  /** A directory whose files are copied into the work directory before each start, never over existing ones. */
+  overlay_dir?: string;
   /** Agents whose sessions must be running before this one's start. */
   depends_on: string[];
   default_sling_formula?: string;
@@ -111,6 +131,10 @@ export interface CityDaemonConfig {
   restartBackoffMaxMs: number;
   /** A `scale_check` or `work_query` command is stopped after this long. */
   checkTimeoutMs: number;
+  /** A session quarantined for failing is let start again after this long (`[daemon] quarantine_duration`). */
+  quarantineMs: number;
+  /** An agent's `pre_start` or `session_setup` command is stopped after this long (`[session] setup_timeout`). */
+  setupTimeoutMs: number;
 }
 
 export const DEFAULT_DAEMON: CityDaemonConfig = {
@@ -123,6 +147,9 @@ export const DEFAULT_DAEMON: CityDaemonConfig = {
   restartBackoffMs: 1000,
   restartBackoffMaxMs: 60_000,
   checkTimeoutMs: 10_000,
+  // The reference's defaults.
+  quarantineMs: 5 * 60_000,
+  setupTimeoutMs: 10_000,
 };
 
 /** A workspace service reachable through the raw `svc/<name>/…` proxy: a URL, or a program the controller runs. */

@@ -4,6 +4,7 @@ import { stringify } from 'smol-toml';
 import { parseToml } from './toml-syntax.js';
 import { parseDuration } from '../duration.js';
 import { ConfigError } from './config-error.js';
+import { parseAgentLifecycle } from './agent-lifecycle.js';
 import {
   DEFAULT_DAEMON,
   type CityAgentConfig,
@@ -110,11 +111,14 @@ export function parseCityConfig(text: string, path: string, options: ParseOption
     ['restartBackoffMs', 'restart_backoff'],
     ['restartBackoffMaxMs', 'restart_backoff_max'],
     ['checkTimeoutMs', 'check_timeout'],
+    ['quarantineMs', 'quarantine_duration'],
   ];
   for (const [field, key] of durations) {
     const ms = optDuration(daemon, key, where(`daemon.${key}`));
     if (ms !== undefined) cfg.daemon[field] = Math.max(ms, 10);
   }
+  const setup = optDuration(table(doc, 'session', where), 'setup_timeout', where('session.setup_timeout'));
+  if (setup !== undefined) cfg.daemon.setupTimeoutMs = Math.max(setup, 10);
   const wakes = optInt(daemon, 'max_wakes_per_tick', where('daemon.max_wakes_per_tick'));
   if (wakes !== undefined) cfg.daemon.maxWakesPerTick = Math.max(wakes, 1);
   const restarts = optInt(daemon, 'max_restarts', where('daemon.max_restarts'));
@@ -305,7 +309,7 @@ export function parseAgentTable(
   if (max !== undefined) config.max_active_sessions = max;
   const idle = optDuration(agent, 'idle_timeout', at('idle_timeout'));
   if (idle !== undefined && idle > 0) config.idle_timeout_ms = idle;
-  return config;
+  return { ...config, ...parseAgentLifecycle(agent, at) };
 }
 
 /** Service names: one path segment of `svc/<name>/…`. */

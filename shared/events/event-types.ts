@@ -134,6 +134,7 @@ export const EVENT_PAYLOADS = {
   'session.turn_failed': 'SessionTurnFailedPayload',
   'session.draining': 'SessionLifecyclePayload',
   'session.quarantined': 'SessionLifecyclePayload',
+  'session.quarantine_lifted': 'SessionLifecyclePayload',
   'session.restart_pending': 'SessionLifecyclePayload',
   'bead.dead_assignee_reopened': 'BeadDeadAssigneeReopenedPayload',
   'agent.suspended': 'AgentEventPayload',

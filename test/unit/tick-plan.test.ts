@@ -57,6 +57,7 @@ function session(template: string, over: Partial<SessionFacts> = {}): SessionFac
     ready: true,
     attached: false,
     idleSince: NOW - 1000,
+    readySince: NOW - 50_000,
     suspendedByTick: false,
     ...over,
   };
