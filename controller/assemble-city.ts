@@ -7,6 +7,7 @@ import { ctlEntryPath, type CityPaths } from '../shared/paths.js';
 import { ReadinessProber } from '../shared/readiness.js';
 import { promptFor, suspensionIn, type AgentDefinition } from './agents/agent-catalog.js';
 import { AgentTick } from './agents/tick.js';
+import { AgentStartSteps, rigRootOf } from './agents/agent-start.js';
 import { heldBeadOf } from './agents/work-board.js';
 import type { BeadStore } from './beads/bead-store.js';
 import { BeadsService } from './beads/beads-service.js';
@@ -83,6 +84,21 @@ export function assembleCity(o: CityInputs): CityRuntime {
     pricing: () => settings.config.pricing,
     logger,
   });
+  // Shell commands of agents, formulas and orders: each in its own process group, all killed when the city stops.
+  const commands = new CommandRunner();
+  const ctlBin = writeCtlLauncher(join(paths.runtimeDir, 'bin'), process.execPath, process.argv[1] || ctlEntryPath());
+  const startSteps = new AgentStartSteps({
+    cityName: name,
+    cityRoot: root,
+    sessionsDir: join(paths.runtimeDir, 'sessions'),
+    env: process.env,
+    ctlBin,
+    commands,
+    logger,
+    agent: (agentName) => settings.agent(agentName),
+    rigRoot: (rig) => rigRootOf(root, settings.config.rigs, rig),
+    timeoutMs: () => settings.config.daemon.setupTimeoutMs,
+  });
   const sessions = new SessionService(
     {
       cityName: name,
@@ -93,7 +109,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
       logger,
       provider: (provider) => providers.get(provider),
       env: sessionEnvironment(),
-      ctlBin: writeCtlLauncher(join(paths.runtimeDir, 'bin'), process.execPath, process.argv[1] || ctlEntryPath()),
+      ctlBin,
       heldBead: (sessionId) => heldBeadOf(o.store, sessionId),
       agentPrompt: (record, bead) => {
         const agent = settings.agent(record.template);
@@ -107,6 +123,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
       startTimeoutMs: SESSION_START_TIMEOUT_MS,
       usage: (fact) => usage.record(fact),
       worktrees: new SessionWorktrees(worktreesRoot(root), logger),
+      beforeProgram: (session, programDir) => startSteps.beforeProgram(session, programDir),
     },
     // The city's configuration as it is now: edits on disk and provider writes reload it.
     {
@@ -116,6 +133,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
       defaultProvider: () => providers.defaultProvider(),
     },
   );
+  startSteps.watch(sessions);
   const beads = new BeadsService(o.store, log);
   // The configuration files as the API's editors write them: checked, written, then taken at once.
   const configFiles: ConfigFileHost = {
@@ -141,7 +159,6 @@ export function assembleCity(o: CityInputs): CityRuntime {
     programMissing: (agent) => programMissing(prober, agent),
   });
   const clock = cityClock();
-  const commands = new CommandRunner();
   const mail = new MailService(beads);
   const formulas = new FormulaCatalog(
     root,

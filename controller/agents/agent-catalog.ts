@@ -34,6 +34,10 @@ export interface AgentDefinition {
   fingerprint: string;
   /** With `isolation = "worktree"`: what each of its sessions' worktrees is made from. */
   worktree?: AgentWorktree;
+  /** `overlay_dir`, absolute. */
+  overlayDir?: string;
+  /** `session_setup_script`, absolute. */
+  setupScript?: string;
 }
 
 /** An agent's worktree settings, resolved. */
@@ -122,6 +126,14 @@ export function agentDirectories(
     findings.push(...auditKeys(table, AGENT_TOML, source));
     const agent = parseAgentTable(table, (key) => `${source}: ${key}`, source, { name });
     if (agent.name !== name) throw new ConfigError(`${source}: name must be ${name}, the directory's name`);
+    // Its files' paths are relative to its directory, and an `overlay/` there is its overlay unless it names one.
+    if (agent.overlay_dir === undefined && statSync(join(home, 'overlay'), { throwIfNoEntry: false })?.isDirectory()) {
+      agent.overlay_dir = join(home, 'overlay');
+    }
+    for (const key of ['overlay_dir', 'session_setup_script'] as const) {
+      const path = agent[key];
+      if (path !== undefined && !isAbsolute(path) && !path.startsWith('//')) agent[key] = resolve(home, path);
+    }
     if (agent.prompt === undefined) {
       for (const [promptFile, template] of PROMPT_FILES) {
         const path = join(home, promptFile);
@@ -184,6 +196,11 @@ export function resolveAgents(
       ...(providerName !== undefined ? { providerName } : {}),
       ...(resolved ? { provider: resolved } : {}),
     };
+    // Relative to the file declaring the agent (its pack, or the city); `//` is the city's root.
+    const place = (path: string) =>
+      path.startsWith('//') ? join(root, path.slice(2)) : resolve(agent.pack_dir ?? root, path);
+    if (agent.overlay_dir !== undefined) definition.overlayDir = place(agent.overlay_dir);
+    if (agent.session_setup_script !== undefined) definition.setupScript = place(agent.session_setup_script);
     if (agent.isolation === 'worktree') worktreeOf(definition, root, rig ? { branch: rig.default_branch } : undefined);
     if (providerName === undefined) {
       unavailable(definition, 'it names no provider, and the city has no default provider or start command');
@@ -304,6 +321,11 @@ function fingerprintOf(definition: AgentDefinition): string {
     option_defaults: definition.config.option_defaults,
     work_dir: definition.workDir,
     prompt: definition.config.prompt,
+    // What runs or is laid down before its program starts: a change takes effect at a restart.
+    pre_start: definition.config.pre_start,
+    session_setup: definition.config.session_setup,
+    setup_script: definition.setupScript,
+    overlay: definition.overlayDir,
   };
   return createHash('sha256').update(JSON.stringify(what)).digest('hex').slice(0, 16);
 }

@@ -7,6 +7,7 @@ import type { UsageFact } from '../usage/usage-log.js';
 import type { SessionWorktrees } from '../worktrees/session-worktrees.js';
 import type { SessionRecord, SessionStore } from './session-store.js';
 import type { MessageRequest } from './turns.js';
+import type { Session } from './session.js';
 
 /** What every session of a city shares. */
 export interface SessionContext {
@@ -39,6 +40,8 @@ export interface SessionContext {
   usage?: (fact: UsageFact) => void;
   /** The sessions' git worktrees (agents with `isolation = "worktree"`). */
   worktrees: SessionWorktrees;
+  /** Before each start of its program, in `programDir` (an agent's overlay and `pre_start`); throws why not. */
+  beforeProgram?(session: Session, programDir: string): Promise<void>;
 }
 
 /** What the session stream hears, besides transcript entries. */

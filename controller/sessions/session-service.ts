@@ -439,7 +439,7 @@ export class SessionService {
     );
     const session = new Session(record, this.ctx);
     this.track(session);
-    void this.begin(session, this.firstTurnPrompt(agent, record), undefined, reason);
+    void this.begin(session, this.firstTurnPrompt(agent, record), agent.config.nudge, reason);
     return session;
   }
 

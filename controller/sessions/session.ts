@@ -145,6 +145,11 @@ export class Session extends EventEmitter<SessionEvents> {
     return this.turns.idleSince;
   }
 
+  /** When its program last became ready (ms since the epoch), or 0 while none runs. */
+  get readySince(): number {
+    return this.running && this.ready ? this.readyAt : 0;
+  }
+
   /** Someone has its stream open, or its terminal in tmux: a person is attached to it. */
   get attached(): boolean {
     return this.watchers > 0 || (this.runtime?.clients ?? 0) > 0;
@@ -213,6 +218,7 @@ export class Session extends EventEmitter<SessionEvents> {
       ensureWorkDir(this.record.work_dir, this.ctx.cityRoot);
       // Its own worktree, when it has one, made before the program starts (found again on later starts).
       const workDir = await this.ctx.worktrees.prepare(this.record, (base) => this.saveFields({ base }));
+      await this.ctx.beforeProgram?.(this, workDir);
       const bead = this.ctx.heldBead?.(this.id);
       writeHeldBead(this.dir, bead);
       const options = this.options(provider);

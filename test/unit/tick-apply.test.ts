@@ -33,6 +33,7 @@ function host(parts: { sessions?: Partial<SessionService>; beads?: Partial<Beads
       logger,
       board: new WorkBoard(beads),
       mail: new MailNotices(),
+      forgive: () => {},
     },
   };
 }

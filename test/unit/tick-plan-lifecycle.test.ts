@@ -103,7 +103,9 @@ describe('the tick planner: agent lifecycle keys', () => {
     it('drains a busy session first (no new work), and restarts it once its turn ends', () => {
       const busy = session({ readySince: NOW - 6 * HOUR, idle: false, inTurn: true });
       const worker = agent({ max_session_age_ms: 5 * HOUR });
-      const routed = new Map([['worker', [{ id: 'b1', title: 'job', metadata: { [ROUTED_TO]: 'worker' } } as Bead]]]);
+      const routed = new Map([
+        ['worker', [{ id: 'b1', title: 'job', metadata: { [ROUTED_TO]: 'worker' } } as unknown as Bead]],
+      ]);
       const p = plan({ agents: [worker], sessions: [busy], routed });
       expect(of(p, 'drain')).to.deep.equal([
         {
@@ -252,7 +254,9 @@ describe('the tick planner: agent lifecycle keys', () => {
     it('gives the agent’s nudge with the work and the mail a session is told of', () => {
       const idle = session();
       const worker = agent({ nudge: 'Check your hook for work.' });
-      const routed = new Map([['worker', [{ id: 'b1', title: 'job', metadata: { [ROUTED_TO]: 'worker' } } as Bead]]]);
+      const routed = new Map([
+        ['worker', [{ id: 'b1', title: 'job', metadata: { [ROUTED_TO]: 'worker' } } as unknown as Bead]],
+      ]);
       const work = plan({ agents: [worker], sessions: [idle], routed });
       expect(of(work, 'assign')[0]?.nudge).to.equal('Check your hook for work.');
       const mail = plan({ agents: [worker], sessions: [session()], mail: new Map([['worker', 1]]) });
