@@ -27,7 +27,7 @@ work_dir = "work/prepared"
 min_active_sessions = 0
 max_active_sessions = 1
 overlay_dir = "overlay"
-pre_start = ["echo pre {{.Agent}} {{.Session}} in $PWD > pre-start.txt; echo said-by-pre-start"]
+pre_start = ["echo pre {{.Agent}} {{.Session}} in $PWD from {{.ConfigDir}} > pre-start.txt; echo said-by-pre-start"]
 session_setup = ["echo setup $CTL_SESSION_NAME > {{.WorkDir}}/setup.txt; echo printed-by-setup; exit 4"]
 nudge = "Check your hook for work."
 
@@ -100,7 +100,7 @@ describe('agent start keys: overlay_dir, pre_start, session_setup, nudge (real c
     expect(existsSync(join(work, 'sub', 'tool.sh'))).to.equal(true);
     expect(existsSync(join(work, 'escape.txt')), 'a link out of the overlay is not followed').to.equal(false);
     expect(readFileSync(join(work, 'pre-start.txt'), 'utf8')).to.equal(
-      `pre prepared ${started.session_name} in ${work}\n`,
+      `pre prepared ${started.session_name} in ${work} from ${city.dir}\n`,
     );
 
     // session_setup ran after the start, in the session's environment; its failure is an event naming its output.

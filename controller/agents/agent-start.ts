@@ -174,10 +174,12 @@ function placeholders(
     Agent: agent.name,
     AgentBase: agent.base,
     Rig: agent.rig ?? '',
-    RigRoot: (agent.rig !== undefined ? host.rigRoot(agent.rig) : undefined) ?? host.cityRoot,
+    RigRoot: (agent.rig !== undefined ? host.rigRoot(agent.rig) : undefined) ?? '',
     CityRoot: host.cityRoot,
     CityName: host.cityName,
     WorkDir: programDir,
+    // Where the agent was declared: its pack (whose assets/ its commands name), else the city.
+    ConfigDir: agent.config.pack_dir ?? host.cityRoot,
   };
 }
 

@@ -93,6 +93,16 @@ export const AGENT_TABLE: TableSpec = {
     isolation: true,
     merge: true,
     base_branch: true,
+    pre_start: true,
+    session_setup: true,
+    session_setup_script: true,
+    nudge: true,
+    wake_mode: true,
+    sleep_after_idle: true,
+    max_session_age: true,
+    max_session_age_jitter: true,
+    drain_timeout: true,
+    overlay_dir: true,
   },
   unsupported: {
     args: 'a session’s arguments are its provider’s ([providers.<name>] args)',
@@ -111,19 +121,9 @@ export const AGENT_TABLE: TableSpec = {
     mcp: 'MCP servers are not configured for sessions',
     install_agent_hooks: 'provider hooks are not installed; sessions report through their protocol',
     hooks_installed: 'provider hooks are not installed; sessions report through their protocol',
-    pre_start: 'no command runs before a session starts',
-    session_setup: 'no command runs after a session starts',
-    session_setup_script: 'no command runs after a session starts',
-    session_live: 'no command runs while a session lives',
+    session_live: 'session_setup runs after each start; nothing is re-applied while a session lives',
     session: 'a session’s runtime comes from its provider',
-    nudge: 'an idle session is not nudged: work and mail reach it as messages',
-    wake_mode: 'sessions wake when work or mail is routed to them',
-    sleep_after_idle: 'idle sessions stop after idle_timeout',
     lifecycle: 'a session is not one-shot: it runs until its agent’s idle_timeout',
-    max_session_age: 'sessions are not restarted for their age; idle ones stop after idle_timeout',
-    max_session_age_jitter: 'sessions are not restarted for their age',
-    drain_timeout: 'a draining session is stopped after the city’s restart window',
-    overlay_dir: 'no files are copied into the work directory',
     namepool: 'sessions are named by their agent and bead prefix',
     sling_query: 'sling routes by the agent name',
     on_boot: 'nothing runs when the city boots',
@@ -164,8 +164,12 @@ const ORDER_OVERRIDE: TableSpec = {
 
 const AGENT_REFERENCE_ONLY = AGENT_TABLE.unsupported!;
 
+const APPENDS = 'a patch sets the whole list; nothing is appended to it';
+
 /** Keys of the reference's `[[patches.agent]]` ctl does not apply: patches.ts leaves them out, the audit names them. */
 export const REFERENCE_ONLY_AGENT_PATCH_KEYS: Record<string, string> = {
+  pre_start_append: APPENDS,
+  session_setup_append: APPENDS,
   ...Object.fromEntries(
     [
       'attach',
@@ -174,19 +178,12 @@ export const REFERENCE_ONLY_AGENT_PATCH_KEYS: Record<string, string> = {
       'inject_fragments',
       'install_agent_hooks',
       'mcp',
-      'nudge',
-      'overlay_dir',
-      'pre_start',
       'prompt_template',
       'resume_command',
       'session',
       'session_live',
-      'session_setup',
-      'session_setup_script',
       'skills',
-      'sleep_after_idle',
       'start_command',
-      'wake_mode',
     ].flatMap((k) => [
       [k, AGENT_REFERENCE_ONLY[k]],
       [`${k}_append`, AGENT_REFERENCE_ONLY[k]],
@@ -273,7 +270,7 @@ export const CITY_TOML: TableSpec = {
       unsupported: {
         ...AGENT_TABLE.unsupported,
         allow_env_override: 'an agent’s own env always wins over the defaults',
-        allow_overlay: 'no files are copied into the work directory',
+        allow_overlay: 'an agent’s overlay is its own overlay_dir',
         append_fragments: 'prompt template fragments are not composed into prompts',
         model: 'the model is the provider’s (its args or env)',
       },
@@ -287,6 +284,7 @@ export const CITY_TOML: TableSpec = {
         check_timeout: true,
         max_wakes_per_tick: true,
         max_restarts: true,
+        quarantine_duration: true,
       },
       unsupported: {
         drift_drain_timeout: 'a drifted session is restarted when idle, without a drain time-out',
@@ -340,17 +338,16 @@ export const CITY_TOML: TableSpec = {
     defaults: { keys: { rig: { keys: { imports: { each: IMPORT } } } } },
     patches: PATCHES,
     session: {
-      keys: {},
+      keys: { setup_timeout: true },
       unsupported: {
         provider: SESSIONS_HERE,
         k8s: SESSIONS_HERE,
         acp: 'ACP sessions take their settings from their provider',
         socket: 'the city’s tmux server is .ctl/tmux.sock',
-        setup_timeout: 'session start-up is bounded by the provider’s readiness',
         startup_timeout: 'session start-up is bounded by the provider’s readiness',
-        nudge_lock_timeout: 'idle sessions are not nudged',
-        nudge_ready_timeout: 'idle sessions are not nudged',
-        nudge_retry_interval: 'idle sessions are not nudged',
+        nudge_lock_timeout: 'a nudge is queued as a message, delivered once the session is ready',
+        nudge_ready_timeout: 'a nudge is queued as a message, delivered once the session is ready',
+        nudge_retry_interval: 'a nudge is queued as a message, delivered once the session is ready',
         debounce_ms: 'messages are delivered through the session’s protocol',
         display_ms: 'messages are delivered through the session’s protocol',
         remote_match: SESSIONS_HERE,

@@ -71,9 +71,13 @@ describe('the key audit against every table of the reference’s configuration',
       command: 'claude',
     });
     expect(() => parseProviderSpec({ comand: 'claude' }, 'city.toml: providers.x')).to.throw(/not a provider setting/);
-    expect(findings.find((f) => f.key === 'agent[0].nudge')?.message).to.match(
-      /`\[\[agent\]\] nudge = "x"` \(agent x\)/,
+    expect(findings.find((f) => f.key === 'agent[0].namepool')?.message).to.match(
+      /`\[\[agent\]\] namepool = "x"` \(agent x\)/,
     );
+    // The lifecycle keys ctl acts on are no longer named.
+    for (const key of ['nudge', 'pre_start', 'session_setup', 'wake_mode', 'max_session_age', 'drain_timeout']) {
+      expect(findings.find((f) => f.key === `agent[0].${key}`)?.message, key).to.equal(undefined);
+    }
   });
 
   it('pack.toml: each table is acted on or named; [global], [[patches]] named, not refused', function () {
@@ -89,7 +93,7 @@ describe('the key audit against every table of the reference’s configuration',
     const doc = fixture('agent.toml');
     const findings = auditKeys(doc, AGENT_TOML, 'agents/x/agent.toml');
     expectEachNamed(doc, AGENT_TOML, findings);
-    expect(findings.find((f) => f.key === 'pre_start')?.message).to.match(/^not supported: `pre_start = \["x"\]`/);
+    expect(findings.find((f) => f.key === 'skills')?.message).to.match(/^not supported: `skills = \["x"\]`/);
   });
 
   it('a formula: each key is acted on or named; it parses with warnings, not errors, for them', function () {
@@ -143,7 +147,7 @@ describe('the key audit against every table of the reference’s configuration',
         join(root, 'packs', 'gs', 'pack.toml'),
         '[pack]\nname = "gs"\nschema = 2\n[global]\nsession_live = ["x"]\n[[named_session]]\ntemplate = "mayor"\n',
       );
-      writeFileSync(join(root, 'packs', 'gs', 'agents', 'mayor', 'agent.toml'), 'nudge = "go"\nprovder = "echo"\n');
+      writeFileSync(join(root, 'packs', 'gs', 'agents', 'mayor', 'agent.toml'), 'namepool = "go"\nprovder = "echo"\n');
       const text =
         '[workspace]\nname = "c"\n[session]\nprovider = "k8s"\n[imports.gs]\nsource = "./packs/gs"\n[agent_defaults]\nmodel = "opus"\n' +
         '[[patches.agent]]\nname = "gs.mayor"\nsuspended = true\npre_start_append = ["make"]\n';
@@ -154,7 +158,7 @@ describe('the key audit against every table of the reference’s configuration',
         'city.toml agent_defaults.model',
         'city.toml patches.agent[0].pre_start_append',
         'pack:gs/pack.toml global',
-        'pack:gs/agents/mayor/agent.toml nudge',
+        'pack:gs/agents/mayor/agent.toml namepool',
       ]);
       expect(composed.unknownKeys.map((w) => `${w.file} ${w.key}`)).to.deep.equal([
         'pack:gs/agents/mayor/agent.toml provder',
