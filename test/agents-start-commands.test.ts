@@ -42,6 +42,13 @@ provider = "echo"
 min_active_sessions = 0
 max_active_sessions = 1
 pre_start = ["echo $$ > {{.CityRoot}}/hangs.pid; sleep 30"]
+
+[[agent]]
+name = "aging"
+provider = "echo"
+min_active_sessions = 0
+max_active_sessions = 1
+max_session_age = "1500ms"
 `;
 
 interface SessionItem {
@@ -171,5 +178,31 @@ describe('agent start keys: overlay_dir, pre_start, session_setup, nudge (real c
     expect(String(crashed.message)).to.match(/^pre_start\[0\] `.*sleep 30` timed out after 2000 ms/);
     const pid = Number(readFileSync(join(city.dir, 'hangs.pid'), 'utf8'));
     await waitUntil('the hung command to be gone', async () => !isAlive(pid));
+  });
+
+  it('restarts a session past max_session_age once idle, the same session on its agent’s configuration', async function () {
+    const bead = await city.api.create({ title: 'grow old' });
+    expect((await city.api.post('/sling', { target: 'aging', bead: bead.id })).status).to.equal(200);
+    const [aging] = await waitUntil('a session of aging', async () => {
+      const list = await sessionsOf(city, 'aging');
+      return list.length ? list : undefined;
+    });
+    await waitUntil('the bead to be handed over', async () => (await city.api.bead(bead.id)).status === 'in_progress');
+    await city.api.close(bead.id);
+    const stopped = await waitUntil(
+      'an age restart',
+      async () =>
+        (await sessionEvents(city.api, 'session.stopped', aging.id)).find((e) =>
+          /^restarting: it has run \S+, past its max_session_age \(1\.5s\)$/.test(String(e.payload.reason)),
+        ),
+      15_000,
+    );
+    await waitUntil(
+      'it to be running again',
+      async () =>
+        (await sessionEvents(city.api, 'session.woke', aging.id)).some((e) => e.seq > stopped.seq) &&
+        (await session(city.api, aging.id)).running,
+    );
+    expect((await city.api.post('/agent/aging/suspend')).status).to.equal(200);
   });
 });
