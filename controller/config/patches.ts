@@ -36,7 +36,7 @@ export const AGENT_PATCH_KEYS = [
   'isolation',
   'merge',
   'base_branch',
-  ...(Object.keys(LIFECYCLE_KEYS)),
+  ...Object.keys(LIFECYCLE_KEYS),
 ] as const;
 
 /** The field of an agent's configuration a key sets (`max_session_age` sets `max_session_age_ms`). */
