@@ -1,8 +1,8 @@
-import { appendFileSync, existsSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { shellQuote, ctlFirstOnPath } from '../sessions/session-environment.js';
-import type { SessionRecord } from '../sessions/session-store.js';
+import { programDir, type SessionRecord } from '../sessions/session-store.js';
 import type { Session } from '../sessions/session.js';
 import type { SessionService } from '../sessions/session-service.js';
 import type { CommandResult, CommandRunner } from '../commands.js';
@@ -11,6 +11,7 @@ import { copyOverlay } from './overlay.js';
 
 /** The file in a session's directory where what its `pre_start` and `session_setup` commands printed is kept. */
 export const START_LOG_FILE = 'start-commands.log';
+const START_LOG_MAX_BYTES = 1024 * 1024;
 
 /** What running an agent's start commands needs of the city. */
 export interface AgentStartHost {
@@ -92,7 +93,7 @@ export class AgentStartSteps {
     const steps: [string, string][] = (agent.config.session_setup ?? []).map((c, i) => [`session_setup[${i}]`, c]);
     if (agent.setupScript !== undefined) steps.push(['session_setup_script', shellQuote(agent.setupScript)]);
     for (const [what, command] of steps) {
-      const failure = await this.run(record, agent, what, command, record.work_dir);
+      const failure = await this.run(record, agent, what, command, programDir(record));
       if (failure) await session.recordLifecycle('session.updated', failure);
     }
   }
@@ -147,8 +148,14 @@ export class AgentStartSteps {
   }
 
   private log(record: SessionRecord, text: string): void {
+    const path = join(this.host.sessionsDir, record.id, START_LOG_FILE);
     try {
-      appendFileSync(join(this.host.sessionsDir, record.id, START_LOG_FILE), `[${new Date().toISOString()}] ${text}\n`);
+      // A session restarted often (max_session_age) keeps its latest runs, not all of them.
+      if ((statSync(path, { throwIfNoEntry: false })?.size ?? 0) > START_LOG_MAX_BYTES) {
+        const kept = readFileSync(path, 'utf8').slice(-START_LOG_MAX_BYTES / 2);
+        writeFileSync(path, kept.slice(kept.indexOf('\n[') + 1));
+      }
+      appendFileSync(path, `[${new Date().toISOString()}] ${text}\n`);
     } catch (err) {
       this.host.logger.warn({ err, session: record.id }, 'could not keep the output of a start command');
     }

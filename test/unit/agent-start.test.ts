@@ -7,7 +7,7 @@ import { parseAgentTable } from '../../shared/config/city-config.js';
 import { ConfigError } from '../../shared/config/config-error.js';
 import { idleLimitOf } from '../../shared/config/agent-lifecycle.js';
 import type { AgentDefinition } from '../../controller/agents/agent-catalog.js';
-import { AgentStartSteps, fillIn } from '../../controller/agents/agent-start.js';
+import { AgentStartSteps, fillIn, START_LOG_FILE } from '../../controller/agents/agent-start.js';
 import { copyOverlay } from '../../controller/agents/overlay.js';
 import { patchAgent } from '../../controller/config/patches.js';
 import { CommandRunner } from '../../controller/commands.js';
@@ -107,6 +107,44 @@ describe('agent start keys (in-process)', () => {
     expect(existsSync(join(outside, 'b.txt'))).to.equal(false);
     expect(copied).to.deep.equal({ copied: 0, skipped: ['conf/: a link in the work directory'] });
     expect(() => copyOverlay(join(dir, 'none'), work)).to.throw(/its overlay_dir .*none is not a directory/);
+  });
+
+  it('keeps what pre_start printed in the session’s log, its latest runs when it has grown large', async () => {
+    const commands = new CommandRunner();
+    mkdirSync(join(dir, 's1'));
+    const log = join(dir, 's1', START_LOG_FILE);
+    writeFileSync(log, `[old] ${'x'.repeat(100)}\n`.repeat(12_000));
+    const steps = new AgentStartSteps({
+      cityName: 'c',
+      cityRoot: dir,
+      sessionsDir: dir,
+      env: { PATH: process.env.PATH },
+      commands,
+      logger: pino({ level: 'silent' }),
+      agent: (name) =>
+        ({
+          name,
+          base: name,
+          workDir: dir,
+          config: {
+            name,
+            env: {},
+            depends_on: [],
+            suspended: false,
+            source: 'city.toml',
+            pre_start: ['echo fresh-output'],
+          },
+        }) as AgentDefinition,
+      rigRoot: () => undefined,
+      timeoutMs: () => 5000,
+    });
+    const record = { id: 's1', kind: 'agent', template: 'w', session_name: 'w-1', work_dir: dir } as SessionRecord;
+    await steps.beforeProgram({ record, saveFields: () => {}, recordLifecycle: async () => {} }, dir);
+    const text = readFileSync(log, 'utf8');
+    expect(text.length).to.be.below(600 * 1024);
+    expect(text.startsWith('[old] ')).to.equal(true);
+    expect(text).to.match(/pre_start\[0\]: echo fresh-output\nfresh-output\n→ ok \(\d+ ms\)\n$/);
+    commands.stop();
   });
 
   it('wake_mode = "fresh" forgets the conversation before each start; "resume" keeps it', async () => {
