@@ -134,7 +134,7 @@ describe('agent start keys (in-process)', () => {
             source: 'city.toml',
             pre_start: ['echo fresh-output'],
           },
-        }) as AgentDefinition,
+        }) as unknown as AgentDefinition,
       rigRoot: () => undefined,
       timeoutMs: () => 5000,
     });
