@@ -23,6 +23,7 @@ import { ProviderEditor } from './config/provider-editor.js';
 import { ExtmsgService } from './extmsg/extmsg-service.js';
 import { FormulaCatalog } from './formulas/formula-catalog.js';
 import { MoleculeEngine } from './molecules/molecule-engine.js';
+import { RunVars } from './formulas/run-vars.js';
 import { RunViews } from './molecules/run-views.js';
 import { RunVersions } from './molecules/run-versions.js';
 import { OrderCatalog } from './orders/order-catalog.js';
@@ -165,6 +166,15 @@ export function assembleCity(o: CityInputs): CityRuntime {
     () => settings.config.rigs,
     () => settings.packDirs('formulas'),
   );
+  const runVars = new RunVars({
+    root,
+    rigs: () => settings.config.rigs,
+    timezone: () => settings.config.orders.timezone,
+    agent: (agentName) => settings.agent(agentName),
+    bead: (id) => o.store.get(id),
+    dependents: (id) => o.store.dependents(id),
+    now: () => clock.now(),
+  });
   const commandEnv = { ...process.env, CTL_CITY: name, CTL_CITY_ROOT: root };
   const molecules = new MoleculeEngine({
     beads,
@@ -198,6 +208,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
       commands,
       formulas,
       molecules,
+      runVars,
       cityRoot: root,
       env: commandEnv,
       logger,
@@ -249,6 +260,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
     clock,
     commands,
     formulas,
+    runVars,
     molecules,
     runs: new RunViews(o.store, new RunVersions(log)),
     orders,

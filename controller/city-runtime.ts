@@ -16,6 +16,7 @@ import type { ComposedConfig } from './config/compose.js';
 import type { ConfigInUse } from './config/config-in-use.js';
 import type { ExtmsgService } from './extmsg/extmsg-service.js';
 import type { FormulaCatalog } from './formulas/formula-catalog.js';
+import type { RunVars } from './formulas/run-vars.js';
 import type { MoleculeEngine } from './molecules/molecule-engine.js';
 import type { RunViews } from './molecules/run-views.js';
 import type { OrderCatalog } from './orders/order-catalog.js';
@@ -60,6 +61,8 @@ export interface CityParts {
   /** Shell commands of formulas and orders, killed when the city stops. */
   commands: CommandRunner;
   formulas: FormulaCatalog;
+  /** The vars a run knows itself (its bead, convoy, agent, rig, branch, date). */
+  runVars: RunVars;
   /** Runs of formulas: their beads, carried on as they change. */
   molecules: MoleculeEngine;
   runs: RunViews;
@@ -100,6 +103,7 @@ export class CityRuntime implements CityParts {
   readonly clock: Clock;
   readonly commands: CommandRunner;
   readonly formulas: FormulaCatalog;
+  readonly runVars: RunVars;
   readonly molecules: MoleculeEngine;
   readonly runs: RunViews;
   readonly orders: OrderCatalog;
@@ -128,6 +132,7 @@ export class CityRuntime implements CityParts {
     this.clock = parts.clock;
     this.commands = parts.commands;
     this.formulas = parts.formulas;
+    this.runVars = parts.runVars;
     this.molecules = parts.molecules;
     this.runs = parts.runs;
     this.orders = parts.orders;

@@ -9,6 +9,7 @@ import type { ConvoysService } from '../beads/convoys.js';
 import type { FormulaCatalog } from '../formulas/formula-catalog.js';
 import type { MoleculeEngine } from '../molecules/molecule-engine.js';
 import type { RunViews } from '../molecules/run-views.js';
+import type { RunVars } from '../formulas/run-vars.js';
 import { ASSIGNED_SESSION, ROUTED_TO } from './work-board.js';
 
 /** What slinging needs of the city: its agents, its work, formula runs, and the tick to tell. */
@@ -20,6 +21,7 @@ export interface SlingHost {
   formulas: FormulaCatalog;
   molecules: MoleculeEngine;
   runs: Pick<RunViews, 'status'>;
+  runVars: Pick<RunVars, 'of'>;
   tick: { poke(): void };
 }
 
@@ -56,7 +58,12 @@ export async function sling(city: SlingHost, body: SlingInputBody): Promise<Slin
       );
     }
     // The formula and vars are checked before the bead is touched.
-    compileForRun(city.formulas, wrapping, body.vars ?? {}, { attached_bead_id: bead.id, target: agent.name });
+    compileForRun(
+      city.formulas,
+      wrapping,
+      body.vars ?? {},
+      await city.runVars.of({ target: agent.name, attachedBeadId: bead.id }),
+    );
     if (bead.status === 'closed') await city.beads.update(bead.id, { status: 'open' });
     return slingFormula(
       city,
@@ -131,17 +138,27 @@ async function slingFormula(
 ): Promise<SlingResponse> {
   const attached = body.attached_bead_id ?? body.bead;
   if (attached !== undefined) city.beads.get(attached);
-  const { root, members } = await launchFormula(city.formulas, city.molecules, formula, body.vars ?? {}, {
-    source: 'sling',
-    routedTo: agent.name,
-    title: body.title,
-    attachedBeadId: attached,
-  });
+  const vars = body.vars ?? {};
+  const run = await city.runVars.of({ target: agent.name, attachedBeadId: attached });
+  // The formula is checked before the convoy is made, and the run knows its convoy (`{{convoy_id}}`).
+  const checked = compileForRun(city.formulas, formula, vars, run);
   let convoyId: string | undefined;
   if (attached !== undefined && !body.no_convoy) {
-    const { convoy } = await city.convoys.create({ title: `${root.title} → ${agent.name}`, items: [attached] });
+    const { convoy } = await city.convoys.create({
+      title: `${body.title ?? (checked.description.split('\n')[0] || checked.name)} → ${agent.name}`,
+      items: [attached],
+    });
     convoyId = convoy.id;
+    run.builtins.convoy_id = convoy.id;
   }
+  const { root, members } = await launchFormula(
+    city.formulas,
+    city.molecules,
+    formula,
+    vars,
+    { source: 'sling', routedTo: agent.name, title: body.title, attachedBeadId: attached },
+    run,
+  );
   city.tick.poke();
   const routed = [...members.values()].filter((b) => b.metadata?.[ROUTED_TO] === agent.name).map((b) => b.id);
   return {

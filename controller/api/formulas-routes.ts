@@ -30,7 +30,7 @@ import { decodeToken, encodeToken, invalidToken } from '../../shared/http/page-t
 import { Problem } from '../../shared/http/problem.js';
 import { decodeBeadCursor, encodeBeadCursor } from '../beads/page-token.js';
 import type { CityRuntime } from '../city-runtime.js';
-import { checkFormula, unknownAssignees } from '../formulas/formula-catalog.js';
+import { unknownAssignees } from '../formulas/formula-catalog.js';
 import { compileFormula } from '../formulas/formula-compile.js';
 import { FORMULA_NAME } from '../formulas/formula-file.js';
 import { formulaDetail, formulaSummary, recentRuns } from '../formulas/formula-views.js';
@@ -183,7 +183,7 @@ export class FormulasRoutes extends Controller {
   ): Promise<OKResponseBody> {
     checkName(name);
     const text = textOf(body);
-    const { errors } = checkFormula(text, `formulas/${name}.toml`, name);
+    const { errors } = this.city.formulas.check(text, name);
     if (errors.length) throw formulaErrors(name, errors);
     this.city.formulas.write(name, text);
     return { status: 'ok' };
@@ -214,7 +214,7 @@ export class FormulasRoutes extends Controller {
     @Body() body: string,
   ): Promise<FormulaValidateOutputBody> {
     checkName(name);
-    const { def, errors } = checkFormula(textOf(body), `formulas/${name}.toml`, name);
+    const { def, errors } = this.city.formulas.check(textOf(body), name);
     if (def)
       errors.push(
         ...unknownAssignees(
@@ -238,7 +238,12 @@ export class FormulasRoutes extends Controller {
     @Body() body: FormulaPreviewBody,
   ): Promise<FormulaDetailResponse> {
     const entry = formulaOrProblem(this.city.formulas, name);
-    const compiled = compileForRun(this.city.formulas, name, body.vars ?? {}, { target: body.target });
+    const compiled = compileForRun(
+      this.city.formulas,
+      name,
+      body.vars ?? {},
+      await this.city.runVars.of({ target: body.target }),
+    );
     return formulaDetail(entry, compiled);
   }
 
@@ -282,12 +287,15 @@ export class FormulasRoutes extends Controller {
       throw new Problem('agent-not-found', `not_found: agent not found: ${body.target}`);
     }
     if (body.attached_bead_id !== undefined) this.city.beads.get(body.attached_bead_id);
-    const { root, members } = await launchFormula(this.city.formulas, this.city.molecules, name, body.vars ?? {}, {
-      source: 'cook',
-      routedTo: body.target,
-      title: body.title,
-      attachedBeadId: body.attached_bead_id,
-    });
+    const run = await this.city.runVars.of({ target: body.target, attachedBeadId: body.attached_bead_id });
+    const { root, members } = await launchFormula(
+      this.city.formulas,
+      this.city.molecules,
+      name,
+      body.vars ?? {},
+      { source: 'cook', routedTo: body.target, title: body.title, attachedBeadId: body.attached_bead_id },
+      run,
+    );
     this.setStatus(201);
     this.setHeader('Location', `/v0/city/${encodeURIComponent(this.city.name)}/runs/${root.id}`);
     return {

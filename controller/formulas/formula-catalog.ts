@@ -5,6 +5,7 @@ import { writeFileAtomic } from '../../shared/atomic-write.js';
 import { OutsideTree, outsideTree, readWithin } from '../../shared/fs/within.js';
 import { FORMULA_NAME, parseFormula, type FormulaDef, type StepDef } from './formula-file.js';
 import { compileFormula } from './formula-compile.js';
+import { resolveFormula, type FormulaLookup } from './formula-resolve.js';
 
 /** One formula as the city sees it: the file that wins for its name, and what reading it gave. */
 export interface FormulaEntry {
@@ -17,6 +18,7 @@ export interface FormulaEntry {
   layer: string;
   /** The tree the file belongs to (the city, the rig, the pack): it is read only when it really lies inside. */
   tree: { root: string; what: string };
+  /** The formula as it runs: laid over what it extends, expansions applied. Absent while it has errors. */
   def?: FormulaDef;
   /** Parse and compile errors (every one, each naming file, step and field); empty when it runs. */
   errors: string[];
@@ -28,6 +30,26 @@ interface Cached {
   mtimeMs: number;
   size: number;
   entry: FormulaEntry;
+  /** The file as written (before `extends` and expansions), kept when it parsed even with errors. */
+  parsed?: FormulaDef;
+}
+
+/**
+ * A resolved formula, good while its file and every formula it looked up by name are the ones read then (the
+ * same cached objects, found under the same names).
+ */
+interface Resolved {
+  entry: FormulaEntry;
+  file: Cached;
+  /** Each name looked up, by which file, and the file it got. */
+  found: [string, Cached, Cached | undefined][];
+}
+
+/** The file a formula looking up `name` gets: the highest layer's, or, for its own name, the one below it. */
+function pick(stack: Map<string, Cached[]>, name: string, asker: Cached): Cached | undefined {
+  const levels = stack.get(name) ?? [];
+  const own = levels.indexOf(asker);
+  return own >= 0 ? levels[own - 1] : levels[levels.length - 1];
 }
 
 /**
@@ -38,6 +60,7 @@ interface Cached {
  */
 export class FormulaCatalog {
   private readonly cache = new Map<string, Cached>();
+  private readonly resolved = new Map<string, Resolved>();
 
   constructor(
     private readonly root: string,
@@ -55,13 +78,56 @@ export class FormulaCatalog {
   }
 
   list(): FormulaEntry[] {
+    const stack = this.stack();
     const byName = new Map<string, FormulaEntry>();
+    for (const [name, levels] of stack) byName.set(name, this.resolve(levels[levels.length - 1]!, stack, []));
+    return [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** Every formula file of every layer, read (or taken from the cache), by name, lowest layer first. */
+  private stack(): Map<string, Cached[]> {
+    const stack = new Map<string, Cached[]>();
     const outside = new Map<string, string>();
     for (const layer of this.layers()) {
-      for (const [name, path] of this.chosenIn(layer, outside)) byName.set(name, this.read(name, path, layer));
+      for (const [name, path] of this.chosenIn(layer, outside)) {
+        const list = stack.get(name) ?? [];
+        list.push(this.read(name, path, layer));
+        stack.set(name, list);
+      }
     }
     this.outside = outside;
-    return [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
+    return stack;
+  }
+
+  /**
+   * One file's formula as it runs: `extends` and expansions resolved against the formulas of the city (a
+   * formula that extends its own name reaches the one of a lower layer), then compiled for every set of vars.
+   * Kept until one of the files it was made from changes.
+   */
+  private resolve(file: Cached, stack: Map<string, Cached[]>, chain: string[]): FormulaEntry {
+    const known = this.resolved.get(file.entry.path);
+    const fresh = (r: Resolved) =>
+      r.file === file &&
+      r.found.every(
+        ([name, asker, was]) => pick(stack, name, asker) === was && (!was || this.cache.get(was.entry.path) === was),
+      );
+    if (known && fresh(known)) return known.entry;
+    const found: Resolved['found'] = [];
+    const lookup: FormulaLookup = (name) => {
+      const parent = pick(stack, name, file);
+      found.push([name, file, parent]);
+      if (!parent) return { problem: 'no formula of that name in this city' };
+      if (chain.includes(parent.entry.path) || parent === file) {
+        return { problem: `a cycle (${[...chain.map(nameOfPath), file.entry.name, name].join(' → ')})` };
+      }
+      const entry = this.resolve(parent, stack, [...chain, file.entry.path]);
+      // What the parent was made from makes this one too.
+      found.push(...(this.resolved.get(parent.entry.path)?.found ?? []));
+      return entry.def ? { def: entry.def } : { problem: `it does not validate (${entry.errors[0]})` };
+    };
+    const entry = resolvedEntry(file, lookup);
+    this.resolved.set(file.entry.path, { entry, file, found });
+    return entry;
   }
 
   /**
@@ -83,9 +149,32 @@ export class FormulaCatalog {
     for (const layer of this.packLayers()) {
       if (!name.startsWith(`${layer.binding}.`)) continue;
       const path = this.chosenIn(layer, new Map()).get(name.slice(layer.binding.length + 1));
-      if (path) return this.read(name.slice(layer.binding.length + 1), path, layer);
+      if (path) return this.resolve(this.read(name.slice(layer.binding.length + 1), path, layer), this.stack(), []);
     }
     return undefined;
+  }
+
+  /**
+   * Checks text as the city's own `formulas/<name>.toml` would be, before it is written: parsed, resolved
+   * against the city's other formulas (what it extends and expands), compiled for every set of vars.
+   */
+  check(text: string, name: string): { def?: FormulaDef; errors: string[]; warnings: string[] } {
+    const stack = this.stack();
+    const file = `formulas/${name}.toml`;
+    const parsed = parseFormula(text, file, name);
+    const path = join(this.dir, `${name}.toml`);
+    const cached: Cached = {
+      mtimeMs: -1,
+      size: -1,
+      entry: { name, path, file, layer: 'city', tree: { root: this.root, what: 'the city' }, errors: parsed.errors },
+      ...(parsed.formula ? { parsed: parsed.formula } : {}),
+    };
+    // It stands where it would be written: above the packs' formulas of its name, below the rigs'.
+    const levels = (stack.get(name) ?? []).filter((c) => c.entry.layer.startsWith('pack:'));
+    stack.set(name, [...levels, cached]);
+    const entry = this.resolve(cached, stack, []);
+    this.resolved.delete(path);
+    return { ...(entry.def ? { def: entry.def } : {}), errors: entry.errors, warnings: parsed.warnings };
   }
 
   /** The formula's text as it is on disk, read only inside its tree (a 404-worthy undefined when it is not). */
@@ -171,27 +260,33 @@ export class FormulaCatalog {
     return `${layer.name}/formulas/${relative(layer.dir, path)}`;
   }
 
-  private read(name: string, path: string, layer: Layer): FormulaEntry {
+  private read(name: string, path: string, layer: Layer): Cached {
     const file = this.label(path, layer);
     const base = { name, path, file, layer: layer.name, tree: layer.tree };
     let stat;
     try {
       stat = statSync(path);
     } catch {
-      return { ...base, errors: [`${file}: cannot be read`] };
+      return { mtimeMs: -1, size: -1, entry: { ...base, errors: [`${file}: cannot be read`] } };
     }
     const cached = this.cache.get(path);
-    if (cached && cached.mtimeMs === stat.mtimeMs && cached.size === stat.size) return cached.entry;
+    if (cached && cached.mtimeMs === stat.mtimeMs && cached.size === stat.size) return cached;
     let text: string;
     try {
       text = readWithin(path, layer.tree.root, layer.tree.what);
     } catch (err) {
-      if (!(err instanceof OutsideTree)) return { ...base, errors: [`${file}: cannot be read`] };
-      return { ...base, errors: [`${file}: ${err.message}`] };
+      const message = err instanceof OutsideTree ? err.message : 'cannot be read';
+      return { mtimeMs: -1, size: -1, entry: { ...base, errors: [`${file}: ${message}`] } };
     }
-    const entry: FormulaEntry = { ...base, ...checkFormula(text, file, name) };
-    this.cache.set(path, { mtimeMs: stat.mtimeMs, size: stat.size, entry });
-    return entry;
+    const parsed = parseFormula(text, file, name);
+    const fresh: Cached = {
+      mtimeMs: stat.mtimeMs,
+      size: stat.size,
+      entry: { ...base, errors: parsed.errors, warnings: parsed.warnings },
+      ...(parsed.formula ? { parsed: parsed.formula } : {}),
+    };
+    this.cache.set(path, fresh);
+    return fresh;
   }
 }
 
@@ -201,18 +296,44 @@ interface Layer {
   tree: { root: string; what: string };
 }
 
-/** Parses a formula's text and compiles it for every set of vars: its definition, or every error. */
+/**
+ * Parses a formula's text, resolves what it extends and expands through `lookup`, and compiles it for every set
+ * of vars: its definition as it runs, or every error.
+ */
 export function checkFormula(
   text: string,
   file: string,
   name: string,
+  lookup: FormulaLookup = () => ({ problem: 'no formula of that name in this city' }),
 ): { def?: FormulaDef; errors: string[]; warnings: string[] } {
   const parsed = parseFormula(text, file, name);
-  const { warnings } = parsed;
-  if (!parsed.formula) return { errors: parsed.errors, warnings };
-  const compiled = compileFormula(parsed.formula, {}, 'validate');
-  const errors = [...new Set([...parsed.errors, ...compiled.errors])];
-  return errors.length ? { errors, warnings } : { def: parsed.formula, errors: [], warnings };
+  const entry = resolvedEntry(
+    {
+      mtimeMs: -1,
+      size: -1,
+      entry: { name, path: file, file, layer: 'city', tree: { root: '', what: '' }, errors: parsed.errors },
+      ...(parsed.formula ? { parsed: parsed.formula } : {}),
+    },
+    lookup,
+  );
+  return { ...(entry.def ? { def: entry.def } : {}), errors: entry.errors, warnings: parsed.warnings };
+}
+
+/** A read file made into the formula that runs, or every error of it. */
+function resolvedEntry(file: Cached, lookup: FormulaLookup): FormulaEntry {
+  const base = file.entry;
+  if (!file.parsed) return base;
+  const { def, errors: resolveErrors } = resolveFormula(file.parsed, lookup);
+  // An expansion formula is not run: its template is filled in where others expand it.
+  // What it extends or expands is missing: its steps are not all there, and compiling them would only add noise.
+  const compileErrors =
+    def.type === 'expansion' || resolveErrors.length ? [] : compileFormula(def, {}, 'validate').errors;
+  const errors = [...new Set([...file.entry.errors, ...resolveErrors, ...compileErrors])];
+  return errors.length ? { ...base, errors } : { ...base, def, errors: [] };
+}
+
+function nameOfPath(path: string): string {
+  return nameOf(path.split('/').pop() ?? path) ?? path;
 }
 
 /** The formula name a file in `formulas/` defines, if it is one. */

@@ -50,8 +50,24 @@ export interface CompiledFormula {
  */
 export type CompileMode = 'run' | 'validate';
 
-/** Vars every formula can use without declaring them: the bead a run was started for, and its target agent. */
-export const BUILTIN_VARS = ['attached_bead_id', 'target'] as const;
+/**
+ * Vars every formula can use without declaring them, filled by the run (`run-vars.ts`): the bead it was started
+ * for (`attached_bead_id`, the reference's `issue`), the convoy tracking it, its target agent, that agent's rig
+ * and pack binding, the branch its work starts from and lands on, and the day it started. A formula that
+ * declares one gets the run's value over its default; a value given at the launch wins over both.
+ */
+export const BUILTIN_VARS = [
+  'attached_bead_id',
+  'issue',
+  'convoy_id',
+  'target',
+  'rig_name',
+  'binding_name',
+  'binding_prefix',
+  'base_branch',
+  'target_branch',
+  'date',
+] as const;
 export type BuiltinVar = (typeof BUILTIN_VARS)[number];
 
 const FALSY = new Set(['', 'false', '0', 'no', 'off']);
@@ -73,7 +89,7 @@ export function compileFormula(
   const errors: string[] = [];
   const at = (where: string, field: string, message: string) =>
     errors.push(`${def.file}: ${where ? `${where}: ` : ''}${field}: ${message}`);
-  const declared = resolveVars(def, given, mode, at);
+  const declared = resolveVars(def, given, mode, at, builtins);
   // What the run itself knows, usable in any text without declaring it; as written when the run has none.
   const vars = {
     ...Object.fromEntries(BUILTIN_VARS.map((name) => [name, builtins[name] ?? `{{${name}}}`])),
@@ -316,16 +332,20 @@ function resolveVars(
   given: Record<string, string>,
   mode: CompileMode,
   at: (where: string, field: string, message: string) => void,
+  builtins: Partial<Record<BuiltinVar, string>>,
 ): Record<string, string> {
   const vars: Record<string, string> = {};
-  for (const v of def.vars) {
-    if ((BUILTIN_VARS as readonly string[]).includes(v.name)) at(`var "${v.name}"`, 'name', 'is set by the run itself');
-  }
+  const builtin = (name: string): name is BuiltinVar => (BUILTIN_VARS as readonly string[]).includes(name);
   for (const name of Object.keys(given)) {
-    if (!def.vars.some((v) => v.name === name)) at('', `vars.${name}`, 'unknown var (not declared in [vars])');
+    if (!def.vars.some((v) => v.name === name) && !builtin(name)) {
+      at('', `vars.${name}`, 'unknown var (not declared in [vars])');
+    }
   }
+  // A builtin given at the launch replaces the run's own value.
+  for (const name of Object.keys(given))
+    if (builtin(name) && !def.vars.some((v) => v.name === name)) vars[name] = given[name]!;
   for (const v of def.vars) {
-    const value = given[v.name] ?? v.default;
+    const value = given[v.name] ?? (builtin(v.name) ? builtins[v.name] : undefined) ?? v.default;
     if (value === undefined) {
       if (v.required && mode === 'run') at('', `vars.${v.name}`, 'is required');
       // An optional var without a value stays as written.

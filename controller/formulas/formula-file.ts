@@ -64,6 +64,18 @@ export interface StepDef {
   check?: StepCheck;
   retry?: StepRetry;
   gate?: StepGate;
+  /** `expand`: the expansion formula whose `[[template]]` steps replace this one. */
+  expand?: string;
+  /** `expand_vars`: values for the expansion's `{var}` placeholders, over its defaults. */
+  expandVars: Record<string, string>;
+}
+
+/** `[[compose.expand]]` (one step, `target`) or `[[compose.map]]` (every step whose id matches `select`). */
+export interface ComposeRule {
+  target?: string;
+  select?: string;
+  with: string;
+  vars: Record<string, string>;
 }
 
 /** A formula file as written, checked for shape (not yet for references: see compileFormula). */
@@ -74,6 +86,14 @@ export interface FormulaDef {
   steps: StepDef[];
   /** The file, relative to the city (`formulas/release.toml`). */
   file: string;
+  /** `workflow` (steps a run makes) or `expansion` (`[[template]]` steps other formulas expand into theirs). */
+  type: 'workflow' | 'expansion';
+  /** Formulas whose vars and steps this one starts from, in order (a later one's, then this one's, win). */
+  extends: string[];
+  /** An expansion formula's steps, with `{target}` and `{var}` placeholders. */
+  template: StepDef[];
+  /** `[compose]`: steps replaced by expansion formulas' templates. */
+  compose: { expand: ComposeRule[]; map: ComposeRule[] };
 }
 
 const DEFAULT_CHECK_TIMEOUT_MS = 60_000;
@@ -122,9 +142,78 @@ export function parseFormula(
   const description = str(doc, 'description', undefined, 'description', at) ?? '';
   const vars = readVars(doc.vars, at);
   const steps = readSteps(doc.steps, 'steps', at);
-  if (doc.steps === undefined) at(undefined, 'steps', 'a formula needs at least one [[steps]]');
+  const template = readSteps(doc.template, 'template', at);
+  const type = str(doc, 'type', undefined, 'type', at) ?? 'workflow';
+  if (type !== 'workflow' && type !== 'expansion') at(undefined, 'type', 'must be "workflow" or "expansion"');
+  let parents: string[] = [];
+  if (doc.extends !== undefined) {
+    const list = typeof doc.extends === 'string' ? [doc.extends] : strings(doc.extends);
+    if (!list || list.some((p) => !FORMULA_NAME.test(p))) at(undefined, 'extends', 'must be formula names');
+    else parents = list;
+  }
+  const compose = readCompose(doc.compose, at);
+  if (type === 'expansion') {
+    if (doc.template === undefined && !parents.length) {
+      at(undefined, 'template', 'an expansion formula needs at least one [[template]]');
+    }
+  } else if (doc.steps === undefined && !parents.length) {
+    at(undefined, 'steps', 'a formula needs at least one [[steps]] (or extends another)');
+  }
+  const formula: FormulaDef = {
+    name,
+    description,
+    vars,
+    steps,
+    file,
+    type: type === 'expansion' ? 'expansion' : 'workflow',
+    extends: parents,
+    template,
+    compose,
+  };
   // With errors it is returned too, so a validation can also name what its references get wrong; it never runs.
-  return { formula: { name, description, vars, steps, file }, errors, warnings };
+  return { formula, errors, warnings };
+}
+
+function readCompose(value: unknown, at: At): FormulaDef['compose'] {
+  const compose: FormulaDef['compose'] = { expand: [], map: [] };
+  if (value === undefined) return compose;
+  if (!isTable(value)) {
+    at(undefined, 'compose', 'must be a table');
+    return compose;
+  }
+  for (const kind of ['expand', 'map'] as const) {
+    const list = value[kind];
+    if (list === undefined) continue;
+    if (!Array.isArray(list) || list.some((r) => !isTable(r))) {
+      at(undefined, `compose.${kind}`, `must be an array of tables ([[compose.${kind}]])`);
+      continue;
+    }
+    const pick = kind === 'expand' ? 'target' : 'select';
+    for (const [i, rule] of (list as Record<string, unknown>[]).entries()) {
+      const where = `compose.${kind}[${i}]`;
+      const on = str(rule, pick, where, pick, at);
+      const withName = str(rule, 'with', where, 'with', at);
+      if (!on) at(where, pick, kind === 'expand' ? 'is required (the step to expand)' : 'is required (a glob of ids)');
+      if (!withName) at(where, 'with', 'is required (the expansion formula)');
+      const vars = stringTable(rule.vars, where, 'vars', at);
+      if (on && withName) compose[kind].push({ [pick]: on, with: withName, vars });
+    }
+  }
+  return compose;
+}
+
+function stringTable(value: unknown, where: string, field: string, at: At): Record<string, string> {
+  if (value === undefined) return {};
+  if (!isTable(value)) {
+    at(where, field, 'must be a table of strings');
+    return {};
+  }
+  const out: Record<string, string> = {};
+  for (const [key, v] of Object.entries(value)) {
+    if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') out[key] = String(v);
+    else at(where, `${field}.${key}`, 'must be a string');
+  }
+  return out;
 }
 
 type At = (where: string | undefined, field: string, message: string) => void;
@@ -195,20 +284,24 @@ function readSteps(value: unknown, field: string, at: At): StepDef[] {
     at(undefined, field, `must be an array of tables ([[${field}]])`);
     return [];
   }
-  return (value as Record<string, unknown>[]).map((s, i) => readStep(s, `${field}[${i}]`, at));
+  return (value as Record<string, unknown>[]).map((s, i) => readStep(s, `${field}[${i}]`, at, field === 'template'));
 }
 
-function readStep(t: Record<string, unknown>, position: string, at: At): StepDef {
+function readStep(t: Record<string, unknown>, position: string, at: At, template = false): StepDef {
   const id = typeof t.id === 'string' ? t.id : '';
   const where = id ? `step "${id}"` : position;
+  // A template's ids are made from its target's (`{target}.build`): checked as they will be once filled.
+  const plain = template ? id.replace(/\{[A-Za-z_][A-Za-z0-9_.]*\}/g, 'x') : id;
   if (!id) at(where, 'id', 'is required');
-  else if (!STEP_ID.test(id)) at(where, 'id', 'must be letters, digits, _, - and . (starting with a letter or digit)');
+  else if (!STEP_ID.test(plain))
+    at(where, 'id', 'must be letters, digits, _, - and . (starting with a letter or digit)');
   const step: StepDef = {
     id,
     labels: [],
     metadata: {},
     needs: [],
     children: [],
+    expandVars: {},
   };
   step.title = str(t, 'title', where, 'title', at);
   step.description = str(t, 'description', where, 'description', at);
@@ -242,17 +335,22 @@ function readStep(t: Record<string, unknown>, position: string, at: At): StepDef
       }
     }
   }
-  if (t.children !== undefined) step.children = readSteps(t.children, `${where}: children`, at);
+  if (t.children !== undefined) {
+    step.children = template ? readSteps(t.children, 'template', at) : readSteps(t.children, `${where}: children`, at);
+  }
   if (t.loop !== undefined) step.loop = readLoop(t.loop, where, at);
   if (t.check !== undefined) step.check = readCheck(t.check, where, at);
   if (t.retry !== undefined) step.retry = readRetry(t.retry, where, at);
   if (t.gate !== undefined) step.gate = readGate(t.gate, where, at);
-  const kinds = [step.children.length > 0, step.loop !== undefined, step.gate !== undefined].filter(Boolean).length;
-  if (kinds > 1) at(where, 'children', 'a step has at most one of children, loop and gate');
+  step.expand = str(t, 'expand', where, 'expand', at);
+  step.expandVars = stringTable(t.expand_vars, where, 'expand_vars', at);
+  const kinds = [step.children.length > 0, step.loop !== undefined, step.gate !== undefined, !!step.expand];
+  if (kinds.filter(Boolean).length > 1)
+    at(where, 'children', 'a step has at most one of children, loop, gate and expand');
   if ((step.check || step.retry) && (step.children.length || step.loop || step.gate)) {
     at(where, step.check ? 'check' : 'retry', 'only a step of work (no children, loop or gate) can have one');
   }
-  if (step.title === undefined && !step.gate && !step.loop) at(where, 'title', 'is required');
+  if (step.title === undefined && !step.gate && !step.loop && !step.expand) at(where, 'title', 'is required');
   return step;
 }
 

@@ -3,6 +3,9 @@ import { Problem } from '../../shared/http/problem.js';
 import type { MoleculeEngine, InstantiateOptions } from '../molecules/molecule-engine.js';
 import type { FormulaCatalog, FormulaEntry } from './formula-catalog.js';
 import { compileFormula, type CompiledFormula } from './formula-compile.js';
+import type { RunValues } from './run-vars.js';
+
+const NO_RUN_VALUES: RunValues = { builtins: {}, rigVars: {} };
 
 /** A formula by name, or the 404 problem. */
 export function formulaOrProblem(catalog: FormulaCatalog, name: string): FormulaEntry {
@@ -18,16 +21,27 @@ export function formulaErrors(name: string, errors: string[]): Problem {
   });
 }
 
-/** Compiles a formula with these vars for a run: its graph, or a 404 / 422 naming every error. */
+/**
+ * Compiles a formula with these vars for a run: its graph, or a 404 / 422 naming every error. `run` is what the
+ * run itself knows (`run-vars.ts`): its builtin vars, and its rig's `formula_vars` for the vars the formula
+ * declares (the launch's own vars win over both).
+ */
 export function compileForRun(
   catalog: FormulaCatalog,
   name: string,
   vars: Record<string, string>,
-  builtins: { attached_bead_id?: string; target?: string },
+  run: RunValues = NO_RUN_VALUES,
 ): CompiledFormula {
   const entry = formulaOrProblem(catalog, name);
   if (!entry.def) throw formulaErrors(name, entry.errors);
-  const { compiled, errors } = compileFormula(entry.def, vars, 'run', builtins);
+  if (entry.def.type === 'expansion') {
+    throw formulaErrors(name, [
+      `${entry.file}: type: an expansion formula does not run by itself: other formulas expand it into their steps (expand, [[compose.expand]])`,
+    ]);
+  }
+  const declared = new Set(entry.def.vars.map((v) => v.name));
+  const given = { ...Object.fromEntries(Object.entries(run.rigVars).filter(([k]) => declared.has(k))), ...vars };
+  const { compiled, errors } = compileFormula(entry.def, given, 'run', run.builtins);
   if (!compiled) {
     throw new Problem('validation-failed', `invalid: formula ${name}: ${errors.join('; ')}`, {
       errors: errors.map((message) => ({
@@ -46,11 +60,9 @@ export async function launchFormula(
   name: string,
   vars: Record<string, string>,
   options: InstantiateOptions,
+  run: RunValues = NO_RUN_VALUES,
 ): Promise<{ root: Bead; members: Map<string, Bead>; compiled: CompiledFormula }> {
-  const compiled = compileForRun(catalog, name, vars, {
-    attached_bead_id: options.attachedBeadId,
-    target: options.routedTo,
-  });
+  const compiled = compileForRun(catalog, name, vars, run);
   const { root, members } = await engine.instantiate(compiled, options);
   return { root, members, compiled };
 }

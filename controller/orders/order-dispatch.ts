@@ -6,6 +6,7 @@ import type { BeadsService } from '../beads/beads-service.js';
 import type { CommandRunner } from '../commands.js';
 import type { FormulaCatalog } from '../formulas/formula-catalog.js';
 import { launchFormula } from '../formulas/launch.js';
+import type { RunVars } from '../formulas/run-vars.js';
 import type { MoleculeEngine } from '../molecules/molecule-engine.js';
 import type { OrderDef, Trigger } from './order-file.js';
 
@@ -57,6 +58,7 @@ export class OrderDispatcher {
       commands: CommandRunner;
       formulas: FormulaCatalog;
       molecules: MoleculeEngine;
+      runVars: Pick<RunVars, 'of'>;
       cityRoot: string;
       env: NodeJS.ProcessEnv;
       logger?: Logger;
@@ -225,6 +227,7 @@ export class OrderDispatcher {
           routedTo: order.pool,
           rootLabels: [runLabel(order.name)],
         },
+        await this.deps.runVars.of({ target: order.pool }),
       );
       await this.deps.beads.update(tracking.id, {
         status: 'closed',

@@ -114,6 +114,8 @@ export interface CityRigConfig {
   suspended: boolean;
   /** `[rigs.imports.<binding>]`: packs whose rig-scoped agents run in this rig (`rig/binding.agent`). */
   imports?: PackImport[];
+  /** `[rigs.formula_vars]`: values for the vars of formulas run for the rig's agents (a launch's own win). */
+  formula_vars?: Record<string, string>;
 }
 
 /** `[daemon]`: how the controller's tick runs. */

@@ -137,6 +137,7 @@ export function parseCityConfig(text: string, path: string, options: ParseOption
       ...(rig.imports !== undefined
         ? { imports: parseImports(table(rig, 'imports', at), (k) => at(`imports.${k}`), 'city.toml') }
         : {}),
+      ...(rig.formula_vars !== undefined ? { formula_vars: formulaVars(table(rig, 'formula_vars', at), at) } : {}),
     });
   }
   const serviceProblem = (err: unknown) => {
@@ -435,6 +436,18 @@ export function newCityConfigText(options: {
   if (options.startCommand) workspace.start_command = options.startCommand;
   if (options.bootstrapProfile === 'k8s-cell') doc.api = { bind: '0.0.0.0', allow_mutations: true };
   return `# City configuration (created by ctl).\n${stringify(doc)}\n`;
+}
+
+/** `[rigs.formula_vars]`: values a run of a formula for one of the rig's agents gets for the vars it declares. */
+function formulaVars(vars: Record<string, unknown>, at: (key: string) => string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(vars)) {
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+      throw new ConfigError(`${at(`formula_vars.${key}`)} must be a string`);
+    }
+    out[key] = String(value);
+  }
+  return out;
 }
 
 function table(doc: Record<string, unknown>, key: string, where: (k: string) => string): Record<string, unknown> {

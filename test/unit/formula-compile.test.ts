@@ -151,9 +151,10 @@ gate = { type = "timer" }
     expect(
       compile('[[steps]]\nid = "a"\ntitle = "A"\n[[steps]]\nid = "a"\ntitle = "B"\n').errors.join('\n'),
     ).to.include('step "a": id: is used by another step');
-    expect(compile('[vars]\ntarget = "x"\n[[steps]]\nid = "a"\ntitle = "A"\n').errors.join('\n')).to.include(
-      'var "target": name: is set by the run itself',
-    );
+    // A formula may declare a builtin (the reference's packs do): the run's own value beats its default.
+    const declared = compile('[vars]\ntarget = "x"\n[[steps]]\nid = "a"\ntitle = "For {{target}}"\n');
+    expect(declared.errors).to.deep.equal([]);
+    expect(declared.nodes[0].title).to.equal('For worker');
   });
 
   it('counts the compiled size before expanding: nested loops multiply, children and checks add', function () {
