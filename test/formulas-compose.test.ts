@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import { CSRF, tempDir } from './helpers/supervisor.js';
 import type { CityApi } from './helpers/city-api.js';
 import { startSessionCity, type SessionCity } from './helpers/sessions.js';
+import { waitUntil } from './helpers/wait.js';
 
 // Formulas as the reference's packs write them: one extending another, an expansion formula filling a step, and
 // the vars a run knows itself (bead, convoy, target, rig, binding, branch, date), run through the API.
@@ -154,5 +155,61 @@ suspended = true
     const previewTitle = (id: string) => preview.body.steps.find((s) => s.id === id)?.title;
     expect(previewTitle('self-review.first')).to.equal('Review with true');
     expect(previewTitle('commit')).to.match(/^Commit to hotfix on /);
+  });
+
+  it('loop.until runs its body again, one iteration after the other, until the output its agent set says so', async function () {
+    const LOOP = `
+[[steps]]
+id = "polish"
+title = "Polish"
+[steps.loop]
+until = "review.output.approved == yes"
+max = 3
+[[steps.loop.body]]
+id = "draft"
+title = "Draft"
+[[steps.loop.body]]
+id = "review"
+title = "Review"
+needs = ["draft"]
+[[steps]]
+id = "ship"
+title = "Ship"
+needs = ["polish"]
+`;
+    expect((await put(api, 'polish', LOOP)).status).to.equal(200);
+    const cooked = await api.post<{ root_bead_id: string; beads: Record<string, string> }>('/formulas/polish/cook', {});
+    expect(cooked.status, JSON.stringify(cooked.body)).to.equal(201);
+    const runId = cooked.body.root_bead_id;
+    type Step = { id: string; step_ref?: string; status: string };
+    const stepsNow = async () => (await api.get<{ steps: Step[] }>(`/runs/${runId}/steps`)).body.steps;
+    const ready = (ref: string) =>
+      waitUntil(`${ref} to be ready`, async () =>
+        (
+          await api.get<{ items: { id: string; metadata?: Record<string, string> }[] }>('/beads/ready?limit=1000')
+        ).body.items.find((b) => b.metadata?.['ctl.step_ref'] === ref),
+      );
+    const close = async (id: string, metadata?: Record<string, string>) => {
+      if (metadata) expect((await api.patch(`/bead/${id}`, { metadata })).status).to.equal(200);
+      expect((await api.post(`/bead/${id}/close`)).status).to.equal(200);
+    };
+    // Iteration 1: the review does not approve, so a second iteration is made after it.
+    await close((await ready('polish.iter1.draft')).id);
+    await close((await ready('polish.iter1.review')).id, { approved: 'no' });
+    await close((await ready('polish.iter2.draft')).id);
+    const loop = (await stepsNow()).find((s) => s.step_ref === 'polish')!;
+    expect(loop.status).to.not.equal('completed');
+    expect((await api.bead(loop.id)).metadata).to.include({ 'ctl.loop_iteration': '2' });
+    // Iteration 2 approves: the loop ends, and what needed it goes on.
+    await close((await ready('polish.iter2.review')).id, { approved: 'yes' });
+    await close((await ready('ship')).id);
+    await waitUntil('the run to pass', async () =>
+      (await api.events('molecule.resolved')).find((e) => e.subject === runId && e.payload.outcome === 'pass'),
+    );
+    expect((await api.bead(loop.id)).metadata).to.include({
+      'ctl.outcome': 'pass',
+      'ctl.outcome_reason': 'until held after 2 iteration(s): review.output.approved == yes',
+    });
+    expect((await stepsNow()).some((s) => s.step_ref === 'polish.iter3.draft')).to.equal(false);
   });
 });

@@ -31,6 +31,11 @@ export interface GraphNode {
   checks?: string;
   /** The group (a step with children or a loop) it was written inside: its scope in the run's graph. */
   scope?: string;
+  /**
+   * A group that is a runtime loop (`loop.until`): its first iteration's nodes are compiled (ids under
+   * `prefix`); `body` is them again, ids relative to the prefix, for the engine to make the next ones from.
+   */
+  loop?: { until: string; max: number; prefix: string; body: GraphNode[] };
 }
 
 export interface CompiledFormula {
@@ -195,6 +200,7 @@ export function compileFormula(
           type: step.type ?? 'task',
           needs: all.map((k) => `@${k}`),
           rawNeeds: [],
+          ...(loop.until ? { loop: { until: loop.until, max: loop.max!, prefix: `${key}.iter1.`, body: [] } } : {}),
         });
         alias.set(key, { nodes: [key] });
       } else {
@@ -265,15 +271,32 @@ export function compileFormula(
   };
   if (ordered.length === 0 && errors.length === 0) at('', 'steps', 'no step is left to run (every condition is false)');
   if (errors.length) return { errors };
+  const out: GraphNode[] = ordered.map(({ rawNeeds: _raw, ...n }) => n);
+  for (const node of out) if (node.loop) node.loop.body = loopBody(out, node.loop.prefix);
   return {
     compiled: {
       name: def.name,
       description: fill(def.description, vars, '', 'description') ?? '',
       vars: declared,
-      nodes: [...ordered.map(({ rawNeeds: _raw, ...n }) => n), finalize],
+      nodes: [...out, finalize],
     },
     errors,
   };
+}
+
+/** A runtime loop's first iteration, ids relative to its prefix: what each later iteration is made from. */
+function loopBody(nodes: GraphNode[], prefix: string): GraphNode[] {
+  const rel = (id: string) => id.slice(prefix.length);
+  return nodes
+    .filter((n) => n.id.startsWith(prefix))
+    .map((n) => ({
+      ...n,
+      id: rel(n.id),
+      // Needs outside the iteration were met before the first one: later ones wait for the one before instead.
+      needs: n.needs.filter((d) => d.startsWith(prefix)).map(rel),
+      ...(n.checks ? { checks: rel(n.checks) } : {}),
+      ...(n.loop ? { loop: { ...n.loop, prefix: rel(n.loop.prefix), body: n.loop.body } } : {}),
+    }));
 }
 
 interface CompiledSize {

@@ -43,6 +43,13 @@ export interface StepLoop {
   /** Iterations 1..count, or range[0]..range[1]. */
   count?: number;
   range?: [number, number];
+  /**
+   * A runtime loop: the body runs again after each iteration until this holds or `max` iterations ran.
+   * `<step>.status == complete|failed` or `<step>.output.<key> == value` (`!=` too), `<step>` a body step's id
+   * (or `step`, the body's last step) and `output.<key>` the metadata the agent set on it when it closed it.
+   */
+  until?: string;
+  max?: number;
   /** The variable that holds the iteration's number inside the body (`{{i}}`). */
   var?: string;
   body: StepDef[];
@@ -99,6 +106,8 @@ export interface FormulaDef {
 const DEFAULT_CHECK_TIMEOUT_MS = 60_000;
 const DEFAULT_CONDITION_INTERVAL_MS = 30_000;
 const STEP_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+/** `loop.until`: a body step's status or output compared with a value (the reference's field conditions). */
+export const UNTIL = /^\s*([A-Za-z0-9][A-Za-z0-9_-]*)\.(status|output\.[A-Za-z0-9_.-]+)\s*(==|!=)\s*(.+?)\s*$/;
 export const FORMULA_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 
 /**
@@ -371,11 +380,24 @@ function readLoop(value: unknown, where: string, at: At): StepLoop | undefined {
     if (!range) at(where, 'loop.range', 'must be "A..B" or [A, B] with integers A ≤ B (at most 1000 iterations)');
     else loop.range = range;
   }
-  if (value.count === undefined && value.range === undefined) at(where, 'loop', 'needs count or range');
-  else if (value.count !== undefined && value.range !== undefined) at(where, 'loop', 'takes count or range, not both');
-  if (value.until !== undefined || value.max !== undefined) {
-    at(where, 'loop.until', 'loops run a fixed number of times here (count or range)');
-  }
+  const kinds = ['count', 'range', 'until'].filter((k) => value[k] !== undefined);
+  if (kinds.length === 0) at(where, 'loop', 'needs count, range or until');
+  else if (kinds.length > 1) at(where, 'loop', `takes one of count, range and until, not ${kinds.join(' and ')}`);
+  if (value.until !== undefined) {
+    const until = str(value, 'until', where, 'loop.until', at);
+    if (until !== undefined && !UNTIL.test(until)) {
+      at(
+        where,
+        'loop.until',
+        `must be <step>.status == complete|failed or <step>.output.<key> == value (got ${JSON.stringify(until)})`,
+      );
+    } else loop.until = until;
+    const max = Number(value.max);
+    if (value.max === undefined) at(where, 'loop.max', 'is required with until (the most iterations that run)');
+    else if (typeof value.max === 'string' || !Number.isInteger(max) || max < 1 || max > 1000) {
+      at(where, 'loop.max', 'must be a literal integer from 1 to 1000');
+    } else loop.max = max;
+  } else if (value.max !== undefined) at(where, 'loop.max', 'goes with until');
   loop.var = str(value, 'var', where, 'loop.var', at);
   if (loop.var !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(loop.var)) {
     at(where, 'loop.var', 'must be letters, digits and _');

@@ -3,9 +3,17 @@ import type { Bead } from '../../shared/dto/beads.js';
 import type { EventLog } from '../../shared/events/event-log.js';
 import type { BeadsService } from '../beads/beads-service.js';
 import type { CommandRunner } from '../commands.js';
-import type { CompiledFormula } from '../formulas/formula-compile.js';
-import { ROUTED_TO } from '../agents/work-board.js';
+import type { CompiledFormula, GraphNode } from '../formulas/formula-compile.js';
 import * as K from './molecule-keys.js';
+import {
+  bodySinks,
+  iterationNodes,
+  loopState,
+  nodeMetadata,
+  nodeType,
+  untilHolds,
+  type LoopState,
+} from './node-beads.js';
 
 /** Beads of a run read at once (a formula compiles to at most a few thousand). */
 const MEMBERS_MAX = 100_000;
@@ -87,46 +95,9 @@ export class MoleculeEngine {
     });
     const members = new Map<string, Bead>();
     for (const node of compiled.nodes) {
-      const metadata: Record<string, string> = {
-        ...node.metadata,
-        [K.ROOT_BEAD_ID]: root.id,
-        [K.KIND]: node.kind,
-        [K.STEP_REF]: node.id,
-        ...(node.scope !== undefined ? { [K.SCOPE_REF]: node.scope } : {}),
-      };
-      if (node.kind === 'step') {
-        metadata[K.ATTEMPT] = '1';
-        const routed = node.assignee ?? options.routedTo;
-        if (routed) metadata[ROUTED_TO] = routed;
-      }
-      if (node.checks) metadata[K.CHECKS] = members.get(node.checks)!.id;
-      if (node.check) {
-        metadata[K.CHECK_COMMAND] = node.check.command;
-        metadata[K.CHECK_TIMEOUT_MS] = String(node.check.timeoutMs);
-        metadata[K.CHECK_MAX_ATTEMPTS] = String(node.check.maxAttempts);
-      }
-      if (node.retry) {
-        metadata[K.RETRY_MAX_ATTEMPTS] = String(node.retry.maxAttempts);
-        metadata[K.ON_EXHAUSTED] = node.retry.onExhausted;
-      }
-      if (node.gate) {
-        metadata[K.GATE_KIND] = node.gate.kind;
-        if (node.gate.durationMs !== undefined) metadata[K.GATE_DURATION_MS] = String(node.gate.durationMs);
-        if (node.gate.command) metadata[K.GATE_CHECK] = node.gate.command;
-        if (node.gate.intervalMs !== undefined) metadata[K.GATE_INTERVAL_MS] = String(node.gate.intervalMs);
-        if (node.gate.timeoutMs !== undefined) metadata[K.GATE_TIMEOUT_MS] = String(node.gate.timeoutMs);
-      }
-      const { bead } = await beads.create({
-        title: node.title,
-        // Nodes the controller closes are `step` beads: never ready work for an agent.
-        type: node.kind === 'step' ? node.type : node.kind === 'gate' ? 'gate' : 'step',
-        description: node.description,
-        priority: node.priority,
-        labels: node.labels.length ? node.labels : undefined,
-        metadata,
-        dependencies: node.needs.map((n) => ({ dependsOn: members.get(n)!.id, kind: 'blocks' as const })),
-      });
-      members.set(node.id, bead);
+      const needs = node.needs.map((n) => members.get(n)!.id);
+      const checks = node.checks ? members.get(node.checks)!.id : undefined;
+      members.set(node.id, await this.createNode(node, root.id, options.routedTo, needs, checks));
     }
     const finalize = members.get(compiled.nodes.at(-1)!.id)!;
     const blocked = await beads.addDependency(root.id, finalize.id, 'blocks');
@@ -140,6 +111,58 @@ export class MoleculeEngine {
     this.schedule(root.id);
     this.deps.poke();
     return { root: blocked, members };
+  }
+
+  private async createNode(
+    node: GraphNode,
+    rootId: string,
+    routedTo: string | undefined,
+    needs: string[],
+    checks: string | undefined,
+  ): Promise<Bead> {
+    const { bead } = await this.deps.beads.create({
+      title: node.title,
+      type: nodeType(node),
+      description: node.description,
+      priority: node.priority,
+      labels: node.labels.length ? node.labels : undefined,
+      metadata: nodeMetadata(node, rootId, routedTo, checks),
+      dependencies: needs.map((id) => ({ dependsOn: id, kind: 'blocks' as const })),
+    });
+    return bead;
+  }
+
+  /**
+   * A runtime loop whose iteration is done: it ends when its `until` holds or its `max` iterations ran (the
+   * group closes, saying which), else the next iteration's beads are made — after the last one's, with the
+   * group waiting for them too — and the loop's `ctl.loop_iteration` counts it.
+   */
+  private async iterate(root: Bead, group: Bead, members: Bead[], state: LoopState): Promise<void> {
+    const n = state.iteration;
+    const prefix = state.prefix(n);
+    const iteration = new Map(
+      members
+        .filter((b) => b.metadata?.[K.STEP_REF]?.startsWith(prefix))
+        .map((b) => [b.metadata![K.STEP_REF]!.slice(prefix.length), b]),
+    );
+    if (untilHolds(state.until, state.body, iteration)) {
+      await this.close(group, 'pass', `until held after ${n} iteration(s): ${state.until}`);
+      return;
+    }
+    if (n >= state.max) {
+      await this.close(group, 'pass', `${state.max} iteration(s) ran (its max); until never held: ${state.until}`);
+      return;
+    }
+    const after = bodySinks(state.body).flatMap((id) => iteration.get(id)?.id ?? []);
+    const made = new Map<string, Bead>();
+    for (const { node, inner } of iterationNodes(state, n + 1)) {
+      const needs = inner.length ? inner.map((d) => made.get(d)!.id) : after;
+      const checks = node.checks ? made.get(node.checks)?.id : undefined;
+      made.set(node.id, await this.createNode(node, root.id, root.metadata?.[K.TARGET], needs, checks));
+    }
+    for (const bead of made.values()) await this.deps.beads.addDependency(group.id, bead.id, 'blocks');
+    await this.deps.beads.update(group.id, { metadata: { [K.LOOP_ITERATION]: String(n + 1) } });
+    this.deps.poke();
   }
 
   /** Carries on every open run (at start: a restarted controller picks up checks and gates). */
@@ -261,7 +284,9 @@ export class MoleculeEngine {
         );
         if (open) continue;
         if (kind === 'group') {
-          await this.close(bead, 'pass');
+          const loop = loopState(bead);
+          if (loop) await this.iterate(root, bead, members, loop);
+          else await this.close(bead, 'pass');
           changed = true;
         } else if (kind === 'finalize') {
           await this.close(bead, 'pass');

@@ -42,3 +42,9 @@ export const GATE_TIMEOUT_MS = 'ctl.gate_timeout_ms';
 export const GATE_ARMED_AT = 'ctl.gate_armed_at';
 /** The order whose firing made the run. */
 export const ORDER = 'ctl.order';
+/** A runtime loop's group (`loop.until`): its condition, its bound, the iteration under way, and its body. */
+export const LOOP_UNTIL = 'ctl.loop_until';
+export const LOOP_MAX = 'ctl.loop_max';
+export const LOOP_ITERATION = 'ctl.loop_iteration';
+/** The body's nodes (JSON), ids relative to the iteration (`<loop>.iter<N>.`). */
+export const LOOP_BODY = 'ctl.loop_body';

@@ -1,6 +1,9 @@
 import { expect } from 'chai';
 import { compiledSize, compileFormula, holds, MAX_COMPILED_NODES } from '../../controller/formulas/formula-compile.js';
 import { parseFormula } from '../../controller/formulas/formula-file.js';
+import type { GraphNode } from '../../controller/formulas/formula-compile.js';
+import { bodySinks, untilHolds } from '../../controller/molecules/node-beads.js';
+import type { Bead } from '../../shared/dto/beads.js';
 
 function compile(text: string, vars: Record<string, string> = {}, mode: 'run' | 'validate' = 'run') {
   const parsed = parseFormula(text, 'formulas/f.toml', 'f');
@@ -202,5 +205,87 @@ title = "X"
     expect(holds('off')).to.equal(false);
     expect(holds('!0')).to.equal(true);
     expect(holds('yes')).to.equal(true);
+  });
+});
+
+describe('loop.until: a runtime loop (unit)', function () {
+  const LOOP = `
+[[steps]]
+id = "plan"
+title = "Plan"
+[[steps]]
+id = "polish"
+title = "Polish"
+needs = ["plan"]
+[steps.loop]
+until = "review.output.approved == yes"
+max = 3
+[[steps.loop.body]]
+id = "draft"
+title = "Draft"
+[[steps.loop.body]]
+id = "review"
+title = "Review"
+needs = ["draft"]
+[[steps]]
+id = "ship"
+title = "Ship"
+needs = ["polish"]
+`;
+
+  it('compiles its first iteration and keeps the body, ids relative, for the engine to make the next from', function () {
+    const parsed = parseFormula(LOOP, 'formulas/f.toml', 'f');
+    expect(parsed.errors).to.deep.equal([]);
+    const { compiled, errors } = compileFormula(parsed.formula!, {}, 'run');
+    expect(errors).to.deep.equal([]);
+    expect(needsOf(compiled!.nodes)).to.deep.equal({
+      plan: [],
+      'polish.iter1.draft': ['plan'],
+      'polish.iter1.review': ['polish.iter1.draft'],
+      polish: ['polish.iter1.draft', 'polish.iter1.review'],
+      ship: ['polish'],
+      'f.workflow-finalize': ['ship'],
+    });
+    const loop = compiled!.nodes.find((n) => n.id === 'polish')!.loop!;
+    expect(loop).to.include({ until: 'review.output.approved == yes', max: 3, prefix: 'polish.iter1.' });
+    expect(loop.body.map((n) => [n.id, n.needs])).to.deep.equal([
+      ['draft', []],
+      ['review', ['draft']],
+    ]);
+  });
+
+  it('until holds on a body step’s status or the output its agent set; iterations follow the last one’s sinks', function () {
+    const body = [
+      { id: 'draft', kind: 'step', needs: [] },
+      { id: 'review', kind: 'step', needs: ['draft'] },
+    ] as unknown as GraphNode[];
+    const bead = (status: string, metadata: Record<string, string>) => ({ status, metadata }) as unknown as Bead;
+    const beads = new Map([
+      ['draft', bead('closed', { 'ctl.outcome': 'pass' })],
+      ['review', bead('closed', { approved: 'no', 'ctl.outcome': 'fail' })],
+    ]);
+    expect(untilHolds('review.output.approved == yes', body, beads)).to.equal(false);
+    expect(untilHolds("review.output.approved != 'yes'", body, beads)).to.equal(true);
+    expect(untilHolds('step.status == failed', body, beads)).to.equal(true);
+    expect(untilHolds('draft.status == complete', body, beads)).to.equal(true);
+    beads.set('review', bead('closed', { 'output.approved': 'yes' }));
+    expect(untilHolds('review.output.approved == yes', body, beads)).to.equal(true);
+    expect(bodySinks(body)).to.deep.equal(['review']);
+  });
+
+  it('refuses an until without max, a bad condition, and until beside count', function () {
+    const errors = (loop: string) =>
+      parseFormula(
+        `[[steps]]\nid = "l"\ntitle = "L"\n[steps.loop]\n${loop}\n[[steps.loop.body]]\nid = "b"\ntitle = "B"\n`,
+        'formulas/f.toml',
+        'f',
+      ).errors;
+    expect(errors('until = "b.status == complete"')).to.deep.equal([
+      'formulas/f.toml: step "l": loop.max: is required with until (the most iterations that run)',
+    ]);
+    expect(errors('until = "whenever"\nmax = 2')[0]).to.include('loop.until: must be <step>.status');
+    expect(errors('until = "b.status == complete"\nmax = 2\ncount = 2')).to.deep.equal([
+      'formulas/f.toml: step "l": loop: takes one of count, range and until, not count and until',
+    ]);
   });
 });
