@@ -431,8 +431,9 @@ const STEP: TableSpec = {
   unsupported: {
     description_file: 'a step’s description is written in the formula',
     notes: 'a step has a title and a description',
-    waits_for: 'a step waits for the steps it needs',
-    on_complete: 'nothing is poured when a step completes',
+    waits_for:
+      'no runs are bonded to a step (on_complete), so there are no children to wait for: a step waits for the steps it needs',
+    on_complete: 'no run is poured from a step’s output (for_each, bond) when it completes',
     ralph: 'a step is retried with [steps.retry]',
   },
 };

@@ -101,7 +101,7 @@ describe('the key audit against every table of the reference’s configuration',
     const findings = auditKeys(doc, FORMULA, 'formulas/formula.toml');
     expectEachNamed(doc, FORMULA, findings);
     expect(findings.map((f) => f.key)).to.include.members([
-      'extends',
+      'compose.aspects',
       'steps[0].waits_for',
       'steps[0].children[0].notes',
     ]);
