@@ -24,6 +24,7 @@ import { ExtmsgService } from './extmsg/extmsg-service.js';
 import { FormulaCatalog } from './formulas/formula-catalog.js';
 import { MoleculeEngine } from './molecules/molecule-engine.js';
 import { RunVars } from './formulas/run-vars.js';
+import { launchFormula } from './formulas/launch.js';
 import { RunViews } from './molecules/run-views.js';
 import { RunVersions } from './molecules/run-versions.js';
 import { OrderCatalog } from './orders/order-catalog.js';
@@ -176,7 +177,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
     now: () => clock.now(),
   });
   const commandEnv = { ...process.env, CTL_CITY: name, CTL_CITY_ROOT: root };
-  const molecules = new MoleculeEngine({
+  const molecules: MoleculeEngine = new MoleculeEngine({
     beads,
     log,
     commands,
@@ -185,6 +186,11 @@ export function assembleCity(o: CityInputs): CityRuntime {
     logger,
     now: () => clock.now(),
     poke: () => tick.poke(),
+    // A step's on_complete pours runs of its bond formula, checked and filled as any launch.
+    bond: async (formula, vars, options): Promise<string> => {
+      const run = await runVars.of({ target: options.routedTo });
+      return (await launchFormula(formulas, molecules, formula, vars, options, run)).root.id;
+    },
   });
   clock.onMoved(() => molecules.recheckAll());
   const maintenance = new StoreMaintenance({

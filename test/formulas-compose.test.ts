@@ -212,4 +212,56 @@ needs = ["polish"]
     });
     expect((await stepsNow()).some((s) => s.step_ref === 'polish.iter3.draft')).to.equal(false);
   });
+
+  it('on_complete pours a run per item of the step’s output; a step with waits_for goes on once they all ended', async function () {
+    expect(
+      (
+        await put(
+          api,
+          'per-file',
+          '[vars]\nfile = { required = true }\nn = "0"\n[[steps]]\nid = "check"\ntitle = "Check {{file}} ({{n}})"\n',
+        )
+      ).status,
+    ).to.equal(200);
+    const FANOUT = `
+[[steps]]
+id = "survey"
+title = "Survey"
+on_complete = { for_each = "output.files", bond = "per-file", vars = { file = "{item}", n = "{index}" } }
+[[steps]]
+id = "merge"
+title = "Merge"
+needs = ["survey"]
+waits_for = "all-children"
+`;
+    expect((await put(api, 'fanout', FANOUT)).status).to.equal(200);
+    const cooked = await api.post<{ root_bead_id: string; beads: Record<string, string> }>('/formulas/fanout/cook', {});
+    expect(cooked.status, JSON.stringify(cooked.body)).to.equal(201);
+    type Ready = { id: string; title: string; metadata?: Record<string, string> };
+    const readyNow = async () => (await api.get<{ items: Ready[] }>('/beads/ready?limit=1000')).body.items;
+    const close = async (id: string, metadata?: Record<string, string>) => {
+      if (metadata) expect((await api.patch(`/bead/${id}`, { metadata })).status).to.equal(200);
+      expect((await api.post(`/bead/${id}/close`)).status).to.equal(200);
+    };
+    await close(cooked.body.beads.survey, { files: '["a.ts", "b.ts"]' });
+    const poured = await waitUntil('a run per file', async () => {
+      const checks = (await readyNow()).filter((b) => b.title.startsWith('Check '));
+      return checks.length === 2 ? checks : undefined;
+    });
+    expect(poured.map((b) => b.title).sort()).to.deep.equal(['Check a.ts (0)', 'Check b.ts (1)']);
+    const merge = cooked.body.beads.merge;
+    expect((await readyNow()).some((b) => b.id === merge)).to.equal(false);
+    await close(poured[0].id);
+    expect((await readyNow()).some((b) => b.id === merge)).to.equal(false);
+    await close(poured[1].id);
+    await waitUntil('merge to be ready once both runs ended', async () =>
+      (await readyNow()).some((b) => b.id === merge),
+    );
+    await close(merge);
+    await waitUntil('the run to pass', async () =>
+      (await api.events('molecule.resolved')).find(
+        (e) => e.subject === cooked.body.root_bead_id && e.payload.outcome === 'pass',
+      ),
+    );
+  });
 });

@@ -427,13 +427,12 @@ const STEP: TableSpec = {
     gate: true,
     expand: true,
     expand_vars: true,
+    on_complete: true, // checked by the formula's parser
+    waits_for: true,
   },
   unsupported: {
     description_file: 'a step’s description is written in the formula',
     notes: 'a step has a title and a description',
-    waits_for:
-      'no runs are bonded to a step (on_complete), so there are no children to wait for: a step waits for the steps it needs',
-    on_complete: 'no run is poured from a step’s output (for_each, bond) when it completes',
     ralph: 'a step is retried with [steps.retry]',
   },
 };

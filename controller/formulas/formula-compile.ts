@@ -4,6 +4,7 @@ import {
   type StepCheck,
   type StepDef,
   type StepGate,
+  type StepOnComplete,
   type StepRetry,
 } from './formula-file.js';
 
@@ -15,7 +16,7 @@ export interface GraphNode {
   id: string;
   title: string;
   description?: string;
-  kind: 'step' | 'group' | 'check' | 'gate' | 'finalize';
+  kind: 'step' | 'group' | 'check' | 'gate' | 'finalize' | 'bond' | 'children';
   /** The bead type. */
   type: string;
   assignee?: string;
@@ -27,10 +28,14 @@ export interface GraphNode {
   check?: StepCheck;
   retry?: StepRetry;
   gate?: StepGate;
-  /** A check node: the step it checks. */
+  /** A check node: the step it checks; a bond node: the step whose completion pours its runs. */
   checks?: string;
   /** The group (a step with children or a loop) it was written inside: its scope in the run's graph. */
   scope?: string;
+  /** A bond node (a step's `on_complete`): what it pours, its vars' own `{{var}}` filled. */
+  bond?: StepOnComplete;
+  /** A children node (a step's `waits_for`): the bond node whose runs it waits for, all or the first. */
+  waitsOn?: { bond: string; mode: 'all' | 'any' };
   /**
    * A group that is a runtime loop (`loop.until`): its first iteration's nodes are compiled (ids under
    * `prefix`); `body` is them again, ids relative to the prefix, for the engine to make the next ones from.
@@ -223,12 +228,68 @@ export function compileFormula(
           });
           alias.set(key, { nodes: [checkKey] });
         } else alias.set(key, { nodes: [key] });
+        if (step.onComplete) {
+          const bondKey = `${key}.bond`;
+          const on = step.onComplete;
+          nodes.set(bondKey, {
+            id: bondKey,
+            title: `Pour ${on.bond} for each of ${on.forEach}`,
+            kind: 'bond',
+            type: 'task',
+            labels: [],
+            metadata: {},
+            needs: alias.get(key)!.nodes!,
+            rawNeeds: [],
+            checks: key,
+            bond: {
+              ...on,
+              vars: Object.fromEntries(
+                Object.entries(on.vars).map(([k, v]) => [k, fill(v, scope.vars, where, `on_complete.vars.${k}`)!]),
+              ),
+            },
+          });
+          alias.set(key, { nodes: [bondKey] });
+        }
+        if (step.waitsFor) {
+          waiters.push({
+            key,
+            spawner: scope.key(step.waitsFor.spawner ?? step.needs[0]!),
+            mode: step.waitsFor.mode,
+            where,
+          });
+        }
       }
     }
     return keys;
   };
 
+  const waiters: { key: string; spawner: string; mode: 'all' | 'any'; where: string }[] = [];
   expand(def.steps, { vars, key: (id) => id }, () => []);
+  // A step that waits for the runs a step before it bonded waits on a children node after that step's bond node.
+  for (const w of waiters) {
+    const bondKey = `${w.spawner}.bond`;
+    if (!nodes.has(bondKey)) {
+      // A spawner its condition dropped pours nothing: there is nothing to wait for.
+      if (alias.get(w.spawner)?.dropped) continue;
+      at(w.where, 'waits_for', `step "${w.spawner}" bonds no runs (it has no on_complete)`);
+      continue;
+    }
+    const childrenKey = `${w.spawner}.children-${w.mode}`;
+    if (!nodes.has(childrenKey)) {
+      nodes.set(childrenKey, {
+        id: childrenKey,
+        title: `Wait for ${w.mode === 'all' ? 'every run' : 'the first run'} ${w.spawner} poured`,
+        kind: 'children',
+        type: 'task',
+        labels: [],
+        metadata: {},
+        needs: [bondKey],
+        rawNeeds: [],
+        waitsOn: { bond: bondKey, mode: w.mode },
+      });
+    }
+    nodes.get(w.key)!.needs.push(childrenKey);
+  }
 
   // `@key` entries and raw needs become node ids through the aliases (a dropped step passes on what it needed).
   const resolve = (key: string, where: string, seen: Set<string>): string[] => {
@@ -326,7 +387,7 @@ export function compiledSize(steps: StepDef[]): CompiledSize {
       inner = compiledSize(step.loop.body);
       nodes += 1 + iterations * inner.nodes;
       own = [iterations, ...inner.chain];
-    } else nodes += step.check || step.retry ? 2 : 1;
+    } else nodes += (step.check || step.retry ? 2 : 1) + (step.onComplete ? 2 : 0);
     if (product(own) > product(chain)) {
       chain = own;
       where = step.loop ? `step "${step.id}"` : inner.where;

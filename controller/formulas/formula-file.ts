@@ -71,10 +71,25 @@ export interface StepDef {
   check?: StepCheck;
   retry?: StepRetry;
   gate?: StepGate;
+  /** `on_complete`: runs of `bond` poured when the step passes, one per item of `for_each`. */
+  onComplete?: StepOnComplete;
+  /** `waits_for`: the step also waits for the runs a step before it bonded (all of them, or the first). */
+  waitsFor?: { mode: 'all' | 'any'; spawner?: string };
   /** `expand`: the expansion formula whose `[[template]]` steps replace this one. */
   expand?: string;
   /** `expand_vars`: values for the expansion's `{var}` placeholders, over its defaults. */
   expandVars: Record<string, string>;
+}
+
+/**
+ * What a step pours when it passes: a run of `bond` per item of `for_each` — `output.<key>` (the metadata its agent
+ * set closing it: a JSON array, else one item a line) or `vars.<name>` (a var of the run, the same way) — with
+ * `vars` filled from `{item}`, `{item.<field>}` and `{index}`.
+ */
+export interface StepOnComplete {
+  forEach: string;
+  bond: string;
+  vars: Record<string, string>;
 }
 
 /** `[[compose.expand]]` (one step, `target`) or `[[compose.map]]` (every step whose id matches `select`). */
@@ -352,6 +367,18 @@ function readStep(t: Record<string, unknown>, position: string, at: At, template
   if (t.retry !== undefined) step.retry = readRetry(t.retry, where, at);
   if (t.gate !== undefined) step.gate = readGate(t.gate, where, at);
   step.expand = str(t, 'expand', where, 'expand', at);
+  if (t.on_complete !== undefined) step.onComplete = readOnComplete(t.on_complete, where, at);
+  const waits = str(t, 'waits_for', where, 'waits_for', at);
+  if (waits !== undefined) {
+    const of = /^children-of\(([A-Za-z0-9][A-Za-z0-9_.-]*)\)$/.exec(waits);
+    if (waits === 'all-children' || waits === 'any-children')
+      step.waitsFor = { mode: waits === 'all-children' ? 'all' : 'any' };
+    else if (of) step.waitsFor = { mode: 'all', spawner: of[1]! };
+    else at(where, 'waits_for', 'must be all-children, any-children or children-of(<step>)');
+    if (step.waitsFor && !step.waitsFor.spawner && !step.needs.length) {
+      at(where, 'waits_for', 'needs a step in needs (whose children it waits for) or children-of(<step>)');
+    }
+  }
   step.expandVars = stringTable(t.expand_vars, where, 'expand_vars', at);
   const kinds = [step.children.length > 0, step.loop !== undefined, step.gate !== undefined, !!step.expand];
   if (kinds.filter(Boolean).length > 1)
@@ -361,6 +388,28 @@ function readStep(t: Record<string, unknown>, position: string, at: At, template
   }
   if (step.title === undefined && !step.gate && !step.loop && !step.expand) at(where, 'title', 'is required');
   return step;
+}
+
+function readOnComplete(value: unknown, where: string, at: At): StepOnComplete | undefined {
+  if (!isTable(value)) {
+    at(where, 'on_complete', 'must be a table { for_each, bond, vars }');
+    return undefined;
+  }
+  const forEach = str(value, 'for_each', where, 'on_complete.for_each', at);
+  const bond = str(value, 'bond', where, 'on_complete.bond', at);
+  if (forEach === undefined) at(where, 'on_complete.for_each', 'is required (output.<key> or vars.<name>)');
+  else if (!/^(output|vars)\.[A-Za-z0-9_.-]+$/.test(forEach)) {
+    at(where, 'on_complete.for_each', `must be output.<key> or vars.<name> (got ${JSON.stringify(forEach)})`);
+  }
+  if (bond === undefined) at(where, 'on_complete.bond', 'is required (the formula run for each item)');
+  else if (!FORMULA_NAME.test(bond)) at(where, 'on_complete.bond', 'must be a formula name');
+  if (value.sequential === true) at(where, 'on_complete.sequential', 'bonded runs start together (parallel)');
+  for (const key of Object.keys(value)) {
+    if (!['for_each', 'bond', 'vars', 'parallel', 'sequential'].includes(key))
+      at(where, `on_complete.${key}`, 'unknown field');
+  }
+  const vars = stringTable(value.vars, where, 'on_complete.vars', at);
+  return forEach && bond ? { forEach, bond, vars } : undefined;
 }
 
 function readLoop(value: unknown, where: string, at: At): StepLoop | undefined {

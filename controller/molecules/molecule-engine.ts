@@ -7,6 +7,9 @@ import type { CompiledFormula, GraphNode } from '../formulas/formula-compile.js'
 import * as K from './molecule-keys.js';
 import {
   bodySinks,
+  bondItems,
+  childrenEnded,
+  itemVars,
   iterationNodes,
   loopState,
   nodeMetadata,
@@ -25,7 +28,9 @@ export interface InstantiateOptions {
   routedTo?: string;
   title?: string;
   attachedBeadId?: string;
-  source: 'sling' | 'order' | 'cook';
+  source: 'sling' | 'order' | 'cook' | 'bond';
+  /** A run poured by a step of another run (`on_complete`): that run's root. */
+  parentRoot?: string;
   order?: string;
   /** Labels the root gets (an order's `order-run:<name>`). */
   rootLabels?: string[];
@@ -63,11 +68,16 @@ export class MoleculeEngine {
       now: () => number;
       /** Routed work appeared: the tick hands it out. */
       poke: () => void;
+      /** Pours a run of a formula for a step's `on_complete`: its root's id. */
+      bond?: (formula: string, vars: Record<string, string>, options: InstantiateOptions) => Promise<string>;
     },
   ) {
     deps.beads.onClosed((bead) => {
       const root = bead.metadata?.[K.ROOT_BEAD_ID];
       if (root) this.schedule(root);
+      // A run a step poured ended: the run that poured it may be waiting for it (waits_for).
+      const parent = bead.metadata?.[K.PARENT_ROOT];
+      if (parent) this.schedule(parent);
       return Promise.resolve();
     });
   }
@@ -91,12 +101,14 @@ export class MoleculeEngine {
         ...(options.routedTo ? { [K.TARGET]: options.routedTo } : {}),
         ...(options.attachedBeadId ? { [K.ATTACHED_BEAD_ID]: options.attachedBeadId } : {}),
         ...(options.order ? { [K.ORDER]: options.order } : {}),
+        ...(options.parentRoot ? { [K.PARENT_ROOT]: options.parentRoot } : {}),
       },
     });
     const members = new Map<string, Bead>();
     for (const node of compiled.nodes) {
       const needs = node.needs.map((n) => members.get(n)!.id);
-      const checks = node.checks ? members.get(node.checks)!.id : undefined;
+      const link = node.checks ?? node.waitsOn?.bond;
+      const checks = link ? members.get(link)!.id : undefined;
       members.set(node.id, await this.createNode(node, root.id, options.routedTo, needs, checks));
     }
     const finalize = members.get(compiled.nodes.at(-1)!.id)!;
@@ -163,6 +175,41 @@ export class MoleculeEngine {
     for (const bead of made.values()) await this.deps.beads.addDependency(group.id, bead.id, 'blocks');
     await this.deps.beads.update(group.id, { metadata: { [K.LOOP_ITERATION]: String(n + 1) } });
     this.deps.poke();
+  }
+
+  /**
+   * A step with `on_complete` passed: a run of its bond formula per item, routed to the run's target, each
+   * knowing this run as its parent. False when pouring failed (a missing formula, a var it refuses): the run fails.
+   */
+  private async pour(root: Bead, node: Bead, byId: Map<string, Bead>): Promise<boolean> {
+    const meta = node.metadata ?? {};
+    const step = byId.get(meta[K.BOND_OF] ?? '');
+    if (!step || !this.deps.bond) return true;
+    const runVars = JSON.parse(root.metadata?.[K.VARS] ?? '{}') as Record<string, string>;
+    const items = bondItems(meta[K.BOND_FOR_EACH] ?? '', step, runVars);
+    const vars = JSON.parse(meta[K.BOND_VARS] ?? '{}') as Record<string, string>;
+    const formula = meta[K.BOND_FORMULA] ?? '';
+    const poured: string[] = [];
+    try {
+      for (const [i, item] of items.entries()) {
+        const options = { source: 'bond' as const, routedTo: root.metadata?.[K.TARGET], parentRoot: root.id };
+        poured.push(await this.deps.bond(formula, itemVars(vars, item, i), options));
+      }
+    } catch (err) {
+      const reason = `could not pour ${formula} (item ${poured.length + 1} of ${items.length}): ${(err as Error).message}`;
+      await this.close(node, 'fail', reason);
+      await this.fail(root.id, node, reason);
+      return false;
+    }
+    await this.deps.beads.update(node.id, {
+      status: 'closed',
+      metadata: {
+        [K.OUTCOME]: 'pass',
+        [K.OUTCOME_REASON]: `poured ${poured.length} run(s) of ${formula}`,
+        [K.BONDED]: JSON.stringify(poured),
+      },
+    });
+    return true;
   }
 
   /** Carries on every open run (at start: a restarted controller picks up checks and gates). */
@@ -309,6 +356,15 @@ export class MoleculeEngine {
             return;
           }
           if (outcome === 'changed') changed = true;
+        } else if (kind === 'bond') {
+          if (!(await this.pour(root, bead, byId))) return;
+          changed = true;
+        } else if (kind === 'children') {
+          const bond = byId.get(bead.metadata?.[K.WAITS_ON] ?? '');
+          if (childrenEnded(bead, bond, (id) => this.deps.beads.store.get(id)?.status)) {
+            await this.close(bead, 'pass', 'the runs it waited for ended');
+            changed = true;
+          }
         } else if (kind === 'gate') {
           const at = await this.gate(root, bead);
           if (at === 'opened') changed = true;

@@ -48,3 +48,14 @@ export const LOOP_MAX = 'ctl.loop_max';
 export const LOOP_ITERATION = 'ctl.loop_iteration';
 /** The body's nodes (JSON), ids relative to the iteration (`<loop>.iter<N>.`). */
 export const LOOP_BODY = 'ctl.loop_body';
+/** A bond node (`on_complete`): the step bead it pours for, what it pours, and the runs it poured (JSON ids). */
+export const BOND_OF = 'ctl.bond_of';
+export const BOND_FOR_EACH = 'ctl.bond_for_each';
+export const BOND_FORMULA = 'ctl.bond_formula';
+export const BOND_VARS = 'ctl.bond_vars';
+export const BONDED = 'ctl.bonded';
+/** A children node (`waits_for`): the bond bead whose runs it waits for, and `all` or `any`. */
+export const WAITS_ON = 'ctl.waits_on';
+export const WAIT_MODE = 'ctl.wait_mode';
+/** On a run poured by a step of another run: that run's root (it is looked at again when this one ends). */
+export const PARENT_ROOT = 'ctl.parent_root';

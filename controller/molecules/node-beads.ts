@@ -26,7 +26,15 @@ export function nodeMetadata(
     const routed = node.assignee ?? routedTo;
     if (routed) metadata[ROUTED_TO] = routed;
   }
-  if (checksBead) metadata[K.CHECKS] = checksBead;
+  if (checksBead) {
+    metadata[node.kind === 'bond' ? K.BOND_OF : node.kind === 'children' ? K.WAITS_ON : K.CHECKS] = checksBead;
+  }
+  if (node.bond) {
+    metadata[K.BOND_FOR_EACH] = node.bond.forEach;
+    metadata[K.BOND_FORMULA] = node.bond.bond;
+    metadata[K.BOND_VARS] = JSON.stringify(node.bond.vars);
+  }
+  if (node.waitsOn) metadata[K.WAIT_MODE] = node.waitsOn.mode;
   if (node.check) {
     metadata[K.CHECK_COMMAND] = node.check.command;
     metadata[K.CHECK_TIMEOUT_MS] = String(node.check.timeoutMs);
@@ -122,4 +130,56 @@ export function iterationNodes(state: LoopState, n: number): { node: GraphNode; 
 export function bodySinks(body: GraphNode[]): string[] {
   const needed = new Set(body.flatMap((n) => n.needs));
   return body.filter((n) => !needed.has(n.id)).map((n) => n.id);
+}
+
+/**
+ * The items a bond node pours a run for: its `for_each` read from the step bead's metadata (`output.<key>`: the
+ * key, or `output.<key>`) or the run's vars (`vars.<name>`) — a JSON array, else one item a line.
+ */
+export function bondItems(forEach: string, step: Bead, runVars: Record<string, string>): unknown[] {
+  const [source, ...rest] = forEach.split('.');
+  const key = rest.join('.');
+  const raw =
+    source === 'vars' ? runVars[key] : (step.metadata?.[key] ?? step.metadata?.[`output.${key}`] ?? undefined);
+  if (raw === undefined || raw.trim() === '') return [];
+  try {
+    const parsed: unknown = JSON.parse(raw);
+    if (Array.isArray(parsed)) return parsed;
+  } catch {
+    // Not JSON: one item a line.
+  }
+  return raw
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
+}
+
+/** A bonded run's vars: `{item}`, `{item.<field>}` and `{index}` (from 0) filled in the bond's vars. */
+export function itemVars(vars: Record<string, string>, item: unknown, index: number): Record<string, string> {
+  const text = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
+  return Object.fromEntries(
+    Object.entries(vars).map(([k, v]) => [
+      k,
+      v.replace(/\{(item(?:\.[A-Za-z0-9_]+)*|index)\}/g, (whole, path: string) => {
+        if (path === 'index') return String(index);
+        let at: unknown = item;
+        for (const part of path.split('.').slice(1)) {
+          at = typeof at === 'object' && at !== null ? (at as Record<string, unknown>)[part] : undefined;
+        }
+        return at === undefined ? whole : text(at);
+      }),
+    ]),
+  );
+}
+
+/** A children node (`waits_for`) may close: every run its bond poured ended (`all`), one did (`any`), or none was. */
+export function childrenEnded(
+  node: Bead,
+  bond: Bead | undefined,
+  statusOf: (id: string) => string | undefined,
+): boolean {
+  if (!bond || bond.status !== 'closed') return false;
+  const runs = JSON.parse(bond.metadata?.[K.BONDED] ?? '[]') as string[];
+  const closed = runs.filter((id) => statusOf(id) === 'closed').length;
+  return runs.length === 0 || (node.metadata?.[K.WAIT_MODE] === 'any' ? closed > 0 : closed === runs.length);
 }

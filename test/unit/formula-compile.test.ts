@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { compiledSize, compileFormula, holds, MAX_COMPILED_NODES } from '../../controller/formulas/formula-compile.js';
 import { parseFormula } from '../../controller/formulas/formula-file.js';
 import type { GraphNode } from '../../controller/formulas/formula-compile.js';
-import { bodySinks, untilHolds } from '../../controller/molecules/node-beads.js';
+import { bodySinks, bondItems, itemVars, untilHolds } from '../../controller/molecules/node-beads.js';
 import type { Bead } from '../../shared/dto/beads.js';
 
 function compile(text: string, vars: Record<string, string> = {}, mode: 'run' | 'validate' = 'run') {
@@ -287,5 +287,60 @@ needs = ["polish"]
     expect(errors('until = "b.status == complete"\nmax = 2\ncount = 2')).to.deep.equal([
       'formulas/f.toml: step "l": loop: takes one of count, range and until, not count and until',
     ]);
+  });
+});
+
+describe('on_complete and waits_for: runs poured from a step (unit)', function () {
+  it('a step with on_complete gets a bond node its dependents wait for; waits_for adds a children node', function () {
+    const { errors, nodes } = compile(`
+[vars]
+who = "qa"
+[[steps]]
+id = "survey"
+title = "Survey"
+on_complete = { for_each = "output.files", bond = "per-file", vars = { file = "{item}", by = "{{who}}" } }
+[[steps]]
+id = "report"
+title = "Report"
+needs = ["survey"]
+[[steps]]
+id = "merge"
+title = "Merge"
+needs = ["survey"]
+waits_for = "all-children"
+`);
+    expect(errors).to.deep.equal([]);
+    expect(needsOf(nodes)).to.deep.equal({
+      survey: [],
+      'survey.bond': ['survey'],
+      'survey.children-all': ['survey.bond'],
+      report: ['survey.bond'],
+      merge: ['survey.bond', 'survey.children-all'],
+      'f.workflow-finalize': ['merge', 'report'],
+    });
+    const bond = nodes.find((n) => n.id === 'survey.bond') as GraphNode;
+    expect(bond.bond).to.deep.equal({ forEach: 'output.files', bond: 'per-file', vars: { file: '{item}', by: 'qa' } });
+    expect(
+      compile(
+        '[[steps]]\nid = "a"\ntitle = "A"\n[[steps]]\nid = "b"\ntitle = "B"\nneeds = ["a"]\nwaits_for = "any-children"\n',
+      ).errors,
+    ).to.deep.equal(['formulas/f.toml: step "b": waits_for: step "a" bonds no runs (it has no on_complete)']);
+  });
+
+  it('the items: a JSON array or one a line, from the step’s output or a var; {item.x} and {index} fill the vars', function () {
+    const step = { metadata: { files: '["a.ts", "b.ts"]', 'output.people': 'ann\nbob\n' } } as unknown as Bead;
+    expect(bondItems('output.files', step, {})).to.deep.equal(['a.ts', 'b.ts']);
+    expect(bondItems('output.people', step, {})).to.deep.equal(['ann', 'bob']);
+    expect(bondItems('vars.targets', step, { targets: '[{"name": "x", "rig": "web"}]' })).to.deep.equal([
+      { name: 'x', rig: 'web' },
+    ]);
+    expect(bondItems('output.none', step, {})).to.deep.equal([]);
+    expect(
+      itemVars({ who: '{item.name}@{item.rig}', n: '{index}', all: '{item}' }, { name: 'x', rig: 'web' }, 2),
+    ).to.deep.equal({
+      who: 'x@web',
+      n: '2',
+      all: '{"name":"x","rig":"web"}',
+    });
   });
 });
