@@ -102,7 +102,7 @@ describe('the key audit against every table of the reference’s configuration',
     expectEachNamed(doc, FORMULA, findings);
     expect(findings.map((f) => f.key)).to.include.members([
       'compose.aspects',
-      'steps[0].waits_for',
+      'steps[0].ralph',
       'steps[0].children[0].notes',
     ]);
     const parsed = parseFormula(
@@ -110,7 +110,7 @@ describe('the key audit against every table of the reference’s configuration',
       'formulas/formula.toml',
       'formula',
     );
-    expect(parsed.warnings.some((w) => /waits_for/.test(w))).to.equal(true);
+    expect(parsed.warnings.some((w) => /ralph/.test(w))).to.equal(true);
     expect(parsed.errors.filter((e) => /unknown key/.test(e))).to.deep.equal([]);
   });
 
