@@ -139,6 +139,22 @@ describe('an agent session reaches its city: ctl on PATH, CTL_* variables, the a
     await waitUntil('CTL_BEAD to be cleared', async () => (await shell('echo "bead=$CTL_BEAD"')) === 'bead=');
   });
 
+  it('ctl bead comment from inside the session writes as its agent, who alone may delete it', async function () {
+    const created = await api.post<Bead>('/beads', { title: 'Discuss the docs' });
+    const id = created.body.id;
+    expect(await shell(`ctl bead comment ${id} "found two stale pages"`)).to.match(
+      new RegExp(`^Commented on ${id} \\(#\\d+, as worker\\)$`),
+    );
+    const listed = await api.get<{ items: { id: number; author: string; text: string }[] }>(`/bead/${id}/comments`);
+    const [said] = listed.body.items;
+    expect(said).to.include({ author: 'worker', text: 'found two stale pages' });
+    const [event] = await api.eventsAbout('bead.commented', id);
+    expect(event.actor, 'the agent commented').to.equal('worker');
+    // A person is not its author; the agent, from its session, is.
+    expectProblem(await api.del(`/bead/${id}/comments/${said.id}`), 403, 'forbidden');
+    expect(await shell(`ctl bead comment ${id} --delete ${said.id}`)).to.equal(`Deleted comment ${said.id} of ${id}`);
+  });
+
   it('ctl mail check lists unread mail to its agent', async function () {
     const sent = await api.post<{ id: string }>('/mail', { to: 'worker', subject: 'Lunch?', from: 'ann' });
     expect(sent.status).to.equal(201);

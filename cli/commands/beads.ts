@@ -8,6 +8,7 @@ import { json, line, noteMore, table } from '../_output.js';
 import { collectPages } from '../_pages.js';
 import { cityPath, inCity } from '../_scope.js';
 import { beadFields, beadTable } from '../_views.js';
+import { comment, commentLines, comments, latestComments } from './bead-comments.js';
 
 type DepKind = NonNullable<BeadDepInputBody['type']>;
 /** Every kind, checked against the API's type (a kind added there fails to compile here until listed). */
@@ -20,6 +21,9 @@ const DEP_KINDS_SEEN: Record<DepKind, true> = {
   'relates-to': true,
 };
 const DEP_KINDS = Object.keys(DEP_KINDS_SEEN) as DepKind[];
+
+/** How many of its latest comments `bead show` prints. */
+const SHOWN_COMMENTS = 3;
 
 const idArg = { id: { type: 'positional', description: 'Bead id', required: true, complete: 'beads' } } as const;
 
@@ -97,7 +101,7 @@ const create = command({
 
 const show = command({
   name: 'show',
-  description: 'Show a bead',
+  description: 'Show a bead, with its latest comments',
   examples: ['ctl bead show alp-1', 'ctl bead show alp-1 --json | jq .labels'],
   args: { ...idArg, ...inCityFlags },
   async run({ args: a }) {
@@ -108,6 +112,11 @@ const show = command({
     );
     if (a.json) return json(data);
     beadFields(data);
+    const latest = await latestComments(api, city, a.id, SHOWN_COMMENTS);
+    if (latest.total === 0) return;
+    const earlier = latest.total - latest.items.length;
+    line(`\nComments (${latest.total}${earlier ? `; ${earlier} earlier: ctl bead comments ${a.id}` : ''}):`);
+    commentLines(latest.items);
   },
 });
 
@@ -463,5 +472,5 @@ export const beadCommand = group({
     'ctl bead list --city alpha',
     'ctl bead update alp-1 --status in_progress',
   ],
-  commands: { create, show, list, ready, update, close, reopen, assign, dep, delete: remove },
+  commands: { create, show, list, ready, update, close, reopen, assign, comment, comments, dep, delete: remove },
 });

@@ -1,4 +1,4 @@
-import type { Bead } from '../../shared/dto/beads.js';
+import type { Bead, BeadComment } from '../../shared/dto/beads.js';
 
 /** Dependency kinds; the first three hold a bead out of ready while their target is not closed. */
 export const DEP_KINDS = ['blocks', 'waits-for', 'conditional-blocks', 'tracks', 'parent-child', 'relates-to'] as const;
@@ -136,6 +136,20 @@ export interface BeadStore {
    * the bead as it was created, whatever became of it since.
    */
   idempotent(key: string): { bead: Bead; hash: string } | undefined;
+  /** Adds a comment to a bead (`not-found` when there is no such bead); its id is the store's next. */
+  addComment(id: string, comment: { author: string; text: string }): BeadComment;
+  /**
+   * A bead's comments, the newest page first and each page oldest first: at most `limit` of those with an id
+   * below `before`, with how many the bead has in all and whether earlier ones remain.
+   */
+  comments(
+    id: string,
+    query: { limit: number; before?: number },
+  ): { items: BeadComment[]; total: number; more: boolean };
+  /** One comment of a bead, if it has it. */
+  comment(id: string, commentId: number): BeadComment | undefined;
+  /** Deletes a comment (`not-found` when the bead has none with this id). A bead's comments go when it goes. */
+  deleteComment(id: string, commentId: number): BeadComment;
   /** The files the store keeps, with their sizes now. */
   files(): { path: string; bytes: number }[];
   /**

@@ -1,11 +1,18 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../../shared/canonical-json.js';
-import type { Bead, BeadGraphResponse } from '../../shared/dto/beads.js';
+import type { Bead, BeadComment, BeadGraphResponse } from '../../shared/dto/beads.js';
 import type { StatusWorkCounts } from '../../shared/dto/health.js';
 import type { KnownNewEvent } from '../../shared/events/event-types.js';
 import type { EventLog } from '../../shared/events/event-log.js';
 import { Problem } from '../../shared/http/problem.js';
 import { BeadError, type BeadChange, type BeadStore, type NewBead } from './bead-store.js';
+
+/** The longest comment kept: a note about the work, not a log file (attach those as files). */
+export const COMMENT_MAX_CHARS = 10_000;
+
+function commentProblem(message: string): Problem {
+  return new Problem('validation-failed', `invalid: text ${message}`, { errors: [{ location: 'body.text', message }] });
+}
 
 /** An `Idempotency-Key` with the endpoint it was sent to (`/beads`, `/mail/{id}/reply`) and the body. */
 export interface IdempotencyKey {
@@ -148,6 +155,36 @@ export class BeadsService {
     const bead = this.run(() => this.store.removeDependency(id, dependsOn, kind));
     await this.record('bead.updated', bead);
     return bead;
+  }
+
+  /**
+   * Adds a comment by `author` (trimmed of surrounding blank lines; blank is a 422) and records `bead.commented`
+   * with the author as its actor.
+   */
+  async comment(id: string, text: string, author: string): Promise<BeadComment> {
+    this.get(id);
+    const body = text.replace(/^\s*\n|\s+$/g, '');
+    if (body.trim() === '') throw commentProblem('must not be blank');
+    if (body.length > COMMENT_MAX_CHARS) throw commentProblem(`must be at most ${COMMENT_MAX_CHARS} characters`);
+    const comment = this.run(() => this.store.addComment(id, { author, text: body }));
+    await this.log.append({ type: 'bead.commented', actor: author, subject: id, payload: { comment } });
+    return comment;
+  }
+
+  /** Deletes a comment; only its author may (403 otherwise). Records `bead.comment_deleted`. */
+  async deleteComment(id: string, commentId: number, by: string): Promise<BeadComment> {
+    this.get(id);
+    const comment = this.store.comment(id, commentId);
+    if (!comment) throw new Problem('bead-not-found', `not_found: bead ${id} has no comment ${commentId}`);
+    if (comment.author !== by) {
+      throw new Problem(
+        'forbidden',
+        `forbidden: only ${comment.author}, who wrote comment ${commentId}, may delete it`,
+      );
+    }
+    this.run(() => this.store.deleteComment(id, commentId));
+    await this.log.append({ type: 'bead.comment_deleted', actor: by, subject: id, payload: { comment } });
+    return comment;
   }
 
   /**

@@ -1,6 +1,7 @@
 import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { writeFileAtomic } from '../../shared/atomic-write.js';
-import type { Bead, Dep } from '../../shared/dto/beads.js';
+import type { Bead, BeadComment, Dep } from '../../shared/dto/beads.js';
+import { CommentBook, noSuchComment } from './comment-book.js';
 import {
   BeadError,
   BLOCKING_KINDS,
@@ -31,6 +32,10 @@ interface Journal {
   del?: string;
   /** The idempotency key a create was made under, and what it answered. */
   idem?: { key: string; hash: string; at: number; response: Bead };
+  /** A comment added. */
+  comment?: BeadComment;
+  /** A comment deleted: its bead and id. */
+  uncomment?: { issue_id: string; id: number };
 }
 
 interface Snapshot {
@@ -38,6 +43,9 @@ interface Snapshot {
   next: number;
   beads: Bead[];
   idem: { key: string; hash: string; at: number; response: Bead }[];
+  /** Absent in snapshots from before comments. */
+  comments?: BeadComment[];
+  nextComment?: number;
 }
 
 /**
@@ -72,6 +80,7 @@ export class JournalBeadStore implements BeadStore {
   /** Id → how many of its blocking dependencies are not closed. */
   private readonly openBlockers = new Map<string, number>();
   private readonly idempotency = new Map<string, { hash: string; at: number; response: Bead }>();
+  private readonly notes = new CommentBook();
   private fd = -1;
   private journalLines = 0;
 
@@ -145,8 +154,36 @@ export class JournalBeadStore implements BeadStore {
     }
     this.write({ del: id });
     this.remove(id);
+    this.notes.dropBead(id);
     this.settle();
     return view;
+  }
+
+  addComment(id: string, input: { author: string; text: string }): BeadComment {
+    this.require(id);
+    const comment = { id: this.notes.next, issue_id: id, ...input, created_at: new Date().toISOString() };
+    this.write({ comment });
+    this.notes.put(comment);
+    this.settle();
+    return { ...comment };
+  }
+
+  comments(id: string, query: { limit: number; before?: number }) {
+    this.require(id);
+    return this.notes.page(id, query);
+  }
+
+  comment(id: string, commentId: number): BeadComment | undefined {
+    return this.notes.get(id, commentId);
+  }
+
+  deleteComment(id: string, commentId: number): BeadComment {
+    const comment = this.notes.get(id, commentId);
+    if (!comment) throw noSuchComment(id, commentId);
+    this.write({ uncomment: { issue_id: id, id: commentId } });
+    this.notes.remove(id, commentId);
+    this.settle();
+    return comment;
   }
 
   addDependency(id: string, dependsOn: string, kind: DepKind): Bead {
@@ -429,6 +466,8 @@ export class JournalBeadStore implements BeadStore {
       for (const entry of snapshot.idem) {
         this.idempotency.set(entry.key, { hash: entry.hash, at: entry.at, response: entry.response });
       }
+      for (const comment of snapshot.comments ?? []) this.notes.put(comment);
+      this.notes.next = Math.max(this.notes.next, snapshot.nextComment ?? 1);
     }
     this.fd = openSync(this.journalPath, 'a+');
     const text = readFileSync(this.journalPath, 'utf8');
@@ -458,7 +497,12 @@ export class JournalBeadStore implements BeadStore {
         }
       } else if (entry.del) {
         this.beads.delete(entry.del);
+        this.notes.dropBead(entry.del);
         this.next = Math.max(this.next, numberOf(entry.del) + 1);
+      } else if (entry.comment) {
+        this.notes.put(entry.comment);
+      } else if (entry.uncomment) {
+        this.notes.remove(entry.uncomment.issue_id, entry.uncomment.id);
       }
     }
     for (const bead of this.beads.values()) {
@@ -480,6 +524,8 @@ export class JournalBeadStore implements BeadStore {
       next: this.next,
       beads: [...this.beads.values()],
       idem: [...this.idempotency].map(([key, e]) => ({ key, hash: e.hash, at: e.at, response: e.response })),
+      comments: this.notes.all(),
+      nextComment: this.notes.next,
     };
     writeFileAtomic(this.snapshotPath, JSON.stringify(snapshot));
     // Replaying the old journal over the new snapshot would change nothing, so a crash here is harmless.

@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import type { Bead, Dep } from '../../shared/dto/beads.js';
+import type { Bead, BeadComment, Dep } from '../../shared/dto/beads.js';
+import { noSuchComment } from './comment-book.js';
 import {
   BeadError,
   BLOCKING_KINDS,
@@ -44,9 +45,9 @@ const COUNT_BLOCKERS = `(select count(*) from deps d join beads t on t.n = d.tar
  * is work at all, and indexes lists for counting without reading documents; a store from before versioning
  * (0: the same tables without `blockers` and `work`) is brought up to it when opened, and a store from a newer
  * ctl is refused rather than misread. What counts as work (NOT_WORK_TYPES, NOT_WORK_LABELS) changing means
- * a new version, whose migration recomputes `work`.
+ * a new version, whose migration recomputes `work`. Version 3 adds the `comments` table (created by TABLES).
  */
-const SCHEMA_VERSION = 2;
+const SCHEMA_VERSION = 3;
 
 const TABLES = `
 create table if not exists beads (
@@ -70,6 +71,8 @@ create table if not exists deps (n integer not null, target integer not null, ki
 create index if not exists deps_target on deps(target);
 create table if not exists counters (name text primary key, value integer not null);
 create table if not exists idempotency (key text primary key, hash text not null, at integer not null, response text not null);
+create table if not exists comments (id integer primary key autoincrement, bead text not null, author text not null, text text not null, created_at text not null);
+create index if not exists comments_by_bead on comments(bead, id);
 `;
 
 /**
@@ -88,6 +91,9 @@ create index if not exists beads_by_assignee on beads(assignee, status, ephemera
 create index if not exists beads_by_parent on beads(parent, status, ephemeral, n);
 create index if not exists beads_ready on beads(n, defer_until, assignee) where status = 'open' and blockers = 0 and work = 1;
 `;
+
+/** A `comments` row as the API shows it. */
+const COMMENT = 'id, bead as issue_id, author, text, created_at';
 
 interface Row {
   n: number;
@@ -221,6 +227,7 @@ export class SqliteBeadStore implements BeadStore {
         this.save(child.n, other, previous);
       }
       for (const table of ['labels', 'metadata', 'deps']) this.sql(`delete from ${table} where n = ?`).run(n);
+      this.sql('delete from comments where bead = ?').run(id);
       this.sql('delete from beads where n = ?').run(n);
       return before!;
     })();
@@ -263,6 +270,40 @@ export class SqliteBeadStore implements BeadStore {
       this.save(n, bead, before);
       return this.get(id)!;
     })();
+  }
+
+  addComment(id: string, input: { author: string; text: string }): BeadComment {
+    return this.db.transaction(() => {
+      this.require(id);
+      const created_at = new Date().toISOString();
+      const { lastInsertRowid } = this.sql(
+        'insert into comments (bead, author, text, created_at) values (?, ?, ?, ?)',
+      ).run(id, input.author, input.text, created_at);
+      return { id: Number(lastInsertRowid), issue_id: id, author: input.author, text: input.text, created_at };
+    })();
+  }
+
+  comments(id: string, query: { limit: number; before?: number }) {
+    this.require(id);
+    const total = (this.sql('select count(*) as c from comments where bead = ?').get(id) as { c: number }).c;
+    const rows = this.sql(`select ${COMMENT} from comments where bead = ? and id < ? order by id desc limit ?`).all(
+      id,
+      query.before ?? Number.MAX_SAFE_INTEGER,
+      query.limit + 1,
+    ) as BeadComment[];
+    return { items: rows.slice(0, query.limit).reverse(), total, more: rows.length > query.limit };
+  }
+
+  comment(id: string, commentId: number): BeadComment | undefined {
+    return this.sql(`select ${COMMENT} from comments where bead = ? and id = ?`).get(id, commentId) as
+      BeadComment | undefined;
+  }
+
+  deleteComment(id: string, commentId: number): BeadComment {
+    const comment = this.comment(id, commentId);
+    if (!comment) throw noSuchComment(id, commentId);
+    this.sql('delete from comments where id = ?').run(commentId);
+    return comment;
   }
 
   list(query: BeadQuery): BeadPage {

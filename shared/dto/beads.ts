@@ -175,3 +175,51 @@ export interface BeadCloseInputBody {
    */
   session?: string;
 }
+
+/** A comment on a bead: what a person or an agent says about the work, kept with it. */
+export interface BeadComment {
+  /**
+   * Unique in the city's store, never reused; later comments have larger ids.
+   * @isInt
+   */
+  id: number;
+  /** The bead it is on. */
+  issue_id: string;
+  /** Who wrote it: the requester (a local user, `token:NAME`), or the agent of the session that wrote it. */
+  author: string;
+  text: string;
+  /** @format date-time */
+  created_at: string;
+}
+
+/** Body of `POST /v0/city/{cityName}/bead/{id}/comments`. */
+export interface BeadCommentInputBody {
+  /**
+   * The comment: not blank, at most 10,000 characters.
+   * @minLength 1
+   * @maxLength 10000
+   */
+  text: string;
+  /**
+   * The session writing it, as an agent's `ctl bead comment` sends it (`CTL_SESSION_ID`): the author is its agent.
+   * A session that is not open is a 404 and nothing is written.
+   */
+  session?: string;
+}
+
+/** A page of a bead's comments: the newest page first, each page oldest first. */
+export interface ListBodyBeadComment {
+  items: BeadComment[];
+  /**
+   * Comments on the bead in all.
+   * @isInt
+   */
+  total: number;
+  /** Present when earlier comments remain; pass it back as `cursor`. */
+  next_cursor?: string;
+}
+
+/** Payload of `bead.commented` and `bead.comment_deleted`. */
+export interface BeadCommentEventPayload {
+  comment: BeadComment;
+}

@@ -4,7 +4,7 @@ import type {
   ConfigReloadPayload,
   ConfigUnsupportedPayload,
 } from '../dto/agents.js';
-import type { BeadEventPayload } from '../dto/beads.js';
+import type { BeadCommentEventPayload, BeadEventPayload } from '../dto/beads.js';
 import type {
   CityCreateSucceededPayload,
   CityLifecyclePayload,
@@ -58,6 +58,7 @@ export interface EventPayloadTypes {
   NotifyFailedPayload: NotifyFailedPayload;
   RotatedPayload: RotatedPayload;
   BeadEventPayload: BeadEventPayload;
+  BeadCommentEventPayload: BeadCommentEventPayload;
   MailEventPayload: MailEventPayload;
   NoPayload: NoPayload;
   SessionLifecyclePayload: SessionLifecyclePayload;
@@ -114,6 +115,8 @@ export const EVENT_PAYLOADS = {
   'bead.updated': 'BeadEventPayload',
   'bead.closed': 'BeadEventPayload',
   'bead.deleted': 'BeadEventPayload',
+  'bead.commented': 'BeadCommentEventPayload',
+  'bead.comment_deleted': 'BeadCommentEventPayload',
   'mail.sent': 'MailEventPayload',
   'mail.read': 'MailEventPayload',
   'mail.marked_unread': 'MailEventPayload',

@@ -276,6 +276,50 @@ for (const backend of BACKENDS) {
       store = backend.open(dir);
       expect(store.get('tc-3')!.title).to.equal('c');
     });
+
+    it('keeps comments per bead across a reopen, pages them from the newest, and drops them with their bead', function () {
+      const a = store.create({ title: 'a' });
+      const b = store.create({ title: 'b' });
+      expect(errorCode(() => store.addComment('tc-404', { author: 'ann', text: 'x' }))).to.equal('not-found');
+      expect(errorCode(() => store.comments('tc-404', { limit: 10 }))).to.equal('not-found');
+      const written = [1, 2, 3, 4, 5].map((i) => store.addComment(a.id, { author: 'ann', text: `note ${i}` }));
+      const other = store.addComment(b.id, { author: 'mayor', text: 'on b' });
+      expect(written[0]).to.include({ issue_id: a.id, author: 'ann', text: 'note 1' });
+      expect(other.id).to.be.above(written[4].id);
+      store.close();
+      store = backend.open(dir);
+      // The newest page first, each page oldest first; `before` walks back without skipping or repeating.
+      const newest = store.comments(a.id, { limit: 2 });
+      expect(newest.items.map((c) => c.text)).to.deep.equal(['note 4', 'note 5']);
+      expect(newest).to.include({ total: 5, more: true });
+      const earlier = store.comments(a.id, { limit: 2, before: newest.items[0].id });
+      expect(earlier.items.map((c) => c.text)).to.deep.equal(['note 2', 'note 3']);
+      const first = store.comments(a.id, { limit: 2, before: earlier.items[0].id });
+      expect(first.items.map((c) => c.text)).to.deep.equal(['note 1']);
+      expect(first.more).to.equal(false);
+      expect(store.comment(a.id, written[2].id)).to.deep.equal(written[2]);
+      expect(store.comment(b.id, written[2].id), 'a comment of another bead').to.equal(undefined);
+      expect(store.deleteComment(a.id, written[2].id)).to.deep.equal(written[2]);
+      expect(errorCode(() => store.deleteComment(a.id, written[2].id))).to.equal('not-found');
+      store.delete(b.id);
+      store.close();
+      store = backend.open(dir);
+      expect(store.comments(a.id, { limit: 10 }).items.map((c) => c.text)).to.deep.equal([
+        'note 1',
+        'note 2',
+        'note 4',
+        'note 5',
+      ]);
+      expect(store.comment(b.id, other.id)).to.equal(undefined);
+      const again = store.create({ title: 'c' });
+      // Ids are never reused, even after deletes and a reopen.
+      expect(store.addComment(again.id, { author: 'ann', text: 'later' }).id).to.be.above(other.id);
+      if (backend.name === 'journal') (store as JournalBeadStore).maintain();
+      store.close();
+      store = backend.open(dir);
+      expect(store.comments(again.id, { limit: 10 }).items.map((c) => c.text)).to.deep.equal(['later']);
+      expect(store.comments(a.id, { limit: 10 }).total).to.equal(4);
+    });
   });
 }
 
@@ -305,7 +349,9 @@ describe('SQLite bead store versions', function () {
     store.close();
     // What the first release wrote: the same tables without the derived columns or their indexes.
     const db = new Database(join(dir, 'beads.db'));
-    db.exec('drop index beads_ready; alter table beads drop column blockers; alter table beads drop column work');
+    db.exec(
+      'drop index beads_ready; drop table comments; alter table beads drop column blockers; alter table beads drop column work',
+    );
     db.pragma('user_version = 0');
     db.close();
 
@@ -315,9 +361,11 @@ describe('SQLite bead store versions', function () {
     expect(store.get(blocked.id)!.is_blocked).to.equal(true);
     store.update(blocker.id, { status: 'closed' });
     expect(store.ready({}).items.map((b) => b.id)).to.deep.equal([blocked.id, freed.id]);
+    // Comments (version 3) have their table.
+    expect(store.addComment(blocked.id, { author: 'ann', text: 'migrated' }).id).to.equal(1);
     store.close();
     const reopened = new Database(join(dir, 'beads.db'));
-    expect(reopened.pragma('user_version', { simple: true })).to.equal(2);
+    expect(reopened.pragma('user_version', { simple: true })).to.equal(3);
     reopened.close();
   });
 
@@ -326,7 +374,7 @@ describe('SQLite bead store versions', function () {
     const db = new Database(join(dir, 'beads.db'));
     db.pragma('user_version = 99');
     db.close();
-    expect(() => SqliteBeadStore.open(dir, 'tv')).to.throw(/version 99; this ctl reads up to version 2/);
+    expect(() => SqliteBeadStore.open(dir, 'tv')).to.throw(/version 99; this ctl reads up to version 3/);
   });
 });
 
