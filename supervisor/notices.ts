@@ -24,7 +24,7 @@ function field(payload: unknown, name: string): string | undefined {
 
 /**
  * The notice an event of a city's log makes, if any: read from its type and the fields its payload declares
- * (session.pending, molecule.resolved with the outcome `fail`, session.quarantined) — the supervisor knows no more
+ * (session.pending — a question or a permission by its `kind` —, molecule.resolved with the outcome `fail`, session.quarantined) — the supervisor knows no more
  * of a city than its events say.
  */
 export function noticeOf(city: string, record: EventRecord, base: string): Notice | undefined {
@@ -33,11 +33,13 @@ export function noticeOf(city: string, record: EventRecord, base: string): Notic
   const session = field(record.payload, 'session_id') ?? record.subject ?? '';
   switch (record.type) {
     case 'session.pending': {
-      const kind = field(record.payload, 'kind') ?? 'question';
+      // A question wants a text answer from the person; anything else (a tool approval) allow or deny.
+      const kind = field(record.payload, 'kind') ?? 'tool-approval';
+      const question = kind === 'question';
       return {
-        kind: 'permission',
+        kind: question ? 'question' : 'permission',
         city,
-        title: `${city}: ${session} is waiting for you (${kind === 'question' ? 'a question' : 'a permission'})`,
+        title: `${city}: ${session} is waiting for you (${question ? 'a question' : 'a permission'})`,
         text: field(record.payload, 'prompt') ?? kind,
         url: page(`session/${encodeURIComponent(session)}`),
         event,

@@ -6,6 +6,7 @@ import type { EventLog } from '../../shared/events/event-log.js';
 import type { EventRecord } from '../../shared/events/record.js';
 import type { EventHub, HubSubscriber } from '../../supervisor/event-hub.js';
 import { noticeOf } from '../../supervisor/notices.js';
+import { noticeOf as pageNoticeOf } from '../../ui/src/notices.js';
 import { Notifier } from '../../supervisor/notifier.js';
 import { waitUntil } from '../helpers/wait.js';
 
@@ -41,6 +42,7 @@ describe('[notify] of supervisor.toml', () => {
     expect(
       readNotifyConfig({ on: ['quarantined'], command: ['/usr/bin/logger', '-t', 'ctl'], command_timeout: '3s' }, PATH),
     ).to.deep.equal({ kinds: ['quarantined'], command: { argv: ['/usr/bin/logger', '-t', 'ctl'], timeoutMs: 3_000 } });
+    expect(readNotifyConfig({ on: ['question'], command: 'x' }, PATH)?.kinds).to.deep.equal(['question']);
   });
 
   it('refuses what it cannot use, naming the setting', () => {
@@ -65,7 +67,7 @@ describe('[notify] of supervisor.toml', () => {
 describe('notices', () => {
   const base = 'http://127.0.0.1:8372';
 
-  it('are made of a pending permission, a failed run and a quarantined session only', () => {
+  it('are made of a pending permission or question, a failed run and a quarantined session only', () => {
     const pending = noticeOf(
       'alpha',
       record('session.pending', {
@@ -84,6 +86,18 @@ describe('notices', () => {
       url: `${base}/ui/city/alpha/session/alp-3`,
     });
     expect(pending!.event).to.include({ city: 'alpha', seq: 7, type: 'session.pending' });
+    // A question to the person is its own kind, so a person can choose it apart from tool approvals.
+    const question = noticeOf(
+      'alpha',
+      record('session.pending', { session_id: 'alp-5', request_id: 'r2', kind: 'question', prompt: 'Which port?' }),
+      base,
+    );
+    expect(question).to.deep.include({
+      kind: 'question',
+      title: 'alpha: alp-5 is waiting for you (a question)',
+      text: 'Which port?',
+      url: `${base}/ui/city/alpha/session/alp-5`,
+    });
     const failed = noticeOf(
       'alpha',
       record('molecule.resolved', { run_id: 'alp-9', formula: 'release', outcome: 'fail' }),
@@ -110,6 +124,22 @@ describe('notices', () => {
     expect(noticeOf('alpha', record('session.crashed', { session_id: 'alp-4' }), base)).to.equal(undefined);
   });
 
+  it('are the same kinds on the dashboard (its browser notifications) as in [notify]', () => {
+    const events = [
+      record('session.pending', { session_id: 'alp-3', request_id: 'r1', kind: 'tool-approval' }),
+      record('session.pending', { session_id: 'alp-5', request_id: 'r2', kind: 'question', prompt: 'Which port?' }),
+      record('molecule.resolved', { run_id: 'alp-9', outcome: 'fail' }),
+      record('session.quarantined', { session_id: 'alp-4', template: 'crasher' }),
+      record('molecule.resolved', { run_id: 'alp-9', outcome: 'pass' }),
+    ];
+    const kinds = (make: (r: EventRecord) => { kind: string } | undefined) => events.map((r) => make(r)?.kind);
+    const page = kinds((r) =>
+      pageNoticeOf({ ...r, seq: r.seq, city: 'alpha', payload: r.payload as Record<string, unknown> }),
+    );
+    expect(page).to.deep.equal(kinds((r) => noticeOf('alpha', r, base)));
+    expect(page).to.deep.equal(['permission', 'question', 'run_failed', 'quarantined', undefined]);
+  });
+
   it('go out only for the kinds chosen, and not for the supervisor’s own log', async () => {
     let subscriber: HubSubscriber | undefined;
     const hub = { subscribe: (s: HubSubscriber) => ((subscriber = s), () => undefined) } as unknown as EventHub;
@@ -122,7 +152,7 @@ describe('notices', () => {
       return new Response(null, { status: 204 });
     };
     const notifier = new Notifier(
-      { kinds: ['run_failed'], webhook: { url: 'http://hook/', headers: {}, timeoutMs: 1000, retries: 0 } },
+      { kinds: ['run_failed', 'question'], webhook: { url: 'http://hook/', headers: {}, timeoutMs: 1000, retries: 0 } },
       { hub, supervisorLog, logger: pino({ level: 'silent' }), base: () => base },
     );
     try {
@@ -130,10 +160,11 @@ describe('notices', () => {
       subscriber!.records('alpha', [
         record('session.pending', { session_id: 'alp-3', kind: 'tool-approval' }),
         record('molecule.resolved', { run_id: 'alp-9', outcome: 'fail' }),
+        record('session.pending', { session_id: 'alp-5', kind: 'question' }),
       ]);
       subscriber!.records('__supervisor__', [record('molecule.resolved', { run_id: 'x', outcome: 'fail' })]);
-      await waitUntil('the run_failed notice', () => seen.length === 1);
-      expect(seen).to.deep.equal(['run_failed']);
+      await waitUntil('the run_failed and question notices', () => seen.length === 2);
+      expect(seen.sort()).to.deep.equal(['question', 'run_failed']);
       expect(appended).to.deep.equal([]);
     } finally {
       notifier.close();

@@ -163,4 +163,4 @@ export function Empty({ children }: { children: ComponentChildren }) {
   return <p class="muted">{children}</p>;
 }
 
-export const cityUrl = (city: string, rest = '') => `/ui/city/${encodeURIComponent(city)}${rest}`;
+export { cityUrl } from './urls.js';

@@ -1,7 +1,8 @@
 import { useLocation } from 'preact-iso';
 import { useEffect, useState } from 'preact/hooks';
-import { announce, cityUrl } from './components.js';
+import { announce } from './components.js';
 import { LiveStream } from './live.js';
+import { noticeOf, type TaggedEvent } from './notices.js';
 
 // Browser notifications, for a person who turns them on: a session waiting on them (a permission or a question),
 // a failed run, a quarantined agent — the kinds `[notify]` of supervisor.toml sends, read from the supervisor
@@ -9,55 +10,6 @@ import { LiveStream } from './live.js';
 // the choice is remembered here (localStorage), and a later visit follows again without asking.
 
 const STORED = 'ctl.notifications';
-
-interface TaggedEvent {
-  seq: number;
-  type: string;
-  city: string;
-  subject?: string;
-  message?: string;
-  payload?: Record<string, unknown>;
-}
-
-interface PageNotice {
-  title: string;
-  body: string;
-  /** The dashboard page it is about. */
-  path: string;
-}
-
-function text(payload: Record<string, unknown> | undefined, name: string): string | undefined {
-  const value = payload?.[name];
-  return typeof value === 'string' && value !== '' ? value : undefined;
-}
-
-/** The notice an event makes, if it is one of the three kinds (the supervisor's `[notify]` makes the same). */
-export function noticeOf(e: TaggedEvent): PageNotice | undefined {
-  const session = text(e.payload, 'session_id') ?? e.subject ?? '';
-  const sessionPage = cityUrl(e.city, `/session/${encodeURIComponent(session)}`);
-  if (e.type === 'session.pending') {
-    const question = text(e.payload, 'kind') === 'question';
-    return {
-      title: `${e.city}: ${session} is waiting for you (${question ? 'a question' : 'a permission'})`,
-      body: text(e.payload, 'prompt') ?? '',
-      path: sessionPage,
-    };
-  }
-  if (e.type === 'molecule.resolved' && text(e.payload, 'outcome') === 'fail') {
-    const run = text(e.payload, 'run_id') ?? e.subject ?? '';
-    const formula = text(e.payload, 'formula');
-    return {
-      title: `${e.city}: run ${run}${formula ? ` of ${formula}` : ''} failed`,
-      body: text(e.payload, 'reason') ?? e.message ?? '',
-      path: cityUrl(e.city, `/runs/${encodeURIComponent(run)}`),
-    };
-  }
-  if (e.type === 'session.quarantined') {
-    const agent = text(e.payload, 'template') ?? session;
-    return { title: `${e.city}: ${agent} is quarantined`, body: e.message ?? '', path: sessionPage };
-  }
-  return undefined;
-}
 
 const supported = () => typeof window !== 'undefined' && 'Notification' in window;
 
