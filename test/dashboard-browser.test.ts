@@ -166,6 +166,49 @@ describe('dashboard in Chromium', function () {
     expect(await page.evaluate<boolean>(SAME_DOCUMENT)).to.equal(true);
   });
 
+  it("edits a bead's fields with errors beside the field, closes and reopens it, and comments live", async () => {
+    const { page } = watched;
+    const bead = await api.create({ title: 'to be edited', labels: ['old'] });
+    await page.goto(`${sup.base}/ui/city/${CITY}/bead/${bead.id}`);
+    await live(page);
+    await page.evaluate(MARK_DOCUMENT);
+    const title = page.getByRole('textbox', { name: 'Title' });
+    // A refused change: the API's words beside the field at fault, tied to it, and focus on it.
+    await title.fill('   ');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByText('title must not be empty').waitFor();
+    expect(await title.getAttribute('aria-invalid')).to.equal('true');
+    expect(await page.evaluate<string>(FOCUSED_NAME)).to.equal('input:Title');
+    await title.fill('edited on the page');
+    await page.getByRole('textbox', { name: 'Description' }).fill('Every field, from the form.');
+    await page.getByRole('combobox', { name: 'Type' }).fill('bug');
+    await page.getByRole('combobox', { name: 'Priority' }).selectOption('1');
+    await page.getByRole('textbox', { name: 'Labels (comma-separated)' }).fill('ui, urgent');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await heading(page, `${bead.id}: edited on the page`);
+    expect(await title.getAttribute('aria-invalid')).to.equal(null);
+    const saved = await api.bead(bead.id);
+    expect(saved).to.deep.include({ title: 'edited on the page', description: 'Every field, from the form.' });
+    expect(saved).to.deep.include({ issue_type: 'bug', priority: 1 });
+    expect(saved.labels).to.have.members(['ui', 'urgent']);
+    await page.getByRole('button', { name: 'Close' }).click();
+    await page.getByRole('button', { name: 'Reopen' }).click();
+    await page.getByRole('button', { name: 'Close' }).waitFor();
+    expect((await api.bead(bead.id)).status).to.equal('open');
+    // Comments: one typed here, one written elsewhere, both shown as they are made.
+    await page.getByRole('textbox', { name: 'Add a comment' }).fill('Looks right to me.');
+    await page.getByRole('button', { name: 'Comment', exact: true }).click();
+    const comments = page.getByRole('list', { name: 'Comments, oldest first' });
+    await comments.getByText('Looks right to me.').waitFor();
+    expect(await page.getByRole('textbox', { name: 'Add a comment' }).inputValue()).to.equal('');
+    expect((await api.post(`/bead/${bead.id}/comments`, { text: 'Written through the API.' })).status).to.equal(201);
+    await comments.getByText('Written through the API.').waitFor();
+    await page.getByRole('heading', { name: 'Comments (2)' }).waitFor();
+    expect(await page.evaluate<boolean>(SAME_DOCUMENT)).to.equal(true);
+    // The browser logs the refused PATCH itself; nothing else went wrong.
+    expect(watched.consoleErrors.filter((e) => !/status of 422/.test(e))).to.deep.equal([]);
+  });
+
   it("shows the echo agent's reply to a message typed on the session page", async () => {
     const { page } = watched;
     const session = await createSession(api, { name: 'echo' });

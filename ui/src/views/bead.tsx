@@ -2,6 +2,8 @@ import { useState } from 'preact/hooks';
 import { api, CSRF, must, type LiveEvent, type Schemas } from '../api.js';
 import { ActionButton, ErrorNote, Loading, Page, StateBadge, Time } from '../components.js';
 import { useLoad, useReloadOn } from '../hooks.js';
+import { BeadComments } from './bead-comments.js';
+import { BeadEditor } from './bead-edit.js';
 import { beadUrl } from './beads.js';
 import { Dag, type DagEdge, type DagNode } from './dag.js';
 
@@ -90,6 +92,7 @@ export function BeadView({ city, id }: { city: string; id: string }) {
             )}
           </div>
           <Assign city={city} id={id} current={b.assignee} />
+          <BeadEditor city={city} bead={b} onSaved={bead.reload} />
         </>
       )}
       <section aria-labelledby="deps-h">
@@ -117,6 +120,7 @@ export function BeadView({ city, id }: { city: string; id: string }) {
           </ul>
         )}
       </section>
+      <BeadComments city={city} id={id} />
       <section aria-labelledby="history-h">
         <h2 id="history-h">History</h2>
         <ol class="feed">
