@@ -37,6 +37,11 @@ describe('ctl top', function () {
 command = "${process.execPath} ${TUI_AGENT}"
 runtime = "tmux"
 screen_rules = "tui-agent"
+
+[[agent]]
+name = "helper"
+provider = "echo"
+min_active_sessions = 0
 `,
     );
     claude = await createSession(city.api, { name: 'pretend-claude' });
@@ -108,6 +113,19 @@ screen_rules = "tui-agent"
     expect(res.status).to.equal(303);
     expect(res.headers.get('location')).to.match(new RegExp(`^/ui/city/town/session/${claude}$`));
     expect(res.headers.get('set-cookie')).to.match(/^ctl_session=/);
+  });
+
+  it("tab selects the agents: o opens the agent's page, r the run its work is part of (here none: the runs)", async () => {
+    pane!.keys('Tab');
+    await pane!.waitFor(/AGENTS +◀\n▶ helper /);
+    pane!.keys('o');
+    await pane!.waitFor(/Opened http:\S+\/ui\/city\/town\/agent\/helper in the browser/);
+    const res = await fetch(readFileSync(opened, 'utf8'), { redirect: 'manual' });
+    expect(res.headers.get('location')).to.equal('/ui/city/town/agent/helper');
+    pane!.keys('r');
+    await pane!.waitFor(/helper holds no bead; Opened http:\S+\/ui\/city\/town\/runs in the browser/);
+    pane!.keys('Tab');
+    await pane!.waitFor(/SESSIONS.*◀/);
   });
 
   it('t hands the terminal to ctl session attach, and takes it back once detached', async () => {

@@ -37,6 +37,28 @@ export interface SessionRow {
   session: SessionResponse;
 }
 
+/** An agent with the city it belongs to: the rows `top` selects among when the agents have the focus. */
+export interface AgentRow {
+  city: string;
+  agent: AgentResponse;
+}
+
+/** Agents in the order they are drawn: by city, then as the city lists them. */
+export function agentRowsOf(cities: CityView[]): AgentRow[] {
+  return cities.flatMap((c) => (c.problem ? [] : c.agents.map((agent) => ({ city: c.info.name, agent }))));
+}
+
+/**
+ * The bead a row's work is: an agent's active bead; for a session of an agent, that agent's (the one it holds,
+ * when it is the agent's only session working).
+ */
+export function heldBeadOf(cities: CityView[], row: SessionRow | AgentRow): string | undefined {
+  if ('agent' in row) return row.agent.active_bead;
+  if (row.session.kind !== 'agent') return undefined;
+  const city = cities.find((c) => c.info.name === row.city);
+  return city?.agents.find((a) => a.name === row.session.template)?.active_bead;
+}
+
 export type Connection = { state: 'connecting' } | { state: 'live' } | { state: 'reconnecting'; why: string };
 
 export interface TopState {

@@ -1,14 +1,23 @@
 import { createElement as h, useEffect, useState, type ReactNode } from 'react';
 import { Box, Text, useApp, useInput, useWindowSize } from 'ink';
 import type { WireEvent, WireTaggedEvent } from '../../shared/dto/events.js';
-import { attach, openPage, respond, type Answer } from './actions.js';
-import { sessionRows, type CityView, type Connection, type SessionRow, type TopModel } from './model.js';
+import { attach, openPage, openRun, pageOf, respond, type Answer } from './actions.js';
+import {
+  agentRowsOf,
+  heldBeadOf,
+  sessionRows,
+  type AgentRow,
+  type CityView,
+  type Connection,
+  type SessionRow,
+  type TopModel,
+} from './model.js';
 
 // `ctl top`'s screen, drawn by Ink: a header (scope, connection), the sessions (waiting on a person first, one
 // selected), the agents, the recent events filling what is left, and a footer (the last outcome or a prompt, the
 // keys). Everything is cut to the terminal's width and height, and drawn again when the terminal is resized.
 
-const KEYS = '↑↓ select  a allow/answer  d deny  t attach  o open page  q quit';
+const KEYS = '↑↓ select  tab agents  a allow/answer  d deny  t attach  o page  r run  q quit';
 
 type Prompt = { action: Extract<Answer, 'deny' | 'answer'>; row: SessionRow; text: string };
 
@@ -67,31 +76,32 @@ function sessionLine(row: SessionRow, showCity: boolean, selected: boolean, inde
   );
 }
 
-function agentLines(cities: CityView[], showCity: boolean): ReactNode[] {
+/** A city's problem (not running, unreachable) in place of its agents, then one line per agent. */
+function agentLines(cities: CityView[], showCity: boolean, selected: string | undefined): ReactNode[] {
   const out: ReactNode[] = [];
   for (const c of cities) {
-    if (c.problem) {
-      out.push(line(`p-${c.info.name}`, [h(Text, { color: 'red' }, `  ${c.info.name}: ${c.problem}`)]));
-      continue;
-    }
-    for (const a of c.agents) {
-      const state = a.available ? a.state : 'unavailable';
-      const note =
-        a.unavailable_reason ??
-        a.wait_reason ??
-        (a.restart_pending ? 'restarts once idle (configuration changed)' : '');
-      out.push(
-        line(`a-${c.info.name}-${a.name}`, [
-          '  ',
-          ...(showCity ? [pad(c.info.name, 12)] : []),
+    if (c.problem) out.push(line(`p-${c.info.name}`, [h(Text, { color: 'red' }, `  ${c.info.name}: ${c.problem}`)]));
+  }
+  for (const { city, agent: a } of agentRowsOf(cities)) {
+    const state = a.available ? a.state : 'unavailable';
+    const note =
+      a.unavailable_reason ?? a.wait_reason ?? (a.restart_pending ? 'restarts once idle (configuration changed)' : '');
+    const isSelected = selected === `${city}/${a.name}`;
+    out.push(
+      line(
+        `a-${city}-${a.name}`,
+        [
+          isSelected ? '▶ ' : '  ',
+          ...(showCity ? [pad(city, 12)] : []),
           pad(a.name, 18),
           h(Text, { color: stateColour(state) }, pad(state, 12)),
           pad(`${a.session_count} (${a.min_active_sessions}–${a.max_active_sessions})`, 9),
           pad(a.active_bead ?? '', 10),
           h(Text, { dimColor: true }, note),
-        ]),
-      );
-    }
+        ],
+        isSelected,
+      ),
+    );
   }
   return out;
 }
@@ -131,12 +141,20 @@ export function TopScreen({ model }: { model: TopModel }): ReactNode {
   const [selectedId, setSelectedId] = useState<string | undefined>(undefined);
   const [flash, setFlash] = useState<{ text: string; bad?: boolean } | undefined>(undefined);
   const [prompt, setPrompt] = useState<Prompt | undefined>(undefined);
+  // Which list the arrows move in and o and r act on; a, d and t act on sessions only.
+  const [focus, setFocus] = useState<'sessions' | 'agents'>('sessions');
+  const [selectedAgentId, setSelectedAgentId] = useState<string | undefined>(undefined);
 
   const showCity = model.city === undefined;
   const sessions = sessionRows(state.cities);
   const found = sessions.findIndex((r) => `${r.city}/${r.session.id}` === selectedId);
   const selected = found >= 0 ? found : 0;
   const row = sessions[selected];
+  const agents = agentRowsOf(state.cities);
+  const agentKey = (a: AgentRow) => `${a.city}/${a.agent.name}`;
+  const foundAgent = agents.findIndex((a) => agentKey(a) === selectedAgentId);
+  const selectedAgent = foundAgent >= 0 ? foundAgent : 0;
+  const agentRow = agents[selectedAgent];
 
   const run = (busy: string, work: () => Promise<string>) => {
     setFlash({ text: busy });
@@ -160,17 +178,31 @@ export function TopScreen({ model }: { model: TopModel }): ReactNode {
       return;
     }
     // From the latest selection, not this render's: keys typed faster than the screen redraws all count.
+    const step =
+      <R>(list: R[], keyOf: (r: R) => string, by: number) =>
+      (previous: string | undefined) => {
+        const at = list.findIndex((r) => keyOf(r) === previous);
+        const next = list[Math.min(Math.max((at >= 0 ? at : 0) + by, 0), list.length - 1)];
+        return next ? keyOf(next) : previous;
+      };
     const move = (by: number) =>
-      setSelectedId((previous) => {
-        const at = sessions.findIndex((r) => `${r.city}/${r.session.id}` === previous);
-        const next = sessions[Math.min(Math.max((at >= 0 ? at : 0) + by, 0), sessions.length - 1)];
-        return next ? `${next.city}/${next.session.id}` : previous;
-      });
+      focus === 'agents'
+        ? setSelectedAgentId(step(agents, agentKey, by))
+        : setSelectedId(step(sessions, (r) => `${r.city}/${r.session.id}`, by));
     if (input === 'q') return exit();
+    if (key.tab) return setFocus(focus === 'agents' ? 'sessions' : 'agents');
     if (key.upArrow || input === 'k') return move(-1);
     if (key.downArrow || input === 'j') return move(1);
     if (key.pageUp) return move(-10);
     if (key.pageDown) return move(10);
+    const target = focus === 'agents' ? agentRow : row;
+    if (input === 'o' && target) return run('Opening…', () => openPage(model.api, pageOf(target)));
+    if (input === 'r' && target) {
+      return run('Opening…', () => openRun(model.api, target, heldBeadOf(state.cities, target)));
+    }
+    if (focus === 'agents' && ((input !== '' && 'adt'.includes(input)) || key.return)) {
+      return setFlash({ text: 'a, d and t act on sessions: press tab to select one', bad: true });
+    }
     if (!row) return;
     const pending = row.session.pending;
     if (input === 'a' || input === 'd') {
@@ -182,7 +214,6 @@ export function TopScreen({ model }: { model: TopModel }): ReactNode {
       if (input === 'd') return setPrompt({ action: 'deny', row, text: '' });
       return run('Allowing…', () => respond(model.api, row, 'allow'));
     }
-    if (input === 'o') return run('Opening…', () => openPage(model.api, row));
     if (input === 't' || key.return) {
       if (!row.session.attach) {
         return setFlash({
@@ -200,12 +231,20 @@ export function TopScreen({ model }: { model: TopModel }): ReactNode {
   });
 
   const waiting = sessions.filter((r) => r.session.pending).length;
-  const agentRows = agentLines(state.cities, showCity);
+  const agentRows = agentLines(
+    state.cities,
+    showCity,
+    focus === 'agents' ? (selectedAgentId ?? (agentRow && agentKey(agentRow))) : undefined,
+  );
   // A long outcome (a sign-in link to copy) wraps rather than being cut; the lists make room for it.
   const flashRows = flash && !prompt ? Math.max(Math.ceil(flash.text.length / Math.max(columns, 1)), 1) : 1;
   const [sessionRoom, agentRoom, eventRoom] = share(rows - 3 - flashRows, sessions.length || 1, agentRows.length || 1);
   // The selected session stays in view: the window scrolls with it.
   const first = Math.min(Math.max(selected - sessionRoom + 1, 0), Math.max(sessions.length - sessionRoom, 0));
+  // The same for the selected agent (after the lines of cities with a problem, which come first).
+  const agentAt = agentRows.length - agents.length + selectedAgent;
+  const firstAgent =
+    focus === 'agents' ? Math.min(Math.max(agentAt - agentRoom + 1, 0), Math.max(agentRows.length - agentRoom, 0)) : 0;
   const scope = model.city ? `city ${model.city.name}` : `every city (${state.cities.length})`;
   const agentsTotal = state.cities.reduce((n, c) => n + c.agents.length, 0);
 
@@ -218,16 +257,16 @@ export function TopScreen({ model }: { model: TopModel }): ReactNode {
       h(Text, { color: waiting ? 'yellow' : undefined, bold: waiting > 0 }, `${waiting} waiting for you`),
       h(Text, { dimColor: true }, `  ${model.api.base}`),
     ]),
-    heading('SESSIONS', waiting ? '  (waiting first)' : ''),
+    heading('SESSIONS', `${waiting ? '  (waiting first)' : ''}${focus === 'sessions' ? '  ◀' : ''}`),
     ...(sessions.length === 0
       ? [line('no-sessions', [h(Text, { dimColor: true }, '  No sessions.')])]
       : sessions
           .slice(first, first + sessionRoom)
-          .map((r, i) => sessionLine(r, showCity, first + i === selected, first + i))),
-    heading('AGENTS'),
+          .map((r, i) => sessionLine(r, showCity, focus === 'sessions' && first + i === selected, first + i))),
+    heading('AGENTS', focus === 'agents' ? '  ◀' : ''),
     ...(agentRows.length === 0
       ? [line('no-agents', [h(Text, { dimColor: true }, '  No agents.')])]
-      : agentRows.slice(0, agentRoom)),
+      : agentRows.slice(firstAgent, firstAgent + agentRoom)),
     heading('EVENTS'),
     ...state.events.slice(-eventRoom).map((e, i) => eventLine(e, showCity, i)),
     h(Box, { key: 'fill', flexGrow: 1 }),

@@ -1,0 +1,42 @@
+import { expect } from 'chai';
+import type { AgentResponse } from '../../shared/dto/agents.js';
+import type { Bead } from '../../shared/dto/beads.js';
+import type { CityInfo } from '../../shared/dto/cities.js';
+import type { SessionResponse } from '../../shared/dto/sessions.js';
+import { pageOf, runOf } from '../../cli/top/actions.js';
+import { heldBeadOf, type CityView } from '../../cli/top/model.js';
+
+// Which dashboard page `ctl top`'s o and r open for the selected row (the keys themselves: test/cli-top.test.ts).
+
+const bead = (id: string, metadata: Record<string, string> = {}) => ({ id, metadata }) as unknown as Bead;
+const agent = (name: string, active_bead?: string) => ({ name, active_bead }) as unknown as AgentResponse;
+const session = (id: string, kind: string, template: string) => ({ id, kind, template }) as unknown as SessionResponse;
+
+describe('ctl top pages', () => {
+  it('opens a session, or an agent, at its own page', () => {
+    expect(pageOf({ city: 'my town', session: session('mt-3', 'agent', 'w') })).to.equal(
+      '/ui/city/my%20town/session/mt-3',
+    );
+    expect(pageOf({ city: 'town', agent: agent('rig/worker') })).to.equal('/ui/city/town/agent/rig%2Fworker');
+  });
+
+  it("finds the run of a step's bead, of a run's root, and none for other work", () => {
+    expect(runOf(bead('t-9', { 'ctl.root_bead_id': 't-4', 'ctl.kind': 'step' }))).to.equal('t-4');
+    expect(runOf(bead('t-4', { 'ctl.kind': 'workflow' }))).to.equal('t-4');
+    expect(runOf(bead('t-2'))).to.equal(undefined);
+  });
+
+  it("takes an agent's active bead, for a session its agent's, and none for a plain session", () => {
+    const cities: CityView[] = [
+      {
+        info: { name: 'town' } as CityInfo,
+        agents: [agent('worker', 't-9'), agent('idle')],
+        sessions: [],
+      },
+    ];
+    expect(heldBeadOf(cities, { city: 'town', agent: cities[0].agents[0] })).to.equal('t-9');
+    expect(heldBeadOf(cities, { city: 'town', session: session('t-1', 'agent', 'worker') })).to.equal('t-9');
+    expect(heldBeadOf(cities, { city: 'town', session: session('t-2', 'agent', 'idle') })).to.equal(undefined);
+    expect(heldBeadOf(cities, { city: 'town', session: session('t-3', 'provider', 'worker') })).to.equal(undefined);
+  });
+});
