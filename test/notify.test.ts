@@ -149,6 +149,19 @@ describe('notifications ([notify] of supervisor.toml)', function () {
     expect(byCommand).to.deep.equal(notice);
   });
 
+  it('a question to the person reaches both as its own kind, question', async () => {
+    const session = await createSession(api, { name: 'echo' });
+    await send(api, session, 'ask Which port?');
+    const notice = await waitUntil('the webhook to get the question', () =>
+      webhookNotices().find((n) => n.kind === 'question' && n.event.payload.session_id === session),
+    );
+    expect(notice).to.include({ city: 'alerts', text: 'Which port?' });
+    expect(notice.title).to.equal(`alerts: ${session} is waiting for you (a question)`);
+    await waitUntil('the command to get the question', () =>
+      commandNotices().find((n) => n.kind === 'question' && n.event.seq === notice.event.seq),
+    );
+  });
+
   it('a failed run reaches both, with its run page', async () => {
     const cooked = await api.post<{ root_bead_id: string; beads: Record<string, string> }>('/formulas/one/cook', {});
     expect(cooked.status, JSON.stringify(cooked.body)).to.equal(201);
