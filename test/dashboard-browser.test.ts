@@ -542,9 +542,13 @@ describe('dashboard in Chromium', function () {
       const session = await createSession(api, { name: 'pretend-claude' });
       await send(api, session, 'run ls -la');
       const title = `${CITY}: ${session} is waiting for you (a permission)`;
-      await page.waitForFunction(`window.__notices.some((n) => n.title === ${JSON.stringify(title)})`, undefined, {
-        timeout: 15_000,
-      });
+      // Asked from outside the page (page.evaluate): waitForFunction polls a string predicate with eval inside the
+      // page, which its Content-Security-Policy refuses whenever the first check comes too early.
+      await waitUntil(
+        'the notification',
+        () => page.evaluate<boolean>(`window.__notices.some((n) => n.title === ${JSON.stringify(title)})`),
+        15_000,
+      );
       // The choice is remembered: a later visit follows again without asking.
       await page.reload();
       await page.getByRole('button', { name: 'Notifications', pressed: true }).waitFor();
