@@ -1,7 +1,7 @@
+import type { RefObject } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, CSRF, must, problemText, type LiveEvent, type Schemas } from '../api.js';
 import { announce, ErrorNote, Loading, Time } from '../components.js';
-import { useCityEvents } from '../hooks.js';
 
 type Comment = Schemas['BeadComment'];
 
@@ -9,12 +9,27 @@ const PAGE = 50;
 /** What the API keeps at most (BeadCommentInputBody). */
 const MAX_CHARS = 10_000;
 
+/** How the bead page hands its city stream's events to the comments (one stream per page, not one per part). */
+export interface CommentFeed {
+  take: (event: LiveEvent) => void;
+  /** The stream reopened after a drop: what was missed is read again. */
+  reopened: () => void;
+}
+
 /**
  * A bead's comments, live: the newest page when it opens, earlier ones on demand, and then each comment as its
  * `bead.commented` event arrives on the city's stream (a deleted one goes with `bead.comment_deleted`) — no
  * polling; the newest page is read again whenever the stream had to reconnect. A form adds one as the person.
  */
-export function BeadComments({ city, id }: { city: string; id: string }) {
+export function BeadComments({
+  city,
+  id,
+  feed,
+}: {
+  city: string;
+  id: string;
+  feed: RefObject<CommentFeed | undefined>;
+}) {
   const [comments, setComments] = useState<Comment[]>([]);
   // Earlier comments not shown yet: how many, and the cursor to their newest page.
   const [earlier, setEarlier] = useState<{ cursor?: string; hidden: number }>({ hidden: 0 });
@@ -53,19 +68,16 @@ export function BeadComments({ city, id }: { city: string; id: string }) {
     setLoading(true);
     void loadNewest();
   }, [city, id]);
-  useCityEvents(
-    city,
-    (e: LiveEvent) => {
+  feed.current = {
+    take: (e: LiveEvent) => {
       if (e.subject !== id) return;
       const comment = (e.payload as { comment?: Comment } | undefined)?.comment;
       if (!comment || comment.issue_id !== id) return;
       if (e.type === 'bead.commented') setComments((shown) => merge(shown, [comment]));
       else if (e.type === 'bead.comment_deleted') setComments((shown) => shown.filter((c) => c.id !== comment.id));
     },
-    (resumed) => {
-      if (resumed) void loadNewest();
-    },
-  );
+    reopened: () => void loadNewest(),
+  };
   const more = async () => {
     if (!earlier.cursor) return;
     try {

@@ -1,8 +1,8 @@
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { api, CSRF, must, type LiveEvent, type Schemas } from '../api.js';
 import { ActionButton, ErrorNote, Loading, Page, StateBadge, Time } from '../components.js';
-import { useLoad, useReloadOn } from '../hooks.js';
-import { BeadComments } from './bead-comments.js';
+import { useCityEvents, useLoad } from '../hooks.js';
+import { BeadComments, type CommentFeed } from './bead-comments.js';
 import { BeadEditor } from './bead-edit.js';
 import { beadUrl } from './beads.js';
 import { Dag, type DagEdge, type DagNode } from './dag.js';
@@ -25,18 +25,28 @@ export function BeadView({ city, id }: { city: string; id: string }) {
       ).then((page) => (page.items as LiveEvent[]).filter((e) => e.subject === id || aboutBead(e, id))),
     [city, id],
   );
-  const live = useReloadOn(
+  const comments = useRef<CommentFeed | undefined>(undefined);
+  const live = useCityEvents(
     city,
     (e) => {
-      if (e.subject === id || aboutBead(e, id)) return true;
+      comments.current?.take(e);
+      if (e.subject === id || aboutBead(e, id)) {
+        history.reload();
+        // A comment changes neither the bead nor its neighbours.
+        if (e.type.startsWith('bead.comment')) return;
+        bead.reload();
+        deps.reload();
+        return;
+      }
       // A neighbour changing (closing, say) changes its box in the graph.
       const around = deps.data ? [...deps.data.depends_on, ...deps.data.dependents, ...deps.data.children] : [];
       if (around.some((b) => e.subject === b.id || aboutBead(e, b.id))) deps.reload();
-      return false;
     },
-    bead,
-    deps,
-    history,
+    (resumed) => {
+      if (!resumed) return;
+      for (const loaded of [bead, deps, history]) loaded.reload();
+      comments.current?.reopened();
+    },
   );
   const b = bead.data;
   return (
@@ -120,7 +130,7 @@ export function BeadView({ city, id }: { city: string; id: string }) {
           </ul>
         )}
       </section>
-      <BeadComments city={city} id={id} />
+      <BeadComments city={city} id={id} feed={comments} />
       <section aria-labelledby="history-h">
         <h2 id="history-h">History</h2>
         <ol class="feed">
