@@ -12,6 +12,7 @@ import {
   session,
   sessionEvents,
   startSessionCity,
+  terminalOf,
   turns,
   waitForTurn,
   type SessionCity,
@@ -19,6 +20,7 @@ import {
 import { waitUntil } from './helpers/wait.js';
 
 const TUI_AGENT = join(packageRoot, 'examples', 'agents', 'tui-agent.mjs');
+const MISHEARING_AGENT = join(packageRoot, 'test', 'fixtures', 'hard-of-hearing-tui-agent.mjs');
 
 function hasTmux(): boolean {
   try {
@@ -53,6 +55,18 @@ command = "${process.execPath} ${TUI_AGENT}"
 runtime = "tmux"
 screen_rules = "tui-agent"
 env = { TUI_AGENT_THINK_MS = "3000" }
+
+[providers.tui-drops-first]
+command = "${process.execPath} ${MISHEARING_AGENT}"
+runtime = "tmux"
+screen_rules = "tui-agent"
+env = { TUI_MISHEAR = "drop" }
+
+[providers.tui-garbles-first]
+command = "${process.execPath} ${MISHEARING_AGENT}"
+runtime = "tmux"
+screen_rules = "tui-agent"
+env = { TUI_MISHEAR = "garble" }
 
 [providers.tui-no-rules-file]
 command = "${process.execPath} ${TUI_AGENT}"
@@ -316,10 +330,7 @@ provider = "tui"
     expect((await api.events()).length, 'nothing else changed').to.equal(before);
   });
 
-  // Skipped until the tmux runtime retries a message whose typing it gave up on: after hooks by hand, the next
-  // message's submit got no terminal event in 15 s in 1 of 2 runs alone and 1 of 3 full suites (2026-11-26); the
-  // runtime leaves such a message queued with no retry. Unskip with that fix.
-  it.skip('after hooks took over, a turn no hook ends (an interrupt) is ended by the screen', async function () {
+  it('after hooks took over, a turn no hook ends (an interrupt) is ended by the screen', async function () {
     const { api } = city;
     const id = await createSession(api, { name: 'tui' });
     await api.post(`/session/${id}/hook`, { event: 'UserPromptSubmit', input: { prompt: 'by hand' } });
@@ -328,6 +339,45 @@ provider = "tui"
     await waitUntil('idle again', async () => (await session(api, id)).activity === 'idle');
     await deliver(api, id, 'no hook for this one');
     await waitForTurn(api, id, 'assistant', 'You said: no hook for this one', 15_000);
+    expect(await sessionEvents(api, 'session.delivery_retried', id)).to.deep.equal([]);
+    await api.post(`/session/${id}/close`);
+  });
+
+  it('a message whose typing the program lost is typed again after a back-off, once, and the retry is an event', async function () {
+    const { api } = city;
+    const id = await createSession(api, { name: 'tui-drops-first' });
+    await deliver(api, id, 'hello again');
+    await waitForTurn(api, id, 'assistant', 'You said: hello again');
+    expect((await turns(api, id)).map((t) => [t.role, t.text])).to.deep.equal([
+      ['user', 'hello again'],
+      ['assistant', 'You said: hello again'],
+    ]);
+    const [retried, ...more] = await sessionEvents(api, 'session.delivery_retried', id);
+    expect(more).to.deep.equal([]);
+    expect(retried.payload).to.include({ session_id: id, attempt: 1, attempts: 4, retry_in_ms: 1000 });
+    expect(retried.payload.error).to.match(/never showed on its input line/);
+    await api.post(`/session/${id}/close`);
+  });
+
+  it('a message the screen never shows typed fails its request after the last attempt, and nothing is typed over', async function () {
+    const { api } = city;
+    const id = await createSession(api, { name: 'tui-garbles-first' });
+    const accepted = await api.post<{ request_id: string }>(`/session/${id}/messages`, { message: 'hello' });
+    const result = await terminalOf(api, accepted.body.request_id, 25_000);
+    expect(result.type).to.equal('request.failed');
+    expect(result.payload).to.include({ error_code: 'delivery_failed' });
+    expect(String(result.payload.error_message)).to.match(/in 4 attempts: its input line holds other text: olleh$/);
+    const retried = await sessionEvents(api, 'session.delivery_retried', id);
+    expect(retried.map((e) => [e.payload.attempt, e.payload.retry_in_ms])).to.deep.equal([
+      [1, 1000],
+      [2, 2000],
+      [3, 4000],
+    ]);
+    const [failed] = await sessionEvents(api, 'session.delivery_failed', id);
+    expect(failed.payload).to.include({ attempt: 4, attempts: 4, request_id: accepted.body.request_id });
+    const peeked = await api.get<{ last_output?: string }>(`/session/${id}?peek=true&peek_lines=1`);
+    expect(peeked.body.last_output, 'typed once, never over').to.equal('❯ olleh');
+    expect(await session(api, id)).to.include({ running: true, queued: 0, activity: 'idle' });
     await api.post(`/session/${id}/close`);
   });
 

@@ -78,6 +78,11 @@ export interface RuntimeSink {
    * begins a new one, and the program's end that follows is not a crash.
    */
   resumeRefused(reason: string): void;
+  /**
+   * Handing the message being delivered to the program failed once, and is tried again in `retryInMs` (a
+   * terminal program whose screen did not show it typed in time): the session says so on its event log.
+   */
+  deliveryRetried(retry: DeliveryRetry): void;
   exited(exit: ProgramExit): void;
   /**
    * While the session is behind in writing what it heard, a promise that resolves once it has caught up: the
@@ -85,6 +90,31 @@ export interface RuntimeSink {
    * memory). Undefined when it is not behind.
    */
   behind(): Promise<void> | undefined;
+}
+
+/** One failed attempt at handing a message to its program, with another to follow. */
+export interface DeliveryRetry {
+  /** The attempt that failed (from 1), out of `attempts`. */
+  attempt: number;
+  attempts: number;
+  /** Why it failed. */
+  error: string;
+  retryInMs: number;
+}
+
+/**
+ * A message the runtime gave up on after every attempt, while its program still runs: the message is not the
+ * program's, and is dropped from the queue with its request failed (any other error of `deliver` means the
+ * program went away).
+ */
+export class DeliveryFailed extends Error {
+  constructor(
+    message: string,
+    readonly attempts: number,
+  ) {
+    super(message);
+    this.name = 'DeliveryFailed';
+  }
 }
 
 /** What a runtime starts a program from. */
@@ -117,7 +147,10 @@ export interface SessionRuntime {
   readonly pid: number | undefined;
   /** Starts the program; rejects (with a reason for a person) when it cannot be started. */
   start(): Promise<void>;
-  /** Hands a message to the program; resolves once the program has it (written to it, not merely queued). */
+  /**
+   * Hands a message to the program; resolves once the program has it (written to it, not merely queued). Rejects
+   * with `DeliveryFailed` when it gave up while the program runs, with anything else when the program is gone.
+   */
   deliver(message: { id: string; text: string }): Promise<void>;
   /** Ends the current turn; false when nothing was in progress or the runtime cannot. */
   interrupt(): Promise<boolean>;

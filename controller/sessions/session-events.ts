@@ -165,6 +165,31 @@ export class SessionEventLog {
     });
   }
 
+  /** An attempt at handing a message to the program failed: `retryInMs` set when another follows. */
+  async delivery(
+    message: { message_id: string; request_id?: string },
+    attempt: { attempt: number; attempts: number; error: string; retryInMs?: number },
+  ): Promise<void> {
+    const { record } = this.session;
+    await this.log.append({
+      type: attempt.retryInMs !== undefined ? 'session.delivery_retried' : 'session.delivery_failed',
+      actor: 'ctl',
+      subject: this.id,
+      message: attempt.error,
+      payload: {
+        session_id: this.id,
+        template: record.template,
+        provider: record.provider,
+        message_id: message.message_id,
+        ...(message.request_id ? { request_id: message.request_id } : {}),
+        attempt: attempt.attempt,
+        attempts: attempt.attempts,
+        error: attempt.error,
+        ...(attempt.retryInMs !== undefined ? { retry_in_ms: attempt.retryInMs } : {}),
+      },
+    });
+  }
+
   async requestFailed(requestId: string, operation: AsyncOperation, code: string, message: string): Promise<void> {
     await this.log.append({
       type: 'request.failed',

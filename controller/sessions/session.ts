@@ -402,6 +402,7 @@ export class Session extends EventEmitter<SessionEvents> {
       subagent: (output) => this.subagents.record(output),
       pending: (interaction) => this.turns.asked(interaction),
       pendingCleared: (requestId, action) => this.turns.answered(requestId, action),
+      deliveryRetried: (retry) => this.turns.deliveryRetried(retry),
       sessionKey: (key) => {
         if (this.record.provider_session_key === key) return;
         this.record.provider_session_key = key;

@@ -5,7 +5,7 @@ import { Problem } from '../../shared/http/problem.js';
 import { withTurnUsage } from '../usage/context-usage.js';
 import { usageOf, type UsageFact } from '../usage/usage-log.js';
 import { MessageQueue, type QueuedMessage } from './queue.js';
-import type { OutputKind, SessionRuntime } from './runtime.js';
+import { DeliveryFailed, type DeliveryRetry, type OutputKind, type SessionRuntime } from './runtime.js';
 import type { SessionEventLog } from './session-events.js';
 import type { SessionRecord } from './session-store.js';
 import type { Transcript } from './transcript.js';
@@ -172,6 +172,10 @@ export class Turns {
         try {
           await runtime.deliver({ id: next.message_id, text: next.text });
         } catch (err) {
+          if (err instanceof DeliveryFailed && runtime.isRunning()) {
+            await this.deliveryFailed(this.queue.shift()!, err);
+            continue;
+          }
           // The program went away: its exit fails what is left.
           this.host.logger.debug({ err, session: this.host.record.id }, 'a message could not be delivered');
           return;
@@ -181,6 +185,13 @@ export class Turns {
     } finally {
       this.delivering = false;
     }
+  }
+
+  /** An attempt at delivering the first queued message failed, and the runtime tries again. */
+  deliveryRetried(retry: DeliveryRetry): void {
+    const message = this.queue.peek();
+    if (!message) return;
+    this.logged(this.host.events.delivery(message, retry), 'session.delivery_retried');
   }
 
   /** Answers the question the program asks; the request id answered. */
@@ -339,6 +350,32 @@ export class Turns {
       data: { turn: this.turn, message_id: message.message_id, intent: message.intent },
     });
     if (message.request_id) await this.host.events.delivered({ ...message, request_id: message.request_id });
+  }
+
+  /**
+   * The runtime gave up on a message while its program runs: it is not the program's, so it leaves the queue
+   * (the next one gets its own attempts), said in the conversation, on the event log and to its request.
+   */
+  private async deliveryFailed(message: QueuedMessage, failure: DeliveryFailed): Promise<void> {
+    const id = this.host.record.id;
+    this.host.logger.warn({ err: failure, session: id, message: message.message_id }, 'a message was not delivered');
+    await this.host.writer.write({
+      kind: 'error',
+      actor: 'ctl',
+      text: `message not delivered: ${failure.message}`,
+      data: { turn: this.currentTurn(), message_id: message.message_id, text: message.text },
+    });
+    const attempt = { attempt: failure.attempts, attempts: failure.attempts, error: failure.message };
+    this.logged(this.host.events.delivery(message, attempt), 'session.delivery_failed');
+    if (message.request_id) {
+      const failed = this.host.events.requestFailed(
+        message.request_id,
+        message.operation!,
+        'delivery_failed',
+        `session ${id}: ${failure.message}`,
+      );
+      this.logged(failed, 'request.failed');
+    }
   }
 
   private setActivity(activity: 'idle' | 'in-turn'): void {

@@ -546,6 +546,39 @@ export interface SessionTurnFailedPayload {
   status?: number;
 }
 
+/**
+ * Payload of `session.delivery_retried` (an attempt at handing a message to its program failed, another follows
+ * after `retry_in_ms`) and `session.delivery_failed` (the last attempt failed: the message is dropped from the
+ * queue, its request failed with `delivery_failed`). A terminal program whose screen never showed the message
+ * typed, or never showed it submitted, is one; its program still runs.
+ */
+export interface SessionDeliveryPayload {
+  session_id: string;
+  template: string;
+  provider: string;
+  /** The message's id (its `user` transcript entry would have carried it). */
+  message_id: string;
+  /** The request the message came with, if any (a message the tick hands over has none). */
+  request_id?: string;
+  /**
+   * The attempt that failed, from 1.
+   * @isInt
+   */
+  attempt: number;
+  /**
+   * How many attempts are made in all.
+   * @isInt
+   */
+  attempts: number;
+  /** Why the attempt failed. */
+  error: string;
+  /**
+   * `session.delivery_retried`: how long until the next attempt.
+   * @isInt
+   */
+  retry_in_ms?: number;
+}
+
 /** Payload of `session.pending`. */
 export interface SessionPendingPayload {
   session_id: string;

@@ -41,6 +41,7 @@ import type {
   SessionPendingPayload,
   SessionSubmitSucceededPayload,
   SessionTurnFailedPayload,
+  SessionDeliveryPayload,
 } from '../dto/sessions.js';
 
 /**
@@ -69,6 +70,7 @@ export interface EventPayloadTypes {
   SessionMessageSucceededPayload: SessionMessageSucceededPayload;
   SessionSubmitSucceededPayload: SessionSubmitSucceededPayload;
   SessionTurnFailedPayload: SessionTurnFailedPayload;
+  SessionDeliveryPayload: SessionDeliveryPayload;
   BeadDeadAssigneeReopenedPayload: BeadDeadAssigneeReopenedPayload;
   AgentEventPayload: AgentEventPayload;
   ConfigReloadPayload: ConfigReloadPayload;
@@ -135,6 +137,8 @@ export const EVENT_PAYLOADS = {
   'session.pending': 'SessionPendingPayload',
   'session.pending_cleared': 'SessionPendingClearedPayload',
   'session.turn_failed': 'SessionTurnFailedPayload',
+  'session.delivery_retried': 'SessionDeliveryPayload',
+  'session.delivery_failed': 'SessionDeliveryPayload',
   'session.draining': 'SessionLifecyclePayload',
   'session.quarantined': 'SessionLifecyclePayload',
   'session.quarantine_lifted': 'SessionLifecyclePayload',

@@ -274,6 +274,7 @@ describe("a session's context: tokens of the last turn against the model's windo
       pendingCleared: () => undefined,
       sessionKey: () => undefined,
       resumeRefused: () => undefined,
+      deliveryRetried: () => undefined,
       exited: () => undefined,
       behind: () => undefined,
     } satisfies RuntimeSink;

@@ -46,6 +46,7 @@ function hear(lines: string[]): Heard {
     pendingCleared: () => undefined,
     sessionKey: () => undefined,
     resumeRefused: () => undefined,
+    deliveryRetried: () => undefined,
     exited: () => undefined,
     behind: () => undefined,
   };

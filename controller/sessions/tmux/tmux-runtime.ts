@@ -7,6 +7,7 @@ import { commandArgv } from '../pipe/child-program.js';
 import { programArgs } from '../pipe/pipe-runtime.js';
 import { sameToolCall, toolCallText, type ProgramHook } from '../program-hooks.js';
 import type { ProgramExit, RuntimeCapabilities, RuntimeOptions, RuntimeSink, SessionRuntime } from '../runtime.js';
+import { typeMessage } from './message-typing.js';
 import { loadScreenRules, type ScreenRules } from './screen-rules.js';
 import { askedSinceMessage, inputLine, replyOf, statusOf } from './screen-reading.js';
 import { TmuxServer } from './tmux.js';
@@ -15,14 +16,6 @@ import { TmuxServer } from './tmux.js';
 const POLL_MS = 100;
 /** A state read off the screen counts once two reads in a row agree (a screen caught mid-draw does not). */
 const AGREEING_READS = 2;
-/** After typing a message, how long each Enter gets to show that it was submitted, and how many Enters. */
-const SUBMIT_WAIT_MS = 1000;
-const SUBMIT_TRIES = 3;
-/**
- * How long typed text has to show on its input line: a loaded machine can take seconds to draw it, and a message
- * given up on here stays queued until the session's next turn.
- */
-const ECHO_WAIT_MS = 5000;
 /** A startup dialog's keys are sent at most this often (the screen may not have redrawn yet). */
 const DIALOG_REPEAT_MS = 1000;
 /** How long an answer to a permission prompt has to make the prompt go away. */
@@ -49,8 +42,9 @@ export function tmuxSocketOf(stateDir: string): string {
  * (`screen-rules.ts`): ready, busy, asking, startup dialogs. A person can join it (`ctl session attach`).
  *
  * - A message is typed as it is (`send-keys -l`), then Enter, and is delivered only once the screen shows it was
- *   submitted (the input line no longer holds it, or the program went busy); Enter is tried again a few times,
- *   then the delivery fails with why. Nothing is typed while the program works or asks (messages wait their turn
+ *   submitted (the input line no longer holds it, or the program went busy). An attempt the screen does not
+ *   confirm is tried again after a back-off, never typing the message twice (`message-typing.ts`); after the last
+ *   one the delivery fails with why. Nothing is typed while the program works or asks (messages wait their turn
  *   in the session's queue, one turn at a time), so a message never lands in a menu.
  * - A turn ends when the screen shows the program waiting again; its reply is what appeared between the echoed
  *   input and the new prompt (busy lines left out). Screen reading sees only what is on the screen: a reply
@@ -193,32 +187,36 @@ export class TmuxRuntime implements SessionRuntime {
   }
 
   private async type(message: string): Promise<void> {
-    const text = message.replace(/\r?\n/g, ' ');
-    this.turn = { text, working: false };
+    this.turn = { text: message.replace(/\r?\n/g, ' '), working: false };
+    const turn = this.turn;
     this.idleReads = 0;
-    const typedAt = Date.now();
-    await this.server.type(this.target, text);
-    // Enter only once the text is on its input line: before it is echoed, "not on the input line" proves nothing.
-    let echoed = '';
-    const shown = await this.until((screen) => {
-      const input = inputLine(screen, this.rules);
-      echoed = input ? screen[input.index]!.trimEnd() : '';
-      return input !== undefined && input.typed.endsWith(text.trim());
-    }, ECHO_WAIT_MS);
-    if (!shown) {
-      this.turn = undefined;
-      throw new Error(`typed into ${this.target} but the text never showed on its input line`);
+    const pane = {
+      name: this.target,
+      capture: () => this.server.capture(this.target),
+      type: (text: string) => this.server.type(this.target, text),
+      sendKeys: (keys: string[]) => this.server.sendKeys(this.target, keys),
+    };
+    try {
+      await typeMessage(pane, message, {
+        rules: this.rules,
+        running: () => this.running,
+        busy: (screen) => this.rules.busy?.test(screen.slice(-15).join('\n')) ?? false,
+        hookSubmittedSince: (since) => this.promptSubmittedAt >= since,
+        // From here a bare prompt means the program is done with it (the screen has left its empty prompt); its
+        // reply comes after this line, the message as the program echoed it.
+        echoed: (line) => {
+          turn.working = true;
+          turn.echoed = line;
+        },
+        retrying: (retry) => {
+          this.options.logger.warn({ target: this.target, ...retry }, 'typing a message failed; trying again');
+          this.sink.deliveryRetried(retry);
+        },
+      });
+    } catch (err) {
+      if (this.turn === turn) this.turn = undefined;
+      throw err;
     }
-    // From here a bare prompt means the program is done with it (the screen has left its empty prompt); its reply
-    // comes after this line, the message as the program echoed it.
-    this.turn.working = true;
-    this.turn.echoed = echoed;
-    for (let attempt = 1; attempt <= SUBMIT_TRIES; attempt++) {
-      await this.server.sendKeys(this.target, ['Enter']);
-      if (await this.submitted(text, typedAt)) return;
-    }
-    this.turn = undefined;
-    throw new Error(`typed into ${this.target} but not submitted after ${SUBMIT_TRIES} Enters`);
   }
 
   async interrupt(): Promise<boolean> {
@@ -285,19 +283,6 @@ export class TmuxRuntime implements SessionRuntime {
   }
 
   /**
-   * Waits until the message shows as submitted: its `UserPromptSubmit` hook came, its input line no longer holds
-   * it, or the program works.
-   */
-  private submitted(text: string, typedAt: number): Promise<boolean> {
-    return this.until(
-      (screen) =>
-        this.promptSubmittedAt >= typedAt ||
-        (this.rules.busy?.test(screen.slice(-15).join('\n')) ?? false) ||
-        !(inputLine(screen, this.rules)?.typed.endsWith(text.trim()) ?? false),
-    );
-  }
-
-  /**
    * Whether the program asks now: its permission prompt among the screen's last lines while it neither works nor
    * waits at its prompt (an answered menu stays on the screen above what follows).
    */
@@ -315,7 +300,7 @@ export class TmuxRuntime implements SessionRuntime {
   }
 
   /** Whether the screen comes to satisfy `ok` within `waitMs`. */
-  private async until(ok: (screen: string[]) => boolean, waitMs = SUBMIT_WAIT_MS): Promise<boolean> {
+  private async until(ok: (screen: string[]) => boolean, waitMs: number): Promise<boolean> {
     const deadline = Date.now() + waitMs;
     while (Date.now() < deadline) {
       if (ok(await this.server.capture(this.target))) return true;
