@@ -23,10 +23,11 @@ const ANSWER_WAIT_MS = 3000;
 /** A permission prompt counts while it is among this many last non-empty lines of the screen. */
 const ASKING_LINES = 8;
 /**
- * Once its hooks report, the screen ends a turn only after showing the program idle this many reads in a row
- * (2 s) without a `Stop` hook: a turn a person interrupted, or a prompt denied with Esc, ends with no hook at all.
+ * Once its hooks report, the screen ends a turn only after showing the program idle for this long without a
+ * `Stop` hook: a turn a person interrupted, or a prompt denied with Esc, ends with no hook at all. Counted in
+ * time, not reads: on a loaded machine a read (two tmux commands) can take half a second.
  */
-const HOOK_GRACE_READS = 20;
+const HOOK_GRACE_MS = 2000;
 /** The screen's size: wide enough that a reply is not wrapped into pieces a person would not write. */
 const COLUMNS = '200';
 const ROWS = '50';
@@ -69,6 +70,8 @@ export class TmuxRuntime implements SessionRuntime {
   private isReady = false;
   private readyReads = 0;
   private idleReads = 0;
+  /** When the reads that show it idle began. */
+  private idleSince = 0;
   /** Reads in a row without the permission prompt while one is pending: a redraw can hide it for one read. */
   private promptGoneReads = 0;
   /** The turn in progress: what was typed, and whether the program has been seen working on it since. */
@@ -403,7 +406,9 @@ export class TmuxRuntime implements SessionRuntime {
     // Its prompt before the message showed is not the end of the turn.
     if (!this.turn.working) return;
     this.idleReads = waiting ? this.idleReads + 1 : 0;
-    if (this.idleReads < (this.hooksLive ? HOOK_GRACE_READS : AGREEING_READS)) return;
+    if (this.idleReads === 1) this.idleSince = Date.now();
+    if (this.idleReads < AGREEING_READS) return;
+    if (this.hooksLive && Date.now() - this.idleSince < HOOK_GRACE_MS) return;
     const reply = this.turn.byPerson ? '' : replyOf(screen, this.rules, this.turn.echoed ?? this.turn.text);
     this.endTurn(reply, { source: 'screen' });
   }
