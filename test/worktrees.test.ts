@@ -8,6 +8,7 @@ import { expect } from 'chai';
 import { expectProblem, type Bead, type Envelope } from './helpers/city-api.js';
 import { expectSuccess } from './helpers/cli.js';
 import { isAlive } from './helpers/processes.js';
+import { SseStreamReader } from './helpers/sse.js';
 import { createSession, startSessionCity, terminalOf, waitForTurn, type SessionCity } from './helpers/sessions.js';
 import { tempDir } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
@@ -133,6 +134,25 @@ describe('one git worktree per session', function () {
     expect(reply.status, JSON.stringify(reply.body)).to.equal(200);
     return reply.body;
   };
+  /**
+   * Closes a bead while a subscriber of the city's event stream reads it back as soon as its `bead.closed`
+   * arrives (the close request still in flight): the bead the event carried, and the one read.
+   */
+  const closeWatched = async (beadId: string): Promise<{ event: Bead; read: Bead }> => {
+    const stream = await SseStreamReader.open(city.api.url('/events/stream'));
+    try {
+      const closing = city.api.post(`/bead/${beadId}/close`);
+      const frames = await stream.until((frame) => {
+        const event = JSON.parse(frame.data) as Envelope;
+        return event.type === 'bead.closed' && (event.payload.bead as Bead).id === beadId;
+      }, 30_000);
+      const read = await city.api.bead(beadId);
+      expect((await closing).status).to.equal(200);
+      return { event: (JSON.parse(frames.at(-1)!.data) as Envelope).payload.bead as Bead, read };
+    } finally {
+      stream.close();
+    }
+  };
   /** Has the session's program run `command` where it works; resolves with what it printed. */
   const run = async (id: string, command: string): Promise<string> => {
     const mark = `${Date.now()}-${Math.random()}`;
@@ -255,14 +275,16 @@ describe('one git worktree per session', function () {
     const main = git(repo, 'rev-parse', 'main');
     await commitIn(id, 'feature.txt', 'feature');
     const bead = await workBead(id, 'add a feature');
-    expect((await city.api.post(`/bead/${bead.id}/close`)).status).to.equal(200);
-    const done = await city.api.bead(bead.id);
-    expect(done.status).to.equal('closed');
-    expect(done.metadata).to.include({
+    // Whoever sees it closed sees its branch: the close carries it, in the event and in a read made at once.
+    const { event, read: done } = await closeWatched(bead.id);
+    const recorded = {
       'ctl.branch': tree.branch,
       'ctl.commit': git(repo, 'rev-parse', tree.branch),
       'ctl.base': 'main',
-    });
+    };
+    expect(event.metadata).to.include(recorded);
+    expect(done.status).to.equal('closed');
+    expect(done.metadata).to.include(recorded);
     expect(done.metadata!['ctl.merged']).to.equal(undefined);
     expect(git(repo, 'rev-parse', 'main')).to.equal(main);
   });
@@ -272,9 +294,9 @@ describe('one git worktree per session', function () {
     const tree = (await view(id)).worktree!;
     await commitIn(id, 'landed.txt', 'landed');
     const bead = await workBead(id, 'land it');
-    await city.api.post(`/bead/${bead.id}/close`);
-    const done = await city.api.bead(bead.id);
+    const { event, read: done } = await closeWatched(bead.id);
     const head = git(repo, 'rev-parse', tree.branch);
+    expect(event.metadata).to.include({ 'ctl.branch': tree.branch, 'ctl.commit': head, 'ctl.merged': head });
     expect(done.metadata).to.include({ 'ctl.branch': tree.branch, 'ctl.commit': head, 'ctl.merged': head });
     expect(git(repo, 'rev-parse', 'main')).to.equal(head);
     // The rig's checkout moved with it, its uncommitted README left as it was.
@@ -311,7 +333,13 @@ describe('one git worktree per session', function () {
     const main = git(repo, 'rev-parse', 'main');
     const bead = await workBead(id, 'edit shared');
     await city.api.update(bead.id, { status: 'in_progress', assignee: (await view(id)).session_name });
-    await city.api.post(`/bead/${bead.id}/close`);
+    // Its close says why it goes back (and names the branch), then it is reopened.
+    const { event } = await closeWatched(bead.id);
+    expect(event.metadata).to.include({
+      'ctl.branch': tree.branch,
+      'ctl.merge_conflict': 'it conflicts with main in shared.txt',
+    });
+    expect(event.metadata!['ctl.merged']).to.equal(undefined);
     const reopened = await waitUntil('the bead to be reopened', async () => {
       const b = await city.api.bead(bead.id);
       return b.status === 'in_progress' ? b : undefined;

@@ -5,6 +5,7 @@ import type { StatusWorkCounts } from '../../shared/dto/health.js';
 import type { KnownNewEvent } from '../../shared/events/event-types.js';
 import type { EventLog } from '../../shared/events/event-log.js';
 import { Problem } from '../../shared/http/problem.js';
+import { KeyedSerial } from '../../shared/serial.js';
 import { BeadError, type BeadChange, type BeadStore, type NewBead } from './bead-store.js';
 
 /** The longest comment kept: a note about the work, not a log file (attach those as files). */
@@ -37,12 +38,18 @@ export function problemOf(
   return new Problem('validation-failed', `invalid: ${err.message}`, { errors: [{ location, message: err.message }] });
 }
 
+/** What a bead about to close adds to its closing change (metadata), or nothing. */
+export type ClosingStep = (bead: Bead) => Promise<Record<string, string> | undefined>;
+
 /**
  * The bead operations of the API: the store's changes, each recorded in the city's event log as
  * `bead.created|updated|closed|deleted` with the bead as payload, and store errors as problems.
  */
 export class BeadsService {
   private readonly closedListeners: ((bead: Bead) => Promise<void>)[] = [];
+  private readonly closingSteps: ClosingStep[] = [];
+  /** Closes of one bead go one at a time: a close's steps run once, on the bead as it is just before it closes. */
+  private readonly closes = new KeyedSerial();
 
   constructor(
     readonly store: BeadStore,
@@ -55,6 +62,15 @@ export class BeadsService {
    */
   onClosed(listener: (bead: Bead) => Promise<void>): void {
     this.closedListeners.push(listener);
+  }
+
+  /**
+   * Runs `step` before any change that closes a bead is stored: the metadata it answers goes into the same
+   * change, so that whoever sees the bead closed — a read, the `bead.closed` event — sees it too (a worktree's
+   * branch and commit, its merge). A step reports its own failures in what it answers; it does not throw.
+   */
+  onClosing(step: ClosingStep): void {
+    this.closingSteps.push(step);
   }
 
   get(id: string, notFound: 'bead-not-found' | 'mail-not-found' | 'convoy-not-found' = 'bead-not-found'): Bead {
@@ -95,7 +111,22 @@ export class BeadsService {
 
   /** Applies a change; records `bead.closed` when it closes the bead, else `bead.updated`. */
   async update(id: string, change: BeadChange, actor = 'api'): Promise<Bead> {
-    const before = this.get(id);
+    if (change.status === 'closed' && this.get(id).status !== 'closed' && this.closingSteps.length) {
+      return this.closes.run(id, () => this.apply(id, change, actor, true));
+    }
+    return this.apply(id, change, actor, false);
+  }
+
+  /** `steps`: a change that closes the bead takes its closing steps' metadata with it. */
+  private async apply(id: string, change: BeadChange, actor: string, steps: boolean): Promise<Bead> {
+    let before = this.get(id);
+    if (steps && before.status !== 'closed') {
+      const added: Record<string, string> = {};
+      for (const step of this.closingSteps) Object.assign(added, await step(before));
+      if (Object.keys(added).length) change = { ...change, metadata: { ...change.metadata, ...added } };
+      // Changed meanwhile (a step takes time): the change applies to the bead as it is now.
+      before = this.get(id);
+    }
     const bead = this.run(() => this.store.update(id, change));
     const closed = before.status !== 'closed' && bead.status === 'closed';
     await this.record(closed ? 'bead.closed' : 'bead.updated', bead, actor);

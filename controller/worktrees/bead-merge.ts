@@ -35,75 +35,83 @@ type Outcome =
   { kind: 'merged'; commit: string } | { kind: 'refused'; reason: string } | { kind: 'failed'; reason: string };
 
 /**
- * What closing a bead finished in a session's worktree does: the bead records the branch and the commit it was
- * finished at; with `merge = "direct"` on the session's agent, the branch goes into its base — fast-forward only,
- * after rebasing it in its worktree when the base moved on and git finds no conflict. Nothing is forced: a
- * conflict, or uncommitted changes, reopen the bead for its session with the reason; a failure the agent cannot
- * mend (the base's own checkout has changes in the way, git failed) leaves it closed with the reason recorded.
- * Merges into one repository go one at a time.
+ * What closing a bead finished in a session's worktree does, before the close is stored, so that the close itself
+ * carries it (a read or a `bead.closed` event that sees the bead closed sees its branch): the bead records the
+ * branch and the commit it was finished at; with `merge = "direct"` on the session's agent, the branch goes into
+ * its base — fast-forward only, after rebasing it in its worktree when the base moved on and git finds no
+ * conflict. Nothing is forced: a conflict, or uncommitted changes, close it with the reason
+ * (`ctl.merge_conflict`) and then reopen it for its session; a failure the agent cannot mend (the base's own
+ * checkout has changes in the way, git failed) leaves it closed with the reason recorded. Merges into one
+ * repository go one at a time.
  */
 export class WorktreeMerges {
   private readonly merges = new KeyedSerial();
+  /** Beads whose close found their branch could not go in: reopened for their session once the close is stored. */
+  private readonly reopens = new Map<string, { record: SessionRecord; reason: string }>();
 
   constructor(private readonly host: MergeHost) {
+    host.beads.onClosing((bead) => this.closing(bead));
     host.beads.onClosed((bead) => this.closed(bead));
   }
 
-  private async closed(bead: Bead): Promise<void> {
+  /** Before the bead closes: what its close records (branch, commit, the merge's outcome). */
+  private async closing(bead: Bead): Promise<Record<string, string> | undefined> {
     const sessionId = bead.metadata?.[ASSIGNED_SESSION];
     const record = sessionId ? this.host.sessionRecord(sessionId) : undefined;
-    if (!record?.worktree || !record.branch || !record.worktree_repo) return;
+    if (!record?.worktree || !record.branch || !record.worktree_repo) return undefined;
     try {
-      await this.finish(bead, record);
+      return await this.finish(bead, record);
     } catch (err) {
-      // The bead is closed whatever happens here: what went wrong is on it, and in the log.
+      // The bead closes whatever happens here: what went wrong is on it, and in the log.
       this.host.logger?.warn({ err, bead: bead.id, session: record.id }, 'could not record a worktree bead');
-      await this.host.beads
-        .update(bead.id, { metadata: { [MERGE_ERROR]: reasonOf(err) } })
-        .catch((e: unknown) => this.host.logger?.error({ err: e, bead: bead.id }, 'could not record a merge error'));
+      return { [MERGE_ERROR]: reasonOf(err) };
     }
   }
 
-  private async finish(bead: Bead, record: SessionRecord): Promise<void> {
+  private async finish(bead: Bead, record: SessionRecord): Promise<Record<string, string> | undefined> {
     const head = await this.host.worktrees.branchHead(record);
-    if (!head) return;
+    if (!head) return undefined;
     const metadata: Record<string, string> = {
       [BRANCH]: record.branch!,
       [COMMIT]: head.commit,
       ...(record.base ? { [BASE]: record.base } : {}),
     };
     const agent = this.host.agent(record.template);
-    if (agent?.worktree?.merge !== 'direct' || !record.base) {
-      await this.host.beads.update(bead.id, { metadata });
-      return;
-    }
+    if (agent?.worktree?.merge !== 'direct' || !record.base) return metadata;
     const outcome = await this.serially(record.worktree_repo!, () => merge(record, head.dirty));
     if (outcome.kind === 'merged') {
-      await this.host.beads.update(bead.id, {
-        metadata: {
-          ...metadata,
-          [COMMIT]: outcome.commit,
-          [MERGED]: outcome.commit,
-          [MERGE_CONFLICT]: '',
-          [MERGE_ERROR]: '',
-        },
-      });
-    } else if (outcome.kind === 'failed') {
-      await this.host.beads.update(bead.id, { metadata: { ...metadata, [MERGE_ERROR]: outcome.reason } });
-    } else {
-      // Back to its session, which holds the branch and can mend it.
-      await this.host.beads.update(bead.id, {
-        status: 'in_progress',
-        metadata: { ...metadata, [MERGE_CONFLICT]: outcome.reason },
-      });
-      const told = this.host.tell(
-        record.id,
-        `Bead ${bead.id} was reopened: its branch ${record.branch} could not go into ${record.base}: ${outcome.reason}. ` +
-          `Mend it in your worktree and commit (when it is done: ctl bead close ${bead.id})`,
-      );
-      if (!told)
-        this.host.logger?.info({ bead: bead.id, session: record.id }, 'reopened a bead whose session is closed');
+      return {
+        ...metadata,
+        [COMMIT]: outcome.commit,
+        [MERGED]: outcome.commit,
+        [MERGE_CONFLICT]: '',
+        [MERGE_ERROR]: '',
+      };
     }
+    if (outcome.kind === 'failed') return { ...metadata, [MERGE_ERROR]: outcome.reason };
+    // Closed with the reason, then back to its session, which holds the branch and can mend it.
+    this.reopens.set(bead.id, { record, reason: outcome.reason });
+    return { ...metadata, [MERGE_CONFLICT]: outcome.reason };
+  }
+
+  /** Once closed: a bead whose branch could not go in goes back to its session. */
+  private async closed(bead: Bead): Promise<void> {
+    const reopen = this.reopens.get(bead.id);
+    if (!reopen) return;
+    this.reopens.delete(bead.id);
+    const { record, reason } = reopen;
+    try {
+      await this.host.beads.update(bead.id, { status: 'in_progress' });
+    } catch (err) {
+      this.host.logger?.error({ err, bead: bead.id }, 'could not reopen a bead whose branch could not be merged');
+      return;
+    }
+    const told = this.host.tell(
+      record.id,
+      `Bead ${bead.id} was reopened: its branch ${record.branch} could not go into ${record.base}: ${reason}. ` +
+        `Mend it in your worktree and commit (when it is done: ctl bead close ${bead.id})`,
+    );
+    if (!told) this.host.logger?.info({ bead: bead.id, session: record.id }, 'reopened a bead whose session is closed');
   }
 
   /** Runs `what` after every merge into `repo` asked for before it. */
