@@ -24,8 +24,11 @@ export class OrderCatalog {
   constructor(
     private readonly root: string,
     private readonly config: () => CityOrdersConfig,
-    /** Imported packs' `orders/` directories: their orders are named `binding.name`. */
-    private readonly packs: () => { binding: string; dir: string; root?: string }[] = () => [],
+    /**
+     * Imported packs' `orders/` directories: their orders are named `namespace.name` (the binding unless the pack
+     * is included or re-exported), bare for an empty namespace.
+     */
+    private readonly packs: () => { binding: string; namespace?: string; dir: string; root?: string }[] = () => [],
   ) {}
 
   get dir(): string {
@@ -42,15 +45,18 @@ export class OrderCatalog {
     const chosen = this.files(skipped);
     const orders: OrderDef[] = [];
     const errors: string[] = [];
-    for (const name of chosen.keys()) {
+    for (const [name, file] of chosen) {
       if (config.skip.includes(name)) continue;
       const override = config.overrides.find((o) => o.name === name && (o.rig === undefined || o.rig === '*'));
       const fields = override
         ? { ...override.fields, ...(override.enabled !== undefined ? { enabled: override.enabled } : {}) }
         : {};
-      const entry = this.read(name, chosen.get(name)!, fields);
+      const entry = this.read(name, file, fields);
       if (entry.error) errors.push(entry.error);
       if (!entry.order) continue;
+      // An alias is an older name, bare or under the pack's binding (`mol-dog-reaper`, `core.mol-dog-reaper`).
+      if (entry.order.skipAliases.some((a) => config.skip.includes(a) || config.skip.includes(`${file.prefix}${a}`)))
+        continue;
       const order = { ...entry.order };
       if (config.maxTimeoutMs !== undefined) order.timeoutMs = Math.min(order.timeoutMs, config.maxTimeoutMs);
       if (order.trigger === 'cron' && !order.tz && config.timezone) order.tz = config.timezone;
@@ -79,7 +85,7 @@ export class OrderCatalog {
       ...this.packs().map((p) => ({
         dir: p.dir,
         label: `pack:${p.binding}/orders/`,
-        prefix: `${p.binding}.`,
+        prefix: (p.namespace ?? p.binding) ? `${p.namespace ?? p.binding}.` : '',
         tree: { root: p.root ?? p.dir, what: `pack ${p.binding}` },
       })),
     ];
@@ -102,7 +108,7 @@ export class OrderCatalog {
           skipped.push(`${source.label}${file}: ${why}`);
           continue;
         }
-        chosen.set(name, { path, file: `${source.label}${file}`, tree: source.tree });
+        chosen.set(name, { path, file: `${source.label}${file}`, tree: source.tree, prefix: source.prefix });
       }
     }
     return chosen;
@@ -132,6 +138,8 @@ export class OrderCatalog {
 interface OrderFile {
   path: string;
   file: string;
+  /** `binding.` of the pack it comes from; empty for the city's own. */
+  prefix: string;
   /** The tree it belongs to: it is read only when it really lies inside. */
   tree: { root: string; what: string };
 }

@@ -37,6 +37,11 @@ export interface OrderDef {
   env: Record<string, string>;
   /** Webhook params a run must supply. */
   requiredParams: string[];
+  /**
+   * Older names of the order (`skip_aliases`): an `[orders] skip` naming one skips it too, so a city that skipped
+   * the order under its old name keeps it skipped after the order was renamed.
+   */
+  skipAliases: string[];
 }
 
 const KEYS = new Set([
@@ -61,6 +66,7 @@ const KEYS = new Set([
   'env',
   'params',
   'scope',
+  'skip_aliases',
 ]);
 
 /**
@@ -134,6 +140,16 @@ export function parseOrder(
     return v as Record<string, string>;
   };
 
+  const stringList = (key: string): string[] => {
+    const v = t[key];
+    if (v === undefined) return [];
+    if (!Array.isArray(v) || v.some((x) => typeof x !== 'string' || x === '')) {
+      at(key, 'must be a list of order names');
+      return [];
+    }
+    return v as string[];
+  };
+
   const trigger = (str('trigger') ?? str('gate')) as Trigger | undefined;
   if (trigger === undefined) at('trigger', `is required (${TRIGGERS.join(', ')})`);
   else if (!TRIGGERS.includes(trigger)) at('trigger', `must be one of ${TRIGGERS.join(', ')}`);
@@ -160,6 +176,7 @@ export function parseOrder(
     captureOutput: bool('capture_output') ?? true,
     env: stringTable('env'),
     requiredParams: [],
+    skipAliases: stringList('skip_aliases'),
   };
   if (trigger === 'cooldown') {
     def.intervalMs = duration('interval');
