@@ -22,6 +22,7 @@ const list = command({
         { header: 'SOURCE', value: (p) => p.source + (p.version ? `@${p.version}` : '') },
         { header: 'COMMIT', value: (p) => (p.error ? `left out: ${p.error}` : (p.commit?.slice(0, 12) ?? 'local')) },
         { header: 'AGENTS', value: (p) => p.agents.join(', ') || '-', kind: 'text' },
+        { header: 'DESCRIPTION', value: (p) => p.description ?? '-', kind: 'text' },
       ],
       data.packs,
     );

@@ -9,6 +9,7 @@ import { MAX_TOML_BYTES, tooLarge } from '../../shared/config/toml-file.js';
 import { OutsideTree, outsideTree, readWithin } from '../../shared/fs/within.js';
 import { optionProblems } from '../providers/provider-options.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
+import { renderPromptTemplate, TemplateError, type TemplateFunctions } from './prompt-template.js';
 import { isWithin, repositoryOf, worktreesRoot } from '../worktrees/repository.js';
 import { auditKeys, type KeyFinding } from '../config/key-audit.js';
 import { AGENT_TOML } from '../config/reference-keys.js';
@@ -140,6 +141,7 @@ export function agentDirectories(
         if (!existsSync(path)) continue;
         agent.prompt = readWithin(path, root, what);
         agent.prompt_is_template = template;
+        agent.home_dir = home;
         break;
       }
     }
@@ -326,6 +328,8 @@ function fingerprintOf(definition: AgentDefinition): string {
     session_setup: definition.config.session_setup,
     setup_script: definition.setupScript,
     overlay: definition.overlayDir,
+    // The fragments a templated prompt draws on are part of what its sessions start with.
+    prompt_parts: definition.config.prompt_parts,
   };
   return createHash('sha256').update(JSON.stringify(what)).digest('hex').slice(0, 16);
 }
@@ -357,7 +361,39 @@ export function promptFor(
   const prompt = definition.config.prompt;
   if (prompt === undefined || prompt.trim() === '') return undefined;
   if (!definition.config.prompt_is_template) return prompt;
-  const known: Record<string, string> = {
+  const parts = definition.config.prompt_parts;
+  if (parts) {
+    const data = {
+      ...parts.values,
+      AgentName: definition.name,
+      WorkDir: values.workDir ?? definition.workDir,
+      Session: values.session,
+      Bead: values.bead ?? '',
+    };
+    const legacy = { ...legacyValues(definition, values) };
+    const functions: TemplateFunctions = {
+      // The reference's prompts say `{{ cmd }} prime`: here the command is ctl.
+      cmd: () => 'ctl',
+      basename: (path = '') => path.slice(path.lastIndexOf('/') + 1),
+      ...Object.fromEntries(Object.entries(legacy).map(([k, v]) => [k, () => v])),
+    };
+    try {
+      return renderPromptTemplate(prompt, { library: parts.library, append: parts.append, data, functions });
+    } catch (err) {
+      // What does not render goes as the older `{{name}}` templates do (the loader named the problem when it could).
+      if (!(err instanceof TemplateError)) throw err;
+    }
+  }
+  const known = legacyValues(definition, values);
+  return prompt.replace(/\{\{\s*([a-z_]+)\s*\}\}/g, (whole, key: string) => known[key] ?? whole);
+}
+
+/** The names of ctl's own prompt templates: `{{agent}}`, `{{city}}`, `{{rig}}`, `{{work_dir}}`, `{{session}}`, `{{bead}}`. */
+function legacyValues(
+  definition: AgentDefinition,
+  values: { city: string; session: string; bead?: string; workDir?: string },
+): Record<string, string> {
+  return {
     agent: definition.name,
     city: values.city,
     rig: definition.rig ?? '',
@@ -366,5 +402,4 @@ export function promptFor(
     session: values.session,
     bead: values.bead ?? '',
   };
-  return prompt.replace(/\{\{\s*([a-z_]+)\s*\}\}/g, (whole, key: string) => known[key] ?? whole);
 }

@@ -10,11 +10,24 @@ import { applyAgentDefaults, applyPatches } from './patches.js';
 import { auditKeys, type KeyFinding } from './key-audit.js';
 import { CITY_TOML } from './reference-keys.js';
 import type { NamedSession, PackDoctorEntry } from '../packs/pack-file.js';
+import type { PackCommand } from '../packs/pack-commands.js';
+import { applyPackPatches } from './pack-patches.js';
+import { stampPromptParts, type AgentOrigin } from './prompt-parts.js';
 
 /** One import as the loader found it: where its files are, or why it could not be read. */
 export interface ComposedPack {
   /** Its binding path: `review`, `review.lint` for a pack a pack imports, `web/review` for a rig's import. */
   binding: string;
+  /**
+   * What its agents, orders and commands are named under (`namespace.agent`): its binding path, less the
+   * bindings of imports that re-export (`export = true`); empty for a pack the city includes (`[workspace]
+   * includes`), whose contents keep their own names.
+   */
+  namespace: string;
+  /** `[pack] description`. */
+  description?: string;
+  /** Its commands (`ctl <namespace> <command>`). */
+  commands?: PackCommand[];
   source: string;
   version?: string;
   /** The file that declares it (`city.toml`, `pack.toml`, or the importing pack's). */
@@ -131,28 +144,39 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     problems.push({ file: 'packs.lock', message: (err as Error).message });
   }
   const packProviders = new Set<string>();
+  const origins = new Map<string, AgentOrigin>();
   const load = (
-    imp: PackImport,
+    imp: PackImport & { included?: boolean },
     baseDir: string,
     prefix: string,
+    outer: string,
     rig: string | undefined,
     depth: number,
     stack: string[],
   ) => {
     const binding = prefix ? `${prefix}.${imp.binding}` : imp.binding;
+    // An include's contents are its includer's; a re-exported import's, its importer's; else its binding's.
+    const namespace = imp.included || (imp.export && prefix) ? outer : outer ? `${outer}.${imp.binding}` : imp.binding;
+    const named = (n: string) => (namespace ? `${namespace}.${n}` : n);
     const entry: ComposedPack = {
       binding: rig ? `${rig}/${binding}` : binding,
+      namespace,
       source: imp.source,
       file: imp.file,
       gitBacked: false,
-      direct: rig === undefined && prefix === '',
+      direct: rig === undefined && prefix === '' && !imp.included,
       ...(imp.version !== undefined ? { version: imp.version } : {}),
       ...(rig ? { rig } : {}),
     };
     packs.push(entry);
     const fail = (message: string) => {
       entry.error = message;
-      problems.push({ file: imp.file, key: `imports.${imp.binding}`, message: `pack ${entry.binding}: ${message}` });
+      const key = imp.included
+        ? imp.file === 'city.toml'
+          ? 'workspace.includes'
+          : 'pack.includes'
+        : `imports.${imp.binding}`;
+      problems.push({ file: imp.file, key, message: `pack ${entry.binding}: ${message}` });
     };
     let dir: string | undefined;
     try {
@@ -191,16 +215,19 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     if (file.name !== undefined) entry.packName = file.name;
     if (file.version !== undefined) entry.packVersion = file.version;
     if (file.doctors.length) entry.doctors = file.doctors;
+    if (file.description !== undefined) entry.description = file.description;
+    if (file.commands.length) entry.commands = file.commands;
     findings.push(...file.findings);
     const siblings = new Set(own.map((a) => a.name));
     const loaded: CityAgentConfig[] = [];
+    const first = agents.length;
     for (const agent of own) {
       // Where it loads: `scope = "city"` agents only at the city, `scope = "rig"` ones only in a rig.
       if (rig ? agent.scope === 'city' : agent.scope === 'rig') continue;
       loaded.push({
         ...agent,
-        name: `${binding}.${agent.name}`,
-        depends_on: agent.depends_on.map((d) => (siblings.has(d) ? `${binding}.${d}` : d)),
+        name: named(agent.name),
+        depends_on: agent.depends_on.map((d) => (siblings.has(d) ? named(d) : d)),
         source: agent.source.startsWith(label) ? agent.source : `${label}${agent.source}`,
         origin: 'pack-derived',
         pack: binding,
@@ -208,7 +235,8 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
         ...(rig ? { dir: rig } : {}),
       });
     }
-    applyNamedSessions(file.namedSessions, loaded, binding, rig, `${label}pack.toml`, problems);
+    for (const agent of own) origins.set(named(agent.name), { namespace, local: agent.name });
+    applyNamedSessions(file.namedSessions, loaded, named, rig, `${label}pack.toml`, problems);
     agents.push(...loaded);
     for (const [name, spec] of Object.entries(file.providers)) {
       if (config.providers[name] !== undefined) continue;
@@ -219,22 +247,27 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
       for (const service of file.services) {
         config.services.push({
           ...service,
-          name: `${binding}.${service.name}`,
+          name: named(service.name),
           pack: binding,
           dir: join(dir, service.dir ?? ''),
         });
       }
     }
-    for (const inner of file.imports) load(inner, dir, binding, rig, depth + 1, [...stack, dir]);
+    for (const inner of [...includesOf(file.includes, `${label}pack.toml`), ...file.imports])
+      load(inner, dir, binding, namespace, rig, depth + 1, [...stack, dir]);
+    // The pack's patches, over what it brought (its own agents and its imports'), by their names in the pack.
+    applyPackPatches(file.agentPatches, agents, first, named, `${label}pack.toml`, problems);
   };
-  for (const imp of imports) load(imp, root, '', undefined, 1, []);
+  for (const imp of [...includesOf(config.workspace.includes, 'city.toml'), ...imports])
+    load(imp, root, '', '', undefined, 1, []);
   for (const rig of config.rigs) {
     const own = rig.imports ?? [];
     const all = [...own, ...config.rigDefaultImports.filter((d) => !own.some((o) => o.binding === d.binding))];
-    for (const imp of all) load(imp, root, '', rig.name, 1, []);
+    for (const imp of all) load(imp, root, '', '', rig.name, 1, []);
   }
   applyAgentDefaults(config.agentDefaults, agents);
   const patched = applyPatches(config, agents, problems);
+  stampPromptParts(root, config, agents, packs, origins, problems);
   const unsupported: ConfigProblem[] = [];
   const unknownKeys: ConfigProblem[] = [];
   // One finding per file and key: a pack a rig imports too is read once per importer.
@@ -267,14 +300,14 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
 function applyNamedSessions(
   named: NamedSession[],
   loaded: CityAgentConfig[],
-  binding: string,
+  qualify: (name: string) => string,
   rig: string | undefined,
   file: string,
   problems: ConfigProblem[],
 ): void {
   for (const [i, session] of named.entries()) {
     if (session.scope === (rig ? 'city' : 'rig')) continue;
-    const name = `${binding}.${session.template}`;
+    const name = qualify(session.template);
     const agent = loaded.find((a) => a.name === name);
     if (!agent) {
       // A rig-scoped agent is not loaded at the city (nor a city-scoped one in a rig): nothing to keep there.
@@ -307,4 +340,17 @@ function lockEntryFor(
   const byBinding = lock[binding];
   if (same(byBinding)) return byBinding;
   return Object.values(lock).find(same);
+}
+
+/**
+ * `includes` (of `[workspace]` or `[pack]`): packs taken in whole, the reference's older form of imports. Each is
+ * loaded like an import bound to its directory's name (what `GET /packs` and its files' labels say), its agents,
+ * orders and commands named as the includer's own. Only directories: a git include is refused with what to write.
+ */
+function includesOf(paths: string[], file: string): (PackImport & { included: true })[] {
+  return paths.map((path) => {
+    const base = path.replace(/\/+$/, '').split('/').pop() ?? path;
+    const binding = base.replace(/[^A-Za-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '') || 'include';
+    return { binding, source: path, file, included: true };
+  });
 }

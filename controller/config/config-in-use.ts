@@ -116,11 +116,14 @@ export class ConfigInUse {
     return this.loaded.agents.find((a) => a.name === name);
   }
 
-  /** The `formulas/` or `orders/` directories of the city's imported packs (not its rigs'), by binding. */
-  packDirs(kind: 'formulas' | 'orders'): { binding: string; dir: string; root: string }[] {
+  /**
+   * The `formulas/` or `orders/` directories of the city's imported packs (not its rigs'), by binding, with the
+   * namespace their orders are named under.
+   */
+  packDirs(kind: 'formulas' | 'orders'): { binding: string; namespace: string; dir: string; root: string }[] {
     return this.loaded.composed.packs
       .filter((p) => p.dir !== undefined && p.rig === undefined)
-      .map((p) => ({ binding: p.binding, dir: join(p.dir!, kind), root: p.dir! }));
+      .map((p) => ({ binding: p.binding, namespace: p.namespace, dir: join(p.dir!, kind), root: p.dir! }));
   }
 
   /** Why the files on disk are not the configuration in use, when the last edit could not be taken. */

@@ -1,4 +1,5 @@
 import {
+  optStringList,
   parseAgentTable,
   type CityAgentConfig,
   type CityConfig,
@@ -37,6 +38,8 @@ export const AGENT_PATCH_KEYS = [
   'merge',
   'base_branch',
   ...Object.keys(LIFECYCLE_KEYS),
+  'inject_fragments',
+  'append_fragments',
 ] as const;
 
 /** The field of an agent's configuration a key sets (`max_session_age` sets `max_session_age_ms`). */
@@ -127,6 +130,8 @@ export function applyAgentDefaults(defaults: Record<string, unknown>, agents: Ci
         agent.option_defaults = { ...parsed.option_defaults, ...agent.option_defaults };
       else if (key === 'idle_timeout') agent.idle_timeout_ms ??= parsed.idle_timeout_ms;
       else if (key === 'suspended') agent.suspended ||= parsed.suspended;
+      else if (key === 'append_fragments')
+        agent.append_fragments = [...new Set([...(agent.append_fragments ?? []), ...(parsed.append_fragments ?? [])])];
       else if (key === 'depends_on') agent.depends_on = agent.depends_on.length ? agent.depends_on : parsed.depends_on;
       else if ((agent as unknown as Record<string, unknown>)[fieldOf(key)] === undefined) {
         (agent as unknown as Record<string, unknown>)[fieldOf(key)] = (parsed as unknown as Record<string, unknown>)[
@@ -143,11 +148,17 @@ export function patchAgent(
   fields: Record<string, unknown>,
   at: (key: string) => string,
 ): CityAgentConfig {
+  const { inject_fragments_append: appended, ...rest } = fields;
+  fields = rest;
   for (const key of Object.keys(fields)) {
     if (!(AGENT_PATCH_KEYS as readonly string[]).includes(key)) throw new ConfigError(`${at(key)} is not an agent key`);
   }
   const parsed = parseAgentTable({ ...fields, name: 'patch' }, at, agent.source);
   const next: CityAgentConfig = { ...agent };
+  if (appended !== undefined) {
+    const more = optStringList({ appended }, 'appended', at('inject_fragments_append'))!;
+    next.inject_fragments = [...(agent.inject_fragments ?? []), ...more];
+  }
   for (const key of Object.keys(fields)) {
     if (key === 'env') next.env = { ...agent.env, ...parsed.env };
     else if (key === 'option_defaults') next.option_defaults = { ...agent.option_defaults, ...parsed.option_defaults };

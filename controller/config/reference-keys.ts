@@ -62,9 +62,8 @@ const PROVIDER: TableSpec = {
 
 /** `[imports.<binding>]`, `[defaults.rig.imports.<binding>]`, `[rigs.imports.<binding>]`. */
 const IMPORT: TableSpec = {
-  keys: { source: true, version: true },
+  keys: { source: true, version: true, export: true },
   unsupported: {
-    export: 'every agent of an imported pack is the city’s, named binding.agent',
     shadow: 'a name two layers both define is an error, never shadowed',
     transitive: 'a pack’s own imports are always loaded',
   },
@@ -103,6 +102,8 @@ export const AGENT_TABLE: TableSpec = {
     max_session_age_jitter: true,
     drain_timeout: true,
     overlay_dir: true,
+    inject_fragments: true,
+    append_fragments: true,
   },
   unsupported: {
     args: 'a session’s arguments are its provider’s ([providers.<name>] args)',
@@ -115,7 +116,6 @@ export const AGENT_TABLE: TableSpec = {
     process_names: 'set it on the provider ([providers.<name>] process_names)',
     emits_permission_warning: 'permission requests are read from the provider’s protocol',
     prompt_template: 'the prompt is `prompt`, or the agent directory’s prompt.md / prompt.template.md',
-    inject_fragments: 'prompt template fragments are not composed into prompts',
     inject_assigned_skills: 'skills are not installed into sessions',
     skills: 'skills are not installed into sessions',
     mcp: 'MCP servers are not configured for sessions',
@@ -175,7 +175,6 @@ export const REFERENCE_ONLY_AGENT_PATCH_KEYS: Record<string, string> = {
       'attach',
       'hooks_installed',
       'inject_assigned_skills',
-      'inject_fragments',
       'install_agent_hooks',
       'mcp',
       'prompt_template',
@@ -211,6 +210,7 @@ const PATCHES: TableSpec = {
             .filter((k) => k !== 'name' && k !== 'dir')
             .map((k) => [k, true as const]),
         ),
+        inject_fragments_append: true,
       },
       unsupported: REFERENCE_ONLY_AGENT_PATCH_KEYS,
     },
@@ -246,11 +246,18 @@ const SERVICE: TableSpec = {
 export const CITY_TOML: TableSpec = {
   keys: {
     workspace: {
-      keys: { name: true, provider: true, start_command: true, prefix: true, suspended: true, timezone: true },
+      keys: {
+        name: true,
+        provider: true,
+        start_command: true,
+        prefix: true,
+        suspended: true,
+        timezone: true,
+        includes: true,
+        global_fragments: true,
+      },
       unsupported: {
-        includes: 'packs come in through [imports.<binding>] (source = the pack’s directory)',
         default_rig_includes: 'a rig’s default packs are [defaults.rig.imports.<binding>]',
-        global_fragments: 'prompt template fragments are not composed into prompts',
         isolation: 'an agent’s own isolation = "worktree" says where it works; the city has no default',
         install_agent_hooks: 'provider hooks are not installed; sessions report through their protocol',
         max_active_sessions: 'limits are per agent (max_active_sessions in [[agent]])',
@@ -264,14 +271,13 @@ export const CITY_TOML: TableSpec = {
     agent_defaults: {
       keys: Object.fromEntries(
         Object.keys(AGENT_TABLE.keys)
-          .filter((k) => k !== 'name' && k !== 'dir')
+          .filter((k) => k !== 'name' && k !== 'dir' && k !== 'inject_fragments')
           .map((k) => [k, true]),
       ),
       unsupported: {
         ...AGENT_TABLE.unsupported,
         allow_env_override: 'an agent’s own env always wins over the defaults',
         allow_overlay: 'an agent’s overlay is its own overlay_dir',
-        append_fragments: 'prompt template fragments are not composed into prompts',
         model: 'the model is the provider’s (its args or env)',
       },
     },
@@ -285,15 +291,17 @@ export const CITY_TOML: TableSpec = {
         max_wakes_per_tick: true,
         max_restarts: true,
         quarantine_duration: true,
+        shutdown_timeout: true,
+        // The reference's switch to its second formula compiler (graph workflows): ctl has one compiler, which
+        // reads both kinds of formula, so either value is what ctl does.
+        formula_v2: true,
+        graph_workflows: true,
       },
       unsupported: {
         drift_drain_timeout: 'a drifted session is restarted when idle, without a drain time-out',
         tick_debounce: 'the tick runs on each poke and each patrol_interval, without a debounce window',
-        formula_v2: 'formulas have one compiler',
-        graph_workflows: 'formulas have one compiler',
         observe_paths: 'the configuration files are watched; nothing else is',
         probe_concurrency: 'readiness probes are not limited in number',
-        shutdown_timeout: 'a stopping session gets its runtime’s grace time',
         wisp_gc_interval: 'closed molecules are kept in the bead store',
         wisp_ttl: 'closed molecules are kept in the bead store',
       },
@@ -378,12 +386,10 @@ export const PACK_TOML: TableSpec = {
   lenient: true,
   keys: {
     pack: {
-      keys: { name: true, version: true, schema: true },
+      keys: { name: true, version: true, schema: true, description: true, includes: true },
       unsupported: {
         requires_gc: 'packs are not checked against a ctl version',
         requires: 'a pack’s requirements are not checked; its [[doctor]] checks can',
-        includes: 'a pack’s packs come in through [imports.<binding>]',
-        description: 'a pack’s description is not shown',
       },
     },
     imports: { each: IMPORT },
@@ -392,13 +398,15 @@ export const PACK_TOML: TableSpec = {
     service: SERVICE,
     doctor: { keys: { name: true, script: true, description: true, timeout: true } },
     named_session: { keys: { template: true, mode: true, scope: true } },
+    // A pack patches only its own agents (matched by their names in the pack); the values are checked where each
+    // patch is applied (pack-patches.ts).
+    patches: { keys: { agent: PATCHES.keys.agent as TableSpec } },
+    commands: { keys: { name: true, description: true, long_description: true, script: true } },
   },
   unsupported: {
-    global: 'a pack’s [global] prompt fragments and settings are not given to its agents',
-    patches: 'a pack’s patches are not applied; the city’s [[patches.*]] are',
+    global: 'a pack’s [global] holds session_live commands, and no command runs while a session lives (session_live)',
     agent_defaults: 'a pack’s agent defaults are not applied; the city’s [agent_defaults] are',
     formulas: 'formulas are read from the pack’s formulas/',
-    commands: 'pack commands are not offered as ctl commands',
     pricing: 'a pack’s prices are not applied; the city’s [[pricing]] are',
   },
 };

@@ -55,6 +55,8 @@ export class PackEditor {
         ...(p.commit ? { commit: p.commit } : {}),
         ...(p.packName ? { pack_name: p.packName } : {}),
         ...(p.packVersion ? { pack_version: p.packVersion } : {}),
+        ...(p.description ? { description: p.description } : {}),
+        ...(p.commands?.length ? { commands: p.commands.map((c) => c.words.join(' ')) } : {}),
         ...(p.error ? { error: p.error } : {}),
       }));
   }

@@ -4,8 +4,11 @@ import { join } from 'node:path';
 import { parseToml } from '../../shared/config/toml-syntax.js';
 import { OutsideTree, readWithin } from '../../shared/fs/within.js';
 import {
+  optStringList,
   parseAgentTable,
   parseImports,
+  parsePatches,
+  type ConfigPatch,
   parseServiceTable,
   type CityAgentConfig,
   type CityServiceConfig,
@@ -15,13 +18,22 @@ import { ConfigError } from '../../shared/config/config-error.js';
 import { parseDuration } from '../../shared/duration.js';
 import { auditKeys, type KeyFinding } from '../config/key-audit.js';
 import { PACK_TOML } from '../config/reference-keys.js';
+import { readPackCommands, type PackCommand } from './pack-commands.js';
 
 /** What a `pack.toml` declares (a pack's, or the city's own: the city is the root pack). */
 export interface PackFile {
   /** `[pack] name`, `version`. */
   name?: string;
   version?: string;
+  /** `[pack] description`: shown where packs are listed. */
+  description?: string;
+  /** `[pack] includes`: packs taken in whole, their contents the pack's own (the older form of imports). */
+  includes: string[];
   imports: PackImport[];
+  /** `[[patches.agent]]`: changes laid over the pack's agents (its own and its imports'), by their names in the pack. */
+  agentPatches: ConfigPatch[];
+  /** `[[commands]]` and `commands/<words>/run.sh`: what `ctl <binding> <command>` runs. */
+  commands: PackCommand[];
   agents: CityAgentConfig[];
   providers: Record<string, Record<string, unknown>>;
   services: CityServiceConfig[];
@@ -65,6 +77,9 @@ export interface NamedSession {
  */
 export function readPackFile(dir: string, label: string, edited?: string): PackFile {
   const empty: PackFile = {
+    includes: [],
+    agentPatches: [],
+    commands: [],
     imports: [],
     agents: [],
     providers: {},
@@ -99,6 +114,13 @@ export function readPackFile(dir: string, label: string, edited?: string): PackF
   };
   if (typeof pack.name === 'string') out.name = pack.name;
   if (typeof pack.version === 'string') out.version = pack.version;
+  if (typeof pack.description === 'string' && pack.description.trim() !== '') out.description = pack.description;
+  out.includes = optStringList(pack, 'includes', `${label}: pack.includes`) ?? [];
+  const patches = parsePatches(tableOf(doc.patches, `${label}: patches`), (k) => `${label}: patches.${k}`);
+  if (patches.providers.length || patches.rigs.length)
+    throw new ConfigError(`${label}: patches: a pack patches only its agents ([[patches.agent]])`);
+  out.agentPatches = patches.agents;
+  out.commands = readPackCommands(dir, doc.commands, label);
   const agents = doc.agent ?? [];
   if (!Array.isArray(agents)) throw new ConfigError(`${label}: agent must be an array of tables ([[agent]])`);
   for (const [i, agent] of agents.entries()) {

@@ -76,6 +76,26 @@ export interface CityAgentConfig {
   pack?: string;
   /** The pack directory its prompt and files live in (a pack-derived agent). */
   pack_dir?: string;
+  /**
+   * Prompt template fragments (`{{ define "name" }}` blocks of a `template-fragments/` directory) appended to its
+   * prompt, after the city's `global_fragments`: `inject_fragments`, then `append_fragments`.
+   */
+  inject_fragments?: string[];
+  append_fragments?: string[];
+  /** The directory of its `agents/<name>/` (an agent declared by a directory). */
+  home_dir?: string;
+  /** What its prompt template is rendered with (set by the loader for a templated prompt). */
+  prompt_parts?: PromptParts;
+}
+
+/** What an agent's prompt template draws on, gathered when the configuration is composed. */
+export interface PromptParts {
+  /** The texts of the template fragment files it may call (`{{ template "name" . }}`), lowest priority first. */
+  library: string[];
+  /** The fragments appended to it: the city's `global_fragments`, then its `inject_fragments` and `append_fragments`. */
+  append: string[];
+  /** The values it reads that the configuration fixes (`.CityRoot`, `.RigRoot`, `.BindingPrefix`, …). */
+  values: Record<string, string>;
 }
 
 /** `[imports.<binding>]`: a pack the city (or a rig) brings in. */
@@ -87,6 +107,11 @@ export interface PackImport {
   version?: string;
   /** The file that declares it, relative to the city (`city.toml` or `pack.toml`). */
   file: string;
+  /**
+   * `export = true` in a pack's import: what it brings is the importing pack's own, named under the importer's
+   * binding (`bd.dog`, not `bd.dolt.dog`) — a pack re-exporting a pack it is built on.
+   */
+  export?: boolean;
 }
 
 /** `[[patches.agent|provider|rig]]`: a change laid over what the city and its packs declare. */
@@ -137,6 +162,11 @@ export interface CityDaemonConfig {
   quarantineMs: number;
   /** An agent's `pre_start` or `session_setup` command is stopped after this long (`[session] setup_timeout`). */
   setupTimeoutMs: number;
+  /**
+   * `shutdown_timeout`: when the city stops, each session's program has this long after it is asked to end before
+   * it is killed (0: killed at once).
+   */
+  shutdownTimeoutMs: number;
 }
 
 export const DEFAULT_DAEMON: CityDaemonConfig = {
@@ -152,6 +182,7 @@ export const DEFAULT_DAEMON: CityDaemonConfig = {
   // The reference's defaults.
   quarantineMs: 5 * 60_000,
   setupTimeoutMs: 10_000,
+  shutdownTimeoutMs: 3_000,
 };
 
 /** A workspace service reachable through the raw `svc/<name>/…` proxy: a URL, or a program the controller runs. */
@@ -205,6 +236,13 @@ export interface CityConfig {
     startCommand?: string;
     prefix?: string;
     suspended: boolean;
+    /**
+     * `includes`: packs the city takes in whole, the reference's older form of imports — local directories,
+     * relative to the city; their agents, orders and commands keep their own names (no binding).
+     */
+    includes: string[];
+    /** `global_fragments`: prompt template fragments appended to every templated prompt of the city. */
+    globalFragments: string[];
   };
   providers: Record<string, Record<string, unknown>>;
   agents: CityAgentConfig[];

@@ -16,6 +16,9 @@ import {
 } from './city-config-types.js';
 export * from './city-config-types.js';
 
+/** The longest `[daemon] shutdown_timeout`: a city's stop must stay bounded. */
+export const MAX_SHUTDOWN_TIMEOUT_MS = 60_000;
+
 /** City names: what `cities.toml`, URLs and cursors can carry unescaped. */
 export const CITY_NAME_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9._-]*$/;
 
@@ -60,6 +63,8 @@ export function parseCityConfig(text: string, path: string, options: ParseOption
       startCommand: optString(workspace, 'start_command', where('workspace.start_command')),
       prefix: optString(workspace, 'prefix', where('workspace.prefix')),
       suspended: optBool(workspace, 'suspended', where('workspace.suspended')) ?? false,
+      includes: optStringList(workspace, 'includes', where('workspace.includes')) ?? [],
+      globalFragments: optStringList(workspace, 'global_fragments', where('workspace.global_fragments')) ?? [],
     },
     providers: {},
     agents: [],
@@ -119,6 +124,13 @@ export function parseCityConfig(text: string, path: string, options: ParseOption
   }
   const setup = optDuration(table(doc, 'session', where), 'setup_timeout', where('session.setup_timeout'));
   if (setup !== undefined) cfg.daemon.setupTimeoutMs = Math.max(setup, 10);
+  const shutdown = optDuration(daemon, 'shutdown_timeout', where('daemon.shutdown_timeout'));
+  if (shutdown !== undefined) {
+    // The supervisor waits this (and a margin) before it kills the controller: a stop stays bounded.
+    if (shutdown > MAX_SHUTDOWN_TIMEOUT_MS)
+      throw new ConfigError(`${where('daemon.shutdown_timeout')} must be at most ${MAX_SHUTDOWN_TIMEOUT_MS / 1000}s`);
+    cfg.daemon.shutdownTimeoutMs = shutdown;
+  }
   const wakes = optInt(daemon, 'max_wakes_per_tick', where('daemon.max_wakes_per_tick'));
   if (wakes !== undefined) cfg.daemon.maxWakesPerTick = Math.max(wakes, 1);
   const restarts = optInt(daemon, 'max_restarts', where('daemon.max_restarts'));
@@ -288,6 +300,10 @@ export function parseAgentTable(
     if (value !== undefined) config[key] = value;
   }
   if (dir !== undefined) config.dir = dir;
+  for (const key of ['inject_fragments', 'append_fragments'] as const) {
+    const names = optStringList(agent, key, at(key));
+    if (names !== undefined) config[key] = names;
+  }
   if (Object.keys(optionDefaults).length > 0) config.option_defaults = optionDefaults as Record<string, string>;
   const isolation = optChoice(agent, 'isolation', ['none', 'worktree'] as const, at('isolation'));
   if (isolation !== undefined) config.isolation = isolation;
@@ -388,7 +404,14 @@ export function parseImports(
     const t = entry as Record<string, unknown>;
     const source = reqString(t, 'source', at(`${binding}.source`));
     const version = optString(t, 'version', at(`${binding}.version`));
-    out.push({ binding, source, file, ...(version !== undefined ? { version } : {}) });
+    const exported = optBool(t, 'export', at(`${binding}.export`));
+    out.push({
+      binding,
+      source,
+      file,
+      ...(version !== undefined ? { version } : {}),
+      ...(exported ? { export: true } : {}),
+    });
   }
   return out;
 }
@@ -519,4 +542,13 @@ function optBool(t: Record<string, unknown>, key: string, where: string): boolea
   if (v === undefined) return undefined;
   if (typeof v !== 'boolean') throw new ConfigError(`${where} must be true or false`);
   return v;
+}
+
+/** A list of non-empty strings, or undefined when the key is absent. */
+export function optStringList(t: Record<string, unknown>, key: string, where: string): string[] | undefined {
+  const v = t[key];
+  if (v === undefined) return undefined;
+  if (!Array.isArray(v) || v.some((x) => typeof x !== 'string' || x.trim() === ''))
+    throw new ConfigError(`${where} must be an array of non-empty strings`);
+  return v as string[];
 }

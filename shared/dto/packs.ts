@@ -10,6 +10,10 @@ export interface PackResponse {
   /** `[pack] name` and `version` of its `pack.toml`. */
   pack_name?: string;
   pack_version?: string;
+  /** `[pack] description` of its `pack.toml`. */
+  description?: string;
+  /** The commands it offers: `ctl <name> <command>` (`GET /v0/city/{cityName}/commands` has their details). */
+  commands?: string[];
   /** The agents it brings, by qualified name. */
   agents: string[];
   /** Why it is left out, when it is (not fetched, its directory gone, a broken `pack.toml`). */

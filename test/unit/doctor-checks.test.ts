@@ -142,6 +142,7 @@ describe('doctor checks', function () {
     const packs: ComposedPack[] = [
       {
         binding: 'review',
+        namespace: 'review',
         source: 'https://example.com/r.git',
         file: 'city.toml',
         gitBacked: true,
@@ -150,6 +151,7 @@ describe('doctor checks', function () {
       },
       {
         binding: 'lint',
+        namespace: 'lint',
         source: 'https://example.com/l.git',
         file: 'city.toml',
         gitBacked: true,

@@ -59,9 +59,12 @@ describe('the key audit against every table of the reference’s configuration',
     expect(provider?.file).to.equal('city.toml');
     expect(provider?.message).to.match(/^not supported: `\[session\] provider = "k8s"` — sessions run on this machine/);
     expect(findings.find((f) => f.key === 'session.k8s')?.message).to.match(/^not supported: `\[session\.k8s\]`/);
-    expect(findings.find((f) => f.key === 'workspace.includes')?.message).to.match(
-      /`\[workspace\] includes = \["x"\]` — packs come in through \[imports/,
+    expect(findings.find((f) => f.key === 'workspace.default_rig_includes')?.message).to.match(
+      /`\[workspace\] default_rig_includes = \["x"\]` — a rig’s default packs are \[defaults\.rig\.imports/,
     );
+    // Acted on now: includes (packs taken in whole), global_fragments (prompt fragments), shutdown_timeout.
+    for (const key of ['workspace.includes', 'workspace.global_fragments', 'daemon.shutdown_timeout'])
+      expect(findings.find((f) => f.key === key), key).to.equal(undefined);
     expect(findings.find((f) => f.key === 'named_session')?.message).to.match(/`\[\[named_session\]\]`/);
     expect(findings.find((f) => f.key === 'providers.x.supports_acp')?.message).to.match(
       /^not supported: `\[providers\.x\] supports_acp = true` — a provider speaks ACP when protocol = "acp"$/,
@@ -80,12 +83,16 @@ describe('the key audit against every table of the reference’s configuration',
     }
   });
 
-  it('pack.toml: each table is acted on or named; [global], [[patches]] named, not refused', function () {
+  it('pack.toml: each table is acted on or named; [global] named, not refused', function () {
     const doc = fixture('pack.toml');
     const findings = auditKeys(doc, PACK_TOML, 'pack:x/pack.toml');
     expectEachNamed(doc, PACK_TOML, findings);
-    for (const key of ['global', 'patches', 'commands', 'agent_defaults', 'formulas']) {
+    for (const key of ['global', 'agent_defaults', 'formulas']) {
       expect(findings.find((f) => f.key === key)?.message, key).to.match(/^not supported: /);
+    }
+    // Acted on: a pack's agent patches and commands, its description, its includes, an import's export.
+    for (const key of ['patches', 'commands', 'pack.description', 'pack.includes', 'imports.x.export']) {
+      expect(findings.find((f) => f.key === key), key).to.equal(undefined);
     }
   });
 

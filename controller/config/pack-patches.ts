@@ -1,0 +1,46 @@
+import type { CityAgentConfig, ConfigPatch } from '../../shared/config/city-config.js';
+import { ConfigError } from '../../shared/config/config-error.js';
+import type { ConfigProblem } from './compose.js';
+import { patchAgent } from './patches.js';
+import { REFERENCE_ONLY_AGENT_PATCH_KEYS } from './reference-keys.js';
+
+/**
+ * A pack's `[[patches.agent]]`, laid over the agents its load brought (`agents` from `first` on: its own and
+ * those of the packs it imports), in file order. A patch names an agent as the pack knows it (`dog`, or
+ * `dolt.dog` for one of an import), `qualify` turns that into the composed name; with `dir`, only the agent of
+ * that rig. One matching nothing, or setting a key wrongly, is a problem naming the patch; the rest applies.
+ */
+export function applyPackPatches(
+  patches: ConfigPatch[],
+  agents: CityAgentConfig[],
+  first: number,
+  qualify: (name: string) => string,
+  file: string,
+  problems: ConfigProblem[],
+): void {
+  for (const [i, patch] of patches.entries()) {
+    const key = `patches.agent[${i}]`;
+    const target = qualify(patch.name);
+    let index = -1;
+    for (let j = first; j < agents.length; j++) {
+      const a = agents[j]!;
+      if (a.name === target && (patch.dir === undefined || a.dir === patch.dir)) {
+        index = j;
+        break;
+      }
+    }
+    if (index < 0) {
+      problems.push({ file, key, message: `${file}: ${key}: the pack has no agent named ${patch.name} to patch` });
+      continue;
+    }
+    const fields = Object.fromEntries(
+      Object.entries(patch.fields).filter(([k]) => !Object.hasOwn(REFERENCE_ONLY_AGENT_PATCH_KEYS, k)),
+    );
+    try {
+      agents[index] = patchAgent(agents[index]!, fields, (k) => `${file}: ${key}.${k}`);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push({ file, key, message: err.message });
+    }
+  }
+}

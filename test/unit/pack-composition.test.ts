@@ -1,0 +1,154 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { expect } from 'chai';
+import { parseCityConfig } from '../../shared/config/city-config.js';
+import { composeConfig } from '../../controller/config/compose.js';
+import { promptFor, type AgentDefinition } from '../../controller/agents/agent-catalog.js';
+import { OrderCatalog } from '../../controller/orders/order-catalog.js';
+
+// What packs bring beyond their agents: `[workspace] includes` (packs taken in whole, their agents bare), an
+// import's `export` (a re-exported pack's agents named under its importer), a pack's `[[patches.agent]]`,
+// `[pack] description` and commands, and prompt templates with their fragments (`global_fragments`,
+// `inject_fragments`, `template-fragments/`).
+describe('pack composition', function () {
+  let root: string;
+  const write = (path: string, text: string) => {
+    mkdirSync(dirname(join(root, path)), { recursive: true });
+    writeFileSync(join(root, path), text);
+  };
+  beforeEach(function () {
+    root = mkdtempSync(join(tmpdir(), 'ctl-packs-'));
+  });
+  afterEach(function () {
+    rmSync(root, { recursive: true, force: true });
+  });
+  const compose = (cityToml: string) =>
+    composeConfig(root, parseCityConfig(cityToml, 'city.toml'), { cacheRoot: join(root, 'cache') });
+
+  it('[workspace] includes loads a pack whole: its agents and orders keep their names', function () {
+    write('packs/ops/pack.toml', '[pack]\nname = "ops"\ndescription = "Operations"\n');
+    write('packs/ops/agents/mayor/agent.toml', 'scope = "city"\n');
+    write('packs/ops/orders/sweep.toml', '[order]\ntrigger = "manual"\nexec = "true"\n');
+    const composed = compose('[workspace]\nname = "c"\nincludes = ["packs/ops"]\n');
+    expect(composed.problems).to.deep.equal([]);
+    expect(composed.agents.map((a) => a.name)).to.deep.equal(['mayor']);
+    expect(composed.unsupported.map((w) => w.key)).not.to.include('workspace.includes');
+    const pack = composed.packs[0];
+    expect(pack).to.include({ binding: 'ops', namespace: '', description: 'Operations', direct: false });
+    const orders = new OrderCatalog(
+      root,
+      () => ({ overrides: [], skip: [] }),
+      () => [{ binding: pack.binding, namespace: pack.namespace, dir: join(pack.dir!, 'orders'), root: pack.dir! }],
+    );
+    expect(orders.list().orders.map((o) => o.name)).to.deep.equal(['sweep']);
+  });
+
+  it('an include that is not there is a problem naming workspace.includes', function () {
+    const composed = compose('[workspace]\nname = "c"\nincludes = ["packs/gone"]\n');
+    expect(composed.problems.map((p) => p.key)).to.deep.equal(['workspace.includes']);
+  });
+
+  it("export = true names a pack's import's agents under the pack; without it, under the import's binding", function () {
+    write('packs/bd/pack.toml', '[pack]\nname = "bd"\n[imports.dolt]\nsource = "./dolt"\nexport = true\n');
+    write('packs/bd/dolt/pack.toml', '[pack]\nname = "dolt"\n');
+    write('packs/bd/dolt/agents/dog/agent.toml', '');
+    write('packs/bd/dolt/orders/health.toml', '[order]\ntrigger = "manual"\nexec = "true"\n');
+    let composed = compose('[imports.bd]\nsource = "./packs/bd"\n');
+    expect(composed.problems).to.deep.equal([]);
+    expect(composed.agents.map((a) => a.name)).to.deep.equal(['bd.dog']);
+    expect(composed.packs.map((p) => [p.binding, p.namespace])).to.deep.equal([
+      ['bd', 'bd'],
+      ['bd.dolt', 'bd'],
+    ]);
+    expect(composed.unsupported.map((w) => w.key)).not.to.include('imports.dolt.export');
+    write('packs/bd/pack.toml', '[pack]\nname = "bd"\n[imports.dolt]\nsource = "./dolt"\n');
+    composed = compose('[imports.bd]\nsource = "./packs/bd"\n');
+    expect(composed.agents.map((a) => a.name)).to.deep.equal(['bd.dolt.dog']);
+  });
+
+  it("a pack's [[patches.agent]] changes its agents by their names in the pack; one naming none is a problem", function () {
+    write(
+      'packs/sw/pack.toml',
+      '[pack]\nname = "sw"\n[imports.inner]\nsource = "./inner"\n' +
+        '[[patches.agent]]\nname = "coder"\nidle_timeout = "5m"\nenv = { MODE = "fast" }\n' +
+        '[[patches.agent]]\nname = "inner.helper"\nsuspended = true\n' +
+        '[[patches.agent]]\nname = "ghost"\nsuspended = true\n',
+    );
+    write('packs/sw/agents/coder/agent.toml', 'env = { KEEP = "1" }\n');
+    write('packs/sw/inner/agents/helper/agent.toml', '');
+    const composed = compose('[imports.sw]\nsource = "./packs/sw"\n');
+    const byName = Object.fromEntries(composed.agents.map((a) => [a.name, a]));
+    expect(byName['sw.coder']).to.include({ idle_timeout_ms: 300_000 });
+    expect(byName['sw.coder'].env).to.deep.equal({ KEEP: '1', MODE: 'fast' });
+    expect(byName['sw.inner.helper'].suspended).to.equal(true);
+    expect(composed.problems.map((p) => p.message)).to.deep.equal([
+      'pack:sw/pack.toml: patches.agent[2]: the pack has no agent named ghost to patch',
+    ]);
+    expect(composed.unsupported.map((w) => w.key)).not.to.include('patches');
+  });
+
+  it("a pack's commands: [[commands]] and commands/<words>/run.sh with command.toml", function () {
+    write(
+      'packs/db/pack.toml',
+      '[pack]\nname = "db"\n[[commands]]\nname = "status"\ndescription = "Show status"\nscript = "scripts/status.sh"\n',
+    );
+    write('packs/db/scripts/status.sh', 'echo ok\n');
+    write('packs/db/commands/sql/run.sh', 'echo sql\n');
+    write('packs/db/commands/sql/command.toml', 'description = "Run SQL"\n');
+    write('packs/db/commands/repo/sync/run.sh', 'echo sync\n');
+    write('packs/db/commands/repo/sync/help.md', 'Syncs.\n');
+    const composed = compose('[imports.db]\nsource = "./packs/db"\n');
+    expect(composed.problems).to.deep.equal([]);
+    expect(composed.packs[0].commands).to.deep.equal([
+      { words: ['status'], script: 'scripts/status.sh', description: 'Show status' },
+      { words: ['repo', 'sync'], script: 'commands/repo/sync/run.sh', help: 'commands/repo/sync/help.md' },
+      { words: ['sql'], script: 'commands/sql/run.sh', description: 'Run SQL' },
+    ]);
+    expect(composed.unsupported.map((w) => w.key)).not.to.include('commands');
+  });
+
+  describe('prompt templates and fragments', function () {
+    const definition = (agent: ReturnType<typeof compose>['agents'][number], rig?: string) =>
+      ({ name: agent.name, config: agent, workDir: '/w', ...(rig ? { rig } : {}) }) as unknown as AgentDefinition;
+
+    it('renders a prompt.template.md with its pack’s fragments, then global_fragments and inject_fragments', function () {
+      write(
+        'packs/gt/template-fragments/common.template.md',
+        '{{ define "glossary" }}Run `{{ cmd }} prime`.{{ end }}\n{{- define "aware" -}}\nYou are {{ basename .AgentName }}.\n{{- end }}\n{{ define "extra" }}Extra for {{ .BindingName }}.{{ end }}',
+      );
+      write('packs/gt/agents/mayor/agent.toml', 'inject_fragments = ["extra"]\n');
+      write(
+        'packs/gt/agents/mayor/prompt.template.md',
+        '# Mayor {{ .BindingPrefix }}mayor in {{ .CityRoot }}\n{{ template "glossary" . }}\n{{ if .RigName }}rig{{ else }}city{{ end }} {{ agent }}',
+      );
+      const composed = compose(
+        '[workspace]\nname = "c"\nglobal_fragments = ["aware"]\n[imports.gt]\nsource = "./packs/gt"\n',
+      );
+      expect(composed.problems).to.deep.equal([]);
+      const mayor = composed.agents.find((a) => a.name === 'gt.mayor')!;
+      expect(promptFor(definition(mayor), { city: 'c', session: 's1' })).to.equal(
+        `# Mayor gt.mayor in ${root}\nRun \`ctl prime\`.\ncity gt.mayor\n\nYou are gt.mayor.\n\nExtra for gt.`,
+      );
+      expect(composed.unsupported.map((w) => w.key)).not.to.include('workspace.global_fragments');
+    });
+
+    it('a fragment defined nowhere is a problem, and the rest of the prompt renders', function () {
+      write('agents/scribe/prompt.template.md', 'Hello {{ .AgentName }}');
+      const composed = compose('[workspace]\nname = "c"\nglobal_fragments = ["missing"]\n');
+      expect(composed.problems.map((p) => [p.file, p.key])).to.deep.equal([
+        ['city.toml', 'workspace.global_fragments'],
+      ]);
+      const scribe = composed.agents.find((a) => a.name === 'scribe')!;
+      expect(promptFor(definition(scribe), { city: 'c', session: 's1' })).to.equal('Hello scribe');
+    });
+
+    it('a template that does not parse is a problem, and its text goes as ctl’s own templates do', function () {
+      write('agents/scribe/prompt.template.md', '{{ range .X }}x{{ end }} {{agent}}');
+      const composed = compose('[workspace]\nname = "c"\n');
+      expect(composed.problems.map((p) => p.file)).to.deep.equal(['agents/scribe/prompt.template.md']);
+      const scribe = composed.agents.find((a) => a.name === 'scribe')!;
+      expect(promptFor(definition(scribe), { city: 'c', session: 's1' })).to.equal('{{ range .X }}x{{ end }} scribe');
+    });
+  });
+});
