@@ -55,6 +55,8 @@ export interface CityInputs {
   tail: LogTail;
   store: BeadStore;
   logger: Logger;
+  /** Called with each configuration taken after the first (a reload from disk or an edit through the API). */
+  onConfig?: (config: CityConfig) => void;
 }
 
 /**
@@ -77,6 +79,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
       taken: (config) => {
         maintenance.schedule(config.maintenanceIntervalMs);
         services.reconcile(config.services);
+        o.onConfig?.(config);
       },
       changed: () => tick.poke(),
     },

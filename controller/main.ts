@@ -9,6 +9,7 @@ import { ConfigError } from '../shared/config/config-error.js';
 import {
   CITY_LOCKED_EXIT_CODE,
   CONTROLLER_PHASES,
+  CONTROLLER_STOP_MARGIN_MS,
   type ControllerMessage,
   type ControllerPidFile,
 } from '../shared/controller-ipc.js';
@@ -137,7 +138,22 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     completed.push('starting_bead_store');
 
     await enter('starting_agents');
-    const running = assembleCity({ name, paths, config, log, tail, store, logger });
+    // `[daemon] shutdown_timeout`, when the city sets one; else the sessions' usual grace.
+    let stopGraceMs = config.daemon.shutdownTimeoutMs;
+    const running = assembleCity({
+      name,
+      paths,
+      config,
+      log,
+      tail,
+      store,
+      logger,
+      onConfig: (next) => {
+        if (next.daemon.shutdownTimeoutMs === stopGraceMs) return;
+        stopGraceMs = next.daemon.shutdownTimeoutMs;
+        report({ kind: 'stop-grace', ms: stopGraceMs ?? 0 });
+      },
+    });
     configInUse = () => running.config;
     // Sessions that were running when the last controller stopped start again (their programs, not yet ready).
     await running.sessions.start();
@@ -180,6 +196,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     // ms: since the process started (Node's time origin), for the start-up's share of a city's create.
     logger.info({ name, listen, ms: Math.round(performance.now()) }, 'controller ready');
     report({ kind: 'ready', pid: process.pid });
+    if (stopGraceMs !== undefined) report({ kind: 'stop-grace', ms: stopGraceMs });
     // A request that comes before this is done waits for the same load, not for a second one.
     setImmediate(() => {
       const loadStarted = performance.now();
@@ -199,6 +216,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
       paths,
       store,
       sessions: running.sessions,
+      sessionGraceMs: () => stopGraceMs,
       beforeStop: async () => {
         await stopCity(running);
         await stopWatching();
@@ -285,6 +303,8 @@ function installShutdown(o: {
   paths: ReturnType<typeof cityPaths>;
   store: BeadStore;
   sessions: SessionService;
+  /** `[daemon] shutdown_timeout` as the configuration says now (undefined: the sessions' usual grace). */
+  sessionGraceMs: () => number | undefined;
   beforeStop: () => Promise<void>;
 }): void {
   let stopping = false;
@@ -292,15 +312,17 @@ function installShutdown(o: {
     if (stopping) return;
     stopping = true;
     o.logger.info({ signal }, 'stopping');
-    // Bounded: whatever happens below, we are gone in 5 s.
-    setTimeout(() => process.exit(0), 5000).unref();
+    // Bounded: whatever happens below, we are gone once the sessions' grace and a margin have passed.
+    const graceMs = o.sessionGraceMs();
+    const boundMs = graceMs === undefined ? 5000 : Math.max(5000, graceMs + CONTROLLER_STOP_MARGIN_MS);
+    setTimeout(() => process.exit(0), boundMs).unref();
     o.server.close();
     o.server.closeAllConnections();
     // Every session's program ends with us (their states stay: the next controller starts them again).
     void o
       .beforeStop()
       .catch((err: unknown) => o.logger.error({ err }, 'could not stop every part of the city'))
-      .then(() => o.sessions.shutdown())
+      .then(() => o.sessions.shutdown(graceMs))
       .catch((err: unknown) => o.logger.error({ err }, 'could not stop every session'))
       .then(() => o.log.append({ type: 'controller.stopped', actor: 'ctl', subject: o.name, payload: {} }))
       .catch((err: unknown) => o.logger.error({ err }, 'could not record controller.stopped'))

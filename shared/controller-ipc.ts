@@ -7,7 +7,15 @@ export type ControllerMessage =
   /** Serving the API: the city is running. */
   | { kind: 'ready'; pid: number }
   /** Startup failed; the controller exits right after. */
-  | { kind: 'failed'; error: string };
+  | { kind: 'failed'; error: string }
+  /**
+   * How long its sessions' programs get to end when it stops (`[daemon] shutdown_timeout`), sent when it is ready
+   * and whenever the configuration changes it: the supervisor waits that long, and a margin, before it kills it.
+   */
+  | { kind: 'stop-grace'; ms: number };
+
+/** What a stopping controller needs besides its sessions' grace: to record its stop and let go of its files. */
+export const CONTROLLER_STOP_MARGIN_MS = 3_000;
 
 /** Exit status of a controller that found its city's lock held by another (EX_TEMPFAIL): not a crash. */
 export const CITY_LOCKED_EXIT_CODE = 75;

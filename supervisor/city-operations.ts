@@ -294,7 +294,9 @@ export class CityOperations {
     });
     const { reconciler } = this.o;
     reconciler.wake();
-    const stopped = await reconciler.waitFor(() => !reconciler.hasController(city.path), this.o.stopTimeoutMs);
+    // A city whose shutdown_timeout is longer than the usual grace is waited for that long.
+    const timeoutMs = Math.max(this.o.stopTimeoutMs, reconciler.stopGraceOf(city.path) + 2_000);
+    const stopped = await reconciler.waitFor(() => !reconciler.hasController(city.path), timeoutMs);
     if (!stopped) {
       throw new Problem('gateway-timeout', `timeout: the controller of ${name} did not stop in time`);
     }

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { closeSync, openSync } from 'node:fs';
 import { request } from 'node:http';
 import { execa } from 'execa';
-import type { ControllerMessage } from '../shared/controller-ipc.js';
+import { CONTROLLER_STOP_MARGIN_MS, type ControllerMessage } from '../shared/controller-ipc.js';
 import { isAlive, signalGroup } from '../shared/leftover-controller.js';
 
 export interface ControllerLaunch {
@@ -56,6 +56,11 @@ export class ControllerProcess extends EventEmitter<Events> {
   phasesCompleted: string[] = [];
   ready = false;
   readyAt = 0;
+  /**
+   * How long its sessions get to end when it stops (`[daemon] shutdown_timeout`), as it last said (0 until then,
+   * and for an adopted controller, which cannot say).
+   */
+  sessionGraceMs = 0;
   readonly exited: Promise<ControllerExit>;
   private exitInfo: ControllerExit | undefined;
   private stopRequested = false;
@@ -189,7 +194,15 @@ export class ControllerProcess extends EventEmitter<Events> {
       this.markReady();
     } else if (message.kind === 'failed') {
       this.startupError = message.error;
+    } else if (message.kind === 'stop-grace') {
+      this.sessionGraceMs = message.ms;
     }
+  }
+
+  /** How long it gets after SIGTERM before SIGKILL: `base`, or its sessions' grace and a margin when longer. */
+  stopGraceMs(base: number): number {
+    if (this.sessionGraceMs === 0) return base;
+    return Math.max(base, this.sessionGraceMs + CONTROLLER_STOP_MARGIN_MS + 1_000);
   }
 
   private markReady(): void {

@@ -201,11 +201,13 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
       stopping = true;
       const keep = mode === 'preserve_sessions';
       logger.info({ signal }, keep ? 'supervisor restarting: its cities keep running' : 'supervisor stopping');
+      // A city whose shutdown_timeout is longer than the usual grace gets it (bounded by its parser, 60 s).
+      const deadlineMs = Math.max(SHUTDOWN_DEADLINE_MS, reconciler.longestStopGraceMs() + 3_000);
       setTimeout(() => {
         logger.error('shutdown deadline passed; exiting');
         homeLock.release();
         process.exit(1);
-      }, SHUTDOWN_DEADLINE_MS).unref();
+      }, deadlineMs).unref();
       const payload: SupervisorShutdownPayload = { mode, source: 'signal', signal };
       void supervisorLog
         .append({ type: 'supervisor.shutdown_requested', actor: 'ctl', payload })

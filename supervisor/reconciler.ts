@@ -215,7 +215,7 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
     clearTimeout(this.wakeTimer);
     await this.running;
     const stops = [...this.slots.values()].map(
-      (slot) => slot.process?.stop(this.options.stopGraceMs) ?? Promise.resolve(),
+      (slot) => slot.process?.stop(slot.process.stopGraceMs(this.options.stopGraceMs)) ?? Promise.resolve(),
     );
     await Promise.all(stops);
     // The stop and crash events of those exits, before the process goes.
@@ -387,7 +387,7 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
       const now = Date.now();
       if (exit.requested && exit.forced) {
         // It could not record its own stop: we do, and an unregister waiting on it did not end cleanly.
-        const message = `the controller (pid ${proc.pid}) did not stop within ${this.options.stopGraceMs} ms of SIGTERM and was killed`;
+        const message = `the controller (pid ${proc.pid}) did not stop within ${proc.stopGraceMs(this.options.stopGraceMs)} ms of SIGTERM and was killed`;
         this.options.logger.warn({ city: slot.name, controllerPid: proc.pid }, message);
         this.requests.forcedStop(slot.path, message);
         this.track(
@@ -436,7 +436,22 @@ export class Reconciler extends EventEmitter<{ changed: [] }> {
   private stopSlot(slot: CitySlot): void {
     if (!slot.process || slot.stopping) return;
     slot.stopping = true;
-    void slot.process.stop(this.options.stopGraceMs);
+    void slot.process.stop(slot.process.stopGraceMs(this.options.stopGraceMs));
+  }
+
+  /** The longest any of the running controllers may take to stop (its grace after SIGTERM). */
+  longestStopGraceMs(): number {
+    let longest = this.options.stopGraceMs;
+    for (const slot of this.slots.values()) {
+      if (slot.process) longest = Math.max(longest, slot.process.stopGraceMs(this.options.stopGraceMs));
+    }
+    return longest;
+  }
+
+  /** How long the controller of the city at `path` may take to stop. */
+  stopGraceOf(path: string): number {
+    const proc = [...this.slots.values()].find((s) => s.path === path)?.process;
+    return proc ? proc.stopGraceMs(this.options.stopGraceMs) : this.options.stopGraceMs;
   }
 }
 

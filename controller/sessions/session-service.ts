@@ -105,8 +105,8 @@ export class SessionService {
    * Ends every running program; the sessions keep their state, queues and waiting creates: the next controller
    * starts them again and delivers what waited.
    */
-  async shutdown(): Promise<void> {
-    await Promise.all([...this.sessions.values()].map((s) => s.stopWithController()));
+  async shutdown(graceMs?: number): Promise<void> {
+    await Promise.all([...this.sessions.values()].map((s) => s.stopWithController(graceMs)));
   }
 
   list(query: { state?: string; template?: string; limit: number; cursor?: string }): ListBodySessionResponse {

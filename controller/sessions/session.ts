@@ -265,20 +265,20 @@ export class Session extends EventEmitter<SessionEvents> {
    * Ends its program at a person's request (kill, suspend, close) or the controller's shutdown; the caller has
    * moved the state already (a shutdown leaves it, so the next controller starts the program again).
    */
-  async stopProgram(reason: string): Promise<void> {
+  async stopProgram(reason: string, graceMs = this.ctx.stopGraceMs): Promise<void> {
     this.record.reason = reason;
     this.save({ reason });
     const runtime = this.runtime;
-    if (runtime?.isRunning()) await runtime.stop(this.ctx.stopGraceMs);
+    if (runtime?.isRunning()) await runtime.stop(graceMs);
   }
 
   /**
    * Ends its program as the controller stops. Its state, its undelivered messages and a create still waiting for
    * the program to be ready all stay, on disk: the next controller starts the program again and delivers them.
    */
-  async stopWithController(): Promise<void> {
+  async stopWithController(graceMs?: number): Promise<void> {
     this.stoppingWithController = true;
-    await this.stopProgram('the controller is stopping');
+    await this.stopProgram('the controller is stopping', graceMs);
   }
 
   /** `kill`: its program ends; the session sleeps until a message or `wake`. */

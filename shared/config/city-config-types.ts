@@ -164,9 +164,9 @@ export interface CityDaemonConfig {
   setupTimeoutMs: number;
   /**
    * `shutdown_timeout`: when the city stops, each session's program has this long after it is asked to end before
-   * it is killed (0: killed at once).
+   * it is killed (0: killed at once). Absent: the controller's usual grace.
    */
-  shutdownTimeoutMs: number;
+  shutdownTimeoutMs?: number;
 }
 
 export const DEFAULT_DAEMON: CityDaemonConfig = {
@@ -182,7 +182,6 @@ export const DEFAULT_DAEMON: CityDaemonConfig = {
   // The reference's defaults.
   quarantineMs: 5 * 60_000,
   setupTimeoutMs: 10_000,
-  shutdownTimeoutMs: 3_000,
 };
 
 /** A workspace service reachable through the raw `svc/<name>/…` proxy: a URL, or a program the controller runs. */
