@@ -18,6 +18,7 @@ const meta: CtlMeta = {
     'ctl cities                                                       # every city, its status and path',
     'ctl --city alpha bead list                                       # global flags may come first',
     'ctl help bead create                                             # the same as ctl bead create --help',
+    'ctl dolt list                                                    # a pack command: ctl BINDING COMMAND (ctl pack commands)',
   ],
 };
 
@@ -117,7 +118,7 @@ export const TOP_LEVEL: Record<string, [description: string, load: () => Promise
     () => import('./commands/config.js').then((m) => m.configCommand),
   ],
   pack: [
-    'Packs: bundles of agents, formulas and orders a city imports',
+    'Packs: bundles of agents, formulas, orders and commands a city imports',
     () => import('./commands/packs.js').then((m) => m.packCommand),
   ],
   service: [

@@ -18,6 +18,12 @@ function messageOf(err: unknown, flags: Flags): string {
   return text.split('\n')[0] || 'unexpected error';
 }
 
+/** The binding and command words of a pack command line, for its error line (`dolt sql`). */
+function packWords(words: string[]): string {
+  const plain = words.filter((w, i) => !w.startsWith('--') && !/^--(city|api)$/.test(words[i - 1] ?? ''));
+  return plain.slice(0, 2).join(' ');
+}
+
 async function main(): Promise<void> {
   // Whoever reads our output went away (`ctl events --follow | head -1`): nothing more to say, to anyone.
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
@@ -50,6 +56,17 @@ async function main(): Promise<void> {
     const rawArgs = [...found.globals, ...found.rest];
     await found.cmd.run({ rawArgs, args: { _: rawArgs } as unknown as ParsedArgs, cmd: found.cmd });
   } catch (err) {
+    // A first word that names no command of ctl's may be a pack's binding: `ctl dolt list`.
+    if (err instanceof UnknownCommand && err.path.length === 0) {
+      const { runPackCommand } = await import('./commands/pack-run.js');
+      try {
+        if (await runPackCommand(words)) return;
+      } catch (ran) {
+        process.stderr.write(`ctl ${packWords(words)}: ${messageOf(ran, flags)}\n`);
+        process.exitCode = 1;
+        return;
+      }
+    }
     if (err instanceof UnknownCommand) path = err.path;
     process.stderr.write(`${path.length ? `ctl ${path.join(' ')}` : 'ctl'}: ${messageOf(err, flags)}\n`);
     process.exitCode = 1;

@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import type { PackCommandResponse } from '../../shared/dto/pack-commands.js';
 import type { PackResponse } from '../../shared/dto/packs.js';
 import { call, CSRF } from '../_api.js';
 import { command, group } from '../_command.js';
@@ -85,9 +86,38 @@ const remove = command({
   },
 });
 
+const commands = command({
+  name: 'commands',
+  description: 'The commands the city’s packs offer, each run as ctl BINDING COMMAND [ARGS…]',
+  examples: ['ctl pack commands', 'ctl dolt list            # run one'],
+  args: { ...inCityFlags },
+  async run({ args: a }) {
+    const { api, city } = await inCity(a);
+    const { data } = await call(
+      api,
+      api.client.GET('/v0/city/{cityName}/commands', { params: { path: cityPath(city) } }),
+    );
+    if (a.json) return json(data);
+    if (data.items.length === 0) return line('No pack commands.');
+    table<PackCommandResponse>(
+      [
+        { header: 'RUN AS', value: (c) => `ctl ${c.binding} ${c.command}`, kind: 'id' },
+        { header: 'PACK', value: (c) => c.pack },
+        { header: 'DESCRIPTION', value: (c) => c.description ?? '-', kind: 'text' },
+      ],
+      data.items,
+    );
+  },
+});
+
 export const packCommand = group({
   name: 'pack',
-  description: 'Packs: bundles of agents, formulas and orders a city imports',
-  examples: ['ctl pack add https://example.com/packs/review.git', 'ctl pack list', 'ctl pack remove review'],
-  commands: { list, add, remove },
+  description: 'Packs: bundles of agents, formulas, orders and commands a city imports',
+  examples: [
+    'ctl pack add https://example.com/packs/review.git',
+    'ctl pack list',
+    'ctl pack commands',
+    'ctl pack remove review',
+  ],
+  commands: { list, add, remove, commands },
 });
