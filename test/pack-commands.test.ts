@@ -78,6 +78,9 @@ describe('pack commands (real supervisor, real CLI)', function () {
     const listed = await ctl('tools');
     expect(listed.code).to.equal(0);
     expect(listed.stdout).to.match(/greet\s+Greet someone/);
+    const all = await ctl('pack', 'commands');
+    expect(all.code, all.stderr).to.equal(0);
+    expect(all.stdout).to.match(/ctl tools db slow\s+tools\s+-/);
   });
 
   it('a command past its time-out is killed with what it started, and says so', async function () {

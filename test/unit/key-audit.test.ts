@@ -64,7 +64,10 @@ describe('the key audit against every table of the reference’s configuration',
     );
     // Acted on now: includes (packs taken in whole), global_fragments (prompt fragments), shutdown_timeout.
     for (const key of ['workspace.includes', 'workspace.global_fragments', 'daemon.shutdown_timeout'])
-      expect(findings.find((f) => f.key === key), key).to.equal(undefined);
+      expect(
+        findings.find((f) => f.key === key),
+        key,
+      ).to.equal(undefined);
     expect(findings.find((f) => f.key === 'named_session')?.message).to.match(/`\[\[named_session\]\]`/);
     expect(findings.find((f) => f.key === 'providers.x.supports_acp')?.message).to.match(
       /^not supported: `\[providers\.x\] supports_acp = true` — a provider speaks ACP when protocol = "acp"$/,
@@ -92,7 +95,10 @@ describe('the key audit against every table of the reference’s configuration',
     }
     // Acted on: a pack's agent patches and commands, its description, its includes, an import's export.
     for (const key of ['patches', 'commands', 'pack.description', 'pack.includes', 'imports.x.export']) {
-      expect(findings.find((f) => f.key === key), key).to.equal(undefined);
+      expect(
+        findings.find((f) => f.key === key),
+        key,
+      ).to.equal(undefined);
     }
   });
 
