@@ -366,7 +366,7 @@ describe('config, packs and patches (real git, real files)', function () {
       /^Added pack ops \(git:\/\/127\.0\.0\.1:\d+\/ops at [0-9a-f]{12}\): 1 agent: ops\.lint$/,
     );
     const list = expectSuccess(await city.sup.ctl(['--city', 'packed', 'pack', 'list']));
-    expect(list[0]).to.match(/^NAME\s+SOURCE\s+COMMIT\s+AGENTS$/);
+    expect(list[0]).to.match(/^NAME\s+SOURCE\s+COMMIT\s+AGENTS\s+DESCRIPTION$/);
     expect(list.some((l) => /^ops\s+git:\/\//.test(l))).to.equal(true);
     expect(expectSuccess(await city.sup.ctl(['--city', 'packed', 'pack', 'remove', 'ops']))).to.deep.equal([
       'Removed pack ops',

@@ -47,8 +47,9 @@ describe('configuration ctl reads but does not act on (real controller)', functi
     );
     expect(warning('city.toml', 'session.k8s')?.message).to.match(/`\[session\.k8s\]`/);
     expect(warning('pack:gs/pack.toml', 'global')?.message).to.match(/^not supported: `\[global\]`/);
-    expect(warning('pack:gs/pack.toml', 'patches')?.message).to.match(/^not supported: `\[patches\]`/);
-    // [[named_session]] is acted on now (mode = "always" keeps a session of gs.mayor): no warning.
+    // [[named_session]] and [[patches.agent]] are acted on now (mode = "always" keeps a session of gs.mayor; the
+    // patch is laid over it): no warning.
+    expect(warning('pack:gs/pack.toml', 'patches')).to.equal(undefined);
     expect(warning('pack:gs/pack.toml', 'named_session')).to.equal(undefined);
     expect(warning('pack:gs/agents/mayor/agent.toml', 'nudge')?.message).to.match(/`nudge = "wake up"`/);
     expect(body.valid).to.equal(false);
