@@ -28,6 +28,7 @@ import { launchFormula } from './formulas/launch.js';
 import { RunViews } from './molecules/run-views.js';
 import { RunVersions } from './molecules/run-versions.js';
 import { OrderCatalog } from './orders/order-catalog.js';
+import { WebhookReceiver } from './orders/webhook-receiver.js';
 import { OrderDispatcher } from './orders/order-dispatch.js';
 import { OrderScheduler } from './orders/order-scheduler.js';
 import { ProviderRegistry } from './providers/provider-registry.js';
@@ -208,6 +209,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
     root,
     () => settings.config.orders,
     () => settings.packDirs('orders'),
+    () => settings.rigPackDirs('orders'),
   );
   const orderScheduler = new OrderScheduler({
     catalog: orders,
@@ -221,6 +223,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
       cityRoot: root,
       env: commandEnv,
       logger,
+      agentExists: (name) => settings.agents.some((a) => a.name === name),
       // A run settled: the scheduler looks again (called only once it runs, so never before it exists).
       settled: () => orderScheduler.evaluateSoon(),
     }),
@@ -274,6 +277,14 @@ export function assembleCity(o: CityInputs): CityRuntime {
     runs: new RunViews(o.store, new RunVersions(log)),
     orders,
     orderScheduler,
+    webhooks: new WebhookReceiver({
+      order: (scopedName) => orders.list().orders.find((order) => order.scopedName === scopedName),
+      fire: (order, vars, payload) => orderScheduler.fireNow(order, vars, payload),
+      log,
+      payloadDir: join(paths.runtimeDir, 'webhooks'),
+      env: process.env,
+      logger,
+    }),
     maintenance,
     extmsg: new ExtmsgService({
       dir: join(paths.runtimeDir, 'extmsg'),

@@ -21,6 +21,7 @@ import type { MoleculeEngine } from './molecules/molecule-engine.js';
 import type { RunViews } from './molecules/run-views.js';
 import type { OrderCatalog } from './orders/order-catalog.js';
 import type { OrderScheduler } from './orders/order-scheduler.js';
+import type { WebhookReceiver } from './orders/webhook-receiver.js';
 import type { ProviderEditor } from './config/provider-editor.js';
 import type { ProviderRegistry } from './providers/provider-registry.js';
 import type { ServiceRunner } from './services/service-runner.js';
@@ -69,6 +70,8 @@ export interface CityParts {
   orders: OrderCatalog;
   /** When orders fire. */
   orderScheduler: OrderScheduler;
+  /** Webhook deliveries to orders: checked against their secrets, then fired. */
+  webhooks: WebhookReceiver;
   /** Bead store maintenance, on demand and on `[maintenance] interval`. */
   maintenance: StoreMaintenance;
   /** External messaging: adapters, bindings, groups, transcripts. */
@@ -108,6 +111,7 @@ export class CityRuntime implements CityParts {
   readonly runs: RunViews;
   readonly orders: OrderCatalog;
   readonly orderScheduler: OrderScheduler;
+  readonly webhooks: WebhookReceiver;
   readonly maintenance: StoreMaintenance;
   readonly extmsg: ExtmsgService;
   readonly services: ServiceRunner;
@@ -137,6 +141,7 @@ export class CityRuntime implements CityParts {
     this.runs = parts.runs;
     this.orders = parts.orders;
     this.orderScheduler = parts.orderScheduler;
+    this.webhooks = parts.webhooks;
     this.maintenance = parts.maintenance;
     this.extmsg = parts.extmsg;
     this.services = parts.services;

@@ -5,6 +5,7 @@ import { runAsRequest } from '../shared/events/request-actor.js';
 import type { PeerAccess } from '../shared/http/peer-access.js';
 import { ACTOR_HEADER } from '../shared/http/peer-gate.js';
 import { Problem } from '../shared/http/problem.js';
+import { isWebhookDelivery } from '../shared/http/webhook-path.js';
 import { answerProblem, refuseUpgradeWithProblem } from '../shared/http/refusal.js';
 import { unauthorized, type ApiTokens } from './api-tokens.js';
 import { cookieValue, SESSION_COOKIE, type BrowserSessions } from './browser-sessions.js';
@@ -66,7 +67,7 @@ export class AccessGate {
 
   /**
    * The caller of a request, at once when its connection's peer is already known (or it shows a credential), or
-   * undefined for the code exchange; throws (or rejects with) the problem of a request refused.
+   * undefined for the code exchange and a webhook delivery; throws (or rejects with) the problem of a request refused.
    */
   callerOf(req: IncomingMessage): Caller | undefined | Promise<Caller> {
     const url = req.url ?? '/';
@@ -74,6 +75,8 @@ export class AccessGate {
     if ((q < 0 ? url : url.slice(0, q)) === EXCHANGE_PATH && (req.method === 'GET' || req.method === 'HEAD')) {
       return undefined;
     }
+    // A webhook delivery's credential is its order's secret, checked by the controller (shared/http/webhook-path.ts).
+    if (isWebhookDelivery(req.method, url)) return undefined;
     const authorization = req.headers.authorization;
     if (authorization !== undefined) {
       const match = /^Bearer +(\S+) *$/i.exec(authorization);
@@ -109,7 +112,11 @@ export class AccessGate {
     refuse: (problem: Problem) => void,
   ): void {
     delete req.headers[ACTOR_HEADER];
-    if (caller === undefined) return next();
+    if (caller === undefined) {
+      // A webhook sender's own Authorization header may be anything; ours never travel on to a controller.
+      if (isWebhookDelivery(req.method, req.url ?? '/')) withoutOurCredentials(req);
+      return next();
+    }
     if (
       caller.kind === 'token' &&
       caller.readOnly &&

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import { configReadError, parseCityConfig, type CityConfig } from '../../shared/config/city-config.js';
@@ -114,6 +114,28 @@ export class ConfigInUse {
   /** An agent by its qualified name (`base`, or `dir/base`). */
   agent(name: string): AgentDefinition | undefined {
     return this.loaded.agents.find((a) => a.name === name);
+  }
+
+  /**
+   * The `orders/` directories of the packs rigs import: `binding` without its rig (`review` of `web/review`), the
+   * rig, and the rig's directory (its orders run there).
+   */
+  rigPackDirs(kind: 'orders'): { binding: string; dir: string; root: string; rig: string; rigDir: string }[] {
+    const rigs = this.loaded.composed.config.rigs;
+    return this.loaded.composed.packs.flatMap((p) => {
+      const rig = p.rig === undefined ? undefined : rigs.find((r) => r.name === p.rig);
+      if (p.dir === undefined || rig === undefined) return [];
+      const binding = p.binding.startsWith(`${rig.name}/`) ? p.binding.slice(rig.name.length + 1) : p.binding;
+      return [
+        {
+          binding,
+          dir: join(p.dir, kind),
+          root: p.dir,
+          rig: rig.name,
+          rigDir: resolve(this.paths.root, rig.path ?? rig.name),
+        },
+      ];
+    });
   }
 
   /**

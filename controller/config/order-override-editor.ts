@@ -14,10 +14,10 @@ export class OrderOverrideEditError extends Error {}
 export class OrderOverrideEditor {
   constructor(private readonly host: ConfigFileHost) {}
 
-  setEnabled(name: string, enabled: boolean): void {
+  setEnabled(name: string, enabled: boolean, rig?: string): void {
     editConfigFile(this.host, 'city.toml', (text) => {
       try {
-        return setOrderEnabled(text, name, enabled);
+        return setOrderEnabled(text, name, enabled, rig);
       } catch (err) {
         if (!(err instanceof OrderOverrideEditError)) throw err;
         throw new Problem('conflict-wrong-state', `conflict: city.toml could not be edited safely: ${err.message}`);
@@ -32,22 +32,23 @@ export class OrderOverrideEditor {
 // `[[orders.overrides]]` table, where toml-patch would have put an inline table at the top. Either way the result
 // is parsed again and compared with what was meant, and never returned otherwise.
 
-/** `text` with order `name`'s override saying `enabled`. */
-export function setOrderEnabled(text: string, name: string, enabled: boolean): string {
+/** `text` with order `name`'s override (of its instance in `rig`, when given) saying `enabled`. */
+export function setOrderEnabled(text: string, name: string, enabled: boolean, rig?: string): string {
   const before = parse(text) as Record<string, unknown>;
   const expected = structuredClone(before) as { orders?: { overrides?: Record<string, unknown>[] } };
   const overrides = expected.orders?.overrides;
-  const index = overrides?.findIndex((o) => o.name === name && o.rig === undefined) ?? -1;
+  const index = overrides?.findIndex((o) => o.name === name && o.rig === rig) ?? -1;
   let out: string;
   if (index >= 0) {
     overrides![index]!.enabled = enabled;
     out = patch(text, expected);
   } else {
     expected.orders ??= {};
-    expected.orders.overrides = [...(overrides ?? []), { name, enabled }];
+    expected.orders.overrides = [...(overrides ?? []), { name, ...(rig !== undefined ? { rig } : {}), enabled }];
     const nl = text.includes('\r\n') ? '\r\n' : '\n';
     const body = text.length === 0 || text.endsWith(nl) ? text : text + nl;
-    out = `${body}${nl}[[orders.overrides]]${nl}name = ${JSON.stringify(name)}${nl}enabled = ${enabled}${nl}`;
+    const rigLine = rig !== undefined ? `rig = ${JSON.stringify(rig)}${nl}` : '';
+    out = `${body}${nl}[[orders.overrides]]${nl}name = ${JSON.stringify(name)}${nl}${rigLine}enabled = ${enabled}${nl}`;
     if (!parses(out)) out = patch(text, expected);
   }
   let after: unknown;

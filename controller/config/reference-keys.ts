@@ -159,6 +159,8 @@ const ORDER_OVERRIDE: TableSpec = {
     env: OPEN,
     params: OPEN,
     scope: true,
+    secret_env: true,
+    signature_header: true,
   },
 };
 

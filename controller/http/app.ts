@@ -36,8 +36,8 @@ export function createControllerApp(city: CityRuntime, services: ServiceConnecti
   app.use(cityEventStream(city, streams));
   app.use(sessionStream(city, streams));
   app.use(agentOutputStream(city, streams));
-  // A formula is written and validated as its TOML text.
-  app.use(jsonBody({ rawText: [/\/formulas\/[^/]+(\/validate)?$/] }));
+  // A formula is written and validated as its TOML text; a webhook's body is checked against its signature as bytes.
+  app.use(jsonBody({ rawText: [/\/formulas\/[^/]+(\/validate)?$/], rawBytes: [/^\/v0\/city\/[^/]+\/hook\/[^/]+$/] }));
   const router = apiRouter();
   RegisterRoutes(router);
   app.use(router.routes());

@@ -8,6 +8,7 @@ import type { FormulaCatalog } from '../formulas/formula-catalog.js';
 import { launchFormula } from '../formulas/launch.js';
 import type { RunVars } from '../formulas/run-vars.js';
 import type { MoleculeEngine } from '../molecules/molecule-engine.js';
+import { contextVars, orderEnv, qualifiedPool, webhookEnv, type WebhookPayloadRef } from './order-context.js';
 import type { OrderDef, Trigger } from './order-file.js';
 
 /** Tracking-bead metadata: what a firing did. */
@@ -33,6 +34,8 @@ export function runLabel(scopedName: string): string {
 
 export interface Firing {
   order: OrderDef;
+  /** A webhook delivery: where its body is kept and the event type its sender named. */
+  webhook?: WebhookPayloadRef;
   trigger: Trigger;
   /** An event order: the last event this firing covers. */
   eventSeq?: number;
@@ -62,6 +65,8 @@ export class OrderDispatcher {
       cityRoot: string;
       env: NodeJS.ProcessEnv;
       logger?: Logger;
+      /** Whether the city has this agent (a rig instance's pool is qualified by it). */
+      agentExists?: (name: string) => boolean;
       /** Something changed that may make another order due or free (a firing ended). */
       settled: (order: string) => void;
     },
@@ -70,7 +75,7 @@ export class OrderDispatcher {
   /** An open bead of an earlier firing, which holds the next one back. */
   openWork(order: OrderDef): Bead | undefined {
     if (order.idempotent || order.noWorkGate) return undefined;
-    return this.deps.beads.store.list({ label: runLabel(order.name), limit: 1 }).items[0];
+    return this.deps.beads.store.list({ label: runLabel(order.scopedName), limit: 1 }).items[0];
   }
 
   /** Fires the order now; throws a 409 problem when open work holds it back, a 422 when a required param is missing. */
@@ -80,26 +85,26 @@ export class OrderDispatcher {
     if (open) {
       throw new Problem(
         'conflict-wrong-state',
-        `conflict: order ${order.name} has open work: ${open.id} (it is not idempotent)`,
+        `conflict: order ${order.scopedName} has open work: ${open.id} (it is not idempotent)`,
       );
     }
     const missing = order.requiredParams.filter((p) => firing.vars?.[p] === undefined);
     if (missing.length) {
-      throw new Problem('validation-failed', `invalid: order ${order.name} needs ${missing.join(', ')}`, {
+      throw new Problem('validation-failed', `invalid: order ${order.scopedName} needs ${missing.join(', ')}`, {
         errors: missing.map((p) => ({ location: `body.vars.${p}`, message: `${p} is required` })),
       });
     }
     const { bead: tracking } = await this.deps.beads.create({
-      title: `order ${order.name} (${firing.trigger})`,
+      title: `order ${order.scopedName} (${firing.trigger})`,
       type: 'task',
       labels: [
         'order-tracking',
-        runLabel(order.name),
+        runLabel(order.scopedName),
         order.exec ? 'exec' : 'formula',
         ...(firing.eventSeq !== undefined ? [`seq:${firing.eventSeq}`] : []),
       ],
       metadata: {
-        [ORDER]: order.name,
+        [ORDER]: order.scopedName,
         [ORDER_TRIGGER]: firing.trigger,
         [ORDER_STATUS]: 'running',
         [CAPTURE_OUTPUT]: String(order.captureOutput),
@@ -110,15 +115,21 @@ export class OrderDispatcher {
     await this.deps.log.append({
       type: 'order.fired',
       actor: 'ctl',
-      subject: order.name,
-      message: `${order.name} fired (${firing.trigger})`,
-      payload: { order: order.name, scoped_name: order.name, tracking_id: tracking.id, trigger: firing.trigger },
+      subject: order.scopedName,
+      message: `${order.scopedName} fired (${firing.trigger})`,
+      payload: {
+        order: order.name,
+        scoped_name: order.scopedName,
+        ...(order.rig ? { rig: order.rig } : {}),
+        tracking_id: tracking.id,
+        trigger: firing.trigger,
+      },
     });
     const work = (order.exec ? this.exec(firing, tracking) : this.formula(firing, tracking))
-      .catch((err: unknown) => this.deps.logger?.error({ err, order: order.name }, 'order firing failed'))
+      .catch((err: unknown) => this.deps.logger?.error({ err, order: order.scopedName }, 'order firing failed'))
       .finally(() => {
         this.inFlight.delete(work);
-        this.deps.settled(order.name);
+        this.deps.settled(order.scopedName);
       });
     this.inFlight.add(work);
     return tracking;
@@ -136,7 +147,8 @@ export class OrderDispatcher {
       limit: 10_000,
     }).items;
     for (const tracking of left) {
-      const name = tracking.metadata?.[ORDER] ?? '';
+      const scoped = tracking.metadata?.[ORDER] ?? '';
+      const name = scoped.split(':rig:')[0]!;
       const trigger = tracking.metadata?.[ORDER_TRIGGER] ?? 'manual';
       const error = 'the controller stopped while it ran (its command was ended with it)';
       await this.deps.beads.update(tracking.id, {
@@ -147,11 +159,30 @@ export class OrderDispatcher {
       await this.deps.log.append({
         type: 'order.failed',
         actor: 'ctl',
-        subject: name,
-        message: `${name}: ${error}`,
-        payload: { order: name, scoped_name: name, tracking_id: tracking.id, trigger, error },
+        subject: scoped,
+        message: `${scoped}: ${error}`,
+        payload: { order: name, scoped_name: scoped, tracking_id: tracking.id, trigger, error },
       });
     }
+  }
+
+  private pool(order: OrderDef): string | undefined {
+    return qualifiedPool(order, this.deps.agentExists ?? (() => false));
+  }
+
+  private contextVars(order: OrderDef, firing: Firing): Record<string, string> {
+    return contextVars(order, firing.webhook, (name) => this.declares(order, name));
+  }
+
+  /** The vars a firing was given: a webhook's (its payload's fields) only those the formula declares. */
+  private givenVars(order: OrderDef, firing: Firing): Record<string, string> {
+    const vars = firing.vars ?? {};
+    if (!firing.webhook) return vars;
+    return Object.fromEntries(Object.entries(vars).filter(([name]) => this.declares(order, name)));
+  }
+
+  private declares(order: OrderDef, name: string): boolean {
+    return (this.deps.formulas.get(order.formula!)?.def?.vars ?? []).some((v) => v.name === name);
   }
 
   /** Firings still running (for a clean stop and for tests). */
@@ -165,13 +196,14 @@ export class OrderDispatcher {
       Object.entries(firing.vars ?? {}).map(([k, v]) => [`CTL_ORDER_ARG_${k.toUpperCase()}`, v]),
     );
     const result = await this.deps.commands.run(order.exec!, {
-      cwd: this.deps.cityRoot,
+      cwd: order.rigDir ?? this.deps.cityRoot,
       env: {
         ...this.deps.env,
         ...order.env,
         ...args,
         ORDER_DIR: `${this.deps.cityRoot}/orders`,
-        CTL_ORDER: order.name,
+        ...orderEnv(order),
+        ...(firing.webhook ? webhookEnv(firing.webhook) : {}),
         CTL_ORDER_TRACKING_ID: tracking.id,
         CTL_ORDER_TRIGGER: firing.trigger,
         ...(firing.eventSeq !== undefined ? { CTL_EVENT_SEQ: String(firing.eventSeq) } : {}),
@@ -197,11 +229,12 @@ export class OrderDispatcher {
     await this.deps.log.append({
       type: ok ? 'order.completed' : 'order.failed',
       actor: 'ctl',
-      subject: order.name,
-      message: ok ? `${order.name} exited 0 in ${result.durationMs} ms` : `${order.name}: ${error}`,
+      subject: order.scopedName,
+      message: ok ? `${order.scopedName} exited 0 in ${result.durationMs} ms` : `${order.scopedName}: ${error}`,
       payload: {
         order: order.name,
-        scoped_name: order.name,
+        scoped_name: order.scopedName,
+        ...(order.rig ? { rig: order.rig } : {}),
         tracking_id: tracking.id,
         trigger: firing.trigger,
         duration_ms: result.durationMs,
@@ -220,12 +253,12 @@ export class OrderDispatcher {
         this.deps.formulas,
         this.deps.molecules,
         order.formula!,
-        { ...order.vars, ...firing.vars },
+        { ...order.vars, ...this.contextVars(order, firing), ...this.givenVars(order, firing) },
         {
           source: 'order',
-          order: order.name,
-          routedTo: order.pool,
-          rootLabels: [runLabel(order.name)],
+          order: order.scopedName,
+          routedTo: this.pool(order),
+          rootLabels: [runLabel(order.scopedName)],
         },
         await this.deps.runVars.of({ target: order.pool }),
       );
@@ -236,11 +269,12 @@ export class OrderDispatcher {
       await this.deps.log.append({
         type: 'order.completed',
         actor: 'ctl',
-        subject: order.name,
-        message: `${order.name} started run ${root.id}${order.pool ? ` for ${order.pool}` : ''}`,
+        subject: order.scopedName,
+        message: `${order.scopedName} started run ${root.id}${order.pool ? ` for ${order.pool}` : ''}`,
         payload: {
           order: order.name,
-          scoped_name: order.name,
+          scoped_name: order.scopedName,
+          ...(order.rig ? { rig: order.rig } : {}),
           tracking_id: tracking.id,
           trigger: firing.trigger,
           run_id: root.id,
@@ -256,11 +290,12 @@ export class OrderDispatcher {
       await this.deps.log.append({
         type: 'order.failed',
         actor: 'ctl',
-        subject: order.name,
-        message: `${order.name}: ${error}`,
+        subject: order.scopedName,
+        message: `${order.scopedName}: ${error}`,
         payload: {
           order: order.name,
-          scoped_name: order.name,
+          scoped_name: order.scopedName,
+          ...(order.rig ? { rig: order.rig } : {}),
           tracking_id: tracking.id,
           trigger: firing.trigger,
           error,

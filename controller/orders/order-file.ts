@@ -14,6 +14,18 @@ const DEFAULT_CHECK_TIMEOUT_MS = 10_000;
 /** One order, as its file (and any override in `city.toml`) defines it. */
 export interface OrderDef {
   name: string;
+  /**
+   * Its identity among the city's orders: `name`, or `name:rig:<rig>` for the instance a rig's pack brings in
+   * (one per importing rig); cooldowns, open-work gates, history and webhooks are keyed by it.
+   */
+  scopedName: string;
+  /** `rig` (default): a rig-imported pack's order runs once per rig; `city`: once, for the city. */
+  scope: 'rig' | 'city';
+  /** The rig this instance runs for, and its directory (its commands run there). */
+  rig?: string;
+  rigDir?: string;
+  /** The pack binding it came through (`review`), when a pack brought it. */
+  binding?: string;
   /** Relative to the city. */
   file: string;
   description?: string;
@@ -42,7 +54,13 @@ export interface OrderDef {
    * the order under its old name keeps it skipped after the order was renamed.
    */
   skipAliases: string[];
+  /** A webhook order: the environment variable holding the secret its deliveries are signed with. */
+  secretEnv?: string;
+  /** The header carrying a delivery's HMAC-SHA256 signature (default `X-Hub-Signature-256`, as GitHub sends). */
+  signatureHeader?: string;
 }
+
+export const DEFAULT_SIGNATURE_HEADER = 'X-Hub-Signature-256';
 
 const KEYS = new Set([
   'description',
@@ -67,6 +85,8 @@ const KEYS = new Set([
   'params',
   'scope',
   'skip_aliases',
+  'secret_env',
+  'signature_header',
 ]);
 
 /**
@@ -177,7 +197,12 @@ export function parseOrder(
     env: stringTable('env'),
     requiredParams: [],
     skipAliases: stringList('skip_aliases'),
+    scopedName: name,
+    scope: 'rig',
   };
+  const scope = str('scope');
+  if (scope !== undefined && scope !== 'rig' && scope !== 'city') at('scope', 'must be rig or city');
+  else if (scope !== undefined) def.scope = scope;
   if (trigger === 'cooldown') {
     def.intervalMs = duration('interval');
     def.interval = str('interval');
@@ -209,6 +234,17 @@ export function parseOrder(
   if (trigger === 'event') {
     def.on = str('on');
     if (!def.on) at('on', 'an event order needs the event type it fires on');
+  }
+  for (const key of ['secret_env', 'signature_header'] as const) {
+    if (t[key] !== undefined && trigger !== 'webhook') at(key, 'is for webhook orders (trigger = "webhook")');
+  }
+  if (trigger === 'webhook') {
+    def.secretEnv = str('secret_env');
+    def.signatureHeader = str('signature_header');
+    if (def.secretEnv !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(def.secretEnv))
+      at('secret_env', 'must be an environment variable name (the secret itself never goes in a file)');
+    if (def.signatureHeader !== undefined && !/^[A-Za-z0-9-]+$/.test(def.signatureHeader))
+      at('signature_header', 'must be a header name');
   }
   if (trigger === 'webhook' && t.params !== undefined) {
     const params = t.params;

@@ -9,6 +9,7 @@ import type { Clock } from '../clock.js';
 import type { CommandRunner } from '../commands.js';
 import type { OrderCatalog } from './order-catalog.js';
 import { EVENT_SEQ, FIRED_AT, ORDER_STATUS, runLabel, type OrderDispatcher } from './order-dispatch.js';
+import { orderEnv, type WebhookPayloadRef } from './order-context.js';
 import type { OrderDef } from './order-file.js';
 import { RunStats } from '../run-stats.js';
 
@@ -123,10 +124,10 @@ export class OrderScheduler {
     this.listening = new Set(orders.filter((o) => o.enabled && o.trigger === 'event' && o.on).map((o) => o.on!));
     this.eventOrders.clear();
     for (const order of orders)
-      if (order.enabled && order.trigger === 'event' && order.on) this.eventOrders.set(order.name, order.on);
+      if (order.enabled && order.trigger === 'event' && order.on) this.eventOrders.set(order.scopedName, order.on);
     this.follow(this.listening.size > 0);
     for (const order of orders) {
-      if (this.eventOrders.has(order.name)) this.catchUp(order);
+      if (this.eventOrders.has(order.scopedName)) this.catchUp(order);
       if (!order.enabled || order.trigger === 'manual' || order.trigger === 'webhook') continue;
       const dueness = this.dueness(order, now);
       if (dueness.nextDue !== undefined) next = Math.min(next, dueness.nextDue);
@@ -163,10 +164,16 @@ export class OrderScheduler {
     }
   }
 
-  /** Fires `order` now (whatever its trigger); for `POST /order/{name}/run`. */
-  async fireNow(order: OrderDef, vars?: Record<string, string>): Promise<Bead> {
+  /** Fires `order` now (whatever its trigger); for `POST /order/{name}/run` and a webhook delivery. */
+  async fireNow(order: OrderDef, vars?: Record<string, string>, webhook?: WebhookPayloadRef): Promise<Bead> {
     const at = this.deps.clock.now();
-    const tracking = await this.deps.dispatcher.fire({ order, trigger: order.trigger, vars, at });
+    const tracking = await this.deps.dispatcher.fire({
+      order,
+      trigger: order.trigger,
+      vars,
+      at,
+      ...(webhook ? { webhook } : {}),
+    });
     this.stateOf(order).lastRun = { at, beadId: tracking.id };
     return tracking;
   }
@@ -182,7 +189,7 @@ export class OrderScheduler {
       const tracking = await this.deps.dispatcher.fire({ order, trigger: order.trigger, eventSeq, at: now });
       state.lastRun = { at: now, beadId: tracking.id };
     } catch (err) {
-      this.deps.logger?.warn({ err, order: order.name }, 'order did not fire');
+      this.deps.logger?.warn({ err, order: order.scopedName }, 'order did not fire');
     }
   }
 
@@ -255,8 +262,8 @@ export class OrderScheduler {
     state.checking = true;
     void this.deps.commands
       .run(order.check, {
-        cwd: this.deps.cityRoot,
-        env: { ...this.deps.env, ...order.env, CTL_ORDER: order.name },
+        cwd: order.rigDir ?? this.deps.cityRoot,
+        env: { ...this.deps.env, ...order.env, ...orderEnv(order) },
         timeoutMs: order.checkTimeoutMs,
       })
       .then((result) => {
@@ -272,11 +279,11 @@ export class OrderScheduler {
 
   /** An order's state, read from its newest tracking bead the first time it is asked for. */
   private stateOf(order: OrderDef): OrderState {
-    let state = this.state.get(order.name);
+    let state = this.state.get(order.scopedName);
     if (state) return state;
     state = {};
     const newest = this.deps.store
-      .list({ label: runLabel(order.name), includeClosed: true, limit: 20 })
+      .list({ label: runLabel(order.scopedName), includeClosed: true, limit: 20 })
       .items.find((b) => b.labels?.includes('order-tracking'));
     if (newest) {
       const firedAt = Date.parse(newest.metadata?.[FIRED_AT] ?? newest.created_at);
@@ -286,7 +293,7 @@ export class OrderScheduler {
     }
     // A new event order starts at the log's end: what happened before it existed is not its business.
     if (order.trigger === 'event' && state.cursor === undefined) state.cursor = this.deps.log.head();
-    this.state.set(order.name, state);
+    this.state.set(order.scopedName, state);
     return state;
   }
 

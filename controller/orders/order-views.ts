@@ -5,6 +5,7 @@ import type {
   OrderHistoryDetailResponse,
   OrderHistoryEntry,
   OrderResponse,
+  OrderWebhookView,
 } from '../../shared/dto/orders.js';
 import { formatDuration } from '../../shared/duration.js';
 import {
@@ -19,13 +20,15 @@ import {
   RUN_ID,
   SIGNAL,
 } from './order-dispatch.js';
-import type { OrderDef } from './order-file.js';
+import { DEFAULT_SIGNATURE_HEADER, type OrderDef } from './order-file.js';
 import type { OrderScheduler } from './order-scheduler.js';
 
 export function orderResponse(order: OrderDef, overridden: boolean): OrderResponse {
   return {
     name: order.name,
-    scoped_name: order.name,
+    scoped_name: order.scopedName,
+    ...(order.rig ? { rig: order.rig } : {}),
+    scope: order.scope,
     type: order.exec ? 'exec' : 'formula',
     trigger: order.trigger,
     ...(order.description ? { description: order.description } : {}),
@@ -49,8 +52,18 @@ export function orderResponse(order: OrderDef, overridden: boolean): OrderRespon
     ...(order.idempotent ? { idempotent: true } : {}),
     capture_output: order.captureOutput,
     ...(Object.keys(order.env).length ? { env: order.env } : {}),
+    ...(order.trigger === 'webhook' ? { webhook: webhookView(order) } : {}),
     source: order.file,
     ...(overridden ? { overridden: true } : {}),
+  };
+}
+
+/** Where a webhook order takes deliveries, and how they are signed (never the secret itself). */
+function webhookView(order: OrderDef): OrderWebhookView {
+  return {
+    path: `hook/${order.scopedName}`,
+    signature_header: order.signatureHeader ?? DEFAULT_SIGNATURE_HEADER,
+    ...(order.secretEnv ? { secret_env: order.secretEnv } : {}),
   };
 }
 
@@ -59,7 +72,8 @@ export function orderCheck(order: OrderDef, scheduler: OrderScheduler): OrderChe
   const last = scheduler.lastRun(order);
   return {
     name: order.name,
-    scoped_name: order.name,
+    scoped_name: order.scopedName,
+    ...(order.rig ? { rig: order.rig } : {}),
     due: dueness.due,
     reason: dueness.reason,
     ...(last
@@ -75,8 +89,9 @@ export function historyEntry(bead: Bead): OrderHistoryEntry {
   return {
     bead_id: bead.id,
     store_ref: 'city',
-    name: meta[ORDER] ?? '',
+    name: (meta[ORDER] ?? '').split(':rig:')[0]!,
     scoped_name: meta[ORDER] ?? '',
+    ...(meta[ORDER]?.includes(':rig:') ? { rig: meta[ORDER].split(':rig:')[1] } : {}),
     created_at: bead.created_at,
     labels: bead.labels ?? [],
     ...(meta[ORDER_STATUS] ? { status: meta[ORDER_STATUS] } : {}),

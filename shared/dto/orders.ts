@@ -4,8 +4,10 @@
 /** One order. */
 export interface OrderResponse {
   name: string;
-  /** `name` (city orders). */
+  /** `name` (city orders), or `name:rig:<rig>` for the instance a rig's pack brings in (one per rig). */
   scoped_name: string;
+  /** `rig`: a rig-imported pack's order runs once per importing rig; `city`: once. */
+  scope?: string;
   /** `exec` or `formula`. */
   type: string;
   /** `cooldown`, `cron`, `condition`, `event`, `manual` or `webhook`. */
@@ -28,7 +30,10 @@ export interface OrderResponse {
   exec?: string;
   /** Formula: the agent its run is routed to. */
   pool?: string;
+  /** The rig this instance runs for (its commands run in the rig's directory). */
   rig?: string;
+  /** A webhook order: where it takes deliveries. */
+  webhook?: OrderWebhookView;
   timeout?: string;
   /** @isInt */
   timeout_ms: number;
@@ -44,6 +49,62 @@ export interface OrderResponse {
   overridden?: boolean;
 }
 
+/** Where a webhook order takes deliveries (`POST /v0/city/{cityName}/{path}`) and how they are signed. */
+export interface OrderWebhookView {
+  /** `hook/<scoped name>`, below the city's path. */
+  path: string;
+  /** The header carrying the body's HMAC-SHA256 (`sha256=<hex>`, hex or base64). */
+  signature_header: string;
+  /** The environment variable holding the secret; absent: the order takes no deliveries until it names one. */
+  secret_env?: string;
+}
+
+/** A webhook delivery's body: whatever its sender sends (its signature covers the bytes as they came). */
+export type WebhookPayload = { [key: string]: unknown };
+
+/** `POST /hook/{name}`: the delivery was checked and the order fired. */
+export interface WebhookDeliveryResponse {
+  /** `dispatched`. */
+  status: string;
+  scoped_name: string;
+  tracking_id: string;
+}
+
+/** Payload of `webhook.received`: a delivery whose signature matched fired its order. */
+export interface WebhookReceivedPayload {
+  /** The webhook: its order's scoped name. */
+  webhook: string;
+  order: string;
+  scoped_name: string;
+  rig?: string;
+  /** @isInt */
+  body_size: number;
+  /** `hmac-sha256`. */
+  scheme: string;
+  /** The event type its sender named (`X-GitHub-Event`, `X-CTL-Event`). */
+  event_type?: string;
+  /** The delivery id its sender gave (`X-GitHub-Delivery`). */
+  dedup_id?: string;
+  tracking_id: string;
+}
+
+/** Payload of `webhook.rejected`: a delivery to a webhook order that was refused, and why. */
+export interface WebhookRejectedPayload {
+  webhook: string;
+  /**
+   * `no_secret` (the order names no secret, or its variable is unset: 503), `bad_signature` (401), `disabled`
+   * (409), `open_work` (409), `missing_params` (422), `bad_payload` (422).
+   */
+  reason: string;
+  /** @isInt */
+  status: number;
+  /** @isInt */
+  body_size?: number;
+  scheme?: string;
+  event_type?: string;
+  dedup_id?: string;
+}
+
 export interface OrderListBody {
   orders: OrderResponse[];
   /** Order files that could not be read, each with why; the others run. */
@@ -53,6 +114,7 @@ export interface OrderListBody {
 export interface OrderCheckResponse {
   name: string;
   scoped_name: string;
+  /** The rig this instance runs for. */
   rig?: string;
   due: boolean;
   /** Why it is due or not (`never run`, `cooldown: 59m52s remaining`, `disabled`, `open work: <bead>`, …). */
@@ -130,6 +192,8 @@ export interface OrderRunOutputBody {
 export interface OrderEventPayload {
   order: string;
   scoped_name: string;
+  /** The rig the instance runs for. */
+  rig?: string;
   /** The tracking bead. */
   tracking_id: string;
   trigger?: string;

@@ -20,7 +20,7 @@ import type {
 import type { MailEventPayload } from '../dto/mail.js';
 import type { TokenEventPayload } from '../dto/tokens.js';
 import type { MoleculeEventPayload } from '../dto/formulas.js';
-import type { OrderEventPayload } from '../dto/orders.js';
+import type { OrderEventPayload, WebhookReceivedPayload, WebhookRejectedPayload } from '../dto/orders.js';
 import type { StoreMaintenancePayload } from '../dto/maintenance.js';
 import type { RigCreateSucceededPayload, RigProvisionProgressPayload } from '../dto/rigs.js';
 import type { ServiceEventPayload } from '../dto/services.js';
@@ -77,6 +77,8 @@ export interface EventPayloadTypes {
   ConfigUnsupportedPayload: ConfigUnsupportedPayload;
   MoleculeEventPayload: MoleculeEventPayload;
   OrderEventPayload: OrderEventPayload;
+  WebhookReceivedPayload: WebhookReceivedPayload;
+  WebhookRejectedPayload: WebhookRejectedPayload;
   StoreMaintenancePayload: StoreMaintenancePayload;
   RigCreateSucceededPayload: RigCreateSucceededPayload;
   ServiceEventPayload: ServiceEventPayload;
@@ -160,6 +162,8 @@ export const EVENT_PAYLOADS = {
   'order.fired': 'OrderEventPayload',
   'order.completed': 'OrderEventPayload',
   'order.failed': 'OrderEventPayload',
+  'webhook.received': 'WebhookReceivedPayload',
+  'webhook.rejected': 'WebhookRejectedPayload',
   'ctl.store.maintenance.done': 'StoreMaintenancePayload',
   'ctl.store.maintenance.failed': 'StoreMaintenancePayload',
   'rig.provision.progress': 'RigProvisionProgressPayload',

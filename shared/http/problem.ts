@@ -7,6 +7,7 @@ export const PROBLEM_CODES = {
   'invalid-request': 400,
   'invalid-cursor': 400,
   unauthorized: 401,
+  'webhook-rejected': 401,
   forbidden: 403,
   'city-not-found': 404,
   'bead-not-found': 404,
@@ -81,6 +82,7 @@ const TITLES: Partial<Record<ProblemCode, string>> = {
   'validation-failed': 'Validation Failed',
   'invalid-cursor': 'Invalid Cursor',
   'provider-not-ready': 'Provider Not Ready',
+  'webhook-rejected': 'Webhook Rejected',
 };
 
 /**

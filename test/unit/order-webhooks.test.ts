@@ -1,0 +1,69 @@
+import { createHmac } from 'node:crypto';
+import { expect } from 'chai';
+import { qualifiedPool } from '../../controller/orders/order-context.js';
+import { parseOrder } from '../../controller/orders/order-file.js';
+import { payloadVars, signatureMismatch } from '../../controller/orders/webhook-receiver.js';
+import { isWebhookDelivery } from '../../shared/http/webhook-path.js';
+
+describe('order webhooks (unit)', () => {
+  const body = Buffer.from('{"ref":"main"}');
+  const digest = createHmac('sha256', 's3cret').update(body).digest();
+
+  it('accepts the body’s HMAC as sha256=hex, bare hex or base64, and nothing else', () => {
+    for (const sig of [`sha256=${digest.toString('hex')}`, digest.toString('hex'), digest.toString('base64')]) {
+      expect(signatureMismatch('s3cret', sig, body, 'X-Sig')).to.equal(undefined);
+    }
+    expect(signatureMismatch('other', `sha256=${digest.toString('hex')}`, body, 'X-Sig')).to.equal(
+      'X-Sig does not match the body',
+    );
+    expect(signatureMismatch('s3cret', undefined, body, 'X-Sig')).to.equal('missing X-Sig signature header');
+    expect(signatureMismatch('s3cret', 'sha256=abc', body, 'X-Sig')).to.equal('X-Sig does not match the body');
+  });
+
+  it('takes a JSON object’s top-level scalars as vars; refuses JSON that does not parse', () => {
+    const json = { 'content-type': 'application/json' };
+    expect(payloadVars(json, Buffer.from('{"a":"x","n":2,"b":true,"o":{},"bad-key":"y"}'))).to.deep.equal({
+      a: 'x',
+      n: '2',
+      b: 'true',
+    });
+    expect(payloadVars({ 'content-type': 'text/plain' }, Buffer.from('{oops'))).to.deep.equal({});
+    expect(() => payloadVars(json, Buffer.from('{oops'))).to.throw(/not JSON/);
+  });
+
+  it('knows a delivery by its path and method alone', () => {
+    expect(isWebhookDelivery('POST', '/v0/city/a/hook/deploy')).to.equal(true);
+    expect(isWebhookDelivery('POST', '/v0/city/a/hook/x:rig:web?x=1')).to.equal(true);
+    expect(isWebhookDelivery('GET', '/v0/city/a/hook/deploy')).to.equal(false);
+    expect(isWebhookDelivery('POST', '/v0/city/a/order/hook/run')).to.equal(false);
+    expect(isWebhookDelivery('POST', '/v0/city/a/hook/deploy/more')).to.equal(false);
+  });
+
+  it('parses secret_env, signature_header and scope; refuses them where they mean nothing', () => {
+    const hook = parseOrder(
+      '[order]\ntrigger = "webhook"\nexec = "true"\nsecret_env = "GH_SECRET"\nsignature_header = "X-Sig"\nscope = "city"\n',
+      'orders/h.toml',
+      'h',
+    );
+    expect(hook).to.include({ secretEnv: 'GH_SECRET', signatureHeader: 'X-Sig', scope: 'city', scopedName: 'h' });
+    expect(() => parseOrder('[order]\ntrigger = "manual"\nexec = "true"\nsecret_env = "X"\n', 'o.toml', 'o')).to.throw(
+      /secret_env: is for webhook orders/,
+    );
+    expect(() =>
+      parseOrder('[order]\ntrigger = "webhook"\nexec = "true"\nsecret_env = "not a name"\n', 'o.toml', 'o'),
+    ).to.throw(/secret_env: must be an environment variable name/);
+    expect(() => parseOrder('[order]\ntrigger = "manual"\nexec = "true"\nscope = "town"\n', 'o.toml', 'o')).to.throw(
+      /scope: must be rig or city/,
+    );
+  });
+
+  it('qualifies a rig instance’s bare pool with its rig when the city has that agent', () => {
+    const order = { ...parseOrder('[order]\ntrigger = "manual"\nformula = "f"\npool = "worker"\n', 'o', 'o') };
+    const rigOrder = { ...order, rig: 'web', rigDir: '/w', binding: 'tools', scopedName: 'o:rig:web' };
+    expect(qualifiedPool(order, () => true)).to.equal('worker');
+    expect(qualifiedPool(rigOrder, (n) => n === 'web/tools.worker')).to.equal('web/tools.worker');
+    expect(qualifiedPool(rigOrder, (n) => n === 'web/worker')).to.equal('web/worker');
+    expect(qualifiedPool(rigOrder, (n) => n === 'worker')).to.equal('worker');
+    expect(qualifiedPool({ ...rigOrder, pool: 'api/worker' }, () => false)).to.equal('api/worker');
+  });
+});
