@@ -90,7 +90,7 @@ export const TOP_LEVEL: Record<string, [description: string, load: () => Promise
     () => import('./commands/agents.js').then((m) => m.agentCommand),
   ],
   sling: [
-    'Route a bead (or a convoy’s open members, or a run of a formula) to an agent; the agent is woken and handed the work',
+    'Route work to an agent or a session: a bead, several, a convoy’s open members, free text made a bead, or a run of a formula',
     () => import('./commands/agents.js').then((m) => m.slingCommand),
   ],
   formula: [

@@ -25,6 +25,7 @@ import type { WebhookReceiver } from './orders/webhook-receiver.js';
 import type { ProviderEditor } from './config/provider-editor.js';
 import type { ProviderRegistry } from './providers/provider-registry.js';
 import type { ServiceRunner } from './services/service-runner.js';
+import type { Session } from './sessions/session.js';
 import type { SessionService } from './sessions/session-service.js';
 import type { StatusCounts } from './status-counts.js';
 import type { UsageLog } from './usage/usage-log.js';
@@ -166,6 +167,11 @@ export class CityRuntime implements CityParts {
   /** An agent by its qualified name (`base`, or `dir/base`). */
   agent(name: string): AgentDefinition | undefined {
     return this.settings.agent(name);
+  }
+
+  /** An open session by id, name or alias (a sling's target may be one). */
+  openSession(idOrName: string): Session | undefined {
+    return this.sessions.findOpen(idOrName);
   }
 
   /** Why the files on disk are not the configuration in use, when the last edit could not be taken. */

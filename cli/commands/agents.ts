@@ -280,20 +280,32 @@ export const agentCommand = group({
 export const slingCommand = command({
   name: 'sling',
   description:
-    'Route a bead (or a convoy’s open members, or a run of a formula) to an agent; the agent is woken and handed the work',
+    'Route work to an agent or a session: a bead, several, a convoy’s open members, free text made a bead, or a run of a formula',
   examples: [
     'ctl sling worker alp-12',
+    'ctl sling worker alp-12 alp-13 alp-14   # several at once, one convoy',
+    'ctl sling worker "fix the login redirect"   # text becomes a task bead',
+    'echo "fix login" | ctl sling worker --stdin',
+    'ctl sling worker-3 alp-12   # a session: handed the bead now',
+    'ctl sling polecat alp-12 --rig web --merge mr --owned',
     'ctl sling reviewer alp-30 --no-convoy',
     'ctl sling worker --formula release --var version=1.2',
     'ctl sling worker alp-12 --json',
   ],
   args: {
-    target: { type: 'positional', description: 'The agent (or pool) to route to', required: true, complete: 'agents' },
+    target: {
+      type: 'positional',
+      description: 'The agent (or pool), or an open session (id, name or alias)',
+      required: true,
+      complete: 'agents',
+    },
     bead: {
       type: 'positional',
-      description: 'The bead or convoy id (with --formula: the bead the run is for)',
+      description:
+        'Bead or convoy ids (one or more), or text that becomes a bead (with --formula: the bead the run is for)',
       required: false,
       complete: 'beads',
+      valueHint: 'BEAD…|TEXT',
     },
     formula: {
       type: 'string',
@@ -302,16 +314,43 @@ export const slingCommand = command({
       complete: 'formulas',
     },
     var: { type: 'string', description: 'A formula var (repeatable)', valueHint: 'NAME=VALUE', repeatable: true },
+    text: { type: 'string', description: 'Make a task bead of this text and route it', valueHint: 'TEXT' },
+    stdin: { type: 'boolean', description: 'Make a task bead of the text on stdin and route it' },
+    rig: { type: 'string', description: 'The rig the target is in (a bare target is its agent)', valueHint: 'RIG' },
+    merge: {
+      type: 'string',
+      description: 'How the work gets into its base: direct, local or mr (stamped on the bead, told to the session)',
+      valueHint: 'STRATEGY',
+    },
+    owned: { type: 'boolean', description: 'The convoy made for the work does not close by itself' },
     'no-formula': { type: 'boolean', description: 'Do not wrap the bead in the agent’s default formula' },
     'no-convoy': { type: 'boolean', description: 'Do not create a convoy tracking the bead' },
     reassign: { type: 'boolean', description: "Clear the bead's assignee so the agent can take it" },
     force: { type: 'boolean', description: 'Route a closed bead (it is reopened)' },
     ...inCityFlags,
   },
-  async run({ args: a, all }) {
-    if (!a.bead && !a.formula) throw new CliError('a bead (or --formula NAME) is required');
+  variadic: true,
+  async run({ args: a, all, rest }) {
+    const words = a.bead ? [a.bead, ...rest] : rest;
     const vars = keyValues(all('var'), 'var');
     if (vars && !a.formula) throw new CliError('--var goes with --formula');
+    if (a.merge !== undefined && !['direct', 'local', 'mr'].includes(a.merge))
+      throw new CliError(`--merge is direct, local or mr (got ${JSON.stringify(a.merge)})`);
+    if (a.owned && a['no-convoy']) throw new CliError('--owned marks the convoy: it cannot go with --no-convoy');
+    const text = a.stdin ? await stdinText() : a.text;
+    if (text !== undefined && words.length) throw new CliError('give the work as beads or as text, not both');
+    // One word that is no bead id (`alp-12`) is text; so is anything with a space in it.
+    const isText = text === undefined && words.length === 1 && !/^[A-Za-z0-9]+-[A-Za-z0-9.]+$/.test(words[0]!);
+    const work =
+      text !== undefined || isText
+        ? { text: text ?? words[0]! }
+        : words.length > 1
+          ? { beads: words }
+          : words.length === 1
+            ? { bead: words[0]! }
+            : {};
+    if (!('text' in work) && !('bead' in work) && !('beads' in work) && !a.formula)
+      throw new CliError('a bead, text (or --formula NAME) is required');
     const { api, city } = await inCity(a);
     const { data } = await call(
       api,
@@ -319,9 +358,12 @@ export const slingCommand = command({
         params: { header: CSRF, path: cityPath(city) },
         body: {
           target: a.target,
-          ...(a.bead ? { bead: a.bead } : {}),
+          ...work,
           ...(a.formula ? { formula: a.formula } : {}),
           ...(vars ? { vars } : {}),
+          ...(a.rig ? { rig: a.rig } : {}),
+          ...(a.merge ? { merge: a.merge as 'direct' | 'local' | 'mr' } : {}),
+          ...(a.owned ? { owned: true } : {}),
           ...(a['no-formula'] ? { no_formula: true } : {}),
           ...(a['no-convoy'] ? { no_convoy: true } : {}),
           ...(a.reassign ? { reassign: true } : {}),
@@ -330,15 +372,34 @@ export const slingCommand = command({
       }),
     );
     if (a.json) return json(data);
+    if (data.created_bead) line(`Made bead ${data.created_bead} of the text`);
     if (data.mode === 'formula') {
       line(`Slung a run of ${data.formula} to ${data.target}: run ${data.root_bead_id} (${data.routed.length} steps)`);
       for (const warning of data.warnings ?? []) progress(`warning: ${warning}`);
       return;
     }
-    const what = data.mode === 'convoy' ? `${data.routed.length} beads of convoy ${data.bead}` : `bead ${data.bead}`;
-    line(
-      `Slung ${what} to ${data.target}${data.workflow_id && data.mode !== 'convoy' ? ` (convoy ${data.workflow_id})` : ''}`,
-    );
+    const what =
+      data.mode === 'convoy'
+        ? `${data.routed.length} beads of convoy ${data.bead}`
+        : data.routed.length > 1
+          ? `${data.routed.length} beads (${data.routed.join(', ')})`
+          : `bead ${data.routed[0] ?? data.bead}`;
+    const to = data.mode === 'session' ? `session ${a.target} (${data.session_id})` : data.target;
+    const convoy = data.workflow_id && data.mode !== 'convoy' ? ` (convoy ${data.workflow_id})` : '';
+    line(`${data.mode === 'session' ? 'Handed' : 'Slung'} ${what} to ${to}${convoy}`);
     for (const warning of data.warnings ?? []) progress(`warning: ${warning}`);
   },
 });
+
+/** The text piped to `ctl sling --stdin` (a bead's description is not a file: 1 MiB at most, the API's limit). */
+async function stdinText(): Promise<string> {
+  if (process.stdin.isTTY) throw new CliError('--stdin reads the text from a pipe (stdin is a terminal)');
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of process.stdin as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > 1024 * 1024) throw new CliError('the text on stdin is over 1 MiB');
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}

@@ -7,7 +7,8 @@ import type { SessionService } from '../sessions/session-service.js';
 import { writeHeldBead } from '../sessions/session-environment.js';
 import type { MailNotices } from './mail-notices.js';
 import type { TickAction, TickPlan } from './tick-facts.js';
-import { ASSIGNED_SESSION, ROUTED_TO, type WorkBoard } from './work-board.js';
+import { mergeNote } from './sling-input.js';
+import { ASSIGNED_SESSION, MERGE_STRATEGY, ROUTED_TO, type WorkBoard } from './work-board.js';
 
 /** What applying a plan needs of the city. */
 export interface TickApplyHost {
@@ -198,5 +199,6 @@ export function withNudge(line: string, nudge: string | undefined): string {
 export function workMessage(bead: Bead): string {
   // One line: a program that reads a line per turn takes it as one turn.
   const title = bead.title.replace(/\s+/g, ' ');
-  return `Work on bead ${bead.id}: ${title} (details: ctl bead show ${bead.id}; when it is done: ctl bead close ${bead.id})`;
+  const merge = mergeNote(bead.metadata?.[MERGE_STRATEGY]);
+  return `Work on bead ${bead.id}: ${title} (details: ctl bead show ${bead.id}; when it is done: ctl bead close ${bead.id}${merge})`;
 }

@@ -6,6 +6,8 @@ import type { BeadsService } from '../beads/beads-service.js';
 export const ROUTED_TO = 'ctl.routed_to';
 /** The session the tick handed a bead to (its id; the bead's assignee is its session name). */
 export const ASSIGNED_SESSION = 'ctl.assigned_session';
+/** How a slung bead's work gets into its base (`direct`, `local`, `mr`), as the reference names it. */
+export const MERGE_STRATEGY = 'merge_strategy';
 
 /** Beads read per look at the store (per agent for routed work). */
 const READ_LIMIT = 5000;

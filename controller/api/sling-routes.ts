@@ -16,16 +16,19 @@ export class SlingRoutes extends Controller {
   }
 
   /**
-   * Routes a bead — or each open member of a convoy — to an agent (`target`): stamps `ctl.routed_to` on it,
-   * creates a convoy tracking a single bead unless `no_convoy`, and wakes the agent: the tick starts or wakes a
-   * session and hands it the bead (assigned to the session, `in_progress`). Everything is checked before
-   * anything changes: an unknown agent or bead is a 404, and nothing is written.
-   * @summary Sling work to an agent
+   * Routes work to a target: a bead, several at once (`beads`), each open member of a convoy, or free `text` made
+   * a task bead. To an agent (`target`, in `rig` when given) it stamps `ctl.routed_to` and wakes the agent: the
+   * tick starts or wakes a session and hands it the bead (assigned to the session, `in_progress`). To an open
+   * session (its id, name or alias) it hands the bead over at once and tells the session. A convoy tracks the
+   * work unless `no_convoy` (`owned`: it does not close by itself); `merge` is stamped on each bead as
+   * `merge_strategy` and told to the session. Everything is checked before anything changes: fields that do not
+   * go together are a 422, an unknown target, rig or bead a 404, and nothing is written.
+   * @summary Sling work to an agent or a session
    */
   @Post('sling')
-  @Response<ErrorModel>(404, 'City not running, or no such agent, bead or formula')
+  @Response<ErrorModel>(404, 'City not running, or no such agent, session, rig, bead or formula')
   @Response<ErrorModel>(409, 'The bead is closed (pass `force` to reopen and route it)')
-  @Response<ErrorModel>(422, 'Invalid body: no bead, or a bead that is not work (a session, a message)')
+  @Response<ErrorModel>(422, 'Invalid body: no work, fields that do not go together, or a bead that is not work')
   public async sling(@Path() cityName: string, @Body() body: SlingInputBody): Promise<SlingResponse> {
     return sling(this.city, body);
   }

@@ -3,10 +3,13 @@ import type { ConvoyCheckResponse, ConvoyCreateInputBody, ConvoyGetResponse } fr
 import { Problem } from '../../shared/http/problem.js';
 import type { BeadsService, IdempotencyKey } from './beads-service.js';
 
+/** The label of a convoy that does not close by itself when its last tracked bead closes. */
+export const OWNED = 'owned';
+
 /**
  * Convoys: `convoy` beads that track work through `tracks` dependency edges (convoy → item), which never
  * hold anything out of ready. Progress counts the tracked beads that are closed; a tracked bead that was
- * deleted still counts, as not closed. A convoy closes by itself when its last open member closes, and
+ * deleted still counts, as not closed. A convoy closes by itself when its last open member closes (unless `owned`), and
  * however a convoy is closed (here, or as a bead), `convoy.closed` is recorded.
  */
 export class ConvoysService {
@@ -18,7 +21,15 @@ export class ConvoysService {
       // Convoys tracking it, a convoy among them, may be complete now.
       for (const convoy of this.beads.store.dependents(bead.id)) {
         const tracks = convoy.dependencies?.some((d) => d.depends_on_id === bead.id && d.type === 'tracks');
-        if (convoy.issue_type === 'convoy' && convoy.status !== 'closed' && tracks && this.check(convoy.id).complete) {
+        // An owned convoy (`sling owned`) is closed by whoever owns it, never by itself.
+        const owned = convoy.labels?.includes(OWNED) ?? false;
+        if (
+          convoy.issue_type === 'convoy' &&
+          convoy.status !== 'closed' &&
+          !owned &&
+          tracks &&
+          this.check(convoy.id).complete
+        ) {
           await this.beads.close(convoy.id);
         }
       }
@@ -33,7 +44,11 @@ export class ConvoysService {
     return bead;
   }
 
-  async create(input: ConvoyCreateInputBody, key?: IdempotencyKey): Promise<{ convoy: Bead; replayed: boolean }> {
+  async create(
+    input: ConvoyCreateInputBody,
+    key?: IdempotencyKey,
+    options: { owned?: boolean } = {},
+  ): Promise<{ convoy: Bead; replayed: boolean }> {
     const items = [...new Set(input.items ?? [])];
     this.requireItems(items);
     // The convoy and its `tracks` edges are one write: a crash cannot leave a convoy missing its items.
@@ -42,6 +57,7 @@ export class ConvoysService {
         title: input.title,
         type: 'convoy',
         metadata: input.rig ? { rig: input.rig } : {},
+        ...(options.owned ? { labels: [OWNED] } : {}),
         dependencies: items.map((item) => ({ dependsOn: item, kind: 'tracks' as const })),
       },
       key,

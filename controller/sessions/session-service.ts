@@ -123,6 +123,12 @@ export class SessionService {
     return body;
   }
 
+  /** An open session by id, alias or session name. */
+  findOpen(idOrName: string): Session | undefined {
+    const open = this.sessions.get(idOrName) ?? [...this.sessions.values()].find((s) => matches(s.record, idOrName));
+    return open && open.state !== 'closed' ? open : undefined;
+  }
+
   /** A session by id, alias or session name, open or closed; a 404 otherwise. */
   find(idOrName: string): Session {
     const open = this.sessions.get(idOrName) ?? [...this.sessions.values()].find((s) => matches(s.record, idOrName));

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Bead } from '../../shared/dto/beads.js';
 import { KeyedSerial } from '../../shared/serial.js';
 import type { AgentDefinition } from '../agents/agent-catalog.js';
-import { ASSIGNED_SESSION } from '../agents/work-board.js';
+import { ASSIGNED_SESSION, MERGE_STRATEGY } from '../agents/work-board.js';
 import type { BeadsService } from '../beads/beads-service.js';
 import type { SessionRecord } from '../sessions/session-store.js';
 import { git, GIT_CHECKOUT_TIMEOUT_MS } from './git.js';
@@ -76,8 +76,10 @@ export class WorktreeMerges {
       [COMMIT]: head.commit,
       ...(record.base ? { [BASE]: record.base } : {}),
     };
-    const agent = this.host.agent(record.template);
-    if (agent?.worktree?.merge !== 'direct' || !record.base) return metadata;
+    // A bead slung with a merge strategy says it for itself; otherwise its session's agent does.
+    const strategy = bead.metadata?.[MERGE_STRATEGY];
+    const direct = strategy ? strategy === 'direct' : this.host.agent(record.template)?.worktree?.merge === 'direct';
+    if (!direct || !record.base) return metadata;
     const outcome = await this.serially(record.worktree_repo!, () => merge(record, head.dirty));
     if (outcome.kind === 'merged') {
       return {

@@ -169,15 +169,23 @@ export interface AgentOutputResponse {
   pagination?: OutputPaginationInfo;
 }
 
-/** Body of `POST /v0/city/{cityName}/sling`: route a bead (or a convoy's open members) to an agent. */
+/** Body of `POST /v0/city/{cityName}/sling`: route work (a bead, several, a convoy's open members, text) to a target. */
 export interface SlingInputBody {
   /**
-   * The agent (or pool) to route to: `name` or `dir/name`.
+   * Who takes it: an agent (or pool), `name` or `dir/name` (with `rig`, a bare name is that rig's agent); or an
+   * open session (its id, name or alias), which is handed the bead at once and told.
    * @minLength 1
    */
   target: string;
   /** The bead to route; a convoy routes each of its open members. */
   bead?: string;
+  /** Several beads routed at once, with one convoy tracking them all (not with `bead` or `text`). */
+  beads?: string[];
+  /**
+   * Free text that becomes a new task bead (its first line the title, all of it the description), routed as
+   * `bead` would be (not with `bead`, `beads` or `formula`).
+   */
+  text?: string;
   /** A formula to run: its work steps are routed to the target (with `vars`); the answer names the new run. */
   formula?: string;
   /** The formula's vars. */
@@ -186,8 +194,18 @@ export interface SlingInputBody {
   attached_bead_id?: string;
   /** The convoy's (or the run's) title. */
   title?: string;
+  /** The rig the target is in: a bare target names that rig's agent (`rig/target`); a qualified one must agree. */
+  rig?: string;
+  /**
+   * How the bead's work gets into its base branch, stamped on each routed bead as `merge_strategy` and told to the
+   * session: `direct` (its worktree branch merged into the base when the bead closes), `local` (the branch stays,
+   * unmerged, for a person), or `mr` (the session opens a merge request; ctl merges nothing).
+   */
+  merge?: 'direct' | 'mr' | 'local';
   /** Do not create a convoy for the routed bead. */
   no_convoy?: boolean;
+  /** Mark the convoy created for the work as owned: it is not closed by itself when its last bead closes. */
+  owned?: boolean;
   /** Suppress the target's `default_sling_formula`. */
   no_formula?: boolean;
   /** Clear the bead's assignee before routing, so the target can take it. */
@@ -199,13 +217,21 @@ export interface SlingInputBody {
 export interface SlingResponse {
   /** `slung`. */
   status: string;
+  /** The agent routed to (for a session target: the session's agent). */
   target: string;
-  /** The bead routed (for a convoy: the convoy). */
+  /** The session handed the work, when the target was a session. */
+  session_id?: string;
+  /** The bead routed (for a convoy: the convoy; for text: the bead made of it). */
   bead?: string;
-  /** `direct` (one bead), `convoy` (its members) or `formula` (a run of a formula, maybe the agent's default). */
+  /**
+   * `direct` (one bead), `batch` (several), `convoy` (its members), `session` (handed to a session), or `formula`
+   * (a run of a formula, maybe the agent's default).
+   */
   mode: string;
   /** The beads routed to the target (a run's work steps). */
   routed: string[];
+  /** The bead made of `text`. */
+  created_bead?: string;
   /** The convoy tracking the routed work (created unless `no_convoy`, or the convoy slung); for a formula, its run. */
   workflow_id?: string;
   /** The formula run. */
