@@ -101,6 +101,10 @@ export const TOP_LEVEL: Record<string, [description: string, load: () => Promise
     'Runs: molecules made from formulas, worked through by agents',
     () => import('./commands/formulas.js').then((m) => m.runCommand),
   ],
+  wait: [
+    'Waits: a session waits for beads to close and is nudged when they have; runs wait at their gates',
+    () => import('./commands/waits.js').then((m) => m.waitCommand),
+  ],
   order: [
     'Orders: commands and formulas that fire on a schedule, an event or a condition',
     () => import('./commands/orders.js').then((m) => m.orderCommand),

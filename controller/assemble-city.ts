@@ -29,6 +29,7 @@ import { RunViews } from './molecules/run-views.js';
 import { RunVersions } from './molecules/run-versions.js';
 import { OrderCatalog } from './orders/order-catalog.js';
 import { WebhookReceiver } from './orders/webhook-receiver.js';
+import { SessionWaits } from './waits/session-waits.js';
 import { OrderDispatcher } from './orders/order-dispatch.js';
 import { OrderScheduler } from './orders/order-scheduler.js';
 import { ProviderRegistry } from './providers/provider-registry.js';
@@ -286,6 +287,12 @@ export function assembleCity(o: CityInputs): CityRuntime {
       logger,
     }),
     maintenance,
+    waits: new SessionWaits({
+      beads,
+      openSession: (idOrName) => sessions.findOpen(idOrName),
+      log,
+      logger,
+    }),
     extmsg: new ExtmsgService({
       dir: join(paths.runtimeDir, 'extmsg'),
       log,
@@ -307,6 +314,8 @@ export function startCity(city: CityRuntime): void {
   // Runs that were in flight when the last controller stopped carry on (their checks, gates and finalize).
   city.molecules.resume();
   city.orderScheduler.start();
+  // Waits whose beads closed while no controller ran are over now.
+  city.waits.recheckSoon();
 }
 
 /** Stops what `startCity` started, and what the parts keep running (timers, commands, services). */

@@ -22,6 +22,7 @@ import type { RunViews } from './molecules/run-views.js';
 import type { OrderCatalog } from './orders/order-catalog.js';
 import type { OrderScheduler } from './orders/order-scheduler.js';
 import type { WebhookReceiver } from './orders/webhook-receiver.js';
+import type { SessionWaits } from './waits/session-waits.js';
 import type { ProviderEditor } from './config/provider-editor.js';
 import type { ProviderRegistry } from './providers/provider-registry.js';
 import type { ServiceRunner } from './services/service-runner.js';
@@ -73,6 +74,8 @@ export interface CityParts {
   orderScheduler: OrderScheduler;
   /** Webhook deliveries to orders: checked against their secrets, then fired. */
   webhooks: WebhookReceiver;
+  /** Sessions waiting for beads to close, nudged when they have. */
+  waits: SessionWaits;
   /** Bead store maintenance, on demand and on `[maintenance] interval`. */
   maintenance: StoreMaintenance;
   /** External messaging: adapters, bindings, groups, transcripts. */
@@ -113,6 +116,7 @@ export class CityRuntime implements CityParts {
   readonly orders: OrderCatalog;
   readonly orderScheduler: OrderScheduler;
   readonly webhooks: WebhookReceiver;
+  readonly waits: SessionWaits;
   readonly maintenance: StoreMaintenance;
   readonly extmsg: ExtmsgService;
   readonly services: ServiceRunner;
@@ -143,6 +147,7 @@ export class CityRuntime implements CityParts {
     this.orders = parts.orders;
     this.orderScheduler = parts.orderScheduler;
     this.webhooks = parts.webhooks;
+    this.waits = parts.waits;
     this.maintenance = parts.maintenance;
     this.extmsg = parts.extmsg;
     this.services = parts.services;

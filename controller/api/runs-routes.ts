@@ -14,10 +14,12 @@ import type {
 import { Problem } from '../../shared/http/problem.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { GATE_KIND } from '../molecules/molecule-keys.js';
+import { sessionWaitView } from '../waits/session-waits.js';
 import { parseWait } from './blocking.js';
 
 const RUNS_LIMIT = 50;
 const WAITS_CAP = 500;
+const WAIT_STATES = ['pending', 'ready', 'closed', 'canceled', 'failed', 'all'];
 
 /**
  * A run is a molecule: the beads one instantiation of a formula made (a root and its steps), named by its root
@@ -159,12 +161,14 @@ export class RunsRoutes extends Controller {
   }
 
   /**
-   * Waits: the gates of runs, which hold the steps after them until a time passes (`timer`), a command exits 0
-   * (`condition`) or a person closes the gate bead (`human`, `POST /bead/{id}/close`). `state` is `pending`
-   * (its own needs are still open), `ready` (reached: waiting for its time, condition or person), or `closed`.
+   * Waits, newest first: sessions' dependency waits (`deps`: a session waits for beads to close and is nudged when
+   * they have, `POST /session/{id}/wait`), and the gates of runs, which hold the steps after them until a time
+   * passes (`timer`), a command exits 0 (`condition`) or a person closes the gate bead (`human`,
+   * `POST /bead/{id}/close`). `state` is `pending` (its beads or needs are still open), `ready` (met: nudging, or
+   * waiting for its time, condition or person), `closed`, and for a session's wait `canceled` or `failed`.
    * @summary List waits
-   * @param state `pending`, `ready`, `closed` or `all` (default: open ones).
-   * @param session Only waits holding work of this session's agent (a session id).
+   * @param state `pending`, `ready`, `closed`, `canceled`, `failed` or `all` (default: open ones).
+   * @param session Only the waits of this session (a session id): its own, and gates holding its agent's work.
    */
   @Get('waits')
   public async listWaits(
@@ -172,22 +176,32 @@ export class RunsRoutes extends Controller {
     @Query() state?: string,
     @Query() session?: string,
   ): Promise<WaitListBody> {
-    if (state !== undefined && !['pending', 'ready', 'closed', 'all'].includes(state)) {
+    if (state !== undefined && !WAIT_STATES.includes(state)) {
       throw new Problem('validation-failed', `invalid: state ${JSON.stringify(state)}`, {
-        errors: [{ location: 'query.state', message: 'state is pending, ready, closed or all', value: state }],
+        errors: [{ location: 'query.state', message: `state is ${WAIT_STATES.join(', ')}`, value: state }],
       });
     }
-    const { waits, capped } = this.city.runs.waits({ state, limit: WAITS_CAP }, (agent) => this.sessionOf(agent));
-    return { waits: session ? waits.filter((w) => w.session_id === session) : waits, capped, partial: false };
+    const gates = this.city.runs.waits({ state, limit: WAITS_CAP }, (agent) => this.sessionOf(agent));
+    const own = this.city.waits.list({ state, session, limit: WAITS_CAP + 1 }).map(sessionWaitView);
+    const waits = [...own, ...gates.waits.filter((w) => !session || w.session_id === session)].sort((a, b) =>
+      (b.created_at ?? '').localeCompare(a.created_at ?? ''),
+    );
+    return {
+      waits: waits.slice(0, WAITS_CAP),
+      capped: gates.capped || own.length > WAITS_CAP || waits.length > WAITS_CAP,
+      partial: false,
+    };
   }
 
   /**
-   * One wait (a run's gate).
+   * One wait: a session's dependency wait, or a run's gate.
    * @summary Get a wait
-   * @param id The gate bead's id.
+   * @param id The wait's (the gate bead's) id.
    */
   @Get('wait/{id}')
   public async getWait(@Path() cityName: string, @Path() id: string): Promise<WaitView> {
+    const own = this.city.waits.get(id);
+    if (own) return sessionWaitView(own);
     const gate = this.city.beads.store.get(id);
     if (!gate || gate.issue_type !== 'gate' || !gate.metadata?.[GATE_KIND]) {
       throw new Problem('wait-not-found', `not_found: wait not found: ${id}`);

@@ -1,3 +1,4 @@
+import { SESSION_WAIT_LABEL } from '../waits/session-waits.js';
 import type { Bead } from '../../shared/dto/beads.js';
 import type {
   MonitorFeedItemResponse,
@@ -201,7 +202,9 @@ export class RunViews {
       includeClosed: options.state === 'closed' || options.state === 'all',
       limit: options.limit + 1,
     }).items;
+    // A session's dependency waits are gates too, but not a run's: controller/waits/session-waits.ts shows them.
     const views = gates
+      .filter((g) => !(g.labels ?? []).includes(SESSION_WAIT_LABEL))
       .map((g) => this.wait(g, sessionOf))
       .filter((w) => !options.state || options.state === 'all' || w.state === options.state);
     return { waits: views.slice(0, options.limit), capped: gates.length > options.limit };

@@ -359,18 +359,24 @@ export interface WorkflowDeleteResponse {
 export interface WaitView {
   /** The gate bead's id. */
   id: string;
-  /** The session of the agent the held step is routed to (empty when none holds it yet). */
+  /**
+   * A session's wait (`deps`): the session waiting. A run's gate: the session of the agent the held step is routed
+   * to (empty when none holds it yet).
+   */
   session_id: string;
   session_name?: string;
-  /** `timer`, `condition` or `human`. */
+  /** `deps` (a session waits for beads to close), or a run's gate: `timer`, `condition` or `human`. */
   kind: string;
-  /** `pending` (holding), `ready` (its condition is met, closing), `closed`. */
+  /**
+   * `pending` (holding), `ready` (its condition is met, closing), `closed`; a session's wait also `canceled` or
+   * `failed` (its session ended before its beads closed).
+   */
   state: string;
   /** The bead's status (`open`, `closed`). */
   status: string;
-  /** The steps it holds. */
+  /** The steps it holds; for a session's wait, the beads it waits for. */
   dep_ids?: string[];
-  /** `all`. */
+  /** `all`, or `any` (a session's wait that ends when any of its beads closes). */
   dep_mode?: string;
   /** When a timer gate opens (RFC 3339). */
   expires_at?: string;
@@ -380,6 +386,36 @@ export interface WaitView {
   note?: string;
   /** The run it belongs to. */
   run_id?: string;
+  /** A session's wait: the message it was nudged with, once it was. */
+  nudge_id?: string;
+  /** A session's wait: why it ended (its beads closed, canceled, its session gone). */
+  reason?: string;
+}
+
+/** Body of `POST /session/{id}/wait`: the session waits for these beads to close, and is nudged when they have. */
+export interface SessionWaitInputBody {
+  /**
+   * The beads to wait for.
+   * @minItems 1
+   */
+  on_beads: string[];
+  /** Nudge when any of them closes (default: when all have). */
+  any?: boolean;
+  /** What the session is reminded of when the wait is over. */
+  note?: string;
+}
+
+/** Payload of `wait.*` events: a session's dependency wait registered, over (`ready`), canceled or failed. */
+export interface WaitEventPayload {
+  wait_id: string;
+  session_id: string;
+  dep_ids: string[];
+  /** `all` or `any`. */
+  dep_mode: string;
+  /** Why it ended. */
+  reason?: string;
+  /** The message the session was nudged with (`wait.ready`). */
+  nudge_id?: string;
 }
 
 export interface WaitListBody {

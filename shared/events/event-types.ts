@@ -19,7 +19,7 @@ import type {
 } from '../dto/events.js';
 import type { MailEventPayload } from '../dto/mail.js';
 import type { TokenEventPayload } from '../dto/tokens.js';
-import type { MoleculeEventPayload } from '../dto/formulas.js';
+import type { MoleculeEventPayload, WaitEventPayload } from '../dto/formulas.js';
 import type { OrderEventPayload, WebhookReceivedPayload, WebhookRejectedPayload } from '../dto/orders.js';
 import type { StoreMaintenancePayload } from '../dto/maintenance.js';
 import type { RigCreateSucceededPayload, RigProvisionProgressPayload } from '../dto/rigs.js';
@@ -77,6 +77,7 @@ export interface EventPayloadTypes {
   ConfigUnsupportedPayload: ConfigUnsupportedPayload;
   MoleculeEventPayload: MoleculeEventPayload;
   OrderEventPayload: OrderEventPayload;
+  WaitEventPayload: WaitEventPayload;
   WebhookReceivedPayload: WebhookReceivedPayload;
   WebhookRejectedPayload: WebhookRejectedPayload;
   StoreMaintenancePayload: StoreMaintenancePayload;
@@ -163,6 +164,10 @@ export const EVENT_PAYLOADS = {
   'order.completed': 'OrderEventPayload',
   'order.failed': 'OrderEventPayload',
   'webhook.received': 'WebhookReceivedPayload',
+  'wait.registered': 'WaitEventPayload',
+  'wait.ready': 'WaitEventPayload',
+  'wait.canceled': 'WaitEventPayload',
+  'wait.failed': 'WaitEventPayload',
   'webhook.rejected': 'WebhookRejectedPayload',
   'ctl.store.maintenance.done': 'StoreMaintenancePayload',
   'ctl.store.maintenance.failed': 'StoreMaintenancePayload',
