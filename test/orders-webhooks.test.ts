@@ -48,6 +48,11 @@ describe('orders: webhooks and rig instances', function () {
       `trigger = "manual"\nexec = "echo \\"$CTL_ORDER_SCOPED_NAME $CTL_RIG $PWD\\" >> ${out}/sweep-$CTL_RIG"`,
     );
     writeOrder(join(tools, 'orders'), 'report', `trigger = "manual"\nscope = "city"\nexec = "true"`);
+    // A pack the city imports as well as a rig: its orders run once, for the city.
+    const common = join(root, 'common');
+    mkdirSync(common);
+    writeFileSync(join(common, 'pack.toml'), '[pack]\nname = "common"\n');
+    writeOrder(join(common, 'orders'), 'once', 'trigger = "manual"\nexec = "true"');
     sup = await TestSupervisor.start({ env: { HOOK_SECRET: SECRET } });
     dir = sup.cityDir('hooks');
     writeOrder(
@@ -72,11 +77,15 @@ describe('orders: webhooks and rig instances', function () {
       [
         '[workspace]',
         'provider = "echo"',
+        '[imports.common]',
+        `source = ${JSON.stringify(common)}`,
         '[[rigs]]',
         'name = "web"',
         `path = ${JSON.stringify(web)}`,
         '[rigs.imports.tools]',
         `source = ${JSON.stringify(tools)}`,
+        '[rigs.imports.common]',
+        `source = ${JSON.stringify(common)}`,
         '[[rigs]]',
         'name = "api"',
         `path = ${JSON.stringify(apiRig)}`,
@@ -188,8 +197,9 @@ describe('orders: webhooks and rig instances', function () {
     const list = await api.get<{ orders: { name: string; scoped_name: string; rig?: string; scope: string }[] }>(
       '/orders',
     );
-    const tools = list.body.orders.filter((o) => o.name.startsWith('tools.'));
-    expect(tools.map((o) => [o.scoped_name, o.rig ?? null]).sort()).to.deep.equal([
+    const packed = list.body.orders.filter((o) => o.name.startsWith('tools.') || o.name.startsWith('common.'));
+    expect(packed.map((o) => [o.scoped_name, o.rig ?? null]).sort()).to.deep.equal([
+      ['common.once', null],
       ['tools.report', null],
       ['tools.sweep:rig:api', 'api'],
       ['tools.sweep:rig:web', 'web'],

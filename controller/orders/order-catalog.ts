@@ -119,24 +119,30 @@ export class OrderCatalog {
    */
   private files(skipped: string[] = []): OrderFile[] {
     const chosen = new Map<string, OrderFile>();
+    const packs = this.packs();
+    // A pack the city imports as well runs its orders once, for the city: rig instances come only from the packs
+    // a rig alone brings in (as the reference keeps only a rig's exclusive layers).
+    const cityPacks = new Set(packs.map((p) => p.root ?? p.dir));
     const sources: Source[] = [
       { dir: this.dir, label: 'orders/', prefix: '', tree: { root: this.root, what: 'the city' } },
-      ...this.packs().map((p) => ({
+      ...packs.map((p) => ({
         dir: p.dir,
         label: `pack:${p.binding}/orders/`,
         prefix: (p.namespace ?? p.binding) ? `${p.namespace ?? p.binding}.` : '',
         binding: p.binding,
         tree: { root: p.root ?? p.dir, what: `pack ${p.binding}` },
       })),
-      ...this.rigPacks().map((p) => ({
-        dir: p.dir,
-        label: `rig:${p.rig}/pack:${p.binding}/orders/`,
-        prefix: `${p.binding}.`,
-        binding: p.binding,
-        rig: p.rig,
-        rigDir: p.rigDir,
-        tree: { root: p.root, what: `pack ${p.binding} of rig ${p.rig}` },
-      })),
+      ...this.rigPacks()
+        .filter((p) => !cityPacks.has(p.root))
+        .map((p) => ({
+          dir: p.dir,
+          label: `rig:${p.rig}/pack:${p.binding}/orders/`,
+          prefix: `${p.binding}.`,
+          binding: p.binding,
+          rig: p.rig,
+          rigDir: p.rigDir,
+          tree: { root: p.root, what: `pack ${p.binding} of rig ${p.rig}` },
+        })),
     ];
     for (const source of sources) {
       let files: string[];
