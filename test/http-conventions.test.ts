@@ -143,8 +143,11 @@ function operationsOf(doc: Json): Operation[] {
   return out;
 }
 
+/** A webhook delivery is the one mutation without the marker: its order's signature is its credential. */
+const WEBHOOK_DELIVERY = '/v0/city/{cityName}/hook/{name}';
+
 function mutationsOf(doc: Json): Operation[] {
-  return operationsOf(doc).filter((o) => MUTATIONS.includes(o.method));
+  return operationsOf(doc).filter((o) => MUTATIONS.includes(o.method) && o.path !== WEBHOOK_DELIVERY);
 }
 
 /** A concrete request path: `{cityName}` is the given city, any other parameter a placeholder. */
@@ -228,7 +231,9 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
         const params = (op.parameters as Json[] | undefined) ?? [];
         const refs = params.filter((p) => p.$ref === CSRF_PARAM_REF).length;
         const inline = params.filter((p) => String(p.name).toLowerCase() === 'x-ctl-request').length;
-        const mutation = MUTATIONS.includes(method);
+        const mutation = MUTATIONS.includes(method) && path !== WEBHOOK_DELIVERY;
+        if (path === WEBHOOK_DELIVERY && refs + inline !== 0)
+          problems.push(`${method} ${path}: declares X-CTL-Request`);
         if (mutation && (refs !== 1 || inline !== 0))
           problems.push(`${method} ${path}: ${refs} $ref(s), ${inline} inline`);
         if (!mutation && refs + inline !== 0) problems.push(`${method} ${path}: a read declares X-CTL-Request`);

@@ -10,6 +10,8 @@ type Json = Record<string, unknown>;
 const MUTATIONS = new Set(['post', 'put', 'patch', 'delete']);
 /** The browser's code exchange: served to anyone, so no 401/403 of the access rule and no security. */
 const OPEN_PATH = '/v0/auth/exchange';
+/** A webhook delivery: served to anyone, with no CSRF marker — its order's signature is its credential. */
+const WEBHOOK_PATH = '/v0/city/{cityName}/hook/{name}';
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
 export interface PostprocessOptions {
@@ -122,13 +124,14 @@ function upgradeOperation(op: Json, method: string, path: string): void {
   // tsoa writes an empty `security` on each operation; the document's own covers them all but the one route
   // served to anyone (its code is the credential).
   if (Array.isArray(op.security) && op.security.length === 0) delete op.security;
-  const open = path === OPEN_PATH;
+  const webhook = method === 'post' && path === WEBHOOK_PATH;
+  const open = path === OPEN_PATH || webhook;
   if (open) op.security = [];
   const params = ((op.parameters as Json[] | undefined) ?? []).filter(
     (p) => String(p.name).toLowerCase() !== 'x-ctl-request' && p.$ref !== '#/components/parameters/X-CTL-Request',
   );
   for (const p of params) if (p.schema) p.schema = upgradeSchema(p.schema);
-  if (MUTATIONS.has(method)) params.unshift({ $ref: '#/components/parameters/X-CTL-Request' });
+  if (MUTATIONS.has(method) && !webhook) params.unshift({ $ref: '#/components/parameters/X-CTL-Request' });
   if (params.length) op.parameters = params;
   else delete op.parameters;
 
