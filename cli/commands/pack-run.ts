@@ -1,5 +1,8 @@
+import type { CityInfo } from '../../shared/dto/cities.js';
 import type { PackCommandResponse } from '../../shared/dto/pack-commands.js';
 import { call, CSRF } from '../_api.js';
+import { allPages } from '../_pages.js';
+import type { Api } from '../_types.js';
 import { CliError } from '../_errors.js';
 import { json, line, table } from '../_output.js';
 import { cityPath, inCity } from '../_scope.js';
@@ -22,6 +25,19 @@ function leadingGlobals(words: string[]): { city?: string; api?: string; json: b
   return out;
 }
 
+/** Every command the city's packs offer (all pages). */
+export async function packCommands(api: Api, city: CityInfo): Promise<PackCommandResponse[]> {
+  return allPages(async (limit, cursor) => {
+    const { data } = await call(
+      api,
+      api.client.GET('/v0/city/{cityName}/commands', {
+        params: { path: cityPath(city), query: { limit, ...(cursor ? { cursor } : {}) } },
+      }),
+    );
+    return data;
+  });
+}
+
 /**
  * Runs `words` as a pack command when the city in scope offers commands under its first word: true once it ran
  * (the exit status is the command's), false when nothing offers that binding (the words stay an unknown command).
@@ -34,11 +50,7 @@ export async function runPackCommand(words: string[]): Promise<boolean> {
   let offered: PackCommandResponse[];
   try {
     found = await inCity(globals);
-    const { data } = await call(
-      found.api,
-      found.api.client.GET('/v0/city/{cityName}/commands', { params: { path: cityPath(found.city) } }),
-    );
-    offered = data.items.filter((c) => c.binding === binding);
+    offered = (await packCommands(found.api, found.city)).filter((c) => c.binding === binding);
   } catch {
     // No city in scope, or none reachable: the words are what they looked like, an unknown command.
     return false;

@@ -6,6 +6,7 @@ import { command, group } from '../_command.js';
 import { inCityFlags } from '../_flags.js';
 import { json, line, table } from '../_output.js';
 import { cityPath, inCity } from '../_scope.js';
+import { packCommands } from './pack-run.js';
 
 const list = command({
   name: 'list',
@@ -93,19 +94,16 @@ const commands = command({
   args: { ...inCityFlags },
   async run({ args: a }) {
     const { api, city } = await inCity(a);
-    const { data } = await call(
-      api,
-      api.client.GET('/v0/city/{cityName}/commands', { params: { path: cityPath(city) } }),
-    );
-    if (a.json) return json(data);
-    if (data.items.length === 0) return line('No pack commands.');
+    const items = await packCommands(api, city);
+    if (a.json) return json({ items, total: items.length });
+    if (items.length === 0) return line('No pack commands.');
     table<PackCommandResponse>(
       [
         { header: 'RUN AS', value: (c) => `ctl ${c.binding} ${c.command}`, kind: 'id' },
         { header: 'PACK', value: (c) => c.pack },
         { header: 'DESCRIPTION', value: (c) => c.description ?? '-', kind: 'text' },
       ],
-      data.items,
+      items,
     );
   },
 });

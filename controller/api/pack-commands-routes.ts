@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Path, Post, Response, Route, Tags } from '@tsoa/runtime';
+import { Body, Controller, Get, Path, Post, Query, Response, Route, Tags } from '@tsoa/runtime';
 import type { ErrorModel } from '../../shared/dto/errors.js';
 import type {
   PackCommandListBody,
@@ -7,6 +7,7 @@ import type {
 } from '../../shared/dto/pack-commands.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { PackCommands } from '../packs/pack-command-runner.js';
+import { pageOf } from './list-page.js';
 
 /**
  * @param cityName City name.
@@ -23,10 +24,21 @@ export class PackCommandsRoutes extends Controller {
    * The commands the city's packs offer (`[[commands]]` of a pack.toml, and its `commands/<words>/run.sh`
    * directories), each under the binding its pack's agents are named under: what `ctl <binding> <command>` runs.
    * @summary List pack commands
+   * @param limit Page size, 1–1000 (default 100; 0 means the default).
+   * @param cursor `next_cursor` of the previous page.
+   * @isInt limit
+   * @minimum limit 0
+   * @maximum limit 1000
    */
   @Get('commands')
-  public listPackCommands(@Path('cityName') _cityName: string): PackCommandListBody {
-    return { items: new PackCommands(this.city).list() };
+  @Response<ErrorModel>(400, 'Invalid cursor')
+  @Response<ErrorModel>(422, 'Invalid limit')
+  public listPackCommands(
+    @Path('cityName') _cityName: string,
+    @Query() limit?: number,
+    @Query() cursor?: string,
+  ): PackCommandListBody {
+    return pageOf(new PackCommands(this.city).list(), (c) => `${c.binding} ${c.command}`, 'pc', limit, cursor);
   }
 
   /**

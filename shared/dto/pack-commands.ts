@@ -17,6 +17,9 @@ export interface PackCommandResponse {
 /** Body of `GET /v0/city/{cityName}/commands`. */
 export interface PackCommandListBody {
   items: PackCommandResponse[];
+  total: number;
+  /** More follow: pass it as `cursor`. */
+  next_cursor?: string;
 }
 
 /** Body of `POST /v0/city/{cityName}/commands/run`. */
