@@ -101,7 +101,11 @@ describe('ctl formula, ctl run and ctl order (the real binary)', function () {
   it('sling --formula routes a run to an agent; a bare --var is refused', async function () {
     const slung = expectSuccess(await ctl('sling', 'worker', '--formula', 'tidy', '--var', 'room=attic'));
     expect(slung[0]).to.match(/^Slung a run of tidy to worker: run \S+ \(2 steps\)$/);
-    expectFailure(await ctl('sling', 'worker', '--var', 'room=x'), 'sling', 'a bead (or --formula NAME) is required');
+    expectFailure(
+      await ctl('sling', 'worker', '--var', 'room=x'),
+      'sling',
+      'a bead, text (or --formula NAME) is required',
+    );
     expectFailure(await ctl('sling', 'worker', 'flo-1', '--var', 'room=x'), 'sling', '--var goes with --formula');
     expectFailure(
       await ctl('sling', 'worker', '--formula', 'tidy', '--var', 'room'),

@@ -333,7 +333,6 @@ export const slingCommand = command({
   async run({ args: a, all, rest }) {
     const words = a.bead ? [a.bead, ...rest] : rest;
     const vars = keyValues(all('var'), 'var');
-    if (vars && !a.formula) throw new CliError('--var goes with --formula');
     if (a.merge !== undefined && !['direct', 'local', 'mr'].includes(a.merge))
       throw new CliError(`--merge is direct, local or mr (got ${JSON.stringify(a.merge)})`);
     if (a.owned && a['no-convoy']) throw new CliError('--owned marks the convoy: it cannot go with --no-convoy');
@@ -351,6 +350,7 @@ export const slingCommand = command({
             : {};
     if (!('text' in work) && !('bead' in work) && !('beads' in work) && !a.formula)
       throw new CliError('a bead, text (or --formula NAME) is required');
+    if (vars && !a.formula) throw new CliError('--var goes with --formula');
     const { api, city } = await inCity(a);
     const { data } = await call(
       api,
