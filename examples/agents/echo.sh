@@ -8,7 +8,10 @@
 # With ECHO_READY set it prints that marker when it starts and after every answer (a provider's
 # `ready_prompt_prefix`), so a turn ends at once instead of after a quiet spell.
 marker="${ECHO_READY:-}"
-trap 'printf "interrupted\n"' INT
+# An interrupt can come as soon as a line is written to it, before its sleep has begun: it is remembered for the
+# rest of the turn, so that a sleep it came before never starts.
+interrupted=
+trap 'interrupted=1; printf "interrupted\n"' INT
 if [ -n "$marker" ]; then printf '%s\n' "$marker"; fi
 while IFS= read -r line; do
   case "$line" in
@@ -18,7 +21,12 @@ while IFS= read -r line; do
       printf 'answer: %s\n' "$answer"
       ;;
     sleep\ *)
-      sleep "${line#sleep }" && printf 'slept %s\n' "${line#sleep }"
+      if [ -z "$interrupted" ]; then
+        # In the background (where an interrupt does not reach it), so that `wait` returns at once on one.
+        sleep "${line#sleep }" &
+        sleeper=$!
+        if wait "$sleeper" && [ -z "$interrupted" ]; then printf 'slept %s\n' "${line#sleep }"; else kill "$sleeper" 2>/dev/null; fi
+      fi
       ;;
     flood\ *)
       for ((i = 0; i < ${line#flood }; i++)); do printf 'line %d of a flood of output\n' "$i"; done
@@ -34,4 +42,5 @@ while IFS= read -r line; do
       ;;
   esac
   if [ -n "$marker" ]; then printf '%s\n' "$marker"; fi
+  interrupted=
 done
