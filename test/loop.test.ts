@@ -239,6 +239,16 @@ function describeLoop(cli: LoopCli): void {
         /yolo is not a permission mode of agent-cli \(/,
       );
 
+      // Every session ready and idle before the work goes in: one still starting (a CLI loading its conversation
+      // under load) would leave its bead to a quicker session, which then does two.
+      await waitUntil(
+        'the pool’s three sessions to be ready and idle',
+        async () => {
+          const views = await Promise.all(running.map((s) => session(api, s.id)));
+          return views.every((v) => v.running && v.state === 'active' && v.activity === 'idle');
+        },
+        90_000,
+      );
       const ids: string[] = [];
       for (const work of WORK) {
         const [created] = await ctl('bead', 'create', work.title, '--description', work.description);
