@@ -106,7 +106,7 @@ export class AgentStartSteps {
     template: string,
     programDir: string,
   ): Promise<string | undefined> {
-    const vars = placeholders(record, agent, this.host, programDir);
+    const vars = templateFields(record, agent, this.host, programDir);
     let command: string;
     try {
       command = fillIn(template, vars);
@@ -169,8 +169,8 @@ function failureOf(result: CommandResult, timeoutMs: number): string | undefined
   return undefined;
 }
 
-/** The reference's placeholders (`{{.WorkDir}}`, …) a start command may use, for one session. */
-function placeholders(
+/** The reference's template fields (`{{.WorkDir}}`, …) a start command may use, for one session. */
+function templateFields(
   record: SessionRecord,
   agent: AgentDefinition,
   host: Pick<AgentStartHost, 'cityName' | 'cityRoot' | 'rigRoot'>,
@@ -190,11 +190,11 @@ function placeholders(
   };
 }
 
-/** A command with its `{{.Name}}` placeholders filled in; one it does not know is an error naming it. */
+/** A command with its `{{.Name}}` fields filled in; one it does not know is an error naming it. */
 export function fillIn(template: string, vars: Record<string, string>): string {
   return template.replace(/\{\{\s*\.(\w+)\s*\}\}/g, (_all, name: string) => {
     if (!Object.hasOwn(vars, name)) {
-      throw new Error(`{{.${name}}} is not a placeholder of start commands (${Object.keys(vars).join(', ')})`);
+      throw new Error(`{{.${name}}} is not a field start commands know (${Object.keys(vars).join(', ')})`);
     }
     return vars[name]!;
   });

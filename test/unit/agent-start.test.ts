@@ -87,7 +87,7 @@ describe('agent start keys (in-process)', () => {
   it('fills in the reference’s placeholders, and names one it does not know', () => {
     expect(fillIn('setup {{.WorkDir}} {{ .Agent }}', { WorkDir: '/w', Agent: 'a' })).to.equal('setup /w a');
     expect(() => fillIn('{{.Nope}}', { WorkDir: '/w' })).to.throw(
-      '{{.Nope}} is not a placeholder of start commands (WorkDir)',
+      '{{.Nope}} is not a field start commands know (WorkDir)',
     );
   });
 
