@@ -77,7 +77,7 @@ export interface StepDef {
   waitsFor?: { mode: 'all' | 'any'; spawner?: string };
   /** `expand`: the expansion formula whose `[[template]]` steps replace this one. */
   expand?: string;
-  /** `expand_vars`: values for the expansion's `{var}` placeholders, over its defaults. */
+  /** `expand_vars`: values for the expansion's `{var}` fields, over its defaults. */
   expandVars: Record<string, string>;
 }
 
@@ -112,7 +112,7 @@ export interface FormulaDef {
   type: 'workflow' | 'expansion';
   /** Formulas whose vars and steps this one starts from, in order (a later one's, then this one's, win). */
   extends: string[];
-  /** An expansion formula's steps, with `{target}` and `{var}` placeholders. */
+  /** An expansion formula's steps, with `{target}` and `{var}` fields. */
   template: StepDef[];
   /** `[compose]`: steps replaced by expansion formulas' templates. */
   compose: { expand: ComposeRule[]; map: ComposeRule[] };
