@@ -145,11 +145,7 @@ describe('agent output, the supervisor restart and the CLI (real processes)', fu
     expect(shown.name).to.equal('talker');
     const output = expectSuccess(await city.sup.ctl(['agent', 'output', 'talker'], { env }));
     expect(output).to.include('assistant: echo: after restart');
-    expectFailure(
-      await city.sup.ctl(['agent', 'show', 'nobody'], { env }),
-      'agent show',
-      /agent not found: nobody/,
-    );
+    expectFailure(await city.sup.ctl(['agent', 'show', 'nobody'], { env }), 'agent show', /agent not found: nobody/);
     expect(expectSuccess(await city.sup.ctl(['agent', 'suspend', 'never'], { env }))).to.deep.equal([
       'Suspended agent never',
     ]);
