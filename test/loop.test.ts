@@ -12,8 +12,6 @@ import { expect } from 'chai';
 import { startCityOf, startScriptedClaude } from './helpers/claude-city.js';
 import { expectFailure, expectSuccess, runCtl } from './helpers/cli.js';
 import { isAlive, processesWithEnvironment } from './helpers/processes.js';
-import { startModelServer } from './helpers/model-server.js';
-import { realCli } from './helpers/real-clis.js';
 import { startScriptedCodex } from './helpers/scripted-codex.js';
 import { session, sessionEvents, type SessionCity, type SessionView } from './helpers/sessions.js';
 import { tempDir } from './helpers/supervisor.js';
@@ -81,42 +79,9 @@ const CODEX: LoopCli = {
 const CODEX_ACP: LoopCli = {
   name: 'Codex over ACP (codex-acp)',
   async start() {
-    const cli = realCli('codex-acp');
-    process.stdout.write(`      codex-acp ${cli.version} (${cli.source})\n`);
-    const model = await startModelServer();
-    const home = tempDir('ctl-codex-acp-home-');
-    const codexHome = join(home, '.codex');
-    mkdirSync(codexHome);
-    writeFileSync(
-      join(codexHome, 'config.toml'),
-      [
-        'model = "gpt-5.5"',
-        'model_provider = "scripted"',
-        // Nothing asks unless the person says so; unsandboxed, as CODEX says why.
-        'approval_policy = "never"',
-        'sandbox_mode = "danger-full-access"',
-        'check_for_update_on_startup = false',
-        '[model_providers.scripted]',
-        'name = "scripted"',
-        `base_url = "${model.url}/v1"`,
-        'wire_api = "responses"',
-        'env_key = "SCRIPTED_KEY"',
-        'request_max_retries = 0',
-        'stream_max_retries = 0',
-        '[analytics]',
-        'enabled = false',
-        '',
-      ].join('\n'),
-    );
-    const env = `{ HOME = ${JSON.stringify(home)}, CODEX_HOME = ${JSON.stringify(codexHome)}, SCRIPTED_KEY = "k" }`;
-    return {
-      providerToml: `\n[providers.agent-cli]\nbase = "builtin:codex-acp"\ncommand = ${JSON.stringify(cli.bin)}\nenv = ${env}\n`,
-      home,
-      close: async () => {
-        await model.close();
-        rmSync(home, { recursive: true, force: true });
-      },
-    };
+    // Nothing asks unless the person says so; unsandboxed, as CODEX says why.
+    const codex = await startScriptedCodex({ acp: true, approvalPolicy: 'never' });
+    return { providerToml: codex.providerToml('agent-cli'), home: codex.home, close: () => codex.close() };
   },
   asking: 'untrusted',
   modeAtStart: true,
@@ -324,7 +289,9 @@ function describeLoop(cli: LoopCli): void {
             (b) => `${b.id} ${b.issue_type} ${b.status} ${b.assignee ?? '-'}`,
           );
           const states = (await sessions()).map((v) => `${v.session_name} ${v.state} ${v.activity ?? '-'}`);
-          throw new Error(`${(err as Error).message}; beads: ${beads.join(', ')}; sessions: ${states.join(', ')}`);
+          throw new Error(`${(err as Error).message}; beads: ${beads.join(', ')}; sessions: ${states.join(', ')}`, {
+            cause: err,
+          });
         }
         if (!/ctl bead show/.test(asked.prompt ?? '') || /git commit/.test(asked.prompt ?? '')) break;
         allowed.push(asked.request_id);

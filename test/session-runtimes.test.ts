@@ -1,9 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { packageRoot } from '../shared/paths.js';
-import { startModelServer, type ModelServer } from './helpers/model-server.js';
+import { startScriptedCodex, type ScriptedCodex } from './helpers/scripted-codex.js';
 import { isAlive } from './helpers/processes.js';
 import {
   createSession,
@@ -16,7 +16,6 @@ import {
   waitForTurn,
   type SessionCity,
 } from './helpers/sessions.js';
-import { tempDir } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
 const ACP_AGENT = join(packageRoot, 'examples', 'agents', 'acp-agent.mjs');
@@ -78,30 +77,13 @@ function hasTmux(): boolean {
 describe('session runtimes: one behaviour, every runtime', function () {
   this.timeout(60_000);
   let city: SessionCity;
-  let model: ModelServer;
+  let codex: ScriptedCodex;
   let home: string;
   let counter = 0;
 
   before(async function () {
-    home = tempDir('ctl-runtimes-');
-    model = await startModelServer();
-    const codexHome = join(home, 'codex');
-    mkdirSync(codexHome);
-    writeFileSync(
-      join(codexHome, 'config.toml'),
-      [
-        'model_provider = "mock"',
-        'model = "scripted"',
-        '[model_providers.mock]',
-        'name = "mock"',
-        `base_url = "${model.url}/v1"`,
-        'wire_api = "responses"',
-        'env_key = "MOCK_KEY"',
-        'request_max_retries = 0',
-        'stream_max_retries = 0',
-        '',
-      ].join('\n'),
-    );
+    codex = await startScriptedCodex({ model: 'scripted' });
+    ({ home } = codex);
     city = await startSessionCity(
       'runtimes',
       `
@@ -115,18 +97,13 @@ command = "${process.execPath} ${TUI_AGENT}"
 runtime = "tmux"
 screen_rules = "tui-agent"
 
-[providers.codex-local]
-base = "builtin:codex"
-command = "${CODEX}"
-env = { HOME = "${home}", CODEX_HOME = "${codexHome}", MOCK_KEY = "test-key" }
-`,
+${codex.providerToml('codex-local')}`,
     );
   });
 
   after(async function () {
     await city?.sup.cleanup();
-    await model?.close();
-    if (home) rmSync(home, { recursive: true, force: true });
+    await codex?.close();
   });
 
   async function raw(id: string): Promise<RawEntry[]> {

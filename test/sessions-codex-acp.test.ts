@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { expect } from 'chai';
 import {
@@ -9,12 +9,11 @@ import {
   startCliCity,
   TURN_MS,
 } from './helpers/acp-cli-sessions.js';
-import { startModelServer, type ModelServer } from './helpers/model-server.js';
+import type { ModelServer } from './helpers/model-server.js';
 import { processesMentioning } from './helpers/processes.js';
-import { realCli } from './helpers/real-clis.js';
+import { startScriptedCodex, type ScriptedCodex } from './helpers/scripted-codex.js';
 import { session, type SessionCity } from './helpers/sessions.js';
 import { closeAllStreams } from './helpers/sse.js';
-import { tempDir } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
 /**
@@ -30,47 +29,17 @@ describe('sessions of the real Codex ACP adapter (against a scripted model serve
   const CITY = 'codex-acp';
   const PROMPT = 'You are the coder agent: "close" each bead with ctl.';
   let city: SessionCity;
+  let codex: ScriptedCodex;
   let model: ModelServer;
-  let home: string;
   let bin: string;
   let id: string;
 
   before(async function () {
     this.timeout(11 * 60_000); // a version named by CTL_TEST_CODEX_ACP_VERSION is installed on first use
-    const cli = realCli('codex-acp');
-    bin = cli.bin;
-    process.stdout.write(`      codex-acp ${cli.version} (${cli.source})\n`);
-    model = await startModelServer();
-    home = tempDir('ctl-codex-acp-home-');
-    const codexHome = join(home, '.codex');
-    mkdirSync(codexHome);
-    writeFileSync(
-      join(codexHome, 'config.toml'),
-      [
-        // A model Codex knows (an unknown one makes it say so in every reply).
-        'model = "gpt-5.5"',
-        'model_provider = "scripted"',
-        'approval_policy = "untrusted"',
-        'sandbox_mode = "danger-full-access"',
-        'check_for_update_on_startup = false',
-        '[model_providers.scripted]',
-        'name = "scripted"',
-        `base_url = "${model.url}/v1"`,
-        'wire_api = "responses"',
-        'env_key = "SCRIPTED_KEY"',
-        'request_max_retries = 0',
-        'stream_max_retries = 0',
-        '[analytics]',
-        'enabled = false',
-        '',
-      ].join('\n'),
-    );
-    city = await startCliCity(CITY, {
-      name: 'codex-acp-local',
-      base: 'builtin:codex-acp',
-      command: bin,
-      env: { HOME: home, CODEX_HOME: codexHome, SCRIPTED_KEY: 'test-key' },
-    });
+    codex = await startScriptedCodex({ acp: true, approvalPolicy: 'untrusted' });
+    ({ model } = codex);
+    bin = codex.cli.bin;
+    city = await startCliCity(CITY, codex.providerBody('codex-acp-local'));
     mkdirSync(join(city.dir, 'agents', 'coder'), { recursive: true });
     writeFileSync(join(city.dir, 'agents', 'coder', 'prompt.md'), `${PROMPT}\n`);
     writeFileSync(
@@ -87,12 +56,11 @@ describe('sessions of the real Codex ACP adapter (against a scripted model serve
 
   after(async function () {
     await city?.sup.cleanup();
-    await model?.close();
     // The launcher, and the native binary it runs (in the package beside it).
     const packages = join(dirname(bin), '..', '@zed-industries');
     expect(processesMentioning(packages), 'no codex-acp left behind').to.deep.equal([]);
     expect(processesMentioning(bin), 'no launcher left behind').to.deep.equal([]);
-    rmSync(home, { recursive: true, force: true });
+    await codex?.close();
   });
 
   it('answers a message; the agent’s prompt is its developer instructions, never a turn', async function () {

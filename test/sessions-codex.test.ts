@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { startModelServer, type ModelServer } from './helpers/model-server.js';
+import type { ModelServer } from './helpers/model-server.js';
 import { isAlive, processesMentioning } from './helpers/processes.js';
 import {
   createSession,
@@ -15,7 +15,7 @@ import {
   type SessionCity,
 } from './helpers/sessions.js';
 import { closeAllStreams, SseStreamReader } from './helpers/sse.js';
-import { realCli } from './helpers/real-clis.js';
+import { startScriptedCodex, type ScriptedCodex } from './helpers/scripted-codex.js';
 import { tempDir } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
@@ -49,40 +49,17 @@ interface Counted {
 describe('sessions of the real Codex (exec per turn, against a scripted model server)', function () {
   this.timeout(60_000);
   let city: SessionCity;
+  let codex: ScriptedCodex;
   let model: ModelServer;
   let home: string;
 
   before(async function () {
     this.timeout(11 * 60_000); // a version named by CTL_TEST_CODEX_VERSION is installed on first use
-    const cli = realCli('codex');
-    CODEX = cli.bin;
-    process.stdout.write(`      codex ${cli.version} (${cli.source})\n`);
-    model = await startModelServer();
-    home = tempDir('ctl-codex-home-');
-    const codexHome = join(home, 'codex');
-    mkdirSync(codexHome);
-    writeFileSync(
-      join(codexHome, 'config.toml'),
-      [
-        'model_provider = "mock"',
-        'model = "scripted"',
-        '[model_providers.mock]',
-        'name = "mock"',
-        `base_url = "${model.url}/v1"`,
-        'wire_api = "responses"',
-        'env_key = "MOCK_KEY"',
-        'request_max_retries = 0',
-        'stream_max_retries = 0',
-        '',
-      ].join('\n'),
-    );
+    codex = await startScriptedCodex({ model: 'scripted' });
+    ({ model, home } = codex);
+    CODEX = codex.cli.bin;
     city = await startSessionCity('codex');
-    const created = await city.api.post('/providers', {
-      name: 'codex-local',
-      base: 'builtin:codex',
-      command: CODEX,
-      env: { HOME: home, CODEX_HOME: codexHome, MOCK_KEY: 'test-key' },
-    });
+    const created = await city.api.post('/providers', codex.providerBody('codex-local'));
     expect(created.status, JSON.stringify(created.body)).to.equal(201);
   });
 
@@ -92,9 +69,8 @@ describe('sessions of the real Codex (exec per turn, against a scripted model se
 
   after(async function () {
     await city?.sup.cleanup();
-    await model?.close();
     expect(processesMentioning(CODEX), 'no codex left behind').to.deep.equal([]);
-    rmSync(home, { recursive: true, force: true });
+    await codex?.close();
   });
 
   async function raw(id: string): Promise<RawEntry[]> {

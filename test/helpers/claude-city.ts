@@ -1,9 +1,10 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { expect } from 'chai';
 import { CityApi } from './city-api.js';
 import { startModelServer, type ModelServer } from './model-server.js';
 import { realCli, type RealCli } from './real-clis.js';
+import { scriptedProvider, type ScriptedProvider } from './scripted-provider.js';
 import type { SessionCity } from './sessions.js';
 import { CSRF, TestSupervisor, tempDir } from './supervisor.js';
 import { waitUntil } from './wait.js';
@@ -12,18 +13,13 @@ import { waitUntil } from './wait.js';
 // (nothing of the person's ~/.claude is read or written), telemetry, updates and the plugin marketplace off, and no
 // retries (a scripted failure is answered at once). What each real-Claude test file sets up alike.
 
-export interface ScriptedClaude {
+export interface ScriptedClaude extends ScriptedProvider {
   cli: RealCli;
   model: ModelServer;
   /** Its HOME. */
   home: string;
   /** The environment a provider running it gets. */
   env: Record<string, string>;
-  /** A `[providers.<name>]` table based on the claude preset, running it; `extra` adds lines (TOML) to it. */
-  providerToml(name: string, extra?: string): string;
-  /** The body of `POST /providers` for the same provider. */
-  providerBody(name: string): Record<string, unknown>;
-  close(): Promise<void>;
 }
 
 /**
@@ -48,22 +44,7 @@ export async function startScriptedClaude(envExtra: Record<string, string> = {})
     IS_SANDBOX: '1',
     ...envExtra,
   };
-  const envToml = Object.entries(env)
-    .map(([k, v]) => `${k} = ${JSON.stringify(v)}`)
-    .join(', ');
-  return {
-    cli,
-    model,
-    home,
-    env,
-    providerToml: (name, extra = '') =>
-      `\n[providers.${name}]\nbase = "builtin:claude"\ncommand = ${JSON.stringify(cli.bin)}\nenv = { ${envToml} }\n${extra}`,
-    providerBody: (name) => ({ name, base: 'builtin:claude', command: cli.bin, env }),
-    close: async () => {
-      await model.close();
-      rmSync(home, { recursive: true, force: true });
-    },
-  };
+  return { cli, model, home, env, ...scriptedProvider('claude', cli.bin, env, model, home) };
 }
 
 /**
