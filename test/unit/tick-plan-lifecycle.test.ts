@@ -1,16 +1,15 @@
 import { expect } from 'chai';
+import { actionsOf, agentFacts, planAt, sessionFacts } from './tick-fixtures.js';
 import type { CityAgentConfig } from '../../shared/config/city-config.js';
 import type { Bead } from '../../shared/dto/beads.js';
 import type { AgentDefinition } from '../../controller/agents/agent-catalog.js';
 import {
-  emptyMemory,
   type AgentFacts,
   type SessionFacts,
-  type TickAction,
   type TickInput,
   type TickPlan,
 } from '../../controller/agents/tick-facts.js';
-import { DEFAULT_DRAIN_TIMEOUT_MS, jitterOf, planTick } from '../../controller/agents/tick-plan.js';
+import { DEFAULT_DRAIN_TIMEOUT_MS, jitterOf } from '../../controller/agents/tick-plan.js';
 import { ROUTED_TO } from '../../controller/agents/work-board.js';
 
 // The agent keys about a session's life the planner acts on: max_session_age (+ jitter), drain_timeout,
@@ -20,66 +19,22 @@ const NOW = Date.parse('2026-11-26T04:00:00Z');
 const HOUR = 3_600_000;
 
 function agent(config: Partial<CityAgentConfig> = {}, over: Partial<AgentDefinition> = {}): AgentFacts {
-  return {
-    agent: {
-      name: 'worker',
-      base: 'worker',
-      config: { name: 'worker', suspended: false, env: {}, depends_on: [], source: 'city.toml', ...config },
-      providerName: 'echo',
-      workDir: '/city',
-      min: 1,
-      max: 1,
-      isPool: false,
-      available: true,
-      fingerprint: 'fp1',
-      ...over,
-    },
-  };
+  return agentFacts('worker', config, { workDir: '/city', ...over });
 }
 
-let ids = 0;
 function session(over: Partial<SessionFacts> = {}): SessionFacts {
-  const id = `s-${++ids}`;
-  return {
-    id,
-    sessionName: `worker-${id}`,
-    template: 'worker',
-    kind: 'agent',
-    managed: 'tick',
-    state: 'active',
+  return sessionFacts(NOW, 'worker', {
     createdAt: new Date(NOW - 10 * HOUR).toISOString(),
-    configHash: 'fp1',
-    running: true,
-    changing: false,
-    idle: true,
-    inTurn: false,
-    ready: true,
-    attached: false,
-    idleSince: NOW - 1000,
     readySince: NOW - HOUR,
-    suspendedByTick: false,
     ...over,
-  };
-}
-
-function plan(input: Partial<TickInput>): TickPlan {
-  return planTick({
-    now: NOW,
-    maxWakesPerTick: 10,
-    agents: [],
-    sessions: [],
-    routed: new Map(),
-    held: new Map(),
-    mail: new Map(),
-    crashes: new Map(),
-    memory: emptyMemory(),
-    ...input,
   });
 }
 
-function of<K extends TickAction['kind']>(p: TickPlan, kind: K): Extract<TickAction, { kind: K }>[] {
-  return p.actions.filter((a): a is Extract<TickAction, { kind: K }> => a.kind === kind);
+function plan(input: Partial<TickInput>): TickPlan {
+  return planAt(NOW, input);
 }
+
+const of = actionsOf;
 
 describe('the tick planner: agent lifecycle keys', () => {
   describe('max_session_age', () => {

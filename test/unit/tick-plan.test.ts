@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { actionsOf, agentFacts, planAt, sessionFacts } from './tick-fixtures.js';
 import type { CityAgentConfig } from '../../shared/config/city-config.js';
 import type { Bead } from '../../shared/dto/beads.js';
 import type { AgentDefinition } from '../../controller/agents/agent-catalog.js';
@@ -7,60 +8,24 @@ import {
   type AgentFacts,
   type CrashFacts,
   type SessionFacts,
-  type TickAction,
   type TickInput,
   type TickPlan,
 } from '../../controller/agents/tick-facts.js';
-import { planTick, POOL_IDLE_CLOSE_MS } from '../../controller/agents/tick-plan.js';
+import { POOL_IDLE_CLOSE_MS } from '../../controller/agents/tick-plan.js';
 import { ASSIGNED_SESSION, ROUTED_TO } from '../../controller/agents/work-board.js';
 
 const NOW = Date.parse('2026-11-25T12:00:00Z');
 
 function agent(name: string, over: Partial<AgentDefinition> = {}, config: Partial<CityAgentConfig> = {}): AgentFacts {
-  return {
-    agent: {
-      name,
-      base: name,
-      config: { name, suspended: false, env: {}, depends_on: [], source: 'city.toml', ...config },
-      providerName: 'echo',
-      workDir: `/city/${name}`,
-      min: 1,
-      max: 1,
-      isPool: false,
-      available: true,
-      fingerprint: 'fp1',
-      ...over,
-    },
-  };
+  return agentFacts(name, config, over);
 }
 
 function pool(name: string, min: number, max: number, config: Partial<CityAgentConfig> = {}): AgentFacts {
   return agent(name, { min, max, isPool: true }, config);
 }
 
-let ids = 0;
 function session(template: string, over: Partial<SessionFacts> = {}): SessionFacts {
-  const id = `s-${++ids}`;
-  return {
-    id,
-    sessionName: `${template}-${id}`,
-    template,
-    kind: 'agent',
-    managed: 'tick',
-    state: 'active',
-    createdAt: new Date(NOW - 100_000 + ids).toISOString(),
-    configHash: 'fp1',
-    running: true,
-    changing: false,
-    idle: true,
-    inTurn: false,
-    ready: true,
-    attached: false,
-    idleSince: NOW - 1000,
-    readySince: NOW - 50_000,
-    suspendedByTick: false,
-    ...over,
-  };
+  return sessionFacts(NOW, template, over);
 }
 
 /** Dormant: asleep, no program. */
@@ -79,27 +44,14 @@ function bead(id: string, routedTo: string, over: Partial<Bead> = {}): Bead {
 }
 
 function plan(input: Partial<TickInput>): TickPlan {
-  return planTick({
-    now: NOW,
-    maxWakesPerTick: 10,
-    agents: [],
-    sessions: [],
-    routed: new Map(),
-    held: new Map(),
-    mail: new Map(),
-    crashes: new Map(),
-    memory: emptyMemory(),
-    ...input,
-  });
+  return planAt(NOW, input);
 }
 
 function kinds(p: TickPlan): string[] {
   return p.actions.map((a) => a.kind);
 }
 
-function of<K extends TickAction['kind']>(p: TickPlan, kind: K): Extract<TickAction, { kind: K }>[] {
-  return p.actions.filter((a): a is Extract<TickAction, { kind: K }> => a.kind === kind);
-}
+const of = actionsOf;
 
 describe('the tick planner (planTick)', () => {
   describe('pool scaling', () => {
