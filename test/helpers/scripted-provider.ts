@@ -5,11 +5,18 @@ import type { ModelServer } from './model-server.js';
 // CLI with an environment of its own, as a city.toml table or a `POST /providers` body, and a close that ends the
 // model server and removes the home.
 
+export interface ProviderBody {
+  name: string;
+  base: string;
+  command: string;
+  env: Record<string, string>;
+}
+
 export interface ScriptedProvider {
   /** A `[providers.<name>]` table based on the preset, running the CLI; `extra` adds lines (TOML) to it. */
   providerToml(name: string, extra?: string): string;
   /** The body of `POST /providers` for the same provider. */
-  providerBody(name: string): Record<string, unknown>;
+  providerBody(name: string): ProviderBody;
   close(): Promise<void>;
 }
 
