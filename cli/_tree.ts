@@ -137,6 +137,10 @@ export const TOP_LEVEL: Record<string, [description: string, load: () => Promise
     'API tokens: access for other accounts and machines (managed by the supervisor’s own user)',
     () => import('./commands/tokens.js').then((m) => m.tokenCommand),
   ],
+  whoami: [
+    'Who the supervisor takes you for: your account, or token:NAME with CTL_TOKEN — the author your comments and events record',
+    () => import('./commands/whoami.js').then((m) => m.whoamiCommand),
+  ],
   top: [
     'A live full-screen view of a city (or every city): sessions waiting on you first, agents, recent events; keys to allow, deny, attach, open',
     () => import('./commands/top.js').then((m) => m.topCommand),
