@@ -1,7 +1,10 @@
 import type { RefObject } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, CSRF, must, problemText, type LiveEvent, type Schemas } from '../api.js';
 import { announce, ErrorNote, Loading, Time } from '../components.js';
+import { ConfirmDialog } from '../confirm-dialog.js';
+import { mayDelete, type Whoami } from '../authorship.js';
+import { whoami } from '../whoami.js';
 
 type Comment = Schemas['BeadComment'];
 
@@ -19,7 +22,8 @@ export interface CommentFeed {
 /**
  * A bead's comments, live: the newest page when it opens, earlier ones on demand, and then each comment as its
  * `bead.commented` event arrives on the city's stream (a deleted one goes with `bead.comment_deleted`) — no
- * polling; the newest page is read again whenever the stream had to reconnect. A form adds one as the person.
+ * polling; the newest page is read again whenever the stream had to reconnect. A form adds one as the person;
+ * a comment the person wrote (its author is who `GET /v0/whoami` says the page is) can be deleted, once confirmed.
  */
 export function BeadComments({
   city,
@@ -35,6 +39,11 @@ export function BeadComments({
   const [earlier, setEarlier] = useState<{ cursor?: string; hidden: number }>({ hidden: 0 });
   const [error, setError] = useState<string>();
   const [loading, setLoading] = useState(true);
+  const [me, setMe] = useState<Whoami>();
+  // The comment whose deletion is being confirmed, and whether focus should go to the heading once it is gone.
+  const [deleting, setDeleting] = useState<Comment>();
+  const refocus = useRef(false);
+  const heading = useRef<HTMLHeadingElement>(null);
   const path = { cityName: city, id };
 
   const page = (cursor?: string) =>
@@ -43,8 +52,11 @@ export function BeadComments({
         params: { path, query: { limit: PAGE, ...(cursor ? { cursor } : {}) } },
       }),
     );
-  const loadNewest = () =>
-    page().then(
+  const loadNewest = () => {
+    // Who the page is (to offer deleting one's own comments): asked with the comments, and again on a reopened
+    // stream if it failed. Without an answer no delete button shows; the comments still do.
+    whoami().then(setMe, (err: Error) => console.warn(`who the page is signed in as is unknown: ${err.message}`));
+    return page().then(
       (body) => {
         // The page as it is now, and any comment that arrived since it was read.
         const last = body.items.at(-1)?.id ?? 0;
@@ -63,6 +75,7 @@ export function BeadComments({
         setLoading(false);
       },
     );
+  };
   useEffect(() => {
     setComments([]);
     setLoading(true);
@@ -89,10 +102,30 @@ export function BeadComments({
     }
   };
 
+  useEffect(() => {
+    if (deleting || !refocus.current) return;
+    // The deleted comment's button went with it: the person goes on from the list's heading.
+    refocus.current = false;
+    heading.current?.focus();
+  }, [deleting]);
+  const remove = async (comment: Comment) => {
+    await must(
+      api.DELETE('/v0/city/{cityName}/bead/{id}/comments/{commentId}', {
+        params: { path: { ...path, commentId: comment.id }, header: CSRF },
+      }),
+    );
+    // Its event removes it too; gone now in case the stream is reconnecting.
+    setComments((shown) => shown.filter((c) => c.id !== comment.id));
+    refocus.current = true;
+    announce('Comment deleted');
+  };
+
   const total = earlier.hidden + comments.length;
   return (
     <section aria-labelledby="comments-h">
-      <h2 id="comments-h">Comments{total ? ` (${total})` : ''}</h2>
+      <h2 id="comments-h" tabIndex={-1} ref={heading}>
+        Comments{total ? ` (${total})` : ''}
+      </h2>
       <ErrorNote error={error} />
       {loading && <Loading what="the comments" />}
       {earlier.cursor && (
@@ -104,7 +137,18 @@ export function BeadComments({
         {comments.map((c) => (
           <li key={c.id} class="comment">
             <p class="comment-head">
-              <strong>{c.author}</strong> <Time iso={c.created_at} />
+              <strong>{c.author}</strong> <Time iso={c.created_at} /> <span class="muted">#{c.id}</span>
+              {mayDelete(me, c.author) && (
+                <button
+                  type="button"
+                  class="comment-delete"
+                  aria-label={`Delete comment #${c.id}`}
+                  aria-haspopup="dialog"
+                  onClick={() => setDeleting(c)}
+                >
+                  Delete
+                </button>
+              )}
             </p>
             <p class="comment-text">{c.text}</p>
           </li>
@@ -112,8 +156,24 @@ export function BeadComments({
         {!loading && comments.length === 0 && <li class="muted">No comments yet.</li>}
       </ol>
       <CommentForm city={city} id={id} onAdded={(c) => setComments((shown) => merge(shown, [c]))} />
+      {deleting && (
+        <ConfirmDialog
+          title={`Delete comment #${deleting.id}?`}
+          confirm="Delete comment"
+          run={() => remove(deleting)}
+          onClose={() => setDeleting(undefined)}
+        >
+          <blockquote class="comment-text">{excerpt(deleting.text)}</blockquote>
+          <p>It goes for everyone who reads this bead; it cannot be brought back.</p>
+        </ConfirmDialog>
+      )}
     </section>
   );
+}
+
+/** The start of a comment, enough to recognise it by. */
+function excerpt(text: string): string {
+  return text.length > 280 ? `${text.slice(0, 280)}…` : text;
 }
 
 /** Comments in id order without repeats (an event and a page can both bring one). */
