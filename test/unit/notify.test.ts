@@ -6,7 +6,7 @@ import type { EventLog } from '../../shared/events/event-log.js';
 import type { EventRecord } from '../../shared/events/record.js';
 import type { EventHub, HubSubscriber } from '../../supervisor/event-hub.js';
 import { noticeOf } from '../../supervisor/notices.js';
-import { noticeOf as pageNoticeOf } from '../../ui/src/notices.js';
+import { NOTICE_KINDS as PAGE_NOTICE_KINDS, noticeOf as pageNoticeOf } from '../../ui/src/notices.js';
 import { Notifier } from '../../supervisor/notifier.js';
 import { waitUntil } from '../helpers/wait.js';
 
@@ -138,6 +138,8 @@ describe('notices', () => {
     );
     expect(page).to.deep.equal(kinds((r) => noticeOf('alpha', r, base)));
     expect(page).to.deep.equal(['permission', 'question', 'run_failed', 'quarantined', undefined]);
+    // The kinds a person can turn on and off on the page are the kinds `[notify] on` takes.
+    expect(PAGE_NOTICE_KINDS).to.deep.equal(NOTICE_KINDS);
   });
 
   it('go out only for the kinds chosen, and not for the supervisor’s own log', async () => {

@@ -12,9 +12,44 @@ export interface TaggedEvent {
   payload?: Record<string, unknown>;
 }
 
+/** The same kinds as `[notify]` of supervisor.toml (shared/config/notify-config.ts; test/unit/notify.test.ts). */
+export const NOTICE_KINDS = ['permission', 'question', 'run_failed', 'quarantined'] as const;
+export type NoticeKind = (typeof NOTICE_KINDS)[number];
+
+/** Each kind as the page's checkboxes name it: what happened, in a person's words. */
+export const KIND_LABELS: Record<NoticeKind, string> = {
+  permission: 'A session asks for a permission',
+  question: 'A session asks a question',
+  run_failed: 'A run fails',
+  quarantined: 'An agent is quarantined',
+};
+
+/**
+ * The kinds a person turned off, as the browser keeps them (a JSON array of names). What is kept is what was
+ * turned off, not on: a kind added later is on, as `[notify]` without `on` sends every kind. Anything unreadable,
+ * or a name the page no longer knows, is ignored.
+ */
+export function kindsOff(stored: string | null): Set<NoticeKind> {
+  if (stored === null) return new Set();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(stored);
+  } catch {
+    return new Set();
+  }
+  if (!Array.isArray(parsed)) return new Set();
+  return new Set(NOTICE_KINDS.filter((kind) => parsed.includes(kind)));
+}
+
+/** What `kindsOff` reads back: the kinds turned off, in their usual order; null when none is (nothing to keep). */
+export function storedKindsOff(off: ReadonlySet<NoticeKind>): string | null {
+  const names = NOTICE_KINDS.filter((kind) => off.has(kind));
+  return names.length ? JSON.stringify(names) : null;
+}
+
 export interface PageNotice {
   /** The same kinds as `[notify]`: `permission`, `question`, `run_failed`, `quarantined`. */
-  kind: 'permission' | 'question' | 'run_failed' | 'quarantined';
+  kind: NoticeKind;
   title: string;
   body: string;
   /** The dashboard page it is about. */
