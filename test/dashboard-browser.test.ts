@@ -2,7 +2,13 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
-import { launchChromium, seriousViolations, watchedPage, type WatchedPage } from './helpers/browser.js';
+import {
+  launchChromium,
+  RECORD_NOTIFICATIONS,
+  seriousViolations,
+  watchedPage,
+  type WatchedPage,
+} from './helpers/browser.js';
 import type { CityApi } from './helpers/city-api.js';
 import { packageRoot } from '../shared/paths.js';
 import { createSession, send, startSessionCity } from './helpers/sessions.js';
@@ -43,28 +49,6 @@ const meterValue = (page: Page, label: string) =>
   page.evaluate<number>(
     `document.querySelector('meter[aria-label=' + ${JSON.stringify(JSON.stringify(label))} + ']').value`,
   );
-// Records every Notification the page constructs, and plays a browser that has not been asked yet: the
-// permission reads "default" until the page asks (the context grants it, so the real answer is "granted").
-const RECORD_NOTIFICATIONS = `(() => {
-  const Real = window.Notification;
-  window.__notices = [];
-  window.__asked = 0;
-  const asked = () => sessionStorage.getItem('asked') === '1';
-  class Recorded extends Real {
-    constructor(title, options) {
-      super(title, options);
-      window.__notices.push({ title, body: options && options.body });
-    }
-    static get permission() { return asked() ? Real.permission : 'default'; }
-    static requestPermission() {
-      sessionStorage.setItem('asked', '1');
-      window.__asked++;
-      return Real.requestPermission();
-    }
-  }
-  window.Notification = Recorded;
-})()`;
-
 async function heading(page: Page, name: string | RegExp): Promise<void> {
   await page.getByRole('heading', { level: 1, name }).waitFor({ timeout: 15_000 });
 }

@@ -70,3 +70,25 @@ export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
   );
   return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
 }
+
+// Records every Notification the page constructs, and plays a browser that has not been asked yet: the
+// permission reads "default" until the page asks (the context grants it, so the real answer is "granted").
+export const RECORD_NOTIFICATIONS = `(() => {
+  const Real = window.Notification;
+  window.__notices = [];
+  window.__asked = 0;
+  const asked = () => sessionStorage.getItem('asked') === '1';
+  class Recorded extends Real {
+    constructor(title, options) {
+      super(title, options);
+      window.__notices.push({ title, body: options && options.body });
+    }
+    static get permission() { return asked() ? Real.permission : 'default'; }
+    static requestPermission() {
+      sessionStorage.setItem('asked', '1');
+      window.__asked++;
+      return Real.requestPermission();
+    }
+  }
+  window.Notification = Recorded;
+})()`;
