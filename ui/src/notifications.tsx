@@ -175,7 +175,7 @@ function KindsChooser(props: {
               type="checkbox"
               checked={!props.off.has(kind)}
               onChange={(e) => props.choose(kind, e.currentTarget.checked)}
-            />{' '}
+            />
             {KIND_LABELS[kind]}
           </label>
         ))}
