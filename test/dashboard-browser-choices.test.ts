@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
-import { launchChromium, RECORD_NOTIFICATIONS, watchedPage } from './helpers/browser.js';
+import { launchChromium, RECORD_NOTIFICATIONS, seriousViolations, watchedPage } from './helpers/browser.js';
 import type { CityApi } from './helpers/city-api.js';
 import { createSession, send, sessionEvents, startSessionCity } from './helpers/sessions.js';
 import { CSRF, type TestSupervisor } from './helpers/supervisor.js';
@@ -100,6 +100,7 @@ describe('dashboard in Chromium: deleting one’s comment, notification kinds', 
         .getByRole('alert')
         .filter({ hasText: `has no comment ${second.id}` })
         .waitFor();
+      expect(await seriousViolations(page), 'axe-core, the dialog open').to.deep.equal([]);
       await page.keyboard.press('Escape');
       await asking.waitFor({ state: 'detached' });
       // The browser logs the refused DELETE itself; nothing else went wrong.
@@ -125,6 +126,7 @@ describe('dashboard in Chromium: deleting one’s comment, notification kinds', 
         expect(await page.getByRole('checkbox', { name }).isChecked(), name).to.equal(true);
       }
       await permission.uncheck();
+      expect(await seriousViolations(page), 'axe-core, the kinds shown').to.deep.equal([]);
       await page.getByRole('button', { name: 'Notifications', exact: true }).click();
       await page.getByRole('button', { name: 'Notifications', exact: true, pressed: true }).waitFor();
 
