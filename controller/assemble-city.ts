@@ -23,6 +23,7 @@ import { ProviderEditor } from './config/provider-editor.js';
 import { ExtmsgService } from './extmsg/extmsg-service.js';
 import { FormulaCatalog } from './formulas/formula-catalog.js';
 import { MoleculeEngine } from './molecules/molecule-engine.js';
+import { pourCrashHook } from './molecules/pour-crash-hook.js';
 import { RunVars } from './formulas/run-vars.js';
 import { launchFormula } from './formulas/launch.js';
 import { RunViews } from './molecules/run-views.js';
@@ -196,6 +197,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
       const run = await runVars.of({ target: options.routedTo });
       return (await launchFormula(formulas, molecules, formula, vars, options, run)).root.id;
     },
+    pourHook: pourCrashHook(process.env),
   });
   clock.onMoved(() => molecules.recheckAll());
   const maintenance = new StoreMaintenance({

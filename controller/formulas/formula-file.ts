@@ -90,6 +90,8 @@ export interface StepOnComplete {
   forEach: string;
   bond: string;
   vars: Record<string, string>;
+  /** `sequential`: each run starts once the one before it ended; otherwise they all start at once. */
+  sequential: boolean;
 }
 
 /** `[[compose.expand]]` (one step, `target`) or `[[compose.map]]` (every step whose id matches `select`). */
@@ -403,13 +405,19 @@ function readOnComplete(value: unknown, where: string, at: At): StepOnComplete |
   }
   if (bond === undefined) at(where, 'on_complete.bond', 'is required (the formula run for each item)');
   else if (!FORMULA_NAME.test(bond)) at(where, 'on_complete.bond', 'must be a formula name');
-  if (value.sequential === true) at(where, 'on_complete.sequential', 'bonded runs start together (parallel)');
+  for (const mode of ['parallel', 'sequential']) {
+    if (value[mode] !== undefined && typeof value[mode] !== 'boolean')
+      at(where, `on_complete.${mode}`, 'must be true or false');
+  }
+  if (value.parallel === true && value.sequential === true) {
+    at(where, 'on_complete', 'cannot set both parallel and sequential');
+  }
   for (const key of Object.keys(value)) {
     if (!['for_each', 'bond', 'vars', 'parallel', 'sequential'].includes(key))
       at(where, `on_complete.${key}`, 'unknown field');
   }
   const vars = stringTable(value.vars, where, 'on_complete.vars', at);
-  return forEach && bond ? { forEach, bond, vars } : undefined;
+  return forEach && bond ? { forEach, bond, vars, sequential: value.sequential === true } : undefined;
 }
 
 function readLoop(value: unknown, where: string, at: At): StepLoop | undefined {

@@ -48,6 +48,8 @@ export class MoleculeEngine {
       poke: () => void;
       /** Pours a run of a formula for a step's `on_complete`: its root's id. */
       bond?: (formula: string, vars: Record<string, string>, options: InstantiateOptions) => Promise<string>;
+      /** Called after each bead a pour makes (a test's crash point: `pour-crash-hook.ts`). */
+      pourHook?: () => Promise<void>;
     },
   ) {
     this.builder = new RunBuilder(deps);
@@ -58,6 +60,8 @@ export class MoleculeEngine {
       // A run a step poured ended: the run that poured it may be waiting for it (waits_for).
       const parent = bead.metadata?.[K.PARENT_ROOT];
       if (parent) this.schedule(parent);
+      // A run ended: the next run of a sequential pour waits for it.
+      if (bead.metadata?.[K.KIND] === 'workflow') this.scheduleWaiting(bead.id);
       return Promise.resolve();
     });
   }
@@ -93,7 +97,7 @@ export class MoleculeEngine {
       await this.close(group, 'pass', `${state.max} iteration(s) ran (its max); until never held: ${state.until}`);
       return;
     }
-    await this.builder.nextIteration(root, group, iteration, state);
+    await this.builder.nextIteration(root, group, members, state);
   }
 
   /** Carries on every open run (at start: a restarted controller picks up checks and gates). */
@@ -146,6 +150,8 @@ export class MoleculeEngine {
   async remove(rootId: string): Promise<number> {
     this.deps.beads.get(rootId);
     this.ending.add(rootId);
+    // Runs waiting for this one (a sequential pour's next) no longer do once it is gone.
+    const waiting = this.deps.beads.store.dependents(rootId).flatMap((b) => b.metadata?.[K.ROOT_BEAD_ID] ?? []);
     try {
       let deleted = 0;
       for (const bead of this.members(rootId).reverse()) {
@@ -154,9 +160,18 @@ export class MoleculeEngine {
       }
       await this.deps.beads.delete(rootId);
       this.clearTimer(rootId);
+      for (const other of waiting) if (other !== rootId) this.schedule(other);
       return deleted + 1;
     } finally {
       this.ending.delete(rootId);
+    }
+  }
+
+  /** Looks again at the runs with beads waiting for this run's root (the next of a sequential pour). */
+  private scheduleWaiting(rootId: string): void {
+    for (const bead of this.deps.beads.store.dependents(rootId)) {
+      const waiting = bead.metadata?.[K.ROOT_BEAD_ID];
+      if (waiting && waiting !== rootId) this.schedule(waiting);
     }
   }
 
@@ -210,8 +225,11 @@ export class MoleculeEngine {
         if (bead.status === 'closed') continue;
         const kind = bead.metadata?.[K.KIND];
         if (kind === 'step') continue;
+        // A bead may wait on one outside the run: the run before it in a sequential pour.
         const open = (bead.dependencies ?? []).some(
-          (d) => d.type === 'blocks' && byId.get(d.depends_on_id)?.status !== 'closed',
+          (d) =>
+            d.type === 'blocks' &&
+            (byId.get(d.depends_on_id) ?? this.deps.beads.store.get(d.depends_on_id))?.status !== 'closed',
         );
         if (open) continue;
         if (kind === 'group') {

@@ -54,6 +54,13 @@ export const BOND_FOR_EACH = 'ctl.bond_for_each';
 export const BOND_FORMULA = 'ctl.bond_formula';
 export const BOND_VARS = 'ctl.bond_vars';
 export const BONDED = 'ctl.bonded';
+/** A bond node's `on_complete.sequential`: `sequential` when each run it pours waits for the one before to end. */
+export const BOND_MODE = 'ctl.bond_mode';
+/**
+ * On the root of a run a bond node poured: `<bond bead id>#<item index>`, written with the root. A pour cut short
+ * (the controller died) finds the runs it made by it, and finishes the one it was making.
+ */
+export const POURED_BY = 'ctl.poured_by';
 /** A children node (`waits_for`): the bond bead whose runs it waits for, and `all` or `any`. */
 export const WAITS_ON = 'ctl.waits_on';
 export const WAIT_MODE = 'ctl.wait_mode';

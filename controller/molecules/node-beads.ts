@@ -33,6 +33,7 @@ export function nodeMetadata(
     metadata[K.BOND_FOR_EACH] = node.bond.forEach;
     metadata[K.BOND_FORMULA] = node.bond.bond;
     metadata[K.BOND_VARS] = JSON.stringify(node.bond.vars);
+    if (node.bond.sequential) metadata[K.BOND_MODE] = 'sequential';
   }
   if (node.waitsOn) metadata[K.WAIT_MODE] = node.waitsOn.mode;
   if (node.check) {

@@ -56,6 +56,12 @@ export class RunViews {
     return root;
   }
 
+  /** A bead's status by id: the run's own, else (a sequential pour's run before this one) the store's. */
+  private statusOf(beads: Bead[]): (id: string) => string | undefined {
+    const byId = new Map(beads.map((b) => [b.id, b]));
+    return (id) => (byId.get(id) ?? this.store.get(id))?.status;
+  }
+
   members(rootId: string): Bead[] {
     return this.store
       .list({ includeClosed: true, metadata: { [K.ROOT_BEAD_ID]: rootId }, limit: ROOTS_MAX })
@@ -68,15 +74,13 @@ export class RunViews {
     const work = beads.filter((b) => b.metadata?.[K.KIND] !== 'finalize');
     if (work.some((b) => b.status === 'in_progress')) return 'active';
     const gates = work.filter((b) => b.metadata?.[K.KIND] === 'gate' && b.status !== 'closed');
-    const byId = new Map(beads.map((b) => [b.id, b]));
-    const reached = gates.some(
-      (g) => !(g.dependencies ?? []).some((d) => byId.get(d.depends_on_id)?.status !== 'closed'),
-    );
+    const statusOf = this.statusOf(beads);
+    const reached = gates.some((g) => !(g.dependencies ?? []).some((d) => statusOf(d.depends_on_id) !== 'closed'));
     const readySteps = work.some(
       (b) =>
         b.metadata?.[K.KIND] === 'step' &&
         b.status === 'open' &&
-        !(b.dependencies ?? []).some((d) => byId.get(d.depends_on_id)?.status !== 'closed'),
+        !(b.dependencies ?? []).some((d) => statusOf(d.depends_on_id) !== 'closed'),
     );
     if (reached && !readySteps) return 'waiting';
     return work.some((b) => b.status === 'closed') ? 'active' : 'pending';
@@ -119,11 +123,11 @@ export class RunViews {
 
   steps(root: Bead): RunStep[] {
     const members = this.members(root.id);
-    const byId = new Map(members.map((b) => [b.id, b]));
+    const statusOf = this.statusOf(members);
     return members.map((bead) => ({
       id: bead.id,
       title: bead.title,
-      status: stepStatus(bead, byId),
+      status: stepStatus(bead, statusOf),
       kind: bead.metadata?.[K.KIND] ?? 'step',
       ...(bead.assignee || bead.metadata?.[ROUTED_TO] ? { assignee: bead.assignee || bead.metadata?.[ROUTED_TO] } : {}),
       ...(bead.metadata?.[K.STEP_REF] ? { step_ref: bead.metadata[K.STEP_REF] } : {}),
@@ -136,7 +140,8 @@ export class RunViews {
     const all = [root, ...members];
     const ids = new Set(all.map((b) => b.id));
     const byId = new Map(all.map((b) => [b.id, b]));
-    const graph = logicalGraph(members, (bead) => stepStatus(bead, byId));
+    const statusOf = this.statusOf(all);
+    const graph = logicalGraph(members, (bead) => stepStatus(bead, statusOf));
     return {
       workflow_id: root.id,
       root_bead_id: root.id,
@@ -147,7 +152,7 @@ export class RunViews {
       beads: all.map((bead) => ({
         id: bead.id,
         title: bead.title,
-        status: bead === root ? this.status(root, members) : stepStatus(bead, byId),
+        status: bead === root ? this.status(root, members) : stepStatus(bead, statusOf),
         kind: bead === root ? 'workflow' : (bead.metadata?.[K.KIND] ?? 'step'),
         metadata: bead.metadata ?? {},
         ...(bead.metadata?.[K.STEP_REF]
@@ -261,7 +266,7 @@ function closedStatus(outcome: string | undefined): RunStatus {
   return 'completed';
 }
 
-function stepStatus(bead: Bead, byId: Map<string, Bead>): RunStepStatus {
+function stepStatus(bead: Bead, statusOf: (id: string) => string | undefined): RunStepStatus {
   if (bead.status === 'closed') {
     const outcome = bead.metadata?.[K.OUTCOME];
     if (outcome === 'fail') return 'failed';
@@ -270,8 +275,6 @@ function stepStatus(bead: Bead, byId: Map<string, Bead>): RunStepStatus {
     return 'completed';
   }
   if (bead.status === 'in_progress') return 'active';
-  const blocked = (bead.dependencies ?? []).some(
-    (d) => d.type === 'blocks' && byId.get(d.depends_on_id)?.status !== 'closed',
-  );
+  const blocked = (bead.dependencies ?? []).some((d) => d.type === 'blocks' && statusOf(d.depends_on_id) !== 'closed');
   return blocked ? 'blocked' : 'pending';
 }

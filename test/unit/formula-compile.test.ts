@@ -319,12 +319,34 @@ waits_for = "all-children"
       'f.workflow-finalize': ['merge', 'report'],
     });
     const bond = nodes.find((n) => n.id === 'survey.bond') as GraphNode;
-    expect(bond.bond).to.deep.equal({ forEach: 'output.files', bond: 'per-file', vars: { file: '{item}', by: 'qa' } });
+    expect(bond.bond).to.deep.equal({
+      forEach: 'output.files',
+      bond: 'per-file',
+      vars: { file: '{item}', by: 'qa' },
+      sequential: false,
+    });
     expect(
       compile(
         '[[steps]]\nid = "a"\ntitle = "A"\n[[steps]]\nid = "b"\ntitle = "B"\nneeds = ["a"]\nwaits_for = "any-children"\n',
       ).errors,
     ).to.deep.equal(['formulas/f.toml: step "b": waits_for: step "a" bonds no runs (it has no on_complete)']);
+  });
+
+  it('on_complete.sequential is kept on the bond node; parallel and sequential together, or not booleans, are errors', function () {
+    const step = (on: string) =>
+      `[[steps]]\nid = "s"\ntitle = "S"\non_complete = { for_each = "output.x", bond = "b"${on} }\n`;
+    const { errors, nodes } = compile(step(', sequential = true'));
+    expect(errors).to.deep.equal([]);
+    expect((nodes.find((n) => n.id === 's.bond') as GraphNode).bond?.sequential).to.equal(true);
+    expect(
+      (compile(step(', parallel = true')).nodes.find((n) => n.id === 's.bond') as GraphNode).bond?.sequential,
+    ).to.equal(false);
+    expect(compile(step(', parallel = true, sequential = true')).errors).to.deep.equal([
+      'formulas/f.toml: step "s": on_complete: cannot set both parallel and sequential',
+    ]);
+    expect(compile(step(', sequential = "yes"')).errors).to.deep.equal([
+      'formulas/f.toml: step "s": on_complete.sequential: must be true or false',
+    ]);
   });
 
   it('the items: a JSON array or one a line, from the step’s output or a var; {item.x} and {index} fill the vars', function () {
