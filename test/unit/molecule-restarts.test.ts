@@ -1,6 +1,7 @@
-// The runs a bond node pours, against both bead stores: sequential pours (each run after the one before ended,
-// however it ended; a controller stopped between two runs goes on), and pours a dead controller cut short —
-// stopped after every one of their beads in turn — finished once, never made twice.
+// What the molecule engine makes, against both bead stores, and a controller stopped in the middle of it: sequential
+// pours (each run after the one before ended, however it ended; a controller stopped between two runs goes on),
+// pours a dead controller cut short — stopped after every one of their beads in turn — finished once, never made
+// twice, and a loop's next iteration made once.
 import { rmSync } from 'node:fs';
 import { expect } from 'chai';
 import type { BeadStore } from '../../controller/beads/bead-store.js';
@@ -28,6 +29,8 @@ const PER_FILE =
 // A run that begins with a node the controller closes: a timer gate, open as soon as it is reached.
 const GATED =
   '[vars]\nfile = { required = true }\n[[steps]]\nid = "wait"\ngate = { type = "timer", duration = "0s" }\n[[steps]]\nid = "edit"\ntitle = "Edit {{file}}"\nneeds = ["wait"]\n';
+const LOOP =
+  '[[steps]]\nid = "polish"\ntitle = "Polish"\n[steps.loop]\nuntil = "review.output.approved == yes"\nmax = 3\n[[steps.loop.body]]\nid = "draft"\ntitle = "Draft"\n[[steps.loop.body]]\nid = "review"\ntitle = "Review"\nneeds = ["draft"]\n';
 const fanout = (mode: string) =>
   `[[steps]]\nid = "survey"\ntitle = "Survey"\non_complete = { for_each = "output.files", bond = "per-file", vars = { file = "{item}" }${mode} }\n[[steps]]\nid = "merge"\ntitle = "Merge"\nneeds = ["survey"]\nwaits_for = "all-children"\n`;
 
@@ -72,7 +75,7 @@ const pouredRoots = (store: BeadStore, parent: string) =>
   store.list({ type: 'molecule', includeClosed: true, metadata: { [K.PARENT_ROOT]: parent }, limit: 1000 }).items;
 
 for (const backend of BACKENDS) {
-  describe(`runs a bond node pours (unit, ${backend.name} store)`, function () {
+  describe(`the molecule engine across restarts (unit, ${backend.name} store)`, function () {
     let dir: string;
     let store: BeadStore;
     beforeEach(() => {
@@ -205,6 +208,36 @@ for (const backend of BACKENDS) {
         dir = tempDir('ctl-pours-');
         store = backend.open(dir);
       }
+    });
+
+    it('a loop whose next iteration was made but not counted when the controller died makes it no second time', async function () {
+      const first = controller(store);
+      const { root } = await first.engine.instantiate(compiled('polish', LOOP), { source: 'cook' });
+      await closeStep(first, 'Draft');
+      await closeStep(first, 'Review');
+      const loop = byRef(first.engine.members(root.id), 'polish')!;
+      await waitUntil('iteration 2', () => store.get(loop.id)?.metadata?.[K.LOOP_ITERATION] === '2' || undefined);
+      first.engine.stop();
+      // As if the controller died right after making iteration 2's beads: the loop bead neither waits for them
+      // nor counts them yet.
+      const made = first.engine.members(root.id).filter((b) => b.metadata?.[K.STEP_REF]?.startsWith('polish.iter2.'));
+      expect(made).to.have.length(2);
+      for (const bead of made) store.removeDependency(loop.id, bead.id, 'blocks');
+      store.update(loop.id, { metadata: { [K.LOOP_ITERATION]: '1' } });
+      const second = controller(store);
+      second.engine.resume();
+      await waitUntil('the loop to count iteration 2', () =>
+        store.get(loop.id)?.metadata?.[K.LOOP_ITERATION] === '2' ? true : undefined,
+      );
+      const refs = second.engine.members(root.id).map((b) => b.metadata?.[K.STEP_REF]);
+      expect(refs.filter((r) => r?.startsWith('polish.iter2.'))).to.deep.equal([
+        'polish.iter2.draft',
+        'polish.iter2.review',
+      ]);
+      expect((store.get(loop.id)!.dependencies ?? []).map((d) => d.depends_on_id)).to.include.members(
+        made.map((b) => b.id),
+      );
+      second.engine.stop();
     });
   });
 }
