@@ -1,16 +1,33 @@
 import { ACP_PRESETS } from './presets-acp.js';
 import type { OptionSpec } from './provider-options.js';
-import type { ProviderSpec } from './provider-spec.js';
+import type { DefaultsFile, ProviderSpec } from './provider-spec.js';
 import { CODEX_SANDBOX_MODES } from './codex-sandbox.js';
 
 /** A model chosen by name: any the program knows (its own aliases included), passed as it is. */
 const modelOption = (args: string[]): OptionSpec => ({ label: 'Model', type: 'string', args });
 
-/** A built-in provider: its spec, and the readiness probe that checks its tool is installed and signed in. */
+/**
+ * A built-in provider: its spec, the readiness probe that checks its tool is installed and signed in, and the
+ * defaults file its program is handed at every start (controller/sessions/defaults-file.ts).
+ */
 export interface Preset {
   spec: ProviderSpec & { display_name: string; command: string; protocol: NonNullable<ProviderSpec['protocol']> };
   probe?: string;
+  defaults_file?: DefaultsFile;
 }
+
+/**
+ * Gemini CLI's system defaults (the settings beneath the person's own), with its session clean-up off. At every
+ * start the clean-up deletes chat files without a turn, and with each one every file sharing its 8-character id:
+ * a `session/load` leaves such a file beside the conversation it loads, so the next start deleted the conversation
+ * itself (docs/agent-clis.md). Where the file is read when the variable is unset: its `getSystemDefaultsPath`.
+ */
+const GEMINI_DEFAULTS_FILE: DefaultsFile = {
+  env: 'GEMINI_CLI_SYSTEM_DEFAULTS_PATH',
+  fallbacks: ['{env_dir:GEMINI_CLI_SYSTEM_SETTINGS_PATH}/system-defaults.json', '/etc/gemini-cli/system-defaults.json'],
+  settings: { general: { sessionRetention: { enabled: false } } },
+  root_only: true,
+};
 
 /**
  * The built-in providers, as data: how each program is started, spoken to, resumed and put in a permission mode.
@@ -112,6 +129,7 @@ export const PRESETS: Record<string, Preset> = {
   },
   gemini: {
     probe: 'gemini',
+    defaults_file: GEMINI_DEFAULTS_FILE,
     spec: {
       display_name: 'Gemini CLI',
       command: 'gemini',

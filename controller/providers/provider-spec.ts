@@ -88,6 +88,28 @@ export interface ProviderSpec {
   context_windows?: Record<string, number>;
 }
 
+/**
+ * A settings file of ctl's own that the program reads beneath the person's own settings (Gemini CLI's system
+ * defaults), handed through an environment variable at every start: what the file the program would otherwise read
+ * says, with `settings` on top. Preset data, inherited by what is based on the preset.
+ */
+export interface DefaultsFile {
+  /** The variable naming the file the program reads (`GEMINI_CLI_SYSTEM_DEFAULTS_PATH`). */
+  env: string;
+  /**
+   * Where the program reads it when that variable is unset: the first that applies. `{env_dir:NAME}` stands for
+   * the directory of the file the variable NAME names (a candidate with it applies only while NAME is set).
+   */
+  fallbacks: string[];
+  /** What ctl's file sets, over what the person's file says (objects merged key by key). */
+  settings: Record<string, unknown>;
+  /**
+   * The program reads such a file only where it and every directory above it belong to root and no one else may
+   * write them (Gemini CLI's rule for system files): elsewhere it is not handed, and the person's stays in effect.
+   */
+  root_only: boolean;
+}
+
 /** A provider with its inheritance resolved: what a session is started from. */
 export interface ResolvedProvider {
   name: string;
@@ -100,6 +122,8 @@ export interface ResolvedProvider {
   origin: 'builtin' | 'city' | 'builtin+city';
   /** The readiness probe of the preset it derives from (`claude`, `codex`, `gemini`), if any. */
   probe?: string;
+  /** The defaults file of the preset it derives from, if it has one. */
+  defaults_file?: DefaultsFile;
   command: string;
   args: string[];
   env: Record<string, string>;

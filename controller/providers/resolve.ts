@@ -257,9 +257,16 @@ function resolveEach(
 }
 
 function builtin(preset: string): ResolvedProvider {
-  const { spec, probe } = PRESETS[preset]!;
+  const { spec, probe, defaults_file } = PRESETS[preset]!;
   const provider = merge(preset, undefined, spec, `builtin:${preset}`);
-  return { ...provider, builtin: true, city_level: false, origin: 'builtin', ...(probe ? { probe } : {}) };
+  return {
+    ...provider,
+    builtin: true,
+    city_level: false,
+    origin: 'builtin',
+    ...(probe ? { probe } : {}),
+    ...(defaults_file ? { defaults_file } : {}),
+  };
 }
 
 /** `spec` over `base` (or over the defaults of a custom provider: a `text` program on the pipe runtime). */
@@ -301,6 +308,7 @@ function merge(name: string, base: ResolvedProvider | undefined, spec: ProviderS
     pending_pattern: spec.pending_pattern ?? base?.pending_pattern,
     default_permission_mode: spec.default_permission_mode ?? base?.default_permission_mode,
     probe: base?.probe,
+    defaults_file: base?.defaults_file,
   };
   for (const [key, value] of Object.entries(optional)) {
     if (value !== undefined) (provider as unknown as Record<string, unknown>)[key] = value;

@@ -1,6 +1,7 @@
 import { PERMISSION_MODE_OPTION } from '../providers/provider-options.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import type { RuntimeOptions } from './runtime.js';
+import { handDefaultsFile } from './defaults-file.js';
 import { preparePriming } from './priming.js';
 import { sessionEnvironment } from './session-environment.js';
 import type { SessionContext } from './session-context.js';
@@ -24,20 +25,23 @@ export interface Launch {
 }
 
 /**
- * The runtime options for one start: its environment (ctl first on PATH, the CTL_* variables, an agent's env)
- * and, for an agent, its role prompt primed the way its provider takes one.
+ * The runtime options for one start: its environment (ctl first on PATH, the CTL_* variables, an agent's env, the
+ * provider's defaults file) and, for an agent, its role prompt primed the way its provider takes one.
  */
 export function launchOptions(l: Launch): RuntimeOptions {
   const agent = l.record.kind === 'agent';
+  const logger = l.ctx.logger.child({ session: l.record.id });
+  const env = sessionEnvironment(l.ctx, l.record, l.provider, {
+    dir: l.dir,
+    bead: l.bead,
+    ...(agent ? { agentEnv: l.ctx.agentEnv?.(l.record) } : {}),
+  });
+  if (l.provider.defaults_file) handDefaultsFile(l.provider.defaults_file, env, l.dir, logger);
   return {
     sessionId: l.record.id,
     provider: l.provider,
     workDir: l.workDir,
-    env: sessionEnvironment(l.ctx, l.record, l.provider, {
-      dir: l.dir,
-      bead: l.bead,
-      ...(agent ? { agentEnv: l.ctx.agentEnv?.(l.record) } : {}),
-    }),
+    env,
     stateDir: l.dir,
     resumeKey: l.resumeKey,
     // A mode chosen for the session (at create, or changed since) wins over one among its defaults.
@@ -52,6 +56,6 @@ export function launchOptions(l: Launch): RuntimeOptions {
     ),
     firstMessage: l.firstMessage,
     startTimeoutMs: l.ctx.startTimeoutMs,
-    logger: l.ctx.logger.child({ session: l.record.id }),
+    logger,
   };
 }
