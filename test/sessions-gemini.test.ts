@@ -1,6 +1,8 @@
-import { existsSync, readdirSync, renameSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { rootOnlyRefusal } from '../controller/sessions/defaults-file.js';
 import { startAgentSessionOfCli, type AgentSessionOfCli } from './helpers/gemini-family-sessions.js';
 import type { ModelServer } from './helpers/model-server.js';
 import { descendantsOf, isAlive } from './helpers/processes.js';
@@ -11,8 +13,27 @@ import { waitUntil } from './helpers/wait.js';
  * Gemini CLI itself (0.61.0 as pinned; see docs/agent-clis.md) in its ACP mode (`gemini --acp`, the `gemini`
  * preset), offline: its model is the scripted server's Gemini API (test/helpers/model-server.ts) at
  * GOOGLE_GEMINI_BASE_URL, which echoes and asks for `run_shell_command` on `run:`. One agent session, one
- * Gemini CLI process (~10 s to start on a busy machine), carries the tests in order; the last restarts it.
+ * Gemini CLI process (~10 s to start on a busy machine), carries the tests in order; the last two restart it.
  */
+
+/**
+ * A supervisor root where Gemini CLI reads the session's system defaults file (ctl's, with its session clean-up
+ * off): it reads one only where root alone can change it and every directory above it, so never under the
+ * temporary directory (1777), and only when the tests run as root. Else the reason, and no root.
+ */
+function rootOwnedRoot(): { root?: string; refused?: string } {
+  const parent = join(homedir(), '.cache', 'ctl', 'test-roots');
+  try {
+    mkdirSync(parent, { recursive: true, mode: 0o755 });
+    const root = mkdtempSync(join(parent, 'gemini-'));
+    const refused = rootOnlyRefusal(root);
+    if (refused === undefined) return { root };
+    rmSync(root, { recursive: true, force: true });
+    return { refused };
+  } catch (err) {
+    return { refused: String(err) };
+  }
+}
 describe('an agent session of the real Gemini CLI (ACP, against a scripted model server)', function () {
   this.timeout(90_000);
   const prompt = 'You are the coder agent of this city: close each bead with ctl when it is done.';
@@ -23,6 +44,7 @@ describe('an agent session of the real Gemini CLI (ACP, against a scripted model
   let work: string;
   let id: string;
   let seenPids: Set<number>;
+  const { root, refused } = rootOwnedRoot();
 
   before(async function () {
     this.timeout(11 * 60_000); // a version named by CTL_TEST_GEMINI_VERSION is installed on first use
@@ -44,6 +66,7 @@ describe('an agent session of the real Gemini CLI (ACP, against a scripted model
         env: { HOME: cliHome, GOOGLE_GEMINI_BASE_URL: server.url, GEMINI_API_KEY: 'test-key' },
       }),
       prompt,
+      root,
     });
     ({ city, model, home, work, id, seenPids } = cli);
   });
@@ -114,19 +137,26 @@ describe('an agent session of the real Gemini CLI (ACP, against a scripted model
     ]);
   });
 
-  it('after a controller restart, the session loads its conversation (ACP session/load) and goes on', async function () {
-    this.timeout(180_000);
-    const { api, sup } = city;
-    const key = (await session(api, id)).provider_session_key!;
-    // Gemini CLI 0.61 names a conversation's file by the minute it was opened, and a load in that same minute
-    // opens one of the same name that empties it (docs/agent-clis.md). A real restart comes later than this test
-    // can wait: the file is dated back instead.
-    const chats = readdirSync(join(home, '.gemini', 'tmp'), { recursive: true, encoding: 'utf8' }).filter((f) =>
+  /**
+   * Dates back the files holding the conversation `key` that are named by a recent minute: Gemini CLI 0.61 names a
+   * conversation's file by the minute it was opened, and a load in that same minute opens one of the same name
+   * that empties it (docs/agent-clis.md). A real restart comes later than this test can wait.
+   */
+  function dateBackChats(key: string, minute: string): void {
+    const chats = join(home, '.gemini', 'tmp');
+    const files = readdirSync(chats, { recursive: true, encoding: 'utf8' }).filter((f) =>
       f.endsWith(`-${key.slice(0, 8)}.jsonl`),
     );
-    expect(chats, 'its conversation file').to.have.length(1);
-    const file = join(home, '.gemini', 'tmp', chats[0]);
-    renameSync(file, file.replace(/session-[0-9T-]+-(?=[0-9a-f]{8}\.jsonl$)/, 'session-2026-01-01T00-00-'));
+    const held = files.filter((f) => readFileSync(join(chats, f), 'utf8').includes('hello there'));
+    expect(held, `the file holding its conversation, of ${files.join(', ')}`).to.have.length(1);
+    if (held[0].includes('session-2026-01-01T')) return;
+    const file = join(chats, held[0]);
+    renameSync(file, file.replace(/session-[0-9T-]+-(?=[0-9a-f]{8}\.jsonl$)/, `session-2026-01-01T${minute}-`));
+  }
+
+  /** Kills the city's controller and waits for the new one (running once its sessions have started again). */
+  async function restartController(): Promise<void> {
+    const { api, sup } = city;
     const before = (await session(api, id)).pid!;
     const controller = (await sup.city('gemini'))!.pid!;
     process.kill(controller, 'SIGKILL');
@@ -136,21 +166,52 @@ describe('an agent session of the real Gemini CLI (ACP, against a scripted model
         const info = await sup.city('gemini');
         return info?.running === true && info.pid !== controller;
       },
-      // A new controller is running once its sessions have started again: this one's CLI included.
       90_000,
     );
     await waitUntil('its Gemini CLI to end with its controller', () => !isAlive(before), 15_000);
-    await deliver(api, id, 'after the restart');
-    await waitForTurn(api, id, 'assistant', 'You said: after the restart', 60_000);
-    const view = await session(api, id);
-    seenPids.add(view.pid!);
-    expect(view.provider_session_key, 'the same conversation').to.equal(key);
+    seenPids.add((await session(api, id)).pid!);
+  }
+
+  /** The turn `text` answered in the same conversation, the model sent the turns named in `earlier`. */
+  async function goesOnWith(key: string, text: string, earlier: string[]): Promise<void> {
+    const { api } = city;
+    await deliver(api, id, text);
+    await waitForTurn(api, id, 'assistant', `You said: ${text}`, 60_000);
+    expect((await session(api, id)).provider_session_key, 'the same conversation').to.equal(key);
     // The model is sent the conversation before the restart (its replay over ACP is not a new turn of ours).
-    const sent = sentWith('after the restart');
-    expect(sent).to.include('hello there');
-    expect(sent).to.include(`touch ${join(work, 'allowed.txt')}`);
+    const sent = sentWith(text);
+    for (const turn of earlier) expect(sent).to.include(turn);
     expect((await turns(api, id)).filter((t) => t.text === 'hello there')).to.have.length(1);
     const notes = (await raw()).filter((e) => /could not load|cannot load/.test(e.text ?? ''));
     expect(notes, 'no note of a conversation lost').to.deep.equal([]);
+  }
+
+  it('after a controller restart, the session loads its conversation (ACP session/load) and goes on', async function () {
+    this.timeout(180_000);
+    const key = (await session(city.api, id)).provider_session_key!;
+    dateBackChats(key, '00-00');
+    await restartController();
+    await goesOnWith(key, 'after the restart', ['hello there', `touch ${join(work, 'allowed.txt')}`]);
+  });
+
+  it('after a second restart too: its clean-up off, Gemini CLI keeps the conversation a load left a file beside', async function () {
+    if (refused !== undefined) {
+      process.stdout.write(`      skipped: Gemini CLI reads no system defaults file of a test's here (${refused})\n`);
+      this.skip();
+    }
+    this.timeout(180_000);
+    const key = (await session(city.api, id)).provider_session_key!;
+    // The program is handed the session's own system defaults file, its session clean-up off.
+    const environ = readFileSync(`/proc/${(await session(city.api, id)).pid!}/environ`, 'utf8').split('\0');
+    const named = environ.find((v) => v.startsWith('GEMINI_CLI_SYSTEM_DEFAULTS_PATH='))?.split('=')[1];
+    expect(named, "a file of the session's own, in its city").to.satisfy(
+      (path?: string) => path?.startsWith(`${city.dir}/.ctl/`) && path.endsWith('/program-defaults.json'),
+    );
+    expect(JSON.parse(readFileSync(named!, 'utf8'))).to.deep.equal({
+      general: { sessionRetention: { enabled: false } },
+    });
+    dateBackChats(key, '00-01');
+    await restartController();
+    await goesOnWith(key, 'after the second restart', ['hello there', 'after the restart']);
   });
 });

@@ -46,6 +46,8 @@ export interface CliSetup {
   provider(model: ModelServer, home: string): { args_append?: string[]; env: Record<string, string> };
   /** The agent's `prompt.md`. */
   prompt: string;
+  /** The supervisor's root, cities included (default: a new temporary directory; removed at close either way). */
+  root?: string;
 }
 
 /**
@@ -64,11 +66,12 @@ export async function startAgentSessionOfCli(setup: CliSetup): Promise<AgentSess
   const removeFolders = () => {
     rmSync(home, { recursive: true, force: true });
     rmSync(work, { recursive: true, force: true });
+    if (setup.root !== undefined) rmSync(setup.root, { recursive: true, force: true });
   };
   let id: string;
   let firstPid: number;
   try {
-    city = await startSessionCity(setup.cityName);
+    city = await startSessionCity(setup.cityName, '', undefined, setup.root);
     ({ id, pid: firstPid } = await startAgentSession(city, setup, cli.bin, model, home));
   } catch (err) {
     await city?.sup.cleanup();

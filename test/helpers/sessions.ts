@@ -52,8 +52,13 @@ export interface SessionCity {
 }
 
 /** A supervisor with one running city whose city.toml has `providersToml` (and `extra`), registered through the API. */
-export async function startSessionCity(name = 'sessions', extra = '', env?: NodeJS.ProcessEnv): Promise<SessionCity> {
-  const sup = await TestSupervisor.start({ env });
+export async function startSessionCity(
+  name = 'sessions',
+  extra = '',
+  env?: NodeJS.ProcessEnv,
+  root?: string,
+): Promise<SessionCity> {
+  const sup = await TestSupervisor.start({ env, root });
   const dir = sup.cityDir(name);
   mkdirSync(dir, { recursive: true });
   const state = tempDir('ctl-agent-state-');
