@@ -82,6 +82,9 @@ export function rootOnlyRefusal(file: string, facts: PathFacts = REAL_FS): strin
   }
 }
 
+/** The refusals each logger (a controller's) has warned of. */
+const saidNotRead = new WeakMap<Logger, Set<string>>();
+
 /**
  * Hands the program its provider's defaults file: writes the session's own (what the file the program would read
  * says, with the preset's settings on top) and names it in `env`. Where the program would not read it (a
@@ -97,11 +100,18 @@ export function handDefaultsFile(
   facts: PathFacts = REAL_FS,
 ): void {
   const ours = join(sessionDir, DEFAULTS_FILE);
-  const notRead = (refused: string) =>
-    logger.warn(
+  const notRead = (refused: string) => {
+    // Said once per reason: every session of a city in a person's own folder would otherwise repeat it at start.
+    const said = saidNotRead.get(logger) ?? new Set<string>();
+    saidNotRead.set(logger, said);
+    const level = said.has(`${spec.env} ${refused}`) ? 'debug' : 'warn';
+    said.add(`${spec.env} ${refused}`);
+    logger[level](
       { file: ours, settings: spec.settings },
-      `${spec.env}: the program would not read a defaults file here (${refused}); its settings are left as they are`,
+      `${spec.env}: the program would not read a defaults file here (${refused}); its settings are left as they ` +
+        `are — to have them, put ${JSON.stringify(spec.settings)} in your own settings for it`,
     );
+  };
   // The folder first: where it is refused, nothing is written (a person's city, most often).
   const folderRefused = spec.root_only ? rootOnlyRefusal(sessionDir, facts) : undefined;
   if (folderRefused !== undefined) return notRead(folderRefused);

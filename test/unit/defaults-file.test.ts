@@ -29,7 +29,10 @@ function facts(odd: Record<string, { uid?: number; mode?: number; link?: boolean
 describe("a provider's defaults file (Gemini CLI's system defaults, its session clean-up off)", () => {
   let dir: string;
   let warnings: string[];
-  const logger = { warn: (_: unknown, message: string) => warnings.push(message) } as unknown as Logger;
+  const logger = {
+    warn: (_: unknown, message: string) => warnings.push(message),
+    debug: () => undefined,
+  } as unknown as Logger;
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'ctl-defaults-'));
     warnings = [];
@@ -124,7 +127,10 @@ describe("a provider's defaults file (Gemini CLI's system defaults, its session 
     expect(env.GEMINI_CLI_SYSTEM_DEFAULTS_PATH).to.equal(theirs);
     expect(existsSync(join(dir, DEFAULTS_FILE))).to.equal(false);
     expect(warnings).to.have.length(1);
-    expect(warnings[0]).to.match(/would not read a defaults file here/);
+    expect(warnings[0]).to.match(/would not read a defaults file here .*put \{"general":\{"sessionRetention"/);
+    // Said once: the next session's start is as refused, and quiet.
+    handDefaultsFile(gemini(), env, dir, logger);
+    expect(warnings).to.have.length(1);
 
     writeFileSync(theirs, '{ // a comment\n "general": {} }');
     handDefaultsFile(gemini(), env, dir, logger, facts());
