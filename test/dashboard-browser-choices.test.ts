@@ -2,13 +2,14 @@ import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium, RECORD_NOTIFICATIONS, seriousViolations, watchedPage } from './helpers/browser.js';
 import type { CityApi } from './helpers/city-api.js';
-import { createSession, send, sessionEvents, startSessionCity } from './helpers/sessions.js';
+import { createSession, send, session, sessionEvents, startSessionCity } from './helpers/sessions.js';
 import { CSRF, type TestSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
 // What a person decides on the dashboard, in Debian's Chromium against a real supervisor and controller, driven
 // by role and accessible name: deleting a comment they wrote (and only theirs: the page asks GET /v0/whoami who
-// it is), confirmed in a dialog; and which kinds of browser notification they get. Issue 23.
+// it is), confirmed in a dialog; killing a session's program, confirmed in the same dialog; and which kinds of
+// browser notification they get. Issue 23.
 
 const CITY = 'choices';
 
@@ -105,6 +106,57 @@ describe('dashboard in Chromium: deleting one’s comment, notification kinds', 
       await asking.waitFor({ state: 'detached' });
       // The browser logs the refused DELETE itself; nothing else went wrong.
       expect(watched.consoleErrors.filter((e) => !/status of 404/.test(e))).to.deep.equal([]);
+    } finally {
+      await watched.context.close();
+    }
+  });
+
+  it('asks in a dialog before killing a session’s program: Escape and Cancel leave it, a refusal shows there', async () => {
+    const watched = await watchedPage(browser);
+    try {
+      const { page } = watched;
+      const id = await createSession(api, { name: 'echo' });
+      await waitUntil('the echo program to run', async () => (await session(api, id)).running);
+      const { pid } = await session(api, id);
+      await page.goto(`${sup.base}/ui/city/${CITY}/session/${id}`);
+      await live(page);
+      const kill = page.getByRole('button', { name: 'Kill', exact: true });
+      const dialog = page.getByRole('dialog', { name: 'Kill the program now?' });
+      const focused = () => page.evaluate<string>('document.activeElement.textContent');
+
+      // Escape, then Cancel: the dialog goes, focus is back on Kill, and the same program still runs.
+      await kill.click();
+      await dialog.getByText('Its turn is lost.', { exact: false }).waitFor();
+      expect(await focused(), 'Cancel has the focus first').to.equal('Cancel');
+      expect(await seriousViolations(page), 'axe-core, the dialog open').to.deep.equal([]);
+      await page.keyboard.press('Escape');
+      await dialog.waitFor({ state: 'detached' });
+      expect(await focused()).to.equal('Kill');
+      await kill.click();
+      await dialog.getByRole('button', { name: 'Cancel' }).click();
+      await dialog.waitFor({ state: 'detached' });
+      expect(await session(api, id)).to.deep.include({ running: true, pid });
+      expect(await sessionEvents(api, 'session.stopped', id)).to.deep.equal([]);
+
+      // Confirmed, the program is killed and it is said; killed again, the API's refusal stays in the dialog.
+      await kill.click();
+      await dialog.getByRole('button', { name: 'Kill', exact: true }).click();
+      await dialog.waitFor({ state: 'detached' });
+      expect(await focused()).to.equal('Kill');
+      await page.getByRole('status').getByText('Killed the program').waitFor();
+      await waitUntil('the kill', async () => (await sessionEvents(api, 'session.stopped', id)).length > 0);
+      expect((await sessionEvents(api, 'session.stopped', id))[0].payload.reason).to.equal('killed');
+      expect((await session(api, id)).running).to.equal(false);
+      await kill.click();
+      await dialog.getByRole('button', { name: 'Kill', exact: true }).click();
+      await dialog
+        .getByRole('alert')
+        .filter({ hasText: `session ${id} is not running` })
+        .waitFor();
+      await dialog.getByRole('button', { name: 'Cancel' }).click();
+      await dialog.waitFor({ state: 'detached' });
+      // The browser logs the refused POST itself; nothing else went wrong.
+      expect(watched.consoleErrors.filter((e) => !/status of 409/.test(e))).to.deep.equal([]);
     } finally {
       await watched.context.close();
     }

@@ -1,5 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { ConfirmDialog } from './confirm-dialog.js';
 import type { StreamStatus } from './live.js';
 
 /** Messages for everyone, screen readers included (one polite live region for the whole page). */
@@ -94,20 +95,35 @@ export function ErrorNote({ error }: { error: string | undefined }) {
   ) : null;
 }
 
-/** A button whose action is a request: disabled while it runs, the outcome announced. */
+/** What a confirming button asks before its request goes (shown in a `ConfirmDialog`). */
+export interface Confirmation {
+  /** The question, and the dialog's accessible name: "Kill the program now?". */
+  title: string;
+  /** What follows if they go ahead. */
+  body: string;
+  /** The button that goes ahead; the button's own label when absent. */
+  action?: string;
+  /** The button that leaves things as they are; "Cancel" when absent. */
+  keep?: string;
+}
+
+/**
+ * A button whose action is a request: disabled while it runs, the outcome announced. With `confirm` it first asks
+ * in a `ConfirmDialog`; a refusal is then shown in that dialog, which stays open, rather than announced.
+ */
 export function ActionButton(props: {
   label: string;
   /** The accessible name when the visible label alone is ambiguous (a row's "Stop" says whose). */
   name?: string;
   run: () => Promise<unknown>;
   done?: string;
-  confirm?: string;
+  confirm?: Confirmation;
   kind?: 'danger' | 'primary';
   disabled?: boolean;
 }) {
   const [busy, setBusy] = useState(false);
+  const [asking, setAsking] = useState(false);
   const click = async () => {
-    if (props.confirm && !window.confirm(props.confirm)) return;
     setBusy(true);
     try {
       await props.run();
@@ -118,17 +134,35 @@ export function ActionButton(props: {
       setBusy(false);
     }
   };
+  const confirm = props.confirm;
   return (
-    <button
-      type="button"
-      class={props.kind ?? ''}
-      aria-label={props.name}
-      disabled={busy || props.disabled}
-      aria-busy={busy}
-      onClick={() => void click()}
-    >
-      {props.label}
-    </button>
+    <>
+      <button
+        type="button"
+        class={props.kind ?? ''}
+        aria-label={props.name}
+        aria-haspopup={confirm ? 'dialog' : undefined}
+        disabled={busy || props.disabled}
+        aria-busy={busy}
+        onClick={() => (confirm ? setAsking(true) : void click())}
+      >
+        {props.label}
+      </button>
+      {confirm && asking && (
+        <ConfirmDialog
+          title={confirm.title}
+          confirm={confirm.action ?? props.label}
+          keep={confirm.keep}
+          run={async () => {
+            await props.run();
+            if (props.done) announce(props.done);
+          }}
+          onClose={() => setAsking(false)}
+        >
+          <p>{confirm.body}</p>
+        </ConfirmDialog>
+      )}
+    </>
   );
 }
 

@@ -96,7 +96,11 @@ export function CitiesView() {
                       <ActionButton
                         label="Stop"
                         name={`Stop ${city.name}`}
-                        confirm={`Stop city ${city.name}? Its agents stop too.`}
+                        confirm={{
+                          title: `Stop city ${city.name}?`,
+                          body: 'Its controller stops, and every agent and session program with it. Start brings it back.',
+                          action: 'Stop city',
+                        }}
                         done={`Stopping ${city.name}`}
                         run={async () => {
                           await must(

@@ -34,13 +34,17 @@ export function RunView({ city, id }: { city: string; id: string }) {
     <Page title={r?.title ? `Run ${r.title}` : `Run ${id}`} live={live}>
       <ErrorNote error={run.error ?? graph.error} />
       {r && (
-        <p>
+        <div class="run-status">
           <StateBadge state={r.status} />{' '}
           {['pending', 'active', 'waiting'].includes(r.status) && (
             <ActionButton
               label="Cancel run"
               kind="danger"
-              confirm="Cancel this run?"
+              confirm={{
+                title: 'Cancel this run?',
+                body: 'Every step not yet done is closed as canceled, then the run itself; it cannot be resumed.',
+                keep: 'Keep running',
+              }}
               done="Canceled"
               run={() =>
                 must(
@@ -51,7 +55,7 @@ export function RunView({ city, id }: { city: string; id: string }) {
               }
             />
           )}
-        </p>
+        </div>
       )}
       {graph.loading && !graph.data && <Loading what="the run's graph" />}
       {graph.data && <RunGraph snapshot={graph.data} />}

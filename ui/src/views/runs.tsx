@@ -61,7 +61,12 @@ export function RunsView({ city }: { city: string }) {
                         label="Cancel"
                         name={`Cancel ${r.run_id}`}
                         kind="danger"
-                        confirm={`Cancel run ${r.run_id}?`}
+                        confirm={{
+                          title: `Cancel run ${r.run_id}?`,
+                          body: 'Every step not yet done is closed as canceled, then the run itself; it cannot be resumed.',
+                          action: 'Cancel run',
+                          keep: 'Keep running',
+                        }}
                         done="Canceled"
                         run={() =>
                           must(

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, CSRF, must, type Schemas } from '../api.js';
-import { ActionButton, announce, cityUrl, ErrorNote, Page, StateBadge } from '../components.js';
+import { ActionButton, announce, cityUrl, ErrorNote, Page, StateBadge, type Confirmation } from '../components.js';
 import { useCityEvents, useLoad, useStream, type Loaded } from '../hooks.js';
 import { Transcript, type Entry } from './transcript.js';
 
@@ -15,12 +15,26 @@ const SCREEN_LINES = 40;
 type Intent = Schemas['SubmitIntent'];
 const ACTIONS = ['stop', 'kill', 'suspend', 'wake', 'close'] as const;
 type Action = (typeof ACTIONS)[number];
-const ACTION_WORDS: Record<Action, { label: string; done: string; confirm?: string }> = {
+const ACTION_WORDS: Record<Action, { label: string; done: string; confirm?: Confirmation }> = {
   stop: { label: 'Stop', done: 'Stopping the session' },
-  kill: { label: 'Kill', done: 'Killed the program', confirm: 'Kill the program now? Its turn is lost.' },
+  kill: {
+    label: 'Kill',
+    done: 'Killed the program',
+    confirm: {
+      title: 'Kill the program now?',
+      body: 'Its turn is lost. The session sleeps until a message or Wake starts its program again.',
+    },
+  },
   suspend: { label: 'Suspend', done: 'Suspended the session' },
   wake: { label: 'Wake', done: 'Waking the session' },
-  close: { label: 'Close', done: 'Closed the session', confirm: 'Close this session for good?' },
+  close: {
+    label: 'Close',
+    done: 'Closed the session',
+    confirm: {
+      title: 'Close this session for good?',
+      body: 'Its program ends and it takes no more messages; its transcript stays readable.',
+    },
+  },
 };
 
 export function SessionView({ city, id }: { city: string; id: string }) {
