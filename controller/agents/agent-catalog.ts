@@ -328,6 +328,7 @@ function fingerprintOf(definition: AgentDefinition): string {
     session_setup: definition.config.session_setup,
     setup_script: definition.setupScript,
     overlay: definition.overlayDir,
+    pack_overlays: definition.config.pack_overlays,
     // The fragments a templated prompt draws on are part of what its sessions start with.
     prompt_parts: definition.config.prompt_parts,
   };

@@ -40,7 +40,7 @@ export interface StartingSession {
 
 /**
  * What an agent's configuration runs around each start of one of its sessions, as the reference does: before
- * the program starts, its `overlay_dir` laid into the work directory and its `pre_start` commands (one failing:
+ * the program starts, its `overlay_dir` and its packs' `overlay/` laid into the work directory and its `pre_start` commands (one failing:
  * the session does not start, and says why); once the program is ready, its `session_setup` commands and
  * `session_setup_script` (a failure is recorded; the session runs on). Each command is a child of the
  * controller in its own process group, under `[session] setup_timeout`; what it printed is kept in the session
@@ -59,11 +59,15 @@ export class AgentStartSteps {
     if (agent.config.wake_mode === 'fresh' && record.provider_session_key !== undefined) {
       session.saveFields({ provider_session_key: undefined });
     }
-    if (agent.overlayDir !== undefined) {
-      const copied = copyOverlay(agent.overlayDir, programDir);
-      if (copied.skipped.length) {
-        this.log(record, `overlay_dir ${agent.overlayDir}: skipped ${copied.skipped.join('; ')}`);
-      }
+    // Copies never replace a file, so the overlay that wins goes first: the agent's own, then its packs' (the
+    // last gathered wins among them), as the reference's overwriting copies in the opposite order leave it.
+    const overlays: [string, string][] = [
+      ...(agent.overlayDir !== undefined ? [['overlay_dir', agent.overlayDir] as [string, string]] : []),
+      ...(agent.config.pack_overlays ?? []).toReversed().map((dir): [string, string] => ['pack overlay', dir]),
+    ];
+    for (const [what, dir] of overlays) {
+      const copied = copyOverlay(dir, programDir);
+      if (copied.skipped.length) this.log(record, `${what} ${dir}: skipped ${copied.skipped.join('; ')}`);
     }
     for (const [i, command] of (agent.config.pre_start ?? []).entries()) {
       const failure = await this.run(record, agent, `pre_start[${i}]`, command, programDir);

@@ -13,7 +13,8 @@ export interface OverlayCopy {
  * Copies the files of `overlay` into `workDir`, keeping their relative paths, as the reference's `overlay_dir`
  * does: additive — a file the work directory has already is never overwritten. Nothing is read from outside the
  * overlay (a symbolic link leading out of it is skipped) and nothing is written outside the work directory (a
- * directory there that is a link leading out is skipped). Throws when the overlay is not a directory.
+ * directory there that is a link leading out is skipped). Its top-level `per-provider/` is left out: the
+ * reference's provider hook files, which ctl does not install. Throws when the overlay is not a directory.
  */
 export function copyOverlay(overlay: string, workDir: string): OverlayCopy {
   if (!statSync(overlay, { throwIfNoEntry: false })?.isDirectory()) {
@@ -23,6 +24,8 @@ export function copyOverlay(overlay: string, workDir: string): OverlayCopy {
   mkdirSync(workDir, { recursive: true });
   const walk = (from: string, to: string) => {
     for (const entry of readdirSync(from, { withFileTypes: true })) {
+      // The reference's provider hook files, staged per provider there: hooks are not installed (validate says so).
+      if (from === overlay && entry.name === 'per-provider') continue;
       const source = join(from, entry.name);
       const target = join(to, entry.name);
       const name = relative(overlay, source);

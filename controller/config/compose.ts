@@ -12,6 +12,7 @@ import { CITY_TOML } from './reference-keys.js';
 import type { NamedSession, PackDoctorEntry } from '../packs/pack-file.js';
 import type { PackCommand } from '../packs/pack-commands.js';
 import { applyPackPatches } from './pack-patches.js';
+import { PackOverlays } from './pack-overlays.js';
 import { stampPromptParts, type AgentOrigin } from './prompt-parts.js';
 
 /** One import as the loader found it: where its files are, or why it could not be read. */
@@ -100,11 +101,12 @@ const MAX_DEPTH = 8;
  * Composes a city's configuration in the reference's order: `city.toml`, the city's own `pack.toml` (the root
  * pack), its `agents/` directories, the packs it imports (recursively, in sorted binding order: their agents
  * named `binding.agent`, their providers where the city has none of that name, their formulas and orders as
- * lower layers), each rig's imports (`rig/binding.agent`, rig-scoped agents only), then `[agent_defaults]`,
- * then patches. Never fetches: a git-backed pack is read from the cache at the commit `packs.lock` names, and
- * one that is not there is reported and left out, like any pack that cannot be read; the rest runs. Two
- * agents answering to one name make the whole configuration unusable (a ConfigError), as a broken `city.toml`
- * does.
+ * lower layers), each rig's imports (`rig/binding.agent`, rig-scoped agents only), then
+ * `[agent_defaults]`, then patches; each agent is given the `overlay/` directories of the packs loaded at
+ * the city and in its rig. Never fetches: a git-backed pack is read from the cache at the commit `packs.lock`
+ * names, and one that is not there is reported and left out, like any pack that cannot be read; the rest runs.
+ * Two agents answering to one name make the whole configuration unusable (a ConfigError), as a broken
+ * `city.toml` does.
  */
 export function composeConfig(root: string, cityToml: CityConfig, options: ComposeOptions): ComposedConfig {
   const problems: ConfigProblem[] = [];
@@ -144,6 +146,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     problems.push({ file: 'packs.lock', message: (err as Error).message });
   }
   const packProviders = new Set<string>();
+  const overlays = new PackOverlays();
   const origins = new Map<string, AgentOrigin>();
   const load = (
     imp: PackImport & { included?: boolean },
@@ -255,6 +258,8 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     }
     for (const inner of [...includesOf(file.includes, `${label}pack.toml`), ...file.imports])
       load(inner, dir, binding, namespace, rig, depth + 1, [...stack, dir]);
+    // After its imports': a pack's overlay wins over those of the packs it takes in.
+    overlays.add(dir, label, rig, skipped, findings);
     // The pack's patches, over what it brought (its own agents and its imports'), by their names in the pack.
     applyPackPatches(file.agentPatches, agents, first, named, `${label}pack.toml`, problems);
   };
@@ -267,6 +272,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
   }
   applyAgentDefaults(config.agentDefaults, agents);
   const patched = applyPatches(config, agents, problems);
+  overlays.stamp(root, agents, findings);
   stampPromptParts(root, config, agents, packs, origins, problems);
   const unsupported: ConfigProblem[] = [];
   const unknownKeys: ConfigProblem[] = [];

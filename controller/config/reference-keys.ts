@@ -200,6 +200,10 @@ export const REFERENCE_ONLY_PROVIDER_PATCH_KEYS: Record<string, string> = {
   env_remove: 'a patch’s env is laid over the provider’s; nothing is removed',
 };
 
+/** Why a pack overlay's `per-provider/` is not laid down (its files are the reference's provider hooks). */
+export const PER_PROVIDER_OVERLAY =
+  'its files are provider hooks, which are not installed (sessions report through their protocol); the rest of the overlay is laid into the work directory';
+
 const PATCHES: TableSpec = {
   // The values are checked where each patch is applied (patches.ts), naming the patch.
   keys: {

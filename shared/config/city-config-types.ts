@@ -52,6 +52,11 @@ export interface CityAgentConfig {
   drain_timeout_ms?: number;
   /** A directory whose files are copied into the work directory before each start, never over existing ones. */
   overlay_dir?: string;
+  /**
+   * The `overlay/` directories of the packs loaded at the city and in the agent's rig (absolute, lowest
+   * precedence first), laid into the work directory like `overlay_dir`, which wins over them; set by compose.
+   */
+  pack_overlays?: string[];
   /** Agents whose sessions must be running before this one's start. */
   depends_on: string[];
   default_sling_formula?: string;
