@@ -11,7 +11,7 @@ import { auditKeys, type KeyFinding } from './key-audit.js';
 import { CITY_TOML } from './reference-keys.js';
 import type { NamedSession, PackDoctorEntry } from '../packs/pack-file.js';
 import type { PackCommand } from '../packs/pack-commands.js';
-import { applyPackPatches } from './pack-patches.js';
+import { applyPackPatches, applyRigOverrides } from './pack-patches.js';
 import { PackOverlays } from './pack-overlays.js';
 import { stampPromptParts, type AgentOrigin } from './prompt-parts.js';
 
@@ -101,8 +101,8 @@ const MAX_DEPTH = 8;
  * Composes a city's configuration in the reference's order: `city.toml`, the city's own `pack.toml` (the root
  * pack), its `agents/` directories, the packs it imports (recursively, in sorted binding order: their agents
  * named `binding.agent`, their providers where the city has none of that name, their formulas and orders as
- * lower layers), each rig's imports (`rig/binding.agent`, rig-scoped agents only), then
- * `[agent_defaults]`, then patches; each agent is given the `overlay/` directories of the packs loaded at
+ * lower layers), each rig's imports (`rig/binding.agent`, rig-scoped agents only, then the rig's overrides),
+ * then `[agent_defaults]`, then patches; each agent is given the `overlay/` directories of the packs loaded at
  * the city and in its rig. Never fetches: a git-backed pack is read from the cache at the commit `packs.lock`
  * names, and one that is not there is reported and left out, like any pack that cannot be read; the rest runs.
  * Two agents answering to one name make the whole configuration unusable (a ConfigError), as a broken
@@ -268,7 +268,11 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
   for (const rig of config.rigs) {
     const own = rig.imports ?? [];
     const all = [...own, ...config.rigDefaultImports.filter((d) => !own.some((o) => o.binding === d.binding))];
+    const first = agents.length;
     for (const imp of all) load(imp, root, '', '', rig.name, 1, []);
+    if (rig.overrides) {
+      applyRigOverrides(rig.name, rig.overrides, agents, first, (n) => origins.get(n)?.local, problems);
+    }
   }
   applyAgentDefaults(config.agentDefaults, agents);
   const patched = applyPatches(config, agents, problems);

@@ -44,3 +44,45 @@ export function applyPackPatches(
     }
   }
 }
+
+/**
+ * A rig's `[[rigs.overrides]]` and `[[rigs.patches]]`, laid over the agents its packs just brought (`agents` from
+ * `first` on), in file order: each names its agent by `agent`, as its pack knows it (`dev`) or as composed
+ * (`web.dev`). One matching nothing, or setting a key wrongly, is a problem naming it; the rest applies.
+ */
+export function applyRigOverrides(
+  rig: string,
+  overrides: ConfigPatch[],
+  agents: CityAgentConfig[],
+  first: number,
+  localName: (composed: string) => string | undefined,
+  problems: ConfigProblem[],
+): void {
+  for (const [i, override] of overrides.entries()) {
+    const key = `rigs.${rig}.${override.key ?? `overrides[${i}]`}`;
+    let index = -1;
+    for (let j = first; j < agents.length; j++) {
+      const a = agents[j]!;
+      if (a.dir === rig && (a.name === override.name || localName(a.name) === override.name)) {
+        index = j;
+        break;
+      }
+    }
+    if (index < 0) {
+      const message = `city.toml: ${key}: rig ${rig}'s packs bring no agent named ${override.name}`;
+      problems.push({ file: 'city.toml', key, message });
+      continue;
+    }
+    const fields = Object.fromEntries(
+      Object.entries(override.fields).filter(
+        ([k]) => k !== 'dir' && !Object.hasOwn(REFERENCE_ONLY_AGENT_PATCH_KEYS, k),
+      ),
+    );
+    try {
+      agents[index] = patchAgent(agents[index]!, fields, (k) => `city.toml: ${key}.${k}`);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push({ file: 'city.toml', key, message: err.message });
+    }
+  }
+}

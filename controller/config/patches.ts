@@ -85,10 +85,21 @@ export function applyPatches(
       problems.push({ file: 'city.toml', key, message: `${key}: no provider named ${patch.name} to patch` });
       continue;
     }
-    config.providers[patch.name] = mergeTable(
-      existing ?? {},
-      applicable(patch.fields, REFERENCE_ONLY_PROVIDER_PATCH_KEYS),
-    );
+    const { env_remove: envRemoved, ...fields } = applicable(patch.fields, REFERENCE_ONLY_PROVIDER_PATCH_KEYS);
+    let removed: string[];
+    try {
+      removed = optStringList({ envRemoved }, 'envRemoved', `city.toml: ${key}.env_remove`) ?? [];
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push({ file: 'city.toml', key, message: err.message });
+      continue;
+    }
+    const merged = mergeTable(existing ?? {}, fields);
+    // Removed from the provider's own env table, as the reference does (a built-in preset's env stays).
+    if (removed.length && isTable(merged.env)) {
+      merged.env = Object.fromEntries(Object.entries(merged.env).filter(([k]) => !removed.includes(k)));
+    }
+    config.providers[patch.name] = merged;
     patched.providers.add(patch.name);
   }
   for (const [i, patch] of config.patches.rigs.entries()) {
@@ -148,17 +159,31 @@ export function patchAgent(
   fields: Record<string, unknown>,
   at: (key: string) => string,
 ): CityAgentConfig {
-  const { inject_fragments_append: appended, ...rest } = fields;
-  fields = rest;
+  const {
+    inject_fragments_append: fragmentsAppended,
+    pre_start_append: preStartAppended,
+    session_setup_append: setupAppended,
+    env_remove: envRemoved,
+    pool,
+    ...rest
+  } = fields;
+  fields = { ...rest, ...poolFields(pool, at) };
   for (const key of Object.keys(fields)) {
     if (!(AGENT_PATCH_KEYS as readonly string[]).includes(key)) throw new ConfigError(`${at(key)} is not an agent key`);
   }
+  // The `_append` lists are checked as the lists they lengthen are (`pre_start_append` as `pre_start`).
+  const appended = parseAgentTable(
+    {
+      name: 'patch',
+      ...(preStartAppended !== undefined ? { pre_start: preStartAppended } : {}),
+      ...(setupAppended !== undefined ? { session_setup: setupAppended } : {}),
+    },
+    (k) => at(`${k}_append`),
+    agent.source,
+  );
+  const removed = optStringList({ envRemoved }, 'envRemoved', at('env_remove')) ?? [];
   const parsed = parseAgentTable({ ...fields, name: 'patch' }, at, agent.source);
   const next: CityAgentConfig = { ...agent };
-  if (appended !== undefined) {
-    const more = optStringList({ appended }, 'appended', at('inject_fragments_append'))!;
-    next.inject_fragments = [...(agent.inject_fragments ?? []), ...more];
-  }
   for (const key of Object.keys(fields)) {
     if (key === 'env') next.env = { ...agent.env, ...parsed.env };
     else if (key === 'option_defaults') next.option_defaults = { ...agent.option_defaults, ...parsed.option_defaults };
@@ -168,12 +193,44 @@ export function patchAgent(
         fieldOf(key)
       ];
   }
+  // As the reference: a list set by the patch first, then what it appends; its env laid over, then keys removed.
+  if (fragmentsAppended !== undefined) {
+    const more = optStringList({ fragmentsAppended }, 'fragmentsAppended', at('inject_fragments_append'))!;
+    next.inject_fragments = [...(next.inject_fragments ?? []), ...more];
+  }
+  if (appended.pre_start) next.pre_start = [...(next.pre_start ?? []), ...appended.pre_start];
+  if (appended.session_setup) next.session_setup = [...(next.session_setup ?? []), ...appended.session_setup];
+  if (removed.length) next.env = Object.fromEntries(Object.entries(next.env).filter(([k]) => !removed.includes(k)));
   const min = next.min_active_sessions;
   const max = next.max_active_sessions;
   if (min !== undefined && max !== undefined && min > max) {
     throw new ConfigError(`${at('min_active_sessions')} (${min}) is more than max_active_sessions (${max})`);
   }
   return next;
+}
+
+/** The reference's `pool` sub-table's keys and the agent keys they set (`on_death`, `on_boot`: the audit's). */
+const POOL_KEYS: Record<string, string> = {
+  min: 'min_active_sessions',
+  max: 'max_active_sessions',
+  check: 'scale_check',
+  drain_timeout: 'drain_timeout',
+};
+
+/**
+ * A patch's `pool = { min, max, check, drain_timeout }` as the agent keys they set, laid after the patch's own
+ * (the reference applies the pool last). A wrong value is named by the pool's key.
+ */
+function poolFields(pool: unknown, at: (key: string) => string): Record<string, unknown> {
+  if (pool === undefined) return {};
+  if (typeof pool !== 'object' || pool === null || Array.isArray(pool))
+    throw new ConfigError(`${at('pool')} must be a table`);
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(pool)) if (Object.hasOwn(POOL_KEYS, k)) out[POOL_KEYS[k]!] = v;
+  // Checked here, so that a wrong value names `pool.min`, not the key it sets.
+  const byField = Object.fromEntries(Object.entries(POOL_KEYS).map(([k, f]) => [f, k]));
+  parseAgentTable({ ...out, name: 'pool' }, (f) => at(`pool.${byField[f] ?? f}`), 'pool');
+  return out;
 }
 
 /** The key of a rig patch that is wrong, with why, or undefined. */

@@ -166,38 +166,29 @@ const ORDER_OVERRIDE: TableSpec = {
 
 const AGENT_REFERENCE_ONLY = AGENT_TABLE.unsupported!;
 
-const APPENDS = 'a patch sets the whole list; nothing is appended to it';
-
 /** Keys of the reference's `[[patches.agent]]` ctl does not apply: patches.ts leaves them out, the audit names them. */
-export const REFERENCE_ONLY_AGENT_PATCH_KEYS: Record<string, string> = {
-  pre_start_append: APPENDS,
-  session_setup_append: APPENDS,
-  ...Object.fromEntries(
-    [
-      'attach',
-      'hooks_installed',
-      'inject_assigned_skills',
-      'install_agent_hooks',
-      'mcp',
-      'prompt_template',
-      'resume_command',
-      'session',
-      'session_live',
-      'skills',
-      'start_command',
-    ].flatMap((k) => [
-      [k, AGENT_REFERENCE_ONLY[k]],
-      [`${k}_append`, AGENT_REFERENCE_ONLY[k]],
-    ]),
-  ),
-  env_remove: 'a patch’s env is laid over the agent’s; nothing is removed',
-  pool: 'an agent’s pool is its min_active_sessions and max_active_sessions',
-};
+export const REFERENCE_ONLY_AGENT_PATCH_KEYS: Record<string, string> = Object.fromEntries(
+  [
+    'attach',
+    'hooks_installed',
+    'inject_assigned_skills',
+    'install_agent_hooks',
+    'mcp',
+    'prompt_template',
+    'resume_command',
+    'session',
+    'session_live',
+    'skills',
+    'start_command',
+  ].flatMap((k) => [
+    [k, AGENT_REFERENCE_ONLY[k]],
+    [`${k}_append`, AGENT_REFERENCE_ONLY[k]],
+  ]),
+) as Record<string, string>;
 
 /** Keys of the reference's `[[patches.provider]]` ctl does not apply. */
 export const REFERENCE_ONLY_PROVIDER_PATCH_KEYS: Record<string, string> = {
   _replace: 'a provider patch is laid over the provider, key by key',
-  env_remove: 'a patch’s env is laid over the provider’s; nothing is removed',
 };
 
 /** Why a pack overlay's `per-provider/` is not laid down (its files are the reference's provider hooks). */
@@ -217,13 +208,37 @@ const PATCHES: TableSpec = {
             .map((k) => [k, true as const]),
         ),
         inject_fragments_append: true,
+        pre_start_append: true,
+        session_setup_append: true,
+        env_remove: true,
+        pool: {
+          keys: { min: true, max: true, check: true, drain_timeout: true },
+          unsupported: { on_death: AGENT_REFERENCE_ONLY.on_death!, on_boot: AGENT_REFERENCE_ONLY.on_boot! },
+        },
       },
       unsupported: REFERENCE_ONLY_AGENT_PATCH_KEYS,
     },
-    provider: { keys: { name: true, ...PROVIDER.keys }, unsupported: REFERENCE_ONLY_PROVIDER_PATCH_KEYS },
+    provider: {
+      keys: { name: true, env_remove: true, ...PROVIDER.keys },
+      unsupported: REFERENCE_ONLY_PROVIDER_PATCH_KEYS,
+    },
     rig: { keys: { name: true, path: true, prefix: true, default_branch: true, suspended: true } },
   },
   unsupported: { providers: 'provider patches are [[patches.provider]]', rigs: 'rig patches are [[patches.rig]]' },
+};
+
+/** `[[rigs.overrides]]` and `[[rigs.patches]]`: an agent patch naming its agent by `agent`, in the rig. */
+const RIG_OVERRIDE: TableSpec = {
+  keys: {
+    agent: true,
+    ...Object.fromEntries(
+      Object.entries((PATCHES.keys.agent as TableSpec).keys).filter(([k]) => k !== 'name' && k !== 'dir'),
+    ),
+  },
+  unsupported: {
+    ...REFERENCE_ONLY_AGENT_PATCH_KEYS,
+    dir: 'a rig’s override changes its agent in that rig; it does not move it',
+  },
 };
 
 const SERVICE: TableSpec = {
@@ -322,14 +337,14 @@ export const CITY_TOML: TableSpec = {
         suspended_on_start: true,
         imports: { each: IMPORT },
         formula_vars: OPEN,
+        overrides: RIG_OVERRIDE,
+        patches: RIG_OVERRIDE,
       },
       unsupported: {
         includes: 'a rig’s packs come in through [rigs.imports.<binding>]',
         formulas_dir: 'formulas are read from the city’s and its packs’ formulas/',
         max_active_sessions: 'limits are per agent (max_active_sessions)',
         default_sling_target: 'sling names its target',
-        overrides: 'agents are changed with [[patches.agent]]',
-        patches: 'patches are [[patches.agent]] of the city, with dir = the rig',
         session_sleep: 'idle sessions stop after their agent’s idle_timeout',
         dolt_host: 'the bead store is the city’s own (sqlite or journal)',
         dolt_port: 'the bead store is the city’s own (sqlite or journal)',

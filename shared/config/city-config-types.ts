@@ -127,6 +127,8 @@ export interface ConfigPatch {
   dir?: string;
   /** The keys it sets, as written (`env` is merged). */
   fields: Record<string, unknown>;
+  /** Where it is written, for a rig's (`overrides[0]`, `patches[1]`). */
+  key?: string;
 }
 
 export interface CityPatches {
@@ -146,6 +148,8 @@ export interface CityRigConfig {
   imports?: PackImport[];
   /** `[rigs.formula_vars]`: values for the vars of formulas run for the rig's agents (a launch's own win). */
   formula_vars?: Record<string, string>;
+  /** `[[rigs.overrides]]` and `[[rigs.patches]]`: patches of the agents its packs bring (`name` is their `agent`). */
+  overrides?: ConfigPatch[];
 }
 
 /** `[daemon]`: how the controller's tick runs. */

@@ -10,6 +10,7 @@ import {
   type CityAgentConfig,
   type PackImport,
   type CityPatches,
+  type ConfigPatch,
   type CityDaemonConfig,
   type CityServiceConfig,
   type CityConfig,
@@ -150,6 +151,7 @@ export function parseCityConfig(text: string, path: string, options: ParseOption
         ? { imports: parseImports(table(rig, 'imports', at), (k) => at(`imports.${k}`), 'city.toml') }
         : {}),
       ...(rig.formula_vars !== undefined ? { formula_vars: formulaVars(table(rig, 'formula_vars', at), at) } : {}),
+      ...rigOverrides(rig, at),
     });
   }
   const serviceProblem = (err: unknown) => {
@@ -437,6 +439,25 @@ export function parsePatches(patches: Record<string, unknown>, at: (key: string)
     }
   }
   return out;
+}
+
+/**
+ * `[[rigs.overrides]]` and `[[rigs.patches]]` (the reference's two spellings, overrides first): patches of the
+ * agents the rig's packs bring, each naming its agent by `agent`; the keys are checked where they are applied.
+ */
+function rigOverrides(rig: Record<string, unknown>, at: (k: string) => string): { overrides?: ConfigPatch[] } {
+  const out: ConfigPatch[] = [];
+  for (const key of ['overrides', 'patches']) {
+    for (const [i, o] of tables(rig, key, at).entries()) {
+      const name = reqString(o, 'agent', at(`${key}[${i}].agent`));
+      out.push({
+        name,
+        fields: Object.fromEntries(Object.entries(o).filter(([k]) => k !== 'agent')),
+        key: `${key}[${i}]`,
+      });
+    }
+  }
+  return out.length ? { overrides: out } : {};
 }
 
 /** The city's name when nobody registered it under another: `[workspace] name`, else the directory name. */

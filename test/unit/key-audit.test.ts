@@ -163,13 +163,13 @@ describe('the key audit against every table of the reference’s configuration',
       writeFileSync(join(root, 'packs', 'gs', 'agents', 'mayor', 'agent.toml'), 'namepool = "go"\nprovder = "echo"\n');
       const text =
         '[workspace]\nname = "c"\n[session]\nprovider = "k8s"\n[imports.gs]\nsource = "./packs/gs"\n[agent_defaults]\nmodel = "opus"\n' +
-        '[[patches.agent]]\nname = "gs.mayor"\nsuspended = true\npre_start_append = ["make"]\n';
+        '[[patches.agent]]\nname = "gs.mayor"\nsuspended = true\nsession_live_append = ["make"]\n';
       const composed = composeConfig(root, parseCityConfig(text, 'city.toml'), { cacheRoot: join(root, 'cache') });
       expect(composed.agents.map((a) => [a.name, a.suspended])).to.deep.equal([['gs.mayor', true]]);
       expect(composed.unsupported.map((w) => `${w.file} ${w.key}`)).to.have.members([
         'city.toml session.provider',
         'city.toml agent_defaults.model',
-        'city.toml patches.agent[0].pre_start_append',
+        'city.toml patches.agent[0].session_live_append',
         'pack:gs/pack.toml global',
         'pack:gs/agents/mayor/agent.toml namepool',
       ]);
