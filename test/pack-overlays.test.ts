@@ -13,11 +13,13 @@ describe('pack overlays and patch appends (real controller, example agent)', fun
   let city: SessionCity;
   let pack: string;
   let rigDir: string;
+  let includedRigDir: string;
 
   before(async function () {
     pack = tempDir('ctl-overlay-pack-');
     const city0 = tempDir('ctl-overlay-rig-');
     rigDir = city0;
+    includedRigDir = tempDir('ctl-overlay-rig2-');
     mkdirSync(join(pack, 'overlay', 'tools'), { recursive: true });
     mkdirSync(join(pack, 'overlay', 'per-provider', 'codex', '.codex'), { recursive: true });
     writeFileSync(join(pack, 'pack.toml'), '[pack]\nname = "tools"\n');
@@ -66,6 +68,11 @@ source = "${web}"
 [[rigs.overrides]]
 agent = "dev"
 pre_start_append = ["echo by-the-rig >> order.txt"]
+
+[[rigs]]
+name = "lib"
+path = "${includedRigDir}"
+includes = ["${web}"]
 `,
     );
   });
@@ -99,6 +106,13 @@ pre_start_append = ["echo by-the-rig >> order.txt"]
     expect(readFileSync(join(rig, 'TOOLS.md'), 'utf8')).to.equal('the rig’s pack wins\n');
     expect(existsSync(join(rig, 'tools', 'run.sh')), 'the city’s pack overlay too').to.equal(true);
     expect(existsSync(join(city.dir, 'work', 'worker', 'WEB.md')), 'not in the city’s agents').to.equal(false);
+  });
+
+  it('takes a rig’s includes (the older form of its imports) whole: its agent, by its own name, gets the overlay', async function () {
+    const order = join(includedRigDir, 'order.txt');
+    await waitUntil('lib/dev’s pre_start', async () => existsSync(order) && readFileSync(order, 'utf8') === 'own\n');
+    expect((await city.api.get<{ name: string }>('/agent/lib/dev')).body.name).to.equal('lib/dev');
+    expect(readFileSync(join(includedRigDir, 'WEB.md'), 'utf8')).to.equal('from the rig’s pack\n');
   });
 
   it('validate names the overlay’s per-provider/ and nothing about the patch', async function () {

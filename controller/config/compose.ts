@@ -149,7 +149,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
   const overlays = new PackOverlays();
   const origins = new Map<string, AgentOrigin>();
   const load = (
-    imp: PackImport & { included?: boolean },
+    imp: PackImport & { included?: string },
     baseDir: string,
     prefix: string,
     outer: string,
@@ -174,11 +174,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     packs.push(entry);
     const fail = (message: string) => {
       entry.error = message;
-      const key = imp.included
-        ? imp.file === 'city.toml'
-          ? 'workspace.includes'
-          : 'pack.includes'
-        : `imports.${imp.binding}`;
+      const key = imp.included ?? `imports.${imp.binding}`;
       problems.push({ file: imp.file, key, message: `pack ${entry.binding}: ${message}` });
     };
     let dir: string | undefined;
@@ -256,20 +252,21 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
         });
       }
     }
-    for (const inner of [...includesOf(file.includes, `${label}pack.toml`), ...file.imports])
+    for (const inner of [...includesOf(file.includes, `${label}pack.toml`, 'pack.includes'), ...file.imports])
       load(inner, dir, binding, namespace, rig, depth + 1, [...stack, dir]);
     // After its imports': a pack's overlay wins over those of the packs it takes in.
     overlays.add(dir, label, rig, skipped, findings);
     // The pack's patches, over what it brought (its own agents and its imports'), by their names in the pack.
     applyPackPatches(file.agentPatches, agents, first, named, `${label}pack.toml`, problems);
   };
-  for (const imp of [...includesOf(config.workspace.includes, 'city.toml'), ...imports])
+  for (const imp of [...includesOf(config.workspace.includes, 'city.toml', 'workspace.includes'), ...imports])
     load(imp, root, '', '', undefined, 1, []);
   for (const rig of config.rigs) {
     const own = rig.imports ?? [];
     const all = [...own, ...config.rigDefaultImports.filter((d) => !own.some((o) => o.binding === d.binding))];
     const first = agents.length;
-    for (const imp of all) load(imp, root, '', '', rig.name, 1, []);
+    const included = includesOf(rig.includes ?? [], 'city.toml', `rigs.${rig.name}.includes`);
+    for (const imp of [...included, ...all]) load(imp, root, '', '', rig.name, 1, []);
     if (rig.overrides) {
       applyRigOverrides(rig.name, rig.overrides, agents, first, (n) => origins.get(n)?.local, problems);
     }
@@ -353,14 +350,15 @@ function lockEntryFor(
 }
 
 /**
- * `includes` (of `[workspace]` or `[pack]`): packs taken in whole, the reference's older form of imports. Each is
- * loaded like an import bound to its directory's name (what `GET /packs` and its files' labels say), its agents,
- * orders and commands named as the includer's own. Only directories: a git include is refused with what to write.
+ * `includes` (of `[workspace]`, `[pack]` or `[[rigs]]`): packs taken in whole, the reference's older form of
+ * imports. Each is loaded like an import bound to its directory's name (what `GET /packs` and its files' labels
+ * say), its agents, orders and commands named as the includer's own (in a rig: `rig/agent`). Only directories: a
+ * git include is refused with what to write. `key` is where they are written, which a problem of one names.
  */
-function includesOf(paths: string[], file: string): (PackImport & { included: true })[] {
+function includesOf(paths: string[], file: string, key: string): (PackImport & { included: string })[] {
   return paths.map((path) => {
     const base = path.replace(/\/+$/, '').split('/').pop() ?? path;
     const binding = base.replace(/[^A-Za-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '') || 'include';
-    return { binding, source: path, file, included: true };
+    return { binding, source: path, file, included: key };
   });
 }

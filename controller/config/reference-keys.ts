@@ -337,11 +337,11 @@ export const CITY_TOML: TableSpec = {
         suspended_on_start: true,
         imports: { each: IMPORT },
         formula_vars: OPEN,
+        includes: true,
         overrides: RIG_OVERRIDE,
         patches: RIG_OVERRIDE,
       },
       unsupported: {
-        includes: 'a rig’s packs come in through [rigs.imports.<binding>]',
         formulas_dir: 'formulas are read from the city’s and its packs’ formulas/',
         max_active_sessions: 'limits are per agent (max_active_sessions)',
         default_sling_target: 'sling names its target',

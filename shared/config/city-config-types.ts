@@ -148,6 +148,8 @@ export interface CityRigConfig {
   imports?: PackImport[];
   /** `[rigs.formula_vars]`: values for the vars of formulas run for the rig's agents (a launch's own win). */
   formula_vars?: Record<string, string>;
+  /** `includes`: pack directories taken in whole into the rig (the older form of its imports; bare agent names). */
+  includes?: string[];
   /** `[[rigs.overrides]]` and `[[rigs.patches]]`: patches of the agents its packs bring (`name` is their `agent`). */
   overrides?: ConfigPatch[];
 }

@@ -151,6 +151,7 @@ export function parseCityConfig(text: string, path: string, options: ParseOption
         ? { imports: parseImports(table(rig, 'imports', at), (k) => at(`imports.${k}`), 'city.toml') }
         : {}),
       ...(rig.formula_vars !== undefined ? { formula_vars: formulaVars(table(rig, 'formula_vars', at), at) } : {}),
+      ...(rig.includes !== undefined ? { includes: optStringList(rig, 'includes', at('includes')) ?? [] } : {}),
       ...rigOverrides(rig, at),
     });
   }

@@ -44,6 +44,24 @@ describe('pack composition', function () {
     expect(orders.list().orders.map((o) => o.name)).to.deep.equal(['sweep']);
   });
 
+  it('[[rigs]] includes loads a pack whole into the rig: its rig agents keep their names there', function () {
+    write('packs/web/pack.toml', '[pack]\nname = "web"\n');
+    write('packs/web/agents/dev/agent.toml', 'scope = "rig"\n');
+    write('packs/web/agents/boss/agent.toml', 'scope = "city"\n');
+    mkdirSync(join(root, 'app'));
+    const composed = compose(
+      '[[rigs]]\nname = "app"\npath = "app"\nincludes = ["packs/web", "packs/gone"]\n' +
+        '[[rigs.overrides]]\nagent = "dev"\nsuspended = true\n',
+    );
+    expect(composed.agents.map((a) => [a.dir, a.name, a.suspended])).to.deep.equal([['app', 'dev', true]]);
+    expect(composed.packs.map((p) => [p.binding, p.namespace, p.direct])).to.deep.equal([
+      ['app/web', '', false],
+      ['app/gone', '', false],
+    ]);
+    expect(composed.problems.map((p) => p.key)).to.deep.equal(['rigs.app.includes']);
+    expect(composed.unsupported).to.deep.equal([]);
+  });
+
   it('an include that is not there is a problem naming workspace.includes', function () {
     const composed = compose('[workspace]\nname = "c"\nincludes = ["packs/gone"]\n');
     expect(composed.problems.map((p) => p.key)).to.deep.equal(['workspace.includes']);
