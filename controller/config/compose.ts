@@ -220,9 +220,19 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     const siblings = new Set(own.map((a) => a.name));
     const loaded: CityAgentConfig[] = [];
     const first = agents.length;
+    // City-scoped agents a rig's pack brings, already at the city (from the city's packs, or another rig's).
+    const atCity = new Set<string>();
+    const hoistedNames = new Set<string>();
     for (const agent of own) {
-      // Where it loads: `scope = "city"` agents only at the city, `scope = "rig"` ones only in a rig.
-      if (rig ? agent.scope === 'city' : agent.scope === 'rig') continue;
+      // Where it loads: `scope = "rig"` agents only in a rig; `scope = "city"` ones at the city, and one a rig's
+      // pack brings is taken to the city (as the reference hoists it) unless the city has it already.
+      if (!rig && agent.scope === 'rig') continue;
+      const hoisted = rig !== undefined && agent.scope === 'city';
+      if (hoisted && agents.some((a) => a.name === named(agent.name) && !config.rigs.some((r) => r.name === a.dir))) {
+        atCity.add(agent.name);
+        continue;
+      }
+      if (hoisted) hoistedNames.add(named(agent.name));
       loaded.push({
         ...agent,
         name: named(agent.name),
@@ -231,11 +241,17 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
         origin: 'pack-derived',
         pack: binding,
         pack_dir: dir,
-        ...(rig ? { dir: rig } : {}),
+        ...(rig && !hoisted ? { dir: rig } : {}),
       });
     }
     for (const agent of own) origins.set(named(agent.name), { namespace, local: agent.name });
-    applyNamedSessions(file.namedSessions, loaded, named, rig, `${label}pack.toml`, problems);
+    const inRig = loaded.filter((a) => !hoistedNames.has(a.name));
+    applyNamedSessions(file.namedSessions, inRig, named, rig, `${label}pack.toml`, problems);
+    if (rig) {
+      const cityNamed = file.namedSessions.filter((n) => n.scope === 'city' && !atCity.has(n.template));
+      const hoisted = loaded.filter((a) => hoistedNames.has(a.name));
+      applyNamedSessions(cityNamed, hoisted, named, undefined, `${label}pack.toml`, problems);
+    }
     agents.push(...loaded);
     for (const [name, spec] of Object.entries(file.providers)) {
       if (config.providers[name] !== undefined) continue;
@@ -257,7 +273,9 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     // After its imports': a pack's overlay wins over those of the packs it takes in.
     overlays.add(dir, label, rig, skipped, findings);
     // The pack's patches, over what it brought (its own agents and its imports'), by their names in the pack.
-    applyPackPatches(file.agentPatches, agents, first, named, `${label}pack.toml`, problems);
+    // (One naming a city-scoped agent the city had already was laid over it where the city loaded it.)
+    const patches = file.agentPatches.filter((p) => !atCity.has(p.name));
+    applyPackPatches(patches, agents, first, named, `${label}pack.toml`, problems);
   };
   for (const imp of [...includesOf(config.workspace.includes, 'city.toml', 'workspace.includes'), ...imports])
     load(imp, root, '', '', undefined, 1, []);

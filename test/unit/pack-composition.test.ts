@@ -44,7 +44,7 @@ describe('pack composition', function () {
     expect(orders.list().orders.map((o) => o.name)).to.deep.equal(['sweep']);
   });
 
-  it('[[rigs]] includes loads a pack whole into the rig: its rig agents keep their names there', function () {
+  it('[[rigs]] includes loads a pack whole into the rig: its agents keep their names', function () {
     write('packs/web/pack.toml', '[pack]\nname = "web"\n');
     write('packs/web/agents/dev/agent.toml', 'scope = "rig"\n');
     write('packs/web/agents/boss/agent.toml', 'scope = "city"\n');
@@ -53,13 +53,48 @@ describe('pack composition', function () {
       '[[rigs]]\nname = "app"\npath = "app"\nincludes = ["packs/web", "packs/gone"]\n' +
         '[[rigs.overrides]]\nagent = "dev"\nsuspended = true\n',
     );
-    expect(composed.agents.map((a) => [a.dir, a.name, a.suspended])).to.deep.equal([['app', 'dev', true]]);
+    // Its city-scoped agent goes to the city, as the reference hoists it.
+    expect(composed.agents.map((a) => [a.dir, a.name, a.suspended])).to.deep.equal([
+      [undefined, 'boss', false],
+      ['app', 'dev', true],
+    ]);
     expect(composed.packs.map((p) => [p.binding, p.namespace, p.direct])).to.deep.equal([
       ['app/web', '', false],
       ['app/gone', '', false],
     ]);
     expect(composed.problems.map((p) => p.key)).to.deep.equal(['rigs.app.includes']);
     expect(composed.unsupported).to.deep.equal([]);
+  });
+
+  it('a city-scoped agent a rig’s pack brings is taken to the city once, unless the city has it', function () {
+    write(
+      'packs/web/pack.toml',
+      '[pack]\nname = "web"\n[[named_session]]\ntemplate = "boss"\nscope = "city"\nmode = "always"\n' +
+        '[[patches.agent]]\nname = "boss"\nenv = { FROM = "pack" }\n',
+    );
+    write('packs/web/agents/dev/agent.toml', 'scope = "rig"\n');
+    write('packs/web/agents/boss/agent.toml', 'scope = "city"\nmin_active_sessions = 0\n');
+    mkdirSync(join(root, 'app'));
+    mkdirSync(join(root, 'api'));
+    const rigs =
+      '[[rigs]]\nname = "app"\npath = "app"\n[rigs.imports.web]\nsource = "./packs/web"\n' +
+      '[[rigs]]\nname = "api"\npath = "api"\n[rigs.imports.web]\nsource = "./packs/web"\n';
+    let composed = compose(rigs);
+    expect(composed.problems).to.deep.equal([]);
+    expect(composed.agents.map((a) => [a.dir, a.name])).to.deep.equal([
+      [undefined, 'web.boss'],
+      ['app', 'web.dev'],
+      ['api', 'web.dev'],
+    ]);
+    const boss = composed.agents.find((a) => a.name === 'web.boss')!;
+    expect(boss).to.include({ min_active_sessions: 1 });
+    expect(boss.env).to.deep.equal({ FROM: 'pack' });
+    // Imported at the city too: the city's copy is the one.
+    composed = compose(`[imports.web]\nsource = "./packs/web"\n${rigs}`);
+    expect(composed.problems).to.deep.equal([]);
+    expect(composed.agents.filter((a) => a.name === 'web.boss').map((a) => a.source)).to.deep.equal([
+      'pack:web/agents/boss/agent.toml',
+    ]);
   });
 
   it('an include that is not there is a problem naming workspace.includes', function () {
