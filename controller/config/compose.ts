@@ -268,8 +268,12 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
         });
       }
     }
-    for (const inner of [...includesOf(file.includes, `${label}pack.toml`, 'pack.includes'), ...file.imports])
-      load(inner, dir, binding, namespace, rig, depth + 1, [...stack, dir]);
+    // `transitive = false`: the packs it takes in stay its own business, hidden from the city.
+    const inners =
+      imp.transitive === false
+        ? []
+        : [...includesOf(file.includes, `${label}pack.toml`, 'pack.includes'), ...file.imports];
+    for (const inner of inners) load(inner, dir, binding, namespace, rig, depth + 1, [...stack, dir]);
     // After its imports': a pack's overlay wins over those of the packs it takes in.
     overlays.add(dir, label, rig, skipped, findings);
     // The pack's patches, over what it brought (its own agents and its imports'), by their names in the pack.

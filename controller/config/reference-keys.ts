@@ -62,10 +62,9 @@ const PROVIDER: TableSpec = {
 
 /** `[imports.<binding>]`, `[defaults.rig.imports.<binding>]`, `[rigs.imports.<binding>]`. */
 const IMPORT: TableSpec = {
-  keys: { source: true, version: true, export: true },
+  keys: { source: true, version: true, export: true, transitive: true },
   unsupported: {
     shadow: 'a name two layers both define is an error, never shadowed',
-    transitive: 'a pack’s own imports are always loaded',
   },
 };
 

@@ -117,6 +117,11 @@ export interface PackImport {
    * binding (`bd.dog`, not `bd.dolt.dog`) — a pack re-exporting a pack it is built on.
    */
   export?: boolean;
+  /**
+   * `transitive = false`: only the pack's own agents, formulas, orders, commands and overlay, none of the packs it
+   * imports or includes (the reference's knob; the default loads them).
+   */
+  transitive?: boolean;
 }
 
 /** `[[patches.agent|provider|rig]]`: a change laid over what the city and its packs declare. */

@@ -408,12 +408,14 @@ export function parseImports(
     const source = reqString(t, 'source', at(`${binding}.source`));
     const version = optString(t, 'version', at(`${binding}.version`));
     const exported = optBool(t, 'export', at(`${binding}.export`));
+    const transitive = optBool(t, 'transitive', at(`${binding}.transitive`));
     out.push({
       binding,
       source,
       file,
       ...(version !== undefined ? { version } : {}),
       ...(exported ? { export: true } : {}),
+      ...(transitive === false ? { transitive: false } : {}),
     });
   }
   return out;

@@ -97,6 +97,25 @@ describe('pack composition', function () {
     ]);
   });
 
+  it('transitive = false loads only the pack’s own agents and orders, none of the packs it takes in', function () {
+    write('packs/bd/pack.toml', '[pack]\nname = "bd"\nincludes = ["extra"]\n[imports.dolt]\nsource = "./dolt"\n');
+    write('packs/bd/agents/scribe/agent.toml', '');
+    write('packs/bd/overlay/BD.md', 'bd');
+    write('packs/bd/dolt/pack.toml', '[pack]\nname = "dolt"\n');
+    write('packs/bd/dolt/agents/dog/agent.toml', '');
+    write('packs/bd/dolt/overlay/DOLT.md', 'dolt');
+    write('packs/bd/extra/pack.toml', '[pack]\nname = "extra"\n');
+    write('packs/bd/extra/agents/cat/agent.toml', '');
+    let composed = compose('[imports.bd]\nsource = "./packs/bd"\n');
+    expect(composed.agents.map((a) => a.name)).to.deep.equal(['bd.scribe', 'bd.cat', 'bd.dolt.dog']);
+    composed = compose('[imports.bd]\nsource = "./packs/bd"\ntransitive = false\n');
+    expect(composed.problems).to.deep.equal([]);
+    expect(composed.unsupported).to.deep.equal([]);
+    expect(composed.agents.map((a) => a.name)).to.deep.equal(['bd.scribe']);
+    expect(composed.packs.map((p) => p.binding)).to.deep.equal(['bd']);
+    expect(composed.agents[0].pack_overlays?.map((d) => d.slice(root.length + 1))).to.deep.equal(['packs/bd/overlay']);
+  });
+
   it('an include that is not there is a problem naming workspace.includes', function () {
     const composed = compose('[workspace]\nname = "c"\nincludes = ["packs/gone"]\n');
     expect(composed.problems.map((p) => p.key)).to.deep.equal(['workspace.includes']);
