@@ -4,7 +4,7 @@ import type { CityAgentConfig, CityConfig, PackImport } from '../../shared/confi
 import { ConfigError } from '../../shared/config/config-error.js';
 import { agentDirectories, declaredAgents } from '../agents/agent-catalog.js';
 import { installedPackDir, readPackLock, type PackLockEntry } from '../packs/pack-cache.js';
-import { readPackFile } from '../packs/pack-file.js';
+import { readPackFile, type PackAgentDefaults } from '../packs/pack-file.js';
 import { parsePackSource, PackSourceError } from '../packs/pack-source.js';
 import { applyAgentDefaults, applyPatches } from './patches.js';
 import { auditKeys, type KeyFinding } from './key-audit.js';
@@ -125,6 +125,15 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     options.edited?.file === 'pack.toml' ? options.edited.text : undefined,
   );
   findings.push(...rootPack.findings);
+  if (rootPack.agentDefaults) {
+    findings.push({
+      file: 'pack.toml',
+      key: 'agent_defaults',
+      kind: 'unsupported',
+      message:
+        'not supported: `[agent_defaults]` in the city’s own pack.toml — the city’s defaults are city.toml’s [agent_defaults]',
+    });
+  }
   const imports = [...cityToml.imports];
   for (const imp of rootPack.imports) {
     if (imports.some((i) => i.binding === imp.binding)) {
@@ -269,11 +278,13 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
       }
     }
     // `transitive = false`: the packs it takes in stay its own business, hidden from the city.
-    const inners =
-      imp.transitive === false
-        ? []
-        : [...includesOf(file.includes, `${label}pack.toml`, 'pack.includes'), ...file.imports];
-    for (const inner of inners) load(inner, dir, binding, namespace, rig, depth + 1, [...stack, dir]);
+    const transitive = imp.transitive !== false;
+    for (const inner of transitive ? includesOf(file.includes, `${label}pack.toml`, 'pack.includes') : [])
+      load(inner, dir, binding, namespace, rig, depth + 1, [...stack, dir]);
+    // Its own agents and its includes' (not its imports'), inside out: an included pack's own defaults come first.
+    if (file.agentDefaults) inheritDefaults(agents.slice(first), file.agentDefaults, namespace !== '');
+    for (const inner of transitive ? file.imports : [])
+      load(inner, dir, binding, namespace, rig, depth + 1, [...stack, dir]);
     // After its imports': a pack's overlay wins over those of the packs it takes in.
     overlays.add(dir, label, rig, skipped, findings);
     // The pack's patches, over what it brought (its own agents and its imports'), by their names in the pack.
@@ -293,6 +304,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
       applyRigOverrides(rig.name, rig.overrides, agents, first, (n) => origins.get(n)?.local, problems);
     }
   }
+  settleInheritedDefaults(agents, config.agentDefaults);
   applyAgentDefaults(config.agentDefaults, agents);
   const patched = applyPatches(config, agents, problems);
   overlays.stamp(root, agents, findings);
@@ -383,4 +395,36 @@ function includesOf(paths: string[], file: string, key: string): (PackImport & {
     const binding = base.replace(/[^A-Za-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '') || 'include';
     return { binding, source: path, file, included: key };
   });
+}
+
+/** A pack's `[agent_defaults]` noted on the agents it applies to, each key where no nearer pack gave one. */
+function inheritDefaults(agents: CityAgentConfig[], defaults: PackAgentDefaults, bound: boolean): void {
+  for (const agent of agents) {
+    const given = (agent.pack_defaults ??= { bound });
+    given.provider ??= defaults.provider;
+    given.default_sling_formula ??= defaults.default_sling_formula;
+    if (defaults.append_fragments) {
+      given.append_fragments = [...new Set([...(given.append_fragments ?? []), ...defaults.append_fragments])];
+    }
+  }
+}
+
+/**
+ * What packs' `[agent_defaults]` gave, laid on the agents that set none themselves, as the reference does: an
+ * agent that came under an import binding takes its pack's `provider` and `default_sling_formula` over the city's
+ * `[agent_defaults]`; one the city took in bare (`[workspace] includes`) takes the city's when it has one. Pack
+ * `append_fragments` go after the agent's own, before the city's defaults'.
+ */
+function settleInheritedDefaults(agents: CityAgentConfig[], city: Record<string, unknown>): void {
+  for (const agent of agents) {
+    const given = agent.pack_defaults;
+    if (!given) continue;
+    for (const key of ['provider', 'default_sling_formula'] as const) {
+      if (agent[key] !== undefined || given[key] === undefined) continue;
+      if (given.bound || city[key] === undefined) agent[key] = given[key];
+    }
+    if (given.append_fragments) {
+      agent.append_fragments = [...new Set([...(agent.append_fragments ?? []), ...given.append_fragments])];
+    }
+  }
 }

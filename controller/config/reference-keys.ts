@@ -401,6 +401,23 @@ export const CITY_TOML: TableSpec = {
   },
 };
 
+/**
+ * A pack's `[agent_defaults]`: the reference gives the pack's own agents (and its includes') its `provider`,
+ * `default_sling_formula` and `append_fragments`; what else the table may hold is the city's to set.
+ */
+const CITY_AGENT_DEFAULTS = CITY_TOML.keys.agent_defaults as TableSpec;
+const PACK_AGENT_DEFAULTS: TableSpec = {
+  keys: { provider: true, default_sling_formula: true, append_fragments: true },
+  unsupported: Object.fromEntries(
+    [...Object.keys(CITY_AGENT_DEFAULTS.keys), ...Object.keys(CITY_AGENT_DEFAULTS.unsupported ?? {})]
+      .filter((k) => !['provider', 'default_sling_formula', 'append_fragments'].includes(k))
+      .map((k) => [
+        k,
+        'a pack’s [agent_defaults] gives its agents provider, default_sling_formula and append_fragments; the rest is the city’s [agent_defaults]',
+      ]),
+  ),
+};
+
 /** A `pack.toml`: an unknown table is a warning (a newer pack may have more), never a refusal of the pack. */
 export const PACK_TOML: TableSpec = {
   lenient: true,
@@ -416,6 +433,7 @@ export const PACK_TOML: TableSpec = {
     agent: AGENT_TABLE,
     providers: { each: PROVIDER },
     service: SERVICE,
+    agent_defaults: PACK_AGENT_DEFAULTS,
     doctor: { keys: { name: true, script: true, description: true, timeout: true } },
     named_session: { keys: { template: true, mode: true, scope: true } },
     // A pack patches only its own agents (matched by their names in the pack); the values are checked where each
@@ -425,7 +443,6 @@ export const PACK_TOML: TableSpec = {
   },
   unsupported: {
     global: 'a pack’s [global] holds session_live commands, and no command runs while a session lives (session_live)',
-    agent_defaults: 'a pack’s agent defaults are not applied; the city’s [agent_defaults] are',
     formulas: 'formulas are read from the pack’s formulas/',
     pricing: 'a pack’s prices are not applied; the city’s [[pricing]] are',
   },

@@ -43,6 +43,15 @@ export interface PackFile {
   namedSessions: NamedSession[];
   /** What it says that ctl does not act on (an unknown table, a reference key): see key-audit.ts. */
   findings: KeyFinding[];
+  /** `[agent_defaults]`: what its own agents and its includes' get where they set none (compose.ts). */
+  agentDefaults?: PackAgentDefaults;
+}
+
+/** The keys of a pack's `[agent_defaults]` the reference gives its agents (the rest are named by the audit). */
+export interface PackAgentDefaults {
+  provider?: string;
+  default_sling_formula?: string;
+  append_fragments?: string[];
 }
 
 /**
@@ -143,6 +152,18 @@ export function readPackFile(dir: string, label: string, edited?: string): PackF
   for (const [i, entry] of doctors.entries()) {
     out.doctors.push(parseDoctorEntry(tableOf(entry, `${label}: doctor[${i}]`), (k) => `${label}: doctor[${i}].${k}`));
   }
+  const defaults = tableOf(doc.agent_defaults, `${label}: agent_defaults`);
+  const at = (k: string) => `${label}: agent_defaults.${k}`;
+  const given: PackAgentDefaults = {};
+  for (const key of ['provider', 'default_sling_formula'] as const) {
+    const v = defaults[key];
+    if (v === undefined) continue;
+    if (typeof v !== 'string' || v.trim() === '') throw new ConfigError(`${at(key)} must be a non-empty string`);
+    given[key] = v;
+  }
+  const fragments = optStringList(defaults, 'append_fragments', at('append_fragments'));
+  if (fragments?.length) given.append_fragments = fragments;
+  if (Object.keys(given).length) out.agentDefaults = given;
   const named = doc.named_session ?? [];
   if (!Array.isArray(named))
     throw new ConfigError(`${label}: named_session must be an array of tables ([[named_session]])`);

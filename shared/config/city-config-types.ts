@@ -57,6 +57,11 @@ export interface CityAgentConfig {
    * precedence first), laid into the work directory like `overlay_dir`, which wins over them; set by compose.
    */
   pack_overlays?: string[];
+  /**
+   * What its pack's `[agent_defaults]` gives it (the nearest pack's value of each key, set by compose), and whether
+   * it came under an import binding (`bound`: the pack's defaults then win over the city's, as in the reference).
+   */
+  pack_defaults?: { provider?: string; default_sling_formula?: string; append_fragments?: string[]; bound: boolean };
   /** Agents whose sessions must be running before this one's start. */
   depends_on: string[];
   default_sling_formula?: string;

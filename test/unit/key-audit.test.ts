@@ -90,11 +90,20 @@ describe('the key audit against every table of the reference’s configuration',
     const doc = fixture('pack.toml');
     const findings = auditKeys(doc, PACK_TOML, 'pack:x/pack.toml');
     expectEachNamed(doc, PACK_TOML, findings);
-    for (const key of ['global', 'agent_defaults', 'formulas']) {
+    for (const key of ['global', 'formulas', 'agent_defaults.model']) {
       expect(findings.find((f) => f.key === key)?.message, key).to.match(/^not supported: /);
     }
-    // Acted on: a pack's agent patches and commands, its description, its includes, an import's export.
-    for (const key of ['patches', 'commands', 'pack.description', 'pack.includes', 'imports.x.export']) {
+    // Acted on: a pack's agent patches and commands, its description, its includes, an import's export and
+    // transitive, its [agent_defaults] (what the reference gives its agents from it).
+    for (const key of [
+      'patches',
+      'commands',
+      'pack.description',
+      'pack.includes',
+      'imports.x.export',
+      'imports.x.transitive',
+      'agent_defaults',
+    ]) {
       expect(
         findings.find((f) => f.key === key),
         key,
