@@ -156,6 +156,9 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
   }
   const packProviders = new Set<string>();
   const overlays = new PackOverlays();
+  const cityRequires: { file: string; key: string; agent: string }[] = [];
+  // An agent answers to its composed name and to its name in its pack (`dog` for `bd.dog`).
+  const answersTo = (a: CityAgentConfig, name: string) => a.name === name || origins.get(a.name)?.local === name;
   const origins = new Map<string, AgentOrigin>();
   const load = (
     imp: PackImport & { included?: string },
@@ -287,6 +290,15 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
       load(inner, dir, binding, namespace, rig, depth + 1, [...stack, dir]);
     // After its imports': a pack's overlay wins over those of the packs it takes in.
     overlays.add(dir, label, rig, skipped, findings);
+    // What it requires: in a rig, of what this load brought there; at the city, of the whole city (checked last).
+    for (const [i, req] of file.requires.entries()) {
+      const where = { file: `${label}pack.toml`, key: `pack.requires[${i}]`, agent: req.agent };
+      if (req.scope === 'city') {
+        if (!rig) cityRequires.push(where);
+      } else if (rig && !agents.slice(first).some((a) => a.dir === rig && answersTo(a, req.agent))) {
+        problems.push(requirementProblem(where, `rig ${rig}`));
+      }
+    }
     // The pack's patches, over what it brought (its own agents and its imports'), by their names in the pack.
     // (One naming a city-scoped agent the city had already was laid over it where the city loaded it.)
     const patches = file.agentPatches.filter((p) => !atCity.has(p.name));
@@ -303,6 +315,10 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     if (rig.overrides) {
       applyRigOverrides(rig.name, rig.overrides, agents, first, (n) => origins.get(n)?.local, problems);
     }
+  }
+  for (const req of cityRequires) {
+    const atCity = agents.filter((a) => !config.rigs.some((r) => r.name === a.dir));
+    if (!atCity.some((a) => answersTo(a, req.agent))) problems.push(requirementProblem(req, 'the city'));
   }
   settleInheritedDefaults(agents, config.agentDefaults);
   applyAgentDefaults(config.agentDefaults, agents);
@@ -427,4 +443,13 @@ function settleInheritedDefaults(agents: CityAgentConfig[], city: Record<string,
       agent.append_fragments = [...new Set([...(agent.append_fragments ?? []), ...given.append_fragments])];
     }
   }
+}
+
+/** A `[[pack.requires]]` nothing answers: a problem naming it, the rest of the city runs. */
+function requirementProblem(req: { file: string; key: string; agent: string }, where: string): ConfigProblem {
+  return {
+    file: req.file,
+    key: req.key,
+    message: `${req.file}: ${req.key}: the pack needs an agent ${req.agent} in ${where}, and none is there — import or include a pack that provides it`,
+  };
 }

@@ -423,10 +423,16 @@ export const PACK_TOML: TableSpec = {
   lenient: true,
   keys: {
     pack: {
-      keys: { name: true, version: true, schema: true, description: true, includes: true },
+      keys: {
+        name: true,
+        version: true,
+        schema: true,
+        description: true,
+        includes: true,
+        requires: { keys: { scope: true, agent: true } },
+      },
       unsupported: {
         requires_gc: 'packs are not checked against a ctl version',
-        requires: 'a pack’s requirements are not checked; its [[doctor]] checks can',
       },
     },
     imports: { each: IMPORT },

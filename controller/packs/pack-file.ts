@@ -43,8 +43,16 @@ export interface PackFile {
   namedSessions: NamedSession[];
   /** What it says that ctl does not act on (an unknown table, a reference key): see key-audit.ts. */
   findings: KeyFinding[];
+  /** `[[pack.requires]]`: agents that must be there for its formulas and orders to work (compose.ts checks). */
+  requires: PackRequirement[];
   /** `[agent_defaults]`: what its own agents and its includes' get where they set none (compose.ts). */
   agentDefaults?: PackAgentDefaults;
+}
+
+/** A `[[pack.requires]]`: an agent (by its name in its pack) the city (`city`) or each rig loading it (`rig`) needs. */
+export interface PackRequirement {
+  scope: 'city' | 'rig';
+  agent: string;
 }
 
 /** The keys of a pack's `[agent_defaults]` the reference gives its agents (the rest are named by the audit). */
@@ -87,6 +95,7 @@ export interface NamedSession {
 export function readPackFile(dir: string, label: string, edited?: string): PackFile {
   const empty: PackFile = {
     includes: [],
+    requires: [],
     agentPatches: [],
     commands: [],
     imports: [],
@@ -125,6 +134,16 @@ export function readPackFile(dir: string, label: string, edited?: string): PackF
   if (typeof pack.version === 'string') out.version = pack.version;
   if (typeof pack.description === 'string' && pack.description.trim() !== '') out.description = pack.description;
   out.includes = optStringList(pack, 'includes', `${label}: pack.includes`) ?? [];
+  const requires = pack.requires ?? [];
+  if (!Array.isArray(requires)) throw new ConfigError(`${label}: pack.requires must be an array of tables`);
+  for (const [i, entry] of requires.entries()) {
+    const at = `${label}: pack.requires[${i}]`;
+    const t = tableOf(entry, at);
+    if (t.scope !== 'city' && t.scope !== 'rig') throw new ConfigError(`${at}.scope must be "city" or "rig"`);
+    if (typeof t.agent !== 'string' || t.agent.trim() === '')
+      throw new ConfigError(`${at}.agent must be an agent's name`);
+    out.requires.push({ scope: t.scope, agent: t.agent });
+  }
   const patches = parsePatches(tableOf(doc.patches, `${label}: patches`), (k) => `${label}: patches.${k}`);
   if (patches.providers.length || patches.rigs.length)
     throw new ConfigError(`${label}: patches: a pack patches only its agents ([[patches.agent]])`);
