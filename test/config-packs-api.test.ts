@@ -205,6 +205,14 @@ describe('config, packs and patches (real git, real files)', function () {
       Provider: 'echo',
     });
     expect((await api.get<Agent>('/agent/review.lint')).body.state).to.not.equal('suspended');
+    // What only the file can say (the body has no field for it) is kept by a PUT.
+    const file = join(city.dir, 'city.toml');
+    writeFileSync(
+      file,
+      readFileSync(file, 'utf8').replace(/(name = "review\.lint"\n)/, '$1pre_start_append = ["true"]\n'),
+    );
+    expect((await api.call('PUT', '/patches/agents', { name: 'review.lint', provider: 'echo' })).status).to.equal(200);
+    expect(readFileSync(file, 'utf8')).to.match(/name = "review\.lint"\n(.*\n)*pre_start_append = \["true"\]/);
 
     const before = readFileSync(join(city.dir, 'city.toml'), 'utf8');
     expect(

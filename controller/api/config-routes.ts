@@ -110,8 +110,8 @@ export class ConfigRoutes extends Controller {
   }
 
   /**
-   * Sets the patch of one agent (replacing the one it had), written to city.toml with the rest of the file as it
-   * was; the agent changes at once (a running session restarts when idle if its start changed). A patch that
+   * Sets the patch of one agent (replacing what this body can say of the one it had; keys only city.toml can say,
+   * such as `pre_start_append`, are kept), written to city.toml with the rest of the file as it was; the agent changes at once (a running session restarts when idle if its start changed). A patch that
    * matches no agent, or a value the agent cannot take, is a 422 and nothing is written.
    * @summary Set an agent patch
    */

@@ -16,9 +16,24 @@ export type PatchKind = 'agent' | 'provider' | 'rig';
 const FIELD = { agent: 'agents', provider: 'providers', rig: 'rigs' } as const;
 
 /**
+ * The keys of a patch a `PUT` body can say (its input body's fields, with `name` and `dir`). A `PUT` replaces
+ * these; keys only the file can say (`pre_start_append`, `env_remove`, `pool`, …) are kept as written.
+ */
+const API_KEYS: Record<PatchKind, ReadonlySet<string>> = {
+  agent: new Set([
+    ...['name', 'dir', 'provider', 'scope', 'work_dir', 'description', 'prompt', 'scale_check', 'work_query'],
+    ...['default_sling_formula', 'suspended', 'env', 'min_active_sessions', 'max_active_sessions', 'depends_on'],
+    'idle_timeout',
+  ]),
+  provider: new Set(['name', 'command', 'prompt_mode', 'prompt_flag', 'args', 'args_append', 'ready_delay_ms', 'env']),
+  rig: new Set(['name', 'path', 'prefix', 'default_branch', 'suspended']),
+};
+
+/**
  * The patches API: `[[patches.agent|provider|rig]]` tables of `city.toml`, one per target, set (a `PUT`
- * replaces the target's patch whole) and removed surgically. A patch that would match nothing, or that breaks
- * what it patches, is refused with 422 and the file is left as it was.
+ * replaces what the API can say of the target's patch, keeping the keys only the file can say) and removed
+ * surgically. A patch that would match nothing, or that breaks what it patches, is refused with 422 and the file
+ * is left as it was.
  */
 export class PatchEditor {
   constructor(private readonly city: ConfigFileHost) {}
@@ -46,7 +61,8 @@ export class PatchEditor {
         const table: Record<string, TableValue> = { name, ...(dir ? { dir } : {}), ...fields };
         if (index < 0) return appendTable(text, key, table);
         const keys: Record<string, TableValue | undefined> = { ...table };
-        for (const k of Object.keys(existing[index]!.fields)) if (!(k in keys)) keys[k] = undefined;
+        for (const k of Object.keys(existing[index]!.fields))
+          if (!(k in keys) && API_KEYS[kind].has(k)) keys[k] = undefined;
         return setTableKeys(text, key, index, keys);
       },
       (composed) => {
