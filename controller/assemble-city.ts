@@ -29,7 +29,7 @@ import { launchFormula } from './formulas/launch.js';
 import { RunViews } from './molecules/run-views.js';
 import { RunVersions } from './molecules/run-versions.js';
 import { OrderCatalog } from './orders/order-catalog.js';
-import { WebhookReceiver } from './orders/webhook-receiver.js';
+import { WebhookDesk } from './webhooks/webhook-desk.js';
 import { SessionWaits } from './waits/session-waits.js';
 import { OrderDispatcher } from './orders/order-dispatch.js';
 import { OrderScheduler } from './orders/order-scheduler.js';
@@ -280,11 +280,13 @@ export function assembleCity(o: CityInputs): CityRuntime {
     runs: new RunViews(o.store, new RunVersions(log)),
     orders,
     orderScheduler,
-    webhooks: new WebhookReceiver({
+    webhooks: new WebhookDesk({
       order: (scopedName) => orders.list().orders.find((order) => order.scopedName === scopedName),
       fire: (order, vars, payload) => orderScheduler.fireNow(order, vars, payload),
+      tables: () => settings.composed.webhooks,
       log,
       payloadDir: join(paths.runtimeDir, 'webhooks'),
+      ledgerFile: join(paths.runtimeDir, 'webhook-deliveries.jsonl'),
       env: process.env,
       logger,
     }),

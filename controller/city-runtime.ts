@@ -21,7 +21,7 @@ import type { MoleculeEngine } from './molecules/molecule-engine.js';
 import type { RunViews } from './molecules/run-views.js';
 import type { OrderCatalog } from './orders/order-catalog.js';
 import type { OrderScheduler } from './orders/order-scheduler.js';
-import type { WebhookReceiver } from './orders/webhook-receiver.js';
+import type { WebhookDesk } from './webhooks/webhook-desk.js';
 import type { SessionWaits } from './waits/session-waits.js';
 import type { ProviderEditor } from './config/provider-editor.js';
 import type { ProviderRegistry } from './providers/provider-registry.js';
@@ -73,7 +73,7 @@ export interface CityParts {
   /** When orders fire. */
   orderScheduler: OrderScheduler;
   /** Webhook deliveries to orders: checked against their secrets, then fired. */
-  webhooks: WebhookReceiver;
+  webhooks: WebhookDesk;
   /** Sessions waiting for beads to close, nudged when they have. */
   waits: SessionWaits;
   /** Bead store maintenance, on demand and on `[maintenance] interval`. */
@@ -115,7 +115,7 @@ export class CityRuntime implements CityParts {
   readonly runs: RunViews;
   readonly orders: OrderCatalog;
   readonly orderScheduler: OrderScheduler;
-  readonly webhooks: WebhookReceiver;
+  readonly webhooks: WebhookDesk;
   readonly waits: SessionWaits;
   readonly maintenance: StoreMaintenance;
   readonly extmsg: ExtmsgService;

@@ -5,7 +5,7 @@ import { runAsRequest } from '../shared/events/request-actor.js';
 import type { PeerAccess } from '../shared/http/peer-access.js';
 import { ACTOR_HEADER } from '../shared/http/peer-gate.js';
 import { Problem } from '../shared/http/problem.js';
-import { isWebhookDelivery } from '../shared/http/webhook-path.js';
+import { isWebhookDelivery, WEBHOOK_PEER_HEADER } from '../shared/http/webhook-path.js';
 import { answerProblem, refuseUpgradeWithProblem } from '../shared/http/refusal.js';
 import { unauthorized, type ApiTokens } from './api-tokens.js';
 import { cookieValue, SESSION_COOKIE, type BrowserSessions } from './browser-sessions.js';
@@ -112,9 +112,14 @@ export class AccessGate {
     refuse: (problem: Problem) => void,
   ): void {
     delete req.headers[ACTOR_HEADER];
+    delete req.headers[WEBHOOK_PEER_HEADER];
     if (caller === undefined) {
-      // A webhook sender's own Authorization header may be anything; ours never travel on to a controller.
-      if (isWebhookDelivery(req.method, req.url ?? '/')) withoutOurCredentials(req);
+      // A webhook sender's own Authorization header may be anything; ours never travel on to a controller. Its
+      // address does, for a webhook's allowed_cidrs: the connection's, never a header the sender wrote.
+      if (isWebhookDelivery(req.method, req.url ?? '/')) {
+        withoutOurCredentials(req);
+        if (req.socket.remoteAddress) req.headers[WEBHOOK_PEER_HEADER] = req.socket.remoteAddress;
+      }
       return next();
     }
     if (

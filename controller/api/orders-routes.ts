@@ -1,17 +1,4 @@
-import {
-  Body,
-  Controller,
-  Get,
-  Path,
-  Post,
-  Query,
-  Request,
-  Response,
-  Route,
-  SuccessResponse,
-  Tags,
-} from '@tsoa/runtime';
-import type { Request as KoaRequest } from 'koa';
+import { Body, Controller, Get, Path, Post, Query, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
 import type { OKResponseBody } from '../../shared/dto/common.js';
 import type { ErrorModel } from '../../shared/dto/errors.js';
 import type { FeedBody } from '../../shared/dto/formulas.js';
@@ -23,8 +10,6 @@ import type {
   OrderResponse,
   OrderRunInputBody,
   OrderRunOutputBody,
-  WebhookDeliveryResponse,
-  WebhookPayload,
 } from '../../shared/dto/orders.js';
 import { Problem } from '../../shared/http/problem.js';
 import { decodeBeadCursor, encodeBeadCursor } from '../beads/page-token.js';
@@ -227,36 +212,6 @@ export class OrdersRoutes extends Controller {
     this.setStatus(202);
     this.setHeader('Location', `/v0/city/${encodeURIComponent(this.city.name)}/order/history/${tracking.id}`);
     return { status: 'dispatched', scoped_name: order.scopedName, tracking_id: tracking.id };
-  }
-
-  /**
-   * A webhook delivery to a `trigger = "webhook"` order (named by its scoped name): its credential is the order's
-   * secret, not an API token — it needs no token, account or `X-CTL-Request` header, from any machine that reaches
-   * the supervisor. The body (any type, up to 1 MiB) must carry its HMAC-SHA256 under the secret held in the
-   * order's `secret_env` in `signature_header` (default `X-Hub-Signature-256`: `sha256=<hex>`, as GitHub signs;
-   * bare hex or base64 too), compared in constant time. Then `webhook.received` is recorded and the order fires
-   * with the payload (202): the body in a file (`CTL_WEBHOOK_PAYLOAD_FILE`, formula var `webhook_payload_file`),
-   * a JSON object's top-level scalars as its vars. A refusal records `webhook.rejected` with its reason.
-   * @summary Deliver a webhook to an order
-   * @param name The order's scoped name (`name`, or `name:rig:<rig>`).
-   */
-  @Post('hook/{name}')
-  @SuccessResponse(202, 'Accepted')
-  @Response<ErrorModel>(401, 'The signature is missing or does not match the body (`webhook-rejected`)')
-  @Response<ErrorModel>(404, 'No webhook order of that name')
-  @Response<ErrorModel>(409, 'The order is disabled, or an earlier firing is still open')
-  @Response<ErrorModel>(422, 'A JSON body that does not parse, or a required param missing')
-  @Response<ErrorModel>(503, 'The order names no secret, or its variable is not set (closed until it is)')
-  public async deliverWebhook(
-    @Path() cityName: string,
-    @Path() name: string,
-    @Request() req: KoaRequest,
-    @Body() _payload?: WebhookPayload,
-  ): Promise<WebhookDeliveryResponse> {
-    const reply = await this.city.webhooks.deliver(name, req.headers, req.rawBody ?? Buffer.alloc(0));
-    this.setStatus(202);
-    this.setHeader('Location', `/v0/city/${encodeURIComponent(this.city.name)}/order/history/${reply.tracking_id}`);
-    return reply;
   }
 
   private order(name: string): OrderDef {

@@ -1,3 +1,4 @@
+import { parseWebhooks, type ParsedWebhooks } from '../webhooks/webhook-config.js';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CityAgentConfig, CityConfig, PackImport } from '../../shared/config/city-config.js';
@@ -76,6 +77,8 @@ export interface ComposedConfig {
   packProviders: Set<string>;
   /** What patches changed, by kind and name, so that explain can say so. */
   patched: { agents: Set<string>; providers: Set<string>; rigs: Set<string> };
+  /** `city.toml`'s `[[webhook]]` tables (those that are valid; the others are `problems`) and `[webhooks]`. */
+  webhooks: Pick<ParsedWebhooks, 'webhooks' | 'policy'>;
 }
 
 export interface ComposeOptions {
@@ -336,6 +339,8 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     else unsupported.push({ file, key, message });
   }
   problems.push(...unknownKeys);
+  const webhooks = parseWebhooks(cityToml.document ?? {});
+  problems.push(...webhooks.problems.map(({ key, message }) => ({ file: 'city.toml', key, message })));
   return {
     config,
     agents,
@@ -347,6 +352,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     skipped: skipped.map((message) => ({ file: /^([^:]+):/.exec(message)?.[1] ?? 'agents', message })),
     packProviders,
     patched,
+    webhooks: { webhooks: webhooks.webhooks, policy: webhooks.policy },
   };
 }
 

@@ -132,6 +132,39 @@ export const AGENT_TABLE: TableSpec = {
   },
 };
 
+/** `[[webhook]]` of `city.toml` (controller/webhooks/webhook-config.ts checks the values). */
+const WEBHOOK: TableSpec = {
+  keys: {
+    name: true,
+    scope: true,
+    rig: true,
+    max_per_minute: true,
+    verify: {
+      keys: {
+        scheme: true,
+        secret_env: true,
+        signature_header: true,
+        event_header: true,
+        dedup_header: true,
+        timestamp_header: true,
+        replay_window: true,
+        bearer_env: true,
+        allowed_cidrs: true,
+      },
+      unsupported: {
+        secret_key: 'a webhook has one secret, in secret_env',
+        issuer: 'a jwt-jwks webhook’s trust anchor is its [[webhooks.jwt_policy]]',
+        audience: 'a jwt-jwks webhook’s trust anchor is its [[webhooks.jwt_policy]]',
+        jwks_url: 'a jwt-jwks webhook’s trust anchor is its [[webhooks.jwt_policy]]',
+      },
+    },
+    rule: { keys: { event: true, match: OPEN, order: true, rig: true, target: true, args: OPEN } },
+  },
+  unsupported: {
+    publication: 'a webhook takes deliveries wherever the supervisor is reached; narrow them with verify.allowed_cidrs',
+  },
+};
+
 const ORDER_OVERRIDE: TableSpec = {
   keys: {
     name: true,
@@ -362,6 +395,18 @@ export const CITY_TOML: TableSpec = {
       unsupported: { provider: 'events are the city’s .ctl/events.jsonl' },
     },
     extmsg: { keys: { allowed_callback_hosts: true } },
+    webhook: WEBHOOK,
+    webhooks: {
+      keys: {
+        jwt_policy: { keys: { name: true, issuer: true, audience: true, jwks_url: true } },
+        rate_limit: {
+          keys: { per_minute: true, burst: true, override: { keys: { name: true, per_minute: true, burst: true } } },
+        },
+      },
+      unsupported: {
+        allow_public: 'webhooks are declared in city.toml only, never by a pack: there is nothing to grant',
+      },
+    },
     imports: { each: IMPORT },
     defaults: { keys: { rig: { keys: { imports: { each: IMPORT } } } } },
     patches: PATCHES,
@@ -394,7 +439,6 @@ export const CITY_TOML: TableSpec = {
     mail: 'mail is kept in the city’s bead store',
     packs: 'packs come in through [imports.<binding>]',
     include: 'city.toml is one file; packs come in through [imports.<binding>]',
-    webhook: 'webhooks are orders with trigger = "webhook"',
     doctor: 'ctl doctor runs every check; packs add theirs with [[doctor]]',
     usage: 'usage is recorded from every turn',
     upstreams: 'providers are [providers.<name>]',
@@ -451,6 +495,7 @@ export const PACK_TOML: TableSpec = {
     global: 'a pack’s [global] holds session_live commands, and no command runs while a session lives (session_live)',
     formulas: 'formulas are read from the pack’s formulas/',
     pricing: 'a pack’s prices are not applied; the city’s [[pricing]] are',
+    webhook: 'webhooks are declared in city.toml ([[webhook]]), not by packs',
   },
 };
 

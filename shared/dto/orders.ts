@@ -59,52 +59,6 @@ export interface OrderWebhookView {
   secret_env?: string;
 }
 
-/** A webhook delivery's body: whatever its sender sends (its signature covers the bytes as they came). */
-export type WebhookPayload = { [key: string]: unknown };
-
-/** `POST /hook/{name}`: the delivery was checked and the order fired. */
-export interface WebhookDeliveryResponse {
-  /** `dispatched`. */
-  status: string;
-  scoped_name: string;
-  tracking_id: string;
-}
-
-/** Payload of `webhook.received`: a delivery whose signature matched fired its order. */
-export interface WebhookReceivedPayload {
-  /** The webhook: its order's scoped name. */
-  webhook: string;
-  order: string;
-  scoped_name: string;
-  rig?: string;
-  /** @isInt */
-  body_size: number;
-  /** `hmac-sha256`. */
-  scheme: string;
-  /** The event type its sender named (`X-GitHub-Event`, `X-CTL-Event`). */
-  event_type?: string;
-  /** The delivery id its sender gave (`X-GitHub-Delivery`). */
-  dedup_id?: string;
-  tracking_id: string;
-}
-
-/** Payload of `webhook.rejected`: a delivery to a webhook order that was refused, and why. */
-export interface WebhookRejectedPayload {
-  webhook: string;
-  /**
-   * `no_secret` (the order names no secret, or its variable is unset: 503), `bad_signature` (401), `disabled`
-   * (409), `open_work` (409), `missing_params` (422), `bad_payload` (422).
-   */
-  reason: string;
-  /** @isInt */
-  status: number;
-  /** @isInt */
-  body_size?: number;
-  scheme?: string;
-  event_type?: string;
-  dedup_id?: string;
-}
-
 export interface OrderListBody {
   orders: OrderResponse[];
   /** Order files that could not be read, each with why; the others run. */

@@ -20,7 +20,8 @@ import type {
 import type { MailEventPayload } from '../dto/mail.js';
 import type { TokenEventPayload } from '../dto/tokens.js';
 import type { MoleculeEventPayload, WaitEventPayload } from '../dto/formulas.js';
-import type { OrderEventPayload, WebhookReceivedPayload, WebhookRejectedPayload } from '../dto/orders.js';
+import type { OrderEventPayload } from '../dto/orders.js';
+import type { WebhookReceivedPayload, WebhookRejectedPayload } from '../dto/webhooks.js';
 import type { StoreMaintenancePayload } from '../dto/maintenance.js';
 import type { RigCreateSucceededPayload, RigProvisionProgressPayload } from '../dto/rigs.js';
 import type { ServiceEventPayload } from '../dto/services.js';

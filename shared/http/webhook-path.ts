@@ -13,3 +13,9 @@ export function isWebhookDelivery(method: string | undefined, url: string): bool
   const q = url.indexOf('?');
   return HOOK_PATH.test(q < 0 ? url : url.slice(0, q));
 }
+
+/**
+ * The sender's address, as the supervisor saw its connection: set by the supervisor on a webhook delivery it
+ * forwards (any the sender wrote is replaced), read by the controller for `allowed_cidrs`.
+ */
+export const WEBHOOK_PEER_HEADER = 'x-ctl-webhook-peer';

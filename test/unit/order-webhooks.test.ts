@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { expect } from 'chai';
 import { qualifiedPool } from '../../controller/orders/order-context.js';
 import { parseOrder } from '../../controller/orders/order-file.js';
-import { payloadVars, signatureMismatch } from '../../controller/orders/webhook-receiver.js';
+import { payloadVars, signatureMismatch } from '../../controller/webhooks/order-hooks.js';
 import { isWebhookDelivery } from '../../shared/http/webhook-path.js';
 
 describe('order webhooks (unit)', () => {

@@ -1,0 +1,220 @@
+import { createHmac } from 'node:crypto';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { CityApi, type Envelope } from './helpers/city-api.js';
+import { CSRF, TestSupervisor, tempDir } from './helpers/supervisor.js';
+import { waitUntil } from './helpers/wait.js';
+
+const GH_SECRET = 'gh-secret-of-twenty-bytes';
+const sign = (body: string, secret = GH_SECRET) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+
+describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
+  this.timeout(60_000);
+  let sup: TestSupervisor;
+  let api: CityApi;
+  let out: string;
+  const root = tempDir('ctl-webhooks-');
+
+  /** A delivery as GitHub makes it: no token, no X-CTL-Request. */
+  const deliver = (name: string, body: string, headers: Record<string, string> = {}) =>
+    fetch(`${sup.base}/v0/city/hooks/hook/${name}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...headers },
+      body,
+    });
+  const github = (name: string, body: string, delivery: string, event = 'pull_request') =>
+    deliver(name, body, { 'X-Hub-Signature-256': sign(body), 'X-GitHub-Event': event, 'X-GitHub-Delivery': delivery });
+  const events = async (type: string, subject: string): Promise<Envelope[]> =>
+    (await api.events(type)).filter((e) => e.subject === subject);
+  const lines = (file: string) => {
+    try {
+      return readFileSync(join(out, file), 'utf8').trim().split('\n').filter(Boolean);
+    } catch {
+      return [];
+    }
+  };
+
+  before(async function () {
+    out = join(root, 'out');
+    mkdirSync(out);
+    sup = await TestSupervisor.start({ env: { GH_SECRET, ORDER_SECRET: GH_SECRET } });
+    const dir = sup.cityDir('hooks');
+    mkdirSync(join(dir, 'orders'), { recursive: true });
+    writeFileSync(
+      join(dir, 'orders', 'review.toml'),
+      `[order]\ntrigger = "webhook"\nidempotent = true\nexec = "echo \\"$CTL_ORDER_ARG_PR $CTL_ORDER_ARG_REF\\" >> ${out}/review"\n`,
+    );
+    writeFileSync(
+      join(dir, 'orders', 'deploy.toml'),
+      `[order]\ntrigger = "webhook"\nidempotent = true\nsecret_env = "ORDER_SECRET"\nexec = "echo fired >> ${out}/deploy"\n`,
+    );
+    const hook = (name: string, extra: string) =>
+      [
+        '[[webhook]]',
+        `name = "${name}"`,
+        extra,
+        '[webhook.verify]',
+        'scheme = "github-hmac-sha256"',
+        'secret_env = "GH_SECRET"',
+        ...(name === 'fenced' ? ['allowed_cidrs = ["192.0.2.0/24"]'] : []),
+        '[[webhook.rule]]',
+        'event = "pull_request"',
+        'order = "review"',
+        'match = { action = "opened" }',
+        'args = { pr = "{{number}}", ref = "{{pull_request.head.ref}}" }',
+      ].join('\n');
+    writeFileSync(
+      join(dir, 'city.toml'),
+      [
+        '[workspace]',
+        'provider = "echo"',
+        hook('gh', ''),
+        hook('limited', 'max_per_minute = 1'),
+        hook('fenced', ''),
+        '[[webhook]]\nname = "broken"\nverify = { scheme = "md5" }',
+        '',
+      ].join('\n'),
+    );
+    const res = await fetch(`${sup.base}/v0/cities/register`, {
+      method: 'POST',
+      headers: { ...CSRF, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ path: dir }),
+    });
+    expect(res.status).to.equal(201);
+    await waitUntil('the city to run', async () => (await sup.city('hooks'))?.running === true, 20_000);
+    api = new CityApi(sup, 'hooks');
+  });
+  after(async () => {
+    await sup?.cleanup();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('a rule fires its order with its args; a redelivery is a 200 duplicate that fires nothing, also after a controller restart', async function () {
+    const body = JSON.stringify({ action: 'opened', number: 7, pull_request: { head: { ref: 'feat' } } });
+    const first = await github('gh', body, 'gh-1');
+    expect(first.status, await first.clone().text()).to.equal(202);
+    const fired = (await first.json()) as { tracking_id: string; matched: boolean; dedup_id: string };
+    expect(fired).to.include({
+      status: 'dispatched',
+      scoped_name: 'review',
+      matched: true,
+      deduped: false,
+      dedup_id: 'gh-1',
+    });
+    await waitUntil('the order to run', async () => lines('review').length === 1);
+    expect(lines('review')).to.deep.equal(['7 feat']);
+
+    const again = await github('gh', body, 'gh-1');
+    expect(again.status).to.equal(200);
+    expect(await again.json()).to.deep.equal({
+      status: 'duplicate',
+      deduped: true,
+      matched: true,
+      scoped_name: 'review',
+      dedup_id: 'gh-1',
+      tracking_id: fired.tracking_id,
+    });
+    // The same signed body under a fresh delivery id is a replay, not a new delivery.
+    expect((await github('gh', body, 'gh-forged')).status).to.equal(200);
+
+    const pid = (await sup.city('hooks'))!.pid!;
+    process.kill(pid, 'SIGKILL');
+    await waitUntil(
+      'the controller to be restarted',
+      async () => {
+        const city = await sup.city('hooks');
+        return city?.running && city.pid !== pid ? true : undefined;
+      },
+      30_000,
+    );
+    const afterRestart = await github('gh', body, 'gh-1');
+    expect(afterRestart.status, await afterRestart.clone().text()).to.equal(200);
+    expect(((await afterRestart.json()) as { tracking_id: string }).tracking_id).to.equal(fired.tracking_id);
+
+    const received = await waitUntil('four webhook.received', async () => {
+      const seen = await events('webhook.received', 'gh');
+      return seen.length === 4 ? seen : undefined;
+    });
+    expect(received.map((e) => (e.payload as { deduped: boolean }).deduped)).to.deep.equal([false, true, true, true]);
+    expect(received[1].payload).to.include({
+      webhook: 'gh',
+      scheme: 'github-hmac-sha256',
+      event_type: 'pull_request',
+      dedup_id: 'gh-1',
+      deduped: true,
+      dispatched: false,
+      matched: true,
+      rule_index: 0,
+      tracking_id: fired.tracking_id,
+    });
+    expect(await events('order.fired', 'review')).to.have.length(1);
+    expect(lines('review')).to.have.length(1);
+  });
+
+  it('an authentic delivery no rule matches is a 200 that fires nothing', async function () {
+    const body = JSON.stringify({ action: 'closed', number: 8 });
+    const res = await github('gh', body, 'gh-2');
+    expect(res.status).to.equal(200);
+    expect(await res.json()).to.deep.equal({ status: 'ok', matched: false, deduped: false, dedup_id: 'gh-2' });
+  });
+
+  it('a webhook order’s redelivery is a duplicate too: by X-GitHub-Delivery, or by its body when it has none', async function () {
+    const body = JSON.stringify({ ref: 'main' });
+    const headers = { 'X-Hub-Signature-256': sign(body) };
+    expect((await deliver('deploy', body, headers)).status).to.equal(202);
+    const dup = await deliver('deploy', body, headers);
+    expect(dup.status).to.equal(200);
+    expect(await dup.json()).to.include({ status: 'duplicate', deduped: true });
+    await waitUntil('the order to run', async () => lines('deploy').length === 1);
+    expect(await events('order.fired', 'deploy')).to.have.length(1);
+  });
+
+  it('refuses a bad signature (401), a source outside allowed_cidrs (403) and past the rate limit (429), as problems, recorded', async function () {
+    const body = JSON.stringify({ action: 'opened', number: 9 });
+    const bad = await deliver('gh', body, {
+      'X-Hub-Signature-256': sign(body, 'guessed-secret-guessed'),
+      'X-GitHub-Event': 'pull_request',
+    });
+    expect(bad.status).to.equal(401);
+    expect(bad.headers.get('content-type')).to.contain('application/problem+json');
+    expect(await bad.json()).to.include({
+      code: 'webhook-rejected',
+      detail: 'unauthorized: webhook gh: X-Hub-Signature-256 does not match',
+    });
+
+    // The address is the connection's: one the sender writes in the supervisor's header is replaced.
+    const fenced = await deliver('fenced', body, {
+      'X-Hub-Signature-256': sign(body),
+      'X-GitHub-Event': 'pull_request',
+      'X-CTL-Webhook-Peer': '192.0.2.5',
+    });
+    expect(fenced.status).to.equal(403);
+    expect(((await fenced.json()) as { detail: string }).detail).to.match(
+      /^forbidden: webhook fenced takes no deliveries from (127\.0\.0\.1|::1|::ffff:127\.0\.0\.1)$/,
+    );
+
+    expect((await github('limited', body, 'l-1')).status).to.equal(202);
+    const limited = await github('limited', JSON.stringify({ action: 'opened', number: 10 }), 'l-2');
+    expect(limited.status).to.equal(429);
+    expect(Number(limited.headers.get('retry-after'))).to.be.within(1, 60);
+    expect(await limited.json()).to.include({ code: 'webhook-rejected', status: 429 });
+
+    const reasons = async (hook: string) =>
+      (await events('webhook.rejected', hook)).map((e) => (e.payload as { reason: string; status: number }).reason);
+    await waitUntil('the rejections recorded', async () => (await reasons('limited')).length === 1);
+    expect(await reasons('gh')).to.deep.equal(['bad_signature']);
+    expect(await reasons('fenced')).to.deep.equal(['forbidden_source']);
+    expect(await reasons('limited')).to.deep.equal(['rate_limited']);
+  });
+
+  it('a broken [[webhook]] is named by validate with its key, and takes nothing; the others take deliveries', async function () {
+    const validate = await api.get<{ errors: { file: string; key?: string; message: string }[] }>('/config/validate');
+    const broken = validate.body.errors.filter((e) => e.key?.startsWith('webhook['));
+    expect(broken).to.have.length(1);
+    expect(broken[0]).to.include({ file: 'city.toml', key: 'webhook[3].verify.scheme' });
+    expect(broken[0].message).to.contain('"md5" is not a scheme; one of github-hmac-sha256');
+    const res = await deliver('broken', '{}');
+    expect(res.status).to.equal(404);
+  });
+});
