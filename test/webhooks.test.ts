@@ -73,6 +73,8 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
         hook('limited', 'max_per_minute = 1'),
         hook('fenced', ''),
         '[[webhook]]\nname = "broken"\nverify = { scheme = "md5" }',
+        '[[webhook]]\nname = "stray"\nverify = { scheme = "hmac-sha256", secret_env = "GH_SECRET", signature_header = "X-Sig" }',
+        '[[webhook.rule]]\nevent = "*"\norder = "nowhere"',
         '',
       ].join('\n'),
     );
@@ -208,12 +210,44 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
     expect(await reasons('limited')).to.deep.equal(['rate_limited']);
   });
 
+  it('lists the webhooks it takes deliveries for, secrets named and never shown', async function () {
+    const list = await api.get<{
+      webhooks: { name: string; rate_limit: object; rules: object[]; secret_env: string }[];
+    }>('/webhooks');
+    expect(list.status).to.equal(200);
+    expect(list.body.webhooks.map((w) => w.name)).to.deep.equal(['gh', 'limited', 'fenced', 'stray']);
+    expect(list.body.webhooks[1]).to.deep.include({
+      path: 'hook/limited',
+      scheme: 'github-hmac-sha256',
+      secret_env: 'GH_SECRET',
+      rate_limit: { per_minute: 1, burst: 1 },
+      allowed_cidrs: [],
+    });
+    expect(list.body.webhooks[0].rules).to.deep.equal([
+      {
+        event: 'pull_request',
+        match: { action: 'opened' },
+        order: 'review',
+        args: { pr: '{{number}}', ref: '{{pull_request.head.ref}}' },
+      },
+    ]);
+    expect(JSON.stringify(list.body)).to.not.contain(GH_SECRET);
+  });
+
   it('a broken [[webhook]] is named by validate with its key, and takes nothing; the others take deliveries', async function () {
-    const validate = await api.get<{ errors: { file: string; key?: string; message: string }[] }>('/config/validate');
+    type Issue = { file: string; key?: string; message: string };
+    const validate = await api.get<{ errors: Issue[]; warnings: Issue[] }>('/config/validate');
     const broken = validate.body.errors.filter((e) => e.key?.startsWith('webhook['));
     expect(broken).to.have.length(1);
     expect(broken[0]).to.include({ file: 'city.toml', key: 'webhook[3].verify.scheme' });
     expect(broken[0].message).to.contain('"md5" is not a scheme; one of github-hmac-sha256');
+    expect(validate.body.warnings.filter((w) => w.key?.startsWith('webhook['))).to.deep.equal([
+      {
+        file: 'city.toml',
+        key: 'webhook[4].rule[0].order',
+        message: 'webhook stray: the city has no order nowhere: deliveries this rule matches are refused (422)',
+      },
+    ]);
     const res = await deliver('broken', '{}');
     expect(res.status).to.equal(404);
   });

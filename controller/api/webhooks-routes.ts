@@ -1,9 +1,15 @@
-import { Body, Controller, Path, Post, Request, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
+import { Body, Controller, Get, Path, Post, Request, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
 import type { Request as KoaRequest } from 'koa';
 import type { ErrorModel } from '../../shared/dto/errors.js';
-import type { WebhookDeliveryResponse, WebhookPayload, WebhookPong } from '../../shared/dto/webhooks.js';
+import type {
+  WebhookDeliveryResponse,
+  WebhookListBody,
+  WebhookPayload,
+  WebhookPong,
+} from '../../shared/dto/webhooks.js';
 import { WEBHOOK_PEER_HEADER } from '../../shared/http/webhook-path.js';
 import type { CityRuntime } from '../city-runtime.js';
+import { webhookView } from '../webhooks/webhook-views.js';
 
 /**
  * @param cityName City name.
@@ -14,6 +20,18 @@ import type { CityRuntime } from '../city-runtime.js';
 export class WebhooksRoutes extends Controller {
   constructor(private readonly city: CityRuntime) {
     super();
+  }
+
+  /**
+   * The `[[webhook]]` tables of `city.toml` the city takes deliveries for, in the order written: where, how they are
+   * verified (secrets named by their variables, never shown), the rate they are held to, and their rules. A table
+   * with a mistake is not here: `GET /config/validate` names it. Webhook orders are in `GET /orders`.
+   * @summary List webhooks
+   */
+  @Get('webhooks')
+  public listWebhooks(@Path('cityName') _cityName: string): WebhookListBody {
+    const { webhooks, policy } = this.city.composed.webhooks;
+    return { webhooks: webhooks.map((w) => webhookView(w, policy)) };
   }
 
   /**

@@ -1,3 +1,4 @@
+import { webhookWarnings } from '../webhooks/webhook-checks.js';
 import type {
   AnnotatedAgentResponse,
   AnnotatedProviderResponse,
@@ -170,6 +171,7 @@ export function validateView(city: ConfigViewsHost): ConfigValidateOutputBody {
   for (const formula of city.formulas.list()) {
     for (const message of formula.errors) errors.push({ file: formula.file, key: `formula.${formula.name}`, message });
   }
+  warnings.push(...webhookWarnings(city.composed.webhooks.webhooks, city.orders.list().orders));
   for (const rig of city.config.rigs) {
     if (!rig.path)
       warnings.push({ file: 'city.toml', key: `rigs.${rig.name}`, message: `rig ${rig.name} has no path` });

@@ -48,6 +48,8 @@ export interface WebhookRule {
 /** One `[[webhook]]` of `city.toml`: `POST /v0/city/{city}/hook/{name}`. */
 export interface WebhookDef {
   name: string;
+  /** Its place among `city.toml`'s `[[webhook]]` tables (`webhook[<index>]` in messages). */
+  index: number;
   scope: 'city' | 'rig';
   /** A rig-scoped webhook's rig: its rules fire that rig's instances only. */
   rig?: string;
@@ -115,7 +117,7 @@ export function parseWebhooks(doc: Record<string, unknown>): ParsedWebhooks {
   const seen = new Set<string>();
   for (const [i, table] of (raw ?? []).entries()) {
     try {
-      const def = parseWebhook(table, `webhook[${i}]`);
+      const def = { ...parseWebhook(table, `webhook[${i}]`), index: i };
       if (seen.has(def.name)) throw new Bad(`webhook[${i}].name`, `two webhooks are named ${def.name}`);
       seen.add(def.name);
       if (def.verify.scheme === 'jwt-jwks' && !policy.jwtPolicies.has(def.name)) {
@@ -133,7 +135,7 @@ export function parseWebhooks(doc: Record<string, unknown>): ParsedWebhooks {
   return { webhooks, policy, problems };
 }
 
-function parseWebhook(value: unknown, at: string): WebhookDef {
+function parseWebhook(value: unknown, at: string): Omit<WebhookDef, 'index'> {
   const t = tableAt(value, at);
   const name = str(t, 'name', at);
   if (name === undefined) throw new Bad(`${at}.name`, 'a webhook needs a name');

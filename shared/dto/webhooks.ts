@@ -74,3 +74,42 @@ export interface WebhookRejectedPayload {
   event_type?: string;
   dedup_id?: string;
 }
+
+/** One `[[webhook]]` of `city.toml` as the city runs it (secrets named, never shown). */
+export interface WebhookView {
+  name: string;
+  /** `hook/<name>`, below the city's path. */
+  path: string;
+  /** `city`, or `rig` (its rules fire that rig's instances). */
+  scope: string;
+  rig?: string;
+  scheme: string;
+  /** The variable holding its secret (or Discord's public key). */
+  secret_env?: string;
+  bearer_env?: string;
+  signature_header?: string;
+  event_header?: string;
+  dedup_header?: string;
+  timestamp_header?: string;
+  /** @isInt */
+  replay_window_ms?: number;
+  /** Source addresses it takes deliveries from; none: any. */
+  allowed_cidrs: string[];
+  /** The limit its deliveries are held to (the city's, an override, its own `max_per_minute`). */
+  rate_limit: { per_minute: number; burst: number };
+  /** A jwt-jwks webhook's trust anchor (`[[webhooks.jwt_policy]]`). */
+  jwt_policy?: { issuer: string; audience: string; jwks_url: string };
+  rules: WebhookRuleView[];
+}
+
+export interface WebhookRuleView {
+  event: string;
+  match: { [path: string]: string };
+  order: string;
+  rig?: string;
+  args: { [name: string]: string };
+}
+
+export interface WebhookListBody {
+  webhooks: WebhookView[];
+}

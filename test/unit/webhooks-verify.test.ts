@@ -172,7 +172,7 @@ describe('webhook verify schemes (unit)', () => {
     });
 
     it('a JWKS that cannot be fetched is the verifier’s fault (503), not the sender’s', async () => {
-      const def: WebhookDef = { name: 'ci', scope: 'city', verify, rules: [] };
+      const def: WebhookDef = { name: 'ci', index: 0, scope: 'city', verify, rules: [] };
       const verifiers = new Verifiers({}, async () => {
         throw new Error('connect ECONNREFUSED');
       });
@@ -190,6 +190,7 @@ describe('webhook verify schemes (unit)', () => {
   it('refuses a secret that is unset, shorter than 16 bytes or one byte repeated, as the operator’s fault', async () => {
     const def: WebhookDef = {
       name: 'gh',
+      index: 0,
       scope: 'city',
       verify: v({ scheme: 'github-hmac-sha256', secretEnv: 'S' }),
       rules: [],
