@@ -7,7 +7,7 @@ import { ACTOR_HEADER } from '../shared/http/peer-gate.js';
 import { Problem } from '../shared/http/problem.js';
 import { isWebhookDelivery, WEBHOOK_PEER_HEADER } from '../shared/http/webhook-path.js';
 import { answerProblem, refuseUpgradeWithProblem } from '../shared/http/refusal.js';
-import { unauthorized, type ApiTokens } from './api-tokens.js';
+import { carriesApiToken, unauthorized, type ApiTokens } from './api-tokens.js';
 import { cookieValue, SESSION_COOKIE, type BrowserSessions } from './browser-sessions.js';
 import { actorOf, setCaller, type Caller } from './caller.js';
 
@@ -114,10 +114,13 @@ export class AccessGate {
     delete req.headers[ACTOR_HEADER];
     delete req.headers[WEBHOOK_PEER_HEADER];
     if (caller === undefined) {
-      // A webhook sender's own Authorization header may be anything; ours never travel on to a controller. Its
-      // address does, for a webhook's allowed_cidrs: the connection's, never a header the sender wrote.
+      // A webhook sender's own Authorization header travels on (a webhook's bearer_env token, a jwt-jwks JWT);
+      // ours — our cookie, anything shaped as our API token — never do. Its address does too, for a webhook's
+      // allowed_cidrs: the connection's, never a header the sender wrote.
       if (isWebhookDelivery(req.method, req.url ?? '/')) {
+        const authorization = req.headers.authorization;
         withoutOurCredentials(req);
+        if (authorization !== undefined && !carriesApiToken(authorization)) req.headers.authorization = authorization;
         if (req.socket.remoteAddress) req.headers[WEBHOOK_PEER_HEADER] = req.socket.remoteAddress;
       }
       return next();

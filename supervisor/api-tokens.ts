@@ -8,6 +8,11 @@ import { Problem } from '../shared/http/problem.js';
 
 /** `ctl_` and 43 base64url characters: 32 random bytes. */
 const TOKEN_SHAPE = /^ctl_[A-Za-z0-9_-]{43}$/;
+
+/** Whether a header value carries something shaped as one of our API tokens (a secret of ours, whoever sent it). */
+export function carriesApiToken(value: string): boolean {
+  return /(^|[^A-Za-z0-9_-])ctl_[A-Za-z0-9_-]{43}($|[^A-Za-z0-9_-])/.test(value);
+}
 const NAME_SHAPE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 interface StoredToken {

@@ -38,7 +38,9 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
   before(async function () {
     out = join(root, 'out');
     mkdirSync(out);
-    sup = await TestSupervisor.start({ env: { GH_SECRET, ORDER_SECRET: GH_SECRET } });
+    sup = await TestSupervisor.start({
+      env: { GH_SECRET, ORDER_SECRET: GH_SECRET, HOOK_TOKEN: 'token-of-the-sender' },
+    });
     const dir = sup.cityDir('hooks');
     mkdirSync(join(dir, 'orders'), { recursive: true });
     writeFileSync(
@@ -58,6 +60,7 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
         'scheme = "github-hmac-sha256"',
         'secret_env = "GH_SECRET"',
         ...(name === 'fenced' ? ['allowed_cidrs = ["192.0.2.0/24"]'] : []),
+        ...(name === 'tokened' ? ['bearer_env = "HOOK_TOKEN"'] : []),
         '[[webhook.rule]]',
         'event = "pull_request"',
         'order = "review"',
@@ -72,6 +75,7 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
         hook('gh', ''),
         hook('limited', 'max_per_minute = 1'),
         hook('fenced', ''),
+        hook('tokened', ''),
         '[[webhook]]\nname = "broken"\nverify = { scheme = "md5" }',
         '[[webhook]]\nname = "stray"\nverify = { scheme = "hmac-sha256", secret_env = "GH_SECRET", signature_header = "X-Sig" }',
         '[[webhook.rule]]\nevent = "*"\norder = "nowhere"',
@@ -202,12 +206,25 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
     expect(Number(limited.headers.get('retry-after'))).to.be.within(1, 60);
     expect(await limited.json()).to.include({ code: 'webhook-rejected', status: 429 });
 
+    const untokened = await github('tokened', body, 't-1');
+    expect(untokened.status).to.equal(401);
+    expect(await untokened.json()).to.include({
+      detail: 'unauthorized: webhook tokened: the bearer token is missing or wrong',
+    });
+    const tokened = await deliver('tokened', body, {
+      'X-Hub-Signature-256': sign(body),
+      'X-GitHub-Event': 'pull_request',
+      Authorization: 'Bearer token-of-the-sender',
+    });
+    expect(tokened.status, await tokened.clone().text()).to.equal(202);
+
     const reasons = async (hook: string) =>
       (await events('webhook.rejected', hook)).map((e) => (e.payload as { reason: string; status: number }).reason);
     await waitUntil('the rejections recorded', async () => (await reasons('limited')).length === 1);
     expect(await reasons('gh')).to.deep.equal(['bad_signature']);
     expect(await reasons('fenced')).to.deep.equal(['forbidden_source']);
     expect(await reasons('limited')).to.deep.equal(['rate_limited']);
+    expect(await reasons('tokened')).to.deep.equal(['bad_bearer']);
   });
 
   it('lists the webhooks it takes deliveries for, secrets named and never shown', async function () {
@@ -215,7 +232,7 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
       webhooks: { name: string; rate_limit: object; rules: object[]; secret_env: string }[];
     }>('/webhooks');
     expect(list.status).to.equal(200);
-    expect(list.body.webhooks.map((w) => w.name)).to.deep.equal(['gh', 'limited', 'fenced', 'stray']);
+    expect(list.body.webhooks.map((w) => w.name)).to.deep.equal(['gh', 'limited', 'fenced', 'tokened', 'stray']);
     expect(list.body.webhooks[1]).to.deep.include({
       path: 'hook/limited',
       scheme: 'github-hmac-sha256',
@@ -239,12 +256,12 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
     const validate = await api.get<{ errors: Issue[]; warnings: Issue[] }>('/config/validate');
     const broken = validate.body.errors.filter((e) => e.key?.startsWith('webhook['));
     expect(broken).to.have.length(1);
-    expect(broken[0]).to.include({ file: 'city.toml', key: 'webhook[3].verify.scheme' });
+    expect(broken[0]).to.include({ file: 'city.toml', key: 'webhook[4].verify.scheme' });
     expect(broken[0].message).to.contain('"md5" is not a scheme; one of github-hmac-sha256');
     expect(validate.body.warnings.filter((w) => w.key?.startsWith('webhook['))).to.deep.equal([
       {
         file: 'city.toml',
-        key: 'webhook[4].rule[0].order',
+        key: 'webhook[5].rule[0].order',
         message: 'webhook stray: the city has no order nowhere: deliveries this rule matches are refused (422)',
       },
     ]);

@@ -6,6 +6,7 @@ import { effectiveRateLimit, parseWebhooks, type WebhookRule } from '../../contr
 import { auditKeys } from '../../controller/config/key-audit.js';
 import { CITY_TOML } from '../../controller/config/reference-keys.js';
 import { parse } from 'smol-toml';
+import { carriesApiToken } from '../../supervisor/api-tokens.js';
 
 const rule = (r: Partial<WebhookRule>): WebhookRule => ({ event: '*', match: {}, order: 'o', args: {}, ...r });
 
@@ -71,6 +72,15 @@ describe('webhook rules, access and rate (unit)', () => {
     expect(bearerMatches('Bearer other', 't0ken')).to.equal(false);
     expect(bearerMatches('t0ken', 't0ken')).to.equal(false);
     expect(bearerMatches(undefined, 't0ken')).to.equal(false);
+  });
+
+  it('the supervisor passes a sender’s Authorization on, never one carrying something shaped as our API token', () => {
+    const ours = `ctl_${'a'.repeat(43)}`;
+    expect(carriesApiToken(`Bearer ${ours}`)).to.equal(true);
+    expect(carriesApiToken(`token ${ours}, Bearer x`)).to.equal(true);
+    expect(carriesApiToken('Bearer token-of-the-sender')).to.equal(false);
+    expect(carriesApiToken('Bearer eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJ4In0.c2ln')).to.equal(false);
+    expect(carriesApiToken(`Bearer x${ours}`)).to.equal(false);
   });
 
   it('the rate limit: a burst, then one token per 60/perMinute seconds, with when to retry', () => {
