@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, generateKeyPairSync, sign as ed25519Sign } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -7,6 +7,8 @@ import { CSRF, TestSupervisor, tempDir } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
 const GH_SECRET = 'gh-secret-of-twenty-bytes';
+const discord = generateKeyPairSync('ed25519');
+const DISCORD_KEY = Buffer.from(discord.publicKey.export({ format: 'jwk' }).x!, 'base64url').toString('hex');
 const sign = (body: string, secret = GH_SECRET) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 
 describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
@@ -39,7 +41,7 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
     out = join(root, 'out');
     mkdirSync(out);
     sup = await TestSupervisor.start({
-      env: { GH_SECRET, ORDER_SECRET: GH_SECRET, HOOK_TOKEN: 'token-of-the-sender' },
+      env: { GH_SECRET, ORDER_SECRET: GH_SECRET, HOOK_TOKEN: 'token-of-the-sender', DISCORD_KEY },
     });
     const dir = sup.cityDir('hooks');
     mkdirSync(join(dir, 'orders'), { recursive: true });
@@ -76,6 +78,8 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
         hook('limited', 'max_per_minute = 1'),
         hook('fenced', ''),
         hook('tokened', ''),
+        '[[webhook]]\nname = "discord"\nverify = { scheme = "discord-ed25519", secret_env = "DISCORD_KEY" }',
+        '[[webhook.rule]]\nevent = "application_command"\norder = "review"',
         '[[webhook]]\nname = "broken"\nverify = { scheme = "md5" }',
         '[[webhook]]\nname = "stray"\nverify = { scheme = "hmac-sha256", secret_env = "GH_SECRET", signature_header = "X-Sig" }',
         '[[webhook.rule]]\nevent = "*"\norder = "nowhere"',
@@ -165,6 +169,21 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
     expect(await res.json()).to.deep.equal({ status: 'ok', matched: false, deduped: false, dedup_id: 'gh-2' });
   });
 
+  it('a signed Discord PING is answered PONG and fires nothing; a forged one is refused', async function () {
+    const body = '{"type":1}';
+    const ts = String(Math.floor(Date.now() / 1000));
+    const signature = ed25519Sign(null, Buffer.from(ts + body), discord.privateKey).toString('hex');
+    const ping = await deliver('discord', body, { 'X-Signature-Ed25519': signature, 'X-Signature-Timestamp': ts });
+    expect(ping.status).to.equal(200);
+    expect(await ping.json()).to.deep.equal({ type: 1 });
+    const forged = await deliver('discord', body, {
+      'X-Signature-Ed25519': signature.replace(/^./, (c) => (c === '0' ? '1' : '0')),
+      'X-Signature-Timestamp': ts,
+    });
+    expect(forged.status).to.equal(401);
+    expect(await events('webhook.received', 'discord')).to.have.length(0);
+  });
+
   it('a webhook order’s redelivery is a duplicate too: by X-GitHub-Delivery, or by its body when it has none', async function () {
     const body = JSON.stringify({ ref: 'main' });
     const headers = { 'X-Hub-Signature-256': sign(body) };
@@ -232,7 +251,14 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
       webhooks: { name: string; rate_limit: object; rules: object[]; secret_env: string }[];
     }>('/webhooks');
     expect(list.status).to.equal(200);
-    expect(list.body.webhooks.map((w) => w.name)).to.deep.equal(['gh', 'limited', 'fenced', 'tokened', 'stray']);
+    expect(list.body.webhooks.map((w) => w.name)).to.deep.equal([
+      'gh',
+      'limited',
+      'fenced',
+      'tokened',
+      'discord',
+      'stray',
+    ]);
     expect(list.body.webhooks[1]).to.deep.include({
       path: 'hook/limited',
       scheme: 'github-hmac-sha256',
@@ -256,12 +282,12 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
     const validate = await api.get<{ errors: Issue[]; warnings: Issue[] }>('/config/validate');
     const broken = validate.body.errors.filter((e) => e.key?.startsWith('webhook['));
     expect(broken).to.have.length(1);
-    expect(broken[0]).to.include({ file: 'city.toml', key: 'webhook[4].verify.scheme' });
+    expect(broken[0]).to.include({ file: 'city.toml', key: 'webhook[5].verify.scheme' });
     expect(broken[0].message).to.contain('"md5" is not a scheme; one of github-hmac-sha256');
     expect(validate.body.warnings.filter((w) => w.key?.startsWith('webhook['))).to.deep.equal([
       {
         file: 'city.toml',
-        key: 'webhook[5].rule[0].order',
+        key: 'webhook[6].rule[0].order',
         message: 'webhook stray: the city has no order nowhere: deliveries this rule matches are refused (422)',
       },
     ]);
