@@ -8,8 +8,11 @@ import type { Logger } from 'pino';
  * senders) and GitHub offers "Redeliver" on the last three days' deliveries.
  */
 export const DEDUPE_WINDOW_MS = 72 * 3_600_000;
-/** How many deliveries a city remembers at most; past it a webhook forgets its own oldest first. */
-export const DEDUPE_MAX_ENTRIES = 10_000;
+/**
+ * How many keys a city remembers at most — 10,000 deliveries, each known by its id and its body's hash; past it
+ * the webhook that overflowed it forgets its own oldest first.
+ */
+export const DEDUPE_MAX_KEYS = 20_000;
 
 /** An accepted delivery: when, and the order firing it made. */
 export interface SeenDelivery {
@@ -34,11 +37,12 @@ type Line = { k: [string, string]; at: number; t?: string } | { drop: [string, s
  * The deliveries a city's webhooks accepted, by webhook and key (a provider's delivery id, a signed token id, the
  * body's hash): a redelivery of one is a duplicate, answered without firing again. Kept in a file of the city
  * (`.ctl/webhook-deliveries.jsonl`, appended to and rewritten when half of it is stale) so a controller restart
- * forgets none, and bounded: DEDUPE_WINDOW_MS, DEDUPE_MAX_ENTRIES.
+ * forgets none, and bounded: DEDUPE_WINDOW_MS, DEDUPE_MAX_KEYS.
  */
 export class DeliveryLedger {
   private readonly entries = new Map<string, SeenDelivery>();
   private lines = 0;
+  private dirMade = false;
 
   constructor(
     private readonly file: string,
@@ -52,7 +56,7 @@ export class DeliveryLedger {
   }
 
   private get max(): number {
-    return this.o.max ?? DEDUPE_MAX_ENTRIES;
+    return this.o.max ?? DEDUPE_MAX_KEYS;
   }
 
   private now(): number {
@@ -75,32 +79,36 @@ export class DeliveryLedger {
    */
   claim(hook: string, keys: string[]): Claim {
     const at = this.now();
-    for (const key of keys) this.put(hook, key, { at });
+    this.put(hook, keys, { at });
     this.trim(hook, keys);
     return {
-      settle: (tracking) => {
-        for (const key of keys) this.put(hook, key, { at, tracking });
-      },
+      settle: (tracking) => this.put(hook, keys, { at, tracking }),
       release: () => {
-        for (const key of keys) {
-          this.entries.delete(ledgerKey(hook, key));
-          this.append({ drop: [hook, key] });
-        }
+        for (const key of keys) this.entries.delete(ledgerKey(hook, key));
+        this.append(keys.map((key) => ({ drop: [hook, key] })));
       },
     };
   }
 
-  private put(hook: string, key: string, entry: SeenDelivery): void {
-    const k = ledgerKey(hook, key);
-    this.entries.delete(k); // re-inserted last: the map stays in order of acceptance
-    this.entries.set(k, entry);
-    this.append({ k: [hook, key], at: entry.at, ...(entry.tracking ? { t: entry.tracking } : {}) });
+  private put(hook: string, keys: string[], entry: SeenDelivery): void {
+    for (const key of keys) {
+      const k = ledgerKey(hook, key);
+      this.entries.delete(k); // re-inserted last: the map stays in order of acceptance
+      this.entries.set(k, entry);
+    }
+    this.append(
+      keys.map((key) => ({ k: [hook, key], at: entry.at, ...(entry.tracking ? { t: entry.tracking } : {}) })),
+    );
   }
 
   /** Past the window entries go; past the count, the oldest of the webhook that overflowed it (not its neighbours'). */
   private trim(hook: string, protect: string[]): void {
     const now = this.now();
-    for (const [k, e] of this.entries) if (now - e.at >= this.windowMs) this.entries.delete(k);
+    // In order of acceptance: the stale ones are first.
+    for (const [k, e] of this.entries) {
+      if (now - e.at < this.windowMs) break;
+      this.entries.delete(k);
+    }
     if (this.entries.size > this.max) {
       const kept = new Set(protect.map((key) => ledgerKey(hook, key)));
       for (const k of this.entries.keys()) {
@@ -111,11 +119,12 @@ export class DeliveryLedger {
     if (this.lines > 2 * this.entries.size + 1000) this.compact();
   }
 
-  private append(line: Line): void {
+  private append(lines: Line[]): void {
     try {
-      mkdirSync(dirname(this.file), { recursive: true, mode: 0o700 });
-      appendFileSync(this.file, `${JSON.stringify(line)}\n`, { mode: 0o600 });
-      this.lines += 1;
+      if (!this.dirMade) mkdirSync(dirname(this.file), { recursive: true, mode: 0o700 });
+      this.dirMade = true;
+      appendFileSync(this.file, lines.map((line) => `${JSON.stringify(line)}\n`).join(''), { mode: 0o600 });
+      this.lines += lines.length;
     } catch (err) {
       // Memory still dedupes until a restart; the file is what a restart would have lost.
       this.o.logger?.error({ err, file: this.file }, 'webhook delivery ledger not written');
