@@ -109,6 +109,10 @@ export const TOP_LEVEL: Record<string, [description: string, load: () => Promise
     'Orders: commands and formulas that fire on a schedule, an event or a condition',
     () => import('./commands/orders.js').then((m) => m.orderCommand),
   ],
+  webhook: [
+    'Webhooks: the [[webhook]] tables a city takes deliveries for, and the orders they fire',
+    () => import('./commands/webhooks.js').then((m) => m.webhookCommand),
+  ],
   usage: [
     'Tokens and cost of the city’s sessions, as their providers reported them: today, by agent, provider and session',
     () => import('./commands/usage.js').then((m) => m.usageCommand),

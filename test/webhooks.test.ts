@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { CityApi, type Envelope } from './helpers/city-api.js';
+import { expectFailure, expectSuccess, runCtl } from './helpers/cli.js';
 import { CSRF, TestSupervisor, tempDir } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
@@ -275,6 +276,36 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
       },
     ]);
     expect(JSON.stringify(list.body)).to.not.contain(GH_SECRET);
+  });
+
+  it('ctl webhook list and show say the same; an unknown name is one line and exit 1', async function () {
+    const ctl = async (...args: string[]) => runCtl([...args, '--city', 'hooks'], { env: sup.env });
+    const listed = expectSuccess(await ctl('webhook', 'list'));
+    expect(listed[0]).to.match(/^NAME\s+PATH\s+SCHEME\s+RULES\s+LIMIT$/);
+    expect(listed.slice(1).map((l) => l.split(/\s+/)[0])).to.deep.equal([
+      'gh',
+      'limited',
+      'fenced',
+      'tokened',
+      'discord',
+      'stray',
+    ]);
+    expect(listed[2]).to.match(
+      /^limited\s+\/v0\/city\/hooks\/hook\/limited\s+github-hmac-sha256\s+1\s+1\/min \(burst 1\)$/,
+    );
+    const shown = expectSuccess(await ctl('webhook', 'show', 'fenced')).join('\n');
+    expect(shown).to.include('Webhook fenced: POST /v0/city/hooks/hook/fenced');
+    expect(shown).to.include('Verified:  github-hmac-sha256, secret in GH_SECRET');
+    expect(shown).to.include('Sources:   192.0.2.0/24');
+    expect(shown).to.include('0. pull_request where action=opened → review');
+    expect(shown).to.not.include(GH_SECRET);
+    const asJson = JSON.parse(expectSuccess(await ctl('webhook', 'show', 'gh', '--json')).join('\n')) as object;
+    expect(asJson).to.deep.include({ name: 'gh', path: 'hook/gh' });
+    expectFailure(
+      await ctl('webhook', 'show', 'nope'),
+      'webhook show',
+      /^no webhook named nope in hooks \(it has gh, /,
+    );
   });
 
   it('a broken [[webhook]] is named by validate with its key, and takes nothing; the others take deliveries', async function () {
