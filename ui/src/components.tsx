@@ -123,6 +123,7 @@ export function ActionButton(props: {
 }) {
   const [busy, setBusy] = useState(false);
   const [asking, setAsking] = useState(false);
+  const button = useRef<HTMLButtonElement>(null);
   const click = async () => {
     setBusy(true);
     try {
@@ -138,6 +139,7 @@ export function ActionButton(props: {
   return (
     <>
       <button
+        ref={button}
         type="button"
         class={props.kind ?? ''}
         aria-label={props.name}
@@ -158,6 +160,7 @@ export function ActionButton(props: {
             if (props.done) announce(props.done);
           }}
           onClose={() => setAsking(false)}
+          returnFocusTo={button}
         >
           <p>{confirm.body}</p>
         </ConfirmDialog>

@@ -17,23 +17,29 @@ export function ConfirmDialog(props: {
   keep?: string;
   run: () => Promise<void>;
   onClose: () => void;
+  /** Where focus goes back when it closes (the button that opened it); else what had focus when it was asked for. */
+  returnFocusTo?: { current: HTMLElement | null };
 }) {
   const dialog = useRef<HTMLDialogElement>(null);
   const [busy, setBusy] = useState(false);
   const [problem, setProblem] = useState<string>();
   // Ids of its own: a view may hold several confirming buttons, and each dialog names itself by its title.
   const id = useId();
+  const returnFocusTo = props.returnFocusTo;
+  // The element that had focus when the dialog was asked for, taken at the first render: by the time an effect
+  // runs, the browser may already have moved focus to the dialog's autofocus button, which leaves with it.
+  const [opener] = useState(() => (document.activeElement instanceof HTMLElement ? document.activeElement : undefined));
   useEffect(() => {
     const d = dialog.current;
     // The dialog leaves the document with its owner's state, and then the browser does not give focus back (it
-    // was left on the page's body): so the element that had it when the dialog opened gets it back here.
-    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : undefined;
+    // was left on the page's body): so the opener gets it back here.
     if (d && !d.open) d.showModal();
     return () => {
       d?.close();
       const lost =
         !document.activeElement || document.activeElement === document.body || d?.contains(document.activeElement);
-      if (lost && opener?.isConnected) opener.focus();
+      const back = returnFocusTo?.current ?? opener;
+      if (lost && back?.isConnected) back.focus();
     };
   }, []);
   const go = async () => {
