@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
-import { launchChromium, RECORD_NOTIFICATIONS, seriousViolations, watchedPage } from './helpers/browser.js';
+import { launchChromium, notifyingPage, seriousViolations, watchedPage } from './helpers/browser.js';
 import type { CityApi } from './helpers/city-api.js';
 import { createSession, send, session, sessionEvents, startSessionCity } from './helpers/sessions.js';
 import { CSRF, type TestSupervisor } from './helpers/supervisor.js';
@@ -163,13 +163,8 @@ describe('dashboard in Chromium: deleting one’s comment, notification kinds', 
   });
 
   it('notifies only the kinds a person leaves on, and remembers them', async () => {
-    const context = await browser.newContext({ permissions: ['notifications'] });
+    const { page, context, errors } = await notifyingPage(browser, `${sup.base}/ui/`);
     try {
-      const page = await context.newPage();
-      const errors: string[] = [];
-      page.on('pageerror', (err) => errors.push(err.message));
-      await page.addInitScript(RECORD_NOTIFICATIONS);
-      await page.goto(`${sup.base}/ui/`);
       await live(page);
       const kinds = page.getByRole('button', { name: 'Notification kinds' });
       const permission = page.getByRole('checkbox', { name: 'A session asks for a permission' });

@@ -2,13 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
-import {
-  launchChromium,
-  RECORD_NOTIFICATIONS,
-  seriousViolations,
-  watchedPage,
-  type WatchedPage,
-} from './helpers/browser.js';
+import { launchChromium, notifyingPage, seriousViolations, watchedPage, type WatchedPage } from './helpers/browser.js';
 import type { CityApi } from './helpers/city-api.js';
 import { packageRoot } from '../shared/paths.js';
 import { createSession, send, startSessionCity } from './helpers/sessions.js';
@@ -505,16 +499,8 @@ describe('dashboard in Chromium', function () {
   });
 
   it('asks for notifications only on a click, then shows one when a session waits for you', async () => {
-    const context = await browser.newContext({
-      viewport: { width: 1280, height: 800 },
-      permissions: ['notifications'],
-    });
+    const { page, context, errors } = await notifyingPage(browser, `${sup.base}/ui/`);
     try {
-      const page = await context.newPage();
-      const errors: string[] = [];
-      page.on('pageerror', (err) => errors.push(err.message));
-      await page.addInitScript(RECORD_NOTIFICATIONS);
-      await page.goto(`${sup.base}/ui/`);
       await live(page);
       const toggle = page.getByRole('button', { name: 'Notifications' });
       expect(await toggle.getAttribute('aria-pressed')).to.equal('false');

@@ -2,8 +2,8 @@ import { createHmac } from 'node:crypto';
 import { mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { CityApi, expectProblem, type Envelope } from './helpers/city-api.js';
-import { CSRF, TestSupervisor, tempDir } from './helpers/supervisor.js';
+import { CityApi, registerCity, expectProblem, type Envelope } from './helpers/city-api.js';
+import { TestSupervisor, tempDir } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
 const SECRET = 'it-is-a-secret';
@@ -94,14 +94,7 @@ describe('orders: webhooks and rig instances', function () {
         '',
       ].join('\n'),
     );
-    const res = await fetch(`${sup.base}/v0/cities/register`, {
-      method: 'POST',
-      headers: { ...CSRF, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ path: dir }),
-    });
-    expect(res.status).to.equal(201);
-    await waitUntil('the city to run', async () => (await sup.city('hooks'))?.running === true, 20_000);
-    api = new CityApi(sup, 'hooks');
+    api = await registerCity(sup, 'hooks');
   });
   after(async () => {
     await sup?.cleanup();

@@ -2,9 +2,9 @@ import { createHmac, generateKeyPairSync, sign as ed25519Sign } from 'node:crypt
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { CityApi, type Envelope } from './helpers/city-api.js';
+import { CityApi, registerCity, type Envelope } from './helpers/city-api.js';
 import { expectFailure, expectSuccess, runCtl } from './helpers/cli.js';
-import { CSRF, TestSupervisor, tempDir } from './helpers/supervisor.js';
+import { TestSupervisor, tempDir } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
 const GH_SECRET = 'gh-secret-of-twenty-bytes';
@@ -87,14 +87,7 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
         '',
       ].join('\n'),
     );
-    const res = await fetch(`${sup.base}/v0/cities/register`, {
-      method: 'POST',
-      headers: { ...CSRF, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ path: dir }),
-    });
-    expect(res.status).to.equal(201);
-    await waitUntil('the city to run', async () => (await sup.city('hooks'))?.running === true, 20_000);
-    api = new CityApi(sup, 'hooks');
+    api = await registerCity(sup, 'hooks');
   });
   after(async () => {
     await sup?.cleanup();

@@ -48,6 +48,28 @@ export async function watchedPage(browser: Browser, viewport = { width: 1280, he
   return { page, context, consoleErrors, offMachine };
 }
 
+/**
+ * A page at `url` allowed to notify, whose notifications are recorded (`RECORD_NOTIFICATIONS`) and whose
+ * uncaught errors are collected.
+ */
+export async function notifyingPage(
+  browser: Browser,
+  url: string,
+): Promise<{ page: Page; context: BrowserContext; errors: string[] }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, permissions: ['notifications'] });
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (err) => errors.push(err.message));
+  try {
+    await page.addInitScript(RECORD_NOTIFICATIONS);
+    await page.goto(url);
+  } catch (err) {
+    await context.close();
+    throw err;
+  }
+  return { page, context, errors };
+}
+
 const require = createRequire(import.meta.url);
 
 /** axe-core's source, evaluated in the page (DevTools evaluation is not subject to the page's CSP). */

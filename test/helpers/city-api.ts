@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import type { components } from '../../shared/generated/api-types.js';
 import { CSRF, type TestSupervisor } from './supervisor.js';
+import { waitUntil } from './wait.js';
 
 export type Bead = components['schemas']['Bead'];
 export type BeadCreate = components['schemas']['BeadCreateInputBody'];
@@ -77,6 +78,21 @@ export function expectProblem(
  * One city's API through the supervisor: raw calls (any body, any headers) for errors, and typed calls
  * (the generated client) for the happy paths, which fail loudly on an unexpected status.
  */
+/**
+ * Registers the city written at `sup.cityDir(name)` through the API (all its files in place first, so that its
+ * first tick sees all of it), waits for it to run, and returns its API.
+ */
+export async function registerCity(sup: TestSupervisor, name: string): Promise<CityApi> {
+  const res = await fetch(`${sup.base}/v0/cities/register`, {
+    method: 'POST',
+    headers: { ...CSRF, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ path: sup.cityDir(name) }),
+  });
+  expect(res.status, await res.text()).to.equal(201);
+  await waitUntil(`${name} to run`, async () => (await sup.city(name))?.running === true, 20_000);
+  return new CityApi(sup, name);
+}
+
 export class CityApi {
   constructor(
     readonly sup: TestSupervisor,

@@ -1,13 +1,11 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { expect } from 'chai';
-import { CityApi } from './city-api.js';
+import { registerCity } from './city-api.js';
 import { startModelServer, type ModelServer } from './model-server.js';
 import { realCli, type RealCli } from './real-clis.js';
 import { scriptedProvider, type ScriptedProvider } from './scripted-provider.js';
 import type { SessionCity } from './sessions.js';
-import { CSRF, TestSupervisor, tempDir } from './supervisor.js';
-import { waitUntil } from './wait.js';
+import { TestSupervisor, tempDir } from './supervisor.js';
 
 // The real Claude Code, offline: its model is the scripted server (model-server.ts), its home a folder of its own
 // (nothing of the person's ~/.claude is read or written), telemetry, updates and the plugin marketplace off, and no
@@ -59,12 +57,5 @@ export async function startCityOf(name: string, files: Record<string, string>): 
     mkdirSync(dirname(join(dir, path)), { recursive: true });
     writeFileSync(join(dir, path), text);
   }
-  const res = await fetch(`${sup.base}/v0/cities/register`, {
-    method: 'POST',
-    headers: { ...CSRF, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ path: dir }),
-  });
-  expect(res.status, await res.text()).to.equal(201);
-  await waitUntil(`${name} to run`, async () => (await sup.city(name))?.running === true, 20_000);
-  return { sup, api: new CityApi(sup, name), dir };
+  return { sup, api: await registerCity(sup, name), dir };
 }

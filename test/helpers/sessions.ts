@@ -2,8 +2,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { packageRoot } from '../../shared/paths.js';
-import { CityApi, type Envelope, type Reply } from './city-api.js';
-import { CSRF, TestSupervisor, tempDir } from './supervisor.js';
+import { CityApi, registerCity, type Envelope, type Reply } from './city-api.js';
+import { TestSupervisor, tempDir } from './supervisor.js';
 import { waitUntil } from './wait.js';
 
 /** The example agents the project ships (examples/agents/). */
@@ -63,14 +63,7 @@ export async function startSessionCity(
   mkdirSync(dir, { recursive: true });
   const state = tempDir('ctl-agent-state-');
   writeFileSync(join(dir, 'city.toml'), `[workspace]\nprovider = "echo"\n${providersToml(state)}${extra}`);
-  const res = await fetch(`${sup.base}/v0/cities/register`, {
-    method: 'POST',
-    headers: { ...CSRF, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ path: dir }),
-  });
-  expect(res.status, await res.text()).to.equal(201);
-  await waitUntil(`${name} to run`, async () => (await sup.city(name))?.running === true, 20_000);
-  return { sup, api: new CityApi(sup, name), dir };
+  return { sup, api: await registerCity(sup, name), dir };
 }
 
 export interface Accepted {
