@@ -128,6 +128,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     options.edited?.file === 'pack.toml' ? options.edited.text : undefined,
   );
   findings.push(...rootPack.findings);
+  skipped.push(...rootPack.skipped);
   if (rootPack.agentDefaults) {
     findings.push({
       file: 'pack.toml',
@@ -232,6 +233,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     if (file.description !== undefined) entry.description = file.description;
     if (file.commands.length) entry.commands = file.commands;
     findings.push(...file.findings);
+    skipped.push(...file.skipped);
     const siblings = new Set(own.map((a) => a.name));
     const loaded: CityAgentConfig[] = [];
     const first = agents.length;
@@ -349,7 +351,8 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     unsupported,
     unknownKeys,
     rootDoctors: rootPack.doctors,
-    skipped: skipped.map((message) => ({ file: /^([^:]+):/.exec(message)?.[1] ?? 'agents', message })),
+    // Named by the file before the first `: ` (a pack's files are `pack:<binding>/…`).
+    skipped: [...new Set(skipped)].map((message) => ({ file: /^(.+?): /.exec(message)?.[1] ?? 'agents', message })),
     packProviders,
     patched,
     webhooks: { webhooks: webhooks.webhooks, policy: webhooks.policy },
