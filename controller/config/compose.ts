@@ -15,6 +15,7 @@ import type { PackCommand } from '../packs/pack-commands.js';
 import { applyPackPatches, applyRigOverrides } from './pack-patches.js';
 import { PackOverlays } from './pack-overlays.js';
 import { stampPromptParts, type AgentOrigin } from './prompt-parts.js';
+import { resolveFallbackAgents, type ReplacedDefinition } from './fallback-agents.js';
 
 /** One import as the loader found it: where its files are, or why it could not be read. */
 export interface ComposedPack {
@@ -75,6 +76,8 @@ export interface ComposedConfig {
   skipped: ConfigProblem[];
   /** Providers an imported pack declares (the city's own win a name). */
   packProviders: Set<string>;
+  /** Fallback definitions (`fallback = true`) another definition of their name replaced: explain says which won. */
+  replaced: ReplacedDefinition[];
   /** What patches changed, by kind and name, so that explain can say so. */
   patched: { agents: Set<string>; providers: Set<string>; rigs: Set<string> };
   /** `city.toml`'s `[[webhook]]` tables (those that are valid; the others are `problems`) and `[webhooks]`. */
@@ -307,7 +310,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     // The pack's patches, over what it brought (its own agents and its imports'), by their names in the pack.
     // (One naming a city-scoped agent the city had already was laid over it where the city loaded it.)
     const patches = file.agentPatches.filter((p) => !atCity.has(p.name));
-    applyPackPatches(patches, agents, first, named, `${label}pack.toml`, problems);
+    applyPackPatches(patches, agents, first, named, (n) => origins.get(n)?.local, `${label}pack.toml`, problems);
   };
   for (const imp of [...includesOf(config.workspace.includes, 'city.toml', 'workspace.includes'), ...imports])
     load(imp, root, '', '', undefined, 1, []);
@@ -321,6 +324,10 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
       applyRigOverrides(rig.name, rig.overrides, agents, first, (n) => origins.get(n)?.local, problems);
     }
   }
+  // Of a name's definitions, a fallback yields to one that is not (the reference resolves them before its
+  // duplicate check, and before the city's defaults and patches).
+  const resolved = resolveFallbackAgents(root, agents, config.rigs);
+  agents.splice(0, agents.length, ...resolved.agents);
   for (const req of cityRequires) {
     const atCity = agents.filter((a) => !config.rigs.some((r) => r.name === a.dir));
     if (!atCity.some((a) => answersTo(a, req.agent))) problems.push(requirementProblem(req, 'the city'));
@@ -354,6 +361,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     // Named by the file before the first `: ` (a pack's files are `pack:<binding>/…`).
     skipped: [...new Set(skipped)].map((message) => ({ file: /^(.+?): /.exec(message)?.[1] ?? 'agents', message })),
     packProviders,
+    replaced: resolved.replaced,
     patched,
     webhooks: { webhooks: webhooks.webhooks, policy: webhooks.policy },
   };
