@@ -1,6 +1,6 @@
 import { parseWebhooks, type ParsedWebhooks } from '../webhooks/webhook-config.js';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { CityAgentConfig, CityConfig, PackImport } from '../../shared/config/city-config.js';
 import { ConfigError } from '../../shared/config/config-error.js';
 import { agentDirectories, declaredAgents } from '../agents/agent-catalog.js';
@@ -76,6 +76,12 @@ export interface ComposedConfig {
   skipped: ConfigProblem[];
   /** Providers an imported pack declares (the city's own win a name). */
   packProviders: Set<string>;
+  /**
+   * What it was read from, absolute: the city's own files and directories (`city.toml`, `agents/`, `formulas/` …)
+   * and each local pack's (`pack.toml`, `agents/`, its fragments …; a pack directory that is not there yet, for
+   * when it appears). Not a git pack's: its cached commit never changes. What the config watcher watches.
+   */
+  sources: string[];
   /** Fallback definitions (`fallback = true`) another definition of their name replaced: explain says which won. */
   replaced: ReplacedDefinition[];
   /** What patches changed, by kind and name, so that explain can say so. */
@@ -99,6 +105,29 @@ export interface EditedFile {
   file: string;
   text: string;
 }
+
+/** What of a city's directory its configuration is read from. */
+const CITY_SOURCES = [
+  'city.toml',
+  'pack.toml',
+  'packs.lock',
+  'agents',
+  'formulas',
+  'orders',
+  'prompts',
+  'template-fragments',
+];
+/** What of a local pack's directory the city's configuration is read from. */
+const PACK_SOURCES = [
+  'pack.toml',
+  'agents',
+  'formulas',
+  'orders',
+  'commands',
+  'overlay',
+  'prompts',
+  'template-fragments',
+];
 
 /** How deep packs may import packs: a chain longer than this is a mistake, not a design. */
 const MAX_DEPTH = 8;
@@ -167,6 +196,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
   // An agent answers to its composed name and to its name in its pack (`dog` for `bd.dog`).
   const answersTo = (a: CityAgentConfig, name: string) => a.name === name || origins.get(a.name)?.local === name;
   const origins = new Map<string, AgentOrigin>();
+  const localDirs = new Set<string>();
   const load = (
     imp: PackImport & { included?: string },
     baseDir: string,
@@ -200,6 +230,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     try {
       const source = parsePackSource(imp.source, baseDir);
       if (source.kind === 'local') {
+        localDirs.add(resolve(source.dir));
         dir = existsSync(source.dir) ? source.dir : undefined;
         if (!dir) return fail(`${source.dir} does not exist`);
       } else {
@@ -361,6 +392,12 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     // Named by the file before the first `: ` (a pack's files are `pack:<binding>/…`).
     skipped: [...new Set(skipped)].map((message) => ({ file: /^(.+?): /.exec(message)?.[1] ?? 'agents', message })),
     packProviders,
+    sources: [
+      ...CITY_SOURCES.map((name) => join(root, name)),
+      ...[...localDirs].flatMap((dir) =>
+        existsSync(dir) ? PACK_SOURCES.map((name) => join(dir, name)) : [dir.replace(/\/+$/, '')],
+      ),
+    ],
     replaced: resolved.replaced,
     patched,
     webhooks: { webhooks: webhooks.webhooks, policy: webhooks.policy },
