@@ -80,6 +80,11 @@ export interface CityAgentConfig {
   base_branch?: string;
   /** The file it was declared in (`city.toml`, or `agents/<name>/agent.toml`), relative to the city. */
   source: string;
+  /**
+   * `fallback = true`: a definition for when nothing else defines its name. Compose drops it when a definition
+   * of the same name that is not a fallback comes from another pack or the city (`fallback-agents.ts`).
+   */
+  fallback?: boolean;
   /** `pack-derived` for an agent an imported pack brings (named `binding.agent`); else the city's own. */
   origin?: 'inline' | 'pack-derived';
   /** The import binding it came through (`review`, or `outer.inner` for a pack a pack imports). */
