@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { qualifiedPool } from '../../controller/orders/order-context.js';
 import { parseOrder } from '../../controller/orders/order-file.js';
 import { payloadVars, signatureMismatch } from '../../controller/webhooks/order-hooks.js';
-import { isWebhookDelivery } from '../../shared/http/webhook-path.js';
+import { controllerHookPath, LISTENER_HOOK_PATH, listenerHookPath } from '../../shared/http/webhook-path.js';
 
 describe('order webhooks (unit)', () => {
   const body = Buffer.from('{"ref":"main"}');
@@ -31,12 +31,13 @@ describe('order webhooks (unit)', () => {
     expect(() => payloadVars(json, Buffer.from('{oops'))).to.throw(/not JSON/);
   });
 
-  it('knows a delivery by its path and method alone', () => {
-    expect(isWebhookDelivery('POST', '/v0/city/a/hook/deploy')).to.equal(true);
-    expect(isWebhookDelivery('POST', '/v0/city/a/hook/x:rig:web?x=1')).to.equal(true);
-    expect(isWebhookDelivery('GET', '/v0/city/a/hook/deploy')).to.equal(false);
-    expect(isWebhookDelivery('POST', '/v0/city/a/order/hook/run')).to.equal(false);
-    expect(isWebhookDelivery('POST', '/v0/city/a/hook/deploy/more')).to.equal(false);
+  it('knows a listener delivery by its path; forwards it to the controller’s route', () => {
+    expect(LISTENER_HOOK_PATH.exec('/hooks/a/deploy')?.slice(1)).to.deep.equal(['a', 'deploy']);
+    expect(LISTENER_HOOK_PATH.exec('/hooks/a/x:rig:web')?.slice(1)).to.deep.equal(['a', 'x:rig:web']);
+    expect(LISTENER_HOOK_PATH.test('/hooks/a/deploy/more')).to.equal(false);
+    expect(LISTENER_HOOK_PATH.test('/v0/city/a/hook/deploy')).to.equal(false);
+    expect(controllerHookPath('a b', 'x:rig:web')).to.equal('/v0/city/a%20b/hook/x%3Arig%3Aweb');
+    expect(listenerHookPath('a', 'deploy')).to.equal('/hooks/a/deploy');
   });
 
   it('parses secret_env, signature_header and scope; refuses them where they mean nothing', () => {
