@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { CityApi, registerCity, type Envelope } from './helpers/city-api.js';
 import { expectFailure, expectSuccess, runCtl } from './helpers/cli.js';
-import { TestSupervisor, tempDir } from './helpers/supervisor.js';
+import { CSRF, TestSupervisor, tempDir } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
 const GH_SECRET = 'gh-secret-of-twenty-bytes';
@@ -56,10 +56,12 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
       `[order]\ntrigger = "webhook"\nidempotent = true\nsecret_env = "ORDER_SECRET"\nexec = "echo fired >> ${out}/deploy"\n`,
     );
     // Runs until the controller ends: its firing is cut off by the SIGKILL of a test.
-    writeFileSync(
-      join(dir, 'orders', 'slow.toml'),
-      `[order]\ntrigger = "webhook"\nsecret_env = "ORDER_SECRET"\ntimeout = "5m"\nexec = "echo started >> ${out}/slow; sleep 600"\n`,
-    );
+    for (const name of ['slow', 'halted']) {
+      writeFileSync(
+        join(dir, 'orders', `${name}.toml`),
+        `[order]\ntrigger = "webhook"\nsecret_env = "ORDER_SECRET"\ntimeout = "5m"\nexec = "echo started >> ${out}/${name}; sleep 600"\n`,
+      );
+    }
     const hook = (name: string, extra: string) =>
       [
         '[[webhook]]',
@@ -214,6 +216,32 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
     expect(third.status).to.equal(200);
     expect(await third.json()).to.include({ status: 'duplicate', tracking_id: refired });
     expect(await events('order.fired', 'slow')).to.have.length(2);
+  });
+
+  it('a delivery whose firing a stop of the city cut off is fired again by its redelivery, once', async function () {
+    const body = JSON.stringify({ job: 'halted' });
+    const headers = { 'X-Hub-Signature-256': sign(body), 'X-CTL-Delivery': 'halted-1' };
+    const first = await deliver('halted', body, headers);
+    expect(first.status, await first.clone().text()).to.equal(202);
+    await waitUntil('the order to run', async () => lines('halted').length === 1);
+    const stop = await fetch(`${sup.base}/v0/city/hooks/stop`, { method: 'POST', headers: CSRF });
+    expect(stop.status).to.be.oneOf([200, 202]);
+    await waitUntil('the city to stop', async () => (await sup.city('hooks'))?.running === false, 30_000);
+    const start = await fetch(`${sup.base}/v0/city/hooks/start`, { method: 'POST', headers: CSRF });
+    expect(start.status).to.be.oneOf([200, 202]);
+    await waitUntil('the city to run again', async () => (await sup.city('hooks'))?.running === true, 30_000);
+    await waitUntil('the cut-off firing closed as failed', async () => {
+      const failed = await events('order.failed', 'halted');
+      return failed.length === 1 ? true : undefined;
+    });
+
+    const again = await deliver('halted', body, headers);
+    expect(again.status, await again.clone().text()).to.equal(202);
+    await waitUntil('the order to run again', async () => lines('halted').length === 2);
+    const third = await deliver('halted', body, headers);
+    expect(third.status).to.equal(200);
+    expect(await third.json()).to.include({ status: 'duplicate' });
+    expect(await events('order.fired', 'halted')).to.have.length(2);
   });
 
   it('an authentic delivery no rule matches is a 200 that fires nothing', async function () {
