@@ -143,8 +143,11 @@ function operationsOf(doc: Json): Operation[] {
   return out;
 }
 
-/** A webhook delivery is the one mutation without the marker: its order's signature is its credential. */
-const WEBHOOK_DELIVERY = '/v0/city/{cityName}/hook/{name}';
+/**
+ * The webhook listener's delivery (a server of its own, `[webhooks] listen`) is the one mutation without the
+ * marker: its signature is its credential. It is no operation of the control plane, whose every mutation needs it.
+ */
+const WEBHOOK_DELIVERY = '/hooks/{city}/{name}';
 
 function mutationsOf(doc: Json): Operation[] {
   return operationsOf(doc).filter((o) => MUTATIONS.includes(o.method) && o.path !== WEBHOOK_DELIVERY);

@@ -95,6 +95,8 @@ describe('notifications ([notify] of supervisor.toml)', function () {
       config: [
         '[notify]',
         `webhook = "http://127.0.0.1:${port}/hook"`,
+        // The receiver is on loopback, which counts as a private network for a notice's webhook.
+        'allow_private_networks = true',
         'webhook_headers = { Authorization = "Bearer hook-secret" }',
         'webhook_timeout = "2s"',
         'webhook_retries = 2',

@@ -39,6 +39,8 @@ export interface SupervisorOptions {
   port?: number;
   /** Files to put in `$CTL_HOME` before the supervisor starts (`tokens.json`, say), by name. */
   homeFiles?: Record<string, string>;
+  /** Serve webhook deliveries (`[webhooks] listen`) on a free loopback port: `hooksBase`. */
+  webhookListener?: boolean;
 }
 
 /**
@@ -54,6 +56,8 @@ export class TestSupervisor {
   readonly env: NodeJS.ProcessEnv;
   process: ResultPromise | undefined;
   output = '';
+  /** The webhook listener's base URL (`webhookListener`), else undefined. */
+  hooksBase: string | undefined;
 
   private constructor(
     readonly root: string,
@@ -76,6 +80,8 @@ export class TestSupervisor {
     });
     mkdirSync(sup.home, { recursive: true });
     mkdirSync(sup.citiesDir, { recursive: true });
+    const hooksPort = options.webhookListener ? await freePort() : undefined;
+    if (hooksPort) sup.hooksBase = `http://127.0.0.1:${hooksPort}`;
     writeFileSync(
       join(sup.home, 'supervisor.toml'),
       [
@@ -84,6 +90,7 @@ export class TestSupervisor {
         // Tests want a quick reconciler; a config that sets its own interval (a benchmark's) wins.
         ...(options.config?.some((l) => l.startsWith('patrol_interval')) ? [] : ['patrol_interval = "1s"']),
         ...(options.config ?? []),
+        ...(hooksPort ? ['[webhooks]', `listen = "127.0.0.1:${hooksPort}"`] : []),
       ].join('\n') + '\n',
     );
     for (const [name, content] of Object.entries(options.homeFiles ?? {})) {
