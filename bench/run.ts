@@ -1,7 +1,7 @@
 /**
  * Benchmarks, against a real supervisor and real controllers (build first: `npm run bench` does).
  *
- *   npx tsx bench/run.ts [cold|foundation|events|beads|sessions|sessions-acp|sessions-real-clis|agents|agents-loop|agents-loop-codex|workflows|config|extmsg|access|worktrees|ui|all]   (default: all, one after the other)
+ *   npx tsx bench/run.ts [cold|foundation|events|beads|sessions|sessions-acp|sessions-real-clis|agents|agents-loop|agents-loop-codex|workflows|config|extmsg|access|worktrees|ui|templates|all]   (default: all, one after the other)
  *   npm run bench -- beads                                  (builds, then runs one)
  *
  * cold (bench/cold.ts): issue 20's goals beside bare-Node baselines — `ctl version`/`help`/`bead list`, create → event,
@@ -24,6 +24,8 @@
  * ui (bench/ui.ts): the dashboard in Chromium — bundle sizes, time to the first interactive view, frames while 500
  *   events/s arrive, the page's heap after an hour of a busy city → .bench-out/ui.json
  * config (bench/config.ts): composing 10 packs × 10 agents, the svc/* proxy vs the service directly, GET /rigs?git=true with 20 rigs → .bench-out/config.json
+ * templates (bench/templates.ts): a 26-level doubling prompt template bomb — POST /sessions and prime refused (status,
+ *   latency), /health latency meanwhile, controller VmRSS before/after → .bench-out/templates.json
  * worktrees (bench/worktrees.ts): session start with a new git worktree of a 10,000-file rig, close, 10 worktree sessions at once (time to all ready, disk) → .bench-out/worktrees.json
  */
 import { runAccess } from './access.js';
@@ -40,6 +42,7 @@ import { runConfig } from './config.js';
 import { runExtmsg } from './extmsg.js';
 import { runUi } from './ui.js';
 import { runWorktrees } from './worktrees.js';
+import { runTemplates } from './templates.js';
 
 const BENCHMARKS: Record<string, () => Promise<void>> = {
   cold: runCold,
@@ -58,6 +61,7 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   access: runAccess,
   worktrees: runWorktrees,
   ui: runUi,
+  templates: runTemplates,
 };
 
 async function main(): Promise<void> {

@@ -86,7 +86,10 @@ export class SessionsRoutes extends Controller {
   @Post('sessions')
   @SuccessResponse(202, 'Accepted')
   @Response<ErrorModel>(409, 'The alias already names another session')
-  @Response<ErrorModel>(422, 'Invalid body, an unknown permission mode, or a provider this controller cannot run')
+  @Response<ErrorModel>(
+    422,
+    'Invalid body, an unknown permission mode, a provider this controller cannot run, or an agent whose prompt template cannot be rendered (past a bound of rendering, or calling itself)',
+  )
   public createSession(@Path() cityName: string, @Body() body: SessionCreateBody): AsyncAcceptedBody {
     this.setStatus(202);
     return this.city.sessions.create(body);
@@ -263,10 +266,15 @@ export class SessionsRoutes extends Controller {
   /**
    * What the session needs in a turn: its agent's role prompt (its template filled in), the bead it holds now,
    * its unread mail (to its agent, or to it by session name), and all of it as `text` — what `ctl prime` prints
-   * for a hook or a first turn. A closed session is gone: 404.
+   * for a hook or a first turn. A closed session is gone: 404. A prompt template past a bound of rendering is
+   * never sent, nor sent as its text: 422, naming the template and the limit.
    * @summary Prime a session (its role, work and mail)
    */
   @Get('session/{id}/prime')
+  @Response<ErrorModel>(
+    422,
+    "Its agent's prompt template cannot be rendered: past a bound of rendering (its size, its work, its nesting), or calling itself",
+  )
   public primeSession(@Path() cityName: string, @Path() id: string): SessionPrimeResponse {
     const { city } = this;
     return briefSession(

@@ -101,6 +101,11 @@ export interface CityAgentConfig {
   home_dir?: string;
   /** What its prompt template is rendered with (set by the loader for a templated prompt). */
   prompt_parts?: PromptParts;
+  /**
+   * Why its prompt template is never rendered (set by the loader): a `define` that calls itself, or a render
+   * past a bound (its size, its work, its nesting). Its sessions are refused (a 422) and the agent unavailable.
+   */
+  prompt_problem?: string;
 }
 
 /** What an agent's prompt template draws on, gathered when the configuration is composed. */
