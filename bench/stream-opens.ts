@@ -190,6 +190,8 @@ interface Figures {
   write: Summary;
   write_failed: number;
   health_after_open: Summary;
+  /** `/health` on one kept-alive connection: the event loop's delay alone, without a new connection's peer lookup. */
+  health_kept_alive: Summary;
   write_after_open: Summary;
   /** The supervisor's CPU time while the streams opened, and per second once they were open. */
   supervisor_cpu_opening_ms: number;
@@ -237,6 +239,8 @@ export async function runStreamOpens(): Promise<void> {
     const stop = () => stopping;
     const load = busyCity(base, stop);
     const health = probe(async () => (await send(`${base}/health`, 'GET', false)).status === 200, stop);
+    const keptAlive = new Agent({ keepAlive: true, maxSockets: 1 });
+    const healthKeptAlive = probe(async () => (await send(`${base}/health`, 'GET', keptAlive)).status === 200, stop);
     let writes = 0;
     const write = probe(
       async () =>
@@ -267,7 +271,13 @@ export async function runStreamOpens(): Promise<void> {
     const cpuAfter = cpuMs(sup.pid);
     const eventsPerS = ((cityLog.head() - headBefore) / (performance.now() - openStart)) * 1000;
     stopping = true;
-    const [loadResult, healthSamples, writeSamples] = await Promise.all([load, health, write]);
+    const [loadResult, healthSamples, writeSamples, keptAliveSamples] = await Promise.all([
+      load,
+      health,
+      write,
+      healthKeptAlive,
+    ]);
+    keptAlive.destroy();
     const loadavgAfter = loadavg().map((l) => round(l, 2));
 
     // A probe counts as during the opening when it was in flight at any time of it.
@@ -284,6 +294,7 @@ export async function runStreamOpens(): Promise<void> {
       write: latencies(during(writeSamples)),
       write_failed: during(writeSamples).filter((x) => !x.ok).length,
       health_after_open: latencies(afterOpen(healthSamples)),
+      health_kept_alive: latencies(during(keptAliveSamples)),
       write_after_open: latencies(afterOpen(writeSamples)),
       supervisor_cpu_opening_ms: round(cpuOpened - cpuBefore, 0),
       supervisor_cpu_open_ms_per_s: round(((cpuAfter - cpuOpened) / AFTER_OPEN_MS) * 1000, 0),
@@ -335,6 +346,12 @@ function print(f: Figures, boundHitMs: number | undefined): void {
           `${ms(f.write.median, 1)} / ${ms(f.write.p99, 1)}`,
           `p99 ≤ ${GOALS.writeP99Ms}`,
           f.write_failed ? 'MISSED' : verdict(f.write.p99, GOALS.writeP99Ms),
+        ],
+        [
+          `GET /health, one kept-alive connection, p50 / p99 (n ${f.health_kept_alive.n})`,
+          `${ms(f.health_kept_alive.median, 1)} / ${ms(f.health_kept_alive.p99, 1)}`,
+          '',
+          '',
         ],
         [
           'once open: GET /health p50 / p99',

@@ -89,7 +89,6 @@ export class SseStream {
       res.setHeader(name, value);
     }
     res.writeHead(200);
-    res.flushHeaders();
     this.socket = ctx.req.socket;
     this.chunked = res.chunkedEncoding;
     this.bodiless = ctx.method === 'HEAD';
@@ -99,8 +98,14 @@ export class SseStream {
     );
     res.on('close', () => this.close());
     // A HEAD request gets the stream's headers and nothing to wait for.
-    if (this.bodiless) this.close();
-    else this.write(`retry: ${options.retryMs}\n\n`);
+    if (this.bodiless) {
+      res.flushHeaders();
+      this.close();
+    } else {
+      // Through node:http, so the headers and the first field leave in one write: a write is a system call, and
+      // hundreds of streams may open at once.
+      res.write(`retry: ${options.retryMs}\n\n`);
+    }
   }
 
   get isClosed(): boolean {
