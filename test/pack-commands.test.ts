@@ -41,7 +41,7 @@ describe('pack commands (real supervisor, real CLI)', function () {
       body: JSON.stringify({ path: dir }),
     });
     expect(res.status, await res.text()).to.equal(201);
-    await waitUntil('cmds to run', async () => (await sup.city('cmds'))?.running === true, 20_000);
+    await waitUntil('cmds to run', async () => (await sup.city('cmds'))?.running === true);
     api = new CityApi(sup, 'cmds');
   });
 
@@ -90,7 +90,7 @@ describe('pack commands (real supervisor, real CLI)', function () {
     );
     expect(body).to.include({ timed_out: true, exit_code: null, command: 'db slow' });
     const pid = Number(readFileSync(join(dir, 'slow.pid'), 'utf8'));
-    await waitUntil('the timed-out command to be gone', () => !isAlive(pid), 5_000);
+    await waitUntil('the timed-out command to be gone', () => !isAlive(pid));
   });
 
   it('an unknown binding stays an unknown command; an unknown command of a binding is named with what it has', async function () {

@@ -125,7 +125,7 @@ describe('one git worktree per session', function () {
       join(home, 'agent.toml'),
       'dir = "web"\nprovider = "echo"\nisolation = "worktree"\nmin_active_sessions = 0\n',
     );
-    await waitUntil('agent web/templ', async () => (await city.api.get('/agent/web/templ')).status === 200, 20_000);
+    await waitUntil('agent web/templ', async () => (await city.api.get('/agent/web/templ')).status === 200);
   });
   after(async () => city?.sup.cleanup());
 
@@ -157,7 +157,7 @@ describe('one git worktree per session', function () {
   const run = async (id: string, command: string): Promise<string> => {
     const mark = `${Date.now()}-${Math.random()}`;
     await city.api.post(`/session/${id}/messages`, { message: `run ${command}; echo done-${mark}` });
-    const turn = await waitForTurn(city.api, id, 'assistant', new RegExp(`done-${mark}`), 20_000);
+    const turn = await waitForTurn(city.api, id, 'assistant', new RegExp(`done-${mark}`));
     return turn.text
       .split('\n')
       .map((l) => l.replace(/^run: /, ''))
@@ -194,7 +194,7 @@ describe('one git worktree per session', function () {
     const tree = (await view(id)).worktree!;
     const prompt = `Work in ${tree.path} as web/templ.`;
     // As its first turn (the echo provider takes no system prompt), and as `ctl prime` reads it.
-    await waitForTurn(city.api, id, 'user', prompt, 20_000);
+    await waitForTurn(city.api, id, 'user', prompt);
     const prime = await city.api.get<{ prompt?: string }>(`/session/${id}/prime`);
     expect(prime.body.prompt).to.equal(prompt);
     expect(prime.body.prompt).not.to.contain(repo);
@@ -210,7 +210,7 @@ describe('one git worktree per session', function () {
     );
     const shown = await view(held);
     expect(shown.worktree).to.include({ branch: `ctl/web/pool/${shown.session_name}`, base: 'main', dirty: false });
-    await waitForTurn(city.api, held, 'assistant', new RegExp(`Work on bead ${bead.id}`), 20_000);
+    await waitForTurn(city.api, held, 'assistant', new RegExp(`Work on bead ${bead.id}`));
     expect(await run(held, 'pwd')).to.equal(shown.worktree!.path);
   });
 
