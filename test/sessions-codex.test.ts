@@ -172,6 +172,26 @@ describe('sessions of the real Codex (exec per turn, against a scripted model se
     await api.post(`/session/${id}/close`);
   });
 
+  it('reset: the next turn is a new thread (`codex exec`, not `exec resume`), and the model sees nothing before it', async function () {
+    const { api } = city;
+    const id = await createSession(api, { name: 'codex-local' });
+    await deliver(api, id, 'words before the reset');
+    await waitForTurn(api, id, 'assistant', 'You said: words before the reset', 30_000);
+    const thread = (await session(api, id)).provider_session_key;
+    expect(thread).to.match(/^[0-9a-f-]{36}$/);
+    const reset = await api.post<{ restarted: boolean; previous_conversation?: string }>(`/session/${id}/reset`);
+    expect(reset.status, JSON.stringify(reset.body)).to.equal(200);
+    expect(reset.body).to.include({ restarted: true, previous_conversation: thread });
+    await deliver(api, id, 'words after the reset');
+    await waitForTurn(api, id, 'assistant', 'You said: words after the reset', 30_000);
+    const after = model.requests.filter((r) => r.userText === 'words after the reset').at(-1)!;
+    expect(JSON.stringify(after.body.input), 'a new thread').to.not.include('words before the reset');
+    const now = (await session(api, id)).provider_session_key;
+    expect(now)
+      .to.match(/^[0-9a-f-]{36}$/)
+      .and.not.equal(thread);
+  });
+
   it('after a controller restart, a message resumes the same thread', async function () {
     const { api, sup } = city;
     const id = await createSession(api, { name: 'codex-local' });

@@ -166,6 +166,26 @@ provider = "tui"
     await api.post(`/session/${id}/close`);
   });
 
+  it('reset starts its program again in its pane, the transcript marking where, and it answers as before', async function () {
+    const { api } = city;
+    const id = await createSession(api, { name: 'tui' });
+    await deliver(api, id, 'before the reset');
+    await waitForTurn(api, id, 'assistant', 'You said: before the reset');
+    const pid = (await session(api, id)).pid!;
+    const reset = await api.post<{ restarted: boolean; transcript_seq: number }>(`/session/${id}/reset`);
+    expect(reset.status, JSON.stringify(reset.body)).to.equal(200);
+    expect(reset.body.restarted).to.equal(true);
+    await waitUntil('the old program to end', () => !isAlive(pid));
+    await deliver(api, id, 'after the reset');
+    await waitForTurn(api, id, 'assistant', 'You said: after the reset', 15_000);
+    expect((await session(api, id)).pid).to.not.equal(pid);
+    const raw = await api.get<{ messages: { seq: number; kind: string }[] }>(`/session/${id}/transcript?format=raw`);
+    const kinds = raw.body.messages.filter((m) => m.seq >= reset.body.transcript_seq).map((m) => m.kind);
+    expect(kinds.slice(0, 2)).to.deep.equal(['reset', 'start']);
+    expect(await sessionEvents(api, 'session.crashed', id)).to.deep.equal([]);
+    await api.post(`/session/${id}/close`);
+  });
+
   it('ctl session attach joins its terminal in tmux (and refuses without a terminal, or for a session not in tmux)', async function () {
     const { api, sup } = city;
     const id = await createSession(api, { name: 'tui' });

@@ -19,6 +19,7 @@ import type {
   SessionRenameInputBody,
   SessionRespondAcceptedBody,
   SessionRespondInputBody,
+  SessionResetResponse,
   SessionResponse,
   SessionState,
   SessionSubmitInputBody,
@@ -200,6 +201,21 @@ export class SessionsRoutes extends Controller {
   @Response<ErrorModel>(409, 'A state suspend is not allowed from')
   public suspendSession(@Path() cityName: string, @Path() id: string): Promise<SessionResponse> {
     return this.city.sessions.suspend(id);
+  }
+
+  /**
+   * Gives the session a fresh conversation, keeping the session (its id, name, alias, worktree, mail and work):
+   * its provider's conversation is no longer resumed — Claude Code starts without `--resume`, Codex `exec` on a
+   * new thread, an ACP agent with `session/new`, a program that cannot resume is started again. A running
+   * program is restarted at once (messages still queued for it fail, as at a stop); a dormant session begins the
+   * new conversation at its next start. The transcript gets a `reset` entry where the new conversation begins
+   * (`transcript_seq`); an agent's session is given its agent's prompt again. Records `session.reset`.
+   * @summary Reset a session's conversation
+   */
+  @Post('session/{id}/reset')
+  @Response<ErrorModel>(409, 'Closed, or being started, drained or restarted (`conflict:`)')
+  public resetSession(@Path() cityName: string, @Path() id: string): Promise<SessionResetResponse> {
+    return this.city.sessions.reset(id);
   }
 
   /**

@@ -12,6 +12,7 @@ import type {
   SessionHookResponse,
   SessionPendingResponse,
   SessionWorktreeRelease,
+  SessionResetResponse,
   SessionResponse,
   SessionTranscriptResponse,
   SubmitIntent,
@@ -24,6 +25,7 @@ import { takesSystemPrompt } from './priming.js';
 import { programHook } from './program-hooks.js';
 import { canRun } from './runtimes.js';
 import { Session, type SessionContext } from './session.js';
+import { resetSession } from './session-reset.js';
 import { isDormant, wakesOnMessage } from './session-states.js';
 import type { SessionRecord } from './session-store.js';
 import { transcriptPage, type TranscriptQuery } from './transcript-page.js';
@@ -300,6 +302,13 @@ export class SessionService {
     if (session.running) await session.stopProgram(reason);
     else await session.recordLifecycle('session.suspended', reason);
     return session.view();
+  }
+
+  /** A fresh conversation for the session (session-reset.ts), begun with its agent's prompt as at its creation. */
+  reset(idOrName: string): Promise<SessionResetResponse> {
+    const session = this.open(idOrName);
+    const agent = session.record.kind === 'agent' ? this.options.agent(session.record.template) : undefined;
+    return resetSession(session, agent ? this.firstTurnPrompt(agent, session.record) : undefined);
   }
 
   async wake(idOrName: string): Promise<SessionResponse> {

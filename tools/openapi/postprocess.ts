@@ -248,7 +248,9 @@ const CONSTRAINTS = ['enum', 'const', 'pattern', 'format', 'minLength', 'maxLeng
 
 /**
  * A tsoa route answers 422 (`errors[]` naming the parameter) for a path, query or header value its schema
- * refuses — `fresh=maybe`, `limit=-5` — before the route runs; the route class need not say so each time.
+ * refuses — `fresh=maybe`, `limit=-5` — before the route runs; the route class need not say so each time. A
+ * query parameter can always be refused, a plain string too: sent twice (`rig=a&rig=b`) it arrives as a list,
+ * which no parameter of one value admits, and a required one can be left out.
  */
 function declareParameterValidation(op: Json): void {
   const responses = (op.responses ?? {}) as Json;
@@ -257,10 +259,14 @@ function declareParameterValidation(op: Json): void {
     const schema = p.schema as Json | undefined;
     // The CSRF header is the mutation guard's (403), not the route's.
     if (!schema || String(p.name).toLowerCase() === 'x-ctl-request') return false;
+    if (p.in === 'query') return true;
     return schema.type !== 'string' || CONSTRAINTS.some((keyword) => keyword in schema);
   });
   if (refusable) {
-    responses['422'] = problemResponse('Invalid parameter: a value its schema does not admit (`errors[]` names it)');
+    responses['422'] = problemResponse(
+      'Invalid parameter (`errors[]` names it): a value its schema does not admit, a query parameter sent ' +
+        'twice, or a required one left out',
+    );
     op.responses = responses;
   }
 }
