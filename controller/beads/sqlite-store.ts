@@ -331,9 +331,9 @@ export class SqliteBeadStore implements BeadStore {
       where.push('b.parent = ?');
       params.push(query.parent);
     }
-    if (query.label !== undefined) {
+    for (const label of [...(query.label === undefined ? [] : [query.label]), ...(query.labels ?? [])]) {
       where.push('b.n in (select n from labels where label = ?)');
-      params.push(query.label);
+      params.push(label);
     }
     if (query.withoutLabel !== undefined) {
       where.push('not exists (select 1 from labels l where l.label = ? and l.n = b.n)');
@@ -342,6 +342,11 @@ export class SqliteBeadStore implements BeadStore {
     for (const [key, value] of Object.entries(query.metadata ?? {})) {
       where.push('b.n in (select n from metadata where key = ? and value = ?)');
       params.push(key, value);
+    }
+    if (query.createdBefore !== undefined) {
+      // The store writes every created_at with toISOString(), so their text sorts as their times do.
+      where.push("json_extract(b.doc, '$.created_at') < ?");
+      params.push(query.createdBefore);
     }
     if (!query.includeEphemeral) where.push('b.ephemeral = 0');
     if (query.workOnly) where.push('b.work = 1');
