@@ -88,9 +88,9 @@ export interface BeadQuery {
   before?: string;
 }
 
-export interface BeadPage {
+export interface BeadPage<T = Bead> {
   /** Newest first. */
-  items: Bead[];
+  items: T[];
   /** Beads matching the query in all. */
   total: number;
   more: boolean;
