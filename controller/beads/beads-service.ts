@@ -67,7 +67,7 @@ export class BeadsService {
 
   /** Private: every read goes through a query here, so the store's indexes answer it (never a caller's filter). */
   constructor(
-    readonly store: BeadStore,
+    private readonly store: BeadStore,
     private readonly log: EventLog,
   ) {}
 
