@@ -127,8 +127,10 @@ export class BeadsService {
     page: { limit: number; before?: string; createdBefore?: number; open?: boolean },
   ): BeadPage {
     return this.store.list({
-      label: ORDER_TRACKING,
-      ...(scopedName === undefined ? {} : { labels: [runLabel(scopedName)] }),
+      // One order's run label is the narrower: the store's list starts from it.
+      ...(scopedName === undefined
+        ? { label: ORDER_TRACKING }
+        : { label: runLabel(scopedName), labels: [ORDER_TRACKING] }),
       includeClosed: page.open !== true,
       limit: page.limit,
       ...(page.before === undefined ? {} : { before: page.before }),
