@@ -21,7 +21,10 @@ function holdDir(): { dir: string; hold: string } {
   return { dir, hold };
 }
 
-/** What the city runs: a service, an agent's session (echo, told where it is) and an order we run by hand. */
+/**
+ * What the city runs: a service (which starts one more program outside its process group and session, as a daemon
+ * would), an agent's session (echo, told where it is) and an order we run by hand.
+ */
 function cityExtra(dir: string, hold: string): string {
   return `
 [providers.held]
@@ -36,7 +39,7 @@ min_active_sessions = 1
 
 [[service]]
 name = "hold"
-command = "${hold} service"
+command = "setsid ${hold} escaped & exec ${hold} service"
 `;
 }
 
@@ -63,10 +66,17 @@ function cmdline(pid: number): string {
 }
 
 /** The live programs of the test by kind: the service's and the order's shell, the session's echo agent. */
-function programs(dir: string): { service: number[]; order: number[]; session: number[]; all: number[] } {
+function programs(dir: string): {
+  service: number[];
+  escaped: number[];
+  order: number[];
+  session: number[];
+  all: number[];
+} {
   const all = processesMentioning(dir).filter((pid) => !cmdline(pid).includes('controller run'));
   return {
     service: all.filter((pid) => cmdline(pid).includes('hold.sh service')),
+    escaped: all.filter((pid) => cmdline(pid).includes('hold.sh escaped')),
     order: all.filter((pid) => cmdline(pid).includes('hold.sh order')),
     session: all.filter((pid) => cmdline(pid).includes('echo.sh')),
     all,
@@ -86,7 +96,7 @@ async function allRunning(
   expect(fired.status).to.be.oneOf([200, 202]);
   const now = await waitUntil('a service, a session and an order command to run', () => {
     const now = programs(dir);
-    return now.service.length && now.order.length && now.session.length ? now : undefined;
+    return now.service.length && now.escaped.length && now.order.length && now.session.length ? now : undefined;
   });
   return { ...now, tracking: (fired.body as { tracking_id?: string } | undefined)?.tracking_id };
 }
