@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { PROGRAM_MARKER, programCgroupRoot } from '../shared/program-scope.js';
+import { PROGRAM_MARKER, programCgroupRoot, reapOrphanedPrograms } from '../shared/program-scope.js';
 
 /**
  * The watchdog: reads `+PGID` / `-PGID` lines from the controller on its stdin, keeping the set of process groups
@@ -73,6 +73,9 @@ export class ProcessTether {
   start(): void {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     this.reapLeftovers();
+    const orphans = reapOrphanedPrograms();
+    if (orphans.length)
+      this.logger?.warn({ pids: orphans }, 'ended programs a dead controller left outside its groups');
     this.spawnWatchdog();
   }
 

@@ -131,6 +131,25 @@ export function endProgram(child: ChildProcess): void {
 }
 
 /**
+ * Kills what a dead ctl process's programs left running, found by their markers (`CTL_PROGRAM=<its pid>.<n>`,
+ * its pid no longer alive): for when the watchdog died with it and no cgroup holds them. Run at a controller's
+ * start, before it starts anything. A pid reused since is taken for alive, and its programs left: never the
+ * other way round.
+ */
+export function reapOrphanedPrograms(): number[] {
+  const killed: number[] = [];
+  const pattern = new RegExp(`(?:^|\\0)${PROGRAM_MARKER}=(\\d+)\\.\\d+(?:\\0|$)`);
+  for (const entry of readdirSafe('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    const owner = pattern.exec(readOr(`/proc/${entry}/environ`))?.[1];
+    if (owner === undefined || Number(owner) === process.pid || existsSync(`/proc/${owner}`)) continue;
+    kill(Number(entry), 'SIGKILL');
+    killed.push(Number(entry));
+  }
+  return killed;
+}
+
+/**
  * Resolves with how the program ended once its pipes have closed — or, when something it started still holds them
  * after it exited and was ended (`endProgram`), `drainMs` after its exit, with its pipes let go: a caller waits on
  * the program, never on whoever inherited its stdout.
