@@ -29,6 +29,8 @@ interface Scope {
 
 const scopes = new WeakMap<ChildProcess, Scope>();
 let counter = 0;
+/** The exit status of a program that could not enter its cgroup (and so never ran). */
+const UNCONTAINED = 125;
 let base: string | null | undefined;
 
 /** `<our cgroup>/ctl-<our pid>` when this process can put programs in cgroups of their own, else null. */
@@ -83,9 +85,9 @@ export function spawnProgram(file: string, args: readonly string[], options: Spa
     }
   }
   const child = cgroup
-    ? // The shell moves itself into the cgroup, then becomes the program (same pid, same group): a failure to
-      // move leaves it to the marker.
-      spawn('/bin/sh', ['-c', 'echo 0 > "$0/cgroup.procs" 2>/dev/null; exec "$@"', cgroup, file, ...args], {
+    ? // The shell moves itself into the cgroup, then becomes the program (same pid, same group). It cannot fail to
+      // move once the probe did, unless its cgroup was taken away meanwhile: then it does not run uncontained.
+      spawn('/bin/sh', ['-c', `echo 0 > "$0/cgroup.procs" || exit ${UNCONTAINED}; exec "$@"`, cgroup, file, ...args], {
         ...options,
         env,
         detached: true,
@@ -110,8 +112,8 @@ export function signalProgram(child: ChildProcess, signal: NodeJS.Signals): void
       }
     }
     for (const pid of pidsOf(scope.cgroup)) kill(pid, signal);
+    return;
   }
-  // Also with a cgroup: a shell that could not enter it left the marker to go by.
   for (let pass = 0; pass < 5; pass++) {
     const marked = markedPids(scope.id);
     if (marked.length === 0) break;
