@@ -1,7 +1,7 @@
 /**
  * Benchmarks, against a real supervisor and real controllers (build first: `npm run bench` does).
  *
- *   npx tsx bench/run.ts [cold|foundation|events|beads|sessions|sessions-acp|sessions-real-clis|agents|agents-loop|agents-loop-codex|workflows|config|extmsg|access|worktrees|ui|all]   (default: all, one after the other)
+ *   npx tsx bench/run.ts [cold|foundation|events|beads|sessions|sessions-acp|sessions-real-clis|agents|agents-loop|agents-loop-codex|workflows|config|extmsg|access|stream-opens|worktrees|ui|templates|all]   (default: all, one after the other)
  *   npm run bench -- beads                                  (builds, then runs one)
  *
  * cold (bench/cold.ts): issue 20's goals beside bare-Node baselines — `ctl version`/`help`/`bead list`, create → event,
@@ -21,9 +21,13 @@
  * workflows (bench/workflows.ts): a 100-step formula instantiated, GET /runs with 1,000 molecules, 100 cooldown orders' evaluation → .bench-out/workflows.json
  * extmsg (bench/extmsg.ts): inbound → session reply → adapter callback round trip, transcript pages of a 1,000-message conversation → .bench-out/extmsg.json
  * access (bench/access.ts): the access gate's added cost per kept-alive request and per new connection (with 1,000 other sockets open) → .bench-out/access.json
+ * stream-opens (bench/stream-opens.ts): 500 supervisor streams opened at once beside a busy city (12,000 events in its
+ *   log, beads created and slung) — time until all are open, /health and POST p50/p99 meanwhile → .bench-out/stream-opens.json
  * ui (bench/ui.ts): the dashboard in Chromium — bundle sizes, time to the first interactive view, frames while 500
  *   events/s arrive, the page's heap after an hour of a busy city → .bench-out/ui.json
  * config (bench/config.ts): composing 10 packs × 10 agents, the svc/* proxy vs the service directly, GET /rigs?git=true with 20 rigs → .bench-out/config.json
+ * templates (bench/templates.ts): a 26-level doubling prompt template bomb — POST /sessions and prime refused (status,
+ *   latency), /health latency meanwhile, controller VmRSS before/after → .bench-out/templates.json
  * worktrees (bench/worktrees.ts): session start with a new git worktree of a 10,000-file rig, close, 10 worktree sessions at once (time to all ready, disk) → .bench-out/worktrees.json
  */
 import { runAccess } from './access.js';
@@ -33,6 +37,7 @@ import { runBeads } from './beads.js';
 import { runCold } from './cold.js';
 import { runEvents } from './events.js';
 import { runFoundation } from './foundation.js';
+import { runStreamOpens } from './stream-opens.js';
 import { runSessionsRealClis } from './sessions-real-clis.js';
 import { runSessions, runSessionsAcp } from './sessions.js';
 import { runWorkflows } from './workflows.js';
@@ -40,6 +45,7 @@ import { runConfig } from './config.js';
 import { runExtmsg } from './extmsg.js';
 import { runUi } from './ui.js';
 import { runWorktrees } from './worktrees.js';
+import { runTemplates } from './templates.js';
 
 const BENCHMARKS: Record<string, () => Promise<void>> = {
   cold: runCold,
@@ -56,8 +62,10 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   config: runConfig,
   extmsg: runExtmsg,
   access: runAccess,
+  'stream-opens': runStreamOpens,
   worktrees: runWorktrees,
   ui: runUi,
+  templates: runTemplates,
 };
 
 async function main(): Promise<void> {

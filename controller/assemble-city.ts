@@ -31,7 +31,7 @@ import { RunVersions } from './molecules/run-versions.js';
 import { OrderCatalog } from './orders/order-catalog.js';
 import { WebhookDesk } from './webhooks/webhook-desk.js';
 import { SessionWaits } from './waits/session-waits.js';
-import { OrderDispatcher } from './orders/order-dispatch.js';
+import { INTERRUPTED, OrderDispatcher } from './orders/order-dispatch.js';
 import { OrderScheduler } from './orders/order-scheduler.js';
 import { ProviderRegistry } from './providers/provider-registry.js';
 import { ServiceRunner } from './services/service-runner.js';
@@ -286,6 +286,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
     webhooks: new WebhookDesk({
       order: (scopedName) => orders.list().orders.find((order) => order.scopedName === scopedName),
       fire: (order, vars, payload) => orderScheduler.fireNow(order, vars, payload),
+      interrupted: (trackingId) => o.store.get(trackingId)?.metadata?.[INTERRUPTED] === 'true',
       tables: () => settings.composed.webhooks,
       log,
       payloadDir: join(paths.runtimeDir, 'webhooks'),

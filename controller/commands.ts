@@ -26,7 +26,7 @@ export interface CommandResult {
  */
 export class CommandRunner {
   private readonly running = new Set<ChildProcess>();
-  private stopped = false;
+  private isStopped = false;
 
   run(
     command: string,
@@ -34,7 +34,7 @@ export class CommandRunner {
   ): Promise<CommandResult> {
     const started = Date.now();
     const outputMax = options.outputMax ?? 64 * 1024;
-    if (this.stopped) {
+    if (this.isStopped) {
       return Promise.resolve({
         exitCode: null,
         signal: null,
@@ -110,9 +110,14 @@ export class CommandRunner {
 
   /** Kills every command still running; later runs do not start. */
   stop(): void {
-    this.stopped = true;
+    this.isStopped = true;
     for (const child of this.running) endProgram(child);
     this.running.clear();
+  }
+
+  /** Whether `stop` was called: a command that ends now was ended by it. */
+  get stopped(): boolean {
+    return this.isStopped;
   }
 
   get size(): number {

@@ -160,11 +160,16 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     completed.push('starting_agents');
 
     await enter('starting_api');
-    const stopWatching = await watchConfig(root, (file, all) => {
-      running
-        .reloadFromDisk(file, all)
-        .catch((err: unknown) => logger.error({ err }, 'could not reload the configuration'));
-    });
+    // The files the configuration in use was composed from, asked for again after each reload.
+    const watching = await watchConfig(
+      root,
+      () => running.settings.composed.sources,
+      (file, all) =>
+        running
+          .reloadFromDisk(file, all)
+          .catch((err: unknown) => logger.error({ err }, 'could not reload the configuration')),
+    );
+    const stopWatching = () => watching.close();
     // One pool per service, for both ways a request takes to it.
     const services = new ServiceConnections();
     // The HTTP stack loads after the controller reports ready (below), off both the start-up and the request path.

@@ -5,9 +5,9 @@ import { runAsRequest } from '../shared/events/request-actor.js';
 import type { PeerAccess } from '../shared/http/peer-access.js';
 import { ACTOR_HEADER } from '../shared/http/peer-gate.js';
 import { Problem } from '../shared/http/problem.js';
-import { isWebhookDelivery, WEBHOOK_PEER_HEADER } from '../shared/http/webhook-path.js';
+import { WEBHOOK_PEER_HEADER } from '../shared/http/webhook-path.js';
 import { answerProblem, refuseUpgradeWithProblem } from '../shared/http/refusal.js';
-import { carriesApiToken, unauthorized, type ApiTokens } from './api-tokens.js';
+import { unauthorized, type ApiTokens } from './api-tokens.js';
 import { cookieValue, SESSION_COOKIE, type BrowserSessions } from './browser-sessions.js';
 import { actorOf, setCaller, type Caller } from './caller.js';
 
@@ -67,7 +67,7 @@ export class AccessGate {
 
   /**
    * The caller of a request, at once when its connection's peer is already known (or it shows a credential), or
-   * undefined for the code exchange and a webhook delivery; throws (or rejects with) the problem of a request refused.
+   * undefined for the code exchange; throws (or rejects with) the problem of a request refused.
    */
   callerOf(req: IncomingMessage): Caller | undefined | Promise<Caller> {
     const url = req.url ?? '/';
@@ -75,8 +75,6 @@ export class AccessGate {
     if ((q < 0 ? url : url.slice(0, q)) === EXCHANGE_PATH && (req.method === 'GET' || req.method === 'HEAD')) {
       return undefined;
     }
-    // A webhook delivery's credential is its order's secret, checked by the controller (shared/http/webhook-path.ts).
-    if (isWebhookDelivery(req.method, url)) return undefined;
     const authorization = req.headers.authorization;
     if (authorization !== undefined) {
       const match = /^Bearer +(\S+) *$/i.exec(authorization);
@@ -114,15 +112,6 @@ export class AccessGate {
     delete req.headers[ACTOR_HEADER];
     delete req.headers[WEBHOOK_PEER_HEADER];
     if (caller === undefined) {
-      // A webhook sender's own Authorization header travels on (a webhook's bearer_env token, a jwt-jwks JWT);
-      // ours — our cookie, anything shaped as our API token — never do. Its address does too, for a webhook's
-      // allowed_cidrs: the connection's, never a header the sender wrote.
-      if (isWebhookDelivery(req.method, req.url ?? '/')) {
-        const authorization = req.headers.authorization;
-        withoutOurCredentials(req);
-        if (authorization !== undefined && !carriesApiToken(authorization)) req.headers.authorization = authorization;
-        if (req.socket.remoteAddress) req.headers[WEBHOOK_PEER_HEADER] = req.socket.remoteAddress;
-      }
       return next();
     }
     if (

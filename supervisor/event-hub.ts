@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { LogTail } from '../shared/events/log-tail.js';
 import type { EventRecord } from '../shared/events/record.js';
 import type { EventSource, EventView } from './event-view.js';
@@ -8,6 +9,11 @@ export interface HubSubscriber {
   /** A log the hub did not follow before (a city registered after the subscriber connected). */
   sourceAdded(source: EventSource): void;
 }
+
+/** A fan-out shorter than this never delays the next (below a timer's resolution, and a few streams' worth). */
+const PACED_FROM_MS = 1;
+/** After a longer one, the next waits this many times its length: fan-outs take at most 1/(1+this) of the loop. */
+const PAUSE_PER_FAN_OUT = 3;
 
 interface FollowedLog {
   source: EventSource;
@@ -25,6 +31,11 @@ interface FollowedLog {
 export class EventHub {
   private readonly tails = new Map<string, FollowedLog>();
   private readonly subscribers = new Set<HubSubscriber>();
+  /** Records read but not yet handed out, per log, while the hub paces its fan-outs. */
+  private readonly waiting = new Map<string, EventRecord[]>();
+  private flushTimer: NodeJS.Timeout | undefined;
+  /** When the next fan-out may start: the last one's end plus its length. */
+  private nextFanOutAt = 0;
 
   constructor(private readonly view: EventView) {
     this.sync();
@@ -44,6 +55,7 @@ export class EventHub {
     if (this.subscribers.size === 1) for (const [scope, entry] of this.tails) this.listen(scope, entry);
     return () => {
       if (!this.subscribers.delete(subscriber) || this.subscribers.size > 0) return;
+      this.dropWaiting();
       for (const entry of this.tails.values()) {
         entry.unsubscribe?.();
         entry.unsubscribe = undefined;
@@ -52,9 +64,41 @@ export class EventHub {
   }
 
   private listen(scope: string, entry: FollowedLog): void {
-    entry.unsubscribe ??= entry.tail.subscribe((records) => {
+    entry.unsubscribe ??= entry.tail.subscribe((records) => this.fanOut(scope, records));
+  }
+
+  /**
+   * Hands records to every subscriber — at once, unless the last fan-out was long (PACED_FROM_MS) and ended
+   * less than three times its length ago: then they wait, with whatever else arrives, until then. A fan-out costs a
+   * write per subscriber (a system call, and on loopback the receiving end's TCP work too), so with hundreds
+   * of streams and a busy log, one fan-out per record took the whole event loop: every other request waited
+   * behind them, and streams still opening waited longest, while each one opened made every fan-out longer.
+   * Paced so, fan-outs take at most about a quarter of the loop, and a busier hub sends bigger batches instead
+   * of more of them (one write per batch and stream). A hub with few subscribers fans out in microseconds and
+   * never waits, so a record's way to a stream stays what it was.
+   */
+  private fanOut(scope: string, records: EventRecord[]): void {
+    const waiting = this.waiting.get(scope);
+    if (!waiting) this.waiting.set(scope, records);
+    else this.waiting.set(scope, waiting.concat(records));
+    if (this.flushTimer) return;
+    const wait = this.nextFanOutAt - performance.now();
+    if (wait <= 0) this.flush();
+    else this.flushTimer = setTimeout(() => this.flush(), wait);
+  }
+
+  private flush(): void {
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const started = performance.now();
+    const batches = [...this.waiting];
+    this.waiting.clear();
+    for (const [scope, records] of batches) {
       for (const subscriber of this.subscribers) subscriber.records(scope, records);
-    });
+    }
+    const ended = performance.now();
+    const took = ended - started;
+    this.nextFanOutAt = took < PACED_FROM_MS ? 0 : ended + took * PAUSE_PER_FAN_OUT;
   }
 
   /** Starts following new logs and stops following gone ones; call after the registry changes. */
@@ -87,7 +131,14 @@ export class EventHub {
     }
   }
 
+  private dropWaiting(): void {
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    this.waiting.clear();
+  }
+
   async close(): Promise<void> {
+    this.dropWaiting();
     for (const entry of this.tails.values()) entry.stop();
     this.tails.clear();
     this.subscribers.clear();

@@ -3,7 +3,7 @@ import { parseCursor, REPLAY_ALL, StreamPositions } from '../shared/events/curso
 import type { EventRecord } from '../shared/events/record.js';
 import type { StreamSettings } from '../shared/events/stream-settings.js';
 import { Problem } from '../shared/http/problem.js';
-import { sseRoute, SseStream } from '../shared/http/sse.js';
+import { sseFrame, sseRoute, SseStream } from '../shared/http/sse.js';
 import { SUPERVISOR_SCOPE } from '../shared/paths.js';
 import type { EventHub, HubSubscriber } from './event-hub.js';
 import { mergeOrder, tagEvent, timed, type EventSource, type TimedEvent } from './event-view.js';
@@ -54,15 +54,17 @@ export function supervisorEventStream(hub: EventHub, settings: StreamSettings): 
     }
 
     const stream = new SseStream(ctx, settings);
-    const emit = (scope: string, record: EventRecord) => {
+    const frame = (scope: string, record: EventRecord) => {
       positions.set(scope, record.seq);
-      return stream.send('tagged_event', dataOf(scope, record), positions.cursor());
+      return sseFrame('tagged_event', dataOf(scope, record), positions.cursor());
     };
+    const emit = (scope: string, record: EventRecord) => stream.sendFrames([frame(scope, record)]);
+    // A batch of one log's records goes out in one write: the fan-out's cost is per batch and stream, and a
+    // batch grows the busier the hub is (its tails read whatever arrived since their last read).
     const deliver = (scope: string, records: EventRecord[]) => {
-      for (const record of records) {
-        if (record.seq <= (positions.get(scope) ?? 0)) continue;
-        if (!emit(scope, record)) return;
-      }
+      const frames: string[] = [];
+      for (const record of records) if (record.seq > (positions.get(scope) ?? 0)) frames.push(frame(scope, record));
+      stream.sendFrames(frames);
     };
     // While history replays, live records wait here (bounded), so nothing overtakes the replay.
     let queue: [string, EventRecord[]][] | undefined = [];
@@ -118,7 +120,10 @@ async function replay(
     let best: { scope: string; buffer: Buffer; head: TimedEvent } | undefined;
     for (const [scope, buffer] of buffers) {
       if (buffer.next === buffer.records.length && !buffer.done) {
-        buffer.records = buffer.source.log.after(positions.get(scope) ?? 0, REPLAY_BATCH);
+        const from = positions.get(scope) ?? 0;
+        // A log at its head has nothing to replay (the common open, with no cursor): its head is a cheap read,
+        // a read after a seq is not (it looks for the seq's place in the file, and lists the archives).
+        buffer.records = from >= buffer.source.log.head() ? [] : buffer.source.log.after(from, REPLAY_BATCH);
         buffer.next = 0;
         if (buffer.records.length === 0) buffer.done = true;
       }

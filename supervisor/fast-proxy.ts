@@ -3,7 +3,6 @@ import type { Logger } from 'pino';
 import { parseCityPath } from '../shared/http/city-path.js';
 import { hostCheck } from '../shared/http/host-guard.js';
 import { mutationProblem } from '../shared/http/mutation-guard.js';
-import { isWebhookDelivery } from '../shared/http/webhook-path.js';
 import { Problem } from '../shared/http/problem.js';
 import { answerProblem } from '../shared/http/refusal.js';
 import { newResponseId } from '../shared/http/request-id.js';
@@ -58,11 +57,7 @@ export function fastProxy(o: FastProxyOptions): (req: IncomingMessage, res: Serv
     const length = headers['content-length'];
     if (length !== undefined && !(Number(length) <= MAX_FAST_BODY)) return false;
     const method = req.method ?? 'GET';
-    if (
-      !isWebhookDelivery(method, url) &&
-      mutationProblem(method, headers['x-ctl-request'] as string | undefined, o.readOnly)
-    )
-      return false;
+    if (mutationProblem(method, headers['x-ctl-request'] as string | undefined, o.readOnly)) return false;
     const query = url.indexOf('?');
     let controller: Controller | undefined;
     let name: string;

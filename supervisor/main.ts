@@ -1,5 +1,5 @@
 import { chmodSync, realpathSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { upgradeProxy } from './upgrade-proxy.js';
 import { handlerOf } from '../shared/http/app.js';
 import { answerClientErrors } from '../shared/http/client-error.js';
@@ -29,6 +29,7 @@ import { Notifier } from './notifier.js';
 import { HEALTHY_RUN_MS } from './city-slot.js';
 import { Reconciler } from './reconciler.js';
 import { Registry } from './registry.js';
+import { createWebhookListener } from './webhook-listener.js';
 
 /** Every controller and its children are gone within this long after SIGTERM, then the supervisor exits. */
 const SHUTDOWN_DEADLINE_MS = 10_000;
@@ -169,14 +170,15 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
       ),
     );
     answerClientErrors(server, logger);
+    // `[webhooks] listen`: deliveries from senders anywhere, on a listener that serves nothing else.
+    const hooks = config.webhooksListen
+      ? { server: createWebhookListener({ registry, reconciler, pools, logger }), ...config.webhooksListen }
+      : undefined;
     // Adopt what a previous supervisor left running before answering, so the first answers are right.
     await reconciler.adoptLeftovers();
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', (err: NodeJS.ErrnoException) =>
-        reject(new Error(`cannot listen on ${bind}:${port}: ${err.code ?? err.message}`)),
-      );
-      server.listen(port, bind, resolve);
-    });
+    // The webhook listener first: once the API answers, deliveries are taken too.
+    if (hooks) await listen(hooks.server, hooks.host, hooks.port, 'webhooks.listen: ');
+    await listen(server, bind, port, '');
     const address = server.address();
     const boundPort = typeof address === 'object' && address ? address.port : port;
     controllerEnv.CTL_API = `http://${apiHost}:${boundPort}`;
@@ -191,6 +193,11 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
     await supervisorLog.append({ type: 'supervisor.started', actor: 'ctl', payload: started });
     reconciler.start();
     logger.info({ home: paths.home, url: `http://${bind}:${boundPort}` }, 'supervisor listening');
+    if (hooks) {
+      const at = hooks.server.address();
+      const hooksUrl = `http://${hooks.host.includes(':') ? `[${hooks.host}]` : hooks.host}:${typeof at === 'object' && at ? at.port : hooks.port}`;
+      logger.info({ url: hooksUrl }, 'webhook listener listening (POST /hooks/{city}/{name} only)');
+    }
 
     let stopping = false;
     // SIGTERM, SIGINT: stop every controller, then exit. SIGHUP: restart in place — exit leaving every controller
@@ -215,6 +222,8 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
         .then(() => {
           server.close();
           server.closeAllConnections();
+          hooks?.server.close();
+          hooks?.server.closeAllConnections();
           notifier?.close();
           void hub.close();
           return keep ? reconciler.detach() : reconciler.shutdown();
@@ -234,4 +243,13 @@ export async function run(options: SupervisorRunOptions): Promise<void> {
     homeLock.release();
     throw err;
   }
+}
+
+function listen(server: Server, host: string, port: number, what: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(new Error(`${what}cannot listen on ${host}:${port}: ${err.code ?? err.message}`)),
+    );
+    server.listen(port, host, resolve);
+  });
 }

@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Agent, fetch } from 'undici';
 import type { NotifyConfig } from '../shared/config/notify-config.js';
+import { AddressRefused, checkHostAllowed, guardedLookup, type AddressPolicy } from '../shared/http/address-policy.js';
 import { endProgram, programEnded, signalProgram, spawnProgram } from '../shared/program-scope.js';
 import { findOnPath } from '../shared/readiness.js';
 import type { Notice } from './notices.js';
@@ -24,8 +26,33 @@ export class DeliveryFailure extends Error {
   }
 }
 
-/** POSTs the notice; retries no answer, a 429 or a 5xx; any other non-2xx answer is final. */
+/**
+ * POSTs the notice; retries no answer, a 429 or a 5xx; any other non-2xx answer is final. A URL reaching this
+ * machine's networks (private ranges, link-local, loopback) is refused unless `allow_private_networks`: checked
+ * before the first attempt, and again on each address connected to.
+ */
 export async function postWebhook(
+  webhook: NonNullable<NotifyConfig['webhook']>,
+  notice: Notice,
+  signal: AbortSignal,
+): Promise<number> {
+  const policy: AddressPolicy = { allowPrivateNetworks: webhook.allowPrivateNetworks, loopbackPrivate: true };
+  const what = 'notify webhooks (notify.allow_private_networks = true allows them)';
+  try {
+    await checkHostAllowed(new URL(webhook.url).hostname, policy, what);
+  } catch (err) {
+    throw new DeliveryFailure((err as Error).message, 1);
+  }
+  const dispatcher = new Agent({ connect: { lookup: guardedLookup(policy, what) } });
+  try {
+    return await postWith(dispatcher, webhook, notice, signal);
+  } finally {
+    void dispatcher.close();
+  }
+}
+
+async function postWith(
+  dispatcher: Agent,
   webhook: NonNullable<NotifyConfig['webhook']>,
   notice: Notice,
   signal: AbortSignal,
@@ -41,6 +68,7 @@ export async function postWebhook(
         headers: { 'Content-Type': 'application/json', 'User-Agent': 'ctl-notify', ...webhook.headers },
         body,
         redirect: 'error',
+        dispatcher,
         signal: AbortSignal.any([signal, AbortSignal.timeout(webhook.timeoutMs)]),
       });
       // The answer's body is not ours to read, but must be consumed for the connection to be reused.
@@ -51,6 +79,8 @@ export async function postWebhook(
     } catch (err) {
       if (signal.aborted) throw new DeliveryFailure('the supervisor is stopping', attempt);
       const e = err as Error & { cause?: { code?: string; message?: string } };
+      // An address the policy refuses (a name that now resolves elsewhere): no retry reaches it either.
+      if (e.cause instanceof AddressRefused) throw new DeliveryFailure(e.cause.message, attempt);
       error =
         e.name === 'TimeoutError'
           ? `no answer within ${webhook.timeoutMs} ms`

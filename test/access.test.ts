@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { cityPaths, ctlEntryPath } from '../shared/paths.js';
+import { stageCtlFor, type StagedCtl } from './helpers/other-account.js';
 import { killAllMentioning } from './helpers/processes.js';
 import { runCtl, type CliResult } from './helpers/cli.js';
 import { freePort, tempDir, TestSupervisor } from './helpers/supervisor.js';
@@ -264,13 +265,17 @@ describe('who may use the API', function () {
 
   describe('tokens', function () {
     let sup: TestSupervisor;
+    /** ctl as nobody runs it: the checkout may be closed to other accounts (a clone under a 0700 home). */
+    let staged: StagedCtl;
 
     before(async function () {
       sup = await TestSupervisor.start();
       await sup.createCity('gamma');
+      staged = await stageCtlFor(NOBODY);
     });
 
     after(async function () {
+      staged?.remove();
       await sup?.cleanup();
     });
 
@@ -379,9 +384,10 @@ describe('who may use the API', function () {
       const asNobody = (args: string[]) =>
         run(
           'setpriv',
-          [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', process.execPath, ctlEntryPath(), ...args],
+          [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', staged.node, staged.entry, ...args],
           {
             env: { ...sup.env, HOME: '/', CTL_TOKEN: secret },
+            cwd: staged.dir,
             encoding: 'utf8',
           },
         ).then(

@@ -29,23 +29,19 @@ describe('an agent session reaches its city: ctl on PATH, CTL_* variables, the a
     const before = (await turns(api, worker)).length;
     const message = `$ ${command}`;
     await deliver(api, worker, message);
-    return waitUntil(
-      `the output of ${command}`,
-      async () => {
-        const view = await session(api, worker);
-        if (view.activity !== 'idle') return undefined;
-        const after = (await turns(api, worker)).slice(before);
-        const mine = after.findIndex((t) => t.role === 'user' && t.text === message);
-        if (mine < 0) return undefined;
-        const replies: string[] = [];
-        for (const turn of after.slice(mine + 1)) {
-          if (turn.role !== 'assistant') break;
-          replies.push(turn.text);
-        }
-        return replies.length ? replies.join('\n') : undefined;
-      },
-      20_000,
-    );
+    return waitUntil(`the output of ${command}`, async () => {
+      const view = await session(api, worker);
+      if (view.activity !== 'idle') return undefined;
+      const after = (await turns(api, worker)).slice(before);
+      const mine = after.findIndex((t) => t.role === 'user' && t.text === message);
+      if (mine < 0) return undefined;
+      const replies: string[] = [];
+      for (const turn of after.slice(mine + 1)) {
+        if (turn.role !== 'assistant') break;
+        replies.push(turn.text);
+      }
+      return replies.length ? replies.join('\n') : undefined;
+    });
   }
 
   async function bead(id: string): Promise<Bead> {
@@ -76,7 +72,7 @@ describe('an agent session reaches its city: ctl on PATH, CTL_* variables, the a
       body: JSON.stringify({ path: dir }),
     });
     expect(res.status, await res.text()).to.equal(201);
-    await waitUntil('the city to run', async () => (await sup.city('agents'))?.running === true, 20_000);
+    await waitUntil('the city to run', async () => (await sup.city('agents'))?.running === true);
     api = new CityApi(sup, 'agents');
     worker = await waitUntil('the tick to start the worker', async () => {
       const list = await api.get<{ items: { id: string; running: boolean; activity?: string }[] }>(
@@ -85,7 +81,7 @@ describe('an agent session reaches its city: ctl on PATH, CTL_* variables, the a
       return list.body.items.find((s) => s.running)?.id;
     });
     // Its prompt was its first turn (this program has no system prompt): wait until it is done.
-    await waitUntil('the worker to be idle', async () => (await session(api, worker)).activity === 'idle', 20_000);
+    await waitUntil('the worker to be idle', async () => (await session(api, worker)).activity === 'idle');
   });
 
   after(async function () {
@@ -121,8 +117,8 @@ describe('an agent session reaches its city: ctl on PATH, CTL_* variables, the a
     const id = created.body.id;
     const slung = await api.post('/sling', { target: 'worker', bead: id, no_convoy: true });
     expect(slung.status, JSON.stringify(slung.body)).to.be.within(200, 299);
-    await waitUntil('the bead to be handed over', async () => (await bead(id)).status === 'in_progress', 20_000);
-    await waitUntil('the worker to be idle', async () => (await session(api, worker)).activity === 'idle', 20_000);
+    await waitUntil('the bead to be handed over', async () => (await bead(id)).status === 'in_progress');
+    await waitUntil('the worker to be idle', async () => (await session(api, worker)).activity === 'idle');
     expect(await shell('echo "bead=$CTL_BEAD"')).to.equal(`bead=${id}`);
     expect(await shell('ctl hook --id')).to.equal(id);
     expect(await shell('ctl hook')).to.equal(`${id}: Tidy the docs\nEvery page.`);
@@ -171,7 +167,7 @@ describe('an agent session reaches its city: ctl on PATH, CTL_* variables, the a
     const other = await api.post<{ session_id: string }>('/sessions', { kind: 'agent', name: 'worker' });
     expect(other.status).to.equal(202);
     const gone = other.body.session_id;
-    await waitUntil('the second session to run', async () => (await session(api, gone)).running, 20_000);
+    await waitUntil('the second session to run', async () => (await session(api, gone)).running);
     expect((await api.post(`/session/${gone}/close`)).status).to.be.oneOf([200, 202]);
     expectProblem(await api.get(`/session/${gone}/prime`), 404, 'session-not-found');
     expectFailure(await sup.ctl(['prime', '--session', gone], { env: outside }), 'prime', 'is closed');

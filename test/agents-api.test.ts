@@ -354,6 +354,6 @@ describe('agents API (real controller, agents from city.toml and agents/)', func
     expect((await city.api.bead(a.id)).metadata?.['ctl.routed_to']).to.equal('frontend/reviewer');
     expect((await city.api.bead(c.id)).metadata?.['ctl.routed_to']).to.equal(undefined);
     // The rig's agent (min 0) starts a session for the work.
-    await waitUntil('the reviewer to run', async () => (await agent(city, 'frontend/reviewer')).running, 10_000);
+    await waitUntil('the reviewer to run', async () => (await agent(city, 'frontend/reviewer')).running);
   });
 });

@@ -138,7 +138,6 @@ describe('agent start keys: overlay_dir, pre_start, session_setup, nudge (real c
     const quarantined = await waitUntil(
       'refused to be quarantined',
       async () => (await sessionEvents(city.api, 'session.quarantined', first.id))[0],
-      15_000,
     );
     expect(String(quarantined.payload.reason)).to.match(
       /failed 2 times in a row .*; it may start again at \S+Z, or wake it now$/,
@@ -152,14 +151,12 @@ describe('agent start keys: overlay_dir, pre_start, session_setup, nudge (real c
     const lifted = await waitUntil(
       'the quarantine to lift by itself',
       async () => (await sessionEvents(city.api, 'session.quarantine_lifted', first.id))[0],
-      15_000,
     );
     expect(String(lifted.payload.reason)).to.match(/^its quarantine ended at \S+Z: it may start again$/);
     // It tries again (and fails again: its pre_start still refuses).
     await waitUntil(
       'another start after the quarantine',
       async () => (await sessionEvents(city.api, 'session.crashed', first.id)).length > crashed.length,
-      15_000,
     );
   });
 
@@ -173,7 +170,6 @@ describe('agent start keys: overlay_dir, pre_start, session_setup, nudge (real c
     const crashed = await waitUntil(
       'the time-out',
       async () => (await sessionEvents(city.api, 'session.crashed', hung.id))[0],
-      15_000,
     );
     expect(String(crashed.message)).to.match(/^pre_start\[0\] `.*sleep 30` timed out after 2000 ms/);
     const pid = Number(readFileSync(join(city.dir, 'hangs.pid'), 'utf8'));
@@ -189,13 +185,10 @@ describe('agent start keys: overlay_dir, pre_start, session_setup, nudge (real c
     });
     await waitUntil('the bead to be handed over', async () => (await city.api.bead(bead.id)).status === 'in_progress');
     await city.api.close(bead.id);
-    const stopped = await waitUntil(
-      'an age restart',
-      async () =>
-        (await sessionEvents(city.api, 'session.stopped', aging.id)).find((e) =>
-          /^restarting: it has run \S+, past its max_session_age \(1\.5s\)$/.test(String(e.payload.reason)),
-        ),
-      15_000,
+    const stopped = await waitUntil('an age restart', async () =>
+      (await sessionEvents(city.api, 'session.stopped', aging.id)).find((e) =>
+        /^restarting: it has run \S+, past its max_session_age \(1\.5s\)$/.test(String(e.payload.reason)),
+      ),
     );
     await waitUntil(
       'it to be running again',

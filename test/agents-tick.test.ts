@@ -123,7 +123,7 @@ function about(events: Envelope[], id: string): Envelope[] {
 async function afterTicks(city: SessionCity, n: number): Promise<void> {
   const runs = async () => (await city.api.get<{ tick?: { runs: number } }>('/status')).body.tick?.runs ?? 0;
   const from = await runs();
-  await waitUntil(`${n} more ticks`, async () => (await runs()) >= from + n, 15_000);
+  await waitUntil(`${n} more ticks`, async () => (await runs()) >= from + n);
 }
 
 /** Gives the mayor agent `env = { EDITED = value }` in city.toml, whatever it had before: a drift of its configuration. */
@@ -155,15 +155,11 @@ describe("the controller's tick (real controller, real programs)", function () {
     for (const bead of beads)
       expect((await city.api.post('/sling', { target: 'pool', bead: bead.id })).status).to.equal(200);
     // Three sessions (its max), each holding one bead; the fourth waits.
-    const held = await waitUntil(
-      'three beads in progress',
-      async () => {
-        const list = await city.api.list({ status: 'in_progress' });
-        const mine = list.items.filter((b) => b.metadata?.['ctl.routed_to'] === 'pool');
-        return mine.length === 3 ? mine : undefined;
-      },
-      15_000,
-    );
+    const held = await waitUntil('three beads in progress', async () => {
+      const list = await city.api.list({ status: 'in_progress' });
+      const mine = list.items.filter((b) => b.metadata?.['ctl.routed_to'] === 'pool');
+      return mine.length === 3 ? mine : undefined;
+    });
     expect(new Set(held.map((b) => b.assignee)).size).to.equal(3);
     expect(await running(city, 'pool')).to.have.length(3);
     const agent = await city.api.get<{ queued_work: number; state: string }>('/agent/pool');
@@ -182,11 +178,7 @@ describe("the controller's tick (real controller, real programs)", function () {
     const last = beads.find((b) => !held.some((h) => h.id === b.id))!;
     await waitUntil('the fourth bead to be taken', async () => (await city.api.bead(last.id)).status === 'in_progress');
     await city.api.close(last.id);
-    await waitUntil(
-      'the pool to close every session',
-      async () => (await sessionsOf(city, 'pool')).length === 0,
-      15_000,
-    );
+    await waitUntil('the pool to close every session', async () => (await sessionsOf(city, 'pool')).length === 0);
     // A closed session leaves the list at once; its session.closed follows once its program has stopped.
     await waitUntil(
       'three session.closed of the pool',
@@ -209,7 +201,7 @@ describe("the controller's tick (real controller, real programs)", function () {
       const s = await sessionsOf(city, 'sleepy');
       return s.length ? s : undefined;
     });
-    await waitUntil('sleepy to sleep', async () => (await session(city.api, sleepy.id)).state === 'asleep', 10_000);
+    await waitUntil('sleepy to sleep', async () => (await session(city.api, sleepy.id)).state === 'asleep');
     const stopped = await city.api.events('session.stopped');
     expect(about(stopped, sleepy.id).at(-1)?.payload.reason).to.match(
       /^idle for \d+ s: asleep until work or mail comes/,
@@ -237,7 +229,7 @@ describe("the controller's tick (real controller, real programs)", function () {
     expect((await city.api.get<{ restart_pending: boolean }>('/agent/mayor')).body.restart_pending).to.equal(true);
     // Still the same program, still in its turn.
     expect(isAlive(mayor.pid!)).to.equal(true);
-    await waitForTurn(city.api, mayor.id, 'assistant', 'slept 2', 10_000);
+    await waitForTurn(city.api, mayor.id, 'assistant', 'slept 2');
     const restarted = await waitUntil('a new program', async () => {
       const s = await session(city.api, mayor.id);
       return s.running && s.pid !== mayor.pid && s.state === 'active' ? s : undefined;
@@ -269,11 +261,7 @@ describe("the controller's tick (real controller, real programs)", function () {
     await afterTicks(city, 3);
     expect((await session(city.api, mayor.id)).pid).to.equal(mayor.pid);
     stream.close();
-    await waitUntil(
-      'the restart once they left',
-      async () => (await session(city.api, mayor.id)).pid !== mayor.pid,
-      10_000,
-    );
+    await waitUntil('the restart once they left', async () => (await session(city.api, mayor.id)).pid !== mayor.pid);
   });
 
   it('reopens work held by a session that is gone (bead.dead_assignee_reopened) and hands it to another', async function () {
@@ -290,23 +278,17 @@ describe("the controller's tick (real controller, real programs)", function () {
       async () => (await city.api.eventsAbout('bead.dead_assignee_reopened', bead.id))[0],
     );
     expect(reopened.payload).to.deep.equal({ bead_id: bead.id, dead_assignee: taken.assignee, routed_to: 'pool' });
-    const again = await waitUntil(
-      'taken by another session',
-      async () => {
-        const b = await city.api.bead(bead.id);
-        return b.status === 'in_progress' && b.assignee !== taken.assignee ? b : undefined;
-      },
-      10_000,
-    );
+    const again = await waitUntil('taken by another session', async () => {
+      const b = await city.api.bead(bead.id);
+      return b.status === 'in_progress' && b.assignee !== taken.assignee ? b : undefined;
+    });
     expect(again.metadata?.['ctl.routed_to']).to.equal('pool');
     await city.api.close(bead.id);
   });
 
   it('restarts a crashing session with back-off, then quarantines it; resume gives it another try', async function () {
-    const quarantined = await waitUntil(
-      'session.quarantined',
-      async () => (await city.api.events('session.quarantined')).find((e) => e.payload.template === 'crasher'),
-      15_000,
+    const quarantined = await waitUntil('session.quarantined', async () =>
+      (await city.api.events('session.quarantined')).find((e) => e.payload.template === 'crasher'),
     );
     expect(quarantined.payload.reason).to.match(/failed 3 times in a row/);
     const id = String(quarantined.payload.session_id);
@@ -352,11 +334,10 @@ describe("the controller's tick (real controller, real programs)", function () {
     const failed = await waitUntil(
       'agent.check_failed',
       async () => (await city.api.eventsAbout('agent.check_failed', 'slowscale'))[0],
-      5000,
     );
     expect(failed.payload.reason).to.match(/scale_check timed out after 1000 ms/);
     // A quick scale_check is followed: two sessions.
-    await waitUntil('scaled to run two sessions', async () => (await running(city, 'scaled')).length === 2, 10_000);
+    await waitUntil('scaled to run two sessions', async () => (await running(city, 'scaled')).length === 2);
     const bead = await city.api.create({ title: 'quick one' });
     await city.api.post('/sling', { target: 'pool', bead: bead.id, no_convoy: true });
     await waitUntil('taken', async () => (await city.api.bead(bead.id)).status === 'in_progress');
@@ -388,22 +369,14 @@ describe("the controller's tick (real controller, real programs)", function () {
   });
 
   it('starts agents in depends_on order, saying why one waits (agent.waiting)', async function () {
-    const [first] = await waitUntil(
-      'first to run',
-      async () => {
-        const s = await running(city, 'first');
-        return s.length ? s : undefined;
-      },
-      15_000,
-    );
-    const [second] = await waitUntil(
-      'second to run',
-      async () => {
-        const s = await running(city, 'second');
-        return s.length ? s : undefined;
-      },
-      15_000,
-    );
+    const [first] = await waitUntil('first to run', async () => {
+      const s = await running(city, 'first');
+      return s.length ? s : undefined;
+    });
+    const [second] = await waitUntil('second to run', async () => {
+      const s = await running(city, 'second');
+      return s.length ? s : undefined;
+    });
     const firstWoke = about(await city.api.events('session.woke'), first.id)[0];
     const secondCreated = about(await city.api.events('session.created'), second.id)[0];
     expect(secondCreated.seq).to.be.above(firstWoke.seq);
@@ -412,7 +385,7 @@ describe("the controller's tick (real controller, real programs)", function () {
   });
 
   it('follows work_query: each line it prints is work that wants a session; a line naming a bead hands it out', async function () {
-    await waitUntil('queried to run two sessions', async () => (await running(city, 'queried')).length === 2, 10_000);
+    await waitUntil('queried to run two sessions', async () => (await running(city, 'queried')).length === 2);
     const agent = await city.api.get<{ pool?: string; session_count: number }>('/agent/queried');
     expect(agent.body).to.include({ pool: 'queried', session_count: 2 });
     // A bead nobody routed: the query naming it (with a word after its id, as `bd ready` prints) hands it out.
@@ -425,7 +398,7 @@ describe("the controller's tick (real controller, real programs)", function () {
     const sessions = await running(city, 'queried');
     expect(sessions.map((s) => s.session_name)).to.include(taken.assignee);
     // Two lines of other work and one bead held: three sessions, and the held bead is not handed out again.
-    await waitUntil('queried to run three sessions', async () => (await running(city, 'queried')).length === 3, 10_000);
+    await waitUntil('queried to run three sessions', async () => (await running(city, 'queried')).length === 3);
     expect((await city.api.bead(bead.id)).assignee).to.equal(taken.assignee);
     await city.api.close(bead.id);
   });

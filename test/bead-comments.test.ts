@@ -14,7 +14,7 @@ import { startCity } from './helpers/work-units.js';
 const ME = userInfo().username;
 
 describe('bead comments: API, events, restart and CLI', function () {
-  this.timeout(30_000);
+  this.timeout(60_000);
   let sup: TestSupervisor;
   let api: CityApi;
 

@@ -7,7 +7,7 @@ import { waitUntil } from './helpers/wait.js';
 // A supervisor of this file's own (the city is made below); what these files share is in helpers/work-units.ts.
 
 describe('work units over the API: beads, mail and convoys', function () {
-  this.timeout(30_000);
+  this.timeout(60_000);
   let sup: TestSupervisor;
 
   before(async function () {

@@ -22,7 +22,7 @@ import { ctlEntryPath } from '../shared/paths.js';
 import { CtlProcess } from './helpers/ctl-process.js';
 import { killAllMentioning } from './helpers/processes.js';
 import { CSRF, freePort, TestSupervisor } from './helpers/supervisor.js';
-import { waitUntil } from './helpers/wait.js';
+import { WAIT_MS, waitUntil } from './helpers/wait.js';
 
 // `ctl events`, run as the real built binary against a real supervisor and real cities (control-plane.md,
 // "Command-line client `ctl events`"; decisions.md, "The `ctl` client" and "Cursors and streams"; the reference
@@ -198,7 +198,7 @@ describe('ctl events (real binary, real supervisor)', function () {
   });
 
   after(async function () {
-    this.timeout(30_000);
+    this.timeout(60_000);
     await Promise.all([...background].map((child) => child.stop()));
     for (const cleanup of cleanups.splice(0)) await cleanup();
     if (sup) {
@@ -607,7 +607,7 @@ describe('ctl events (real binary, real supervisor)', function () {
           seqs.push(await record(city, { type, subject: `feed${seqs.length}` }));
           return false;
         },
-        20_000,
+        WAIT_MS,
         200,
       );
       return seqs;
@@ -636,7 +636,7 @@ describe('ctl events (real binary, real supervisor)', function () {
           seqs.push(await record('alpha', { type: 'watch.sup', payload: { n: 1 } }));
           return false;
         },
-        20_000,
+        WAIT_MS,
         200,
       );
       expect(await watch.exited()).to.equal(0);
@@ -727,7 +727,7 @@ describe('ctl events (real binary, real supervisor)', function () {
           ready.push(await record('alpha', { type: 'follow.tick', subject: 'ready', payload: { i: ready.length } }));
           return false;
         },
-        20_000,
+        WAIT_MS,
         150,
       );
       // Heartbeats go out meanwhile (every 250 ms): two of them on a stream of our own, opened now, say so.
@@ -839,7 +839,7 @@ describe('ctl events (real binary, real supervisor)', function () {
         await waitUntil(
           `event ${i} to be recorded`,
           () => record('phoenix', { type: 'kill.tick', payload: { i } }),
-          15_000,
+          WAIT_MS,
           200,
         );
       }
@@ -1048,7 +1048,7 @@ describe('ctl events (real binary, real supervisor)', function () {
     it('a problem response: a stopped city (404 not_found:)', async function () {
       const res = await fetch(`${sup.base}/v0/city/gamma/stop`, { method: 'POST', headers: CSRF });
       expect(res.status).to.be.lessThan(300);
-      await waitUntil('gamma to stop', async () => (await sup.city('gamma'))?.running === false, 15_000);
+      await waitUntil('gamma to stop', async () => (await sup.city('gamma'))?.running === false);
       const detail = 'not_found: city not found or not running: gamma';
       expect(expectFailure(await ctl(['--city', 'gamma']))).to.equal(detail);
       expect(expectFailure(await ctl(['--city', 'gamma', '--seq']))).to.equal(detail);

@@ -40,7 +40,9 @@ describe('ctl init --start-command naming no program', function () {
 });
 
 describe('an agent whose program is not installed', function () {
-  this.timeout(60_000);
+  // Four waits one after another, each bounded by WAIT_MS (the last one includes the controller's recheck of a
+  // missing program and its probe cache, a few seconds, before a session starts).
+  this.timeout(180_000);
   let city: SessionCity;
   const bin = tempDir('ctl-later-bin-');
   const program = join(bin, 'later-agent.sh');

@@ -109,7 +109,7 @@ describe('ctl against a frozen supervisor (SIGSTOP)', function () {
     frozen = false;
     await sup.process;
     expect(isAlive(sup.pid)).to.equal(false);
-    await waitUntil('no process mentioning the test root', () => processesMentioning(sup.root).length === 0, 5_000);
+    await waitUntil('no process mentioning the test root', () => processesMentioning(sup.root).length === 0);
   });
 });
 

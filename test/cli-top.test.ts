@@ -88,7 +88,7 @@ min_active_sessions = 0
     await pane!.waitFor(new RegExp(`▶ ${claude} .*waiting +\\? tool-approval: Allow Bash`));
     await pane!.waitFor(/1 waiting for you/);
     pane!.keys('a');
-    await waitForTurn(city.api, claude, 'assistant', /I ran `ls -la`\./, 15_000);
+    await waitForTurn(city.api, claude, 'assistant', /I ran `ls -la`\./);
     await pane!.waitFor(new RegExp(`Allowed \\S+ of ${claude}`));
     await pane!.waitFor(/0 waiting for you/);
   });
@@ -100,7 +100,7 @@ min_active_sessions = 0
     await pane!.waitFor(new RegExp(`Deny ${claude}, reason:`));
     pane!.type('not on main');
     pane!.keys('Enter');
-    await waitForTurn(city.api, claude, 'assistant', /not allowed to run it: not on main/, 15_000);
+    await waitForTurn(city.api, claude, 'assistant', /not allowed to run it: not on main/);
     await pane!.waitFor(new RegExp(`Denied \\S+ of ${claude}`));
   });
 
@@ -153,12 +153,12 @@ min_active_sessions = 0
 
   it('says when the supervisor is down, and is live again once it is back', async () => {
     await city.sup.stop();
-    await pane!.waitFor(/✗ supervisor down/, 20_000);
+    await pane!.waitFor(/✗ supervisor down/);
     await city.sup.launch();
     await waitUntil('town to run again', async () => (await city.sup.city('town'))?.running === true, 30_000);
     await pane!.waitFor(/● live/, 40_000);
     // The city's restart, read from its stream once it is open again.
-    await pane!.waitFor(/controller\.stopped[\s\S]*controller\.started/, 10_000);
+    await pane!.waitFor(/controller\.stopped[\s\S]*controller\.started/);
   });
 
   it('q quits, leaving the terminal as it found it and no process behind', async () => {

@@ -21,7 +21,7 @@ import {
 } from './helpers/cli.js';
 import { isAlive, killAllMentioning } from './helpers/processes.js';
 import { freePort, tempDir, TestSupervisor } from './helpers/supervisor.js';
-import { waitUntil } from './helpers/wait.js';
+import { WAIT_MS, waitUntil } from './helpers/wait.js';
 
 // The `ctl` client, run as the real built binary (dist/cli/main.js) against real supervisor processes.
 // Contract (decisions.md, "The `ctl` client"): a failure is exactly one human line on stderr, `ctl <command>: …`,
@@ -758,7 +758,7 @@ describe('ctl init, register and unregister wait on the event stream, not by pol
     await waitUntil(
       'the controller to be loading its config',
       async () => (await sup.city('broken'))?.status === 'loading_config',
-      10_000,
+      WAIT_MS,
       5,
     );
     writeFileSync(join(dir, 'city.toml'), '[workspace\nbroken = ');
@@ -824,7 +824,7 @@ describe('ctl supervisor run: its log', function () {
     let screen = '';
     terminal.stdout.on('data', (chunk: Buffer) => (screen += chunk.toString()));
     try {
-      await waitUntil('the supervisor to listen', () => screen.includes('supervisor listening'), 20_000);
+      await waitUntil('the supervisor to listen', () => screen.includes('supervisor listening'));
       // A city, so that the supervisor logs about its controller (whose pid is not the supervisor's).
       const sup = createApiClient(`http://127.0.0.1:${port}`);
       const { data } = await sup.POST('/v0/city', {
@@ -832,7 +832,7 @@ describe('ctl supervisor run: its log', function () {
         body: { dir: join(root, 'cities', 'logged'), start_command: 'sleep 3600' },
       });
       expect(data).to.not.equal(undefined);
-      await waitUntil('the controller to be ready', () => screen.includes('controller ready'), 20_000);
+      await waitUntil('the controller to be ready', () => screen.includes('controller ready'));
     } finally {
       terminal.kill('SIGTERM');
       await once(terminal, 'exit');

@@ -171,10 +171,10 @@ describe('config, packs and patches (real git, real files)', function () {
     rmSync(repo, { recursive: true, force: true });
     const stop = await fetch(`${city.sup.base}/v0/city/packed/stop`, { method: 'POST', headers: CSRF });
     expect(stop.status).to.be.oneOf([200, 202]);
-    await waitUntil('the city to stop', async () => (await city.sup.city('packed'))?.running === false, 20_000);
+    await waitUntil('the city to stop', async () => (await city.sup.city('packed'))?.running === false);
     const start = await fetch(`${city.sup.base}/v0/city/packed/start`, { method: 'POST', headers: CSRF });
     expect(start.status).to.be.oneOf([200, 202]);
-    await waitUntil('the city to run again', async () => (await city.sup.city('packed'))?.running === true, 20_000);
+    await waitUntil('the city to run again', async () => (await city.sup.city('packed'))?.running === true);
     const agents = (await api.get<{ items: Agent[] }>('/agents')).body.items.map((a) => a.name);
     expect(agents).to.include.members(['review.lint', 'ranged.lint']);
     expect((await api.get<Validate>('/config/validate')).body.errors).to.deep.equal([]);

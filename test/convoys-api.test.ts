@@ -7,7 +7,7 @@ import { expectNewestFirst, ids, startCity, type Page } from './helpers/work-uni
 // A supervisor and city of this file's own; what these files share is in helpers/work-units.ts.
 
 describe('work units over the API: beads, mail and convoys', function () {
-  this.timeout(30_000);
+  this.timeout(60_000);
   let sup: TestSupervisor;
   let api: CityApi;
 

@@ -185,10 +185,8 @@ describe('dashboard in Chromium: deleting one’s comment, notification kinds', 
       const echo = await createSession(api, { name: 'echo' });
       await send(api, echo, 'ask Which port?');
       const asked = `${CITY}: ${echo} is waiting for you (a question)`;
-      await waitUntil(
-        'the question’s notification',
-        () => page.evaluate<boolean>(`window.__notices.some((n) => n.title === ${JSON.stringify(asked)})`),
-        15_000,
+      await waitUntil('the question’s notification', () =>
+        page.evaluate<boolean>(`window.__notices.some((n) => n.title === ${JSON.stringify(asked)})`),
       );
       expect(await page.evaluate<string[]>('window.__notices.map((n) => n.title)')).to.deep.equal([asked]);
 

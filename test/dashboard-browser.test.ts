@@ -514,10 +514,8 @@ describe('dashboard in Chromium', function () {
       const title = `${CITY}: ${session} is waiting for you (a permission)`;
       // Asked from outside the page (page.evaluate): waitForFunction polls a string predicate with eval inside the
       // page, which its Content-Security-Policy refuses whenever the first check comes too early.
-      await waitUntil(
-        'the notification',
-        () => page.evaluate<boolean>(`window.__notices.some((n) => n.title === ${JSON.stringify(title)})`),
-        15_000,
+      await waitUntil('the notification', () =>
+        page.evaluate<boolean>(`window.__notices.some((n) => n.title === ${JSON.stringify(title)})`),
       );
       // The choice is remembered: a later visit follows again without asking.
       await page.reload();

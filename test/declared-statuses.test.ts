@@ -8,9 +8,11 @@ import { CSRF, TestSupervisor } from './helpers/supervisor.js';
 // Every status an operation can answer is declared in its `responses`. Walks the OpenAPI document: for every
 // operation, for every query and path parameter with a schema, sends values the schema (or the parameter's
 // documented format) refuses, to a real supervisor with one running city, and checks the status received is
-// one the operation declares, as a problem. Then, for every operation, the requests the shared conventions
-// refuse around it: a city that does not exist or a malformed name, a body of the wrong type, not JSON or
-// over the limit, headers over the limit.
+// one the operation declares, as a problem. Then, for every query parameter of every GET, whatever its schema
+// says, values of every kind a client may send by mistake (wrong types, out of range, unknown enum values, bad
+// formats, empty, overlong, repeated, and a required one left out), each answered with a declared status. Then,
+// for every operation, the requests the shared conventions refuse around it: a city that does not exist or a
+// malformed name, a body of the wrong type, not JSON or over the limit, headers over the limit.
 
 type Json = Record<string, unknown>;
 
@@ -23,6 +25,35 @@ interface Probe {
   param: string;
   value: string;
 }
+
+/** A query of a GET: `query` is sent as it is (already encoded), and `what` names it in a failure. */
+interface QueryProbe {
+  path: string;
+  op: Json;
+  what: string;
+  query: string;
+}
+
+/**
+ * Values of every kind a client may send any query parameter by mistake, whatever its schema: a word, numbers
+ * negative and fractional, a boolean, an unknown enum value, a date and a cursor that are not, a duration that
+ * is not, an empty value, one over 4 KiB (under the 16 KiB of a request's headers), a control character. A plain
+ * string may take them all; what matters is that whatever is answered is declared. No huge number: a blocking
+ * query's `index` past the head would hold the walk for its `wait`.
+ */
+const ANY_VALUES = [
+  'abc',
+  '-1',
+  '1.5',
+  'true',
+  'not-one-of-them',
+  '2026-13-45T25:61:00Z',
+  'v1:bogus',
+  'soon',
+  '',
+  'a'.repeat(4097),
+  '\u0001',
+];
 
 function deref(doc: Json, node: Json): Json {
   let current = node;
@@ -147,7 +178,9 @@ describe('every status an operation answers is declared (the document, walked ag
     for (const [path, item] of Object.entries(doc.paths as Record<string, Json>)) {
       for (const method of METHODS) {
         const op = item[method] as Json | undefined;
-        if (op) out.push({ method, path, op });
+        // An operation with servers of its own (the webhook listener's delivery) is not served on the API's
+        // address: what that answers for its path says nothing of it.
+        if (op && !op.servers) out.push({ method, path, op });
       }
     }
     return out;
@@ -262,6 +295,73 @@ describe('every status an operation answers is declared (the document, walked ag
     // A guard: every class was walked.
     for (const probe of SHARED) expect(counts.get(probe.what), probe.what).to.be.greaterThan(0);
     expect(undeclared.sort(), undeclared.join('\n')).to.deep.equal([]);
+  });
+
+  /**
+   * Every GET's query parameters, each sent alone with every value of `ANY_VALUES` and repeated (`p=a&p=b`, which
+   * a query string allows and a parameter of one value cannot take), and the GET with no query at all (a
+   * required parameter left out).
+   */
+  function queryProbes(): QueryProbe[] {
+    const out: QueryProbe[] = [];
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Json>)) {
+      const op = item.get as Json | undefined;
+      if (!op || path.includes('/svc/')) continue;
+      out.push({ path, op, what: 'no query', query: '' });
+      const params = [...((item.parameters as Json[]) ?? []), ...((op.parameters as Json[]) ?? [])]
+        .map((p) => deref(doc, p))
+        .filter((p) => p.in === 'query');
+      for (const param of params) {
+        const name = String(param.name);
+        for (const value of ANY_VALUES) {
+          const shown = value.length > 20 ? `${value.slice(0, 8)}…(${value.length})` : value;
+          out.push({
+            path,
+            op,
+            what: `${name}=${JSON.stringify(shown)}`,
+            query: `${name}=${encodeURIComponent(value)}`,
+          });
+        }
+        out.push({ path, op, what: `${name} repeated`, query: `${name}=a&${name}=b` });
+      }
+    }
+    return out;
+  }
+
+  it('answers any value of any query parameter of a GET with a status its operation declares', async function () {
+    this.timeout(300_000);
+    const undeclared: string[] = [];
+    const walked = queryProbes();
+    await inLanes(walked, WIDTH, async (probe) => {
+      const declared = Object.keys(probe.op.responses as Json);
+      const abort = new AbortController();
+      let res: Response;
+      try {
+        res = await fetch(`${sup.base}${filled(probe.path)}${probe.query ? `?${probe.query}` : ''}`, {
+          signal: abort.signal,
+        });
+      } finally {
+        // Only the status and headers are read: a stream opened must not hold the walk.
+        abort.abort();
+      }
+      const status = String(res.status);
+      const type = res.headers.get('content-type') ?? '';
+      const what = `GET ${probe.path} ${probe.what}: ${status}`;
+      if (status === '500') undeclared.push(`${what}: a server error for a client's value`);
+      else if (!declared.includes(status)) undeclared.push(`${what} (declared: ${declared.join(', ')})`);
+      else if (res.status >= 400 && !type.startsWith('application/problem+json')) undeclared.push(`${what} as ${type}`);
+    });
+    // A guard: the walk reached the operations that hold query parameters of every kind.
+    const whats = new Set(walked.map((p) => `${p.path} ${p.what}`));
+    for (const expected of [
+      '/v0/auth/exchange no query',
+      '/v0/city/{cityName}/waits state="not-one-of-them"',
+      '/v0/city/{cityName}/mail/count rig repeated',
+      '/v0/events limit="1.5"',
+    ]) {
+      expect(whats, expected).to.include(expected);
+    }
+    expect(undeclared.sort(), `${undeclared.length} undeclared:\n${undeclared.join('\n')}`).to.deep.equal([]);
   });
 
   it('answers each with a status its operation declares, as application/problem+json', async function () {

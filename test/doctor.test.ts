@@ -25,7 +25,7 @@ async function register(sup: TestSupervisor, name: string, cityToml: string): Pr
     body: JSON.stringify({ path: dir }),
   });
   expect(res.status, await res.text()).to.equal(201);
-  await waitUntil(`${name} to run`, async () => (await sup.city(name))?.running === true, 20_000);
+  await waitUntil(`${name} to run`, async () => (await sup.city(name))?.running === true);
   return dir;
 }
 

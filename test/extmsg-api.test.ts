@@ -348,11 +348,8 @@ describe('external messaging (adapters, bindings, groups, transcripts)', functio
       inbound(room('#help'), 'help me'),
     );
     expect(toAgent.body).to.deep.include({ Status: 'delivered', TargetAgentName: 'helper' });
-    await waitUntil(
-      'the agent to answer',
-      async () =>
-        adapter.posted.some((p) => p.text === 'echo: help me' && p.session_id === toAgent.body.TargetSessionID),
-      15_000,
+    await waitUntil('the agent to answer', async () =>
+      adapter.posted.some((p) => p.text === 'echo: help me' && p.session_id === toAgent.body.TargetSessionID),
     );
     const unbound = await api.post<{ unbound: { Conversation: { conversation_id: string } }[] }>('/extmsg/unbind', {
       agent_name: 'helper',
@@ -423,10 +420,8 @@ describe('external messaging (adapters, bindings, groups, transcripts)', functio
     });
     expect(late.body.Receipt).to.deep.include({ Delivered: false, FailureKind: 'retrying' });
     expect(late.body.Receipt.RetryAfter).to.be.greaterThan(0);
-    await waitUntil(
-      'the retried delivery',
-      async () => adapter.posted.some((p) => p.message_id === late.body.Receipt.MessageID),
-      10_000,
+    await waitUntil('the retried delivery', async () =>
+      adapter.posted.some((p) => p.message_id === late.body.Receipt.MessageID),
     );
     const outcomes = (
       await api.get<{ items: { seq: number; type: string; payload: { message_id: string; status: string } }[] }>(
@@ -586,7 +581,7 @@ describe('external messaging (adapters, bindings, groups, transcripts)', functio
     await api.post('/extmsg/inbound', inbound(room('#loop'), 'start'));
     // alpha, beta, alpha, beta (four peer deliveries, two publishes each), and alpha's last reply goes only out.
     const loop = () => adapter.posted.slice(before).filter((p) => p.conversation.conversation_id === '#loop');
-    await waitUntil('five replies in #loop', async () => loop().length >= 5, 20_000).catch((err: Error) => {
+    await waitUntil('five replies in #loop', async () => loop().length >= 5).catch((err: Error) => {
       throw new Error(`${err.message}: ${JSON.stringify(loop().map((p) => [p.session_id, p.text]))}`);
     });
     // Both sessions idle with nothing queued: the chain is over, and nothing more of it is on its way.
@@ -638,9 +633,9 @@ describe('external messaging (adapters, bindings, groups, transcripts)', functio
 
     // The controller goes and comes back: sequences go on, repeats are still repeats, bindings are kept.
     await fetch(`${city.sup.base}/v0/city/chatty/stop`, { method: 'POST', headers: CSRF });
-    await waitUntil('the city to stop', async () => (await city.sup.city('chatty'))?.running === false, 20_000);
+    await waitUntil('the city to stop', async () => (await city.sup.city('chatty'))?.running === false);
     await fetch(`${city.sup.base}/v0/city/chatty/start`, { method: 'POST', headers: CSRF });
-    await waitUntil('the city to run', async () => (await city.sup.city('chatty'))?.running === true, 20_000);
+    await waitUntil('the city to run', async () => (await city.sup.city('chatty'))?.running === true);
     const repeat = await api.post<{ Status: string }>('/extmsg/inbound', inbound(conv, 'line 25', 'log-25'));
     expect(repeat.body.Status).to.equal('duplicate');
     const next = await api.post<{ TranscriptEntry: { Sequence: number } }>(
@@ -707,9 +702,9 @@ describe('external messaging (adapters, bindings, groups, transcripts)', functio
     });
 
     await fetch(`${city.sup.base}/v0/city/chatty/stop`, { method: 'POST', headers: CSRF });
-    await waitUntil('the city to stop', async () => (await city.sup.city('chatty'))?.running === false, 20_000);
+    await waitUntil('the city to stop', async () => (await city.sup.city('chatty'))?.running === false);
     await fetch(`${city.sup.base}/v0/city/chatty/start`, { method: 'POST', headers: CSRF });
-    await waitUntil('the city to run', async () => (await city.sup.city('chatty'))?.running === true, 20_000);
+    await waitUntil('the city to run', async () => (await city.sup.city('chatty'))?.running === true);
     writeFileSync(gate, '');
     const reply = await waitUntil(
       'the reply at the adapter',
@@ -733,14 +728,10 @@ describe('external messaging (adapters, bindings, groups, transcripts)', functio
     const list = expectSuccess(await ctl('bindings'));
     expect(list.some((l) => /^chat:#cli\s+-\s+helper\s+1\s+active\s+/.test(l))).to.equal(true);
     await city.api.post('/extmsg/inbound', inbound(room('#cli'), 'from the cli test'));
-    const transcript = await waitUntil(
-      'the reply in the transcript',
-      async () => {
-        const out = expectSuccess(await ctl('transcript', ...conv));
-        return out.some((l) => /^2\s+out\s+/.test(l)) ? out : undefined;
-      },
-      15_000,
-    );
+    const transcript = await waitUntil('the reply in the transcript', async () => {
+      const out = expectSuccess(await ctl('transcript', ...conv));
+      return out.some((l) => /^2\s+out\s+/.test(l)) ? out : undefined;
+    });
     expect(transcript[0]).to.match(/^SEQ\s+DIR\s+FROM\s+TEXT$/);
     expect(transcript[1]).to.match(/^1\s+in\s+Ada\s+from the cli test$/);
     expect(expectSuccess(await ctl('unbind', ...conv))).to.deep.equal(['Unbound #cli']);

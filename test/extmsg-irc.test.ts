@@ -83,19 +83,15 @@ describe('the IRC adapter (ngircd, the shipped adapter, a real IRC client, the e
     );
     server = spawn(NGIRCD, ['-n', '-f', join(dir, 'ngircd.conf')], { stdio: 'ignore' });
     city = await startSessionCity('ircy', '\n[[agent]]\nname = "worker"\nprovider = "echo"\n');
-    await waitUntil(
-      'ngircd to listen',
-      async () => {
-        try {
-          const c = await person(port, 'probe', '#probe');
-          c.client.quit();
-          return true;
-        } catch {
-          return false;
-        }
-      },
-      15_000,
-    );
+    await waitUntil('ngircd to listen', async () => {
+      try {
+        const c = await person(port, 'probe', '#probe');
+        c.client.quit();
+        return true;
+      } catch {
+        return false;
+      }
+    });
   });
 
   after(async () => {
@@ -108,7 +104,7 @@ describe('the IRC adapter (ngircd, the shipped adapter, a real IRC client, the e
   it('a person says something in the channel; the agent’s answer comes back into it; a restarted adapter delivers nothing twice', async function () {
     adapter = startAdapter();
     const ada = await person(port, 'ada', '#ops');
-    await waitUntil('the adapter to join #ops', async () => ada.joined.includes('ctl-bot'), 20_000);
+    await waitUntil('the adapter to join #ops', async () => ada.joined.includes('ctl-bot'));
     await waitUntil('#ops to be bound to the worker', async () => {
       const b = await city.api.get<{ items: { AgentName: string; Conversation: { conversation_id: string } }[] }>(
         '/extmsg/bindings',
@@ -116,10 +112,8 @@ describe('the IRC adapter (ngircd, the shipped adapter, a real IRC client, the e
       return b.body.items.some((x) => x.AgentName === 'worker' && x.Conversation.conversation_id === '#ops');
     });
     ada.client.say('#ops', 'hello city');
-    const answer = await waitUntil(
-      'the answer in #ops',
-      async () => ada.heard.find((h) => h.nick === 'ctl-bot' && h.message === 'echo: hello city'),
-      20_000,
+    const answer = await waitUntil('the answer in #ops', async () =>
+      ada.heard.find((h) => h.nick === 'ctl-bot' && h.message === 'echo: hello city'),
     );
     expect(answer.target).to.equal('#ops');
     // The adapter says a message before it answers the city's POST: until the city has that answer the message is
@@ -140,13 +134,10 @@ describe('the IRC adapter (ngircd, the shipped adapter, a real IRC client, the e
     await waitUntil(
       'the adapter to join #ops again',
       async () => ada.joined.filter((n) => n === 'ctl-bot').length > joinsBefore,
-      20_000,
     );
     ada.client.say('#ops', 'are you back');
-    await waitUntil(
-      'the second answer',
-      async () => ada.heard.some((h) => h.nick === 'ctl-bot' && h.message === 'echo: are you back'),
-      20_000,
+    await waitUntil('the second answer', async () =>
+      ada.heard.some((h) => h.nick === 'ctl-bot' && h.message === 'echo: are you back'),
     );
 
     const transcript = await city.api.get<{ items: { Kind: string; Text: string; Actor: { display_name: string } }[] }>(

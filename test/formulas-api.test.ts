@@ -613,7 +613,7 @@ needs = ["work"]
       toml,
       `${readFileSync(toml, 'utf8')}\n[[agent]]\nname = "wrapper"\nprovider = "echo"\nsuspended = true\ndefault_sling_formula = "do-work"\n`,
     );
-    await waitUntil('the agent', async () => (await api.get('/agent/wrapper')).status === 200, 5000);
+    await waitUntil('the agent', async () => (await api.get('/agent/wrapper')).status === 200);
     const bead = (await api.create({ title: 'Paint the fence' })).id;
     const slung = await api.post<{
       mode: string;

@@ -143,8 +143,11 @@ function operationsOf(doc: Json): Operation[] {
   return out;
 }
 
-/** A webhook delivery is the one mutation without the marker: its order's signature is its credential. */
-const WEBHOOK_DELIVERY = '/v0/city/{cityName}/hook/{name}';
+/**
+ * The webhook listener's delivery (a server of its own, `[webhooks] listen`) is the one mutation without the
+ * marker: its signature is its credential. It is no operation of the control plane, whose every mutation needs it.
+ */
+const WEBHOOK_DELIVERY = '/hooks/{city}/{name}';
 
 function mutationsOf(doc: Json): Operation[] {
   return operationsOf(doc).filter((o) => MUTATIONS.includes(o.method) && o.path !== WEBHOOK_DELIVERY);
@@ -200,7 +203,7 @@ async function cleanupSupervisor(sup: TestSupervisor | undefined): Promise<void>
 // ---------------------------------------------------------------------------------------------------------------
 
 describe('HTTP conventions (real supervisor and controllers)', function () {
-  this.timeout(30_000);
+  this.timeout(60_000);
 
   let sup: TestSupervisor;
   let doc: Json;
@@ -1221,14 +1224,10 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
         proc.all?.on('data', (chunk: Buffer) => (output += chunk.toString()));
         let exited = false;
         void proc.then(() => (exited = true));
-        await waitUntil(
-          'the controller to serve /openapi.json',
-          async () => {
-            if (exited) throw new Error(`controller exited:\n${output}`);
-            return (await fetch(`http://127.0.0.1:${port}/openapi.json`)).ok;
-          },
-          15_000,
-        );
+        await waitUntil('the controller to serve /openapi.json', async () => {
+          if (exited) throw new Error(`controller exited:\n${output}`);
+          return (await fetch(`http://127.0.0.1:${port}/openapi.json`)).ok;
+        });
       });
 
       after(async function () {
@@ -1318,7 +1317,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
 });
 
 describe('HTTP conventions: a city registered but not yet running', function () {
-  this.timeout(30_000);
+  this.timeout(60_000);
   let sup: TestSupervisor;
 
   before(async function () {
@@ -1344,7 +1343,7 @@ describe('HTTP conventions: a city registered but not yet running', function () 
     }
     const svc = expectProblem(await call(sup.port, 'GET', '/v0/city/slow/svc/x'), 404, undefined, 'svc');
     expect(svc.detail).to.equal('not_found: city not found or not running');
-    await waitUntil('slow to run', async () => (await sup.city('slow'))?.running, 20_000);
+    await waitUntil('slow to run', async () => (await sup.city('slow'))?.running);
     const status = await call(sup.port, 'GET', '/v0/city/slow/status');
     expect(status.status, describeReply(status)).to.equal(200);
     expectRequestId(status);
@@ -1352,7 +1351,7 @@ describe('HTTP conventions: a city registered but not yet running', function () 
 });
 
 describe('HTTP conventions: read-only mode (bound to a non-loopback address)', function () {
-  this.timeout(30_000);
+  this.timeout(60_000);
 
   describe('bind = "0.0.0.0"', function () {
     let sup: TestSupervisor;

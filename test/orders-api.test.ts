@@ -69,7 +69,7 @@ describe('orders (automations on time, events and conditions)', function () {
       body: JSON.stringify({ path: dir }),
     });
     expect(res.status).to.equal(201);
-    await waitUntil('the city to run', async () => (await sup.city('orders'))?.running === true, 20_000);
+    await waitUntil('the city to run', async () => (await sup.city('orders'))?.running === true);
     api = new CityApi(sup, 'orders');
   });
   after(async () => {
@@ -186,7 +186,7 @@ describe('orders (automations on time, events and conditions)', function () {
     const second = await api.post('/order/hang/run', {});
     expectProblem(second, 409, 'conflict-wrong-state');
     expect(JSON.stringify(second.body)).to.include(first.body.tracking_id);
-    const failed = await waitUntil('order.failed', async () => (await events('order.failed', 'hang'))[0], 10_000);
+    const failed = await waitUntil('order.failed', async () => (await events('order.failed', 'hang'))[0]);
     expect(failed.payload).to.include({ tracking_id: first.body.tracking_id, signal: 'SIGKILL' });
     expect(String((failed.payload as { error: string }).error)).to.include('timed out after 700 ms');
     const [entry] = await history('hang');
@@ -304,6 +304,6 @@ describe('orders (automations on time, events and conditions)', function () {
     });
     const stopped = await sup.ctl(['city', 'stop', 'orders']);
     expect(stopped.code, stopped.stderr).to.equal(0);
-    await waitUntil('the command to be gone', () => !isAlive(pid), 10_000);
+    await waitUntil('the command to be gone', () => !isAlive(pid));
   });
 });

@@ -22,9 +22,9 @@ describe('orders: webhooks and rig instances', function () {
     mkdirSync(folder, { recursive: true });
     writeFileSync(join(folder, `${name}.toml`), `[order]\n${body}\n`);
   };
-  /** A delivery as a sender on another machine makes it: no token, no X-CTL-Request, its own Authorization. */
+  /** A delivery as a sender on another machine makes it, on the webhook listener: no token, no X-CTL-Request. */
   const deliver = (name: string, body: string, headers: Record<string, string> = {}) =>
-    fetch(`${sup.base}/v0/city/hooks/hook/${name}`, {
+    fetch(`${sup.hooksBase!}/hooks/hooks/${name}`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', Authorization: 'token from-the-sender', ...headers },
       body,
@@ -53,7 +53,7 @@ describe('orders: webhooks and rig instances', function () {
     mkdirSync(common);
     writeFileSync(join(common, 'pack.toml'), '[pack]\nname = "common"\n');
     writeOrder(join(common, 'orders'), 'once', 'trigger = "manual"\nexec = "true"');
-    sup = await TestSupervisor.start({ env: { HOOK_SECRET: SECRET } });
+    sup = await TestSupervisor.start({ env: { HOOK_SECRET: SECRET }, webhookListener: true });
     dir = sup.cityDir('hooks');
     writeOrder(
       join(dir, 'orders'),
@@ -106,7 +106,7 @@ describe('orders: webhooks and rig instances', function () {
       '/order/deploy',
     );
     expect(order.body.webhook).to.deep.equal({
-      path: 'hook/deploy',
+      path: '/hooks/hooks/deploy',
       signature_header: 'X-Hub-Signature-256',
       secret_env: 'HOOK_SECRET',
     });

@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { expect } from 'chai';
 import { runCtl } from './helpers/cli.js';
@@ -52,7 +52,7 @@ for (const [mode, env] of [
         body: JSON.stringify({ path: dir }),
       });
       expect(res.status, await res.text()).to.equal(201);
-      await waitUntil('cmds to run', async () => (await sup.city('cmds'))?.running === true, 20_000);
+      await waitUntil('cmds to run', async () => (await sup.city('cmds'))?.running === true);
       api = new CityApi(sup, 'cmds');
     });
 
@@ -102,7 +102,7 @@ for (const [mode, env] of [
       );
       expect(body).to.include({ timed_out: true, exit_code: null, command: 'db slow' });
       const pid = Number(readFileSync(join(dir, 'slow.pid'), 'utf8'));
-      await waitUntil('the timed-out command to be gone', () => !isAlive(pid), 5_000);
+      await waitUntil('the timed-out command to be gone', () => !isAlive(pid));
     });
 
     it('a descendant that left the group (setsid) holding the pipes neither delays the answer nor outlives it', async function () {
@@ -119,7 +119,6 @@ for (const [mode, env] of [
       await waitUntil(
         'the escaped sleep to be gone',
         () => processesWithEnvironment('CTL_TEST_ESCAPEE', `${tag}-wait`).length === 0,
-        5_000,
       );
       const left = await api.post<{ timed_out: boolean; exit_code: number | null }>('/commands/run', {
         binding: 'tools',
@@ -130,7 +129,6 @@ for (const [mode, env] of [
       await waitUntil(
         'the sleep it left to be gone',
         () => processesWithEnvironment('CTL_TEST_ESCAPEE', `${tag}-leave`).length === 0,
-        5_000,
       );
     });
 
@@ -146,5 +144,31 @@ for (const [mode, env] of [
       const { status } = await api.post('/commands/run', { binding: 'tools', argv: ['greet'], timeout: 'soon' });
       expect(status).to.equal(422);
       expect(existsSync(join(dir, 'packs', 'tools'))).to.equal(true);
+    });
+
+    it('a command whose script is a link leading out of the pack is named by validate, not listed, not run', async function () {
+      write('outside/steal.sh', 'echo STOLEN\n');
+      mkdirSync(join(dir, 'packs', 'tools', 'commands', 'leak'), { recursive: true });
+      symlinkSync(join(dir, 'outside', 'steal.sh'), join(dir, 'packs', 'tools', 'commands', 'leak', 'run.sh'));
+      try {
+        type Validate = { warnings: { file: string; message: string }[] };
+        // The pack's files are watched: the link is heard and the configuration read again.
+        const warning = await waitUntil(
+          'validate to name the linked command',
+          async () =>
+            (await api.get<Validate>('/config/validate')).body.warnings.find(
+              (w) => w.file === 'pack:tools/commands/leak/run.sh',
+            ),
+          20_000,
+        );
+        expect(warning.message).to.match(/leading out of the pack: skipped, not read \(command leak skipped\)$/);
+        const { body } = await api.get<{ items: { command: string }[] }>('/commands');
+        expect(body.items.map((c) => c.command)).to.deep.equal(['where', 'db slow', 'escape', 'greet']);
+        const run = await api.post<{ detail: string }>('/commands/run', { binding: 'tools', argv: ['leak'] });
+        expect(run.status).to.equal(404);
+        expect(run.body.detail).to.match(/^not_found: tools has no command "leak"/);
+      } finally {
+        rmSync(join(dir, 'packs', 'tools', 'commands', 'leak'), { recursive: true, force: true });
+      }
     });
   });

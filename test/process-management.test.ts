@@ -123,7 +123,7 @@ describe('controller processes', function () {
     });
 
     it('is not listed as running while it is being stopped, and its kill is recorded as controller.stopped', async function () {
-      this.timeout(30_000);
+      this.timeout(60_000);
       const pid = controllerPid(sup, 'stuck');
       process.kill(pid, 'SIGSTOP');
       const stopping = sup.api.POST('/v0/city/{cityName}/stop', {
@@ -155,7 +155,7 @@ describe('controller processes', function () {
     });
 
     it('a city registered again under another name is not listed as running until its new controller is', async function () {
-      this.timeout(30_000);
+      this.timeout(60_000);
       await sup.createCity('renamed-from');
       const dir = sup.cityDir('renamed-from');
       const oldPid = controllerPid(sup, 'renamed-from');
@@ -178,14 +178,14 @@ describe('controller processes', function () {
     });
 
     it('an unregister that had to kill it ends in request.failed (city_unregister_failed)', async function () {
-      this.timeout(30_000);
+      this.timeout(60_000);
       const pid = controllerPid(sup, 'wedged');
       process.kill(pid, 'SIGSTOP');
       const { data, response } = await sup.api.POST('/v0/city/{cityName}/unregister', {
         params: { header: CSRF, path: { cityName: 'wedged' } },
       });
       expect(response.status).to.equal(202);
-      const terminal = await sup.terminalEvent(data!.request_id, 20_000);
+      const terminal = await sup.terminalEvent(data!.request_id);
       expect(terminal.type).to.equal('request.failed');
       expect(terminal.payload).to.include({ operation: 'city.unregister', error_code: 'city_unregister_failed' });
       expect(String((terminal.payload as { error_message?: string }).error_message)).to.match(/was killed/);
@@ -318,7 +318,7 @@ describe('controller processes', function () {
     });
 
     it('on SIGTERM, records the stop of a controller it had to kill before exiting', async function () {
-      this.timeout(30_000);
+      this.timeout(60_000);
       await sup.createCity('frozen');
       const pid = controllerPid(sup, 'frozen');
       process.kill(pid, 'SIGSTOP');

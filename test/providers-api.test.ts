@@ -97,7 +97,7 @@ describe('providers over the API', function () {
       body: { path: dir, name },
     });
     if (response.status !== 201) throw new Error(`register ${response.status}: ${JSON.stringify(error)}`);
-    await waitUntil(`${name} to run`, async () => (await sup.city(name))?.running, 20_000);
+    await waitUntil(`${name} to run`, async () => (await sup.city(name))?.running);
     return { api: new CityApi(sup, name), file };
   }
 

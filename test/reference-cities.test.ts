@@ -68,7 +68,8 @@ describe('the reference example cities (real supervisor)', function () {
     const res = await fetch(`${sup.base}/v0/cities/register`, {
       method: 'POST',
       headers: { ...CSRF, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ path: dir }),
+      // Registered under the example's name: two examples may both say `[workspace] name = "gastown"`.
+      body: JSON.stringify({ path: dir, name: example }),
     });
     const text = await res.text();
     expect(res.status, text).to.equal(201);
@@ -99,6 +100,9 @@ describe('the reference example cities (real supervisor)', function () {
     ['lifecycle', true],
     ['hyperscale', false],
     ['gastown', true],
+    // The gastown example as published in April 2026: its pack imports the maintenance pack, whose fallback dog
+    // (`fallback = true`) it patches by its name there.
+    ['gastown-maintenance', false],
     ['storage', false],
   ] as const) {
     it(`${example}: registers, runs, lists its packs' agents, formulas and orders, and names what is unsupported`, async function () {
@@ -130,6 +134,19 @@ describe('the reference example cities (real supervisor)', function () {
       }
     });
   }
+
+  it("gastown-maintenance: gastown's patch reaches maintenance's dog, a fallback in use since nothing replaces it", async function () {
+    const api = new CityApi(sup, 'gastown-maintenance');
+    type Explained = { name: string; fallback?: boolean; replaced?: unknown[]; source: string };
+    const { agents } = (await api.get<{ agents: Explained[] }>('/config/explain')).body;
+    expect(agents.find((a) => a.name === 'gastown.maintenance.dog')).to.deep.include({
+      fallback: true,
+      source: 'pack:gastown.maintenance/agents/dog/agent.toml',
+    });
+    expect(agents.filter((a) => a.replaced)).to.deep.equal([]);
+    const { errors, warnings } = (await api.get<{ errors: Issue[]; warnings: Issue[] }>('/config/validate')).body;
+    expect([...errors, ...warnings].filter((i) => /patches|fallback/.test(`${i.key} ${i.message}`))).to.deep.equal([]);
+  });
 
   it('swarm: its pack\'s [[named_session]] mode = "always" keeps a deacon running; on_demand leaves the mayor', async function () {
     const api = new CityApi(sup, 'swarm');

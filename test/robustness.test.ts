@@ -173,7 +173,7 @@ describe('robustness', function () {
     });
 
     it('kills a controller that ignores SIGTERM when the supervisor stops', async function () {
-      this.timeout(30_000);
+      this.timeout(60_000);
       sup = await TestSupervisor.start();
       await sup.createCity('stuck');
       const pid = (await sup.city('stuck'))!.pid!;

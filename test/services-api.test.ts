@@ -182,14 +182,10 @@ describe('workspace services (real programs, HTTP, SSE and WebSocket through svc
     const before = await running('web');
     writeFileSync(sick, 'x');
     // Three failed probes in a row: it is ended and started again (and stays starting while still sick).
-    const restarted = await waitUntil(
-      'web to be restarted for its health',
-      async () => {
-        const s = (await city.api.get<Service>('/service/web')).body;
-        return s.pid !== before.pid && s.pid !== undefined ? s : undefined;
-      },
-      20_000,
-    );
+    const restarted = await waitUntil('web to be restarted for its health', async () => {
+      const s = (await city.api.get<Service>('/service/web')).body;
+      return s.pid !== before.pid && s.pid !== undefined ? s : undefined;
+    });
     expect(restarted.reason).to.equal('its health check failed 3 times in a row');
     rmSync(sick);
     const after = await waitUntil(
@@ -202,14 +198,10 @@ describe('workspace services (real programs, HTTP, SSE and WebSocket through svc
     );
     pids.push(after.pid!);
 
-    const flaky = await waitUntil(
-      'flaky to back off',
-      async () => {
-        const s = (await city.api.get<Service>('/service/flaky')).body;
-        return s.restarts >= 2 && s.local_state === 'backoff' ? s : undefined;
-      },
-      20_000,
-    );
+    const flaky = await waitUntil('flaky to back off', async () => {
+      const s = (await city.api.get<Service>('/service/flaky')).body;
+      return s.restarts >= 2 && s.local_state === 'backoff' ? s : undefined;
+    });
     expect(flaky.reason).to.equal('it exited with status 3');
     expect(Date.parse(flaky.next_start_at!)).to.be.greaterThan(Date.now() - 1000);
     expect((await fetch(`${city.sup.base}/v0/city/served/health`)).status).to.equal(200);
@@ -267,7 +259,6 @@ describe('workspace services (real programs, HTTP, SSE and WebSocket through svc
     await waitUntil(
       'the escaped sleep to be gone',
       async () => processesWithEnvironment('CTL_TEST_ESCAPEE', escapee).length === 0,
-      20_000,
     );
     expectProblem(await city.api.get('/service/escaper'), 404, 'service-not-found');
   });
@@ -278,12 +269,12 @@ describe('workspace services (real programs, HTTP, SSE and WebSocket through svc
     const path = join(city.dir, 'city.toml');
     const text = readFileSync(path, 'utf8');
     writeFileSync(path, text.replace(/\n\[\[service\]\]\nname = "sock"\n[^[]*/, '\n'));
-    await waitUntil('sock to be gone', async () => !isAlive(sock.pid!), 20_000);
+    await waitUntil('sock to be gone', async () => !isAlive(sock.pid!));
     expectProblem(await city.api.get('/service/sock'), 404, 'service-not-found');
     const web = await running('web');
     const stop = await fetch(`${city.sup.base}/v0/city/served/stop`, { method: 'POST', headers: CSRF });
     expect(stop.status).to.be.oneOf([200, 202]);
-    await waitUntil('the web service to end with its city', async () => !isAlive(web.pid!), 20_000);
+    await waitUntil('the web service to end with its city', async () => !isAlive(web.pid!));
     expect(processesMentioning(SERVICE).filter((pid) => pids.includes(pid))).to.deep.equal([]);
   });
 });

@@ -142,7 +142,7 @@ ${codex.providerToml('codex-local')}`,
         const id = await createSession(api, { name: runtime.provider });
         const text = `hello ${++counter}`;
         const delivered = await deliver(api, id, text);
-        await waitForTurn(api, id, 'assistant', runtime.reply(text), 20_000);
+        await waitForTurn(api, id, 'assistant', runtime.reply(text));
         const view = await idle(id);
         expect(view.last_output ?? '').to.include(runtime.reply(text));
         const entries = await waitUntil('the turn to end in the transcript', async () => {
@@ -195,7 +195,7 @@ ${codex.providerToml('codex-local')}`,
         await waitUntil('session.stopped', async () => (await sessionEvents(api, 'session.stopped', id)).length === 1);
         const text = `after the kill ${++counter}`;
         await deliver(api, id, text);
-        await waitForTurn(api, id, 'assistant', runtime.reply(text), 20_000);
+        await waitForTurn(api, id, 'assistant', runtime.reply(text));
         expect(await session(api, id)).to.include({ state: 'active', running: true });
         await api.post(`/session/${id}/close`);
       });

@@ -349,14 +349,10 @@ protocol = "acp"
     const oldPid = await running(id);
     const controller = (await sup.city('acp'))!.pid!;
     process.kill(controller, 'SIGKILL');
-    await waitUntil(
-      'a new controller',
-      async () => {
-        const info = await sup.city('acp');
-        return info?.running === true && info.pid !== controller;
-      },
-      20_000,
-    );
+    await waitUntil('a new controller', async () => {
+      const info = await sup.city('acp');
+      return info?.running === true && info.pid !== controller;
+    });
     await waitUntil('the old agent to be gone', () => !isAlive(oldPid));
     await waitUntil('the session running again', async () => {
       const v = await session(api, id);

@@ -635,14 +635,10 @@ describe('sessions (real controller, real agent programs on the pipe runtime)', 
       const oldClaude = (await session(api, claude)).pid!;
       const controller = (await sup.city('sessions'))!.pid!;
       process.kill(controller, 'SIGKILL');
-      await waitUntil(
-        'a new controller',
-        async () => {
-          const info = await sup.city('sessions');
-          return info?.running === true && info.pid !== controller;
-        },
-        20_000,
-      );
+      await waitUntil('a new controller', async () => {
+        const info = await sup.city('sessions');
+        return info?.running === true && info.pid !== controller;
+      });
       // The old programs are gone (reaped by the new controller), new ones run.
       await waitUntil('the old programs to be gone', () => !isAlive(oldEcho) && !isAlive(oldClaude));
       const restarted = await waitUntil('the echo session running again', async () => {

@@ -148,14 +148,10 @@ describe('Claude Code in tmux, read from its hooks (against a scripted model ser
     expect(pending.prompt).to.include(`Bash(touch ${made})`);
     expect(existsSync(made)).to.equal(false);
     // Its Notification (`permission_prompt`) follows some seconds later: heard, and the same prompt still pending.
-    const notified = await waitUntil(
-      'its Notification hook',
-      async () => {
-        const view = await session(api, id);
-        return view.program_status?.hook === 'Notification' ? view : undefined;
-      },
-      20_000,
-    );
+    const notified = await waitUntil('its Notification hook', async () => {
+      const view = await session(api, id);
+      return view.program_status?.hook === 'Notification' ? view : undefined;
+    });
     expect(notified.program_status?.status).to.equal('asking');
     expect(notified.pending?.request_id).to.equal(pending.request_id);
     const answered = await api.post(`/session/${id}/respond`, { action: 'allow' });

@@ -100,7 +100,7 @@ describe('sessions of the real Claude Code (stream-json, against a scripted mode
     const pid = (await session(city.api, id)).pid;
     const reply = await city.api.post(`/session/${id}/close`);
     expect(reply.status, JSON.stringify(reply.body)).to.be.oneOf([200, 202]);
-    if (pid) await waitUntil(`claude ${pid} to end`, () => !isAlive(pid), 15_000);
+    if (pid) await waitUntil(`claude ${pid} to end`, () => !isAlive(pid));
   }
 
   it('a session talks: each reply is an assistant turn on the transcript and the stream, with usage stored', async function () {
@@ -239,7 +239,7 @@ describe('sessions of the real Claude Code (stream-json, against a scripted mode
     const later = await mode('bypassPermissions');
     expect(later.body.reason).to.equal('permission mode bypassPermissions (takes effect when the program next starts)');
     expect((await api.post(`/session/${id}/kill`)).status).to.equal(200);
-    await waitUntil('the program to end', () => !isAlive(pid!), 15_000);
+    await waitUntil('the program to end', () => !isAlive(pid!));
     const made = join(work, 'bypassed.txt');
     await deliver(api, id, `run: touch ${made} && echo made`);
     await waitForTurn(api, id, 'assistant', 'Tool said: made', 30_000);
@@ -257,7 +257,7 @@ describe('sessions of the real Claude Code (stream-json, against a scripted mode
     await waitForTurn(api, id, 'assistant', 'You said: remember the word teapot', 30_000);
     const before = await session(api, id);
     expect((await api.post(`/session/${id}/kill`)).status).to.equal(200);
-    await waitUntil('the program to end', () => !isAlive(before.pid!), 15_000);
+    await waitUntil('the program to end', () => !isAlive(before.pid!));
     await deliver(api, id, 'what was the word?');
     await waitForTurn(api, id, 'assistant', 'You said: what was the word?', 30_000);
     const after = await session(api, id);
@@ -277,7 +277,7 @@ describe('sessions of the real Claude Code (stream-json, against a scripted mode
     await waitForTurn(api, id, 'assistant', 'You said: first words', 30_000);
     const before = await session(api, id);
     expect((await api.post(`/session/${id}/kill`)).status).to.equal(200);
-    await waitUntil('the program to end', () => !isAlive(before.pid!), 15_000);
+    await waitUntil('the program to end', () => !isAlive(before.pid!));
     // Its own store of conversations is gone (another HOME, a cleaned-up machine).
     rmSync(join(home, '.claude', 'projects'), { recursive: true, force: true });
     await deliver(api, id, 'are you there?');
@@ -290,7 +290,7 @@ describe('sessions of the real Claude Code (stream-json, against a scripted mode
       30_000,
     );
     expect(failed.payload.error).to.include(`No conversation found with session ID: ${before.provider_session_key}`);
-    await waitUntil('the session to be asleep', async () => (await session(api, id)).running === false, 15_000);
+    await waitUntil('the session to be asleep', async () => (await session(api, id)).running === false);
     const updated = (await sessionEvents(api, 'session.updated', id)).map((e) => e.payload.reason);
     expect(updated.some((r) => String(r).startsWith(`could not resume conversation ${before.provider_session_key}`))).to
       .be.true;

@@ -46,7 +46,7 @@ describe('sessions of the real Codex ACP adapter (against a scripted model serve
       join(city.dir, 'agents', 'coder', 'agent.toml'),
       'provider = "codex-acp-local"\nmin_active_sessions = 0\nmax_active_sessions = 1\n',
     );
-    await waitUntil('the agent to be known', async () => (await city.api.get('/agent/coder')).status === 200, 15_000);
+    await waitUntil('the agent to be known', async () => (await city.api.get('/agent/coder')).status === 200);
     id = await createCliSession(city, { kind: 'agent', name: 'coder' });
   });
 

@@ -154,7 +154,7 @@ describe('sessions of the real Codex (exec per turn, against a scripted model se
       join(city.dir, 'agents', 'coder', 'agent.toml'),
       'provider = "codex-local"\nmin_active_sessions = 0\nmax_active_sessions = 1\n',
     );
-    await waitUntil('the agent to be known', async () => (await api.get('/agent/coder')).status === 200, 15_000);
+    await waitUntil('the agent to be known', async () => (await api.get('/agent/coder')).status === 200);
     const id = await createSession(api, { kind: 'agent', name: 'coder' });
     await deliver(api, id, 'first task');
     await waitForTurn(api, id, 'assistant', 'You said: first task', 30_000);
@@ -170,6 +170,26 @@ describe('sessions of the real Codex (exec per turn, against a scripted model se
     expect(developerText('second task')).to.include(`${prompt}\n`);
     expect((await turns(api, id)).map((t) => t.text)).to.not.include(`${prompt}\n`);
     await api.post(`/session/${id}/close`);
+  });
+
+  it('reset: the next turn is a new thread (`codex exec`, not `exec resume`), and the model sees nothing before it', async function () {
+    const { api } = city;
+    const id = await createSession(api, { name: 'codex-local' });
+    await deliver(api, id, 'words before the reset');
+    await waitForTurn(api, id, 'assistant', 'You said: words before the reset', 30_000);
+    const thread = (await session(api, id)).provider_session_key;
+    expect(thread).to.match(/^[0-9a-f-]{36}$/);
+    const reset = await api.post<{ restarted: boolean; previous_conversation?: string }>(`/session/${id}/reset`);
+    expect(reset.status, JSON.stringify(reset.body)).to.equal(200);
+    expect(reset.body).to.include({ restarted: true, previous_conversation: thread });
+    await deliver(api, id, 'words after the reset');
+    await waitForTurn(api, id, 'assistant', 'You said: words after the reset', 30_000);
+    const after = model.requests.filter((r) => r.userText === 'words after the reset').at(-1)!;
+    expect(JSON.stringify(after.body.input), 'a new thread').to.not.include('words before the reset');
+    const now = (await session(api, id)).provider_session_key;
+    expect(now)
+      .to.match(/^[0-9a-f-]{36}$/)
+      .and.not.equal(thread);
   });
 
   it('after a controller restart, a message resumes the same thread', async function () {
@@ -202,10 +222,8 @@ describe('sessions of the real Codex (exec per turn, against a scripted model se
     await deliver(api, id, 'rate-limit me');
     const failed = await firstTurnFailed(id);
     expect(failed.payload).to.include({ session_id: id, category: 'rate_limited', status: 429 });
-    const end = await waitUntil(
-      'the failed turn in the transcript',
-      async () => (await raw(id)).find((e) => e.kind === 'turn_end'),
-      15_000,
+    const end = await waitUntil('the failed turn in the transcript', async () =>
+      (await raw(id)).find((e) => e.kind === 'turn_end'),
     );
     expect(end).to.include({ error_category: 'rate_limited' });
     expect(end.error).to.match(/429/);
@@ -234,16 +252,12 @@ describe('sessions of the real Codex (exec per turn, against a scripted model se
     const id = await createSession(api, { name: 'codex-local' });
     const words = Array.from({ length: 80 }, (_, i) => `w${i}`).join(' ');
     await deliver(api, id, `slow: ${words}`);
-    await waitUntil('the turn to be under way', async () => (await session(api, id)).pid !== undefined, 15_000);
+    await waitUntil('the turn to be under way', async () => (await session(api, id)).pid !== undefined);
     const pid = (await session(api, id)).pid!;
     const stopped = await api.post<{ status: string }>(`/session/${id}/stop`);
     expect(stopped.body).to.deep.include({ status: 'ok' });
-    await waitUntil('its process to end', () => !isAlive(pid), 15_000);
-    const end = await waitUntil(
-      'the interrupted turn',
-      async () => (await raw(id)).find((e) => e.kind === 'turn_end'),
-      15_000,
-    );
+    await waitUntil('its process to end', () => !isAlive(pid));
+    const end = await waitUntil('the interrupted turn', async () => (await raw(id)).find((e) => e.kind === 'turn_end'));
     expect(end.interrupted).to.equal(true);
     expect(await sessionEvents(api, 'session.turn_failed', id), 'asked for, not a failure').to.deep.equal([]);
     await deliver(api, id, 'next one');

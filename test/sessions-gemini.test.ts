@@ -168,7 +168,7 @@ describe('an agent session of the real Gemini CLI (ACP, against a scripted model
       },
       90_000,
     );
-    await waitUntil('its Gemini CLI to end with its controller', () => !isAlive(before), 15_000);
+    await waitUntil('its Gemini CLI to end with its controller', () => !isAlive(before));
     seenPids.add((await session(api, id)).pid!);
   }
 

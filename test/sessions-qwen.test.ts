@@ -136,7 +136,7 @@ describe('an agent session of the real Qwen Code (ACP, against a scripted model 
       // A new controller is running once its sessions have started again: this one's CLI included.
       90_000,
     );
-    await waitUntil('its Qwen Code to end with its controller', () => !isAlive(before), 15_000);
+    await waitUntil('its Qwen Code to end with its controller', () => !isAlive(before));
     await deliver(api, id, 'after the restart');
     await waitForTurn(api, id, 'assistant', 'You said: after the restart', 60_000);
     const view = await session(api, id);

@@ -36,7 +36,7 @@ function hasTmux(): boolean {
  * its rules (controller/sessions/tmux/rules/tui-agent.toml): a prompt, a busy line, a numbered permission menu.
  */
 describe('sessions in tmux (an interactive terminal program, read by screen rules)', function () {
-  this.timeout(30_000);
+  this.timeout(60_000);
   let city: SessionCity;
 
   before(async function () {
@@ -160,8 +160,28 @@ provider = "tui"
     expect((await api.post(`/session/${id}/kill`)).status).to.equal(200);
     await waitUntil('the program to end', () => !isAlive(pid));
     await deliver(api, id, 'back?');
-    await waitForTurn(api, id, 'assistant', 'You said: back?', 15_000);
+    await waitForTurn(api, id, 'assistant', 'You said: back?');
     expect((await session(api, id)).pid).to.not.equal(pid);
+    expect(await sessionEvents(api, 'session.crashed', id)).to.deep.equal([]);
+    await api.post(`/session/${id}/close`);
+  });
+
+  it('reset starts its program again in its pane, the transcript marking where, and it answers as before', async function () {
+    const { api } = city;
+    const id = await createSession(api, { name: 'tui' });
+    await deliver(api, id, 'before the reset');
+    await waitForTurn(api, id, 'assistant', 'You said: before the reset');
+    const pid = (await session(api, id)).pid!;
+    const reset = await api.post<{ restarted: boolean; transcript_seq: number }>(`/session/${id}/reset`);
+    expect(reset.status, JSON.stringify(reset.body)).to.equal(200);
+    expect(reset.body.restarted).to.equal(true);
+    await waitUntil('the old program to end', () => !isAlive(pid));
+    await deliver(api, id, 'after the reset');
+    await waitForTurn(api, id, 'assistant', 'You said: after the reset', 15_000);
+    expect((await session(api, id)).pid).to.not.equal(pid);
+    const raw = await api.get<{ messages: { seq: number; kind: string }[] }>(`/session/${id}/transcript?format=raw`);
+    const kinds = raw.body.messages.filter((m) => m.seq >= reset.body.transcript_seq).map((m) => m.kind);
+    expect(kinds.slice(0, 2)).to.deep.equal(['reset', 'start']);
     expect(await sessionEvents(api, 'session.crashed', id)).to.deep.equal([]);
     await api.post(`/session/${id}/close`);
   });
@@ -338,7 +358,7 @@ provider = "tui"
     await waitForTurn(api, id, 'assistant', 'Done by hand.');
     await waitUntil('idle again', async () => (await session(api, id)).activity === 'idle');
     await deliver(api, id, 'no hook for this one');
-    await waitForTurn(api, id, 'assistant', 'You said: no hook for this one', 15_000);
+    await waitForTurn(api, id, 'assistant', 'You said: no hook for this one');
     await api.post(`/session/${id}/close`);
   });
 
@@ -362,7 +382,7 @@ provider = "tui"
     const { api } = city;
     const id = await createSession(api, { name: 'tui-garbles-first' });
     const accepted = await api.post<{ request_id: string }>(`/session/${id}/messages`, { message: 'hello' });
-    const result = await terminalOf(api, accepted.body.request_id, 25_000);
+    const result = await terminalOf(api, accepted.body.request_id);
     expect(result.type).to.equal('request.failed');
     expect(result.payload).to.include({ error_code: 'delivery_failed' });
     expect(String(result.payload.error_message)).to.match(/in 4 attempts: its input line holds other text: olleh$/);
@@ -411,7 +431,6 @@ provider = "tui"
     await waitUntil(
       'no tmux server and no program left',
       () => processesMentioning(socketOf()).length === 0 && processesMentioning(TUI_AGENT).length === 0,
-      15_000,
     );
   });
 });

@@ -37,11 +37,7 @@ describe('[daemon] shutdown_timeout (real supervisor)', function () {
   });
 
   it("lets a session's program finish its clean-up when the city stops", async function () {
-    await waitUntil(
-      'the program to start',
-      () => existsSync(out) && readFileSync(out, 'utf8').includes('started'),
-      20_000,
-    );
+    await waitUntil('the program to start', () => existsSync(out) && readFileSync(out, 'utf8').includes('started'));
     const res = await fetch(`${city.sup.base}/v0/city/slow/stop`, { method: 'POST', headers: CSRF });
     expect(res.status, await res.text()).to.equal(200);
     expect(readFileSync(out, 'utf8')).to.equal('cleaned-up\n');

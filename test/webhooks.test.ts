@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { CityApi, registerCity, type Envelope } from './helpers/city-api.js';
 import { expectFailure, expectSuccess, runCtl } from './helpers/cli.js';
-import { TestSupervisor, tempDir } from './helpers/supervisor.js';
+import { CSRF, TestSupervisor, tempDir } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
 const GH_SECRET = 'gh-secret-of-twenty-bytes';
@@ -19,9 +19,9 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
   let out: string;
   const root = tempDir('ctl-webhooks-');
 
-  /** A delivery as GitHub makes it: no token, no X-CTL-Request. */
+  /** A delivery as GitHub makes it, on the webhook listener: no token, no X-CTL-Request. */
   const deliver = (name: string, body: string, headers: Record<string, string> = {}) =>
-    fetch(`${sup.base}/v0/city/hooks/hook/${name}`, {
+    fetch(`${sup.hooksBase!}/hooks/hooks/${name}`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', ...headers },
       body,
@@ -43,6 +43,7 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
     mkdirSync(out);
     sup = await TestSupervisor.start({
       env: { GH_SECRET, ORDER_SECRET: GH_SECRET, HOOK_TOKEN: 'token-of-the-sender', DISCORD_KEY },
+      webhookListener: true,
     });
     const dir = sup.cityDir('hooks');
     mkdirSync(join(dir, 'orders'), { recursive: true });
@@ -54,6 +55,13 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
       join(dir, 'orders', 'deploy.toml'),
       `[order]\ntrigger = "webhook"\nidempotent = true\nsecret_env = "ORDER_SECRET"\nexec = "echo fired >> ${out}/deploy"\n`,
     );
+    // Runs until the controller ends: its firing is cut off by the SIGKILL of a test.
+    for (const name of ['slow', 'halted']) {
+      writeFileSync(
+        join(dir, 'orders', `${name}.toml`),
+        `[order]\ntrigger = "webhook"\nsecret_env = "ORDER_SECRET"\ntimeout = "5m"\nexec = "echo started >> ${out}/${name}; sleep 600"\n`,
+      );
+    }
     const hook = (name: string, extra: string) =>
       [
         '[[webhook]]',
@@ -77,6 +85,7 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
         'provider = "echo"',
         hook('gh', ''),
         hook('limited', 'max_per_minute = 1'),
+        hook('guarded', 'max_per_minute = 2'),
         hook('fenced', ''),
         hook('tokened', ''),
         '[[webhook]]\nname = "discord"\nverify = { scheme = "discord-ed25519", secret_env = "DISCORD_KEY" }',
@@ -154,6 +163,85 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
     });
     expect(await events('order.fired', 'review')).to.have.length(1);
     expect(lines('review')).to.have.length(1);
+  });
+
+  it('forged deliveries draw nothing from the rate bucket: the real sender’s next one is accepted', async function () {
+    for (let i = 0; i < 5; i++) {
+      const body = JSON.stringify({ action: 'opened', number: 100 + i });
+      const forged = await deliver('guarded', body, {
+        'X-Hub-Signature-256': sign(body, 'a-guessed-secret-guessed'),
+        'X-GitHub-Event': 'pull_request',
+        'X-GitHub-Delivery': `forged-${i}`,
+      });
+      expect(forged.status).to.equal(401);
+    }
+    // max_per_minute = 2: a burst of 2, which the authentic ones draw from.
+    const signed = await github('guarded', JSON.stringify({ action: 'opened', number: 200 }), 'g-1');
+    expect(signed.status, await signed.clone().text()).to.equal(202);
+    expect((await github('guarded', JSON.stringify({ action: 'opened', number: 201 }), 'g-2')).status).to.equal(202);
+    const third = await github('guarded', JSON.stringify({ action: 'opened', number: 202 }), 'g-3');
+    expect(third.status, 'the authentic ones still meet the limit').to.equal(429);
+  });
+
+  it('a delivery whose firing the controller’s death cut off is fired again by its redelivery, once', async function () {
+    const body = JSON.stringify({ job: 'long' });
+    const headers = { 'X-Hub-Signature-256': sign(body), 'X-CTL-Delivery': 'slow-1' };
+    const first = await deliver('slow', body, headers);
+    expect(first.status, await first.clone().text()).to.equal(202);
+    const cut = ((await first.json()) as { tracking_id: string }).tracking_id;
+    await waitUntil('the order to run', async () => lines('slow').length === 1);
+
+    const pid = (await sup.city('hooks'))!.pid!;
+    process.kill(pid, 'SIGKILL');
+    await waitUntil(
+      'the controller to be restarted',
+      async () => {
+        const city = await sup.city('hooks');
+        return city?.running && city.pid !== pid ? true : undefined;
+      },
+      30_000,
+    );
+    const failed = await waitUntil('the cut-off firing closed as failed', async () => {
+      const seen = await events('order.failed', 'slow');
+      return seen.length === 1 ? seen[0] : undefined;
+    });
+    expect(failed.payload).to.include({ tracking_id: cut });
+
+    const again = await deliver('slow', body, headers);
+    expect(again.status, await again.clone().text()).to.equal(202);
+    const refired = ((await again.json()) as { tracking_id: string }).tracking_id;
+    expect(refired).to.not.equal(cut);
+    await waitUntil('the order to run again', async () => lines('slow').length === 2);
+    const third = await deliver('slow', body, headers);
+    expect(third.status).to.equal(200);
+    expect(await third.json()).to.include({ status: 'duplicate', tracking_id: refired });
+    expect(await events('order.fired', 'slow')).to.have.length(2);
+  });
+
+  it('a delivery whose firing a stop of the city cut off is fired again by its redelivery, once', async function () {
+    const body = JSON.stringify({ job: 'halted' });
+    const headers = { 'X-Hub-Signature-256': sign(body), 'X-CTL-Delivery': 'halted-1' };
+    const first = await deliver('halted', body, headers);
+    expect(first.status, await first.clone().text()).to.equal(202);
+    await waitUntil('the order to run', async () => lines('halted').length === 1);
+    const stop = await fetch(`${sup.base}/v0/city/hooks/stop`, { method: 'POST', headers: CSRF });
+    expect(stop.status).to.be.oneOf([200, 202]);
+    await waitUntil('the city to stop', async () => (await sup.city('hooks'))?.running === false, 30_000);
+    const start = await fetch(`${sup.base}/v0/city/hooks/start`, { method: 'POST', headers: CSRF });
+    expect(start.status).to.be.oneOf([200, 202]);
+    await waitUntil('the city to run again', async () => (await sup.city('hooks'))?.running === true, 30_000);
+    await waitUntil('the cut-off firing closed as failed', async () => {
+      const failed = await events('order.failed', 'halted');
+      return failed.length === 1 ? true : undefined;
+    });
+
+    const again = await deliver('halted', body, headers);
+    expect(again.status, await again.clone().text()).to.equal(202);
+    await waitUntil('the order to run again', async () => lines('halted').length === 2);
+    const third = await deliver('halted', body, headers);
+    expect(third.status).to.equal(200);
+    expect(await third.json()).to.include({ status: 'duplicate' });
+    expect(await events('order.fired', 'halted')).to.have.length(2);
   });
 
   it('an authentic delivery no rule matches is a 200 that fires nothing', async function () {
@@ -248,13 +336,14 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
     expect(list.body.webhooks.map((w) => w.name)).to.deep.equal([
       'gh',
       'limited',
+      'guarded',
       'fenced',
       'tokened',
       'discord',
       'stray',
     ]);
     expect(list.body.webhooks[1]).to.deep.include({
-      path: 'hook/limited',
+      path: '/hooks/hooks/limited',
       scheme: 'github-hmac-sha256',
       secret_env: 'GH_SECRET',
       rate_limit: { per_minute: 1, burst: 1 },
@@ -278,22 +367,21 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
     expect(listed.slice(1).map((l) => l.split(/\s+/)[0])).to.deep.equal([
       'gh',
       'limited',
+      'guarded',
       'fenced',
       'tokened',
       'discord',
       'stray',
     ]);
-    expect(listed[2]).to.match(
-      /^limited\s+\/v0\/city\/hooks\/hook\/limited\s+github-hmac-sha256\s+1\s+1\/min \(burst 1\)$/,
-    );
+    expect(listed[2]).to.match(/^limited\s+\/hooks\/hooks\/limited\s+github-hmac-sha256\s+1\s+1\/min \(burst 1\)$/);
     const shown = expectSuccess(await ctl('webhook', 'show', 'fenced')).join('\n');
-    expect(shown).to.include('Webhook fenced: POST /v0/city/hooks/hook/fenced');
+    expect(shown).to.include('Webhook fenced: POST /hooks/hooks/fenced (on the webhook listener)');
     expect(shown).to.include('Verified:  github-hmac-sha256, secret in GH_SECRET');
     expect(shown).to.include('Sources:   192.0.2.0/24');
     expect(shown).to.include('0. pull_request where action=opened → review');
     expect(shown).to.not.include(GH_SECRET);
     const asJson = JSON.parse(expectSuccess(await ctl('webhook', 'show', 'gh', '--json')).join('\n')) as object;
-    expect(asJson).to.deep.include({ name: 'gh', path: 'hook/gh' });
+    expect(asJson).to.deep.include({ name: 'gh', path: '/hooks/hooks/gh' });
     expectFailure(
       await ctl('webhook', 'show', 'nope'),
       'webhook show',
@@ -306,12 +394,12 @@ describe('webhooks: [[webhook]] tables and redelivery dedupe', function () {
     const validate = await api.get<{ errors: Issue[]; warnings: Issue[] }>('/config/validate');
     const broken = validate.body.errors.filter((e) => e.key?.startsWith('webhook['));
     expect(broken).to.have.length(1);
-    expect(broken[0]).to.include({ file: 'city.toml', key: 'webhook[5].verify.scheme' });
+    expect(broken[0]).to.include({ file: 'city.toml', key: 'webhook[6].verify.scheme' });
     expect(broken[0].message).to.contain('"md5" is not a scheme; one of github-hmac-sha256');
     expect(validate.body.warnings.filter((w) => w.key?.startsWith('webhook['))).to.deep.equal([
       {
         file: 'city.toml',
-        key: 'webhook[6].rule[0].order',
+        key: 'webhook[7].rule[0].order',
         message: 'webhook stray: the city has no order nowhere: deliveries this rule matches are refused (422)',
       },
     ]);

@@ -129,7 +129,7 @@ describe('one git worktree per session', function () {
       join(home, 'agent.toml'),
       'dir = "web"\nprovider = "echo"\nisolation = "worktree"\nmin_active_sessions = 0\n',
     );
-    await waitUntil('agent web/templ', async () => (await city.api.get('/agent/web/templ')).status === 200, 20_000);
+    await waitUntil('agent web/templ', async () => (await city.api.get('/agent/web/templ')).status === 200);
   });
   after(async () => city?.sup.cleanup());
 
@@ -161,7 +161,7 @@ describe('one git worktree per session', function () {
   const run = async (id: string, command: string): Promise<string> => {
     const mark = `${Date.now()}-${Math.random()}`;
     await city.api.post(`/session/${id}/messages`, { message: `run ${command}; echo done-${mark}` });
-    const turn = await waitForTurn(city.api, id, 'assistant', new RegExp(`done-${mark}`), 20_000);
+    const turn = await waitForTurn(city.api, id, 'assistant', new RegExp(`done-${mark}`));
     return turn.text
       .split('\n')
       .map((l) => l.replace(/^run: /, ''))
@@ -198,7 +198,7 @@ describe('one git worktree per session', function () {
     const tree = (await view(id)).worktree!;
     const prompt = `Work in ${tree.path} as web/templ.`;
     // As its first turn (the echo provider takes no system prompt), and as `ctl prime` reads it.
-    await waitForTurn(city.api, id, 'user', prompt, 20_000);
+    await waitForTurn(city.api, id, 'user', prompt);
     const prime = await city.api.get<{ prompt?: string }>(`/session/${id}/prime`);
     expect(prime.body.prompt).to.equal(prompt);
     expect(prime.body.prompt).not.to.contain(repo);
@@ -214,7 +214,7 @@ describe('one git worktree per session', function () {
     );
     const shown = await view(held);
     expect(shown.worktree).to.include({ branch: `ctl/web/pool/${shown.session_name}`, base: 'main', dirty: false });
-    await waitForTurn(city.api, held, 'assistant', new RegExp(`Work on bead ${bead.id}`), 20_000);
+    await waitForTurn(city.api, held, 'assistant', new RegExp(`Work on bead ${bead.id}`));
     expect(await run(held, 'pwd')).to.equal(shown.worktree!.path);
   });
 
@@ -373,16 +373,12 @@ describe('one git worktree per session', function () {
     // The controller dies under the request: whatever it answers, the close is not done yet.
     await city.api.post(`/bead/${bead.id}/close`).catch(() => undefined);
     expect(existsSync(crashFile), 'the crash point was reached').to.equal(false);
-    const done = await waitUntil(
-      'the next controller to finish the close',
-      async () => {
-        const info = await city.sup.city('isolated');
-        if (!info?.running || info.pid === controller) return undefined;
-        const reply = await city.api.get<Bead>(`/bead/${bead.id}`);
-        return reply.status === 200 && reply.body.status === 'closed' ? reply.body : undefined;
-      },
-      60_000,
-    );
+    const done = await waitUntil('the next controller to finish the close', async () => {
+      const info = await city.sup.city('isolated');
+      if (!info?.running || info.pid === controller) return undefined;
+      const reply = await city.api.get<Bead>(`/bead/${bead.id}`);
+      return reply.status === 200 && reply.body.status === 'closed' ? reply.body : undefined;
+    });
     // Figures for the report, not a timed assertion.
     console.log(`      the close was finished ${Date.now() - asked} ms after the kill`);
     const main = git(repo, 'rev-parse', 'main');
@@ -398,7 +394,6 @@ describe('one git worktree per session', function () {
       new RegExp(
         `Bead ${bead.id} was closed after the controller restarted: its branch \\S+ went into main at ${main}`,
       ),
-      60_000,
     );
     expect(readdirSync(join(city.dir, '.ctl', 'merges'))).to.deep.equal([]);
   });

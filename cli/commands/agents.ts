@@ -197,11 +197,45 @@ function action(name: 'suspend' | 'resume') {
       name === 'suspend'
         ? 'Suspend an agent: its sessions finish their turn, then stop, and none starts (written to its config)'
         : 'Resume a suspended agent (and give a quarantined session another try)',
-    examples: [`ctl agent ${name} worker`],
-    args: { ...nameArg, ...inCityFlags },
+    examples: [
+      `ctl agent ${name} worker`,
+      `ctl agent ${name} worker --if-token TOKEN   # TOKEN: ctl agent suspension worker`,
+    ],
+    args: {
+      ...nameArg,
+      'if-token': {
+        type: 'string',
+        description: 'Only if the agent is unchanged since this token was read (ctl agent suspension NAME)',
+        valueHint: 'TOKEN',
+      },
+      ...inCityFlags,
+    },
     async run({ args: a }) {
       const { api, city } = await inCity(a);
       const { dir, base } = agentPath(a.name);
+      if (a['if-token'] !== undefined) {
+        const suspended = name === 'suspend';
+        const body = { expected_token: a['if-token'], suspended };
+        const { data } = dir
+          ? await call(
+              api,
+              api.client.PUT('/v0/city/{cityName}/agent-suspension/{dir}/{base}', {
+                params: { header: CSRF, path: { ...cityPath(city), dir, base } },
+                body,
+              }),
+            )
+          : await call(
+              api,
+              api.client.PUT('/v0/city/{cityName}/agent-suspension/{base}', {
+                params: { header: CSRF, path: { ...cityPath(city), base } },
+                body,
+              }),
+            );
+        if (a.json) return json(data);
+        // A stale token is the API's 409, the CLI's error line; already in that state, nothing was written.
+        if (data.already_desired) return line(`Agent ${a.name} was already ${suspended ? 'suspended' : 'resumed'}`);
+        return line(`${suspended ? 'Suspended' : 'Resumed'} agent ${a.name}`);
+      }
       const path = { ...cityPath(city), base, action: name };
       const { data } = dir
         ? await call(
@@ -219,6 +253,36 @@ function action(name: 'suspend' | 'resume') {
     },
   });
 }
+
+const suspension = command({
+  name: 'suspension',
+  description: 'Whether an agent is to be suspended, and its content token (for suspend/resume --if-token)',
+  examples: ['ctl agent suspension worker', 'ctl agent suspension review/worker --json'],
+  args: { ...nameArg, ...inCityFlags },
+  async run({ args: a }) {
+    const { api, city } = await inCity(a);
+    const { dir, base } = agentPath(a.name);
+    const { data } = dir
+      ? await call(
+          api,
+          api.client.GET('/v0/city/{cityName}/agent-suspension/{dir}/{base}', {
+            params: { path: { ...cityPath(city), dir, base } },
+          }),
+        )
+      : await call(
+          api,
+          api.client.GET('/v0/city/{cityName}/agent-suspension/{base}', {
+            params: { path: { ...cityPath(city), base } },
+          }),
+        );
+    if (a.json) return json(data);
+    fields([
+      ['Agent', data.agent],
+      ['Suspended', data.suspended ? 'yes' : 'no'],
+      ['Token', data.token],
+    ]);
+  },
+});
 
 const output = command({
   name: 'output',
@@ -274,7 +338,7 @@ export const agentCommand = group({
   name: 'agent',
   description: 'Agents: the workers a city keeps running and routes work to',
   examples: ['ctl agent list', 'ctl agent add worker --provider claude', 'ctl agent output worker --follow'],
-  commands: { list, show, add, remove, suspend: action('suspend'), resume: action('resume'), output },
+  commands: { list, show, add, remove, suspend: action('suspend'), resume: action('resume'), suspension, output },
 });
 
 export const slingCommand = command({

@@ -62,6 +62,10 @@ const explain = command({
       ],
       data.agents,
     );
+    // Which definition of a name won, when a fallback was left out for another.
+    for (const agent of data.agents) {
+      for (const r of agent.replaced ?? []) line(`${agent.name}: ${agent.source} replaces ${r.source} (${r.reason})`);
+    }
     line('');
     table<[string, { origin: string; patched: boolean; command?: string }]>(
       [

@@ -10,6 +10,7 @@ import { colourOn, exitWhenReaderLeaves, fields, json, line, noteMore, paint, pr
 import { collectPages } from '../_pages.js';
 import { agents } from './session-agents.js';
 import { permissionMode } from './session-permission-mode.js';
+import { reset } from './session-reset.js';
 import { modelFields, turnLine } from '../_views.js';
 import { cityPath, inCity } from '../_scope.js';
 import { readEvents } from '../_stream.js';
@@ -585,6 +586,7 @@ export const sessionCommand = group({
     kill,
     suspend,
     wake,
+    reset,
     close,
     respond,
     pending,

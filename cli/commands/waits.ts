@@ -1,5 +1,5 @@
 import type { CityInfo } from '../../shared/dto/cities.js';
-import type { WaitView } from '../../shared/dto/formulas.js';
+import type { WaitStateFilter, WaitView } from '../../shared/dto/formulas.js';
 import { call, CSRF } from '../_api.js';
 import { command, group } from '../_command.js';
 import { CliError } from '../_errors.js';
@@ -38,7 +38,8 @@ export async function waitsOf(
   options: { state?: string; run?: string; session?: string; gatesOnly?: boolean } = {},
 ): Promise<WaitView[]> {
   const query = {
-    ...(options.state !== undefined ? { state: options.state } : {}),
+    // The API refuses any other state with a 422 naming those it takes, which is the CLI's error line.
+    ...(options.state !== undefined ? { state: options.state as WaitStateFilter } : {}),
     ...(options.session !== undefined ? { session: options.session } : {}),
   };
   const { data } = await call(

@@ -24,14 +24,14 @@ const list = command({
   examples: ['ctl webhook list', 'ctl webhook list --json'],
   args: { ...inCityFlags },
   async run({ args: a }) {
-    const { city, webhooks } = await _webhooks(a);
+    const { webhooks } = await _webhooks(a);
     if (a.json) return json({ webhooks });
     if (webhooks.length === 0)
       return line('No webhooks (declare a [[webhook]] in city.toml; ctl config validate names a broken one).');
     table<WebhookView>(
       [
         { header: 'NAME', value: (w) => w.name, kind: 'id' },
-        { header: 'PATH', value: (w) => `/v0/city/${city}/${w.path}` },
+        { header: 'PATH', value: (w) => w.path },
         { header: 'SCHEME', value: (w) => w.scheme },
         { header: 'RULES', value: (w) => String(w.rules.length) },
         { header: 'LIMIT', value: _limit },
@@ -58,7 +58,7 @@ const show = command({
           (webhooks.length ? ` (it has ${webhooks.map((w) => w.name).join(', ')})` : ' (it has none)'),
       );
     if (a.json) return json(hook);
-    line(`Webhook ${hook.name}: POST /v0/city/${city}/${hook.path}`);
+    line(`Webhook ${hook.name}: POST ${hook.path} (on the webhook listener)`);
     line(`  Scope:     ${hook.scope}${hook.rig ? ` (rig ${hook.rig})` : ''}`);
     line(`  Verified:  ${hook.scheme}${hook.secret_env ? `, secret in ${hook.secret_env}` : ''}`);
     if (hook.bearer_env) line(`  Bearer:    token in ${hook.bearer_env}`);

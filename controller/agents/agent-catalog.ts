@@ -9,7 +9,9 @@ import { MAX_TOML_BYTES, tooLarge } from '../../shared/config/toml-file.js';
 import { OutsideTree, outsideTree, readWithin } from '../../shared/fs/within.js';
 import { optionProblems } from '../providers/provider-options.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
-import { renderPromptTemplate, TemplateError, type TemplateFunctions } from './prompt-template.js';
+import { Problem } from '../../shared/http/problem.js';
+import { TemplateError, TemplateLimitError } from './prompt-template.js';
+import { legacyPromptValues, renderTemplatedPrompt, type SessionPromptValues } from './prompt-render.js';
 import { isWithin, repositoryOf, worktreesRoot } from '../worktrees/repository.js';
 import { auditKeys, type KeyFinding } from '../config/key-audit.js';
 import { AGENT_TOML } from '../config/reference-keys.js';
@@ -212,6 +214,7 @@ export function resolveAgents(
       const [wrong] = optionProblems(resolved, agent.option_defaults ?? {});
       if (wrong) unavailable(definition, `its option_defaults.${wrong.key}: ${wrong.message}`);
     }
+    if (agent.prompt_problem !== undefined) unavailable(definition, `its prompt template: ${agent.prompt_problem}`);
     definition.fingerprint = fingerprintOf(definition);
     return definition;
   });
@@ -354,7 +357,11 @@ export function suspensionOf(agent: AgentDefinition, suspension: Suspension): st
   return undefined;
 }
 
-/** The agent's prompt for one session: a template has its `{{…}}` names filled in. */
+/**
+ * The agent's prompt for one session: a template has its `{{…}}` names filled in. A templated prompt that goes
+ * past a bound of rendering (its size, its work, its nesting; or one that calls itself) is never sent, nor sent
+ * as its text: a `validation-failed` Problem (422) naming the agent, the template and the limit.
+ */
 export function promptFor(
   definition: AgentDefinition,
   values: { city: string; session: string; bead?: string; workDir?: string },
@@ -362,45 +369,35 @@ export function promptFor(
   const prompt = definition.config.prompt;
   if (prompt === undefined || prompt.trim() === '') return undefined;
   if (!definition.config.prompt_is_template) return prompt;
+  const session: SessionPromptValues = {
+    city: values.city,
+    agent: definition.name,
+    rig: definition.rig ?? '',
+    // A session's own directory: its place in its worktree, when it has one (not the rig's checkout).
+    workDir: values.workDir ?? definition.workDir,
+    session: values.session,
+    bead: values.bead ?? '',
+  };
   const parts = definition.config.prompt_parts;
   if (parts) {
-    const data = {
-      ...parts.values,
-      AgentName: definition.name,
-      WorkDir: values.workDir ?? definition.workDir,
-      Session: values.session,
-      Bead: values.bead ?? '',
-    };
-    const legacy = { ...legacyValues(definition, values) };
-    const functions: TemplateFunctions = {
-      // The reference's prompts say `{{ cmd }} prime`: here the command is ctl.
-      cmd: () => 'ctl',
-      basename: (path = '') => path.slice(path.lastIndexOf('/') + 1),
-      ...Object.fromEntries(Object.entries(legacy).map(([k, v]) => [k, () => v])),
-    };
+    const refused = definition.config.prompt_problem;
+    if (refused !== undefined) throw promptRefused(definition, refused);
     try {
-      return renderPromptTemplate(prompt, { library: parts.library, append: parts.append, data, functions });
+      return renderTemplatedPrompt(prompt, parts, session);
     } catch (err) {
+      if (err instanceof TemplateLimitError) throw promptRefused(definition, err.message);
       // What does not render goes as the older `{{name}}` templates do (the loader named the problem when it could).
       if (!(err instanceof TemplateError)) throw err;
     }
   }
-  const known = legacyValues(definition, values);
+  const known = legacyPromptValues(session);
   return prompt.replace(/\{\{\s*([a-z_]+)\s*\}\}/g, (whole, key: string) => known[key] ?? whole);
 }
 
-/** The names of ctl's own prompt templates: `{{agent}}`, `{{city}}`, `{{rig}}`, `{{work_dir}}`, `{{session}}`, `{{bead}}`. */
-function legacyValues(
-  definition: AgentDefinition,
-  values: { city: string; session: string; bead?: string; workDir?: string },
-): Record<string, string> {
-  return {
-    agent: definition.name,
-    city: values.city,
-    rig: definition.rig ?? '',
-    // A session's own directory: its place in its worktree, when it has one (not the rig's checkout).
-    work_dir: values.workDir ?? definition.workDir,
-    session: values.session,
-    bead: values.bead ?? '',
-  };
+/** The Problem (422) of an agent whose prompt template cannot be rendered, saying why. */
+export function promptRefused(definition: AgentDefinition, why: string): Problem {
+  const message = `agent ${definition.name}'s prompt template cannot be rendered: ${why}`;
+  return new Problem('validation-failed', `invalid: ${message}`, {
+    errors: [{ location: definition.config.source, message }],
+  });
 }

@@ -8,6 +8,20 @@
 
 export class TemplateError extends Error {}
 
+/**
+ * A template that exceeds a bound of rendering (MAX_RENDERED_CHARS, MAX_RENDER_STEPS, MAX_DEPTH): it is never
+ * sent, nor sent as its text. `template` is the `define` whose rendering went over (the outermost on the way),
+ * undefined for the body itself.
+ */
+export class TemplateLimitError extends TemplateError {
+  constructor(
+    message: string,
+    readonly template: string | undefined,
+  ) {
+    super(message);
+  }
+}
+
 type Node =
   | { kind: 'text'; text: string }
   | { kind: 'value'; words: string[] }
@@ -17,7 +31,21 @@ type Node =
 export type TemplateFunctions = Record<string, (...args: string[]) => string>;
 
 /** Calls of `template` nest at most this deep: a fragment that includes itself is an error, not a hang. */
-const MAX_DEPTH = 32;
+export const MAX_DEPTH = 32;
+
+/**
+ * The most a template renders to, in characters (1 Mi): prompts the reference ships are tens of KiB, and a
+ * prompt goes on a command line or into a first turn. Rendering stops as it would go over: a template that
+ * doubles itself level after level is refused before it is ever built.
+ */
+export const MAX_RENDERED_CHARS = 1024 * 1024;
+
+/**
+ * The most pieces (texts, values, conditions, calls of `template`) one render evaluates: a template whose
+ * output stays small but whose work does not (calls that render nothing, twice over, level after level) stops
+ * within milliseconds. The reference's gastown prompts take under 100 (and render to under 20 K characters).
+ */
+export const MAX_RENDER_STEPS = 100_000;
 
 const ACTION = /\{\{(-\s)?\s*([\s\S]*?)\s*(\s-)?\}\}/g;
 
@@ -133,6 +161,11 @@ interface Scope {
   data: Record<string, string>;
   functions: TemplateFunctions;
   defines: Map<string, Node[]>;
+  /** What has been rendered so far: every piece is checked against MAX_RENDERED_CHARS before it is added. */
+  out: string;
+  steps: number;
+  /** The `define`s being rendered, outermost first. */
+  stack: string[];
 }
 
 function evaluate(w: string[], scope: Scope): string {
@@ -154,26 +187,44 @@ function evaluate(w: string[], scope: Scope): string {
   return call(head!, rest.map(arg));
 }
 
-function render(nodes: Node[], scope: Scope, depth: number): string {
-  let out = '';
-  for (const node of nodes) {
-    if (node.kind === 'text') out += node.text;
-    else if (node.kind === 'value') out += evaluate(node.words, scope);
-    else if (node.kind === 'if') {
-      const v = evaluate(node.cond, scope);
-      out += render(v !== '' && v !== 'false' && v !== '0' ? node.then : node.else, scope, depth);
-    } else {
-      out += renderNamed(node.name, scope, depth + 1);
-    }
-  }
-  return out;
+function over(scope: Scope, what: string): TemplateLimitError {
+  const template = scope.stack[0];
+  return new TemplateLimitError(
+    `${template === undefined ? 'the template' : `template "${template}"`} ${what}`,
+    template,
+  );
 }
 
-function renderNamed(name: string, scope: Scope, depth: number): string {
-  if (depth > MAX_DEPTH) throw new TemplateError(`template "${name}" nests more than ${MAX_DEPTH} deep`);
+function emit(scope: Scope, text: string): void {
+  if (scope.out.length + text.length > MAX_RENDERED_CHARS) {
+    throw over(scope, `renders more than ${MAX_RENDERED_CHARS} characters (the limit)`);
+  }
+  scope.out += text;
+}
+
+function render(nodes: Node[], scope: Scope, depth: number): void {
+  for (const node of nodes) {
+    if (++scope.steps > MAX_RENDER_STEPS) {
+      throw over(scope, `takes more than ${MAX_RENDER_STEPS} steps to render (the limit)`);
+    }
+    if (node.kind === 'text') emit(scope, node.text);
+    else if (node.kind === 'value') emit(scope, evaluate(node.words, scope));
+    else if (node.kind === 'if') {
+      const v = evaluate(node.cond, scope);
+      render(v !== '' && v !== 'false' && v !== '0' ? node.then : node.else, scope, depth);
+    } else {
+      renderNamed(node.name, scope, depth + 1);
+    }
+  }
+}
+
+function renderNamed(name: string, scope: Scope, depth: number): void {
+  if (depth > MAX_DEPTH) throw over(scope, `nests templates more than ${MAX_DEPTH} deep (the limit), at "${name}"`);
   const body = scope.defines.get(name);
   if (!body) throw new TemplateError(`no template "${name}"`);
-  return render(body, scope, depth);
+  scope.stack.push(name);
+  render(body, scope, depth);
+  scope.stack.pop();
 }
 
 /** The names a template's text `define`s (for checking fragment names without rendering). */
@@ -186,7 +237,7 @@ export function definedNames(source: string): string[] {
 /**
  * Renders `body` with the fragments of `library` (template texts whose `define`s it may call, later ones winning a
  * name, the body's own last), then appends each of `append` (fragment names), each after a blank line. Throws a
- * TemplateError saying what is wrong.
+ * TemplateError saying what is wrong (a TemplateLimitError for a bound it would exceed).
  */
 export function renderPromptTemplate(
   body: string,
@@ -195,8 +246,60 @@ export function renderPromptTemplate(
   const defines = new Map<string, Node[]>();
   for (const text of options.library) parseTemplate(text, defines);
   const main = parseTemplate(body, defines);
-  const scope: Scope = { data: options.data, functions: options.functions, defines };
-  let out = render(main, scope, 0);
-  for (const name of options.append) out += `\n\n${renderNamed(name, scope, 1)}`;
-  return out;
+  const scope: Scope = { data: options.data, functions: options.functions, defines, out: '', steps: 0, stack: [] };
+  render(main, scope, 0);
+  for (const name of options.append) {
+    emit(scope, '\n\n');
+    renderNamed(name, scope, 1);
+  }
+  return scope.out;
+}
+
+/** A template text and the file it is read from, for naming where a problem is. */
+export interface TemplateSource {
+  file: string;
+  text: string;
+}
+
+/**
+ * The `define`s that call themselves, directly or through others (whatever their data, they never end: a
+ * template's data is the same all the way down), each as the circle of names it goes round, and the file that
+ * defines its first name. `sources` in the order they are read (later ones winning a name).
+ */
+export function recursiveDefines(sources: TemplateSource[]): { file: string; circle: string[] }[] {
+  const defines = new Map<string, Node[]>();
+  const fileOf = new Map<string, string>();
+  for (const source of sources) {
+    const own = new Map<string, Node[]>();
+    parseTemplate(source.text, own);
+    for (const [name, body] of own) {
+      defines.set(name, body);
+      fileOf.set(name, source.file);
+    }
+  }
+  const calls = (nodes: Node[], into: Set<string>): Set<string> => {
+    for (const node of nodes) {
+      if (node.kind === 'template') into.add(node.name);
+      else if (node.kind === 'if') calls(node.else, calls(node.then, into));
+    }
+    return into;
+  };
+  const found: { file: string; circle: string[] }[] = [];
+  const state = new Map<string, 'visiting' | 'done'>();
+  const path: string[] = [];
+  const visit = (name: string): void => {
+    if (state.get(name) === 'done' || !defines.has(name)) return;
+    if (state.get(name) === 'visiting') {
+      const circle = [...path.slice(path.indexOf(name)), name];
+      found.push({ file: fileOf.get(circle[0]!)!, circle });
+      return;
+    }
+    state.set(name, 'visiting');
+    path.push(name);
+    for (const callee of calls(defines.get(name)!, new Set())) visit(callee);
+    path.pop();
+    state.set(name, 'done');
+  };
+  for (const name of defines.keys()) visit(name);
+  return found;
 }

@@ -6,6 +6,7 @@ import {
   Patch,
   Path,
   Post,
+  Put,
   Query,
   Response,
   Route,
@@ -17,6 +18,9 @@ import type {
   AgentCreateInputBody,
   AgentOutputResponse,
   AgentResponse,
+  AgentSuspensionInputBody,
+  AgentSuspensionResponse,
+  AgentSuspensionUpdateResponse,
   AgentUpdateInputBody,
   ListBodyAgentResponse,
 } from '../../shared/dto/agents.js';
@@ -28,6 +32,7 @@ import { blockUntilChanged } from './blocking.js';
 import type { AgentDefinition } from '../agents/agent-catalog.js';
 import { AgentEditor } from '../config/agent-editor.js';
 import { agentOutput, agentResponse, primarySession, requireAgent } from '../agents/agent-views.js';
+import { putSuspension, setAgentSuspended, suspensionView } from '../agents/agent-suspension.js';
 
 const PEEK_LINES = 20;
 
@@ -273,30 +278,70 @@ export class AgentsRoutes extends Controller {
     return { status: 'ok' };
   }
 
+  /**
+   * Whether the agent is to be suspended (its desired state: `suspended` in its config; its sessions may still be
+   * finishing a turn), and its content token, which `PUT` names to change it only if the agent is as it was read.
+   * @summary Get an agent's suspension
+   */
+  @Get('agent-suspension/{base}')
+  public getAgentSuspension(@Path() cityName: string, @Path() base: string): AgentSuspensionResponse {
+    return suspensionView(requireAgent(this.city, base));
+  }
+
+  /**
+   * A rig's agent's suspension and content token.
+   * @summary Get a rig's agent's suspension
+   */
+  @Get('agent-suspension/{dir}/{base}')
+  public getQualifiedAgentSuspension(
+    @Path() cityName: string,
+    @Path() dir: string,
+    @Path() base: string,
+  ): AgentSuspensionResponse {
+    return suspensionView(requireAgent(this.city, `${dir}/${base}`));
+  }
+
+  /**
+   * Suspends or resumes the agent as `POST …/suspend` and `…/resume` do (recording `agent.suspended` /
+   * `agent.resumed`), only if it is still as it was when `expected_token` was read: any change to it since is a
+   * 409 (`conflict-concurrent-modify`), nothing written. An agent already in the desired state is answered
+   * `already_desired: true`, nothing written, whatever the token. The answer carries the new token.
+   * @summary Suspend or resume an agent if unchanged
+   */
+  @Put('agent-suspension/{base}')
+  @Response<ErrorModel>(409, 'The agent changed since the token was read, or the file on disk is not valid')
+  @Response<ErrorModel>(422, 'Invalid body, or the city the edit would leave is not valid (named)')
+  public putAgentSuspension(
+    @Path() cityName: string,
+    @Path() base: string,
+    @Body() body: AgentSuspensionInputBody,
+  ): Promise<AgentSuspensionUpdateResponse> {
+    return putSuspension(this.city, requireAgent(this.city, base), body);
+  }
+
+  /**
+   * Suspends or resumes a rig's agent if it is unchanged since its token was read.
+   * @summary Suspend or resume a rig's agent if unchanged
+   */
+  @Put('agent-suspension/{dir}/{base}')
+  @Response<ErrorModel>(409, 'The agent changed since the token was read, or the file on disk is not valid')
+  @Response<ErrorModel>(422, 'Invalid body, or the city the edit would leave is not valid (named)')
+  public putQualifiedAgentSuspension(
+    @Path() cityName: string,
+    @Path() dir: string,
+    @Path() base: string,
+    @Body() body: AgentSuspensionInputBody,
+  ): Promise<AgentSuspensionUpdateResponse> {
+    return putSuspension(this.city, requireAgent(this.city, `${dir}/${base}`), body);
+  }
+
   private update(agent: AgentDefinition, body: AgentUpdateInputBody): AgentResponse {
     new AgentEditor(this.city).update(agent, body);
     return agentResponse(this.city, this.city.agent(agent.name) ?? agent);
   }
 
-  private async act(agent: AgentDefinition, action: 'suspend' | 'resume'): Promise<void> {
-    const suspend = action === 'suspend';
-    if (suspend !== agent.config.suspended) {
-      new AgentEditor(this.city).update(agent, { suspended: suspend });
-      await this.city.log.append({
-        type: suspend ? 'agent.suspended' : 'agent.resumed',
-        actor: 'api',
-        subject: agent.name,
-        payload: { agent: agent.name },
-      });
-    }
-    if (!suspend) {
-      // A person resuming an agent wants it to try again, quarantine or not.
-      this.city.tick.forgive(agent.name);
-      for (const session of this.city.sessions.agentSessions(agent.name)) {
-        if (session.state === 'quarantined')
-          void session.wake('wake', 'woken: its agent was resumed').catch(() => undefined);
-      }
-    }
+  private act(agent: AgentDefinition, action: 'suspend' | 'resume'): Promise<void> {
+    return setAgentSuspended(this.city, agent, action === 'suspend');
   }
 
   private async peekInto(view: AgentResponse): Promise<void> {

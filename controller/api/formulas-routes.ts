@@ -231,7 +231,10 @@ export class FormulasRoutes extends Controller {
    * @summary Preview a formula's run
    */
   @Post('formulas/{name}/preview')
-  @Response<ErrorModel>(422, 'The formula does not validate, or the vars do not fit it')
+  @Response<ErrorModel>(
+    422,
+    'The formula does not validate, or the vars do not fit it (among them, vars filling its texts past the limit of characters)',
+  )
   public async previewFormula(
     @Path() cityName: string,
     @Path() name: string,
@@ -277,7 +280,10 @@ export class FormulasRoutes extends Controller {
    */
   @Post('formulas/{name}/cook')
   @SuccessResponse(201, 'Created')
-  @Response<ErrorModel>(422, 'The formula does not validate, or the vars do not fit it')
+  @Response<ErrorModel>(
+    422,
+    'The formula does not validate, or the vars do not fit it (among them, vars filling its texts past the limit of characters)',
+  )
   public async cookFormula(
     @Path() cityName: string,
     @Path() name: string,

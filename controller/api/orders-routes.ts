@@ -44,7 +44,7 @@ export class OrdersRoutes extends Controller {
   public async listOrders(@Path('cityName') _cityName: string): Promise<OrderListBody> {
     const { orders, errors } = this.city.orders.list();
     return {
-      orders: orders.map((o) => orderResponse(o, this.overridden(o))),
+      orders: orders.map((o) => orderResponse(this.city.name, o, this.overridden(o))),
       ...(errors.length ? { errors } : {}),
     };
   }
@@ -163,7 +163,7 @@ export class OrdersRoutes extends Controller {
   @Get('order/{name}')
   public async getOrder(@Path() cityName: string, @Path() name: string): Promise<OrderResponse> {
     const order = this.order(name);
-    return orderResponse(order, this.overridden(order));
+    return orderResponse(this.city.name, order, this.overridden(order));
   }
 
   /**

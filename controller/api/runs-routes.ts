@@ -7,6 +7,7 @@ import type {
   RunsListOutputBody,
   RunStepsOutputBody,
   WaitListBody,
+  WaitStateFilter,
   WaitView,
   WorkflowDeleteResponse,
   WorkflowSnapshotResponse,
@@ -19,7 +20,6 @@ import { parseWait } from './blocking.js';
 
 const RUNS_LIMIT = 50;
 const WAITS_CAP = 500;
-const WAIT_STATES = ['pending', 'ready', 'closed', 'canceled', 'failed', 'all'];
 
 /**
  * A run is a molecule: the beads one instantiation of a formula made (a root and its steps), named by its root
@@ -173,14 +173,9 @@ export class RunsRoutes extends Controller {
   @Get('waits')
   public async listWaits(
     @Path() cityName: string,
-    @Query() state?: string,
+    @Query() state?: WaitStateFilter,
     @Query() session?: string,
   ): Promise<WaitListBody> {
-    if (state !== undefined && !WAIT_STATES.includes(state)) {
-      throw new Problem('validation-failed', `invalid: state ${JSON.stringify(state)}`, {
-        errors: [{ location: 'query.state', message: `state is ${WAIT_STATES.join(', ')}`, value: state }],
-      });
-    }
     const gates = this.city.runs.waits({ state, limit: WAITS_CAP }, (agent) => this.sessionOf(agent));
     const own = this.city.waits.list({ state, session, limit: WAITS_CAP + 1 }).map(sessionWaitView);
     const waits = [...own, ...gates.waits.filter((w) => !session || w.session_id === session)].sort((a, b) =>

@@ -19,6 +19,7 @@ import type {
   SessionRenameInputBody,
   SessionRespondAcceptedBody,
   SessionRespondInputBody,
+  SessionResetResponse,
   SessionResponse,
   SessionState,
   SessionSubmitInputBody,
@@ -86,7 +87,10 @@ export class SessionsRoutes extends Controller {
   @Post('sessions')
   @SuccessResponse(202, 'Accepted')
   @Response<ErrorModel>(409, 'The alias already names another session')
-  @Response<ErrorModel>(422, 'Invalid body, an unknown permission mode, or a provider this controller cannot run')
+  @Response<ErrorModel>(
+    422,
+    'Invalid body, an unknown permission mode, a provider this controller cannot run, or an agent whose prompt template cannot be rendered (past a bound of rendering, or calling itself)',
+  )
   public createSession(@Path() cityName: string, @Body() body: SessionCreateBody): AsyncAcceptedBody {
     this.setStatus(202);
     return this.city.sessions.create(body);
@@ -200,6 +204,21 @@ export class SessionsRoutes extends Controller {
   }
 
   /**
+   * Gives the session a fresh conversation, keeping the session (its id, name, alias, worktree, mail and work):
+   * its provider's conversation is no longer resumed — Claude Code starts without `--resume`, Codex `exec` on a
+   * new thread, an ACP agent with `session/new`, a program that cannot resume is started again. A running
+   * program is restarted at once (messages still queued for it fail, as at a stop); a dormant session begins the
+   * new conversation at its next start. The transcript gets a `reset` entry where the new conversation begins
+   * (`transcript_seq`); an agent's session is given its agent's prompt again. Records `session.reset`.
+   * @summary Reset a session's conversation
+   */
+  @Post('session/{id}/reset')
+  @Response<ErrorModel>(409, 'Closed, or being started, drained or restarted (`conflict:`)')
+  public resetSession(@Path() cityName: string, @Path() id: string): Promise<SessionResetResponse> {
+    return this.city.sessions.reset(id);
+  }
+
+  /**
    * Starts a dormant session's program again (asleep, suspended, quarantined, archived, failed), resuming the
    * provider's conversation where it can. Records `session.woke` once the program is ready.
    * @summary Wake a session
@@ -263,10 +282,15 @@ export class SessionsRoutes extends Controller {
   /**
    * What the session needs in a turn: its agent's role prompt (its template filled in), the bead it holds now,
    * its unread mail (to its agent, or to it by session name), and all of it as `text` — what `ctl prime` prints
-   * for a hook or a first turn. A closed session is gone: 404.
+   * for a hook or a first turn. A closed session is gone: 404. A prompt template past a bound of rendering is
+   * never sent, nor sent as its text: 422, naming the template and the limit.
    * @summary Prime a session (its role, work and mail)
    */
   @Get('session/{id}/prime')
+  @Response<ErrorModel>(
+    422,
+    "Its agent's prompt template cannot be rendered: past a bound of rendering (its size, its work, its nesting), or calling itself",
+  )
   public primeSession(@Path() cityName: string, @Path() id: string): SessionPrimeResponse {
     const { city } = this;
     return briefSession(

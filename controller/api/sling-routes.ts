@@ -28,7 +28,10 @@ export class SlingRoutes extends Controller {
   @Post('sling')
   @Response<ErrorModel>(404, 'City not running, or no such agent, session, rig, bead or formula')
   @Response<ErrorModel>(409, 'The bead is closed (pass `force` to reopen and route it)')
-  @Response<ErrorModel>(422, 'Invalid body: no work, fields that do not go together, or a bead that is not work')
+  @Response<ErrorModel>(
+    422,
+    'Invalid body: no work, fields that do not go together, a bead that is not work, or a formula that does not validate with its vars (among them, texts filled past the limit of characters)',
+  )
   public async sling(@Path() cityName: string, @Body() body: SlingInputBody): Promise<SlingResponse> {
     return sling(this.city, body);
   }

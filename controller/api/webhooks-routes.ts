@@ -31,17 +31,21 @@ export class WebhooksRoutes extends Controller {
   @Get('webhooks')
   public listWebhooks(@Path('cityName') _cityName: string): WebhookListBody {
     const { webhooks, policy } = this.city.composed.webhooks;
-    return { webhooks: webhooks.map((w) => webhookView(w, policy)) };
+    return { webhooks: webhooks.map((w) => webhookView(this.city.name, w, policy)) };
   }
 
   /**
    * A webhook delivery, to a `[[webhook]]` of `city.toml` by its name, else to a `trigger = "webhook"` order by its
-   * scoped name. Its credential is its signature, not an API token: it needs no token, account or `X-CTL-Request`
-   * header, from any machine that reaches the supervisor. The body (any type, up to 1 MiB) is checked as bytes.
+   * scoped name. Senders deliver on the webhook listener (`POST /hooks/{city}/{name}`, `[webhooks] listen` of
+   * supervisor.toml), which passes each delivery here with the connection's address; on the control plane this
+   * is a mutation like any — a caller the access rule admits, `X-CTL-Request` — for replaying a delivery by hand
+   * (its address unknown: a webhook with `allowed_cidrs` refuses it). The body (any type, up to 1 MiB) is checked
+   * as bytes; its signature is checked either way.
    *
-   * A `[[webhook]]`: the sender's address against `allowed_cidrs` (403), `bearer_env`'s token (401), the rate limit
-   * (429 with `Retry-After`), then its scheme — `github-hmac-sha256`, `hmac-sha256`, `slack-v0`, `discord-ed25519`,
-   * `jwt-jwks` (401; a secret unset or weak, or keys that cannot be fetched: 503). A Discord PING is answered
+   * A `[[webhook]]`: the sender's address against `allowed_cidrs` (403), `bearer_env`'s token (401), its scheme —
+   * `github-hmac-sha256`, `hmac-sha256`, `slack-v0`, `discord-ed25519`, `jwt-jwks` (401; a secret unset or weak,
+   * or keys that cannot be fetched: 503) — then the rate limit, which only authentic deliveries draw from (429
+   * with `Retry-After`). A Discord PING is answered
    * `{"type": 1}`. The body must be a JSON object (400); the first `[[webhook.rule]]` matching its event and payload
    * fires its order with the rule's args as vars; none matching is a 200 `{status: "ok", matched: false}`.
    *

@@ -1,6 +1,6 @@
 import { parseWebhooks, type ParsedWebhooks } from '../webhooks/webhook-config.js';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { CityAgentConfig, CityConfig, PackImport } from '../../shared/config/city-config.js';
 import { ConfigError } from '../../shared/config/config-error.js';
 import { agentDirectories, declaredAgents } from '../agents/agent-catalog.js';
@@ -15,6 +15,7 @@ import type { PackCommand } from '../packs/pack-commands.js';
 import { applyPackPatches, applyRigOverrides } from './pack-patches.js';
 import { PackOverlays } from './pack-overlays.js';
 import { stampPromptParts, type AgentOrigin } from './prompt-parts.js';
+import { resolveFallbackAgents, type ReplacedDefinition } from './fallback-agents.js';
 
 /** One import as the loader found it: where its files are, or why it could not be read. */
 export interface ComposedPack {
@@ -75,6 +76,14 @@ export interface ComposedConfig {
   skipped: ConfigProblem[];
   /** Providers an imported pack declares (the city's own win a name). */
   packProviders: Set<string>;
+  /**
+   * What it was read from, absolute: the city's own files and directories (`city.toml`, `agents/`, `formulas/` …)
+   * and each local pack's (`pack.toml`, `agents/`, its fragments …; a pack directory that is not there yet, for
+   * when it appears). Not a git pack's: its cached commit never changes. What the config watcher watches.
+   */
+  sources: string[];
+  /** Fallback definitions (`fallback = true`) another definition of their name replaced: explain says which won. */
+  replaced: ReplacedDefinition[];
   /** What patches changed, by kind and name, so that explain can say so. */
   patched: { agents: Set<string>; providers: Set<string>; rigs: Set<string> };
   /** `city.toml`'s `[[webhook]]` tables (those that are valid; the others are `problems`) and `[webhooks]`. */
@@ -96,6 +105,29 @@ export interface EditedFile {
   file: string;
   text: string;
 }
+
+/** What of a city's directory its configuration is read from. */
+const CITY_SOURCES = [
+  'city.toml',
+  'pack.toml',
+  'packs.lock',
+  'agents',
+  'formulas',
+  'orders',
+  'prompts',
+  'template-fragments',
+];
+/** What of a local pack's directory the city's configuration is read from. */
+const PACK_SOURCES = [
+  'pack.toml',
+  'agents',
+  'formulas',
+  'orders',
+  'commands',
+  'overlay',
+  'prompts',
+  'template-fragments',
+];
 
 /** How deep packs may import packs: a chain longer than this is a mistake, not a design. */
 const MAX_DEPTH = 8;
@@ -128,6 +160,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     options.edited?.file === 'pack.toml' ? options.edited.text : undefined,
   );
   findings.push(...rootPack.findings);
+  skipped.push(...rootPack.skipped);
   if (rootPack.agentDefaults) {
     findings.push({
       file: 'pack.toml',
@@ -163,6 +196,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
   // An agent answers to its composed name and to its name in its pack (`dog` for `bd.dog`).
   const answersTo = (a: CityAgentConfig, name: string) => a.name === name || origins.get(a.name)?.local === name;
   const origins = new Map<string, AgentOrigin>();
+  const localDirs = new Set<string>();
   const load = (
     imp: PackImport & { included?: string },
     baseDir: string,
@@ -196,6 +230,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     try {
       const source = parsePackSource(imp.source, baseDir);
       if (source.kind === 'local') {
+        localDirs.add(resolve(source.dir));
         dir = existsSync(source.dir) ? source.dir : undefined;
         if (!dir) return fail(`${source.dir} does not exist`);
       } else {
@@ -232,6 +267,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     if (file.description !== undefined) entry.description = file.description;
     if (file.commands.length) entry.commands = file.commands;
     findings.push(...file.findings);
+    skipped.push(...file.skipped);
     const siblings = new Set(own.map((a) => a.name));
     const loaded: CityAgentConfig[] = [];
     const first = agents.length;
@@ -305,7 +341,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     // The pack's patches, over what it brought (its own agents and its imports'), by their names in the pack.
     // (One naming a city-scoped agent the city had already was laid over it where the city loaded it.)
     const patches = file.agentPatches.filter((p) => !atCity.has(p.name));
-    applyPackPatches(patches, agents, first, named, `${label}pack.toml`, problems);
+    applyPackPatches(patches, agents, first, named, (n) => origins.get(n)?.local, `${label}pack.toml`, problems);
   };
   for (const imp of [...includesOf(config.workspace.includes, 'city.toml', 'workspace.includes'), ...imports])
     load(imp, root, '', '', undefined, 1, []);
@@ -319,6 +355,10 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
       applyRigOverrides(rig.name, rig.overrides, agents, first, (n) => origins.get(n)?.local, problems);
     }
   }
+  // Of a name's definitions, a fallback yields to one that is not (the reference resolves them before its
+  // duplicate check, and before the city's defaults and patches).
+  const resolved = resolveFallbackAgents(root, agents, config.rigs);
+  agents.splice(0, agents.length, ...resolved.agents);
   for (const req of cityRequires) {
     const atCity = agents.filter((a) => !config.rigs.some((r) => r.name === a.dir));
     if (!atCity.some((a) => answersTo(a, req.agent))) problems.push(requirementProblem(req, 'the city'));
@@ -349,8 +389,16 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     unsupported,
     unknownKeys,
     rootDoctors: rootPack.doctors,
-    skipped: skipped.map((message) => ({ file: /^([^:]+):/.exec(message)?.[1] ?? 'agents', message })),
+    // Named by the file before the first `: ` (a pack's files are `pack:<binding>/…`).
+    skipped: [...new Set(skipped)].map((message) => ({ file: /^(.+?): /.exec(message)?.[1] ?? 'agents', message })),
     packProviders,
+    sources: [
+      ...CITY_SOURCES.map((name) => join(root, name)),
+      ...[...localDirs].flatMap((dir) =>
+        existsSync(dir) ? PACK_SOURCES.map((name) => join(dir, name)) : [dir.replace(/\/+$/, '')],
+      ),
+    ],
+    replaced: resolved.replaced,
     patched,
     webhooks: { webhooks: webhooks.webhooks, policy: webhooks.policy },
   };

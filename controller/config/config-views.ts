@@ -100,19 +100,26 @@ export function explainView(city: ConfigViewsHost): {
   patches: { agents: number; providers: number; rigs: number };
   packs: ConfigPack[];
 } {
-  const { patched, packProviders } = city.composed;
-  const agents = city.agents.map(({ config: a, isPool, name, providerName }) => ({
-    name,
-    is_pool: isPool,
-    suspended: a.suspended,
-    origin: a.origin ?? ('inline' as const),
-    source: a.source,
-    patched: patched.agents.has(name),
-    ...(a.dir ? { dir: a.dir } : {}),
-    ...(providerName ? { provider: providerName } : {}),
-    ...(a.scope ? { scope: a.scope } : {}),
-    ...(a.pack ? { pack: a.pack } : {}),
-  }));
+  const { patched, packProviders, replaced } = city.composed;
+  const agents = city.agents.map(({ config: a, isPool, name, providerName }) => {
+    const lost = replaced.filter((r) => r.name === name);
+    return {
+      name,
+      is_pool: isPool,
+      suspended: a.suspended,
+      origin: a.origin ?? ('inline' as const),
+      source: a.source,
+      patched: patched.agents.has(name),
+      ...(a.dir ? { dir: a.dir } : {}),
+      ...(providerName ? { provider: providerName } : {}),
+      ...(a.scope ? { scope: a.scope } : {}),
+      ...(a.pack ? { pack: a.pack } : {}),
+      ...(a.fallback ? { fallback: true } : {}),
+      ...(lost.length
+        ? { replaced: lost.map(({ source, pack, reason }) => ({ source, ...(pack ? { pack } : {}), reason })) }
+        : {}),
+    };
+  });
   const providers: Record<string, AnnotatedProviderResponse> = {};
   for (const p of city.providers.all()) {
     providers[p.name] = {

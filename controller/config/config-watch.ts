@@ -1,36 +1,63 @@
-import { relative, sep } from 'node:path';
+import { basename, dirname, join, relative, sep } from 'node:path';
 import type { FSWatcher } from 'chokidar';
 
 /** Edits settle for this long before the configuration is read again (an editor writes a file in steps). */
 const DEBOUNCE_MS = 200;
 
-/** What of a city is its configuration: these files and directories, relative to its root. */
-const WATCHED = ['city.toml', 'pack.toml', 'packs.lock', 'agents', 'formulas', 'orders'];
+/** How deep under a watched directory files are heard: a pack's `commands/<four words>/run.sh` at most. */
+const DEPTH = 6;
+
+/** A running watch: `close` stops it. */
+export interface ConfigWatch {
+  close(): Promise<void>;
+}
 
 /**
- * Watches a city's configuration files (`city.toml`, `agents/`, `formulas/`, `orders/`) and calls `changed`
- * once edits have settled, with the last file that changed and every file that did. Nothing else under the city is watched (rigs can be
- * large repositories, and `.ctl/` changes all the time).
+ * Watches the files a city's configuration was composed from (`sources`: absolute paths of files and
+ * directories — `city.toml`, `agents/`, a local pack's `pack.toml`, its fragments and formulas …, as
+ * `ComposedConfig.sources` lists them) and calls `changed` once edits have settled, with the last file that
+ * changed and every file that did (relative to the city's root). After each `changed` has run, the sources are
+ * asked for again and the watch follows them: a pack imported since is heard, one dropped is not. Nothing else is
+ * watched (rigs can be large repositories, `.ctl/` changes all the time, a git pack's cached commit never does).
  */
 export async function watchConfig(
   root: string,
-  changed: (file: string, all: string[]) => void,
-): Promise<() => Promise<void>> {
+  sources: () => string[],
+  changed: (file: string, all: string[]) => Promise<void>,
+): Promise<ConfigWatch> {
   const { watch } = await import('chokidar');
+  // Each directory watched, with the names in it that are sources (a source's parent is watched for it).
+  let trees = treesOf(sources());
   const wanted = (path: string): boolean => {
-    const rel = relative(root, path);
-    if (rel === '') return true;
-    const [first = ''] = rel.split(sep);
-    return WATCHED.includes(first);
+    for (const [dir, names] of trees) {
+      if (path === dir || dir.startsWith(path + sep)) return true;
+      const rel = relative(dir, path);
+      if (rel.startsWith('..') || rel === '') continue;
+      if (names.has(rel.split(sep)[0]!)) return true;
+    }
+    return false;
   };
-  const watcher: FSWatcher = watch(root, {
+  const watcher: FSWatcher = watch([...trees.keys()], {
     ignoreInitial: true,
-    depth: 4,
+    depth: DEPTH,
     ignored: (path) => !wanted(path),
   });
+  const follow = () => {
+    const next = treesOf(sources());
+    const gone = [...trees.keys()].filter((dir) => !next.has(dir));
+    const added = [...next.keys()].filter((dir) => !trees.has(dir));
+    // A new source in a directory already watched is added itself (the directory was walked without it).
+    const widened = [...next].flatMap(([dir, names]) =>
+      trees.has(dir) ? [...names].filter((n) => !trees.get(dir)!.has(n)).map((n) => join(dir, n)) : [],
+    );
+    trees = next;
+    if (gone.length) watcher.unwatch(gone);
+    if (added.length || widened.length) watcher.add([...added, ...widened]);
+  };
   let timer: NodeJS.Timeout | undefined;
   let last = '';
   let all = new Set<string>();
+  let closed = false;
   const heard = (path: string) => {
     last = relative(root, path);
     all.add(last);
@@ -38,14 +65,31 @@ export async function watchConfig(
     timer = setTimeout(() => {
       const files = [...all];
       all = new Set();
-      changed(last, files);
+      void changed(last, files).finally(() => {
+        if (!closed) follow();
+      });
     }, DEBOUNCE_MS);
   };
   watcher.on('all', (_event, path) => heard(path));
   watcher.on('error', () => undefined);
   await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
-  return async () => {
-    clearTimeout(timer);
-    await watcher.close();
+  return {
+    close: async () => {
+      closed = true;
+      clearTimeout(timer);
+      await watcher.close();
+    },
   };
+}
+
+/** The sources by the directory they are in. */
+function treesOf(sources: string[]): Map<string, Set<string>> {
+  const trees = new Map<string, Set<string>>();
+  for (const source of sources) {
+    const dir = dirname(source);
+    const names = trees.get(dir) ?? new Set<string>();
+    names.add(basename(source));
+    trees.set(dir, names);
+  }
+  return trees;
 }

@@ -7,28 +7,32 @@ import { REFERENCE_ONLY_AGENT_PATCH_KEYS } from './reference-keys.js';
 /**
  * A pack's `[[patches.agent]]`, laid over the agents its load brought (`agents` from `first` on: its own and
  * those of the packs it imports), in file order. A patch names an agent as the pack knows it (`dog`, or
- * `dolt.dog` for one of an import), `qualify` turns that into the composed name; with `dir`, only the agent of
- * that rig. One matching nothing, or setting a key wrongly, is a problem naming the patch; the rest applies.
+ * `dolt.dog` for one of an import), `qualify` turns that into the composed name; failing that, as the reference
+ * matches, by the agent's name in its own pack (`localName`): gastown's patch of `dog` reaches the `dog` its
+ * import of maintenance brings. With `dir`, only the agent of that rig. One matching nothing, or setting a key
+ * wrongly, is a problem naming the patch; the rest applies.
  */
 export function applyPackPatches(
   patches: ConfigPatch[],
   agents: CityAgentConfig[],
   first: number,
   qualify: (name: string) => string,
+  localName: (composed: string) => string | undefined,
   file: string,
   problems: ConfigProblem[],
 ): void {
   for (const [i, patch] of patches.entries()) {
     const key = `patches.agent[${i}]`;
     const target = qualify(patch.name);
-    let index = -1;
-    for (let j = first; j < agents.length; j++) {
-      const a = agents[j]!;
-      if (a.name === target && (patch.dir === undefined || a.dir === patch.dir)) {
-        index = j;
-        break;
+    const find = (matches: (a: CityAgentConfig) => boolean) => {
+      for (let j = first; j < agents.length; j++) {
+        const a = agents[j]!;
+        if (matches(a) && (patch.dir === undefined || a.dir === patch.dir)) return j;
       }
-    }
+      return -1;
+    };
+    let index = find((a) => a.name === target);
+    if (index < 0) index = find((a) => localName(a.name) === patch.name);
     if (index < 0) {
       problems.push({ file, key, message: `${file}: ${key}: the pack has no agent named ${patch.name} to patch` });
       continue;

@@ -103,6 +103,7 @@ export const AGENT_TABLE: TableSpec = {
     overlay_dir: true,
     inject_fragments: true,
     append_fragments: true,
+    fallback: true,
   },
   unsupported: {
     args: 'a session’s arguments are its provider’s ([providers.<name>] args)',
@@ -127,7 +128,6 @@ export const AGENT_TABLE: TableSpec = {
     sling_query: 'sling routes by the agent name',
     on_boot: 'nothing runs when the city boots',
     on_death: 'nothing runs when a session dies; the tick restarts it',
-    fallback: 'an agent has one provider',
     attach: 'sessions are reached through the API (ctl session attach)',
   },
 };
@@ -236,7 +236,8 @@ const PATCHES: TableSpec = {
         dir: true,
         ...Object.fromEntries(
           Object.keys(AGENT_TABLE.keys)
-            .filter((k) => k !== 'name' && k !== 'dir')
+            // Which definition of a name wins is the definition's to say, not a patch's.
+            .filter((k) => k !== 'name' && k !== 'dir' && k !== 'fallback')
             .map((k) => [k, true as const]),
         ),
         inject_fragments_append: true,

@@ -89,6 +89,16 @@ const FALSY = new Set(['', 'false', '0', 'no', 'off']);
  */
 export const MAX_COMPILED_NODES = 10_000;
 
+/**
+ * The most characters all of one formula's texts (titles, descriptions, conditions, labels, metadata, vars of the
+ * runs it pours) may fill to, together (16 Mi): a var a launch gives is filled into every step a loop makes, so a
+ * megabyte var in ten thousand steps would be ten gigabytes. Filling stops as it would go over.
+ */
+export const MAX_FILLED_CHARS = 16 * 1024 * 1024;
+
+/** Thrown from inside a fill's replacement as it would go over MAX_FILLED_CHARS: stops it there. */
+class FilledTooMuch extends Error {}
+
 /** Compiles a formula into its graph of nodes, or every error found, each naming the file, step and field. */
 export function compileFormula(
   def: FormulaDef,
@@ -116,15 +126,34 @@ export function compileFormula(
   // What waits on a step key: the nodes a dependent of it needs; for a dropped step, the keys it needed.
   const alias = new Map<string, { nodes?: string[]; dropped?: { key: string; where: string }[]; extra?: string[] }>();
 
+  let filled = 0;
+  let overFilled = false;
   const fill = (text: string | undefined, scope: Record<string, string>, where: string, field: string) => {
-    if (text === undefined) return undefined;
-    return text.replace(/\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g, (whole, name: string) => {
-      if (!(name in scope)) {
-        at(where, field, `unknown var "${name}" (declare it in [vars])`);
-        return whole;
-      }
-      return scope[name] ?? whole;
-    });
+    if (text === undefined || overFilled) return text;
+    let added = 0;
+    try {
+      const out = text.replace(/\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g, (whole, name: string) => {
+        if (!(name in scope)) {
+          at(where, field, `unknown var "${name}" (declare it in [vars])`);
+          return whole;
+        }
+        const value = scope[name] ?? whole;
+        added += value.length;
+        if (filled + text.length + added > MAX_FILLED_CHARS) throw new FilledTooMuch();
+        return value;
+      });
+      filled += out.length;
+      return out;
+    } catch (err) {
+      if (!(err instanceof FilledTooMuch)) throw err;
+      overFilled = true;
+      at(
+        where,
+        field,
+        `the formula's texts fill to more than ${MAX_FILLED_CHARS} characters with its vars (the limit)`,
+      );
+      return text;
+    }
   };
 
   interface Scope {

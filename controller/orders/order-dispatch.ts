@@ -26,6 +26,13 @@ export const EVENT_SEQ = 'ctl.event_seq';
 export const CAPTURE_OUTPUT = 'ctl.capture_output';
 /** When it fired by the city's order clock (the time cooldowns and cron count from). */
 export const FIRED_AT = 'ctl.fired_at';
+/**
+ * `true` on a firing that ended because ctl itself stopped (its controller died or was stopping), not because of
+ * what it ran: the delivery that fired it may fire it again (./../webhooks/webhook-desk.ts).
+ */
+export const INTERRUPTED = 'ctl.interrupted';
+/** Why a firing cut off by its controller's end failed. */
+export const INTERRUPTED_ERROR = 'the controller stopped while it ran (its command was ended with it)';
 
 /** The label on every bead of an order's firings (tracking beads and runs): the open-work gate looks for it. */
 export function runLabel(scopedName: string): string {
@@ -150,11 +157,11 @@ export class OrderDispatcher {
       const scoped = tracking.metadata?.[ORDER] ?? '';
       const name = scoped.split(':rig:')[0]!;
       const trigger = tracking.metadata?.[ORDER_TRIGGER] ?? 'manual';
-      const error = 'the controller stopped while it ran (its command was ended with it)';
+      const error = INTERRUPTED_ERROR;
       await this.deps.beads.update(tracking.id, {
         status: 'closed',
         addLabels: ['exec-failed'],
-        metadata: { [ORDER_STATUS]: 'failed', [ERROR]: error },
+        metadata: { [ORDER_STATUS]: 'failed', [ERROR]: error, [INTERRUPTED]: 'true' },
       });
       await this.deps.log.append({
         type: 'order.failed',
@@ -211,9 +218,13 @@ export class OrderDispatcher {
       timeoutMs: order.timeoutMs,
     });
     const ok = result.exitCode === 0;
-    const error = result.timedOut
-      ? `timed out after ${order.timeoutMs} ms (killed)`
-      : (result.error ?? (ok ? undefined : `exited with ${result.signal ?? `code ${result.exitCode}`}`));
+    // Killed because the controller is stopping: ctl's doing, not the command's.
+    const interrupted = !ok && this.deps.commands.stopped;
+    const error = interrupted
+      ? INTERRUPTED_ERROR
+      : result.timedOut
+        ? `timed out after ${order.timeoutMs} ms (killed)`
+        : (result.error ?? (ok ? undefined : `exited with ${result.signal ?? `code ${result.exitCode}`}`));
     await this.deps.beads.update(tracking.id, {
       status: 'closed',
       addLabels: [ok ? 'exec' : 'exec-failed'],
@@ -223,6 +234,7 @@ export class OrderDispatcher {
         ...(result.exitCode !== null ? { [EXIT_CODE]: String(result.exitCode) } : {}),
         ...(result.signal ? { [SIGNAL]: result.signal } : result.timedOut ? { [SIGNAL]: 'SIGKILL' } : {}),
         ...(error ? { [ERROR]: error } : {}),
+        ...(interrupted ? { [INTERRUPTED]: 'true' } : {}),
         ...(order.captureOutput && result.output ? { [OUTPUT]: result.output } : {}),
       },
     });

@@ -1,3 +1,4 @@
+import { listenerHookPath } from '../../shared/http/webhook-path.js';
 import type { Bead } from '../../shared/dto/beads.js';
 import type { MonitorFeedItemResponse } from '../../shared/dto/formulas.js';
 import type {
@@ -23,7 +24,7 @@ import {
 import { DEFAULT_SIGNATURE_HEADER, type OrderDef } from './order-file.js';
 import type { OrderScheduler } from './order-scheduler.js';
 
-export function orderResponse(order: OrderDef, overridden: boolean): OrderResponse {
+export function orderResponse(city: string, order: OrderDef, overridden: boolean): OrderResponse {
   return {
     name: order.name,
     scoped_name: order.scopedName,
@@ -52,16 +53,16 @@ export function orderResponse(order: OrderDef, overridden: boolean): OrderRespon
     ...(order.idempotent ? { idempotent: true } : {}),
     capture_output: order.captureOutput,
     ...(Object.keys(order.env).length ? { env: order.env } : {}),
-    ...(order.trigger === 'webhook' ? { webhook: webhookView(order) } : {}),
+    ...(order.trigger === 'webhook' ? { webhook: webhookView(city, order) } : {}),
     source: order.file,
     ...(overridden ? { overridden: true } : {}),
   };
 }
 
 /** Where a webhook order takes deliveries, and how they are signed (never the secret itself). */
-function webhookView(order: OrderDef): OrderWebhookView {
+function webhookView(city: string, order: OrderDef): OrderWebhookView {
   return {
-    path: `hook/${order.scopedName}`,
+    path: listenerHookPath(city, order.scopedName),
     signature_header: order.signatureHeader ?? DEFAULT_SIGNATURE_HEADER,
     ...(order.secretEnv ? { secret_env: order.secretEnv } : {}),
   };

@@ -5,10 +5,10 @@ import type {
   PackCommandRunResponse,
 } from '../../shared/dto/pack-commands.js';
 import { parseDuration } from '../../shared/duration.js';
-import { outsideTree } from '../../shared/fs/within.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { CommandRunner } from '../commands.js';
 import type { ComposedPack } from '../config/compose.js';
+import { commandOutsidePack, type PackCommand } from './pack-commands.js';
 
 const DEFAULT_TIMEOUT_MS = 120_000;
 const MAX_TIMEOUT_MS = 30 * 60_000;
@@ -25,6 +25,7 @@ export interface PackCommandsHost {
 interface Found {
   view: PackCommandResponse;
   packDir: string;
+  command: PackCommand;
 }
 
 /**
@@ -71,8 +72,9 @@ export class PackCommands {
     }
     const args = body.argv.slice(chosen.view.words.length);
     const script = join(chosen.packDir, chosen.view.script);
-    const why = outsideTree(script, chosen.packDir, 'the pack');
-    if (why) throw new Problem('command-not-found', `not_found: ${chosen.view.script}: ${why}`);
+    // Read when the pack was (and then left out); checked again for a link made since.
+    const why = commandOutsidePack(chosen.packDir, chosen.command);
+    if (why) throw new Problem('command-not-found', `not_found: ${why}`);
     const quoted = [script, ...args].map(shellQuote).join(' ');
     // Scripts written for the reference read its names (GC_*); ours are CTL_*.
     const env = {
@@ -115,6 +117,7 @@ export class PackCommands {
         seen.add(key);
         out.push({
           packDir: pack.dir,
+          command: c,
           view: {
             binding: pack.namespace,
             command: c.words.join(' '),

@@ -22,8 +22,24 @@ const WORD = /^[a-zA-Z0-9][a-zA-Z0-9._-]*$/;
 /** How deep `commands/` directories nest: more is a mistake, and bounds the walk. */
 const MAX_WORDS = 4;
 
-/** A pack's commands: `[[commands]]` first, then its `commands/` tree; a second command of the same words is an error. */
-export function readPackCommands(dir: string, table: unknown, label: string): PackCommand[] {
+/**
+ * Why a command may not be offered: its script (or help file) is a link leading out of its pack. The one check
+ * listing, validate and running agree through: such a command is skipped with a warning when the pack is read, and
+ * refused if the link appears later, before the next read.
+ */
+export function commandOutsidePack(packDir: string, command: PackCommand): string | undefined {
+  for (const file of [command.script, ...(command.help !== undefined ? [command.help] : [])]) {
+    const why = outsideTree(join(packDir, file), packDir, 'the pack');
+    if (why) return `${file}: ${why}`;
+  }
+  return undefined;
+}
+
+/**
+ * A pack's commands: `[[commands]]` first, then its `commands/` tree; a second command of the same words is an
+ * error. One whose files lead out of the pack is left out, named in `skipped` (`<label's pack>file: why`).
+ */
+export function readPackCommands(dir: string, table: unknown, label: string, skipped: string[] = []): PackCommand[] {
   const out: PackCommand[] = [];
   const entries = table ?? [];
   if (!Array.isArray(entries)) throw new ConfigError(`${label}: commands must be an array of tables ([[commands]])`);
@@ -44,17 +60,29 @@ export function readPackCommands(dir: string, table: unknown, label: string): Pa
       ...(help ? { help } : {}),
     });
   }
-  walk(dir, join(dir, 'commands'), [], out, label);
+  const prefix = label.replace(/pack\.toml$/, '');
+  walk(dir, join(dir, 'commands'), [], out, label, skipped);
   const seen = new Set<string>();
   for (const c of out) {
     const key = c.words.join(' ');
     if (seen.has(key)) throw new ConfigError(`${label}: two commands are named "${key}"`);
     seen.add(key);
   }
-  return out;
+  return out.filter((c) => {
+    const why = commandOutsidePack(dir, c);
+    if (why) skipped.push(`${prefix}${why} (command ${c.words.join(' ')} skipped)`);
+    return why === undefined;
+  });
 }
 
-function walk(packDir: string, dir: string, words: string[], out: PackCommand[], label: string): void {
+function walk(
+  packDir: string,
+  dir: string,
+  words: string[],
+  out: PackCommand[],
+  label: string,
+  skipped: string[],
+): void {
   if (words.length > MAX_WORDS) return;
   let names: string[];
   try {
@@ -67,7 +95,11 @@ function walk(packDir: string, dir: string, words: string[], out: PackCommand[],
     const where = `${label.replace(/pack\.toml$/, '')}${relative(packDir, dir)}/command.toml`;
     let meta: Record<string, unknown> = {};
     if (names.includes('command.toml')) {
-      if (outsideTree(file('command.toml'), packDir, 'the pack')) return;
+      const why = outsideTree(file('command.toml'), packDir, 'the pack');
+      if (why) {
+        skipped.push(`${where}: ${why} (command ${words.join(' ')} skipped)`);
+        return;
+      }
       meta = parseToml(readWithin(file('command.toml'), packDir, 'the pack'), where);
     }
     let cmdWords = words;
@@ -98,7 +130,7 @@ function walk(packDir: string, dir: string, words: string[], out: PackCommand[],
     if (name.startsWith('.') || !WORD.test(name)) continue;
     const sub = file(name);
     if (!statSync(sub, { throwIfNoEntry: false })?.isDirectory() || outsideTree(sub, packDir, 'the pack')) continue;
-    walk(packDir, sub, [...words, name], out, label);
+    walk(packDir, sub, [...words, name], out, label, skipped);
   }
 }
 

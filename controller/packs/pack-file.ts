@@ -43,6 +43,8 @@ export interface PackFile {
   namedSessions: NamedSession[];
   /** What it says that ctl does not act on (an unknown table, a reference key): see key-audit.ts. */
   findings: KeyFinding[];
+  /** Files of it skipped, never read, because a symbolic link leads out of the pack (a command's script). */
+  skipped: string[];
   /** `[[pack.requires]]`: agents that must be there for its formulas and orders to work (compose.ts checks). */
   requires: PackRequirement[];
   /** `[agent_defaults]`: what its own agents and its includes' get where they set none (compose.ts). */
@@ -105,6 +107,7 @@ export function readPackFile(dir: string, label: string, edited?: string): PackF
     doctors: [],
     namedSessions: [],
     findings: [],
+    skipped: [],
   };
   const path = join(dir, 'pack.toml');
   let text: string;
@@ -126,6 +129,7 @@ export function readPackFile(dir: string, label: string, edited?: string): PackF
   const pack = tableOf(doc.pack, `${label}: pack`);
   const out: PackFile = {
     ...empty,
+    skipped: [],
     // An unknown table is named, never a refusal of the whole pack: a newer pack may have more.
     findings: auditKeys(doc, PACK_TOML, label),
     imports: parseImports(tableOf(doc.imports, `${label}: imports`), (k) => `${label}: imports.${k}`, label),
@@ -148,7 +152,7 @@ export function readPackFile(dir: string, label: string, edited?: string): PackF
   if (patches.providers.length || patches.rigs.length)
     throw new ConfigError(`${label}: patches: a pack patches only its agents ([[patches.agent]])`);
   out.agentPatches = patches.agents;
-  out.commands = readPackCommands(dir, doc.commands, label);
+  out.commands = readPackCommands(dir, doc.commands, label, out.skipped);
   const agents = doc.agent ?? [];
   if (!Array.isArray(agents)) throw new ConfigError(`${label}: agent must be an array of tables ([[agent]])`);
   for (const [i, agent] of agents.entries()) {

@@ -1,8 +1,7 @@
-import { lookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
 import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readSupervisorConfig } from '../../shared/config/supervisor-config.js';
+import { AddressRefused, checkHostAllowed } from '../../shared/http/address-policy.js';
 import { ctlHome, homePaths } from '../../shared/paths.js';
 
 /** Where a pack comes from: a directory used in place, or a git repository fetched into the cache. */
@@ -100,37 +99,13 @@ export async function checkSourceAllowed(source: PackSource, policy: PackSourceP
     return;
   }
   const host = source.host!;
-  if (policy.allowedHosts.includes(host) || policy.allowPrivateNetworks) return;
-  let addresses: string[];
+  if (policy.allowedHosts.includes(host)) return;
   try {
-    addresses = isIP(host) ? [host] : (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+    await checkHostAllowed(host, policy, 'pack sources');
   } catch (err) {
-    throw new PackSourceError(`cannot resolve ${host}: ${(err as NodeJS.ErrnoException).code ?? 'lookup failed'}`);
+    if (err instanceof AddressRefused) throw new PackSourceError(err.message);
+    throw err;
   }
-  for (const address of addresses) {
-    const why = forbiddenRange(address);
-    if (why) throw new PackSourceError(`${host} is ${address}, ${why}: pack sources there are not allowed`);
-  }
-}
-
-/** Why an address is off limits (a private, link-local, unique-local or unspecified range), or undefined. */
-export function forbiddenRange(address: string): string | undefined {
-  const v4 = /^(?:::ffff:)?(\d+)\.(\d+)\.(\d+)\.(\d+)$/i.exec(address);
-  if (v4) {
-    const [a, b] = [Number(v4[1]), Number(v4[2])];
-    if (a === 127) return undefined; // loopback: this machine's own services
-    if (a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168)) return 'in a private range';
-    if (a === 169 && b === 254) return 'link-local (cloud metadata lives there)';
-    if (a === 100 && b >= 64 && b <= 127) return 'in the carrier-grade NAT range';
-    if (a === 0) return 'unspecified';
-    return undefined;
-  }
-  const lower = address.toLowerCase();
-  if (lower === '::1') return undefined;
-  if (lower === '::') return 'unspecified';
-  if (/^f[cd]/.test(lower)) return 'unique-local';
-  if (/^fe[89ab]/.test(lower)) return 'link-local';
-  return undefined;
 }
 
 /** The binding a source gets when the request names none: its last path segment, without `.git`. */

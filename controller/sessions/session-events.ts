@@ -61,6 +61,30 @@ export class SessionEventLog {
     await this.log.append({ type, actor: 'ctl', subject: this.id, ...(reason ? { message: reason } : {}), payload });
   }
 
+  /**
+   * It goes on with a new conversation, from the transcript's entry `seq` on. A person's (`api`: the request's
+   * actor is recorded in its place).
+   */
+  async reset(seq: number, restarted: boolean, previous: string | undefined): Promise<void> {
+    const { record, state } = this.session;
+    const message = `conversation reset${previous ? ` (was ${previous})` : ''}`;
+    await this.log.append({
+      type: 'session.reset',
+      actor: 'api',
+      subject: this.id,
+      message,
+      payload: {
+        session_id: this.id,
+        template: record.template,
+        provider: record.provider,
+        state,
+        restarted,
+        transcript_seq: seq,
+        ...(previous ? { previous_conversation: previous } : {}),
+      },
+    });
+  }
+
   /** Its program ended when nobody asked, or could not be started (`exit` absent). */
   async crashed(reason: string, exit: ProgramExit | undefined, pid: number | undefined): Promise<void> {
     const { record } = this.session;

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import type { AgentDefinition } from '../agents/agent-catalog.js';
+import { promptRefused, type AgentDefinition } from '../agents/agent-catalog.js';
 import type {
   AsyncAcceptedBody,
   CityPendingEntry,
@@ -12,6 +12,7 @@ import type {
   SessionHookResponse,
   SessionPendingResponse,
   SessionWorktreeRelease,
+  SessionResetResponse,
   SessionResponse,
   SessionTranscriptResponse,
   SubmitIntent,
@@ -24,6 +25,7 @@ import { takesSystemPrompt } from './priming.js';
 import { programHook } from './program-hooks.js';
 import { canRun } from './runtimes.js';
 import { Session, type SessionContext } from './session.js';
+import { resetSession } from './session-reset.js';
 import { isDormant, wakesOnMessage } from './session-states.js';
 import type { SessionRecord } from './session-store.js';
 import { transcriptPage, type TranscriptQuery } from './transcript-page.js';
@@ -199,6 +201,8 @@ export class SessionService {
     if (kind === 'agent') {
       agent = this.options.agent(name);
       if (!agent) throw new Problem('agent-not-found', `not_found: agent not found: ${name}`);
+      // A prompt that can never be rendered is a fault of the request's agent, not of its state: a 422.
+      if (agent.config.prompt_problem !== undefined) throw promptRefused(agent, agent.config.prompt_problem);
       if (!agent.available || agent.providerName === undefined) {
         throw new Problem('conflict-wrong-state', `conflict: agent ${name} is unavailable: ${agent.unavailableReason}`);
       }
@@ -241,9 +245,17 @@ export class SessionService {
       (id) => sessionNameOf(name, id),
       isolated ? (sessionName) => this.ctx.worktrees.plan(agent!.name, isolated, sessionName) : undefined,
     );
+    let prompt: string | undefined;
+    try {
+      prompt = agent ? this.firstTurnPrompt(agent, record, true) : undefined;
+    } catch (err) {
+      // Its prompt is refused for this session's own values (a 422): no session was made.
+      this.ctx.store.delete(record.id);
+      throw err;
+    }
     const session = new Session(record, this.ctx);
     this.track(session);
-    void this.begin(session, agent ? this.firstTurnPrompt(agent, record) : undefined, body.message);
+    void this.begin(session, prompt, body.message);
     return { status: 'accepted', request_id: requestId, event_cursor: String(cursor), session_id: record.id };
   }
 
@@ -290,6 +302,13 @@ export class SessionService {
     if (session.running) await session.stopProgram(reason);
     else await session.recordLifecycle('session.suspended', reason);
     return session.view();
+  }
+
+  /** A fresh conversation for the session (session-reset.ts), begun with its agent's prompt as at its creation. */
+  reset(idOrName: string): Promise<SessionResetResponse> {
+    const session = this.open(idOrName);
+    const agent = session.record.kind === 'agent' ? this.options.agent(session.record.template) : undefined;
+    return resetSession(session, agent ? this.firstTurnPrompt(agent, session.record) : undefined);
   }
 
   async wake(idOrName: string): Promise<SessionResponse> {
@@ -443,9 +462,16 @@ export class SessionService {
       (id) => sessionNameOf(agent.name, id),
       agent.worktree ? (sessionName) => this.ctx.worktrees.plan(agent.name, agent.worktree!, sessionName) : undefined,
     );
+    let prompt: string | undefined;
+    try {
+      prompt = this.firstTurnPrompt(agent, record);
+    } catch (err) {
+      this.ctx.store.delete(record.id); // its prompt is refused (a 422 Problem): no session was made
+      throw err;
+    }
     const session = new Session(record, this.ctx);
     this.track(session);
-    void this.begin(session, this.firstTurnPrompt(agent, record), agent.config.nudge, reason);
+    void this.begin(session, prompt, agent.config.nudge, reason);
     return session;
   }
 
@@ -510,9 +536,13 @@ export class SessionService {
    * The agent's prompt as the session's first turn, for a program without a system prompt to hand it to (one
    * with is given it at every start instead: session.ts, priming.ts).
    */
-  private firstTurnPrompt(agent: AgentDefinition, record: SessionRecord): string | undefined {
+  private firstTurnPrompt(agent: AgentDefinition, record: SessionRecord, check = false): string | undefined {
     const provider = this.ctx.provider(record.provider);
-    if (provider && takesSystemPrompt(provider)) return undefined;
+    if (provider && takesSystemPrompt(provider)) {
+      // Handed over at every start instead; rendered now only to refuse a request whose prompt cannot be.
+      if (check) this.options.promptOf(agent, record);
+      return undefined;
+    }
     return this.options.promptOf(agent, record);
   }
 

@@ -8,6 +8,7 @@ import type {
   SessionWorktreeRelease,
   SubmitIntent,
 } from '../../shared/dto/sessions.js';
+import type { EventRecord } from '../../shared/events/record.js';
 import { Problem } from '../../shared/http/problem.js';
 import { effectiveOptions, optionProblems } from '../providers/provider-options.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
@@ -22,12 +23,11 @@ import type { SessionRecord } from './session-store.js';
 import type { EnqueueOptions, SessionContext, SessionEvents } from './session-context.js';
 import { peekView, sessionView, type ViewParts } from './session-view.js';
 import { Subagents } from './subagents.js';
-import { Transcript } from './transcript.js';
+import { Transcript, type NewEntry } from './transcript.js';
 import { TranscriptWriter } from './transcript-writer.js';
 import { Turns, type TurnFailureNote } from './turns.js';
 
 export type { TurnFailureNote } from './turns.js';
-
 export type { EnqueueOptions, SessionContext, SessionEvents } from './session-context.js';
 
 /**
@@ -42,7 +42,7 @@ export class Session extends EventEmitter<SessionEvents> {
   private readonly writer: TranscriptWriter;
   /** Its program's subagents, each with a transcript of its own. */
   readonly subagents: Subagents;
-  private readonly events: SessionEventLog;
+  readonly events: SessionEventLog;
   private readonly turns: Turns;
   private runtime: SessionRuntime | undefined;
   /** The program can take a turn. */
@@ -283,9 +283,7 @@ export class Session extends EventEmitter<SessionEvents> {
 
   /** `kill`: its program ends; the session sleeps until a message or `wake`. */
   async kill(): Promise<void> {
-    if (!this.runtime?.isRunning()) {
-      throw new Problem('conflict-wrong-state', `conflict: session ${this.id} is not running`);
-    }
+    this.runningRuntime();
     await this.sleep('killed');
   }
 
@@ -295,14 +293,15 @@ export class Session extends EventEmitter<SessionEvents> {
     await this.stopProgram(reason);
   }
 
-  /** Its program ends and starts again at once, on what the configuration says now (`changes`). */
-  async restart(reason: string, changes: Partial<SessionRecord>): Promise<void> {
+  /** Its program ends and starts again at once, on `changes`; `between` runs once the old one's end is settled. */
+  async restart(reason: string, changes: Partial<SessionRecord>, between?: () => Promise<void>): Promise<void> {
     this.restarting = true;
     try {
       await this.sleep(reason);
       await this.exiting;
       Object.assign(this.record, changes);
       this.save(changes);
+      await between?.();
       await this.wake('wake', reason);
     } finally {
       this.restarting = false;
@@ -379,6 +378,11 @@ export class Session extends EventEmitter<SessionEvents> {
 
   transition(command: SessionCommand): void {
     this.setState(requireTransition(this.id, this.state, command));
+  }
+
+  /** Appends an entry to its transcript, after those being written (its record, once written). */
+  note(entry: NewEntry): Promise<EventRecord | undefined> {
+    return this.writer.write(entry);
   }
 
   /** Fails every undelivered message's request (the program is gone, or the session closed). */

@@ -14,6 +14,7 @@ const ROLE: Record<string, Role> = {
   pending_cleared: 'system',
   error: 'system',
   notice: 'system',
+  reset: 'system',
 };
 
 interface Payload {
@@ -78,6 +79,7 @@ function addBlock(blocks: StructuredBlock[], kind: string, p: Payload, includeTh
     case 'assistant':
     case 'error':
     case 'notice':
+    case 'reset':
       // Streamed chunks continue the text before them; separate pieces are separate lines.
       if (last?.type === 'text' && kind === 'assistant') last.text += p.chunk ? text : `\n${text}`;
       else blocks.push({ type: 'text', text });

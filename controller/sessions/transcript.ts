@@ -17,6 +17,7 @@ export type EntryKind =
   | 'thought'
   | 'plan'
   | 'notice'
+  | 'reset'
   | 'exit';
 
 /** The conversational entries: the ones `format=conversation` shows as turns. */
@@ -29,6 +30,7 @@ const ROLES: Partial<Record<EntryKind, string>> = {
   pending_cleared: 'system',
   error: 'system',
   notice: 'system',
+  reset: 'system',
 };
 
 export interface NewEntry {

@@ -172,6 +172,9 @@ export class DeliveryLedger {
         this.entries.set(ledgerKey(...line.k), { at: line.at, ...(line.t ? { tracking: line.t } : {}) });
       }
     }
+    // A claim never settled was made by a controller that ended before its order fired (or while it did, and
+    // that firing was closed as cut off): the sender's redelivery must be able to fire it.
+    for (const [k, e] of this.entries) if (e.tracking === undefined) this.entries.delete(k);
     if (this.entries.size > this.max) {
       for (const k of [...this.entries.keys()].slice(0, this.entries.size - this.max)) this.entries.delete(k);
     }

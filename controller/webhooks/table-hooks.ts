@@ -9,11 +9,12 @@ import { effectiveRateLimit, type WebhookDef, type WebhookPolicy } from './webho
 import type { Delivery, DeliveryReply, WebhookDesk } from './webhook-desk.js';
 
 /**
- * A `[[webhook]]` of `city.toml`'s deliveries, in the reference's order: the sender's address against
- * `allowed_cidrs` (403), its bearer token (`bearer_env`, 401), the rate limit (429, `Retry-After`) — each before
- * the body is looked at, so a sender refused there spends nothing of the next — then the scheme's signature (401;
- * the operator's fault, a 503), a Discord PING answered PONG, the body as a JSON object (400), the first rule
- * matching (none: 200, `matched: false`), and the rule's order fired once (./webhook-desk.ts `fireOnce`).
+ * A `[[webhook]]` of `city.toml`'s deliveries: the sender's address against `allowed_cidrs` (403), its bearer
+ * token (`bearer_env`, 401), the scheme's signature (401; the operator's fault, a 503), then the rate limit (429,
+ * `Retry-After`) — after the signature, unlike the reference, so only authentic deliveries draw from the bucket
+ * and a flood of forged ones cannot lock the real sender out (refusals are bounded on their own: RejectionLog) —
+ * a Discord PING answered PONG, the body as a JSON object (400), the first rule matching (none: 200,
+ * `matched: false`), and the rule's order fired once (./webhook-desk.ts `fireOnce`).
  */
 export class TableHooks {
   constructor(
@@ -53,6 +54,16 @@ export class TableHooks {
         );
       }
     }
+    let verified;
+    try {
+      verified = await this.verifiers.verify(def, policy.jwtPolicies.get(def.name), d.headers, d.body);
+    } catch (err) {
+      if (!(err instanceof VerifierUnavailable)) throw err;
+      this.desk.host.logger?.warn({ webhook: def.name, err: err.message }, 'webhook verifier unavailable');
+      throw await reject('no_secret', 503, `unavailable: webhook ${def.name} takes no deliveries: ${err.message}`);
+    }
+    if (!verified.ok) throw await reject('bad_signature', 401, `unauthorized: webhook ${def.name}: ${verified.reason}`);
+    // Only an authentic delivery draws from the bucket: forged ones cannot spend what the real sender needs.
     this.limiter.keepOnly(new Set(all.map((w) => w.name)));
     const limit = effectiveRateLimit(policy, def);
     const taken = this.limiter.take(def.name, limit);
@@ -67,15 +78,6 @@ export class TableHooks {
         },
       );
     }
-    let verified;
-    try {
-      verified = await this.verifiers.verify(def, policy.jwtPolicies.get(def.name), d.headers, d.body);
-    } catch (err) {
-      if (!(err instanceof VerifierUnavailable)) throw err;
-      this.desk.host.logger?.warn({ webhook: def.name, err: err.message }, 'webhook verifier unavailable');
-      throw await reject('no_secret', 503, `unavailable: webhook ${def.name} takes no deliveries: ${err.message}`);
-    }
-    if (!verified.ok) throw await reject('bad_signature', 401, `unauthorized: webhook ${def.name}: ${verified.reason}`);
     // After the signature: a forged PING gets no PONG. A handshake, not a delivery: neither deduped nor recorded.
     if (scheme === 'discord-ed25519' && isDiscordPing(d.body)) return { status: 200, body: { type: 1 } };
     const event = verified.eventType ? { event_type: verified.eventType } : {};

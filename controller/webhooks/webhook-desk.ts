@@ -20,6 +20,8 @@ import type { WebhookDef, WebhookPolicy } from './webhook-config.js';
 export interface WebhookHost {
   order(scopedName: string): OrderDef | undefined;
   fire(order: OrderDef, vars: Record<string, string>, payload: WebhookPayloadRef): Promise<Bead>;
+  /** Whether the firing a tracking bead records ended because ctl itself stopped (not because of what it ran). */
+  interrupted(trackingId: string): boolean;
   /** The `[[webhook]]` tables and `[webhooks]` policy of the configuration in use. */
   tables(): { webhooks: WebhookDef[]; policy: WebhookPolicy };
   log: EventLog;
@@ -91,9 +93,14 @@ export class WebhookDesk {
     return this.orderHooks.deliver(delivery);
   }
 
-  /** Fires `f.order` unless the same delivery was accepted within the window: then a `duplicate`, nothing fired. */
+  /**
+   * Fires `f.order` unless the same delivery was accepted within the window: then a `duplicate`, nothing fired.
+   * A delivery whose firing ctl itself cut off (its controller died or stopped while it ran) is not a duplicate:
+   * the sender's redelivery fires it again, once — its claim replaces the old one before anything awaits.
+   */
   async fireOnce(f: Firing): Promise<DeliveryReply> {
-    const prior = this.ledger.seen(f.hook, f.keys);
+    const seen = this.ledger.seen(f.hook, f.keys);
+    const prior = seen?.tracking && this.host.interrupted(seen.tracking) ? undefined : seen;
     const target = {
       order: f.order.name,
       scoped_name: f.order.scopedName,

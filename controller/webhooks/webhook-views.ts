@@ -1,14 +1,15 @@
 import type { WebhookView } from '../../shared/dto/webhooks.js';
+import { listenerHookPath } from '../../shared/http/webhook-path.js';
 import { effectiveRateLimit, type WebhookDef, type WebhookPolicy } from './webhook-config.js';
 
 /** A `[[webhook]]` as `GET /webhooks` shows it. */
-export function webhookView(def: WebhookDef, policy: WebhookPolicy): WebhookView {
+export function webhookView(city: string, def: WebhookDef, policy: WebhookPolicy): WebhookView {
   const v = def.verify;
   const limit = effectiveRateLimit(policy, def);
   const jwt = policy.jwtPolicies.get(def.name);
   return {
     name: def.name,
-    path: `hook/${def.name}`,
+    path: listenerHookPath(city, def.name),
     scope: def.scope,
     ...(def.rig ? { rig: def.rig } : {}),
     scheme: v.scheme,

@@ -80,6 +80,11 @@ export interface CityAgentConfig {
   base_branch?: string;
   /** The file it was declared in (`city.toml`, or `agents/<name>/agent.toml`), relative to the city. */
   source: string;
+  /**
+   * `fallback = true`: a definition for when nothing else defines its name. Compose drops it when a definition
+   * of the same name that is not a fallback comes from another pack or the city (`fallback-agents.ts`).
+   */
+  fallback?: boolean;
   /** `pack-derived` for an agent an imported pack brings (named `binding.agent`); else the city's own. */
   origin?: 'inline' | 'pack-derived';
   /** The import binding it came through (`review`, or `outer.inner` for a pack a pack imports). */
@@ -96,6 +101,11 @@ export interface CityAgentConfig {
   home_dir?: string;
   /** What its prompt template is rendered with (set by the loader for a templated prompt). */
   prompt_parts?: PromptParts;
+  /**
+   * Why its prompt template is never rendered (set by the loader): a `define` that calls itself, or a render
+   * past a bound (its size, its work, its nesting). Its sessions are refused (a 422) and the agent unavailable.
+   */
+  prompt_problem?: string;
 }
 
 /** What an agent's prompt template draws on, gathered when the configuration is composed. */

@@ -303,6 +303,7 @@ export function parseAgentTable(
     if (value !== undefined) config[key] = value;
   }
   if (dir !== undefined) config.dir = dir;
+  if (optBool(agent, 'fallback', at('fallback')) === true) config.fallback = true;
   for (const key of ['inject_fragments', 'append_fragments'] as const) {
     const names = optStringList(agent, key, at(key));
     if (names !== undefined) config[key] = names;

@@ -16,6 +16,11 @@ export interface NotifyConfig {
     timeoutMs: number;
     /** Attempts after the first, for no answer, a 429 or a 5xx (1 s apart, doubling). */
     retries: number;
+    /**
+     * `allow_private_networks`: whether the URL may reach this machine's networks — private, link-local,
+     * unique-local ranges and loopback (default false; the packs' policy, shared/http/address-policy.ts).
+     */
+    allowPrivateNetworks: boolean;
   };
   command?: {
     /** A string runs through `/bin/sh -c`; an array is the program and its arguments. */
@@ -45,6 +50,7 @@ export function readNotifyConfig(table: unknown, path: string): NotifyConfig | u
     'webhook_headers',
     'webhook_timeout',
     'webhook_retries',
+    'allow_private_networks',
     'command',
     'command_timeout',
   ]);
@@ -68,9 +74,12 @@ export function readNotifyConfig(table: unknown, path: string): NotifyConfig | u
       headers: headersOf(t.webhook_headers, path),
       timeoutMs: durationOf(t.webhook_timeout, 'webhook_timeout', DEFAULT_WEBHOOK_TIMEOUT_MS, path),
       retries: retriesOf(t.webhook_retries, path),
+      allowPrivateNetworks: allowPrivateOf(t.allow_private_networks, path),
     };
   } else if (t.webhook_headers !== undefined || t.webhook_timeout !== undefined || t.webhook_retries !== undefined) {
     throw new ConfigError(`${path}: notify.webhook_* settings need notify.webhook`);
+  } else if (t.allow_private_networks !== undefined) {
+    throw new ConfigError(`${path}: notify.allow_private_networks needs notify.webhook`);
   }
   if (t.command !== undefined) {
     config.command = {
@@ -108,6 +117,12 @@ function headersOf(value: unknown, path: string): Record<string, string> {
     headers[name] = v;
   }
   return headers;
+}
+
+function allowPrivateOf(value: unknown, path: string): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') throw new ConfigError(`${path}: notify.allow_private_networks must be true or false`);
+  return value;
 }
 
 function retriesOf(value: unknown, path: string): number {

@@ -30,6 +30,11 @@ export interface SupervisorConfig {
   };
   /** `[notify]`: notices for a person (a webhook, a command); undefined when none is set up. */
   notify?: NotifyConfig;
+  /**
+   * `[webhooks] listen`: where inbound webhook deliveries are served (`POST /hooks/{city}/{name}`, nothing of the
+   * control plane), apart from the API; undefined (the default) serves none.
+   */
+  webhooksListen?: { host: string; port: number };
 }
 
 export function readSupervisorConfig(path: string, env: NodeJS.ProcessEnv = process.env): SupervisorConfig {
@@ -42,6 +47,7 @@ export function readSupervisorConfig(path: string, env: NodeJS.ProcessEnv = proc
   const doc = parseToml(text, path);
   const table = (doc.supervisor ?? {}) as Record<string, unknown>;
   const packs = (doc.packs ?? {}) as Record<string, unknown>;
+  const webhooks = (doc.webhooks ?? {}) as Record<string, unknown>;
   const heartbeatEnv = env.CTL_SSE_HEARTBEAT_MS;
   return {
     bind: stringOr(table, 'bind', DEFAULT_BIND, path),
@@ -59,7 +65,20 @@ export function readSupervisorConfig(path: string, env: NodeJS.ProcessEnv = proc
       allowedHosts: stringsOr(packs, 'allowed_hosts', path, 'packs'),
     },
     notify: readNotifyConfig(doc.notify, path),
+    ...(webhooks.listen !== undefined ? { webhooksListen: listenAddress(webhooks.listen, path) } : {}),
   };
+}
+
+/** `host:port` (`[::1]:8373` for IPv6): where `[webhooks] listen` binds. */
+function listenAddress(value: unknown, path: string): { host: string; port: number } {
+  const match = typeof value === 'string' ? /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]\s]+)):(\d{1,5})$/.exec(value) : null;
+  const port = match ? Number(match[3]) : NaN;
+  if (!match || port > 65_535) {
+    throw new ConfigError(
+      `${path}: webhooks.listen must be "host:port", such as "127.0.0.1:8373"; not ${JSON.stringify(value)}`,
+    );
+  }
+  return { host: match[1] ?? match[2]!, port };
 }
 
 function stringOr(t: Record<string, unknown>, key: string, fallback: string, path: string): string {

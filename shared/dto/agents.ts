@@ -260,6 +260,39 @@ export interface BeadDeadAssigneeReopenedPayload {
   routed_to?: string;
 }
 
+/**
+ * `GET …/agent-suspension/{base}`: whether the agent is to be suspended (its desired state, as its config says),
+ * and the token a conditional change names.
+ */
+export interface AgentSuspensionResponse {
+  /** The agent's qualified name (`base`, or `dir/base` for a rig's agent). */
+  agent: string;
+  /** `suspended = true` in its config: its sessions finish their turn, then stop, and none starts. */
+  suspended: boolean;
+  /**
+   * A digest of the agent as it is now (SHA-256 of the canonical JSON of its identity, resolved definition and
+   * raw config): any change to the agent — a suspend or resume, an edit, a provider it uses changed — changes it.
+   */
+  token: string;
+}
+
+/** Body of `PUT …/agent-suspension/{base}`: the desired state, if the agent is still as it was read. */
+export interface AgentSuspensionInputBody {
+  /**
+   * The `token` read with the agent's suspension: a change to the agent since then is a 409.
+   * @minLength 1
+   */
+  expected_token: string;
+  /** Suspend (true) or resume (false) the agent. */
+  suspended: boolean;
+}
+
+/** Answer to `PUT …/agent-suspension/{base}`. */
+export interface AgentSuspensionUpdateResponse extends AgentSuspensionResponse {
+  /** The agent was in that state already: nothing was written (and the token was not needed). */
+  already_desired: boolean;
+}
+
 /** Payload of `agent.*` events. */
 export interface AgentEventPayload {
   agent: string;

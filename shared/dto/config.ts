@@ -125,6 +125,19 @@ export interface AnnotatedAgentResponse {
   pack?: string;
   /** A `[[patches.agent]]` changed it. */
   patched: boolean;
+  /** Declared `fallback = true`: used because no definition of its name that is not a fallback is composed. */
+  fallback?: boolean;
+  /** The definitions of its name that compose left out for this one (each a fallback), and why. */
+  replaced?: ReplacedAgentDefinition[];
+}
+
+/** A definition of an agent left out of the composed configuration for another of the same name. */
+export interface ReplacedAgentDefinition {
+  /** The file it is declared in. */
+  source: string;
+  /** The import binding it came through. */
+  pack?: string;
+  reason: string;
 }
 
 /** A provider with where it came from. */

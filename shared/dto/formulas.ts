@@ -355,6 +355,9 @@ export interface WorkflowDeleteResponse {
   partial_errors?: string[];
 }
 
+/** The waits `GET /waits` lists: those in one state, or `all` (by default the open ones, `pending` and `ready`). */
+export type WaitStateFilter = 'pending' | 'ready' | 'closed' | 'canceled' | 'failed' | 'all';
+
 /** A wait: a `gate` bead of a molecule that holds its step until a time, a condition or a person. */
 export interface WaitView {
   /** The gate bead's id. */

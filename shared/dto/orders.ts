@@ -49,9 +49,9 @@ export interface OrderResponse {
   overridden?: boolean;
 }
 
-/** Where a webhook order takes deliveries (`POST /v0/city/{cityName}/{path}`) and how they are signed. */
+/** Where a webhook order takes deliveries (`POST {path}` on the webhook listener) and how they are signed. */
 export interface OrderWebhookView {
-  /** `hook/<scoped name>`, below the city's path. */
+  /** `/hooks/{city}/{scoped name}`, on the webhook listener (`[webhooks] listen` of supervisor.toml). */
   path: string;
   /** The header carrying the body's HMAC-SHA256 (`sha256=<hex>`, hex or base64). */
   signature_header: string;

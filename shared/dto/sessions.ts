@@ -181,6 +181,22 @@ export interface SessionCloseResponse {
   worktree?: SessionWorktreeRelease;
 }
 
+/** Answer to `POST …/session/{id}/reset`. */
+export interface SessionResetResponse {
+  /** Always `reset`. */
+  status: 'reset';
+  id: string;
+  /** Its program was running and was started again on the new conversation; false: the next start begins it. */
+  restarted: boolean;
+  /**
+   * The seq of the transcript's `reset` entry: what comes after it is the new conversation.
+   * @isInt
+   */
+  transcript_seq: number;
+  /** The conversation left behind (the provider's session key), when there was one. */
+  previous_conversation?: string;
+}
+
 /** Where to attach to a session's terminal. */
 export interface SessionAttach {
   /** The city's tmux server socket. */
@@ -411,6 +427,23 @@ export interface SessionLifecyclePayload {
   pid?: number;
   /** `session.closed` of a session with a worktree: removed, or kept with the reason. */
   worktree?: SessionWorktreeRelease;
+}
+
+/** Payload of `session.reset`: the session goes on with a new conversation (`POST …/session/{id}/reset`). */
+export interface SessionResetPayload {
+  session_id: string;
+  template: string;
+  provider: string;
+  state: SessionState;
+  /** Its running program was started again; false: its next start begins the new conversation. */
+  restarted: boolean;
+  /**
+   * The seq of the `reset` entry in the session's transcript: where the new conversation begins.
+   * @isInt
+   */
+  transcript_seq: number;
+  /** The conversation left behind (the provider's session key), when there was one. */
+  previous_conversation?: string;
 }
 
 /** Payload of `session.crashed`: its program exited without being asked to. */

@@ -78,7 +78,7 @@ export interface WebhookRejectedPayload {
 /** One `[[webhook]]` of `city.toml` as the city runs it (secrets named, never shown). */
 export interface WebhookView {
   name: string;
-  /** `hook/<name>`, below the city's path. */
+  /** `/hooks/{city}/{name}`: where senders deliver to it, on the webhook listener (`[webhooks] listen`). */
   path: string;
   /** `city`, or `rig` (its rules fire that rig's instances). */
   scope: string;

@@ -40,6 +40,7 @@ import type {
   SessionMessageSucceededPayload,
   SessionPendingClearedPayload,
   SessionPendingPayload,
+  SessionResetPayload,
   SessionSubmitSucceededPayload,
   SessionTurnFailedPayload,
   SessionDeliveryPayload,
@@ -65,6 +66,7 @@ export interface EventPayloadTypes {
   NoPayload: NoPayload;
   SessionLifecyclePayload: SessionLifecyclePayload;
   SessionCrashedPayload: SessionCrashedPayload;
+  SessionResetPayload: SessionResetPayload;
   SessionPendingPayload: SessionPendingPayload;
   SessionPendingClearedPayload: SessionPendingClearedPayload;
   SessionCreateSucceededPayload: SessionCreateSucceededPayload;
@@ -138,6 +140,7 @@ export const EVENT_PAYLOADS = {
   'session.suspended': 'SessionLifecyclePayload',
   'session.closed': 'SessionLifecyclePayload',
   'session.updated': 'SessionLifecyclePayload',
+  'session.reset': 'SessionResetPayload',
   'session.pending': 'SessionPendingPayload',
   'session.pending_cleared': 'SessionPendingClearedPayload',
   'session.turn_failed': 'SessionTurnFailedPayload',

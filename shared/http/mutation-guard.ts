@@ -1,6 +1,5 @@
 import type { Middleware } from 'koa';
 import { Problem } from './problem.js';
-import { isWebhookDelivery } from './webhook-path.js';
 
 /** The methods served without `X-CTL-Request`: every other one, WebDAV's and unknown ones too, may change state. */
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -8,16 +7,13 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /**
  * Every method but GET, HEAD and OPTIONS needs a non-empty `X-CTL-Request` header, on every path, `svc/*`
  * included (a browser cannot send it cross-origin without a CORS preflight we refuse), and is refused outright
- * when the server is read-only. A webhook delivery to an order is the exception (./webhook-path.ts): the order's
- * secret signs it, which is a stronger check than the marker, and it is the one write a receiver bound to another
- * address exists for.
+ * when the server is read-only. There is no exception (decisions.md, fourth round): webhook deliveries, which
+ * carry no marker, are served on a listener of their own (supervisor/webhook-listener.ts).
  */
 export function mutationGuard(options: { readOnly: boolean }): Middleware {
   return async (ctx, next) => {
-    if (!isWebhookDelivery(ctx.method, ctx.url)) {
-      const problem = mutationProblem(ctx.method, ctx.get('X-CTL-Request'), options.readOnly);
-      if (problem) throw problem;
-    }
+    const problem = mutationProblem(ctx.method, ctx.get('X-CTL-Request'), options.readOnly);
+    if (problem) throw problem;
     await next();
   };
 }

@@ -1,21 +1,23 @@
-/** A webhook delivery: `POST /v0/city/{cityName}/hook/{order}` (the order's name or scoped name). */
-const HOOK_PATH = /^\/v0\/city\/[^/]+\/hook\/[^/]+$/;
-
 /**
- * Whether a request is a webhook delivery to an order. Its credential is the order's secret (an HMAC of the body
- * the controller checks), not an API token or the connection's account, and its sender — GitHub, a CI system,
- * another machine — sends no `X-CTL-Request` header: the access gate lets it through to the controller, which
- * refuses it unless the signature matches, and the CSRF marker is not asked of it (a browser cannot forge the
- * signature, so it cannot be made to deliver one). `url` may carry a query.
+ * A delivery on the webhook listener (`[webhooks] listen` of supervisor.toml): `POST /hooks/{city}/{name}`, the
+ * only thing that listener serves. Its credential is the webhook's signature (or bearer), checked by the city's
+ * controller; the control plane takes none of it (decisions.md, fourth round).
  */
-export function isWebhookDelivery(method: string | undefined, url: string): boolean {
-  if (method !== 'POST') return false;
-  const q = url.indexOf('?');
-  return HOOK_PATH.test(q < 0 ? url : url.slice(0, q));
+export const LISTENER_HOOK_PATH = /^\/hooks\/([^/]+)\/([^/]+)$/;
+
+/** Where a delivery reaches the city's controller (and the control plane's own route, a mutation like any). */
+export function controllerHookPath(city: string, name: string): string {
+  return `/v0/city/${encodeURIComponent(city)}/hook/${encodeURIComponent(name)}`;
+}
+
+/** A delivery's address on the webhook listener. */
+export function listenerHookPath(city: string, name: string): string {
+  return `/hooks/${encodeURIComponent(city)}/${encodeURIComponent(name)}`;
 }
 
 /**
- * The sender's address, as the supervisor saw its connection: set by the supervisor on a webhook delivery it
- * forwards (any the sender wrote is replaced), read by the controller for `allowed_cidrs`.
+ * The sender's address, as the webhook listener saw its connection: set by the supervisor on a delivery it
+ * forwards (any the sender wrote is replaced, and the control plane drops it from every request), read by the
+ * controller for `allowed_cidrs`.
  */
 export const WEBHOOK_PEER_HEADER = 'x-ctl-webhook-peer';

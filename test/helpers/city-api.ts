@@ -89,7 +89,7 @@ export async function registerCity(sup: TestSupervisor, name: string): Promise<C
     body: JSON.stringify({ path: sup.cityDir(name) }),
   });
   expect(res.status, await res.text()).to.equal(201);
-  await waitUntil(`${name} to run`, async () => (await sup.city(name))?.running === true, 20_000);
+  await waitUntil(`${name} to run`, async () => (await sup.city(name))?.running === true);
   return new CityApi(sup, name);
 }
 

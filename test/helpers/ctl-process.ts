@@ -2,7 +2,7 @@ import { createInterface } from 'node:readline';
 import { execa, type ResultPromise } from 'execa';
 import { ctlEntryPath } from '../../shared/paths.js';
 import { isAlive } from './processes.js';
-import { waitUntil } from './wait.js';
+import { WAIT_MS, waitUntil } from './wait.js';
 
 /**
  * A `ctl` run in the background (the real built binary), for commands that keep running (`ctl events --follow`)
@@ -40,7 +40,7 @@ export class CtlProcess {
   }
 
   /** Waits until `check(lines)` holds; fails (showing what was printed) after `timeoutMs`. */
-  async waitFor(what: string, check: (lines: string[]) => boolean, timeoutMs = 20_000): Promise<void> {
+  async waitFor(what: string, check: (lines: string[]) => boolean, timeoutMs = WAIT_MS): Promise<void> {
     try {
       await waitUntil(what, () => check(this.lines), timeoutMs);
     } catch (err) {
@@ -52,7 +52,7 @@ export class CtlProcess {
   }
 
   /** Waits for the process to exit by itself; resolves with its exit code. */
-  async exited(timeoutMs = 20_000): Promise<number> {
+  async exited(timeoutMs = WAIT_MS): Promise<number> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(

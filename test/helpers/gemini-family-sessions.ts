@@ -125,7 +125,7 @@ async function startAgentSession(
     join(agentDir, 'agent.toml'),
     `provider = "${providerName}"\nmin_active_sessions = 0\nmax_active_sessions = 1\n`,
   );
-  await waitUntil('the agent to be known', async () => (await city.api.get('/agent/coder')).status === 200, 15_000);
+  await waitUntil('the agent to be known', async () => (await city.api.get('/agent/coder')).status === 200);
   // Its start (the ACP handshake included) takes a while on a busy machine: longer than createSession waits.
   const reply = await city.api.post<Accepted>('/sessions', { kind: 'agent', name: 'coder' });
   expect(reply.status, JSON.stringify(reply.body)).to.equal(202);

@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { packageRoot } from '../../shared/paths.js';
 import { CityApi, registerCity, type Envelope, type Reply } from './city-api.js';
 import { TestSupervisor, tempDir } from './supervisor.js';
-import { waitUntil } from './wait.js';
+import { WAIT_MS, waitUntil } from './wait.js';
 
 /** The example agents the project ships (examples/agents/). */
 export const ECHO_AGENT = join(packageRoot, 'examples', 'agents', 'echo.sh');
@@ -74,7 +74,7 @@ export interface Accepted {
 }
 
 /** The terminal event of a city-scope request (`request.result.*` or `request.failed`), once recorded. */
-export async function terminalOf(api: CityApi, requestId: string, timeoutMs = 15_000): Promise<Envelope> {
+export async function terminalOf(api: CityApi, requestId: string, timeoutMs = WAIT_MS): Promise<Envelope> {
   return waitUntil(
     `the terminal event of ${requestId}`,
     async () => {
@@ -135,7 +135,7 @@ export async function waitForTurn(
   id: string,
   role: string,
   match: string | RegExp,
-  timeoutMs = 10_000,
+  timeoutMs = WAIT_MS,
 ): Promise<Turn> {
   let seen: Turn[] = [];
   try {

@@ -2,6 +2,7 @@ import type { ReadableStream, ReadableStreamDefaultReader, ReadableStreamReadRes
 import { get, type IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { createParser, type EventSourceParser } from 'eventsource-parser';
+import { WAIT_MS } from './wait.js';
 
 /** One Server-Sent Events frame as the wire carried it (`id` undefined when the frame had no `id:` line). */
 export interface SseFrame {
@@ -81,7 +82,7 @@ export class SseStreamReader {
    * The next frame (heartbeats included), reading as much as needed; undefined once the stream ended.
    * Rejects when nothing arrives within `timeoutMs`.
    */
-  async next(timeoutMs = 10_000): Promise<SseFrame | undefined> {
+  async next(timeoutMs = WAIT_MS): Promise<SseFrame | undefined> {
     const deadline = Date.now() + timeoutMs;
     while (this.queue.length === 0) {
       if (this.ended) return undefined;
@@ -93,7 +94,7 @@ export class SseStreamReader {
   }
 
   /** The next frame that is not a heartbeat; undefined once the stream ended. */
-  async nextEvent(timeoutMs = 10_000): Promise<SseFrame | undefined> {
+  async nextEvent(timeoutMs = WAIT_MS): Promise<SseFrame | undefined> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const frame = await this.next(Math.max(1, deadline - Date.now()));
@@ -102,7 +103,7 @@ export class SseStreamReader {
   }
 
   /** The next `count` frames that are not heartbeats; rejects if the stream ends or stalls first. */
-  async events(count: number, timeoutMs = 10_000): Promise<SseFrame[]> {
+  async events(count: number, timeoutMs = WAIT_MS): Promise<SseFrame[]> {
     const frames: SseFrame[] = [];
     const deadline = Date.now() + timeoutMs;
     while (frames.length < count) {
@@ -114,7 +115,7 @@ export class SseStreamReader {
   }
 
   /** Non-heartbeat frames until `done(frame)` holds (that frame included); rejects on end or stall. */
-  async until(done: (frame: SseFrame) => boolean, timeoutMs = 10_000): Promise<SseFrame[]> {
+  async until(done: (frame: SseFrame) => boolean, timeoutMs = WAIT_MS): Promise<SseFrame[]> {
     const frames: SseFrame[] = [];
     const deadline = Date.now() + timeoutMs;
     for (;;) {
@@ -126,7 +127,7 @@ export class SseStreamReader {
   }
 
   /** Reads frames until the stream ends; rejects if it is still open after `timeoutMs`. */
-  async drainToEnd(timeoutMs = 10_000): Promise<SseFrame[]> {
+  async drainToEnd(timeoutMs = WAIT_MS): Promise<SseFrame[]> {
     const frames: SseFrame[] = [];
     const deadline = Date.now() + timeoutMs;
     for (;;) {

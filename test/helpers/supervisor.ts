@@ -8,7 +8,7 @@ import type { WireTaggedEvent } from '../../shared/dto/events.js';
 import { ctlEntryPath } from '../../shared/paths.js';
 import { runCtl, type CliResult } from './cli.js';
 import { isAlive, killAllMentioning } from './processes.js';
-import { waitUntil } from './wait.js';
+import { WAIT_MS, waitUntil } from './wait.js';
 
 export const CSRF = { 'X-CTL-Request': 'test' } as const;
 
@@ -39,6 +39,8 @@ export interface SupervisorOptions {
   port?: number;
   /** Files to put in `$CTL_HOME` before the supervisor starts (`tokens.json`, say), by name. */
   homeFiles?: Record<string, string>;
+  /** Serve webhook deliveries (`[webhooks] listen`) on a free loopback port: `hooksBase`. */
+  webhookListener?: boolean;
 }
 
 /**
@@ -54,6 +56,8 @@ export class TestSupervisor {
   readonly env: NodeJS.ProcessEnv;
   process: ResultPromise | undefined;
   output = '';
+  /** The webhook listener's base URL (`webhookListener`), else undefined. */
+  hooksBase: string | undefined;
 
   private constructor(
     readonly root: string,
@@ -76,6 +80,8 @@ export class TestSupervisor {
     });
     mkdirSync(sup.home, { recursive: true });
     mkdirSync(sup.citiesDir, { recursive: true });
+    const hooksPort = options.webhookListener ? await freePort() : undefined;
+    if (hooksPort) sup.hooksBase = `http://127.0.0.1:${hooksPort}`;
     writeFileSync(
       join(sup.home, 'supervisor.toml'),
       [
@@ -84,6 +90,7 @@ export class TestSupervisor {
         // Tests want a quick reconciler; a config that sets its own interval (a benchmark's) wins.
         ...(options.config?.some((l) => l.startsWith('patrol_interval')) ? [] : ['patrol_interval = "1s"']),
         ...(options.config ?? []),
+        ...(hooksPort ? ['[webhooks]', `listen = "127.0.0.1:${hooksPort}"`] : []),
       ].join('\n') + '\n',
     );
     for (const [name, content] of Object.entries(options.homeFiles ?? {})) {
@@ -112,17 +119,13 @@ export class TestSupervisor {
     });
     let exited = false;
     void child.then(() => (exited = true));
-    await waitUntil(
-      'the supervisor to answer /health',
-      async () => {
-        if (exited) throw new Error(`supervisor exited:\n${this.output}`);
-        const res = await fetch(`${this.base}/health`);
-        if (!res.ok) return false;
-        const health = (await res.json()) as { pid: number };
-        return health.pid === child.pid;
-      },
-      15_000,
-    );
+    await waitUntil('the supervisor to answer /health', async () => {
+      if (exited) throw new Error(`supervisor exited:\n${this.output}`);
+      const res = await fetch(`${this.base}/health`);
+      if (!res.ok) return false;
+      const health = (await res.json()) as { pid: number };
+      return health.pid === child.pid;
+    });
   }
 
   get pid(): number {
@@ -181,7 +184,7 @@ export class TestSupervisor {
   }
 
   /** The terminal event of an asynchronous request, once recorded. */
-  async terminalEvent(requestId: string, timeoutMs = 15_000): Promise<WireTaggedEvent> {
+  async terminalEvent(requestId: string, timeoutMs = WAIT_MS): Promise<WireTaggedEvent> {
     const types = ['request.result.city.create', 'request.result.city.unregister', 'request.failed'];
     return waitUntil(
       `the terminal event of ${requestId}`,
@@ -227,7 +230,7 @@ export class TestSupervisor {
    * it is called does not count). To show that something does not happen however often the reconciler looks
    * (a second terminal event, a controller started for a stopped city), wait for the passes, then check.
    */
-  async reconcilerPasses(count: number, timeoutMs = 15_000): Promise<void> {
+  async reconcilerPasses(count: number, timeoutMs = WAIT_MS): Promise<void> {
     // Passes never overlap: the first tick after `start` may end a pass begun before the call.
     const start = await this.reconcilerTicks();
     await waitUntil(

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from './supervisor.js';
-import { waitUntil } from './wait.js';
+import { WAIT_MS, waitUntil } from './wait.js';
 
 /** A shell word: `word`, single-quoted. */
 function quoted(word: string): string {
@@ -86,7 +86,7 @@ export class TmuxPane {
   }
 
   /** Waits until the screen matches `pattern`; returns the screen. */
-  async waitFor(pattern: RegExp, timeoutMs = 15_000): Promise<string> {
+  async waitFor(pattern: RegExp, timeoutMs = WAIT_MS): Promise<string> {
     let last = '';
     try {
       return await waitUntil(

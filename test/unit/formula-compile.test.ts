@@ -1,5 +1,11 @@
 import { expect } from 'chai';
-import { compiledSize, compileFormula, holds, MAX_COMPILED_NODES } from '../../controller/formulas/formula-compile.js';
+import {
+  compiledSize,
+  compileFormula,
+  holds,
+  MAX_COMPILED_NODES,
+  MAX_FILLED_CHARS,
+} from '../../controller/formulas/formula-compile.js';
 import { parseFormula } from '../../controller/formulas/formula-file.js';
 import type { GraphNode } from '../../controller/formulas/formula-compile.js';
 import { bodySinks, bondItems, itemVars, untilHolds } from '../../controller/molecules/node-beads.js';
@@ -196,6 +202,23 @@ title = "X"
       'formulas/f.toml: step "l": loop: 200 × 200 = 40,000 iterations of nested loops; the formula expands to ' +
         `40,205 steps, which exceeds the limit of ${MAX_COMPILED_NODES.toLocaleString('en-US')} steps per formula`,
     ]);
+  });
+
+  it('the texts a launch’s vars fill are bounded all together: a large var in many steps is refused', function () {
+    const formula = (count: number) =>
+      `[vars]\nnote = ""\n[[steps]]\nid = "l"\ntitle = "L"\n[steps.loop]\ncount = ${count}\n` +
+      `[[steps.loop.body]]\nid = "m"\ntitle = "M"\ndescription = "{{note}} and {{note}}"\n`;
+    const note = 'n'.repeat(64 * 1024);
+    // 100 steps × 2 × 64 Ki = 12.5 Mi characters: under the bound; 200 steps would be 25 Mi.
+    expect(compile(formula(100), { note }).errors).to.deep.equal([]);
+    const refused = compile(formula(200), { note });
+    expect(refused.nodes).to.deep.equal([]);
+    expect(refused.errors).to.have.length(1);
+    expect(refused.errors[0]).to.match(
+      new RegExp(
+        `^formulas/f\\.toml: step "l\\.iter\\d+\\.m": description: the formula's texts fill to more than ${MAX_FILLED_CHARS} characters`,
+      ),
+    );
   });
 
   it('conditions: ==, !=, negation and truthiness', function () {

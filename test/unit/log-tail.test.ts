@@ -32,7 +32,7 @@ describe('LogTail', function () {
     const stop = tail.subscribe((records) => seen.push(...records));
     expect(tail.head).to.equal(3);
     await append(2);
-    await waitUntil('the two new records', () => seen.length === 2, 5000);
+    await waitUntil('the two new records', () => seen.length === 2);
     expect(seen.map((r) => r.seq)).to.deep.equal([4, 5]);
 
     stop();
@@ -45,7 +45,7 @@ describe('LogTail', function () {
     expect(tail.head).to.equal(7);
     const other = EventLog.at(log.path, join(dir, 'events.lock'));
     await other.appendCustom({ type: 'u', actor: 'b', payload: {} });
-    await waitUntil('the other writer’s record', () => again.length === 1, 5000);
+    await waitUntil('the other writer’s record', () => again.length === 1);
     expect(again[0]).to.include({ seq: 8, type: 'u' });
     expect(seen).to.have.length(2);
   });
@@ -71,10 +71,10 @@ describe('LogTail', function () {
     // has read the part too.
     appendFileSync(log.path, whole + '\n' + line.slice(0, 20));
     tail.poke();
-    await waitUntil('the whole record', () => seen.length > 0, 5000);
+    await waitUntil('the whole record', () => seen.length > 0);
     expect(seen.map((r) => r.type)).to.deep.equal(['whole']);
     appendFileSync(log.path, line.slice(20) + '\n');
-    await waitUntil('the completed line', () => seen.length === 2, 5000);
+    await waitUntil('the completed line', () => seen.length === 2);
     expect(seen[1]).to.include({ seq: 2, type: 'half' });
   });
 });

@@ -1,3 +1,4 @@
+import { createServer } from 'node:http';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { ConfigError } from '../../shared/config/config-error.js';
@@ -7,6 +8,9 @@ import type { EventRecord } from '../../shared/events/record.js';
 import type { EventHub, HubSubscriber } from '../../supervisor/event-hub.js';
 import { noticeOf } from '../../supervisor/notices.js';
 import { NOTICE_KINDS as PAGE_NOTICE_KINDS, noticeOf as pageNoticeOf } from '../../ui/src/notices.js';
+import { forbiddenRange, guardedLookup } from '../../shared/http/address-policy.js';
+import { DeliveryFailure, postWebhook } from '../../supervisor/notice-delivery.js';
+import type { Notice } from '../../supervisor/notices.js';
 import { Notifier } from '../../supervisor/notifier.js';
 import { waitUntil } from '../helpers/wait.js';
 
@@ -36,13 +40,23 @@ describe('[notify] of supervisor.toml', () => {
       readNotifyConfig({ webhook: 'https://hooks.example/x', command: 'notify-send "$CTL_NOTICE_TITLE"' }, PATH),
     ).to.deep.equal({
       kinds: [...NOTICE_KINDS],
-      webhook: { url: 'https://hooks.example/x', headers: {}, timeoutMs: 5_000, retries: 2 },
+      webhook: {
+        url: 'https://hooks.example/x',
+        headers: {},
+        timeoutMs: 5_000,
+        retries: 2,
+        allowPrivateNetworks: false,
+      },
       command: { argv: ['/bin/sh', '-c', 'notify-send "$CTL_NOTICE_TITLE"'], timeoutMs: 10_000 },
     });
     expect(
       readNotifyConfig({ on: ['quarantined'], command: ['/usr/bin/logger', '-t', 'ctl'], command_timeout: '3s' }, PATH),
     ).to.deep.equal({ kinds: ['quarantined'], command: { argv: ['/usr/bin/logger', '-t', 'ctl'], timeoutMs: 3_000 } });
     expect(readNotifyConfig({ on: ['question'], command: 'x' }, PATH)?.kinds).to.deep.equal(['question']);
+    expect(
+      readNotifyConfig({ webhook: 'http://127.0.0.1:9/', allow_private_networks: true }, PATH)?.webhook
+        ?.allowPrivateNetworks,
+    ).to.equal(true);
   });
 
   it('refuses what it cannot use, naming the setting', () => {
@@ -58,6 +72,10 @@ describe('[notify] of supervisor.toml', () => {
     );
     expect(refused({ webhook: 'http://x/', webhook_headers: { 'Bad Name': 'v' } })).to.match(/webhook_headers/);
     expect(refused({ webhook_retries: 1 })).to.match(/webhook_\* settings need notify\.webhook/);
+    expect(refused({ allow_private_networks: true })).to.match(/allow_private_networks needs notify\.webhook/);
+    expect(refused({ webhook: 'http://x/', allow_private_networks: 'yes' })).to.match(
+      /notify\.allow_private_networks must be true or false/,
+    );
     expect(refused({ command: [] })).to.match(/notify\.command must be/);
     expect(refused({ command: 'x', command_timeout: 5 })).to.match(/command_timeout: must be a duration/);
     expect(refused({ command: 'x', hook: 'y' })).to.match(/notify\.hook is not a setting/);
@@ -148,13 +166,12 @@ describe('notices', () => {
     const appended: unknown[] = [];
     const supervisorLog = { append: async (e: unknown) => appended.push(e) } as unknown as EventLog;
     const seen: string[] = [];
-    const realFetch = globalThis.fetch;
-    globalThis.fetch = async (_url: unknown, init?: RequestInit) => {
-      seen.push((JSON.parse(init?.body as string) as { kind: string }).kind);
-      return new Response(null, { status: 204 });
-    };
+    const receiver = await loopbackReceiver((body) => seen.push((JSON.parse(body) as { kind: string }).kind));
     const notifier = new Notifier(
-      { kinds: ['run_failed', 'question'], webhook: { url: 'http://hook/', headers: {}, timeoutMs: 1000, retries: 0 } },
+      {
+        kinds: ['run_failed', 'question'],
+        webhook: { url: receiver.url, headers: {}, timeoutMs: 1000, retries: 0, allowPrivateNetworks: true },
+      },
       { hub, supervisorLog, logger: pino({ level: 'silent' }), base: () => base },
     );
     try {
@@ -170,7 +187,91 @@ describe('notices', () => {
       expect(appended).to.deep.equal([]);
     } finally {
       notifier.close();
-      globalThis.fetch = realFetch;
+      receiver.close();
     }
   });
+
+  it('a webhook on a private address (loopback included) is refused unless allow_private_networks', async () => {
+    const bodies: string[] = [];
+    const receiver = await loopbackReceiver((body) => bodies.push(body));
+    const notice = {
+      kind: 'question',
+      city: 'alpha',
+      title: 't',
+      text: 'x',
+      url: base,
+      event: {},
+    } as unknown as Notice;
+    const webhook = { url: receiver.url, headers: {}, timeoutMs: 2000, retries: 2, allowPrivateNetworks: false };
+    try {
+      const err = await postWebhook(webhook, notice, new AbortController().signal).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).to.be.instanceOf(DeliveryFailure);
+      expect((err as DeliveryFailure).message).to.equal(
+        '127.0.0.1 is 127.0.0.1, loopback (this machine): notify webhooks (notify.allow_private_networks = true ' +
+          'allows them) there are not allowed',
+      );
+      expect((err as DeliveryFailure).attempts, 'not retried').to.equal(1);
+      const v6 = await postWebhook({ ...webhook, url: 'http://[::1]:9/' }, notice, new AbortController().signal).then(
+        () => undefined,
+        (e: unknown) => (e as Error).message,
+      );
+      expect(v6).to.match(/^\[::1\] is ::1, loopback/);
+      expect(bodies, 'nothing reached it').to.deep.equal([]);
+      expect(
+        await postWebhook({ ...webhook, allowPrivateNetworks: true }, notice, new AbortController().signal),
+      ).to.equal(1);
+      expect(bodies).to.have.length(1);
+    } finally {
+      receiver.close();
+    }
+  });
+
+  it('the packs’ address ranges, loopback private or not', () => {
+    expect(forbiddenRange('127.0.0.1')).to.equal(undefined);
+    expect(forbiddenRange('127.0.0.1', { loopbackPrivate: true })).to.equal('loopback (this machine)');
+    expect(forbiddenRange('::1', { loopbackPrivate: true })).to.equal('loopback (this machine)');
+    expect(forbiddenRange('10.1.2.3')).to.equal('in a private range');
+    expect(forbiddenRange('::ffff:192.168.0.1')).to.equal('in a private range');
+    expect(forbiddenRange('169.254.169.254')).to.match(/^link-local/);
+    expect(forbiddenRange('fd00::1')).to.equal('unique-local');
+    expect(forbiddenRange('93.184.216.34', { loopbackPrivate: true })).to.equal(undefined);
+  });
+
+  it('checks the address connected to as well (a name that resolves elsewhere by then is refused)', async () => {
+    const connectTo = (allowPrivateNetworks: boolean) =>
+      new Promise<string>((resolve) =>
+        guardedLookup({ allowPrivateNetworks, loopbackPrivate: true }, 'notify webhooks')(
+          'localhost',
+          {},
+          (err, address) => resolve(err ? err.message : typeof address === 'string' ? address : 'several'),
+        ),
+      );
+    expect(await connectTo(false)).to.match(/^localhost is (127\.0\.0\.1|::1), loopback \(this machine\): notify/);
+    expect(await connectTo(true)).to.match(/^(127\.0\.0\.1|::1)$/);
+  });
 });
+
+/** A webhook receiver on a free loopback port: each body it is POSTed, answered 204. */
+async function loopbackReceiver(got: (body: string) => void): Promise<{ url: string; close(): void }> {
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      got(body);
+      res.statusCode = 204;
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    close: () => {
+      server.close();
+      server.closeAllConnections();
+    },
+  };
+}

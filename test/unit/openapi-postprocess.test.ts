@@ -507,12 +507,20 @@ describe('OpenAPI post-processing (unit)', function () {
       );
     });
 
-    it('documents 422 where a parameter can be refused (a typed or constrained value), and nowhere else', function () {
+    it('documents 422 where a parameter can be refused (a typed or constrained value, any query one), and nowhere else', function () {
       expect(doc.paths['/v0/events'].get.responses['422'].content).to.deep.equal({
         'application/problem+json': { schema: { $ref: '#/components/schemas/ErrorModel' } },
       });
-      // Plain string parameters, or none: nothing for tsoa to refuse.
+      // A plain string path parameter, and no query: nothing for tsoa to refuse.
       expect(doc.paths['/v0/city/{cityName}/status'].get.responses).to.not.have.property('422');
+      // A plain string query parameter can be sent twice (a list), or left out where it is required.
+      const plain = tsoaDocument();
+      plain.paths['/v0/city/{cityName}/status'].get.parameters.push({
+        in: 'query',
+        name: 'rig',
+        schema: { type: 'string' },
+      });
+      expect(pp(plain).paths['/v0/city/{cityName}/status'].get.responses['422'].description).to.include('sent twice');
       const raw = tsoaDocument();
       raw.paths['/v0/events'].get.responses['422'] = { description: 'Invalid limit' };
       raw.paths['/v0/city/{cityName}/status'].get.parameters.push(

@@ -1,9 +1,13 @@
 import { createHmac } from 'node:crypto';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { qualifiedPool } from '../../controller/orders/order-context.js';
 import { parseOrder } from '../../controller/orders/order-file.js';
 import { payloadVars, signatureMismatch } from '../../controller/webhooks/order-hooks.js';
-import { isWebhookDelivery } from '../../shared/http/webhook-path.js';
+import { readSupervisorConfig } from '../../shared/config/supervisor-config.js';
+import { tempDir } from '../helpers/supervisor.js';
+import { controllerHookPath, LISTENER_HOOK_PATH, listenerHookPath } from '../../shared/http/webhook-path.js';
 
 describe('order webhooks (unit)', () => {
   const body = Buffer.from('{"ref":"main"}');
@@ -31,12 +35,34 @@ describe('order webhooks (unit)', () => {
     expect(() => payloadVars(json, Buffer.from('{oops'))).to.throw(/not JSON/);
   });
 
-  it('knows a delivery by its path and method alone', () => {
-    expect(isWebhookDelivery('POST', '/v0/city/a/hook/deploy')).to.equal(true);
-    expect(isWebhookDelivery('POST', '/v0/city/a/hook/x:rig:web?x=1')).to.equal(true);
-    expect(isWebhookDelivery('GET', '/v0/city/a/hook/deploy')).to.equal(false);
-    expect(isWebhookDelivery('POST', '/v0/city/a/order/hook/run')).to.equal(false);
-    expect(isWebhookDelivery('POST', '/v0/city/a/hook/deploy/more')).to.equal(false);
+  it('knows a listener delivery by its path; forwards it to the controller’s route', () => {
+    expect(LISTENER_HOOK_PATH.exec('/hooks/a/deploy')?.slice(1)).to.deep.equal(['a', 'deploy']);
+    expect(LISTENER_HOOK_PATH.exec('/hooks/a/x:rig:web')?.slice(1)).to.deep.equal(['a', 'x:rig:web']);
+    expect(LISTENER_HOOK_PATH.test('/hooks/a/deploy/more')).to.equal(false);
+    expect(LISTENER_HOOK_PATH.test('/v0/city/a/hook/deploy')).to.equal(false);
+    expect(controllerHookPath('a b', 'x:rig:web')).to.equal('/v0/city/a%20b/hook/x%3Arig%3Aweb');
+    expect(listenerHookPath('a', 'deploy')).to.equal('/hooks/a/deploy');
+  });
+
+  it('reads [webhooks] listen of supervisor.toml: off until set, host:port, refused naming the key', () => {
+    const dir = tempDir('ctl-listen-');
+    const file = join(dir, 'supervisor.toml');
+    const listen = (toml: string) => {
+      writeFileSync(file, toml);
+      return readSupervisorConfig(file, {}).webhooksListen;
+    };
+    try {
+      expect(listen('[supervisor]\nport = 1\n')).to.equal(undefined);
+      expect(listen('[webhooks]\nlisten = "127.0.0.1:8373"\n')).to.deep.equal({ host: '127.0.0.1', port: 8373 });
+      expect(listen('[webhooks]\nlisten = "[::1]:0"\n')).to.deep.equal({ host: '::1', port: 0 });
+      for (const bad of ['"127.0.0.1"', '":8373"', '"host:99999"', '8373']) {
+        expect(() => listen(`[webhooks]\nlisten = ${bad}\n`)).to.throw(
+          /supervisor\.toml: webhooks\.listen must be "host:port", such as "127\.0\.0\.1:8373"; not /,
+        );
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('parses secret_env, signature_header and scope; refuses them where they mean nothing', () => {

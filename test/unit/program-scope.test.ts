@@ -11,7 +11,7 @@ describe('program scopes', function () {
   this.timeout(30_000);
   const tag = () => `scope-${process.pid}-${Math.random().toString(36).slice(2)}`;
   const gone = (mark: string) =>
-    waitUntil(`${mark} to be gone`, () => processesWithEnvironment('CTL_TEST_ESCAPEE', mark).length === 0, 10_000);
+    waitUntil(`${mark} to be gone`, () => processesWithEnvironment('CTL_TEST_ESCAPEE', mark).length === 0);
 
   it('ending a program ends a double-forked daemon of it, which left its group and session', async function () {
     const mark = tag();
@@ -22,7 +22,7 @@ describe('program scopes', function () {
         stdio: 'ignore',
       },
     );
-    await waitUntil('the daemon to run', () => processesWithEnvironment('CTL_TEST_ESCAPEE', mark).length === 2, 10_000);
+    await waitUntil('the daemon to run', () => processesWithEnvironment('CTL_TEST_ESCAPEE', mark).length === 2);
     endProgram(child);
     await programEnded(child);
     await gone(mark);

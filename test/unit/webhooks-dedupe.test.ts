@@ -32,6 +32,18 @@ describe('webhook delivery dedupe (unit)', () => {
     expect(new DeliveryLedger(file).seen('gh', ['id:d-2'])).to.equal(undefined);
   });
 
+  it('a claim a controller that died never settled is forgotten at the next start (its order never fired)', () => {
+    const file = fresh();
+    const ledger = new DeliveryLedger(file);
+    ledger.claim('gh', ['id:cut', 'sha256:cc']);
+    ledger.claim('gh', ['id:done']).settle('alp-9');
+    expect(ledger.seen('gh', ['id:cut']), 'in flight: still a duplicate').to.not.equal(undefined);
+    const next = new DeliveryLedger(file);
+    expect(next.seen('gh', ['id:cut'])).to.equal(undefined);
+    expect(next.seen('gh', ['sha256:cc'])).to.equal(undefined);
+    expect(next.seen('gh', ['id:done'])?.tracking).to.equal('alp-9');
+  });
+
   it('forgets deliveries past the window, and past the count the oldest of the webhook that overflowed it', () => {
     const file = fresh();
     let now = 0;

@@ -261,7 +261,74 @@ const openApiDocument = (operationId: string, summary: string): Json => ({
   },
 });
 
+/**
+ * The webhook listener's one operation (`[webhooks] listen` of supervisor.toml, off until set): a server of its
+ * own, serving nothing of the control plane. What the controller answers is the control plane's
+ * `POST /v0/city/{cityName}/hook/{name}` (the same schemas); what the listener itself refuses is named here.
+ */
+const listenerDelivery: Json = {
+  post: {
+    operationId: 'deliver-webhook-listener',
+    summary: 'Deliver a webhook (webhook listener)',
+    tags: ['Webhooks'],
+    servers: [
+      {
+        url: 'http://127.0.0.1:8373',
+        description:
+          'The webhook listener: `[webhooks] listen` of supervisor.toml (off until set). It serves this operation ' +
+          'only; any other method or path is a 404 problem.',
+      },
+    ],
+    description:
+      'A delivery from a sender anywhere (GitHub, Slack, Discord, CI) to a `[[webhook]]` of the city by its name, ' +
+      'else to a `trigger = "webhook"` order by its scoped name. Its credential is its signature (or the ' +
+      "webhook's bearer token, or a JWT): no API token, account or `X-CTL-Request`. The request line and headers " +
+      'must arrive within 5 s and the body (any type, up to 1 MiB) within 5 s more, else a 408 and the connection ' +
+      "closes. The listener passes it to the city's controller with the connection's address (for " +
+      '`allowed_cidrs`) and the sender’s own `Authorization`; verification, rules, rate limit and redelivery ' +
+      'dedupe are those of `POST /v0/city/{cityName}/hook/{name}`, whose answers come back as they are.',
+    parameters: [
+      pathParam('city', 'The city’s name.'),
+      pathParam('name', 'A `[[webhook]]`’s name, or a webhook order’s scoped name (`name`, or `name:rig:<rig>`).'),
+    ],
+    requestBody: {
+      required: false,
+      content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
+    },
+    responses: {
+      '202': {
+        description: 'Dispatched: the order fired',
+        content: { 'application/json': { schema: ref('WebhookDeliveryResponse') } },
+      },
+      '200': {
+        description: 'A duplicate (nothing fired), an authentic delivery no rule matched, or a Discord PING answered',
+        content: {
+          'application/json': { schema: { anyOf: [ref('WebhookDeliveryResponse'), ref('WebhookPong')] } },
+        },
+      },
+      '400': problem('A body that is not a JSON object (`webhook-rejected`), or bad percent-encoding in the path'),
+      '401': problem('The signature or bearer token is missing or does not match (`webhook-rejected`)'),
+      '403': problem('The sender’s address is not in the webhook’s `allowed_cidrs` (`webhook-rejected`)'),
+      '404': problem(
+        'Any other method or path; a city not running; no webhook and no webhook order of that name (`order-not-found`)',
+      ),
+      '408': problem('The headers, or then the body, did not arrive within 5 s (`timeout: …`)'),
+      '409': problem('The order is disabled, or an earlier firing is still open'),
+      '413': problem('A body over 1 MiB'),
+      '422': problem(
+        'A webhook order’s JSON body that does not parse, a required param missing, or a rule’s order that is no webhook order',
+      ),
+      '429': problem('Past the webhook’s rate limit, which only authentic deliveries draw from (`Retry-After`)'),
+      '502': problem('The city’s controller did not answer'),
+      '503': problem(
+        'The secret is unset or too weak, the JWKS cannot be had, or the city is restarting (`Retry-After`)',
+      ),
+    },
+  },
+};
+
 export const extraPaths: Record<string, Json> = {
+  '/hooks/{city}/{name}': listenerDelivery,
   '/v0/events/stream': {
     get: {
       operationId: 'stream-supervisor-events',

@@ -10,8 +10,11 @@ type Json = Record<string, unknown>;
 const MUTATIONS = new Set(['post', 'put', 'patch', 'delete']);
 /** The browser's code exchange: served to anyone, so no 401/403 of the access rule and no security. */
 const OPEN_PATH = '/v0/auth/exchange';
-/** A webhook delivery: served to anyone, with no CSRF marker — its order's signature is its credential. */
-const WEBHOOK_PATH = '/v0/city/{cityName}/hook/{name}';
+/**
+ * The webhook listener's delivery (`[webhooks] listen`, a server of its own): served to anyone, with no CSRF
+ * marker — its signature is its credential. The control plane has no such exception.
+ */
+export const LISTENER_PATH = '/hooks/{city}/{name}';
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
 export interface PostprocessOptions {
@@ -124,7 +127,7 @@ function upgradeOperation(op: Json, method: string, path: string): void {
   // tsoa writes an empty `security` on each operation; the document's own covers them all but the one route
   // served to anyone (its code is the credential).
   if (Array.isArray(op.security) && op.security.length === 0) delete op.security;
-  const webhook = method === 'post' && path === WEBHOOK_PATH;
+  const webhook = path === LISTENER_PATH;
   const open = path === OPEN_PATH || webhook;
   if (open) op.security = [];
   const params = ((op.parameters as Json[] | undefined) ?? []).filter(
@@ -162,19 +165,25 @@ function upgradeOperation(op: Json, method: string, path: string): void {
     );
   }
   const declared = responses['403'] as Json | undefined;
-  if (MUTATIONS.has(method) && declared && !declared.$ref && !String(declared.description).includes('cross_origin')) {
+  if (
+    MUTATIONS.has(method) &&
+    !webhook &&
+    declared &&
+    !declared.$ref &&
+    !String(declared.description).includes('cross_origin')
+  ) {
     // A route's own 403: the guards every mutation meets answer it too.
     declared.description =
       `${declared.description as string}; or \`csrf:\` without X-CTL-Request, or \`cross_origin:\` from a browser ` +
       'page of another origin';
   }
-  if (open && MUTATIONS.has(method)) {
+  if (open && !webhook && MUTATIONS.has(method)) {
     responses['403'] ??= problemResponse(
       'Forbidden: `csrf:` without X-CTL-Request; `cross_origin:` from a browser page of another origin (an ' +
         "`Origin` other than the API's own, `Origin: null`, `Sec-Fetch-Site: cross-site`, or a foreign `Referer`)",
     );
   }
-  declareSharedStatuses(responses, method, path);
+  if (!webhook) declareSharedStatuses(responses, method, path);
   if (MUTATIONS.has(method) && path.startsWith(PER_CITY)) {
     for (const [status, response] of Object.entries(responses)) {
       const r = response as Json;
@@ -239,7 +248,9 @@ const CONSTRAINTS = ['enum', 'const', 'pattern', 'format', 'minLength', 'maxLeng
 
 /**
  * A tsoa route answers 422 (`errors[]` naming the parameter) for a path, query or header value its schema
- * refuses — `fresh=maybe`, `limit=-5` — before the route runs; the route class need not say so each time.
+ * refuses — `fresh=maybe`, `limit=-5` — before the route runs; the route class need not say so each time. A
+ * query parameter can always be refused, a plain string too: sent twice (`rig=a&rig=b`) it arrives as a list,
+ * which no parameter of one value admits, and a required one can be left out.
  */
 function declareParameterValidation(op: Json): void {
   const responses = (op.responses ?? {}) as Json;
@@ -248,10 +259,14 @@ function declareParameterValidation(op: Json): void {
     const schema = p.schema as Json | undefined;
     // The CSRF header is the mutation guard's (403), not the route's.
     if (!schema || String(p.name).toLowerCase() === 'x-ctl-request') return false;
+    if (p.in === 'query') return true;
     return schema.type !== 'string' || CONSTRAINTS.some((keyword) => keyword in schema);
   });
   if (refusable) {
-    responses['422'] = problemResponse('Invalid parameter: a value its schema does not admit (`errors[]` names it)');
+    responses['422'] = problemResponse(
+      'Invalid parameter (`errors[]` names it): a value its schema does not admit, a query parameter sent ' +
+        'twice, or a required one left out',
+    );
     op.responses = responses;
   }
 }

@@ -68,6 +68,7 @@ function roleOf(kind: string): string | undefined {
     case 'pending_cleared':
     case 'error':
     case 'notice':
+    case 'reset':
     case 'turn_failed':
       return 'system';
     default:
