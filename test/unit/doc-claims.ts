@@ -33,9 +33,10 @@ const REPO_FOLDERS = ['bench', 'cli', 'controller', 'docs', 'examples', 'shared'
 const CODE_EXTENSION = /\.(ts|tsx|mts|cts|js|mjs|cjs)$/;
 /** Not a path in the checkout: a placeholder, a glob, an elision, an alternative, a URL, an absolute path. */
 const NOT_A_PATH = /[\s<>{}*…|$?=:,'"()[\]]|^\/|^~|^-/;
-const SKIPPED_FOLDERS = new Set(['node_modules', '.git', 'dist', '.bench-out']);
+/** Not in a clone: what the build and the benches write (`generated/` is `npm run gen`'s, and git ignores it). */
+const SKIPPED_FOLDERS = new Set(['node_modules', '.git', 'dist', '.bench-out', 'generated']);
 
-/** Every file and folder of the checkout (relative, `/`-separated; folders end with `/`), built output aside. */
+/** Every file and folder of a clone (relative, `/`-separated; folders end with `/`): the build's output left out. */
 export function checkoutEntries(root: string): Set<string> {
   const entries = new Set<string>();
   const walk = (dir: string) => {
