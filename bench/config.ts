@@ -7,7 +7,9 @@
  *      (requests/s);
  *   3. `GET /rigs?git=true` with 20 rigs, each a real git repository: p50/p99 over 30;
  *   4. API writes to `city.toml` in a city of 10 packs × 10 agents and 20 rigs: adding, changing and removing an
- *      agent, adding a provider (each answered once its configuration is in use), p50/p99 over 20 each.
+ *      agent, adding a provider (each answered once its configuration is in use), p50/p99 over 20 each;
+ *   5. an edit on disk in that city (an `agents/<name>/agent.toml` written) until its agent is listed: the config
+ *      watcher, its debounce and the reload, p50/p99 over 10 (polled every 5 ms).
  * Prints tables and writes `.bench-out/config.json`. Run with `npm run bench -- config`.
  */
 import { execFileSync } from 'node:child_process';
@@ -34,6 +36,7 @@ const CONCURRENCY = 16;
 const RIGS = 20;
 const RIG_GETS = 30;
 const CONFIG_WRITES = 20;
+const DISK_EDITS = 10;
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const OUT_FILE = join(repoRoot, '.bench-out', 'config.json');
@@ -132,6 +135,7 @@ export async function runConfig(): Promise<void> {
   let proxiedLoad;
   let rigGets: number[];
   const writes: Record<string, number[]> = {};
+  const diskEdits: number[] = [];
   try {
     const web = await waitUntil(
       'the service to run',
@@ -184,6 +188,20 @@ export async function runConfig(): Promise<void> {
     writes['POST /providers'] = await timedWrites(n, (i) =>
       api.post('/providers', { name: `bench${i}`, command: 'cat', protocol: 'text' }),
     );
+    // 5. Edits on disk: what a person's editor does, taken by the watcher (no request answers it).
+    for (let i = 0; i < DISK_EDITS + 1; i++) {
+      const dir = join(served.dir, 'agents', `disk${i}`);
+      mkdirSync(dir, { recursive: true });
+      const started = performance.now();
+      writeFileSync(join(dir, 'agent.toml'), 'provider = "echo"\nmin_active_sessions = 0\n');
+      await waitUntil(
+        `agent disk${i} to be listed`,
+        async () => (await api.get(`/agent/disk${i}`)).status === 200,
+        undefined,
+        5,
+      );
+      if (i >= 1) diskEdits.push(performance.now() - started); // the first starts the watcher's caches
+    }
   } finally {
     await served.sup.cleanup();
   }
@@ -217,6 +235,14 @@ export async function runConfig(): Promise<void> {
       [[String(rigGets.length), ms(rigsS.median), ms(rigsS.p99)]],
     ),
   );
+  const diskS = rounded(summarize(diskEdits));
+  console.log(
+    formatTable(
+      `An agents/<name>/agent.toml written on disk until the agent is listed (the watcher, its debounce, the reload)`,
+      ['edits', 'p50', 'p99'],
+      [[String(diskEdits.length), ms(diskS.median), ms(diskS.p99)]],
+    ),
+  );
   const writeStats = Object.fromEntries(Object.entries(writes).map(([op, times]) => [op, rounded(summarize(times))]));
   console.log(
     formatTable(
@@ -238,6 +264,7 @@ export async function runConfig(): Promise<void> {
         svc_proxied_rps: proxiedLoad.rps,
         rigs_git_20_ms: rigsS,
         config_writes_ms: writeStats,
+        disk_edit_to_listed_ms: diskS,
       },
       null,
       2,

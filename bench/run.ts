@@ -25,7 +25,8 @@
  *   log, beads created and slung) — time until all are open, /health and POST p50/p99 meanwhile → .bench-out/stream-opens.json
  * ui (bench/ui.ts): the dashboard in Chromium — bundle sizes, time to the first interactive view, frames while 500
  *   events/s arrive, the page's heap after an hour of a busy city → .bench-out/ui.json
- * config (bench/config.ts): composing 10 packs × 10 agents, the svc/* proxy vs the service directly, GET /rigs?git=true with 20 rigs → .bench-out/config.json
+ * config (bench/config.ts): composing 10 packs × 10 agents, the svc/* proxy vs the service directly, GET /rigs?git=true with 20 rigs,
+ *   API writes to city.toml, an edit on disk until it is in use → .bench-out/config.json
  * templates (bench/templates.ts): a 26-level doubling prompt template bomb — POST /sessions and prime refused (status,
  *   latency), /health latency meanwhile, controller VmRSS before/after → .bench-out/templates.json
  * worktrees (bench/worktrees.ts): session start with a new git worktree of a 10,000-file rig, close, 10 worktree sessions at once (time to all ready, disk) → .bench-out/worktrees.json

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { createServer as createHttpServer, type Server, type ServerResponse } from 'node:http';
-import { createServer as createNetServer } from 'node:net';
+import { createServer as createNetServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -672,21 +672,26 @@ describe('ctl events (real binary, real supervisor)', function () {
 
     it('--timeout bounds the whole run: a supervisor that never answers is given up on, silently', async function () {
       // Accepts, reads and never answers.
-      const silent = createNetServer((socket) => socket.on('error', () => undefined).resume());
+      const held = new Set<Socket>();
+      const silent = createNetServer((socket) => held.add(socket.on('error', () => undefined).resume()));
       await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
       const address = silent.address();
       const api = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
       try {
         for (const scope of [[], ['--city', 'alpha']]) {
-          const started = Date.now();
-          expect(await ctl(['--watch', '--timeout', '1s', ...scope, '--api', api])).to.deep.equal({
-            code: 0,
-            stdout: '',
-            stderr: '',
-          });
-          expect(Date.now() - started, scope.join(' ')).to.be.below(10_000);
+          // The same run with an hour to wait is the control: --timeout, not anything else, ends the first, which
+          // exits while the other still waits on the same silent supervisor. Neither gives up on an answer sooner
+          // (CTL_TIMEOUT, 10 s unless set, would end both, with an error).
+          const env = { CTL_TIMEOUT: '1h' };
+          const unbounded = start(['--watch', '--timeout', '1h', ...scope, '--api', api], { env });
+          const bounded = start(['--watch', '--timeout', '1s', ...scope, '--api', api], { env });
+          expect(await bounded.exited(), scope.join(' ')).to.equal(0);
+          expect({ lines: bounded.lines, stderr: bounded.stderr }).to.deep.equal({ lines: [], stderr: '' });
+          expect(unbounded.running, `--timeout 1h ${scope.join(' ')} still waiting`).to.equal(true);
+          await unbounded.stop();
         }
       } finally {
+        for (const socket of held) socket.destroy(); // a run still waiting would hold close() up
         await new Promise<void>((resolve) => silent.close(() => resolve()));
       }
     });
