@@ -108,6 +108,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
     rigRoot: (rig) => rigRootOf(root, settings.config.rigs, rig),
     timeoutMs: () => settings.config.daemon.setupTimeoutMs,
   });
+  const beads = new BeadsService(o.store, log);
   const sessions = new SessionService(
     {
       cityName: name,
@@ -119,7 +120,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
       provider: (provider) => providers.get(provider),
       env: sessionEnvironment(),
       ctlBin,
-      heldBead: (sessionId) => heldBeadOf(o.store, sessionId),
+      heldBead: (sessionId) => heldBeadOf(beads, sessionId),
       agentPrompt: (record, bead) => {
         const agent = settings.agent(record.template);
         return (
@@ -143,7 +144,6 @@ export function assembleCity(o: CityInputs): CityRuntime {
     },
   );
   startSteps.watch(sessions);
-  const beads = new BeadsService(o.store, log);
   // The configuration files as the API's editors write them: checked, written, then taken at once.
   const configFiles: ConfigFileHost = {
     root,
@@ -179,8 +179,8 @@ export function assembleCity(o: CityInputs): CityRuntime {
     rigs: () => settings.config.rigs,
     timezone: () => settings.config.orders.timezone,
     agent: (agentName) => settings.agent(agentName),
-    bead: (id) => o.store.get(id),
-    dependents: (id) => o.store.dependents(id),
+    bead: (id) => beads.find(id),
+    dependents: (id) => beads.dependents(id),
     now: () => clock.now(),
   });
   const commandEnv = { ...process.env, CTL_CITY: name, CTL_CITY_ROOT: root };
@@ -231,7 +231,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
       // A run settled: the scheduler looks again (called only once it runs, so never before it exists).
       settled: () => orderScheduler.evaluateSoon(),
     }),
-    store: o.store,
+    beads,
     log,
     tail,
     clock,
@@ -280,13 +280,13 @@ export function assembleCity(o: CityInputs): CityRuntime {
     formulas,
     runVars,
     molecules,
-    runs: new RunViews(o.store, new RunVersions(log)),
+    runs: new RunViews(beads, new RunVersions(log)),
     orders,
     orderScheduler,
     webhooks: new WebhookDesk({
       order: (scopedName) => orders.list().orders.find((order) => order.scopedName === scopedName),
       fire: (order, vars, payload) => orderScheduler.fireNow(order, vars, payload),
-      interrupted: (trackingId) => o.store.get(trackingId)?.metadata?.[INTERRUPTED] === 'true',
+      interrupted: (trackingId) => beads.find(trackingId)?.metadata?.[INTERRUPTED] === 'true',
       tables: () => settings.composed.webhooks,
       log,
       payloadDir: join(paths.runtimeDir, 'webhooks'),

@@ -289,6 +289,41 @@ describe('orders (automations on time, events and conditions)', function () {
     });
   });
 
+  it("history is the firings' tracking beads, newest first: every order's or one order's, by limit and time", async function () {
+    writeOrder('first', 'trigger = "manual"\nexec = "true"');
+    writeOrder('second', 'trigger = "manual"\nexec = "true"');
+    await listed('first');
+    await listed('second');
+    const fire = async (name: string) => {
+      const run = await api.post<{ tracking_id: string }>('/order/' + name + '/run', {});
+      expect(run.status).to.equal(202);
+      await waitUntil(`${name} to complete`, async () =>
+        (await events('order.completed', name)).some((e) => e.payload?.tracking_id === run.body.tracking_id),
+      );
+      return run.body.tracking_id;
+    };
+    const f1 = await fire('first');
+    const s1 = await fire('second');
+    const f2 = await fire('first');
+    // A bead with an order's run label that is no firing (as a formula order's run is) is not in its history.
+    const other = await api.post<{ id: string }>('/beads', { title: 'not a firing', labels: ['order-run:first'] });
+    expect(other.status).to.equal(201);
+    type Entry = History['entries'][number] & { created_at: string };
+    const get = async (query: string) => (await api.get<{ entries: Entry[] }>(`/orders/history?${query}`)).body.entries;
+
+    expect((await get('limit=3')).map((e) => e.bead_id)).to.deep.equal([f2, s1, f1]);
+    expect((await get('scoped_name=first')).map((e) => e.bead_id)).to.deep.equal([f2, f1]);
+    expect((await get('scoped_name=first&limit=1')).map((e) => e.bead_id)).to.deep.equal([f2]);
+    const all = await get('limit=1000');
+    const cut = all.find((e) => e.bead_id === s1)!.created_at;
+    const earlier = all.filter((e) => Date.parse(e.created_at) < Date.parse(cut)).map((e) => e.bead_id);
+    expect(earlier).to.include(f1);
+    expect((await get(`limit=1000&before=${encodeURIComponent(cut)}`)).map((e) => e.bead_id)).to.deep.equal(earlier);
+    const cutFirst = encodeURIComponent(all.find((e) => e.bead_id === f2)!.created_at);
+    expect((await get(`scoped_name=first&before=${cutFirst}`)).map((e) => e.bead_id)).to.deep.equal([f1]);
+    expectProblem(await api.get(`/order/history/${other.body.id}`), 404, 'bead-not-found');
+  });
+
   it('a command still running when its city stops is killed with it (no orphan in the process table)', async function () {
     const pidFile = join(work, 'long.pid');
     writeOrder('long', `trigger = "manual"\nexec = "sleep 120 & echo $! > ${pidFile}; wait"`);

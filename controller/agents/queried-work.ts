@@ -1,5 +1,5 @@
 import type { Bead } from '../../shared/dto/beads.js';
-import type { BeadStore } from '../beads/bead-store.js';
+import type { BeadReads } from '../beads/beads-service.js';
 
 /** Lines of one `work_query` answer read per tick (a query printing more is work enough for any pool). */
 const MAX_LINES = 1000;
@@ -11,7 +11,7 @@ const MAX_LINES = 1000;
  * only towards how many sessions the agent wants.
  */
 export function queriedWork(
-  store: BeadStore,
+  city: Pick<BeadReads, 'find'>,
   lines: readonly string[],
   alreadyRouted: readonly Bead[],
   now: string,
@@ -21,7 +21,7 @@ export function queriedWork(
   let otherLines = 0;
   for (const line of lines.slice(0, MAX_LINES)) {
     const id = line.trim().split(/\s+/)[0] ?? '';
-    const bead = id ? store.get(id) : undefined;
+    const bead = id ? city.find(id) : undefined;
     if (!bead) {
       otherLines++;
       continue;

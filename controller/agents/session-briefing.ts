@@ -2,7 +2,7 @@ import type { Bead } from '../../shared/dto/beads.js';
 import type { Message } from '../../shared/dto/mail.js';
 import type { SessionPrimeResponse } from '../../shared/dto/sessions.js';
 import { Problem } from '../../shared/http/problem.js';
-import type { BeadStore } from '../beads/bead-store.js';
+import type { BeadReads } from '../beads/beads-service.js';
 import type { MailService } from '../beads/mail.js';
 import type { Session } from '../sessions/session.js';
 import type { SessionService } from '../sessions/session-service.js';
@@ -17,7 +17,7 @@ const MAIL_SHOWN = 20;
 export interface BriefingSources {
   cityName: string;
   sessions: SessionService;
-  store: BeadStore;
+  beads: Pick<BeadReads, 'find' | 'list'>;
   mail: MailService;
   agents: AgentDefinition[];
 }
@@ -39,8 +39,8 @@ export function briefSession(sources: BriefingSources, idOrName: string): Sessio
   const session = openSessionOf(sources.sessions, idOrName);
   const record = session.record;
   const agent = record.kind === 'agent' ? sources.agents.find((a) => a.name === record.template) : undefined;
-  const beadId = heldBeadOf(sources.store, session.id);
-  const bead = beadId === undefined ? undefined : sources.store.get(beadId);
+  const beadId = heldBeadOf(sources.beads, session.id);
+  const bead = beadId === undefined ? undefined : sources.beads.find(beadId);
   const prompt =
     agent &&
     promptFor(agent, {

@@ -272,5 +272,5 @@ async function slingFormula(
 
 function convoyMembers(city: SlingHost, convoy: Bead): Bead[] {
   const ids = (convoy.dependencies ?? []).filter((d) => d.type === 'tracks').map((d) => d.depends_on_id);
-  return [...new Set(ids)].map((id) => city.beads.store.get(id)).filter((b): b is Bead => b !== undefined);
+  return [...new Set(ids)].map((id) => city.beads.find(id)).filter((b): b is Bead => b !== undefined);
 }

@@ -209,7 +209,7 @@ export class AgentTick {
       known.scale = this.scaleOf(agent);
       const lines = this.checkLines(agent, 'work_query');
       if (lines) {
-        const found = queriedWork(this.host.beads.store, lines, this.board.routedReady(agent.name), now);
+        const found = queriedWork(this.host.beads, lines, this.board.routedReady(agent.name), now);
         known.queryLines = found.otherLines;
         if (found.beads.length) queried.set(agent.name, [...this.board.routedReady(agent.name), ...found.beads]);
       }

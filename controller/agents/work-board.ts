@@ -1,6 +1,5 @@
 import type { Bead } from '../../shared/dto/beads.js';
-import type { BeadStore } from '../beads/bead-store.js';
-import type { BeadsService } from '../beads/beads-service.js';
+import type { BeadReads, BeadsService } from '../beads/beads-service.js';
 
 /** The agent a bead is routed to (stamped by sling). */
 export const ROUTED_TO = 'ctl.routed_to';
@@ -36,17 +35,16 @@ export class WorkBoard {
     this.readVersion = this.version;
     this.ready.clear();
     this.holding.clear();
-    const store = this.beads.store;
     const now = new Date().toISOString();
     for (const agent of agents) {
-      const routed = store.list({ status: 'open', metadata: { [ROUTED_TO]: agent }, limit: READ_LIMIT }).items;
+      const routed = this.beads.list({ status: 'open', metadata: { [ROUTED_TO]: agent }, limit: READ_LIMIT }).items;
       // Oldest first, and only what `ready` would hand out: nothing blocking it, not deferred, not taken.
       for (const bead of routed.reverse()) {
         if (bead.assignee || bead.is_blocked || (bead.defer_until !== undefined && bead.defer_until > now)) continue;
         push(this.ready, agent, bead);
       }
     }
-    for (const bead of store.list({ status: 'in_progress', limit: READ_LIMIT }).items.reverse()) {
+    for (const bead of this.beads.list({ status: 'in_progress', limit: READ_LIMIT }).items.reverse()) {
       const session = bead.metadata?.[ASSIGNED_SESSION];
       if (session) push(this.holding, session, bead);
     }
@@ -94,9 +92,9 @@ export class WorkBoard {
   }
 }
 
-/** The bead a session holds (in progress, handed to it), straight from the store. */
-export function heldBeadOf(store: BeadStore, sessionId: string): string | undefined {
-  return store.list({ status: 'in_progress', metadata: { [ASSIGNED_SESSION]: sessionId }, limit: 1 }).items[0]?.id;
+/** The bead a session holds (in progress, handed to it), straight from the store's query. */
+export function heldBeadOf(beads: Pick<BeadReads, 'list'>, sessionId: string): string | undefined {
+  return beads.list({ status: 'in_progress', metadata: { [ASSIGNED_SESSION]: sessionId }, limit: 1 }).items[0]?.id;
 }
 
 function push(map: Map<string, Bead[]>, key: string, bead: Bead): void {

@@ -63,7 +63,7 @@ export class BeadCommentsRoutes extends Controller {
     this.city.beads.get(id);
     const head = await blockUntilChanged(this.city, index, wait);
     this.setHeader('X-CTL-Index', String(head));
-    const page = this.city.beads.run(() => this.city.beads.store.comments(id, { limit: limit || 100, before }));
+    const page = this.city.beads.comments(id, { limit: limit || 100, before });
     const body: ListBodyBeadComment = { items: page.items, total: page.total };
     const first = page.items[0];
     if (page.more && first) body.next_cursor = encodeToken('cm', { before: first.id });

@@ -94,7 +94,7 @@ export class BeadsRoutes extends Controller {
     }
     const head = await blockUntilChanged(this.city, index, wait);
     this.setHeader('X-CTL-Index', String(head));
-    const page = this.city.beads.store.list({
+    const page = this.city.beads.list({
       status,
       type,
       excludeType: exclude_type,
@@ -175,7 +175,7 @@ export class BeadsRoutes extends Controller {
     const after = cursor ? decodeReadyCursor(cursor) : undefined;
     const head = await blockUntilChanged(this.city, index, wait);
     this.setHeader('X-CTL-Index', String(head));
-    const page = this.city.beads.store.ready({ assignee, limit: limit || 100, after });
+    const page = this.city.beads.ready({ assignee, limit: limit || 100, after });
     const body: ListBodyBead = { items: page.items, total: page.total };
     const last = page.items.at(-1);
     if (page.more && last) body.next_cursor = encodeReadyCursor(last);
@@ -299,12 +299,12 @@ export class BeadsRoutes extends Controller {
   @Get('bead/{id}/deps')
   public beadDeps(@Path() cityName: string, @Path() id: string): BeadDepsResponse {
     const bead = this.city.beads.get(id);
-    const store = this.city.beads.store;
+    const beads = this.city.beads;
     return {
       dependencies: bead.dependencies ?? [],
-      depends_on: (bead.dependencies ?? []).map((d) => store.get(d.depends_on_id)).filter((b): b is Bead => !!b),
-      dependents: store.dependents(id),
-      children: store.children(id),
+      depends_on: (bead.dependencies ?? []).map((d) => beads.find(d.depends_on_id)).filter((b): b is Bead => !!b),
+      dependents: beads.dependents(id),
+      children: beads.children(id),
     };
   }
 

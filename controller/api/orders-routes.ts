@@ -14,7 +14,6 @@ import type {
 import { Problem } from '../../shared/http/problem.js';
 import { decodeBeadCursor, encodeBeadCursor } from '../beads/page-token.js';
 import type { CityRuntime } from '../city-runtime.js';
-import { runLabel } from '../orders/order-dispatch.js';
 import type { OrderDef } from '../orders/order-file.js';
 import { OrderOverrideEditor } from '../config/order-override-editor.js';
 import { historyDetail, historyEntry, orderCheck, orderFeedItem, orderResponse } from '../orders/order-views.js';
@@ -95,14 +94,8 @@ export class OrdersRoutes extends Controller {
         });
       }
     }
-    const max = limit || HISTORY_LIMIT;
-    const label = scoped_name ? runLabel(scoped_name) : 'order-tracking';
-    const entries = this.city.beads.store
-      .list({ label, includeClosed: true, limit: 100_000 })
-      .items.filter((b) => b.labels?.includes('order-tracking'))
-      .filter((b) => beforeMs === undefined || Date.parse(b.created_at) < beforeMs)
-      .slice(0, max)
-      .map(historyEntry);
+    const runs = this.city.beads.orderRuns(scoped_name, { limit: limit || HISTORY_LIMIT, createdBefore: beforeMs });
+    const entries = runs.items.map(historyEntry);
     return { entries };
   }
 
@@ -125,9 +118,7 @@ export class OrdersRoutes extends Controller {
     @Query() cursor?: string,
   ): Promise<FeedBody> {
     const size = limit || FEED_LIMIT;
-    const { items, more } = this.city.beads.store.list({
-      label: 'order-tracking',
-      includeClosed: true,
+    const { items, more } = this.city.beads.orderRuns(undefined, {
       limit: size,
       ...(cursor ? { before: decodeBeadCursor(cursor) } : {}),
     });
@@ -149,8 +140,8 @@ export class OrdersRoutes extends Controller {
     @Path() bead_id: string,
     @Query('store_ref') _storeRef?: string,
   ): Promise<OrderHistoryDetailResponse> {
-    const bead = this.city.beads.store.get(bead_id);
-    if (!bead || !bead.labels?.includes('order-tracking')) {
+    const bead = this.city.beads.orderRun(bead_id);
+    if (!bead) {
       throw new Problem('bead-not-found', `not_found: no order firing with tracking bead ${bead_id}`);
     }
     return historyDetail(bead);

@@ -197,7 +197,7 @@ export class RunsRoutes extends Controller {
   public async getWait(@Path() cityName: string, @Path() id: string): Promise<WaitView> {
     const own = this.city.waits.get(id);
     if (own) return sessionWaitView(own);
-    const gate = this.city.beads.store.get(id);
+    const gate = this.city.beads.find(id);
     if (!gate || gate.issue_type !== 'gate' || !gate.metadata?.[GATE_KIND]) {
       throw new Problem('wait-not-found', `not_found: wait not found: ${id}`);
     }

@@ -294,7 +294,7 @@ export class SessionsRoutes extends Controller {
   public primeSession(@Path() cityName: string, @Path() id: string): SessionPrimeResponse {
     const { city } = this;
     return briefSession(
-      { cityName: city.name, sessions: city.sessions, store: city.beads.store, mail: city.mail, agents: city.agents },
+      { cityName: city.name, sessions: city.sessions, beads: city.beads, mail: city.mail, agents: city.agents },
       id,
     );
   }

@@ -67,6 +67,8 @@ export interface BeadQuery {
   /** Beads not of this type (`session`: the list a person reads, without the sessions' own beads). */
   excludeType?: string;
   label?: string;
+  /** Beads with every one of these labels too (an order's runs: `order-tracking` and its `order-run:` label). */
+  labels?: string[];
   assignee?: string;
   parent?: string;
   /** Include closed beads (otherwise open and in-progress only, unless `status` asks for closed). */
@@ -79,14 +81,16 @@ export interface BeadQuery {
   withoutLabel?: string;
   /** Beads whose metadata has each of these key/value pairs. */
   metadata?: Record<string, string>;
+  /** Beads created before this time (an ISO 8601 UTC time, as the store writes `created_at`). */
+  createdBefore?: string;
   limit: number;
   /** Keyset position: beads created before this one. */
   before?: string;
 }
 
-export interface BeadPage {
+export interface BeadPage<T = Bead> {
   /** Newest first. */
-  items: Bead[];
+  items: T[];
   /** Beads matching the query in all. */
   total: number;
   more: boolean;

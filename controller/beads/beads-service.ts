@@ -6,7 +6,18 @@ import type { KnownNewEvent } from '../../shared/events/event-types.js';
 import type { EventLog } from '../../shared/events/event-log.js';
 import { Problem } from '../../shared/http/problem.js';
 import { KeyedSerial } from '../../shared/serial.js';
-import { BeadError, type BeadChange, type BeadStore, type NewBead } from './bead-store.js';
+import {
+  BeadError,
+  type BeadChange,
+  type BeadPage,
+  type BeadQuery,
+  type BeadStore,
+  type NewBead,
+} from './bead-store.js';
+import { ORDER_TRACKING, runLabel } from './order-labels.js';
+
+/** 9999-12-31T23:59:59.999Z: the last time toISOString() writes with four digits of year. */
+const LAST_FOUR_DIGIT_YEAR_MS = 253_402_300_799_999;
 
 /** The longest comment kept: a note about the work, not a log file (attach those as files). */
 export const COMMENT_MAX_CHARS = 10_000;
@@ -38,6 +49,9 @@ export function problemOf(
   return new Problem('validation-failed', `invalid: ${err.message}`, { errors: [{ location, message: err.message }] });
 }
 
+/** The reads of beads the domains make, answered by the store's query and indexes. */
+export type BeadReads = Pick<BeadsService, 'find' | 'list' | 'ready' | 'dependents' | 'children'>;
+
 /** What a bead about to close adds to its closing change (metadata), or nothing. */
 export type ClosingStep = (bead: Bead) => Promise<Record<string, string> | undefined>;
 
@@ -51,8 +65,9 @@ export class BeadsService {
   /** Closes of one bead go one at a time: a close's steps run once, on the bead as it is just before it closes. */
   private readonly closes = new KeyedSerial();
 
+  /** Private: every read goes through a query here, so the store's indexes answer it (never a caller's filter). */
   constructor(
-    readonly store: BeadStore,
+    private readonly store: BeadStore,
     private readonly log: EventLog,
   ) {}
 
@@ -71,6 +86,65 @@ export class BeadsService {
    */
   onClosing(step: ClosingStep): void {
     this.closingSteps.push(step);
+  }
+
+  /** The bead, or undefined when there is none. */
+  find(id: string): Bead | undefined {
+    return this.store.get(id);
+  }
+
+  /** Beads matching the query, newest first, a page at a time (`before`: the last bead of the previous page). */
+  list(query: BeadQuery): BeadPage {
+    return this.store.list(query);
+  }
+
+  /** The ready queue, oldest first, a page at a time (`after`: the last bead of the previous page). */
+  ready(query: { assignee?: string; limit?: number; after?: string }): BeadPage {
+    return this.store.ready(query);
+  }
+
+  /** Beads with a dependency on this one (`not-found` from the store when there is no such bead). */
+  dependents(id: string): Bead[] {
+    return this.store.dependents(id);
+  }
+
+  /** Beads whose parent is this one. */
+  children(id: string): Bead[] {
+    return this.store.children(id);
+  }
+
+  /** A bead's comments, the newest page first and each page oldest first (a 404 when there is no such bead). */
+  comments(id: string, query: { limit: number; before?: number }): BeadPage<BeadComment> {
+    return this.run(() => this.store.comments(id, query));
+  }
+
+  /**
+   * Order firings' tracking beads, newest first: every order's, or one order's (its scoped name); open and
+   * closed, or open only (`open`). `createdBefore`: fired before this time (ms since the epoch).
+   */
+  orderRuns(
+    scopedName: string | undefined,
+    page: { limit: number; before?: string; createdBefore?: number; open?: boolean },
+  ): BeadPage {
+    return this.store.list({
+      // One order's run label is the narrower: the store's list starts from it.
+      ...(scopedName === undefined
+        ? { label: ORDER_TRACKING }
+        : { label: runLabel(scopedName), labels: [ORDER_TRACKING] }),
+      includeClosed: page.open !== true,
+      limit: page.limit,
+      ...(page.before === undefined ? {} : { before: page.before }),
+      // Past year 9999 an ISO time gains a sign and no longer sorts as text: every bead is before it anyway.
+      ...(page.createdBefore === undefined || page.createdBefore > LAST_FOUR_DIGIT_YEAR_MS
+        ? {}
+        : { createdBefore: new Date(page.createdBefore).toISOString() }),
+    });
+  }
+
+  /** An order firing's tracking bead, or undefined when this bead is none. */
+  orderRun(id: string): Bead | undefined {
+    const bead = this.store.get(id);
+    return bead?.labels?.includes(ORDER_TRACKING) ? bead : undefined;
   }
 
   get(id: string, notFound: 'bead-not-found' | 'mail-not-found' | 'convoy-not-found' = 'bead-not-found'): Bead {

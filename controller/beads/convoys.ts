@@ -19,7 +19,7 @@ export class ConvoysService {
         await this.beads.recordEvent({ type: 'convoy.closed', actor: 'api', subject: bead.id, payload: {} });
       }
       // Convoys tracking it, a convoy among them, may be complete now.
-      for (const convoy of this.beads.store.dependents(bead.id)) {
+      for (const convoy of this.beads.dependents(bead.id)) {
         const tracks = convoy.dependencies?.some((d) => d.depends_on_id === bead.id && d.type === 'tracks');
         // An owned convoy (`sling owned`) is closed by whoever owns it, never by itself.
         const owned = convoy.labels?.includes(OWNED) ?? false;
@@ -38,7 +38,7 @@ export class ConvoysService {
 
   /** The convoy with this id; 404 `convoy-not-found` for anything else. */
   convoy(id: string): Bead {
-    const bead = this.beads.store.get(id);
+    const bead = this.beads.find(id);
     if (!bead || bead.issue_type !== 'convoy')
       throw new Problem('convoy-not-found', `not_found: convoy not found: ${id}`);
     return bead;
@@ -68,7 +68,7 @@ export class ConvoysService {
   }
 
   list(query: { limit: number; before?: string }): { items: Bead[]; total: number; more: boolean } {
-    return this.beads.store.list({ type: 'convoy', limit: query.limit, before: query.before });
+    return this.beads.list({ type: 'convoy', limit: query.limit, before: query.before });
   }
 
   get(id: string): ConvoyGetResponse {
@@ -76,7 +76,7 @@ export class ConvoysService {
     const ids = [
       ...new Set((convoy.dependencies ?? []).filter((d) => d.type === 'tracks').map((d) => d.depends_on_id)),
     ];
-    const children = ids.map((item) => this.beads.store.get(item)).filter((b): b is Bead => b !== undefined);
+    const children = ids.map((item) => this.beads.find(item)).filter((b): b is Bead => b !== undefined);
     return {
       convoy,
       children,
@@ -131,7 +131,7 @@ export class ConvoysService {
   }
 
   private requireItems(items: string[]): void {
-    const missing = items.filter((item) => !this.beads.store.get(item));
+    const missing = items.filter((item) => !this.beads.find(item));
     if (missing.length) {
       const message = `no such bead: ${missing.join(', ')}`;
       throw new Problem('validation-failed', `invalid: ${message}`, {

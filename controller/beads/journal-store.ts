@@ -229,6 +229,7 @@ export class JournalBeadStore implements BeadStore {
     if (query.status !== undefined) sets.push(this.byStatus.get(query.status) ?? new Set());
     if (query.type !== undefined) sets.push(this.byType.get(query.type) ?? new Set());
     if (query.label !== undefined) sets.push(this.byLabel.get(query.label) ?? new Set());
+    for (const label of query.labels ?? []) sets.push(this.byLabel.get(label) ?? new Set());
     if (query.assignee !== undefined) sets.push(this.byAssignee.get(query.assignee) ?? new Set());
     if (query.parent !== undefined) sets.push(this.byParent.get(query.parent) ?? new Set());
     for (const [key, value] of Object.entries(query.metadata ?? {})) {
@@ -248,6 +249,8 @@ export class JournalBeadStore implements BeadStore {
       if (query.workOnly && !isWork(bead)) return false;
       if (query.excludeType !== undefined && bead.issue_type === query.excludeType) return false;
       if (query.withoutLabel !== undefined && bead.labels?.includes(query.withoutLabel)) return false;
+      // The store writes every created_at with toISOString(), so their text sorts as their times do.
+      if (query.createdBefore !== undefined && !(bead.created_at < query.createdBefore)) return false;
       for (const [key, value] of Object.entries(query.metadata ?? {})) if (bead.metadata?.[key] !== value) return false;
       return true;
     };

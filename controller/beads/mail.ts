@@ -53,7 +53,7 @@ export class MailService {
    * store holds every rig's mail, so a rig picks among messages rather than among stores.
    */
   bead(id: string, rig?: string): Bead {
-    const bead = this.beads.store.get(id);
+    const bead = this.beads.find(id);
     if (!bead || bead.issue_type !== 'message')
       throw new Problem('mail-not-found', `not_found: message not found: ${id}`);
     if (rig !== undefined && (bead.metadata?.rig ?? '') !== rig)
@@ -98,7 +98,7 @@ export class MailService {
       });
     }
     const unreadOnly = query.status !== 'all';
-    const page = this.beads.store.list({
+    const page = this.beads.list({
       type: 'message',
       assignee: query.agent,
       includeEphemeral: true,
@@ -111,14 +111,14 @@ export class MailService {
   }
 
   count(query: { agent?: string; rig?: string }): MailCountOutputBody {
-    const all = this.beads.store.list({
+    const all = this.beads.list({
       type: 'message',
       assignee: query.agent,
       includeEphemeral: true,
       limit: 0,
       metadata: query.rig === undefined ? undefined : { rig: query.rig },
     });
-    const unread = this.beads.store.list({
+    const unread = this.beads.list({
       type: 'message',
       assignee: query.agent,
       includeEphemeral: true,
@@ -139,9 +139,9 @@ export class MailService {
     rig: string | undefined,
     page: { limit: number; before?: string },
   ): { items: Message[]; total: number; more: boolean } {
-    const byMessage = this.beads.store.get(id);
+    const byMessage = this.beads.find(id);
     const thread = byMessage?.issue_type === 'message' ? labelValue(byMessage, THREAD) : id;
-    const found = this.beads.store.list({
+    const found = this.beads.list({
       type: 'message',
       label: `${THREAD}${thread}`,
       includeClosed: true,

@@ -331,9 +331,18 @@ export class SqliteBeadStore implements BeadStore {
       where.push('b.parent = ?');
       params.push(query.parent);
     }
-    if (query.label !== undefined) {
-      where.push('b.n in (select n from labels where label = ?)');
-      params.push(query.label);
+    // The first label drives the list from its index, newest first (a page reads only what it shows); any other
+    // is a lookup in the same index per bead.
+    const [driving, ...otherLabels] = [...(query.label === undefined ? [] : [query.label]), ...(query.labels ?? [])];
+    const from = driving === undefined ? 'beads b' : 'labels l0 join beads b on b.n = l0.n';
+    const key = driving === undefined ? 'b.n' : 'l0.n';
+    if (driving !== undefined) {
+      where.push('l0.label = ?');
+      params.push(driving);
+    }
+    for (const label of otherLabels) {
+      where.push('exists (select 1 from labels l where l.label = ? and l.n = b.n)');
+      params.push(label);
     }
     if (query.withoutLabel !== undefined) {
       where.push('not exists (select 1 from labels l where l.label = ? and l.n = b.n)');
@@ -343,19 +352,24 @@ export class SqliteBeadStore implements BeadStore {
       where.push('b.n in (select n from metadata where key = ? and value = ?)');
       params.push(key, value);
     }
+    if (query.createdBefore !== undefined) {
+      // The store writes every created_at with toISOString(), so their text sorts as their times do.
+      where.push("json_extract(b.doc, '$.created_at') < ?");
+      params.push(query.createdBefore);
+    }
     if (!query.includeEphemeral) where.push('b.ephemeral = 0');
     if (query.workOnly) where.push('b.work = 1');
     const filter = where.length ? `where ${where.join(' and ')}` : '';
-    const total = (this.sql(`select count(*) as c from beads b ${filter}`).get(...params) as { c: number }).c;
+    const total = (this.sql(`select count(*) as c from ${from} ${filter}`).get(...params) as { c: number }).c;
     const page: string[] = [...where];
     const pageParams = [...params];
     if (query.before !== undefined) {
-      page.push('b.n < ?');
+      page.push(`${key} < ?`);
       pageParams.push(numberOf(query.before));
     }
     // The page's numbers come from an index alone (sorting numbers, not documents); then its rows are read.
     const rows = this.sql(
-      `select n, doc, blockers from beads where n in (select b.n from beads b ${page.length ? `where ${page.join(' and ')}` : ''} order by b.n desc limit ?) order by n desc`,
+      `select n, doc, blockers from beads where n in (select ${key} from ${from} ${page.length ? `where ${page.join(' and ')}` : ''} order by ${key} desc limit ?) order by n desc`,
     ).all(...pageParams, query.limit + 1) as Row[];
     return { items: rows.slice(0, query.limit).map(view), total, more: rows.length > query.limit };
   }

@@ -102,7 +102,7 @@ export class MoleculeEngine {
 
   /** Carries on every open run (at start: a restarted controller picks up checks and gates). */
   resume(): void {
-    for (const root of this.deps.beads.store.list({
+    for (const root of this.deps.beads.list({
       type: 'molecule',
       metadata: { [K.KIND]: 'workflow' },
       limit: MEMBERS_MAX,
@@ -119,7 +119,7 @@ export class MoleculeEngine {
 
   /** The run's beads but its root (closed ones too), oldest first. */
   members(rootId: string): Bead[] {
-    return this.deps.beads.store
+    return this.deps.beads
       .list({ includeClosed: true, metadata: { [K.ROOT_BEAD_ID]: rootId }, limit: MEMBERS_MAX })
       .items.reverse();
   }
@@ -151,7 +151,7 @@ export class MoleculeEngine {
     this.deps.beads.get(rootId);
     this.ending.add(rootId);
     // Runs waiting for this one (a sequential pour's next) no longer do once it is gone.
-    const waiting = this.deps.beads.store.dependents(rootId).flatMap((b) => b.metadata?.[K.ROOT_BEAD_ID] ?? []);
+    const waiting = this.deps.beads.dependents(rootId).flatMap((b) => b.metadata?.[K.ROOT_BEAD_ID] ?? []);
     try {
       let deleted = 0;
       for (const bead of this.members(rootId).reverse()) {
@@ -169,7 +169,7 @@ export class MoleculeEngine {
 
   /** Looks again at the runs with beads waiting for this run's root (the next of a sequential pour). */
   private scheduleWaiting(rootId: string): void {
-    for (const bead of this.deps.beads.store.dependents(rootId)) {
+    for (const bead of this.deps.beads.dependents(rootId)) {
       const waiting = bead.metadata?.[K.ROOT_BEAD_ID];
       if (waiting && waiting !== rootId) this.schedule(waiting);
     }
@@ -199,7 +199,7 @@ export class MoleculeEngine {
 
   /** One pass over a run: closes what the controller closes, until nothing more changes. */
   private async advance(rootId: string): Promise<void> {
-    const root = this.deps.beads.store.get(rootId);
+    const root = this.deps.beads.find(rootId);
     if (!root || root.status === 'closed' || root.metadata?.[K.KIND] !== 'workflow' || this.ending.has(rootId)) return;
     let changed = true;
     let nextWake: number | undefined;
@@ -229,7 +229,7 @@ export class MoleculeEngine {
         const open = (bead.dependencies ?? []).some(
           (d) =>
             d.type === 'blocks' &&
-            (byId.get(d.depends_on_id) ?? this.deps.beads.store.get(d.depends_on_id))?.status !== 'closed',
+            (byId.get(d.depends_on_id) ?? this.deps.beads.find(d.depends_on_id))?.status !== 'closed',
         );
         if (open) continue;
         if (kind === 'group') {
@@ -267,7 +267,7 @@ export class MoleculeEngine {
           changed = true;
         } else if (kind === 'children') {
           const bond = byId.get(bead.metadata?.[K.WAITS_ON] ?? '');
-          if (childrenEnded(bead, bond, (id) => this.deps.beads.store.get(id)?.status)) {
+          if (childrenEnded(bead, bond, (id) => this.deps.beads.find(id)?.status)) {
             await this.close(bead, 'pass', 'the runs it waited for ended');
             changed = true;
           }
@@ -308,7 +308,7 @@ export class MoleculeEngine {
     });
     const attached = root.metadata?.[K.ATTACHED_BEAD_ID];
     if (outcome === 'pass' && attached) {
-      const bead = this.deps.beads.store.get(attached);
+      const bead = this.deps.beads.find(attached);
       if (bead && bead.status !== 'closed') {
         await this.deps.beads.update(attached, {
           status: 'closed',

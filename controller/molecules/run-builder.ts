@@ -127,7 +127,7 @@ export class RunBuilder {
 
   /** The run a bond node poured for one item, if it made it (whole or in part). */
   private pouredRun(pouredBy: string): Bead | undefined {
-    return this.deps.beads.store.list({
+    return this.deps.beads.list({
       type: 'molecule',
       includeClosed: true,
       metadata: { [K.POURED_BY]: pouredBy },
@@ -136,7 +136,7 @@ export class RunBuilder {
   }
 
   private members(rootId: string): Bead[] {
-    return this.deps.beads.store.list({
+    return this.deps.beads.list({
       includeClosed: true,
       metadata: { [K.ROOT_BEAD_ID]: rootId },
       limit: MEMBERS_MAX,

@@ -11,7 +11,7 @@ import type {
   WorkflowSnapshotResponse,
 } from '../../shared/dto/formulas.js';
 import { Problem } from '../../shared/http/problem.js';
-import type { BeadStore } from '../beads/bead-store.js';
+import type { BeadReads } from '../beads/beads-service.js';
 import { ROUTED_TO } from '../agents/work-board.js';
 import { logicalGraph } from './logical-graph.js';
 import * as K from './molecule-keys.js';
@@ -32,13 +32,13 @@ export function emptyCounts(): RunStatusCounts {
  */
 export class RunViews {
   constructor(
-    private readonly store: BeadStore,
+    private readonly beads: BeadReads,
     readonly versions: RunVersions,
   ) {}
 
   /** Roots of runs, newest first. */
   roots(options: { formula?: string; limit?: number; before?: string } = {}): Bead[] {
-    return this.store.list({
+    return this.beads.list({
       type: 'molecule',
       includeClosed: true,
       metadata: { [K.KIND]: 'workflow', ...(options.formula ? { [K.FORMULA]: options.formula } : {}) },
@@ -48,7 +48,7 @@ export class RunViews {
   }
 
   root(runId: string, notFound: 'run-not-found' | 'workflow-not-found' = 'run-not-found'): Bead {
-    const root = this.store.get(runId);
+    const root = this.beads.find(runId);
     if (!root || root.metadata?.[K.KIND] !== 'workflow') {
       const what = notFound === 'run-not-found' ? 'run' : 'workflow';
       throw new Problem(notFound, `not_found: ${what} not found: ${runId}`);
@@ -59,11 +59,11 @@ export class RunViews {
   /** A bead's status by id: the run's own, else (a sequential pour's run before this one) the store's. */
   private statusOf(beads: Bead[]): (id: string) => string | undefined {
     const byId = new Map(beads.map((b) => [b.id, b]));
-    return (id) => (byId.get(id) ?? this.store.get(id))?.status;
+    return (id) => (byId.get(id) ?? this.beads.find(id))?.status;
   }
 
   members(rootId: string): Bead[] {
-    return this.store
+    return this.beads
       .list({ includeClosed: true, metadata: { [K.ROOT_BEAD_ID]: rootId }, limit: ROOTS_MAX })
       .items.reverse();
   }
@@ -202,7 +202,7 @@ export class RunViews {
     options: { state?: string; limit: number },
     sessionOf: (agent: string) => { id: string; name: string } | undefined,
   ): { waits: WaitView[]; capped: boolean } {
-    const gates = this.store.list({
+    const gates = this.beads.list({
       type: 'gate',
       includeClosed: options.state === 'closed' || options.state === 'all',
       limit: options.limit + 1,
@@ -219,9 +219,9 @@ export class RunViews {
     const meta = gate.metadata ?? {};
     const kind = meta[K.GATE_KIND] ?? 'human';
     const reached = !(gate.dependencies ?? []).some(
-      (d) => d.type === 'blocks' && this.store.get(d.depends_on_id)?.status !== 'closed',
+      (d) => d.type === 'blocks' && this.beads.find(d.depends_on_id)?.status !== 'closed',
     );
-    const held = this.store.dependents(gate.id).filter((b) => b.metadata?.[K.ROOT_BEAD_ID] === meta[K.ROOT_BEAD_ID]);
+    const held = this.beads.dependents(gate.id).filter((b) => b.metadata?.[K.ROOT_BEAD_ID] === meta[K.ROOT_BEAD_ID]);
     const agent = held.map((b) => b.metadata?.[ROUTED_TO]).find(Boolean);
     const session = agent ? sessionOf(agent) : undefined;
     const armed = Date.parse(meta[K.GATE_ARMED_AT] ?? '');

@@ -3,6 +3,7 @@ import type { Bead } from '../../shared/dto/beads.js';
 import type { EventLog } from '../../shared/events/event-log.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { BeadsService } from '../beads/beads-service.js';
+import { ORDER_TRACKING, runLabel } from '../beads/order-labels.js';
 import type { CommandRunner } from '../commands.js';
 import type { FormulaCatalog } from '../formulas/formula-catalog.js';
 import { launchFormula } from '../formulas/launch.js';
@@ -34,10 +35,7 @@ export const INTERRUPTED = 'ctl.interrupted';
 /** Why a firing cut off by its controller's end failed. */
 export const INTERRUPTED_ERROR = 'the controller stopped while it ran (its command was ended with it)';
 
-/** The label on every bead of an order's firings (tracking beads and runs): the open-work gate looks for it. */
-export function runLabel(scopedName: string): string {
-  return `order-run:${scopedName}`;
-}
+export { runLabel };
 
 export interface Firing {
   order: OrderDef;
@@ -82,7 +80,7 @@ export class OrderDispatcher {
   /** An open bead of an earlier firing, which holds the next one back. */
   openWork(order: OrderDef): Bead | undefined {
     if (order.idempotent || order.noWorkGate) return undefined;
-    return this.deps.beads.store.list({ label: runLabel(order.scopedName), limit: 1 }).items[0];
+    return this.deps.beads.list({ label: runLabel(order.scopedName), limit: 1 }).items[0];
   }
 
   /** Fires the order now; throws a 409 problem when open work holds it back, a 422 when a required param is missing. */
@@ -105,7 +103,7 @@ export class OrderDispatcher {
       title: `order ${order.scopedName} (${firing.trigger})`,
       type: 'task',
       labels: [
-        'order-tracking',
+        ORDER_TRACKING,
         runLabel(order.scopedName),
         order.exec ? 'exec' : 'formula',
         ...(firing.eventSeq !== undefined ? [`seq:${firing.eventSeq}`] : []),
@@ -148,8 +146,8 @@ export class OrderDispatcher {
    * Called before anything fires: every firing of ours is in `inFlight`, none of these is.
    */
   async closeInterrupted(): Promise<void> {
-    const left = this.deps.beads.store.list({
-      label: 'order-tracking',
+    const left = this.deps.beads.list({
+      label: ORDER_TRACKING,
       metadata: { [ORDER_STATUS]: 'running' },
       limit: 10_000,
     }).items;

@@ -4,11 +4,11 @@ import type { Bead } from '../../shared/dto/beads.js';
 import { formatDuration } from '../../shared/duration.js';
 import type { EventLog } from '../../shared/events/event-log.js';
 import type { LogTail } from '../../shared/events/log-tail.js';
-import type { BeadStore } from '../beads/bead-store.js';
+import type { BeadReads, BeadsService } from '../beads/beads-service.js';
 import type { Clock } from '../clock.js';
 import type { CommandRunner } from '../commands.js';
 import type { OrderCatalog } from './order-catalog.js';
-import { EVENT_SEQ, FIRED_AT, ORDER_STATUS, runLabel, type OrderDispatcher } from './order-dispatch.js';
+import { EVENT_SEQ, FIRED_AT, ORDER_STATUS, type OrderDispatcher } from './order-dispatch.js';
 import { orderEnv, type WebhookPayloadRef } from './order-context.js';
 import type { OrderDef } from './order-file.js';
 import { RunStats } from '../run-stats.js';
@@ -60,7 +60,7 @@ export class OrderScheduler {
     private readonly deps: {
       catalog: OrderCatalog;
       dispatcher: OrderDispatcher;
-      store: BeadStore;
+      beads: Pick<BeadReads, 'find'> & Pick<BeadsService, 'orderRuns'>;
       log: EventLog;
       /** Follows the log for event orders. */
       tail: LogTail;
@@ -245,7 +245,7 @@ export class OrderScheduler {
   lastRun(order: OrderDef): { at: number; outcome?: string } | undefined {
     const state = this.stateOf(order);
     if (!state.lastRun) return undefined;
-    const bead = state.lastRun.beadId ? this.deps.store.get(state.lastRun.beadId) : undefined;
+    const bead = state.lastRun.beadId ? this.deps.beads.find(state.lastRun.beadId) : undefined;
     return { at: state.lastRun.at, outcome: bead?.metadata?.[ORDER_STATUS] ?? 'running' };
   }
 
@@ -282,9 +282,7 @@ export class OrderScheduler {
     let state = this.state.get(order.scopedName);
     if (state) return state;
     state = {};
-    const newest = this.deps.store
-      .list({ label: runLabel(order.scopedName), includeClosed: true, limit: 20 })
-      .items.find((b) => b.labels?.includes('order-tracking'));
+    const newest = this.deps.beads.orderRuns(order.scopedName, { limit: 1 }).items[0];
     if (newest) {
       const firedAt = Date.parse(newest.metadata?.[FIRED_AT] ?? newest.created_at);
       state.lastRun = { at: Number.isNaN(firedAt) ? Date.parse(newest.created_at) : firedAt, beadId: newest.id };

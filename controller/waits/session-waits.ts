@@ -104,14 +104,14 @@ export class SessionWaits {
   /** The session waits, newest first: open ones unless `state` asks for others (`all`). */
   list(options: { state?: string; session?: string; limit: number }): Bead[] {
     const includeClosed = options.state !== undefined && !['pending', 'ready'].includes(options.state);
-    return this.host.beads.store
+    return this.host.beads
       .list({ type: 'gate', label: SESSION_WAIT_LABEL, includeClosed, limit: options.limit })
       .items.filter((b) => !options.session || b.metadata?.[M.session] === options.session)
       .filter((b) => !options.state || options.state === 'all' || b.metadata?.[M.state] === options.state);
   }
 
   get(id: string): Bead | undefined {
-    const bead = this.host.beads.store.get(id);
+    const bead = this.host.beads.find(id);
     return bead && isSessionWait(bead) ? bead : undefined;
   }
 
@@ -134,7 +134,7 @@ export class SessionWaits {
   /** Nudges the session when the wait's beads are closed (all, or any); the wait as it then is, or undefined. */
   private async settleIfMet(wait: Bead): Promise<Bead | undefined> {
     const deps = depsOf(wait);
-    const closed = deps.filter((id) => this.host.beads.store.get(id)?.status === 'closed');
+    const closed = deps.filter((id) => this.host.beads.find(id)?.status === 'closed');
     const met = wait.metadata?.[M.mode] === 'any' ? closed.length > 0 : closed.length === deps.length;
     if (!met) return undefined;
     return this.deliver(wait, `${closed.join(', ')} closed`);
@@ -152,7 +152,7 @@ export class SessionWaits {
   }
 
   private async deliverOnce(wait: Bead, why: string): Promise<Bead> {
-    const current = this.host.beads.store.get(wait.id);
+    const current = this.host.beads.find(wait.id);
     if (current?.metadata?.[M.state] !== 'pending') return current ?? wait;
     const ready = await this.host.beads.update(wait.id, { metadata: { [M.state]: 'ready' } });
     const sessionId = wait.metadata?.[M.session] ?? '';

@@ -149,7 +149,7 @@ export class WorktreeMerges {
 
   private async finishPending(beadId: string, sessionId: string): Promise<void> {
     const journal = this.host.journal!;
-    const bead = this.host.beads.store.get(beadId);
+    const bead = this.host.beads.find(beadId);
     const record = this.host.sessionRecord(sessionId);
     if (!bead || !record?.worktree || !record.branch || !record.worktree_repo) {
       journal.done(beadId);

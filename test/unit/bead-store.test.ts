@@ -225,6 +225,28 @@ for (const backend of BACKENDS) {
       expect(seen).to.deep.equal(Array.from({ length: 25 }, (_, i) => `tc-${25 - i}`));
     });
 
+    it('lists beads with every label asked, and those created before a time', function () {
+      const both = store.create({ title: 'both', labels: ['order-tracking', 'order-run:a'] });
+      store.create({ title: 'run label only', labels: ['order-run:a'] });
+      store.create({ title: 'tracking only', labels: ['order-tracking'] });
+      const later = store.create({ title: 'both, later', labels: ['order-tracking', 'order-run:a'] });
+      store.update(both.id, { status: 'closed' });
+      const ids = (page: { items: { id: string }[] }) => page.items.map((b) => b.id);
+      const runs = { label: 'order-run:a', labels: ['order-tracking'], includeClosed: true, limit: 10 };
+      expect(ids(store.list(runs))).to.deep.equal([later.id, both.id]);
+      expect(store.list({ ...runs, limit: 0 }).total).to.equal(2);
+      expect(ids(store.list({ labels: ['order-run:a', 'order-tracking'], limit: 10 }))).to.deep.equal([later.id]);
+      // created_at holds milliseconds: beads made in the same one as `later` go with it.
+      const earlier = [both, later].filter((b) => b.created_at < later.created_at).map((b) => b.id);
+      expect(ids(store.list({ ...runs, createdBefore: later.created_at }))).to.deep.equal(earlier);
+      expect(store.list({ ...runs, createdBefore: later.created_at, limit: 0 }).total).to.equal(earlier.length);
+      expect(ids(store.list({ ...runs, createdBefore: '2999-01-01T00:00:00.000Z' }))).to.deep.equal([
+        later.id,
+        both.id,
+      ]);
+      expect(ids(store.list({ ...runs, createdBefore: '2000-01-01T00:00:00.000Z' }))).to.deep.equal([]);
+    });
+
     it('deletes a bead with the edges that pointed at it, but for a `tracks` edge', function () {
       const a = store.create({ title: 'a' });
       const b = store.create({ title: 'b' });

@@ -12,14 +12,12 @@ function fakeBeads() {
   const listeners: ((b: Bead) => Promise<void>)[] = [];
   let n = 0;
   const service = {
-    store: {
-      get: (id: string) => beads.get(id),
-      list: (q: { label?: string; includeClosed?: boolean }) => ({
-        items: [...beads.values()]
-          .filter((b) => (!q.label || b.labels?.includes(q.label)) && (q.includeClosed || b.status !== 'closed'))
-          .reverse(),
-      }),
-    },
+    find: (id: string) => beads.get(id),
+    list: (q: { label?: string; includeClosed?: boolean }) => ({
+      items: [...beads.values()]
+        .filter((b) => (!q.label || b.labels?.includes(q.label)) && (q.includeClosed || b.status !== 'closed'))
+        .reverse(),
+    }),
     get: (id: string) => {
       const b = beads.get(id);
       if (!b) throw new Problem('bead-not-found', `not_found: bead not found: ${id}`);
