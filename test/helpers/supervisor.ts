@@ -243,3 +243,21 @@ export class TestSupervisor {
     return data?.items.find((c) => c.name === name);
   }
 }
+
+/**
+ * For the describe it is called in: a supervisor of its own, started in a `before` and handed to `use` (which
+ * may set up more: a city), and cleaned up in an `after` (which mocha runs even when the `before` failed).
+ */
+export function withSupervisor(
+  use: (sup: TestSupervisor) => void | Promise<void>,
+  options: SupervisorOptions = {},
+): void {
+  let sup: TestSupervisor | undefined;
+  before(async function () {
+    sup = await TestSupervisor.start(options);
+    await use(sup);
+  });
+  after(async function () {
+    await sup?.cleanup();
+  });
+}
