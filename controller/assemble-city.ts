@@ -41,6 +41,7 @@ import { writeCtlLauncher } from './sessions/ctl-launcher.js';
 import { StatusCounts } from './status-counts.js';
 import { UsageLog } from './usage/usage-log.js';
 import { WorktreeMerges } from './worktrees/bead-merge.js';
+import { MergeJournal, mergeCrashHook } from './worktrees/merge-journal.js';
 import { worktreesRoot } from './worktrees/repository.js';
 import { SessionWorktrees } from './worktrees/session-worktrees.js';
 
@@ -264,6 +265,8 @@ export function assembleCity(o: CityInputs): CityRuntime {
       sessionRecord: (id) => sessions.recordOf(id),
       agent: (agentName) => settings.agent(agentName),
       tell: (id, text) => sessions.tell(id, text, 'woken: its bead was reopened'),
+      journal: new MergeJournal(join(paths.runtimeDir, 'merges')),
+      crashBeforeFastForward: mergeCrashHook(process.env),
       logger,
     }),
     statusCounts: new StatusCounts(() => ({ work: beads.workCounts(), mail: mail.count({}) }), log),
@@ -318,6 +321,8 @@ export function startCity(city: CityRuntime): void {
   city.extmsg.start();
   // Runs that were in flight when the last controller stopped carry on (their checks, gates and finalize).
   city.molecules.resume();
+  // So do closes whose merge a dead controller began.
+  void city.merges.resume();
   city.orderScheduler.start();
   // Waits whose beads closed while no controller ran are over now.
   city.waits.recheckSoon();

@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { endProgram, programEnded, spawnProgram } from '../shared/program-scope.js';
 import { releaseGroup, tetherGroup } from './process-tether.js';
 
 /** What one command did. */
@@ -18,8 +19,10 @@ export interface CommandResult {
 
 /**
  * The shell commands a city runs for its formulas and orders (step checks, condition gates, order `exec` and
- * `check`): each under `/bin/sh -c` in its own process group, killed — the whole group — at its time-out, and
- * every one still running killed when the controller stops. Nothing waits on them but the caller's promise.
+ * `check`), agents' `pre_start`, `session_setup` and checks, doctor checks: each under `/bin/sh -c` in its own
+ * process group and scope (shared/program-scope.ts), killed — it and every descendant, those that left its group
+ * too — at its time-out, and every one still running killed when the controller stops. The answer comes at the
+ * time-out whatever still holds its pipes. Nothing waits on them but the caller's promise.
  */
 export class CommandRunner {
   private readonly running = new Set<ChildProcess>();
@@ -45,10 +48,9 @@ export class CommandRunner {
     return new Promise((resolve) => {
       let child: ChildProcess;
       try {
-        child = spawn('/bin/sh', ['-c', command], {
+        child = spawnProgram('/bin/sh', ['-c', command], {
           cwd: options.cwd,
           env: options.env,
-          detached: true,
           stdio: ['ignore', 'pipe', 'pipe'],
         });
       } catch (err) {
@@ -79,7 +81,7 @@ export class CommandRunner {
       let timedOut = false;
       const timer = setTimeout(() => {
         timedOut = true;
-        killGroup(child);
+        endProgram(child);
       }, options.timeoutMs);
       let settled = false;
       const settle = (result: Omit<CommandResult, 'durationMs' | 'output' | 'stdout' | 'timedOut'>) => {
@@ -87,8 +89,8 @@ export class CommandRunner {
         settled = true;
         clearTimeout(timer);
         this.running.delete(child);
-        // Whatever it left behind in its group goes with it.
-        killGroup(child);
+        // Whatever it left behind goes with it.
+        endProgram(child);
         if (child.pid !== undefined) releaseGroup(child.pid);
         resolve({
           ...result,
@@ -99,14 +101,17 @@ export class CommandRunner {
         });
       };
       child.on('error', (err) => settle({ exitCode: null, signal: null, error: err.message }));
-      child.on('close', (code, signal) => settle({ exitCode: timedOut ? null : code, signal: signal ?? null }));
+      // On its pipes' end, or shortly after its exit: a descendant holding them does not hold the answer.
+      void programEnded(child).then(({ code, signal }) =>
+        settle({ exitCode: timedOut ? null : code, signal: signal ?? null }),
+      );
     });
   }
 
   /** Kills every command still running; later runs do not start. */
   stop(): void {
     this.isStopped = true;
-    for (const child of this.running) killGroup(child);
+    for (const child of this.running) endProgram(child);
     this.running.clear();
   }
 
@@ -117,14 +122,5 @@ export class CommandRunner {
 
   get size(): number {
     return this.running.size;
-  }
-}
-
-function killGroup(child: ChildProcess): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, 'SIGKILL');
-  } catch {
-    // already gone
   }
 }

@@ -2,11 +2,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { PROGRAM_MARKER, programCgroupRoot, reapOrphanedPrograms } from '../shared/program-scope.js';
 
 /**
  * The watchdog: reads `+PGID` / `-PGID` lines from the controller on its stdin, keeping the set of process groups
  * the city runs; when its stdin ends — the controller exited, however it died, SIGKILL included, since the kernel
- * closes a dead process's pipes — it sends SIGTERM to every group left, then SIGKILL after a grace, and exits.
+ * closes a dead process's pipes — it kills every program's cgroup at once and every process carrying one of the
+ * controller's program markers (what left its group: shared/program-scope.ts), then sends SIGTERM to every group
+ * left, then SIGKILL after a grace, and exits.
  * A POSIX shell script (no subprocess per line): one small process per city, not one per program.
  */
 const WATCHDOG = `
@@ -18,6 +21,9 @@ while IFS= read -r line; do
     -*) g=\${line#-}; case "$groups" in *" $g "*) groups="\${groups%% $g *} \${groups#* $g }" ;; esac ;;
   esac
 done
+[ -n "$CTL_WATCHDOG_CGROUP" ] && echo 1 > "$CTL_WATCHDOG_CGROUP/cgroup.kill" 2>/dev/null
+marked() { grep -lzs "^${PROGRAM_MARKER}=$CTL_WATCHDOG_PID\\." /proc/[0-9]*/environ | sed 's|^/proc/\\([0-9]*\\)/environ$|\\1|'; }
+for p in $(marked); do kill -KILL "$p" 2>/dev/null; done
 case "$groups" in *[0-9]*) ;; *) exit 0 ;; esac
 for g in $groups; do kill -TERM "-$g" 2>/dev/null; done
 sleep 2
@@ -67,6 +73,9 @@ export class ProcessTether {
   start(): void {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     this.reapLeftovers();
+    const orphans = reapOrphanedPrograms();
+    if (orphans.length)
+      this.logger?.warn({ pids: orphans }, 'ended programs a dead controller left outside its groups');
     this.spawnWatchdog();
   }
 
@@ -131,7 +140,9 @@ export class ProcessTether {
     // A controller that leads its own process group (as the supervisor starts it) has its plain children there —
     // git for a pack fetch or a rig clone, tmux's client: the watchdog ends that group too.
     const own = ownGroup();
+    const cgroup = programCgroupRoot();
     const child = spawn('/bin/sh', ['-c', WATCHDOG, 'ctl-watchdog', ...(own ? [String(own)] : [])], {
+      env: { ...process.env, CTL_WATCHDOG_PID: String(process.pid), CTL_WATCHDOG_CGROUP: cgroup ?? '' },
       detached: true,
       stdio: ['pipe', 'ignore', 'ignore'],
     });

@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, fetch } from 'undici';
 import type { NotifyConfig } from '../shared/config/notify-config.js';
 import { AddressRefused, checkHostAllowed, guardedLookup, type AddressPolicy } from '../shared/http/address-policy.js';
+import { endProgram, programEnded, signalProgram, spawnProgram } from '../shared/program-scope.js';
 import { findOnPath } from '../shared/readiness.js';
 import type { Notice } from './notices.js';
 
@@ -98,8 +98,8 @@ async function postWith(
 
 /**
  * Runs the command with the notice on stdin (and its kind and title in `CTL_NOTICE_KIND`, `CTL_NOTICE_TITLE`, for
- * a one-line shell command), in a process group of its own, ended whole past its time-out or when the
- * supervisor stops. Where coreutils' `timeout` is installed it wraps the command, so the bound holds even if
+ * a one-line shell command), in a process group and scope of its own (shared/program-scope.ts), ended with every
+ * descendant past its time-out or when the supervisor stops, answered then whatever still holds its stderr. Where coreutils' `timeout` is installed it wraps the command, so the bound holds even if
  * the supervisor itself is killed meanwhile.
  */
 export async function runCommand(
@@ -113,20 +113,13 @@ export async function runCommand(
     ? [timeoutBin, '-k', `${KILL_GRACE_MS / 1000}s`, `${command.timeoutMs / 1000}s`, ...command.argv]
     : command.argv;
   return new Promise((resolve, reject) => {
-    const child = spawn(argv[0]!, argv.slice(1), {
-      detached: true,
+    const child = spawnProgram(argv[0]!, argv.slice(1), {
       stdio: ['pipe', 'ignore', 'pipe'],
       env: { ...process.env, CTL_NOTICE_KIND: notice.kind, CTL_NOTICE_TITLE: notice.title },
     });
     let stderr = '';
     let ended: string | undefined;
-    const killGroup = (sig: NodeJS.Signals) => {
-      try {
-        if (child.pid) process.kill(-child.pid, sig);
-      } catch {
-        // the group has ended
-      }
-    };
+    const killGroup = (sig: NodeJS.Signals) => signalProgram(child, sig);
     const stop = (why: string) => {
       ended ??= why;
       killGroup('SIGTERM');
@@ -136,23 +129,23 @@ export async function runCommand(
     const timer = setTimeout(() => stop(`still running after ${seconds}s`), command.timeoutMs + (timeoutBin ? 500 : 0));
     const onAbort = () => stop('the supervisor is stopping');
     signal.addEventListener('abort', onAbort, { once: true });
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (chunk: string) => {
+    child.stderr!.setEncoding('utf8');
+    child.stderr!.on('data', (chunk: string) => {
       stderr = (stderr + chunk).slice(-STDERR_TAIL);
     });
     // A command that does not read its stdin (EPIPE) is its own business.
-    child.stdin.on('error', () => undefined);
-    child.stdin.end(`${JSON.stringify(notice)}\n`);
+    child.stdin!.on('error', () => undefined);
+    child.stdin!.end(`${JSON.stringify(notice)}\n`);
     child.once('error', (err) => {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
       reject(new DeliveryFailure(`cannot run ${command.argv[0]}: ${err.message}`, 1));
     });
-    child.once('close', (code, sig) => {
+    void programEnded(child).then(({ code, signal: sig }) => {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
-      // What it started in its group goes with it.
-      killGroup('SIGKILL');
+      // What it started goes with it.
+      endProgram(child);
       if (code === 0) return resolve(1);
       const timedOut = timeoutBin && (code === 124 || code === 137);
       const why =

@@ -6,7 +6,7 @@ import WebSocket from 'ws';
 import { packageRoot } from '../shared/paths.js';
 import { expectProblem } from './helpers/city-api.js';
 import { expectFailure, expectSuccess } from './helpers/cli.js';
-import { isAlive, processesMentioning } from './helpers/processes.js';
+import { isAlive, processesMentioning, processesWithEnvironment } from './helpers/processes.js';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startSessionCity, type SessionCity } from './helpers/sessions.js';
@@ -67,6 +67,7 @@ describe('workspace services (real programs, HTTP, SSE and WebSocket through svc
   /** A service somebody else runs: its health answers `remoteHealth`. */
   let remoteHealth = 200;
   let remote: Server;
+  const escapee = `svc-escapee-${process.pid}`;
 
   before(async function () {
     remote = createServer((req, res) => res.writeHead(req.url === '/api/ok' ? remoteHealth : 404).end());
@@ -79,6 +80,7 @@ describe('workspace services (real programs, HTTP, SSE and WebSocket through svc
       `\n[[service]]\nname = "web"\ncommand = ${JSON.stringify(`${node} ${SERVICE}`)}\nhealth = "/healthz"\nhealth_interval = "300ms"\nenv = { UNHEALTHY_FILE = ${JSON.stringify(sick)} }\n` +
         `\n[[service]]\nname = "sock"\ncommand = ${JSON.stringify(`${node} ${SERVICE}`)}\nsocket = "sock.sock"\n` +
         `\n[[service]]\nname = "flaky"\ncommand = "echo starting; exit 3"\n` +
+        `\n[[service]]\nname = "escaper"\ncommand = ${JSON.stringify(`CTL_TEST_ESCAPEE=${escapee} setsid sleep 300 & exec ${node} ${SERVICE}`)}\n` +
         `\n[[service]]\nname = "ext"\nurl = "http://127.0.0.1:9"\n` +
         `\n[[service]]\nname = "remote"\nurl = "http://127.0.0.1:${remotePort}/api"\nhealth = "/ok"\nhealth_interval = "200ms"\n`,
     );
@@ -127,7 +129,14 @@ describe('workspace services (real programs, HTTP, SSE and WebSocket through svc
     expect(data.slice(0, 3)).to.deep.equal(['tick 1', 'tick 2', 'tick 3']);
 
     const list = await city.api.get<{ items: Service[]; total: number }>('/services');
-    expect(list.body.items.map((s) => s.service_name)).to.deep.equal(['web', 'sock', 'flaky', 'ext', 'remote']);
+    expect(list.body.items.map((s) => s.service_name)).to.deep.equal([
+      'web',
+      'sock',
+      'flaky',
+      'escaper',
+      'ext',
+      'remote',
+    ]);
   });
 
   it('carries WebSockets through the supervisor and the controller, both ways', async function () {
@@ -240,6 +249,18 @@ describe('workspace services (real programs, HTTP, SSE and WebSocket through svc
     expect(Date.parse(back.updated_at)).to.be.greaterThan(Date.parse(down.updated_at));
     const events = (await city.api.events()).filter((e) => e.subject === 'remote').map((e) => e.type);
     expect(events).to.include.members(['service.ready', 'service.exited']);
+  });
+
+  it('a service that stops takes with it what it started outside its process group (setsid)', async function () {
+    await running('escaper');
+    expect(processesWithEnvironment('CTL_TEST_ESCAPEE', escapee)).to.have.length(1);
+    const path = join(city.dir, 'city.toml');
+    writeFileSync(path, readFileSync(path, 'utf8').replace(/\n\[\[service\]\]\nname = "escaper"\n[^[]*/, '\n'));
+    await waitUntil(
+      'the escaped sleep to be gone',
+      async () => processesWithEnvironment('CTL_TEST_ESCAPEE', escapee).length === 0,
+    );
+    expectProblem(await city.api.get('/service/escaper'), 404, 'service-not-found');
   });
 
   it('a service removed from city.toml stops; every service stops with its city', async function () {

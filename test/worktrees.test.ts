@@ -2,7 +2,7 @@
 // sessions' programs (the echo example agent, whose `run` runs a shell command where it works) in their own
 // worktrees; closes, bead closes and merges read back from git itself.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { expectProblem, type Bead, type Envelope } from './helpers/city-api.js';
@@ -113,11 +113,15 @@ describe('one git worktree per session', function () {
   this.timeout(90_000);
   let city: SessionCity;
   let repo: string;
+  /** While it exists, the controller kills itself in a direct merge, right before the fast-forward. */
+  const crashFile = join(tempDir('ctl-merge-crash-'), 'crash');
 
   before(async function () {
     repo = repository();
     const plain = tempDir('ctl-worktree-plain-');
-    city = await startSessionCity('isolated', AGENTS(plain).replace('RIG', repo));
+    city = await startSessionCity('isolated', AGENTS(plain).replace('RIG', repo), {
+      CTL_TEST_CRASH_MID_MERGE: crashFile,
+    });
     // An agent of its own directory, whose prompt is a template naming where it works.
     const home = join(city.dir, 'agents', 'templ');
     mkdirSync(home, { recursive: true });
@@ -352,6 +356,47 @@ describe('one git worktree per session', function () {
     // Its session is told, and its branch is as it was.
     await waitForTurn(city.api, id, 'assistant', new RegExp(`Bead ${bead.id} was reopened: .*conflicts with main`));
     expect(git(tree.path, 'status', '--porcelain')).to.equal('');
+  });
+
+  it('kill -9 in a direct merge: the next controller finishes the close — merged, recorded — and tells the session', async function () {
+    const id = await createSession(city.api, { kind: 'agent', name: 'web/lander' });
+    const tree = (await view(id)).worktree!;
+    await commitIn(id, 'across.txt', 'across');
+    // Main moves on: the merge rebases the branch first, then dies before the fast-forward.
+    writeFileSync(join(repo, 'before-crash.txt'), 'before\n');
+    git(repo, 'add', 'before-crash.txt');
+    git(repo, 'commit', '-q', '-m', 'before the crash');
+    const bead = await workBead(id, 'land across a crash');
+    await city.api.update(bead.id, { status: 'in_progress' });
+    const controller = (await city.sup.city('isolated'))!.pid;
+    writeFileSync(crashFile, 'crash');
+    const asked = Date.now();
+    // The controller dies under the request: whatever it answers, the close is not done yet.
+    await city.api.post(`/bead/${bead.id}/close`).catch(() => undefined);
+    expect(existsSync(crashFile), 'the crash point was reached').to.equal(false);
+    const done = await waitUntil('the next controller to finish the close', async () => {
+      const info = await city.sup.city('isolated');
+      if (!info?.running || info.pid === controller) return undefined;
+      const reply = await city.api.get<Bead>(`/bead/${bead.id}`);
+      return reply.status === 200 && reply.body.status === 'closed' ? reply.body : undefined;
+    });
+    // Figures for the report, not a timed assertion.
+    console.log(`      the close was finished ${Date.now() - asked} ms after the kill`);
+    const main = git(repo, 'rev-parse', 'main');
+    expect(done.metadata).to.include({ 'ctl.branch': tree.branch, 'ctl.merged': main, 'ctl.commit': main });
+    expect(git(repo, 'log', '--format=%s', '-2', 'main').split('\n')).to.deep.equal([
+      'edit across.txt',
+      'before the crash',
+    ]);
+    await waitForTurn(
+      city.api,
+      id,
+      'assistant',
+      new RegExp(
+        `Bead ${bead.id} was closed after the controller restarted: its branch \\S+ went into main at ${main}`,
+      ),
+    );
+    expect(readdirSync(join(city.dir, '.ctl', 'merges'))).to.deep.equal([]);
   });
 
   it('GET /rigs?git=true and the session view show each session’s branch: dirty, ahead, behind', async function () {

@@ -1,5 +1,6 @@
 import { statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
+import { REPOSITORY_DRIVERS_QUERY, repositoryDriverOverrides } from '../git-safety.js';
 import { loadSimpleGit } from '../simple-git.js';
 import type { CityRigConfig } from '../../shared/config/city-config.js';
 import { AGENT_NAME_PATTERN } from '../../shared/config/city-config.js';
@@ -79,7 +80,13 @@ export async function gitStatus(path: string): Promise<GitStatus> {
   const empty = { clean: false, ahead: 0, behind: 0, changed_files: [] };
   if (!isDirectory(path)) return { ...empty, error: `${path} is not a directory` };
   try {
-    const repo = (await loadSimpleGit())({ baseDir: path, timeout: { block: GIT_TIMEOUT_MS } });
+    const simpleGit = await loadSimpleGit();
+    const timeout = { block: GIT_TIMEOUT_MS };
+    // `status` runs the clean filters of files whose stat changed: none of the rig's own (git-safety.ts).
+    const drivers = await simpleGit({ baseDir: path, timeout })
+      .raw(REPOSITORY_DRIVERS_QUERY)
+      .catch(() => '');
+    const repo = simpleGit({ baseDir: path, timeout, config: repositoryDriverOverrides(drivers) });
     const status = await repo.status();
     const head = await repo.revparse(['HEAD']).catch(() => undefined);
     return {

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { connect, createServer } from 'node:net';
@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { CityServiceConfig } from '../../shared/config/city-config.js';
 import type { ServiceStatus } from '../../shared/dto/services.js';
 import type { EventLog } from '../../shared/events/event-log.js';
+import { endProgram, signalProgram, spawnProgram } from '../../shared/program-scope.js';
 import { releaseGroup, tetherGroup } from '../process-tether.js';
 import { UrlWatch } from './url-watch.js';
 
@@ -230,7 +231,7 @@ export class ServiceRunner {
       // A simple command is exec'd by the shell, so the pid we watch and report is the service's own.
       const simple = !/[;&|\n`]|\$\(/.test(config.command!);
       const line = simple ? `exec ${config.command!}` : config.command!;
-      child = spawn('/bin/sh', ['-c', line], { cwd, env, detached: true, stdio: ['ignore', out, out] });
+      child = spawnProgram('/bin/sh', ['-c', line], { cwd, env, stdio: ['ignore', out, out] });
     } catch (err) {
       closeSync(out);
       this.failed(program, `could not start: ${(err as Error).message}`);
@@ -246,8 +247,8 @@ export class ServiceRunner {
       if (program.child === child) this.failed(program, `could not start: ${err.message}`);
     });
     child.once('exit', (code, signal) => {
-      // Its group goes with it (whoever ended it), and is no longer tethered.
-      signalGroup(child, 'SIGKILL');
+      // What it started goes with it (whoever ended it, in its group or not), and is no longer tethered.
+      endProgram(child);
       if (child.pid !== undefined) releaseGroup(child.pid);
       this.exited(program, child, code, signal);
     });
@@ -343,8 +344,8 @@ export class ServiceRunner {
     if (program.child !== child) return;
     clearTimeout(program.timer);
     program.child = undefined;
-    // Whatever it started in its group goes with it: a restarted service must find its port free.
-    signalGroup(child, 'SIGKILL');
+    // Whatever it started goes with it: a restarted service must find its port free.
+    endProgram(child);
     const ending = program.ending;
     const how = code !== null ? `exited with status ${code}` : `was killed by ${signal}`;
     if (ending === 'stop' || this.stopping) {
@@ -408,14 +409,14 @@ export class ServiceRunner {
       return Promise.resolve();
     }
     return new Promise((done) => {
-      const kill = setTimeout(() => signalGroup(child, 'SIGKILL'), STOP_GRACE_MS);
+      const kill = setTimeout(() => signalProgram(child, 'SIGKILL'), STOP_GRACE_MS);
       child.once('exit', () => {
         clearTimeout(kill);
-        // Whatever of its group outlived it goes too.
-        signalGroup(child, 'SIGKILL');
+        // Whatever of it outlived it goes too.
+        endProgram(child);
         done();
       });
-      signalGroup(child, 'SIGTERM');
+      signalProgram(child, 'SIGTERM');
     });
   }
 
@@ -427,15 +428,6 @@ export class ServiceRunner {
 
 function exitOf(code: number | null, signal: NodeJS.Signals | null): { exit_code?: number; signal?: string } {
   return { ...(code !== null ? { exit_code: code } : {}), ...(signal ? { signal } : {}) };
-}
-
-function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    // Already gone.
-  }
 }
 
 /** A TCP port nobody listens on now (the kernel's pick). */

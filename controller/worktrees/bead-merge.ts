@@ -6,6 +6,7 @@ import { ASSIGNED_SESSION, MERGE_STRATEGY } from '../agents/work-board.js';
 import type { BeadsService } from '../beads/beads-service.js';
 import type { SessionRecord } from '../sessions/session-store.js';
 import { git, GIT_CHECKOUT_TIMEOUT_MS } from './git.js';
+import type { MergeJournal } from './merge-journal.js';
 import { distance, isComplete, reasonOf, type SessionWorktrees } from './session-worktrees.js';
 
 /** Bead metadata a bead finished in a worktree carries. */
@@ -28,6 +29,10 @@ export interface MergeHost {
   agent(name: string): AgentDefinition | undefined;
   /** Tells an open session something (waking it when it sleeps); false when it is not open. */
   tell(sessionId: string, text: string): boolean;
+  /** Where a close with a merge is recorded as begun until it is stored (none: a unit test). */
+  journal?: MergeJournal;
+  /** A test's crash point right before the base is fast-forwarded (`mergeCrashHook`). */
+  crashBeforeFastForward?: () => void;
   logger?: Logger;
 }
 
@@ -42,7 +47,8 @@ type Outcome =
  * conflict. Nothing is forced: a conflict, or uncommitted changes, close it with the reason
  * (`ctl.merge_conflict`) and then reopen it for its session; a failure the agent cannot mend (the base's own
  * checkout has changes in the way, git failed) leaves it closed with the reason recorded. Merges into one
- * repository go one at a time.
+ * repository go one at a time. A close with a merge is recorded as begun (`MergeJournal`) before git runs and
+ * done once stored: a controller killed in between has the next one finish it (`resume`), and tell the session.
  */
 export class WorktreeMerges {
   private readonly merges = new KeyedSerial();
@@ -80,7 +86,10 @@ export class WorktreeMerges {
     const strategy = bead.metadata?.[MERGE_STRATEGY];
     const direct = strategy ? strategy === 'direct' : this.host.agent(record.template)?.worktree?.merge === 'direct';
     if (!direct || !record.base) return metadata;
-    const outcome = await this.serially(record.worktree_repo!, () => merge(record, head.dirty));
+    this.host.journal?.begin({ bead: bead.id, session: record.id });
+    const outcome = await this.serially(record.worktree_repo!, () =>
+      merge(record, head.dirty, this.host.crashBeforeFastForward),
+    );
     if (outcome.kind === 'merged') {
       return {
         ...metadata,
@@ -99,7 +108,10 @@ export class WorktreeMerges {
   /** Once closed: a bead whose branch could not go in goes back to its session. */
   private async closed(bead: Bead): Promise<void> {
     const reopen = this.reopens.get(bead.id);
-    if (!reopen) return;
+    if (!reopen) {
+      if (this.host.journal?.has(bead.id)) this.host.journal.done(bead.id);
+      return;
+    }
     this.reopens.delete(bead.id);
     const { record, reason } = reopen;
     try {
@@ -108,12 +120,61 @@ export class WorktreeMerges {
       this.host.logger?.error({ err, bead: bead.id }, 'could not reopen a bead whose branch could not be merged');
       return;
     }
+    this.host.journal?.done(bead.id);
     const told = this.host.tell(
       record.id,
       `Bead ${bead.id} was reopened: its branch ${record.branch} could not go into ${record.base}: ${reason}. ` +
         `Mend it in your worktree and commit (when it is done: ctl bead close ${bead.id})`,
     );
     if (!told) this.host.logger?.info({ bead: bead.id, session: record.id }, 'reopened a bead whose session is closed');
+  }
+
+  /**
+   * At start: every close with a merge a dead controller began and did not store is finished — closed again, its
+   * merge run again (a rebase git was killed in is abandoned first; a base already moved is simply found merged),
+   * its outcome recorded as for any close — and its session told; a bead closed with a conflict whose reopen was
+   * lost is reopened and its session told. Never throws.
+   */
+  async resume(): Promise<void> {
+    const journal = this.host.journal;
+    if (!journal) return;
+    for (const entry of journal.pending()) {
+      try {
+        await this.finishPending(entry.bead, entry.session);
+      } catch (err) {
+        this.host.logger?.error({ err, bead: entry.bead }, 'could not finish a merge a dead controller began');
+      }
+    }
+  }
+
+  private async finishPending(beadId: string, sessionId: string): Promise<void> {
+    const journal = this.host.journal!;
+    const bead = this.host.beads.store.get(beadId);
+    const record = this.host.sessionRecord(sessionId);
+    if (!bead || !record?.worktree || !record.branch || !record.worktree_repo) {
+      journal.done(beadId);
+      return;
+    }
+    if (bead.status === 'closed') {
+      if (bead.metadata?.[MERGE_CONFLICT]) {
+        // Stored closed with a conflict, the reopen lost with the controller.
+        this.reopens.set(bead.id, { record, reason: bead.metadata[MERGE_CONFLICT] });
+        await this.closed(bead);
+      } else journal.done(beadId);
+      return;
+    }
+    if (isComplete(record.worktree)) await git(record.worktree, ['rebase', '--abort'], { allow: [1, 128] });
+    this.host.logger?.warn({ bead: beadId, session: sessionId }, 'finishing a merge a dead controller began');
+    const closed = await this.host.beads.close(beadId, { actor: 'ctl' });
+    const meta = closed.metadata ?? {};
+    // A conflict was told by the reopen; the rest are told here.
+    if (meta[MERGE_CONFLICT]) return;
+    const outcome = meta[MERGED]
+      ? `its branch ${record.branch} went into ${record.base} at ${meta[MERGED]}`
+      : `its branch ${record.branch} could not go into ${record.base}: ${meta[MERGE_ERROR] ?? 'no merge was recorded'}`;
+    if (!this.host.tell(record.id, `Bead ${beadId} was closed after the controller restarted: ${outcome}`)) {
+      this.host.logger?.info({ bead: beadId, session: record.id }, 'finished a merge whose session is closed');
+    }
   }
 
   /** Runs `what` after every merge into `repo` asked for before it. */
@@ -123,7 +184,7 @@ export class WorktreeMerges {
 }
 
 /** The branch into its base: fast-forward, after a rebase in its worktree when the base has moved on. */
-async function merge(record: SessionRecord, dirty: boolean): Promise<Outcome> {
+async function merge(record: SessionRecord, dirty: boolean, crashPoint?: () => void): Promise<Outcome> {
   const repo = record.worktree_repo!;
   const branch = record.branch!;
   const base = record.base!;
@@ -152,6 +213,7 @@ async function merge(record: SessionRecord, dirty: boolean): Promise<Outcome> {
       if (after.behind > 0) return { kind: 'refused', reason: `it is ${after.behind} commits behind ${base}` };
     }
     const commit = await commitOf(repo, `refs/heads/${branch}`);
+    crashPoint?.();
     const holder = await checkedOutAt(repo, base);
     if (holder) {
       // The base is someone's checkout (the rig's own, usually): its files move with it, as a person's pull would.

@@ -1,3 +1,5 @@
+import { configArgs, REPOSITORY_DRIVERS_QUERY, repositoryDriverOverrides, SAFE_GIT_CONFIG } from '../git-safety.js';
+
 /** A git command that takes longer than this is stopped and fails. */
 export const GIT_TIMEOUT_MS = 60_000;
 /**
@@ -26,7 +28,9 @@ export interface GitResult {
 /**
  * Runs the machine's git in `cwd`, bounded in time, with an environment that cannot redirect it (no inherited
  * `GIT_DIR` or `GIT_WORK_TREE`, never a terminal prompt, messages in English so a reason reads the same
- * everywhere). With `allow`, those exit codes are answers (merge-tree's 1: conflicts), not failures.
+ * everywhere), and none of the repository's own programs run (hooks, fsmonitor, and — for what checks out,
+ * merges or reads status — its filters and merge drivers: git-safety.ts). With `allow`, those exit codes are
+ * answers (merge-tree's 1: conflicts), not failures.
  *
  * execa rather than simple-git: worktree, merge-tree and update-ref have no typed wrapper there, and the exit
  * code and both streams are what we read.
@@ -36,19 +40,10 @@ export async function git(
   args: string[],
   options: { allow?: number[]; timeoutMs?: number } = {},
 ): Promise<GitResult> {
-  // Loaded on first use: a city without worktree agents never runs git from here.
-  const { execa } = await import('execa');
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('GIT_')) env[key] = value;
-  const result = await execa('git', args, {
-    cwd,
-    env: { ...env, GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C', GIT_OPTIONAL_LOCKS: '0' },
-    extendEnv: false,
-    reject: false,
-    stdin: 'ignore',
-    timeout: options.timeoutMs ?? GIT_TIMEOUT_MS,
-    maxBuffer: 16 * 1024 * 1024,
-  });
+  const drivers = RUNS_DRIVERS.has(args.find((a, i) => !a.startsWith('-') && args[i - 1] !== '-c') ?? '')
+    ? repositoryDriverOverrides((await spawnGit(cwd, REPOSITORY_DRIVERS_QUERY, GIT_TIMEOUT_MS)).stdout)
+    : [];
+  const result = await spawnGit(cwd, [...configArgs(drivers), ...args], options.timeoutMs ?? GIT_TIMEOUT_MS);
   // Named by its subcommand and first operand (`worktree add`), not its `-c` settings or options.
   const command = args
     .filter((a, i) => !a.startsWith('-') && args[i - 1] !== '-c')
@@ -65,6 +60,25 @@ export async function git(
     throw new GitError(command, reasonOf(String(result.stderr), String(result.stdout)), exitCode);
   }
   return { stdout: String(result.stdout), stderr: String(result.stderr), exitCode };
+}
+
+/** The subcommands that check files out, merge or read status: what may run a filter or a merge driver. */
+const RUNS_DRIVERS = new Set(['worktree', 'merge', 'merge-tree', 'rebase', 'status', 'checkout']);
+
+async function spawnGit(cwd: string, args: readonly string[], timeoutMs: number) {
+  // Loaded on first use: a city without worktree agents never runs git from here.
+  const { execa } = await import('execa');
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('GIT_')) env[key] = value;
+  return execa('git', [...configArgs(SAFE_GIT_CONFIG), ...args], {
+    cwd,
+    env: { ...env, GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C', GIT_OPTIONAL_LOCKS: '0' },
+    extendEnv: false,
+    reject: false,
+    stdin: 'ignore',
+    timeout: timeoutMs,
+    maxBuffer: 16 * 1024 * 1024,
+  });
 }
 
 /** git's own reason: its `fatal:` or `error:` line, else its first line. */
