@@ -7,7 +7,7 @@ import { execa } from 'execa';
 import { expectProblem, readReply } from './helpers/city-api.js';
 import { socketsOf } from './helpers/processes.js';
 import { closeAllStreams, SseStreamReader, type SseFrame } from './helpers/sse.js';
-import { CSRF, TestSupervisor } from './helpers/supervisor.js';
+import { CSRF, TestSupervisor, withSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
 // The event bus end to end: real supervisors and controllers, events injected through the public API
@@ -286,14 +286,13 @@ describe('event streams and the city event list', function () {
     const city = 'alpha';
     const url = (query = '') => cityStreamUrl(sup, city, query);
 
-    before(async function () {
-      sup = await TestSupervisor.start({ env: { CTL_SSE_HEARTBEAT_MS: String(HEARTBEAT_MS) } });
-      await sup.createCity(city);
-    });
-
-    after(async function () {
-      await sup?.cleanup();
-    });
+    withSupervisor(
+      async (started) => {
+        sup = started;
+        await sup.createCity(city);
+      },
+      { env: { CTL_SSE_HEARTBEAT_MS: String(HEARTBEAT_MS) } },
+    );
 
     it('commits 200 and the SSE headers before any event exists, then one `event` frame per event', async function () {
       const stream = await SseStreamReader.open(url());
@@ -415,13 +414,12 @@ describe('event streams and the city event list', function () {
     let sup: TestSupervisor;
     const url = (query = '') => supervisorStreamUrl(sup, query);
 
-    before(async function () {
-      sup = await TestSupervisor.start({ env: { CTL_SSE_HEARTBEAT_MS: String(HEARTBEAT_MS) } });
-    });
-
-    after(async function () {
-      await sup?.cleanup();
-    });
+    withSupervisor(
+      (started) => {
+        sup = started;
+      },
+      { env: { CTL_SSE_HEARTBEAT_MS: String(HEARTBEAT_MS) } },
+    );
 
     it('answers 503 no_providers before the first city, and never after the 202 of POST /v0/city', async function () {
       await expectStreamProblem(url(), {}, 503, 'no_providers: ');
@@ -653,13 +651,9 @@ describe('event streams and the city event list', function () {
     let sup: TestSupervisor;
     const city = 'alpha';
 
-    before(async function () {
-      sup = await TestSupervisor.start();
+    withSupervisor(async (started) => {
+      sup = started;
       await sup.createCity(city);
-    });
-
-    after(async function () {
-      await sup?.cleanup();
     });
 
     it('lists newest first, with X-CTL-Index = head = the number of events (right after creation)', async function () {
@@ -801,13 +795,9 @@ describe('event streams and the city event list', function () {
     let sup: TestSupervisor;
     const city = 'tango';
 
-    before(async function () {
-      sup = await TestSupervisor.start();
+    withSupervisor(async (started) => {
+      sup = started;
       await sup.createCity(city);
-    });
-
-    after(async function () {
-      await sup?.cleanup();
     });
 
     it('are skipped by lists and streams, and the next event still gets the next seq', async function () {
@@ -1047,14 +1037,13 @@ describe('event streams and the city event list', function () {
     let sup: TestSupervisor;
     const city = 'kilo';
 
-    before(async function () {
-      sup = await TestSupervisor.start({ env: { CTL_SSE_HEARTBEAT_MS: String(HEARTBEAT_MS) } });
-      await sup.createCity(city);
-    });
-
-    after(async function () {
-      await sup?.cleanup();
-    });
+    withSupervisor(
+      async (started) => {
+        sup = started;
+        await sup.createCity(city);
+      },
+      { env: { CTL_SSE_HEARTBEAT_MS: String(HEARTBEAT_MS) } },
+    );
 
     it('keeps supervisor subscribers, ends city subscribers, and a resume by Last-Event-ID loses nothing', async function () {
       const supLive = await openStream(supervisorStreamUrl(sup));
@@ -1216,13 +1205,9 @@ describe('event streams and the city event list', function () {
     let sup: TestSupervisor;
     const city = 'multi';
 
-    before(async function () {
-      sup = await TestSupervisor.start();
+    withSupervisor(async (started) => {
+      sup = started;
       await sup.createCity(city);
-    });
-
-    after(async function () {
-      await sup?.cleanup();
     });
 
     /** `count` events from each of `writers` separate processes, through the shared EventLog (the built one). */

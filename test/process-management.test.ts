@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import type { WireEvent } from '../shared/dto/events.js';
 import { controllerPid } from './helpers/controller-pid.js';
 import { isAlive, processesMentioning, zombieChildrenOf } from './helpers/processes.js';
-import { CSRF, TestSupervisor } from './helpers/supervisor.js';
+import { CSRF, TestSupervisor, withSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
 /** Live `ctl controller run` processes for one city directory. */
@@ -32,14 +32,10 @@ const STOP_GRACE_MS = 2000;
 describe('controller processes', function () {
   describe('crash and restart', function () {
     let sup: TestSupervisor;
-    before(async function () {
-      sup = await TestSupervisor.start();
+    withSupervisor(async (started) => {
+      sup = started;
       await sup.createCity('alpha');
     });
-    after(async function () {
-      await sup?.cleanup();
-    });
-
     it('restarts a controller killed with -9, records the crash, and reaps it', async function () {
       const first = controllerPid(sup.cityDir('alpha'));
       process.kill(first, 'SIGKILL');
@@ -193,13 +189,12 @@ describe('controller processes', function () {
 
   describe('startup phases and failures', function () {
     let sup: TestSupervisor;
-    before(async function () {
-      sup = await TestSupervisor.start({ env: { CTL_CONTROLLER_PHASE_DELAY_MS: '400' } });
-    });
-    after(async function () {
-      await sup?.cleanup();
-    });
-
+    withSupervisor(
+      (started) => {
+        sup = started;
+      },
+      { env: { CTL_CONTROLLER_PHASE_DELAY_MS: '400' } },
+    );
     it('lists a starting city with running=false and its phase, and answers 404 on its routes until it runs', async function () {
       const { data } = await sup.api.POST('/v0/city', {
         params: { header: CSRF },
