@@ -9,7 +9,7 @@ import { cityPaths, ctlEntryPath } from '../shared/paths.js';
 import { stageCtlFor, type StagedCtl } from './helpers/other-account.js';
 import { killAllMentioning } from './helpers/processes.js';
 import { runCtl, type CliResult } from './helpers/cli.js';
-import { freePort, tempDir, TestSupervisor } from './helpers/supervisor.js';
+import { freePort, tempDir, TestSupervisor, withSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
 // Who may use the API (issue 25; decisions.md, third round): on loopback, the account on the other end of the
@@ -116,13 +116,9 @@ describe('who may use the API', function () {
   describe('the same-user rule, with nothing set up', function () {
     let sup: TestSupervisor;
 
-    before(async function () {
-      sup = await TestSupervisor.start();
+    withSupervisor(async (started) => {
+      sup = started;
       await sup.createCity('alpha');
-    });
-
-    after(async function () {
-      await sup?.cleanup();
     });
 
     it('refuses another account every kind of request with a 403 forbidden problem, before any routing', async function () {
@@ -217,13 +213,12 @@ describe('who may use the API', function () {
   describe('allow_users', function () {
     let sup: TestSupervisor;
 
-    before(async function () {
-      sup = await TestSupervisor.start({ config: ['allow_users = ["nobody"]'] });
-    });
-
-    after(async function () {
-      await sup?.cleanup();
-    });
+    withSupervisor(
+      (started) => {
+        sup = started;
+      },
+      { config: ['allow_users = ["nobody"]'] },
+    );
 
     it('lets the named account in, recorded under its own name', async function () {
       expect((await curl(NOBODY, `${sup.base}/v0/cities`)).status).to.equal(200);

@@ -6,7 +6,7 @@ import { isAlive } from './helpers/processes.js';
 import { send, session, startSessionCity, type SessionCity } from './helpers/sessions.js';
 import { SseStreamReader } from './helpers/sse.js';
 import { CityApi } from './helpers/city-api.js';
-import { TestSupervisor } from './helpers/supervisor.js';
+import { TestSupervisor, withSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
 const COMPACTING_AGENT = join(import.meta.dirname, 'fixtures', 'compacting-agent.mjs');
@@ -223,12 +223,8 @@ describe('a supervisor restart keeps sessions running; ctl supervisor stop ends 
 describe('the demo city (ctl init --template demo): agents doing real work, offline', function () {
   let sup: TestSupervisor;
 
-  before(async function () {
-    sup = await TestSupervisor.start();
-  });
-
-  after(async function () {
-    await sup?.cleanup();
+  withSupervisor((started) => {
+    sup = started;
   });
 
   it('completes 10 beads end to end: created and slung with ctl, done, closed and mailed by the worker', async function () {

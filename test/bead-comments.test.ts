@@ -5,7 +5,7 @@ import { expectFailure, expectSuccess } from './helpers/cli.js';
 import { expectProblem, type CityApi } from './helpers/city-api.js';
 import { CSRF, type TestSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
-import { startCity } from './helpers/work-units.js';
+import { withWorkCity } from './helpers/work-units.js';
 
 // Comments on beads (docs/bead-comments.md): the API family `/bead/{id}/comments`, who the author is, its
 // limits, the `bead.commented` event, deletes by the author only, surviving a controller restart, and
@@ -17,14 +17,7 @@ describe('bead comments: API, events, restart and CLI', function () {
   this.timeout(60_000);
   let sup: TestSupervisor;
   let api: CityApi;
-
-  before(async function () {
-    ({ sup, api } = await startCity('comment-city'));
-  });
-
-  after(async function () {
-    await sup?.cleanup();
-  });
+  withWorkCity((city) => ({ sup, api } = city), 'comment-city');
 
   async function comment(id: string, text: string, headers: Record<string, string> = {}): Promise<BeadComment> {
     const reply = await api.post<BeadComment>(`/bead/${id}/comments`, { text }, headers);

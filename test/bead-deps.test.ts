@@ -1,23 +1,14 @@
 import { expect } from 'chai';
 import { CityApi, DEP_KINDS, expectProblem, type Bead } from './helpers/city-api.js';
-import type { TestSupervisor } from './helpers/supervisor.js';
-import { BLOCKING, ids, startCity } from './helpers/work-units.js';
+import { BLOCKING, ids, withWorkCity } from './helpers/work-units.js';
 
 // Dependencies between beads (each kind, cycles, children) and the graph from a root bead.
 // A supervisor and city of this file's own; what these files share is in helpers/work-units.ts.
 
 describe('work units over the API: beads, mail and convoys', function () {
   this.timeout(60_000);
-  let sup: TestSupervisor;
   let api: CityApi;
-
-  before(async function () {
-    ({ sup, api } = await startCity());
-  });
-
-  after(async function () {
-    await sup?.cleanup();
-  });
+  withWorkCity((city) => ({ api } = city));
 
   describe('dependencies', function () {
     it('adds, lists and removes a dependency of each kind; `needs` holds only the blocking ones', async function () {

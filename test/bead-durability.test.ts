@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { CityApi, expectProblem, idNumber, type Bead, type BeadCreate, type Message } from './helpers/city-api.js';
-import { CSRF, TestSupervisor } from './helpers/supervisor.js';
+import { CSRF, withSupervisor, type TestSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
 // What a kill -9 of a controller keeps: every acknowledged bead, mutation and key, and ids never reused.
@@ -9,13 +9,8 @@ import { waitUntil } from './helpers/wait.js';
 describe('work units over the API: beads, mail and convoys', function () {
   this.timeout(60_000);
   let sup: TestSupervisor;
-
-  before(async function () {
-    sup = await TestSupervisor.start();
-  });
-
-  after(async function () {
-    await sup?.cleanup();
+  withSupervisor((started) => {
+    sup = started;
   });
 
   describe('durability: kill -9 of the controller', function () {

@@ -8,7 +8,7 @@ import {
   encodeCursor,
   expectNewestFirst,
   ids,
-  startCity,
+  withWorkCity,
   type Page,
 } from './helpers/work-units.js';
 
@@ -19,14 +19,7 @@ describe('work units over the API: beads, mail and convoys', function () {
   this.timeout(60_000);
   let sup: TestSupervisor;
   let api: CityApi;
-
-  before(async function () {
-    ({ sup, api } = await startCity());
-  });
-
-  after(async function () {
-    await sup?.cleanup();
-  });
+  withWorkCity((city) => ({ sup, api } = city));
 
   describe('lists: filters', function () {
     let list: CityApi;

@@ -1,24 +1,15 @@
 import { expect } from 'chai';
 import { NOT_WORK_LABELS, NOT_WORK_TYPES } from '../controller/beads/bead-store.js';
 import { CityApi, expectProblem, type Bead, type Message } from './helpers/city-api.js';
-import type { TestSupervisor } from './helpers/supervisor.js';
-import { BLOCKING, createMany, FUTURE, NON_BLOCKING, PAST, startCity, type Page } from './helpers/work-units.js';
+import { BLOCKING, createMany, FUTURE, NON_BLOCKING, PAST, withWorkCity, type Page } from './helpers/work-units.js';
 
 // The ready queue (`GET …/beads/ready`): which beads are ready, edge by edge and type by type.
 // A supervisor and city of this file's own; what these files share is in helpers/work-units.ts.
 
 describe('work units over the API: beads, mail and convoys', function () {
   this.timeout(60_000);
-  let sup: TestSupervisor;
   let api: CityApi;
-
-  before(async function () {
-    ({ sup, api } = await startCity());
-  });
-
-  after(async function () {
-    await sup?.cleanup();
-  });
+  withWorkCity((city) => ({ api } = city));
 
   describe('the ready rule, edge by edge', function () {
     for (const kind of BLOCKING) {

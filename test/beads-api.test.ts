@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { userInfo } from 'node:os';
 import { CityApi, expectProblem, idNumber, type Bead, type Envelope } from './helpers/city-api.js';
 import { CSRF, type TestSupervisor } from './helpers/supervisor.js';
-import { createMany, FUTURE, ids, RFC3339, startCity } from './helpers/work-units.js';
+import { createMany, FUTURE, ids, RFC3339, withWorkCity } from './helpers/work-units.js';
 
 // Beads over the API: create, get, update, close, reopen, assign and delete, how they validate, and the
 // `bead.*` event each mutation records.
@@ -12,14 +12,7 @@ describe('work units over the API: beads, mail and convoys', function () {
   this.timeout(60_000);
   let sup: TestSupervisor;
   let api: CityApi;
-
-  before(async function () {
-    ({ sup, api } = await startCity());
-  });
-
-  after(async function () {
-    await sup?.cleanup();
-  });
+  withWorkCity((city) => ({ sup, api } = city));
 
   describe('create and get', function () {
     it('creates a bead: 201, id `wc-<n>` (the prefix of work-city), forced open, type task by default', async function () {

@@ -1,11 +1,12 @@
 // The runs a step's on_complete pours, through a real controller: sequential pours (each run once the one before it
 // ended, and a controller killed between two runs going on), and a controller killed (SIGKILL) in the middle of a
 // pour — the pour finished by the next one, with no run or bead made twice.
-import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import type { Bead } from '../shared/dto/beads.js';
 import type { CityApi } from './helpers/city-api.js';
+import { controllerPid } from './helpers/controller-pid.js';
 import { isAlive } from './helpers/processes.js';
 import { startSessionCity, type SessionCity } from './helpers/sessions.js';
 import { tempDir } from './helpers/supervisor.js';
@@ -25,10 +26,6 @@ title = "Merge"
 needs = ["survey"]
 waits_for = "all-children"
 `;
-
-function controllerPid(city: SessionCity): number {
-  return (JSON.parse(readFileSync(join(city.dir, '.ctl', 'controller.pid'), 'utf8')) as { pid: number }).pid;
-}
 
 /** The controller `pid` is dead and the supervisor runs another. */
 async function restarted(city: SessionCity, pid: number): Promise<void> {
@@ -111,7 +108,7 @@ describe('runs poured by on_complete (real controller)', function () {
     expect(await stepOf(byItem(1, poured))).to.equal('pending');
     expect(await stepOf(byItem(2, poured))).to.equal('blocked');
     // b's last step closes and the controller is killed at once, its run maybe not yet ended.
-    const pid = controllerPid(city);
+    const pid = controllerPid(city.dir);
     await close((await readyBead('Check b'))!.id);
     process.kill(pid, 'SIGKILL');
     await restarted(city, pid);
@@ -127,7 +124,7 @@ describe('runs poured by on_complete (real controller)', function () {
   });
 
   it('a controller killed in the middle of a pour: the next one finishes it, no run or bead twice', async function () {
-    const pid = controllerPid(city);
+    const pid = controllerPid(city.dir);
     // Killed after the fifth bead of the pour: the first run whole, the second one's root and step made.
     writeFileSync(crashFile, '5');
     const run = await cookAndSurvey('fanout-par', ['x', 'y', 'z']);

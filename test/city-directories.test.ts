@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { expectProblem, type Reply } from './helpers/city-api.js';
 import { expectFailure } from './helpers/cli.js';
 import { isAlive, processesMentioning } from './helpers/processes.js';
-import { CSRF, TestSupervisor } from './helpers/supervisor.js';
+import { CSRF, TestSupervisor, withSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
 async function post(sup: TestSupervisor, path: string, body: unknown): Promise<Reply> {
@@ -33,13 +33,9 @@ function expectRefused(reply: Reply, rule: string, location = 'body.dir'): void 
 describe('city directories: what a city may be, checked without ever freezing the supervisor', function () {
   let sup: TestSupervisor;
 
-  before(async function () {
-    sup = await TestSupervisor.start();
+  withSupervisor(async (started) => {
+    sup = started;
     await sup.createCity('alpha');
-  });
-
-  after(async function () {
-    await sup?.cleanup();
   });
 
   it('ctl init /proc/nope is a 422 naming the rule, and the supervisor keeps answering', async function () {

@@ -1,17 +1,13 @@
 import { expect } from 'chai';
 import { CityApi } from './helpers/city-api.js';
-import { TestSupervisor } from './helpers/supervisor.js';
+import { TestSupervisor, withSupervisor } from './helpers/supervisor.js';
 
 describe('GET /v0/city/{cityName}/status', function () {
   let sup: TestSupervisor;
 
-  before(async function () {
-    sup = await TestSupervisor.start();
+  withSupervisor(async (started) => {
+    sup = started;
     await sup.createCity('alpha');
-  });
-
-  after(async function () {
-    await sup?.cleanup();
   });
 
   async function status() {

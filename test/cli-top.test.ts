@@ -6,6 +6,7 @@ import { expectFailure, runCtl } from './helpers/cli.js';
 import { processesMentioning } from './helpers/processes.js';
 import { createSession, send, startSessionCity, waitForTurn, type SessionCity } from './helpers/sessions.js';
 import { tempDir } from './helpers/supervisor.js';
+import { hasTmux } from './helpers/tmux-installed.js';
 import { TmuxPane } from './helpers/tmux-pane.js';
 import { waitUntil } from './helpers/wait.js';
 
@@ -29,7 +30,7 @@ describe('ctl top', function () {
   before(async function () {
     this.timeout(90_000);
     // .ci/run installs tmux; the terminal is tmux's.
-    if (!TmuxPane.hasTmux()) this.skip();
+    if (!hasTmux()) this.skip();
     city = await startSessionCity(
       'town',
       `

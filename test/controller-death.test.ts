@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { execa, type ResultPromise } from 'execa';
 import { ctlEntryPath } from '../shared/paths.js';
+import { controllerPid } from './helpers/controller-pid.js';
 import { isAlive, killAllMentioning, processesMentioning } from './helpers/processes.js';
 import { ECHO_AGENT, startSessionCity, type SessionCity } from './helpers/sessions.js';
 import { CSRF, freePort, tempDir } from './helpers/supervisor.js';
@@ -101,10 +102,6 @@ async function allRunning(
   return { ...now, tracking: (fired.body as { tracking_id?: string } | undefined)?.tracking_id };
 }
 
-function controllerPidOf(city: SessionCity): number {
-  return (JSON.parse(readFileSync(join(city.dir, '.ctl', 'controller.pid'), 'utf8')) as { pid: number }).pid;
-}
-
 // Twice: with each program in a cgroup of its own (where this machine allows it), and without (CTL_NO_CGROUPS=1),
 // where what left its group is found by the marker in its environment (shared/program-scope.ts).
 for (const [mode, env] of [
@@ -135,7 +132,7 @@ for (const [mode, env] of [
 
       it('kill -9 of the controller ends its service, session and order command at once (the watchdog)', async function () {
         const before = await allRunning(held.dir, city.api);
-        const controller = controllerPidOf(city);
+        const controller = controllerPid(city.dir);
         expect(watchdogOf(controller), 'a watchdog for the controller').to.be.a('number');
         process.kill(controller, 'SIGKILL');
         await waitUntil('every program of the dead controller to end', () => before.all.every((pid) => !isAlive(pid)));
@@ -165,7 +162,7 @@ for (const [mode, env] of [
 
       it('when the watchdog dies with the controller, the next controller reaps what was recorded', async function () {
         const before = await allRunning(held.dir, city.api);
-        const controller = controllerPidOf(city);
+        const controller = controllerPid(city.dir);
         const watchdog = watchdogOf(controller);
         expect(watchdog).to.be.a('number');
         // Both at once: nothing is left to kill the programs but the records in .ctl/groups/.

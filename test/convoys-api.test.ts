@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { CityApi, expectProblem, type Bead } from './helpers/city-api.js';
 import { CSRF, type TestSupervisor } from './helpers/supervisor.js';
-import { expectNewestFirst, ids, startCity, type Page } from './helpers/work-units.js';
+import { expectNewestFirst, ids, withWorkCity, type Page } from './helpers/work-units.js';
 
 // Convoys over the API: `convoy` beads tracking others, their completion, and the `convoy.*` events.
 // A supervisor and city of this file's own; what these files share is in helpers/work-units.ts.
@@ -10,14 +10,7 @@ describe('work units over the API: beads, mail and convoys', function () {
   this.timeout(60_000);
   let sup: TestSupervisor;
   let api: CityApi;
-
-  before(async function () {
-    ({ sup, api } = await startCity());
-  });
-
-  after(async function () {
-    await sup?.cleanup();
-  });
+  withWorkCity((city) => ({ sup, api } = city));
 
   describe('convoys', function () {
     interface ConvoyView {

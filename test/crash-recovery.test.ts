@@ -8,17 +8,14 @@ import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import type { CityApi } from './helpers/city-api.js';
+import { controllerPid } from './helpers/controller-pid.js';
 import { isAlive, processesMentioning } from './helpers/processes.js';
 import { createSession, startSessionCity, type SessionCity } from './helpers/sessions.js';
 import { waitUntil } from './helpers/wait.js';
 
-function controllerPid(city: SessionCity): number {
-  return (JSON.parse(readFileSync(join(city.dir, '.ctl', 'controller.pid'), 'utf8')) as { pid: number }).pid;
-}
-
 /** kill -9 of the city's controller, then its restart by the supervisor. */
 async function crash(city: SessionCity, name: string): Promise<void> {
-  const pid = controllerPid(city);
+  const pid = controllerPid(city.dir);
   process.kill(pid, 'SIGKILL');
   await waitUntil('the controller to die', () => !isAlive(pid));
   await waitUntil(`${name} to run a new controller`, async () => {

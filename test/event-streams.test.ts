@@ -4,9 +4,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { execa } from 'execa';
+import { expectProblem, readReply } from './helpers/city-api.js';
 import { socketsOf } from './helpers/processes.js';
 import { closeAllStreams, SseStreamReader, type SseFrame } from './helpers/sse.js';
-import { CSRF, TestSupervisor } from './helpers/supervisor.js';
+import { CSRF, TestSupervisor, withSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
 // The event bus end to end: real supervisors and controllers, events injected through the public API
@@ -116,25 +117,10 @@ class CursorTracker {
   }
 }
 
-async function expectProblem(
-  res: Response,
-  status: number,
-  detailPrefix?: string,
-): Promise<{ detail: string; code?: string; status: number }> {
-  expect(res.status).to.equal(status);
-  expect(res.headers.get('content-type')).to.match(/^application\/problem\+json/);
-  expect(res.headers.get('x-ctl-request-id')).to.match(/^[0-9a-f]{16}$/);
-  const body = (await res.json()) as { detail: string; code?: string; status: number };
-  expect(body.status).to.equal(status);
-  expect(body.detail).to.be.a('string');
-  if (detailPrefix) expect(body.detail.startsWith(detailPrefix), body.detail).to.equal(true);
-  return body;
-}
-
 async function expectStreamProblem(url: string, headers: Record<string, string>, status: number, prefix?: string) {
   const stream = await SseStreamReader.open(url, headers);
   try {
-    return await expectProblem(stream.response, status, prefix);
+    return expectProblem(await readReply(stream.response), status, undefined, { detail: prefix, requestId: true });
   } finally {
     stream.close();
   }
@@ -300,14 +286,13 @@ describe('event streams and the city event list', function () {
     const city = 'alpha';
     const url = (query = '') => cityStreamUrl(sup, city, query);
 
-    before(async function () {
-      sup = await TestSupervisor.start({ env: { CTL_SSE_HEARTBEAT_MS: String(HEARTBEAT_MS) } });
-      await sup.createCity(city);
-    });
-
-    after(async function () {
-      await sup?.cleanup();
-    });
+    withSupervisor(
+      async (started) => {
+        sup = started;
+        await sup.createCity(city);
+      },
+      { env: { CTL_SSE_HEARTBEAT_MS: String(HEARTBEAT_MS) } },
+    );
 
     it('commits 200 and the SSE headers before any event exists, then one `event` frame per event', async function () {
       const stream = await SseStreamReader.open(url());
@@ -429,13 +414,12 @@ describe('event streams and the city event list', function () {
     let sup: TestSupervisor;
     const url = (query = '') => supervisorStreamUrl(sup, query);
 
-    before(async function () {
-      sup = await TestSupervisor.start({ env: { CTL_SSE_HEARTBEAT_MS: String(HEARTBEAT_MS) } });
-    });
-
-    after(async function () {
-      await sup?.cleanup();
-    });
+    withSupervisor(
+      (started) => {
+        sup = started;
+      },
+      { env: { CTL_SSE_HEARTBEAT_MS: String(HEARTBEAT_MS) } },
+    );
 
     it('answers 503 no_providers before the first city, and never after the 202 of POST /v0/city', async function () {
       await expectStreamProblem(url(), {}, 503, 'no_providers: ');
@@ -667,13 +651,9 @@ describe('event streams and the city event list', function () {
     let sup: TestSupervisor;
     const city = 'alpha';
 
-    before(async function () {
-      sup = await TestSupervisor.start();
+    withSupervisor(async (started) => {
+      sup = started;
       await sup.createCity(city);
-    });
-
-    after(async function () {
-      await sup?.cleanup();
     });
 
     it('lists newest first, with X-CTL-Index = head = the number of events (right after creation)', async function () {
@@ -695,7 +675,12 @@ describe('event streams and the city event list', function () {
       expect(page.next_cursor).to.be.a('string');
       expect(page.total).to.equal(head);
       for (const limit of ['1001', '-1']) {
-        await expectProblem(await fetch(`${sup.base}/v0/city/${city}/events?limit=${limit}`), 422);
+        expectProblem(
+          await readReply(await fetch(`${sup.base}/v0/city/${city}/events?limit=${limit}`)),
+          422,
+          undefined,
+          { requestId: true },
+        );
       }
       expect((await list(sup, city, { limit: 1000 })).items).to.have.length(head);
     });
@@ -708,7 +693,7 @@ describe('event streams and the city event list', function () {
           headers: { ...CSRF, 'Content-Type': 'application/json' },
           body: JSON.stringify({ type, actor: 'test', payload: { bead: 'not a bead' } }),
         });
-        const problem = (await expectProblem(res, 422)) as { errors?: { location: string }[] };
+        const problem = expectProblem(await readReply(res), 422, undefined, { requestId: true });
         expect(problem.errors?.map((e) => e.location)).to.deep.equal(['body.type']);
       }
       expect(await cityHead(sup, city)).to.equal(head);
@@ -716,7 +701,12 @@ describe('event streams and the city event list', function () {
 
     it('answers a bad `since` with a 400, and filters by a good one', async function () {
       for (const since of ['bogus', '5d', '10']) {
-        await expectProblem(await fetch(`${sup.base}/v0/city/${city}/events?since=${since}`), 400);
+        expectProblem(
+          await readReply(await fetch(`${sup.base}/v0/city/${city}/events?since=${since}`)),
+          400,
+          undefined,
+          { requestId: true },
+        );
       }
       const head = await cityHead(sup, city);
       const recent = await list(sup, city, { since: '1h', limit: 1000 });
@@ -735,7 +725,7 @@ describe('event streams and the city event list', function () {
         token({ k: 'sq' }),
       ]) {
         const res = await fetch(`${sup.base}/v0/city/${city}/events?cursor=${encodeURIComponent(cursor)}`);
-        const problem = await expectProblem(res, 400);
+        const problem = expectProblem(await readReply(res), 400, undefined, { requestId: true });
         expect(problem.code, cursor).to.equal('invalid-cursor');
       }
     });
@@ -794,7 +784,9 @@ describe('event streams and the city event list', function () {
     it('answers a bad `wait` or `index` with a 422', async function () {
       const head = await cityHead(sup, city);
       for (const query of [`index=${head}&wait=bogus`, `index=${head}&wait=-5s`, `index=${head}&wait=0`, 'index=abc']) {
-        await expectProblem(await fetch(`${sup.base}/v0/city/${city}/events?${query}`), 422);
+        expectProblem(await readReply(await fetch(`${sup.base}/v0/city/${city}/events?${query}`)), 422, undefined, {
+          requestId: true,
+        });
       }
     });
   });
@@ -803,13 +795,9 @@ describe('event streams and the city event list', function () {
     let sup: TestSupervisor;
     const city = 'tango';
 
-    before(async function () {
-      sup = await TestSupervisor.start();
+    withSupervisor(async (started) => {
+      sup = started;
       await sup.createCity(city);
-    });
-
-    after(async function () {
-      await sup?.cleanup();
     });
 
     it('are skipped by lists and streams, and the next event still gets the next seq', async function () {
@@ -1049,14 +1037,13 @@ describe('event streams and the city event list', function () {
     let sup: TestSupervisor;
     const city = 'kilo';
 
-    before(async function () {
-      sup = await TestSupervisor.start({ env: { CTL_SSE_HEARTBEAT_MS: String(HEARTBEAT_MS) } });
-      await sup.createCity(city);
-    });
-
-    after(async function () {
-      await sup?.cleanup();
-    });
+    withSupervisor(
+      async (started) => {
+        sup = started;
+        await sup.createCity(city);
+      },
+      { env: { CTL_SSE_HEARTBEAT_MS: String(HEARTBEAT_MS) } },
+    );
 
     it('keeps supervisor subscribers, ends city subscribers, and a resume by Last-Event-ID loses nothing', async function () {
       const supLive = await openStream(supervisorStreamUrl(sup));
@@ -1218,13 +1205,9 @@ describe('event streams and the city event list', function () {
     let sup: TestSupervisor;
     const city = 'multi';
 
-    before(async function () {
-      sup = await TestSupervisor.start();
+    withSupervisor(async (started) => {
+      sup = started;
       await sup.createCity(city);
-    });
-
-    after(async function () {
-      await sup?.cleanup();
     });
 
     /** `count` events from each of `writers` separate processes, through the shared EventLog (the built one). */

@@ -10,6 +10,7 @@ import { newCityConfigText } from '../shared/config/city-config.js';
 import { ctlEntryPath } from '../shared/paths.js';
 import { isAlive, killAllMentioning } from './helpers/processes.js';
 import { inLanes } from './helpers/lanes.js';
+import { expectProblem } from './helpers/city-api.js';
 import { RawConnection } from './helpers/raw-http.js';
 import { CSRF, freePort, tempDir, TestSupervisor } from './helpers/supervisor.js';
 import { seededToken } from './helpers/tokens.js';
@@ -98,30 +99,6 @@ function expectRequestId(reply: Reply, what = ''): string {
   expect(values, `X-CTL-Request-Id ${what}`).to.have.length(1);
   expect(values[0], `X-CTL-Request-Id ${what}`).to.match(REQUEST_ID);
   return values[0];
-}
-
-/**
- * An RFC 9457 problem as the conventions define it: problem+json, `type` = `urn:ctl:error:<code>`, a title, the
- * HTTP status, a `prefix: text` detail, the code, and the response's X-CTL-Request-Id.
- */
-function expectProblem(reply: Reply, status: number, code?: string, what = ''): Json {
-  const label = `${what} → ${describeReply(reply)}`;
-  expect(reply.status, label).to.equal(status);
-  expect(String(reply.headers['content-type']), label).to.match(/^application\/problem\+json(;|$)/);
-  expectRequestId(reply, label);
-  const body = reply.body;
-  expect(body, label).to.be.an('object');
-  expect(body!.code, label)
-    .to.be.a('string')
-    .and.match(/^[a-z][a-z0-9]*(-[a-z0-9]+)*$/);
-  if (code !== undefined) expect(body!.code, label).to.equal(code);
-  expect(body!.type, label).to.equal(`urn:ctl:error:${body!.code}`);
-  expect(body!.title, label).to.be.a('string').and.not.equal('');
-  expect(body!.status, label).to.equal(status);
-  expect(body!.detail, label).to.be.a('string');
-  // "The body's detail field begins with a short code followed by a colon and a space."
-  expect(body!.detail, label).to.match(/^[a-z_]+: \S/);
-  return body!;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -274,7 +251,10 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
           body: '{}',
         });
         try {
-          const body = expectProblem(reply, 403, 'forbidden', `${method.toUpperCase()} ${target}`);
+          const body = expectProblem(reply, 403, 'forbidden', {
+            what: `${method.toUpperCase()} ${target}`,
+            conventions: true,
+          });
           expect(body.detail).to.equal(CSRF_DETAIL);
         } catch (err) {
           failures.push(`${method.toUpperCase()} ${target}: ${(err as Error).message}`);
@@ -306,7 +286,10 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
           body: '{}',
         });
         try {
-          const body = expectProblem(reply, 403, 'forbidden', `${method.toUpperCase()} ${target}`);
+          const body = expectProblem(reply, 403, 'forbidden', {
+            what: `${method.toUpperCase()} ${target}`,
+            conventions: true,
+          });
           expect(body.detail).to.equal(CSRF_DETAIL);
         } catch (err) {
           failures.push((err as Error).message);
@@ -321,7 +304,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
         headers: { 'Content-Type': 'application/json', 'X-CTL-Request': '1' },
         body: '{}',
       });
-      expectProblem(create, 422, 'validation-failed', 'POST /v0/city {}');
+      expectProblem(create, 422, 'validation-failed', { what: 'POST /v0/city {}', conventions: true });
       const emit = await call(sup.port, 'POST', `/v0/city/${CITY}/events`, {
         headers: { 'Content-Type': 'application/json', 'X-CTL-Request': 'yes' },
         body: JSON.stringify({ type: 'test.csrf', actor: 'http-conventions' }),
@@ -371,21 +354,24 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
     });
 
     it('a 404 for an unknown route, on the supervisor and from a controller', async function () {
-      expectProblem(await call(sup.port, 'GET', '/v0/no-such-thing'), 404, 'route-not-found');
-      expectProblem(await call(sup.port, 'GET', '/nope'), 404, 'route-not-found');
+      expectProblem(await call(sup.port, 'GET', '/v0/no-such-thing'), 404, 'route-not-found', { conventions: true });
+      expectProblem(await call(sup.port, 'GET', '/nope'), 404, 'route-not-found', { conventions: true });
       const proxied = await call(sup.port, 'GET', `/v0/city/${CITY}/no-such-thing`);
-      expectProblem(proxied, 404, 'route-not-found', 'proxied unknown route');
+      expectProblem(proxied, 404, 'route-not-found', { what: 'proxied unknown route', conventions: true });
     });
 
     it('a 404 for a city that is not running: typed routes name it, svc/* answers the static detail', async function () {
       for (const rest of ['/status', '', '/events', '/config', '/health']) {
         const reply = await call(sup.port, 'GET', `/v0/city/ghost${rest}`);
-        const body = expectProblem(reply, 404, 'city-not-found', `GET /v0/city/ghost${rest}`);
+        const body = expectProblem(reply, 404, 'city-not-found', {
+          what: `GET /v0/city/ghost${rest}`,
+          conventions: true,
+        });
         expect(body.detail).to.equal('not_found: city not found or not running: ghost');
       }
       for (const path of ['/v0/city/ghost/svc/x', '/v0/city/ghost/svc/x/deeper?q=1']) {
         const svc = await call(sup.port, 'GET', path);
-        const body = expectProblem(svc, 404, undefined, `GET ${path}`);
+        const body = expectProblem(svc, 404, undefined, { what: `GET ${path}`, conventions: true });
         expect(body.detail).to.equal('not_found: city not found or not running');
       }
     });
@@ -393,29 +379,32 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
     it('a 400 problem with a request id for an HTTP/1.1 request without a Host header, or with two', async function () {
       for (const path of ['/health', `/v0/city/${CITY}/status`]) {
         const none = await call(sup.port, 'GET', path, { rawHeaders: [] });
-        const body = expectProblem(none, 400, 'invalid-request', `GET ${path} without Host`);
+        const body = expectProblem(none, 400, 'invalid-request', {
+          what: `GET ${path} without Host`,
+          conventions: true,
+        });
         expect(body.detail).to.equal('invalid: an HTTP/1.1 request needs a Host header');
         const two = await call(sup.port, 'GET', path, { rawHeaders: ['Host', '127.0.0.1', 'Host', 'evil.example'] });
-        expect(expectProblem(two, 400, 'invalid-request', `GET ${path} with two Hosts`).detail).to.equal(
-          'invalid: more than one Host header',
-        );
+        expect(
+          expectProblem(two, 400, 'invalid-request', { what: `GET ${path} with two Hosts`, conventions: true }).detail,
+        ).to.equal('invalid: more than one Host header');
       }
     });
 
     it('a 405 with an Allow header for a stream path asked with another method', async function () {
       for (const path of ['/v0/events/stream', `/v0/city/${CITY}/events/stream`]) {
         const reply = await call(sup.port, 'POST', path, { headers: CSRF });
-        expectProblem(reply, 405, 'method-not-allowed', `POST ${path}`);
+        expectProblem(reply, 405, 'method-not-allowed', { what: `POST ${path}`, conventions: true });
         expect(String(reply.headers.allow)).to.equal('GET, HEAD');
       }
     });
 
     it('a 405, on the supervisor and from a controller, with an Allow header', async function () {
       const reply = await call(sup.port, 'GET', '/v0/city');
-      expectProblem(reply, 405, 'method-not-allowed', 'GET /v0/city');
+      expectProblem(reply, 405, 'method-not-allowed', { what: 'GET /v0/city', conventions: true });
       expect(String(reply.headers.allow)).to.include('POST');
       const proxied = await call(sup.port, 'DELETE', `/v0/city/${CITY}/status`, { headers: CSRF });
-      expectProblem(proxied, 405, 'method-not-allowed', `DELETE /v0/city/${CITY}/status`);
+      expectProblem(proxied, 405, 'method-not-allowed', { what: `DELETE /v0/city/${CITY}/status`, conventions: true });
       expect(String(proxied.headers.allow)).to.include('GET');
     });
 
@@ -434,7 +423,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
         for (const path of ['/health', `/v0/city/${CITY}/status`, `/v0/city/${CITY}/bead/x1`]) {
           const reply = await call(sup.port, method, path, { headers: CSRF });
           try {
-            expectProblem(reply, 405, 'method-not-allowed', `${method} ${path}`);
+            expectProblem(reply, 405, 'method-not-allowed', { what: `${method} ${path}`, conventions: true });
             const allow = String(reply.headers.allow).split(', ');
             expect(allow, `Allow of ${method} ${path}`).to.include.members(['GET', 'HEAD']);
             expect(allow, `Allow of ${method} ${path}`).to.not.include(method);
@@ -445,7 +434,9 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
       }
       expect(failures).to.deep.equal([]);
       // A path no route has stays a 404, whatever the method.
-      expectProblem(await call(sup.port, 'TRACE', '/nope', { headers: CSRF }), 404, 'route-not-found');
+      expectProblem(await call(sup.port, 'TRACE', '/nope', { headers: CSRF }), 404, 'route-not-found', {
+        conventions: true,
+      });
     });
 
     it('a malformed percent-encoding in a city name is a 4xx problem, not a 500', async function () {
@@ -454,7 +445,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
         const reply = await call(sup.port, 'GET', path);
         try {
           expect([400, 404], `GET ${path}: ${describeReply(reply)}`).to.include(reply.status);
-          expectProblem(reply, reply.status, undefined, `GET ${path}`);
+          expectProblem(reply, reply.status, undefined, { what: `GET ${path}`, conventions: true });
         } catch (err) {
           failures.push((err as Error).message);
         }
@@ -467,7 +458,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
         headers: { ...CSRF, 'Content-Type': 'application/json' },
         body: JSON.stringify({ dir: sup.cityDir('unused'), start_command: 'true', bogus: 1 }),
       });
-      expectProblem(reply, 422, 'validation-failed');
+      expectProblem(reply, 422, 'validation-failed', { conventions: true });
     });
 
     it('a CORS preflight', async function () {
@@ -480,7 +471,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
 
     it('a 421', async function () {
       const reply = await call(sup.port, 'GET', '/health', { headers: { Host: 'evil.example' } });
-      expectProblem(reply, 421, 'host-not-allowed');
+      expectProblem(reply, 421, 'host-not-allowed', { conventions: true });
     });
 
     it('GET /openapi.json', async function () {
@@ -567,7 +558,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
         try {
           await connection.write(request());
           const reply = await connection.response();
-          const body = expectProblem(reply, status, code, what);
+          const body = expectProblem(reply, status, code, { what, conventions: true });
           expect(body.detail).to.match(/^[a-z_]+: \S/);
           expect(String(reply.headers.connection).toLowerCase(), 'Connection').to.equal('close');
           await connection.closedByServer();
@@ -589,7 +580,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
           // The body has begun to arrive: the route is reading it when the broken chunk comes.
           await connection.write('zz\r\nnot a chunk\r\n');
           const reply = await connection.response();
-          expectProblem(reply, 400, 'invalid-request', path);
+          expectProblem(reply, 400, 'invalid-request', { what: path, conventions: true });
           await connection.closedByServer();
         } finally {
           connection.destroy();
@@ -610,7 +601,10 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
         const second = await connection.response();
         expect(second.status, describeReply(second)).to.equal(200);
         expect(second.body!.name).to.equal(CITY);
-        expectProblem(await connection.response(), 400, 'invalid-request', 'the malformed one');
+        expectProblem(await connection.response(), 400, 'invalid-request', {
+          what: 'the malformed one',
+          conventions: true,
+        });
         await connection.closedByServer();
       } finally {
         connection.destroy();
@@ -646,7 +640,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
         // Not awaited: a server that answers early need not read all of it before answering.
         void connection.write(request);
         const refused = await connection.response();
-        expectProblem(refused, status, code, 'the refused request');
+        expectProblem(refused, status, code, { what: 'the refused request', conventions: true });
         if (String(refused.headers.connection).toLowerCase() === 'close') {
           await connection.closedByServer();
           const fresh = await RawConnection.open(sup.port);
@@ -708,7 +702,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
       call(sup.port, 'POST', '/v0/city', { headers: { ...CSRF, 'Content-Type': contentType }, body });
 
     it('a body that is not JSON: 400', async function () {
-      const body = expectProblem(await post('{"dir": '), 400, 'invalid-request');
+      const body = expectProblem(await post('{"dir": '), 400, 'invalid-request', { conventions: true });
       expect(body.detail).to.match(/^invalid: /);
     });
 
@@ -716,20 +710,22 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
       for (const text of ['[]', '"a string"', '42', 'null']) {
         const reply = await post(text);
         expect([400, 422], `${text} → ${describeReply(reply)}`).to.include(reply.status);
-        expectProblem(reply, reply.status, undefined, text);
+        expectProblem(reply, reply.status, undefined, { what: text, conventions: true });
       }
     });
 
     it('a body that is not application/json: 415', async function () {
-      const body = expectProblem(await post('dir=/tmp/x', 'text/plain'), 415, 'unsupported-media-type');
+      const body = expectProblem(await post('dir=/tmp/x', 'text/plain'), 415, 'unsupported-media-type', {
+        conventions: true,
+      });
       expect(body.detail).to.match(/^unsupported_media_type: /);
       const form = await post('dir=/tmp/x', 'application/x-www-form-urlencoded');
-      expectProblem(form, 415, 'unsupported-media-type', 'form body');
+      expectProblem(form, 415, 'unsupported-media-type', { what: 'form body', conventions: true });
     });
 
     it('a body over 1 MiB: 413', async function () {
       const big = JSON.stringify({ dir: sup.cityDir('big'), start_command: 'x'.repeat(1024 * 1024 + 10) });
-      const body = expectProblem(await post(big), 413, 'payload-too-large');
+      const body = expectProblem(await post(big), 413, 'payload-too-large', { conventions: true });
       expect(body.detail).to.match(/^too_large: /);
     });
 
@@ -741,7 +737,10 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
           `{"dir": ${dir}, "start_command": ${nested(depth)}}`,
           `{"dir": ${dir}, "start_command": "true", "x": ${nested(depth)}}`,
         ]) {
-          const problem = expectProblem(await post(body), 422, 'validation-failed', `depth ${depth}`);
+          const problem = expectProblem(await post(body), 422, 'validation-failed', {
+            what: `depth ${depth}`,
+            conventions: true,
+          });
           expect(problem.detail).to.match(/^invalid: body: /);
           expect((problem.errors as Json[]).map((e) => String(e.location))).to.deep.equal(['body']);
         }
@@ -755,6 +754,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
         await post(JSON.stringify({ dir, start_command: 'sleep 1', bogus: true })),
         422,
         'validation-failed',
+        { conventions: true },
       );
       expect(body.errors, JSON.stringify(body)).to.be.an('array').that.is.not.empty;
       const locations = (body.errors as Json[]).map((e) => String(e.location));
@@ -764,7 +764,9 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
     });
 
     it('missing dir: 422 naming body.dir', async function () {
-      const body = expectProblem(await post(JSON.stringify({ start_command: 'sleep 1' })), 422, 'validation-failed');
+      const body = expectProblem(await post(JSON.stringify({ start_command: 'sleep 1' })), 422, 'validation-failed', {
+        conventions: true,
+      });
       expect((body.errors as Json[]).map((e) => String(e.location))).to.include('body.dir');
     });
 
@@ -773,6 +775,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
         await post(JSON.stringify({ dir: 42, start_command: 'sleep 1' })),
         422,
         'validation-failed',
+        { conventions: true },
       );
       expect((body.errors as Json[]).map((e) => String(e.location))).to.include('body.dir');
     });
@@ -781,7 +784,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
       const dir = sup.cityDir('both-or-neither');
       for (const extra of [{ provider: 'claude', start_command: 'sleep 1' }, {}]) {
         const reply = await post(JSON.stringify({ dir, ...extra }));
-        const body = expectProblem(reply, 422, 'validation-failed', JSON.stringify(extra));
+        const body = expectProblem(reply, 422, 'validation-failed', { what: JSON.stringify(extra), conventions: true });
         const locations = (body.errors as Json[]).map((e) => String(e.location));
         expect(locations).to.include.members(['body.provider', 'body.start_command']);
       }
@@ -799,11 +802,11 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
     it('POST …/beads with JSON nested 5,000 levels, or one more than 64: 422 naming body', async function () {
       for (const depth of [5000, 64]) {
         const reply = await send('/beads', `{"title": "deep", "metadata": ${nested(depth)}}`);
-        const problem = expectProblem(reply, 422, 'validation-failed', `depth ${depth}`);
+        const problem = expectProblem(reply, 422, 'validation-failed', { what: `depth ${depth}`, conventions: true });
         expect((problem.errors as Json[]).map((e) => String(e.location))).to.deep.equal(['body']);
       }
       const reply = await send('/beads', `[${'['.repeat(5000)}${']'.repeat(5000)}]`);
-      expectProblem(reply, 422, 'validation-failed', 'nested arrays');
+      expectProblem(reply, 422, 'validation-failed', { what: 'nested arrays', conventions: true });
     });
 
     it('POST …/events takes a payload nested up to the limit, and refuses one level more', async function () {
@@ -815,9 +818,9 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
       expect(listed.status).to.equal(200);
       expect((listed.body!.items as Json[]).map((e) => e.seq as number)).to.include(seq);
       const over = await send('/events', `{"type": "test.deep", "actor": "t", "payload": {"p": ${nested(63)}}}`);
-      expectProblem(over, 422, 'validation-failed', 'one level more');
+      expectProblem(over, 422, 'validation-failed', { what: 'one level more', conventions: true });
       const deep = await send('/events', `{"type": "test.deep", "actor": "t", "payload": {"p": ${nested(5000)}}}`);
-      expectProblem(deep, 422, 'validation-failed', '5,000 levels');
+      expectProblem(deep, 422, 'validation-failed', { what: '5,000 levels', conventions: true });
     });
   });
 
@@ -826,7 +829,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
       for (const path of ['/v0/events?limit=abc', `/v0/city/${CITY}/events?limit=abc`]) {
         const limit = await call(sup.port, 'GET', path);
         expect([400, 422], describeReply(limit)).to.include(limit.status);
-        const body = expectProblem(limit, limit.status, undefined, path);
+        const body = expectProblem(limit, limit.status, undefined, { what: path, conventions: true });
         expect((body.errors as Json[]).map((e) => String(e.location))).to.include('query.limit');
       }
     });
@@ -835,7 +838,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
       const failures: string[] = [];
       for (const path of ['/v0/events?since=bogus', `/v0/city/${CITY}/events?since=bogus`]) {
         try {
-          expectProblem(await call(sup.port, 'GET', path), 400, 'invalid-request', path);
+          expectProblem(await call(sup.port, 'GET', path), 400, 'invalid-request', { what: path, conventions: true });
         } catch (err) {
           failures.push((err as Error).message);
         }
@@ -851,16 +854,16 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
           await call(sup.port, 'GET', '/health', { headers: { Host: host } }),
           421,
           'host-not-allowed',
-          host,
+          { what: host, conventions: true },
         );
         expect(body.detail).to.match(/^host_not_allowed: /);
       }
       const proxied = await call(sup.port, 'GET', `/v0/city/${CITY}/status`, { headers: { Host: 'evil.example' } });
-      expectProblem(proxied, 421, 'host-not-allowed', 'proxied');
+      expectProblem(proxied, 421, 'host-not-allowed', { what: 'proxied', conventions: true });
       const mutation = await call(sup.port, 'POST', `/v0/city/${CITY}/stop`, {
         headers: { ...CSRF, Host: 'evil.example' },
       });
-      expectProblem(mutation, 421, 'host-not-allowed', 'mutation');
+      expectProblem(mutation, 421, 'host-not-allowed', { what: 'mutation', conventions: true });
       expect(await sup.city(CITY)).to.include({ running: true });
     });
 
@@ -898,7 +901,10 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
         ] as const) {
           const reply = await call(p, method, path, { rawHeaders: ['Host', host, ...Object.entries(headers).flat()] });
           try {
-            const body = expectProblem(reply, 421, 'host-not-allowed', `${method} ${path} Host: ${host}`);
+            const body = expectProblem(reply, 421, 'host-not-allowed', {
+              what: `${method} ${path} Host: ${host}`,
+              conventions: true,
+            });
             expect(body.detail).to.match(/^host_not_allowed: /);
           } catch (err) {
             failures.push((err as Error).message);
@@ -930,7 +936,10 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
       for (const [target, host, what] of refused) {
         const reply = await call(p, 'POST', target, { headers: { ...CSRF, Host: host } });
         try {
-          expectProblem(reply, 421, 'host-not-allowed', `${what}: POST ${target} Host: ${host}`);
+          expectProblem(reply, 421, 'host-not-allowed', {
+            what: `${what}: POST ${target} Host: ${host}`,
+            conventions: true,
+          });
         } catch (err) {
           failures.push((err as Error).message);
         }
@@ -938,7 +947,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
       for (const target of [`https://127.0.0.1:${p}/health`, `ftp://127.0.0.1:${p}/health`]) {
         const reply = await call(p, 'GET', target, { headers: { Host: `127.0.0.1:${p}` } });
         try {
-          expectProblem(reply, 400, 'invalid-request', `GET ${target}`);
+          expectProblem(reply, 400, 'invalid-request', { what: `GET ${target}`, conventions: true });
         } catch (err) {
           failures.push((err as Error).message);
         }
@@ -988,7 +997,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
         expect(local.status).to.equal(200);
         for (const host of ['evil.example', 'sub.myhost.test', 'myhost.test.evil.example']) {
           const reply = await call(other.port, 'GET', '/health', { headers: { Host: host } });
-          expectProblem(reply, 421, 'host-not-allowed', host);
+          expectProblem(reply, 421, 'host-not-allowed', { what: host, conventions: true });
         }
       });
 
@@ -1001,7 +1010,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
           'a@myhost.test',
         ]) {
           const reply = await call(p, 'GET', '/health', { headers: { Host: host } });
-          expectProblem(reply, 421, 'host-not-allowed', host);
+          expectProblem(reply, 421, 'host-not-allowed', { what: host, conventions: true });
         }
         const absolute = await call(p, 'GET', `http://myhost.test:${p}/health`, {
           headers: { Host: `myhost.test:${p}` },
@@ -1258,7 +1267,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
         try {
           await connection.write(`GET /openapi.json\0 HTTP/1.1\r\nHost: localhost\r\n\r\n`);
           const reply = await connection.response();
-          expectProblem(reply, 400, 'invalid-request');
+          expectProblem(reply, 400, 'invalid-request', { conventions: true });
           expect(String(reply.headers.connection).toLowerCase()).to.equal('close');
           await connection.closedByServer();
         } finally {
@@ -1268,14 +1277,14 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
 
       it('answers a method no route takes with a 405 and an Allow header', async function () {
         const reply = await call(port, 'TRACE', '/v0/city/solo/status', { headers: CSRF });
-        expectProblem(reply, 405, 'method-not-allowed');
+        expectProblem(reply, 405, 'method-not-allowed', { conventions: true });
         expect(String(reply.headers.allow)).to.include('GET');
       });
 
       it('answers a malformed percent-encoding in a city name with a 4xx problem, not a 500', async function () {
         const reply = await call(port, 'GET', '/v0/city/%zz/status');
         expect([400, 404], describeReply(reply)).to.include(reply.status);
-        expectProblem(reply, reply.status);
+        expectProblem(reply, reply.status, undefined, { conventions: true });
       });
 
       it('refuses a cross-origin mutation and serves its own origin', async function () {
@@ -1283,7 +1292,7 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
           headers: { ...CSRF, Origin: 'http://evil.example', 'Content-Type': 'application/json' },
           body: JSON.stringify({ title: 'x' }),
         });
-        expectProblem(foreign, 403, 'forbidden');
+        expectProblem(foreign, 403, 'forbidden', { conventions: true });
         expect(foreign.body!.detail).to.match(/^cross_origin: /);
         const own = await call(port, 'POST', '/v0/city/solo/beads', {
           headers: { ...CSRF, Origin: `http://127.0.0.1:${port}`, 'Content-Type': 'application/json' },
@@ -1307,10 +1316,14 @@ describe('HTTP conventions (real supervisor and controllers)', function () {
         const status = await call(port, 'GET', '/v0/city/solo/status');
         expect(status.status, describeReply(status)).to.equal(200);
         expectRequestId(status);
-        const other = expectProblem(await call(port, 'GET', '/v0/city/other/status'), 404, 'city-not-found');
+        const other = expectProblem(await call(port, 'GET', '/v0/city/other/status'), 404, 'city-not-found', {
+          conventions: true,
+        });
         expect(other.detail).to.equal('not_found: city not found or not running: other');
-        expectProblem(await call(port, 'GET', '/v0/nope'), 404, 'route-not-found');
-        expectProblem(await call(port, 'GET', '/openapi.json', { headers: { Host: 'evil.example' } }), 421);
+        expectProblem(await call(port, 'GET', '/v0/nope'), 404, 'route-not-found', { conventions: true });
+        expectProblem(await call(port, 'GET', '/openapi.json', { headers: { Host: 'evil.example' } }), 421, undefined, {
+          conventions: true,
+        });
       });
     });
   });
@@ -1338,10 +1351,16 @@ describe('HTTP conventions: a city registered but not yet running', function () 
     expectRequestId(created, '202');
     expect((await sup.city('slow'))?.running).to.equal(false);
     for (const rest of ['/status', '/events', '']) {
-      const body = expectProblem(await call(sup.port, 'GET', `/v0/city/slow${rest}`), 404, 'city-not-found', rest);
+      const body = expectProblem(await call(sup.port, 'GET', `/v0/city/slow${rest}`), 404, 'city-not-found', {
+        what: rest,
+        conventions: true,
+      });
       expect(body.detail).to.equal('not_found: city not found or not running: slow');
     }
-    const svc = expectProblem(await call(sup.port, 'GET', '/v0/city/slow/svc/x'), 404, undefined, 'svc');
+    const svc = expectProblem(await call(sup.port, 'GET', '/v0/city/slow/svc/x'), 404, undefined, {
+      what: 'svc',
+      conventions: true,
+    });
     expect(svc.detail).to.equal('not_found: city not found or not running');
     await waitUntil('slow to run', async () => (await sup.city('slow'))?.running);
     const status = await call(sup.port, 'GET', '/v0/city/slow/status');
@@ -1381,7 +1400,10 @@ describe('HTTP conventions: read-only mode (bound to a non-loopback address)', f
           body: JSON.stringify(path === '/v0/city' ? { dir: sup.cityDir('ro'), start_command: 'sleep 1' } : {}),
         });
         try {
-          const body = expectProblem(reply, 403, 'forbidden', `${method.toUpperCase()} ${target}`);
+          const body = expectProblem(reply, 403, 'forbidden', {
+            what: `${method.toUpperCase()} ${target}`,
+            conventions: true,
+          });
           expect(body.detail).to.match(/^read_only: /);
         } catch (err) {
           failures.push((err as Error).message);
@@ -1391,7 +1413,9 @@ describe('HTTP conventions: read-only mode (bound to a non-loopback address)', f
       expect((await sup.api.GET('/v0/cities')).data!.items).to.deep.equal([]);
       for (const method of ['PROPFIND', 'TRACE']) {
         const reply = await call(sup.port, method, '/health', { headers: CSRF });
-        expect(expectProblem(reply, 403, 'forbidden', method).detail).to.match(/^read_only: /);
+        expect(expectProblem(reply, 403, 'forbidden', { what: method, conventions: true }).detail).to.match(
+          /^read_only: /,
+        );
       }
     });
 
@@ -1424,7 +1448,7 @@ describe('HTTP conventions: read-only mode (bound to a non-loopback address)', f
         headers: { 'Content-Type': 'application/json' },
         body,
       });
-      expect(expectProblem(refused, 403, 'forbidden').detail).to.equal(CSRF_DETAIL);
+      expect(expectProblem(refused, 403, 'forbidden', { conventions: true }).detail).to.equal(CSRF_DETAIL);
       const accepted = await call(sup.port, 'POST', '/v0/city', {
         headers: { ...CSRF, 'Content-Type': 'application/json' },
         body,

@@ -1,23 +1,14 @@
 import { expect } from 'chai';
 import { CityApi, expectProblem, type Bead, type Message } from './helpers/city-api.js';
-import type { TestSupervisor } from './helpers/supervisor.js';
-import { startCity } from './helpers/work-units.js';
+import { withWorkCity } from './helpers/work-units.js';
 
 // `Idempotency-Key` on the creates (beads, and per endpoint mail and convoys).
 // A supervisor and city of this file's own; what these files share is in helpers/work-units.ts.
 
 describe('work units over the API: beads, mail and convoys', function () {
   this.timeout(60_000);
-  let sup: TestSupervisor;
   let api: CityApi;
-
-  before(async function () {
-    ({ sup, api } = await startCity());
-  });
-
-  after(async function () {
-    await sup?.cleanup();
-  });
+  withWorkCity((city) => ({ api } = city));
 
   describe('Idempotency-Key on create', function () {
     it('the same key and body answer with the same bead (201), recorded once', async function () {

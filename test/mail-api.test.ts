@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { CityApi, expectProblem, type Envelope, type Message } from './helpers/city-api.js';
 import { CSRF, type TestSupervisor } from './helpers/supervisor.js';
-import { ids, RFC3339, startCity, type Page } from './helpers/work-units.js';
+import { ids, RFC3339, withWorkCity, type Page } from './helpers/work-units.js';
 
 // Mail over the API: messages as `message` beads, inboxes, threads, replies and the `mail.*` events.
 // A supervisor and city of this file's own; what these files share is in helpers/work-units.ts.
@@ -10,14 +10,7 @@ describe('work units over the API: beads, mail and convoys', function () {
   this.timeout(60_000);
   let sup: TestSupervisor;
   let api: CityApi;
-
-  before(async function () {
-    ({ sup, api } = await startCity());
-  });
-
-  after(async function () {
-    await sup?.cleanup();
-  });
+  withWorkCity((city) => ({ sup, api } = city));
 
   describe('mail', function () {
     /** Sends through the typed client; 201 expected. */

@@ -2,13 +2,10 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import type { WireEvent } from '../shared/dto/events.js';
+import { controllerPid } from './helpers/controller-pid.js';
 import { isAlive, processesMentioning, zombieChildrenOf } from './helpers/processes.js';
-import { CSRF, TestSupervisor } from './helpers/supervisor.js';
+import { CSRF, TestSupervisor, withSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
-
-function controllerPid(sup: TestSupervisor, name: string): number {
-  return (JSON.parse(readFileSync(join(sup.cityDir(name), '.ctl', 'controller.pid'), 'utf8')) as { pid: number }).pid;
-}
 
 /** Live `ctl controller run` processes for one city directory. */
 function controllersOf(dir: string): number[] {
@@ -35,16 +32,12 @@ const STOP_GRACE_MS = 2000;
 describe('controller processes', function () {
   describe('crash and restart', function () {
     let sup: TestSupervisor;
-    before(async function () {
-      sup = await TestSupervisor.start();
+    withSupervisor(async (started) => {
+      sup = started;
       await sup.createCity('alpha');
     });
-    after(async function () {
-      await sup?.cleanup();
-    });
-
     it('restarts a controller killed with -9, records the crash, and reaps it', async function () {
-      const first = controllerPid(sup, 'alpha');
+      const first = controllerPid(sup.cityDir('alpha'));
       process.kill(first, 'SIGKILL');
       const info = await waitUntil('alpha to run again with a new controller', async () => {
         const city = await sup.city('alpha');
@@ -66,7 +59,7 @@ describe('controller processes', function () {
     });
 
     it('backs off: consecutive crashes double the delay', async function () {
-      const second = controllerPid(sup, 'alpha');
+      const second = controllerPid(sup.cityDir('alpha'));
       process.kill(second, 'SIGKILL');
       await waitUntil('a restart', async () => {
         const city = await sup.city('alpha');
@@ -78,7 +71,7 @@ describe('controller processes', function () {
     });
 
     it('stop keeps the city registered and stopped (across a supervisor restart), start brings it back', async function () {
-      const pid = controllerPid(sup, 'alpha');
+      const pid = controllerPid(sup.cityDir('alpha'));
       const { data, response } = await sup.api.POST('/v0/city/{cityName}/stop', {
         params: { header: CSRF, path: { cityName: 'alpha' } },
       });
@@ -124,7 +117,7 @@ describe('controller processes', function () {
 
     it('is not listed as running while it is being stopped, and its kill is recorded as controller.stopped', async function () {
       this.timeout(60_000);
-      const pid = controllerPid(sup, 'stuck');
+      const pid = controllerPid(sup.cityDir('stuck'));
       process.kill(pid, 'SIGSTOP');
       const stopping = sup.api.POST('/v0/city/{cityName}/stop', {
         params: { header: CSRF, path: { cityName: 'stuck' } },
@@ -158,7 +151,7 @@ describe('controller processes', function () {
       this.timeout(60_000);
       await sup.createCity('renamed-from');
       const dir = sup.cityDir('renamed-from');
-      const oldPid = controllerPid(sup, 'renamed-from');
+      const oldPid = controllerPid(sup.cityDir('renamed-from'));
       const { data, response } = await sup.api.POST('/v0/cities/register', {
         params: { header: CSRF },
         body: { path: dir, name: 'renamed-to' },
@@ -179,7 +172,7 @@ describe('controller processes', function () {
 
     it('an unregister that had to kill it ends in request.failed (city_unregister_failed)', async function () {
       this.timeout(60_000);
-      const pid = controllerPid(sup, 'wedged');
+      const pid = controllerPid(sup.cityDir('wedged'));
       process.kill(pid, 'SIGSTOP');
       const { data, response } = await sup.api.POST('/v0/city/{cityName}/unregister', {
         params: { header: CSRF, path: { cityName: 'wedged' } },
@@ -196,13 +189,12 @@ describe('controller processes', function () {
 
   describe('startup phases and failures', function () {
     let sup: TestSupervisor;
-    before(async function () {
-      sup = await TestSupervisor.start({ env: { CTL_CONTROLLER_PHASE_DELAY_MS: '400' } });
-    });
-    after(async function () {
-      await sup?.cleanup();
-    });
-
+    withSupervisor(
+      (started) => {
+        sup = started;
+      },
+      { env: { CTL_CONTROLLER_PHASE_DELAY_MS: '400' } },
+    );
     it('lists a starting city with running=false and its phase, and answers 404 on its routes until it runs', async function () {
       const { data } = await sup.api.POST('/v0/city', {
         params: { header: CSRF },
@@ -264,7 +256,7 @@ describe('controller processes', function () {
     });
 
     it('after kill -9 with a pending create: one controller per city and exactly one terminal event', async function () {
-      const steadyPid = controllerPid(sup, 'steady');
+      const steadyPid = controllerPid(sup.cityDir('steady'));
       const { data } = await sup.api.POST('/v0/city', {
         params: { header: CSRF },
         body: { dir: sup.cityDir('pending'), start_command: 'sleep 3600' },
@@ -295,7 +287,7 @@ describe('controller processes', function () {
     });
 
     it('after kill -9 with a pending unregister: the controller is stopped and the result recorded once', async function () {
-      const pid = controllerPid(sup, 'pending');
+      const pid = controllerPid(sup.cityDir('pending'));
       const { data } = await sup.api.POST('/v0/city/{cityName}/unregister', {
         params: { header: CSRF, path: { cityName: 'pending' } },
       });
@@ -308,7 +300,7 @@ describe('controller processes', function () {
     });
 
     it('adopts a leftover controller found only by who holds its city lock', async function () {
-      const pid = controllerPid(sup, 'steady');
+      const pid = controllerPid(sup.cityDir('steady'));
       await sup.kill9();
       rmSync(join(sup.cityDir('steady'), '.ctl', 'controller.pid'));
       await sup.launch();
@@ -320,7 +312,7 @@ describe('controller processes', function () {
     it('on SIGTERM, records the stop of a controller it had to kill before exiting', async function () {
       this.timeout(60_000);
       await sup.createCity('frozen');
-      const pid = controllerPid(sup, 'frozen');
+      const pid = controllerPid(sup.cityDir('frozen'));
       process.kill(pid, 'SIGSTOP');
       expect(await sup.stop()).to.equal(0);
       expect(isAlive(pid)).to.equal(false);

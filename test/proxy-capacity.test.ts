@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { EventSource } from 'eventsource';
 import { expectProblem } from './helpers/city-api.js';
 import { SseStreamReader, closeAllStreams } from './helpers/sse.js';
-import { CSRF, TestSupervisor } from './helpers/supervisor.js';
+import { CSRF, TestSupervisor, withSupervisor } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
 /** An open request whose response has started (headers in): held until `close()`. */
@@ -35,18 +35,17 @@ describe('the supervisor proxy under load and through restarts', function () {
   let sup: TestSupervisor;
   const held: Held[] = [];
 
-  before(async function () {
-    sup = await TestSupervisor.start({ env: { CTL_PROXY_CONNECT_TIMEOUT_MS: '1000' } });
-    await sup.createCity('alpha');
-  });
+  withSupervisor(
+    async (started) => {
+      sup = started;
+      await sup.createCity('alpha');
+    },
+    { env: { CTL_PROXY_CONNECT_TIMEOUT_MS: '1000' } },
+  );
 
   afterEach(function () {
     for (const h of held.splice(0)) h.req.destroy();
     closeAllStreams();
-  });
-
-  after(async function () {
-    await sup?.cleanup();
   });
 
   it('300 idle streams on one city do not starve its ordinary requests', async function () {

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -16,6 +15,7 @@ import {
   waitForTurn,
   type SessionCity,
 } from './helpers/sessions.js';
+import { hasTmux } from './helpers/tmux-installed.js';
 import { waitUntil } from './helpers/wait.js';
 
 const ACP_AGENT = join(packageRoot, 'examples', 'agents', 'acp-agent.mjs');
@@ -59,15 +59,6 @@ const RUNTIMES: RuntimeCase[] = [
     reply: saidBack,
   },
 ];
-
-function hasTmux(): boolean {
-  try {
-    execFileSync('tmux', ['-V'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * One conformance suite for the session runtimes: the same behaviours — start, a turn, messages in order, kill

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -15,6 +14,7 @@ import {
   type SessionCity,
 } from './helpers/sessions.js';
 import { tempDir } from './helpers/supervisor.js';
+import { hasTmux } from './helpers/tmux-installed.js';
 import { waitUntil } from './helpers/wait.js';
 
 interface RawEntry {
@@ -22,15 +22,6 @@ interface RawEntry {
   text?: string;
   source?: string;
   hook?: string;
-}
-
-function hasTmux(): boolean {
-  try {
-    execFileSync('tmux', ['-V'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**

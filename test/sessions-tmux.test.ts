@@ -17,19 +17,11 @@ import {
   waitForTurn,
   type SessionCity,
 } from './helpers/sessions.js';
+import { hasTmux } from './helpers/tmux-installed.js';
 import { waitUntil } from './helpers/wait.js';
 
 const TUI_AGENT = join(packageRoot, 'examples', 'agents', 'tui-agent.mjs');
 const MISHEARING_AGENT = join(packageRoot, 'test', 'fixtures', 'hard-of-hearing-tui-agent.mjs');
-
-function hasTmux(): boolean {
-  try {
-    execFileSync('tmux', ['-V'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * The tmux runtime with the shipped interactive example (examples/agents/tui-agent.mjs), read off its screen by

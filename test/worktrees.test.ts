@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { expectProblem, type Bead, type Envelope } from './helpers/city-api.js';
 import { expectSuccess } from './helpers/cli.js';
+import { controllerPid } from './helpers/controller-pid.js';
 import { isAlive } from './helpers/processes.js';
 import { SseStreamReader } from './helpers/sse.js';
 import { createSession, startSessionCity, terminalOf, waitForTurn, type SessionCity } from './helpers/sessions.js';
@@ -229,7 +230,7 @@ describe('one git worktree per session', function () {
     expect((await city.api.post(`/session/${id}/wake`)).status).to.equal(200);
     expect(await run(id, 'pwd; cat notes.txt')).to.equal(`${tree.path}\nscratch`);
 
-    const pid = (JSON.parse(readFileSync(join(city.dir, '.ctl', 'controller.pid'), 'utf8')) as { pid: number }).pid;
+    const pid = controllerPid(city.dir);
     process.kill(pid, 'SIGKILL');
     await waitUntil('the controller to die', () => !isAlive(pid));
     await waitUntil('a new controller', async () => {
@@ -492,7 +493,7 @@ describe('one git worktree per session', function () {
     const tree = (await view(id)).worktree!;
     await city.api.post(`/session/${id}/close`);
     git(repo, 'worktree', 'add', '-q', '-b', tree.branch, tree.path, 'main');
-    const pid = (JSON.parse(readFileSync(join(city.dir, '.ctl', 'controller.pid'), 'utf8')) as { pid: number }).pid;
+    const pid = controllerPid(city.dir);
     process.kill(pid, 'SIGKILL');
     await waitUntil('the controller to die', () => !isAlive(pid));
     await waitUntil('a new controller', async () => {

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import { expect } from 'chai';
 import type { components } from '../../shared/generated/api-types.js';
 import { CSRF, type TestSupervisor } from './supervisor.js';
@@ -47,31 +48,77 @@ export function idNumber(id: string): number {
   return Number(match[1]);
 }
 
+/** A response as `expectProblem` reads it: a `Reply` (fetch's `Headers`) or a raw one (node's header record). */
+export interface ProblemReply {
+  status: number;
+  headers: Headers | IncomingHttpHeaders;
+  body: unknown;
+}
+
+/** What `expectProblem` checks beyond what every problem has. */
+export interface ProblemChecks {
+  /** The detail begins with this. */
+  detail?: string;
+  /** One of `errors[].location`. */
+  location?: string;
+  /** The request, named in every failure's message. */
+  what?: string;
+  /** Exactly one `X-CTL-Request-Id` of 16 lowercase hex characters. */
+  requestId?: boolean;
+  /**
+   * All the HTTP conventions give a problem: a well-formed code and the type made from it, a title, a
+   * `prefix: text` detail and the request id.
+   */
+  conventions?: boolean;
+}
+
+const REQUEST_ID = /^[0-9a-f]{16}$/;
+const PROBLEM_CODE = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
+
+/** A header's value; both kinds of headers join a repeated one with `, `, so a pattern of one value fails on two. */
+function headerOf(reply: ProblemReply, name: string): string | undefined {
+  if (reply.headers instanceof Headers) return reply.headers.get(name) ?? undefined;
+  const value = reply.headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
 /**
- * Asserts a problem response: status, `application/problem+json`, `type` = `urn:ctl:error:<code>`, and
- * optionally a detail prefix and an `errors[].location`.
+ * Asserts a problem response (RFC 9457): the status, `application/problem+json`, the body's status and a detail;
+ * given a `code`, that code and `type` = `urn:ctl:error:<code>`; and what `checks` asks.
  */
-export function expectProblem(
-  reply: Reply,
-  status: number,
-  code: string,
-  options: { detail?: string; location?: string } = {},
-): Problem {
+export function expectProblem(reply: ProblemReply, status: number, code?: string, checks: ProblemChecks = {}): Problem {
+  const label = `${checks.what ? `${checks.what} → ` : ''}${reply.status} ${JSON.stringify(reply.body)?.slice(0, 400)}`;
   const problem = reply.body as Problem;
-  expect(reply.status, JSON.stringify(reply.body)).to.equal(status);
-  expect(reply.headers.get('content-type')).to.match(/^application\/problem\+json/);
-  expect(problem.status, JSON.stringify(problem)).to.equal(status);
-  expect(problem.code, JSON.stringify(problem)).to.equal(code);
-  expect(problem.type).to.equal(`urn:ctl:error:${code}`);
-  expect(problem.detail).to.be.a('string');
-  if (options.detail !== undefined) {
-    expect(problem.detail.startsWith(options.detail), `detail ${JSON.stringify(problem.detail)}`).to.equal(true);
+  expect(reply.status, label).to.equal(status);
+  expect(headerOf(reply, 'content-type'), label).to.match(/^application\/problem\+json(;|$)/);
+  if (checks.requestId || checks.conventions) {
+    expect(headerOf(reply, 'x-ctl-request-id'), `X-CTL-Request-Id ${label}`).to.match(REQUEST_ID);
   }
-  if (options.location !== undefined) {
+  expect(problem, label).to.be.an('object');
+  if (checks.conventions) expect(problem.code, label).to.be.a('string').and.match(PROBLEM_CODE);
+  if (code !== undefined) expect(problem.code, label).to.equal(code);
+  if (code !== undefined || checks.conventions) expect(problem.type, label).to.equal(`urn:ctl:error:${problem.code}`);
+  if (checks.conventions) expect(problem.title, label).to.be.a('string').and.not.equal('');
+  expect(problem.status, label).to.equal(status);
+  expect(problem.detail, label).to.be.a('string');
+  // "The body's detail field begins with a short code followed by a colon and a space."
+  if (checks.conventions) expect(problem.detail, label).to.match(/^[a-z_]+: \S/);
+  if (checks.detail !== undefined) {
+    expect(problem.detail.startsWith(checks.detail), `detail ${JSON.stringify(problem.detail)}`).to.equal(true);
+  }
+  if (checks.location !== undefined) {
     const locations = (problem.errors ?? []).map((e) => e.location);
-    expect(locations, JSON.stringify(problem)).to.include(options.location);
+    expect(locations, label).to.include(checks.location);
   }
   return problem;
+}
+
+/** A fetch response read whole: the body parsed as JSON when it says it is JSON (else the text). */
+export async function readReply<T = unknown>(res: Response): Promise<Reply<T>> {
+  const text = await res.text();
+  const type = res.headers.get('content-type') ?? '';
+  const parsed: unknown = /json/.test(type) && text !== '' ? JSON.parse(text) : text;
+  return { status: res.status, headers: res.headers, body: parsed as T };
 }
 
 /**
@@ -121,10 +168,7 @@ export class CityApi {
       headers: all,
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     });
-    const text = await res.text();
-    const type = res.headers.get('content-type') ?? '';
-    const parsed: unknown = /json/.test(type) && text !== '' ? JSON.parse(text) : text;
-    return { status: res.status, headers: res.headers, body: parsed as T };
+    return readReply<T>(res);
   }
 
   get<T = unknown>(path: string): Promise<Reply<T>> {

@@ -5,7 +5,7 @@ import { startModelServer, type ModelServer } from './model-server.js';
 import { isAlive } from './processes.js';
 import { realCli } from './real-clis.js';
 import { session, startSessionCity, terminalOf, type Accepted, type SessionCity } from './sessions.js';
-import { tempDir } from './supervisor.js';
+import { tempDir } from './temp-dir.js';
 import { waitUntil } from './wait.js';
 
 // What the tests of Gemini CLI and its fork Qwen Code (test/sessions-gemini.test.ts, test/sessions-qwen.test.ts)

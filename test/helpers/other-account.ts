@@ -3,7 +3,7 @@ import { chmodSync, copyFileSync, cpSync, linkSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { packageRoot } from '../../shared/paths.js';
-import { tempDir } from './supervisor.js';
+import { tempDir } from './temp-dir.js';
 
 const run = promisify(execFile);
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { startModelServer, type ModelServer } from './model-server.js';
 import { realCli, type RealCli } from './real-clis.js';
 import { scriptedProvider, type ScriptedProvider } from './scripted-provider.js';
-import { tempDir } from './supervisor.js';
+import { tempDir } from './temp-dir.js';
 
 // The real Codex, offline — `codex exec` (the `codex` preset) or its ACP adapter (the `codex-acp` preset): its
 // model provider is the scripted server's Responses API (model-server.ts), named in a config.toml of a CODEX_HOME

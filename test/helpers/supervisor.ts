@@ -1,6 +1,5 @@
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { createApiClient, type ApiClient } from '../../shared/api-client.js';
@@ -8,7 +7,11 @@ import type { WireTaggedEvent } from '../../shared/dto/events.js';
 import { ctlEntryPath } from '../../shared/paths.js';
 import { runCtl, type CliResult } from './cli.js';
 import { isAlive, killAllMentioning } from './processes.js';
+import { tempDir } from './temp-dir.js';
 import { WAIT_MS, waitUntil } from './wait.js';
+
+// The process-level files take their temporary directories from here, beside the supervisor that lives in one.
+export { tempDir };
 
 export const CSRF = { 'X-CTL-Request': 'test' } as const;
 
@@ -23,11 +26,6 @@ export async function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
-}
-
-/** A temporary directory (realpath'd, so comparisons with server-side paths hold). */
-export function tempDir(prefix = 'ctl-test-'): string {
-  return realpathSync(mkdtempSync(join(tmpdir(), prefix)));
 }
 
 export interface SupervisorOptions {
@@ -244,4 +242,22 @@ export class TestSupervisor {
     const { data } = await this.api.GET('/v0/cities');
     return data?.items.find((c) => c.name === name);
   }
+}
+
+/**
+ * For the describe it is called in: a supervisor of its own, started in a `before` and handed to `use` (which
+ * may set up more: a city), and cleaned up in an `after` (which mocha runs even when the `before` failed).
+ */
+export function withSupervisor(
+  use: (sup: TestSupervisor) => void | Promise<void>,
+  options: SupervisorOptions = {},
+): void {
+  let sup: TestSupervisor | undefined;
+  before(async function () {
+    sup = await TestSupervisor.start(options);
+    await use(sup);
+  });
+  after(async function () {
+    await sup?.cleanup();
+  });
 }

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { tempDir } from './supervisor.js';
+import { tempDir } from './temp-dir.js';
 import { WAIT_MS, waitUntil } from './wait.js';
 
 /** A shell word: `word`, single-quoted. */
@@ -20,15 +20,6 @@ export class TmuxPane {
     private readonly dir: string,
     private readonly socket: string,
   ) {}
-
-  static hasTmux(): boolean {
-    try {
-      execFileSync('tmux', ['-V'], { stdio: 'ignore' });
-      return true;
-    } catch {
-      return false;
-    }
-  }
 
   /** Runs `argv` in a pane `columns` × `rows`, in `cwd`, with `env` added to this process's environment. */
   static start(

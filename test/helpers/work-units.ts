@@ -1,25 +1,28 @@
 import { expect } from 'chai';
 import { CityApi, idNumber, type Bead, type BeadCreate, type DepKind } from './city-api.js';
-import { TestSupervisor } from './supervisor.js';
+import { withSupervisor, type TestSupervisor } from './supervisor.js';
 
 // What the tests of beads, mail and convoys over the API share (beads-api, bead-deps, bead-ready, bead-lists,
-// idempotency, mail-api, convoys-api, bead-durability): each file starts a supervisor of its own with a running
-// city, and talks to it through the supervisor's proxy (`/v0/city/{cityName}/…`). Shapes and rules:
-// api-contract.md §6, §8.2, §8.4, §8.5 and work-model.md §1.2, §1.3, §6, §7.
+// idempotency, mail-api, convoys-api, bead-comments, bead-durability): each file starts a supervisor of its own
+// with a running city, and talks to it through the supervisor's proxy (`/v0/city/{cityName}/…`). Shapes and
+// rules: api-contract.md §6, §8.2, §8.4, §8.5 and work-model.md §1.2, §1.3, §6, §7.
+
+/** What each of these files talks to: its own supervisor, and the city `withWorkCity` runs on it. */
+export interface WorkCity {
+  sup: TestSupervisor;
+  api: CityApi;
+}
 
 /**
- * A supervisor of its own with one running city, `name` (by default `work-city`, whose bead ids are `wc-<n>`),
- * and that city's API. Call it in a `before`, and `sup.cleanup()` in the matching `after`.
+ * The fixture these files open their describe with: a supervisor of its own with one running city, `name` (by
+ * default `work-city`, whose bead ids are `wc-<n>`), handed to `use` once it runs, and cleaned up after the
+ * describe (`withSupervisor`).
  */
-export async function startCity(name = 'work-city'): Promise<{ sup: TestSupervisor; api: CityApi }> {
-  const sup = await TestSupervisor.start();
-  try {
+export function withWorkCity(use: (city: WorkCity) => void, name = 'work-city'): void {
+  withSupervisor(async (sup) => {
     await sup.createCity(name);
-  } catch (err) {
-    await sup.cleanup();
-    throw err;
-  }
-  return { sup, api: new CityApi(sup, name) };
+    use({ sup, api: new CityApi(sup, name) });
+  });
 }
 
 /** Dependency kinds that hold a bead out of ready while their target is open, and those that do not. */

@@ -12,7 +12,7 @@ import { parseAddress, peerUid, socketTableReads, v4Hex, v6Hex } from '../../sha
 import { Problem } from '../../shared/http/problem.js';
 import { ApiTokens } from '../../supervisor/api-tokens.js';
 import { BrowserSessions, CODE_TTL_MS, cookieValue } from '../../supervisor/browser-sessions.js';
-import { tempDir } from '../helpers/supervisor.js';
+import { tempDir } from '../helpers/temp-dir.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const PASSWD = [

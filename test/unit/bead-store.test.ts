@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { BeadError, type BeadStore } from '../../controller/beads/bead-store.js';
 import { JournalBeadStore } from '../../controller/beads/journal-store.js';
 import { SqliteBeadStore } from '../../controller/beads/sqlite-store.js';
-import { tempDir } from '../helpers/supervisor.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 interface Backend {
   name: string;

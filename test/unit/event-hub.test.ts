@@ -6,7 +6,7 @@ import { EventLog } from '../../shared/events/event-log.js';
 import type { EventRecord } from '../../shared/events/record.js';
 import { EventHub, type HubSubscriber } from '../../supervisor/event-hub.js';
 import type { EventView } from '../../supervisor/event-view.js';
-import { tempDir } from '../helpers/supervisor.js';
+import { tempDir } from '../helpers/temp-dir.js';
 import { waitUntil } from '../helpers/wait.js';
 
 // The supervisor stream's fan-out (issue 30, point 9): one write per record and stream, with hundreds of streams

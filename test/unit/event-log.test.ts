@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { execa } from 'execa';
 import { EventLog } from '../../shared/events/event-log.js';
 import { parseEventLine } from '../../shared/events/record.js';
-import { tempDir } from '../helpers/supervisor.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 describe('EventLog', function () {
   let dir: string;

@@ -5,7 +5,7 @@ import { Problem } from '../../shared/http/problem.js';
 import { ExtmsgStore } from '../../controller/extmsg/extmsg-store.js';
 import { ConversationTranscripts } from '../../controller/extmsg/transcript.js';
 import type { SessionService } from '../../controller/sessions/session-service.js';
-import { tempDir } from '../helpers/supervisor.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const room = (id: string, scope = 'chat.example'): ConversationRef => ({
   scope_id: scope,

@@ -2,7 +2,7 @@ import { closeSync, fstatSync, mkdirSync, openSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { FileLock } from '../../shared/fs/file-lock.js';
-import { tempDir } from '../helpers/supervisor.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 describe('FileLock', function () {
   let root: string;

@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { EventLog } from '../../shared/events/event-log.js';
 import { LogTail } from '../../shared/events/log-tail.js';
 import type { EventRecord } from '../../shared/events/record.js';
-import { tempDir } from '../helpers/supervisor.js';
+import { tempDir } from '../helpers/temp-dir.js';
 import { waitUntil } from '../helpers/wait.js';
 
 describe('LogTail', function () {

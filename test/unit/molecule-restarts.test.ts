@@ -15,7 +15,7 @@ import { MoleculeEngine } from '../../controller/molecules/molecule-engine.js';
 import * as K from '../../controller/molecules/molecule-keys.js';
 import type { Bead } from '../../shared/dto/beads.js';
 import type { EventLog } from '../../shared/events/event-log.js';
-import { tempDir } from '../helpers/supervisor.js';
+import { tempDir } from '../helpers/temp-dir.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const BACKENDS: { name: string; open: (dir: string) => BeadStore }[] = [

@@ -6,7 +6,7 @@ import { qualifiedPool } from '../../controller/orders/order-context.js';
 import { parseOrder } from '../../controller/orders/order-file.js';
 import { payloadVars, signatureMismatch } from '../../controller/webhooks/order-hooks.js';
 import { readSupervisorConfig } from '../../shared/config/supervisor-config.js';
-import { tempDir } from '../helpers/supervisor.js';
+import { tempDir } from '../helpers/temp-dir.js';
 import { controllerHookPath, LISTENER_HOOK_PATH, listenerHookPath } from '../../shared/http/webhook-path.js';
 
 describe('order webhooks (unit)', () => {

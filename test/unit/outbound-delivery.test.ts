@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import type { EventLog } from '../../shared/events/event-log.js';
 import { ExtmsgStore } from '../../controller/extmsg/extmsg-store.js';
 import { OutboundDelivery } from '../../controller/extmsg/outbound-delivery.js';
-import { tempDir } from '../helpers/supervisor.js';
+import { tempDir } from '../helpers/temp-dir.js';
 import { waitUntil } from '../helpers/wait.js';
 
 // An adapter registering again resumes every pending message; one whose POST is still out must not be sent a

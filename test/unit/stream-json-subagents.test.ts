@@ -10,7 +10,7 @@ import { Transcript } from '../../controller/sessions/transcript.js';
 import { TranscriptWriter } from '../../controller/sessions/transcript-writer.js';
 import { Problem } from '../../shared/http/problem.js';
 import { packageRoot } from '../../shared/paths.js';
-import { tempDir } from '../helpers/supervisor.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const logger = pino({ level: 'silent' });
 

@@ -2,7 +2,7 @@ import { readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { bodyHash, DeliveryLedger } from '../../controller/webhooks/dedupe.js';
-import { tempDir } from '../helpers/supervisor.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 describe('webhook delivery dedupe (unit)', () => {
   const root = tempDir('ctl-dedupe-');
