@@ -8,7 +8,7 @@ import { ReadinessProber } from '../shared/readiness.js';
 import { promptFor, suspensionIn, type AgentDefinition } from './agents/agent-catalog.js';
 import { AgentTick } from './agents/tick.js';
 import { AgentStartSteps, rigRootOf } from './agents/agent-start.js';
-import { heldBeadOf } from './agents/work-board.js';
+import { WorkHolding } from './agents/work-holding.js';
 import type { BeadStore } from './beads/bead-store.js';
 import { BeadsService } from './beads/beads-service.js';
 import { ConvoysService } from './beads/convoys.js';
@@ -118,7 +118,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
       provider: (provider) => providers.get(provider),
       env: sessionEnvironment(),
       ctlBin,
-      heldBead: (sessionId) => heldBeadOf(o.store, sessionId),
+      heldBead: (session) => holding.atStart(session),
       agentPrompt: (record, bead) => {
         const agent = settings.agent(record.template);
         return (
@@ -143,6 +143,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
   );
   startSteps.watch(sessions);
   const beads = new BeadsService(o.store, log);
+  const holding = new WorkHolding(beads, logger);
   // The configuration files as the API's editors write them: checked, written, then taken at once.
   const configFiles: ConfigFileHost = {
     root,
@@ -159,6 +160,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
     log,
     beads,
     sessions,
+    holding,
     logger,
     agents: () => settings.agents,
     daemon: () => settings.config.daemon,
@@ -272,6 +274,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
     sessions,
     usage,
     tick,
+    holding,
     clock,
     commands,
     formulas,

@@ -16,7 +16,7 @@ import type { ProgramHook } from './program-hooks.js';
 import type { ProgramExit, RuntimeSink, SessionRuntime } from './runtime.js';
 import { canResume, createRuntime } from './runtimes.js';
 import { launchOptions } from './program-launch.js';
-import { ensureWorkDir, writeHeldBead } from './session-environment.js';
+import { ensureWorkDir } from './session-environment.js';
 import { SessionEventLog, type LifecycleEvent } from './session-events.js';
 import { nextState, requireTransition, wakesOnMessage, type SessionCommand } from './session-states.js';
 import type { SessionRecord } from './session-store.js';
@@ -219,8 +219,7 @@ export class Session extends EventEmitter<SessionEvents> {
       // Its own worktree, when it has one, made before the program starts (found again on later starts).
       const workDir = await this.ctx.worktrees.prepare(this.record, (base) => this.saveFields({ base }));
       await this.ctx.beforeProgram?.(this, workDir);
-      const bead = this.ctx.heldBead?.(this.id);
-      writeHeldBead(this.dir, bead);
+      const bead = this.ctx.heldBead?.(this);
       const options = this.options(provider);
       const [wrong] = optionProblems(provider, options);
       // Options checked when they were given, and a provider changed since: said, never passed on half-checked.
