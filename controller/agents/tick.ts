@@ -193,7 +193,6 @@ export class AgentTick {
     const agents = this.host.agents();
     const suspension = this.host.suspension();
     this.board.refresh(agents.map((a) => a.name));
-    this.host.holding.syncFiles(this.host.sessions.all(), (id) => this.board.heldBy(id)[0]?.id);
 
     const facts: AgentFacts[] = [];
     // Routed beads, with the beads each agent's work_query names added after them.
@@ -248,6 +247,8 @@ export class AgentTick {
       mail: this.mail,
       forgive: (id) => this.crashes.forget(id),
     });
+    // After the plan: the board has what others changed (read above) and what this tick handed over or let go.
+    this.host.holding.syncFiles(this.host.sessions.all(), (id) => this.board.heldBy(id)[0]?.id);
     return {
       ms: performance.now() - started,
       started: plan.started,
@@ -265,9 +266,10 @@ export class AgentTick {
   private heard(records: EventRecord[]): void {
     let relevant = false;
     for (const record of records) {
-      if (record.type.startsWith('bead.') || record.type.startsWith('convoy.')) {
-        this.board.changed();
-        relevant = true;
+      // A `convoy.*` event follows the `bead.*` event of the same change: it is not news twice. The tick's own
+      // hand-overs and releases are on its board already (`WorkBoard.heard`): only what others did is news.
+      if (record.type.startsWith('bead.')) {
+        if (this.board.heard(record)) relevant = true;
       } else if (record.type === 'mail.sent' || record.type === 'mail.replied') {
         const message = (record.payload as { message?: { id: string; to: string; from: string; subject: string } })
           .message;

@@ -19,7 +19,7 @@ export interface HoldOptions {
   nudge?: string;
   /** Wakes a sleeping session for it, with this reason (sling); the tick wakes its sessions itself. */
   wake?: string;
-  /** The tick's board: the hand-over is applied to it. */
+  /** The tick's board: the hand-over is applied to it, and its `bead.updated` is no news to it. */
   board?: WorkBoard;
 }
 
@@ -43,15 +43,17 @@ export class WorkHolding {
    * program runs for the work already sees it — then the work line queued. Answers the bead as written.
    */
   async hold(session: Session, bead: Bead, o: HoldOptions = {}): Promise<Bead> {
-    const taken = await this.beads.update(bead.id, {
-      status: 'in_progress',
-      assignee: session.record.session_name,
-      metadata: {
-        [ASSIGNED_SESSION]: session.id,
-        ...(o.routedTo ? { [ROUTED_TO]: o.routedTo } : {}),
-        ...(o.merge ? { [MERGE_STRATEGY]: o.merge } : {}),
-      },
-    });
+    const taken = await written(o.board, bead.id, session.id, () =>
+      this.beads.update(bead.id, {
+        status: 'in_progress',
+        assignee: session.record.session_name,
+        metadata: {
+          [ASSIGNED_SESSION]: session.id,
+          ...(o.routedTo ? { [ROUTED_TO]: o.routedTo } : {}),
+          ...(o.merge ? { [MERGE_STRATEGY]: o.merge } : {}),
+        },
+      }),
+    );
     o.board?.held(session.id, taken);
     this.writeFile(session, taken.id);
     session.enqueue(withNudge(workMessage(taken), o.nudge), 'default', o.wake !== undefined ? { wake: o.wake } : {});
@@ -63,11 +65,9 @@ export class WorkHolding {
    * session of its agent takes it. With the tick's board, applied to it; the file follows at `syncFiles`.
    */
   async release(bead: Bead, sessionId: string, board?: WorkBoard): Promise<Bead> {
-    const reopened = await this.beads.update(bead.id, {
-      status: 'open',
-      assignee: '',
-      metadata: { [ASSIGNED_SESSION]: '' },
-    });
+    const reopened = await written(board, bead.id, '', () =>
+      this.beads.update(bead.id, { status: 'open', assignee: '', metadata: { [ASSIGNED_SESSION]: '' } }),
+    );
     board?.released(sessionId, reopened);
     return reopened;
   }
@@ -102,6 +102,22 @@ export class WorkHolding {
     this.written.delete(session.id);
     writeHeldBead(session.dir, bead);
     this.written.set(session.id, bead);
+  }
+}
+
+/** A bead write of the tick's own (with its board): the board told first, so the write's event is no news. */
+async function written(
+  board: WorkBoard | undefined,
+  beadId: string,
+  assignedSession: string,
+  write: () => Promise<Bead>,
+): Promise<Bead> {
+  board?.writing(beadId, assignedSession);
+  try {
+    return await write();
+  } catch (err) {
+    board?.notWritten(beadId, assignedSession);
+    throw err;
   }
 }
 

@@ -9,6 +9,7 @@ import { WorkBoard, ASSIGNED_SESSION, MERGE_STRATEGY, ROUTED_TO } from '../../co
 import { WorkHolding } from '../../controller/agents/work-holding.js';
 import { HELD_BEAD_FILE } from '../../controller/sessions/session-environment.js';
 import type { EnqueueOptions, Session } from '../../controller/sessions/session.js';
+import type { Bead } from '../../shared/dto/beads.js';
 import { tempDir } from '../helpers/supervisor.js';
 
 interface Told {
@@ -133,5 +134,32 @@ describe('holding work (WorkHolding)', () => {
     const gone = { id: 's-3', dir: join(dir, 'no', 'such') };
     holding.syncFiles([gone], () => 'wh-1');
     expect(warnings).to.deep.equal(['could not record the bead a session holds']);
+  });
+
+  it("the board takes the event of its own write as no news, and anyone else's as news", async () => {
+    const { bead } = await beads.create({ title: 'job', type: 'task', metadata: { [ROUTED_TO]: 'worker' } });
+    const board = new WorkBoard(beads);
+    const event = (type: string, b: Bead) => ({ seq: 1, ts: '', actor: 'ctl', type, payload: { bead: b } });
+    const session = sessionIn(dir, 's-1');
+    const news: boolean[] = [];
+    const log = EventLog.at(join(dir, 'events.jsonl'), join(dir, 'events.lock'));
+    const stop = log.onAppend((records) => news.push(...records.map((r) => board.heard(r))));
+    await holding.hold(session, bead, { board });
+    await beads.update(bead.id, { title: 'job, renamed' });
+    stop();
+    expect(news).to.deep.equal([false, true]);
+
+    // Someone else's write before the echo: news; the echo after it still matches only what the tick wrote.
+    const held = store.get(bead.id)!;
+    board.writing(bead.id, '');
+    expect(board.heard(event('bead.updated', held))).to.equal(true);
+    expect(board.heard(event('bead.updated', { ...held, metadata: { [ASSIGNED_SESSION]: '' } }))).to.equal(false);
+    // A write that failed leaves nothing to match, and the board reads again.
+    board.writing(bead.id, 's-1');
+    board.notWritten(bead.id, 's-1');
+    expect(board.heard(event('bead.updated', held))).to.equal(true);
+    expect(board.heard({ seq: 2, ts: '', actor: 'ctl', type: 'bead.dead_assignee_reopened', payload: {} })).to.equal(
+      false,
+    );
   });
 });
