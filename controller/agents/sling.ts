@@ -121,7 +121,7 @@ export async function sling(city: SlingHost, body: SlingInputBody): Promise<Slin
     );
     workflowId = convoy.id;
   }
-  city.tick.poke();
+  // No poke: every write above is a bead event the tick hears, and one more would only make a pass of its own.
   const mode =
     target.kind === 'session' ? 'session' : isConvoy ? 'convoy' : body.beads !== undefined ? 'batch' : 'direct';
   return {

@@ -56,11 +56,13 @@ export class WorkBoard {
    * writes is not (the board has it already): the next event of that bead, leaving it held as the write did.
    * Anything else is — a write of someone else's between (it fails the match, or the echo it took comes after,
    * unmatched) makes a read, never a change missed. `bead.dead_assignee_reopened` is the tick's own note of a
-   * release (its write is the `bead.updated`).
+   * release (its write is the `bead.updated`); a convoy made (sling makes one per sling) changes no work.
    */
   heard(record: EventRecord): boolean {
     if (record.type === 'bead.dead_assignee_reopened') return false;
     const bead = (record.payload as { bead?: Bead } | undefined)?.bead;
+    // A new convoy is never work, and its `tracks` edges hold nothing out of ready (ConvoysService).
+    if (record.type === 'bead.created' && bead?.issue_type === 'convoy' && !bead.metadata?.[ROUTED_TO]) return false;
     const pending = bead ? this.echoes.get(bead.id) : undefined;
     if (record.type === 'bead.updated' && pending && (bead!.metadata?.[ASSIGNED_SESSION] ?? '') === pending[0]) {
       pending.shift();

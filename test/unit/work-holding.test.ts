@@ -161,5 +161,9 @@ describe('holding work (WorkHolding)', () => {
     expect(board.heard({ seq: 2, ts: '', actor: 'ctl', type: 'bead.dead_assignee_reopened', payload: {} })).to.equal(
       false,
     );
+    // A convoy made (sling makes one each time) changes no work; one made routed somewhere is news.
+    const convoy = { ...held, id: 'wh-9', issue_type: 'convoy', metadata: {} };
+    expect(board.heard(event('bead.created', convoy))).to.equal(false);
+    expect(board.heard(event('bead.created', { ...convoy, metadata: { [ROUTED_TO]: 'worker' } }))).to.equal(true);
   });
 });
