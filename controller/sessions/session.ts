@@ -61,6 +61,8 @@ export class Session extends EventEmitter<SessionEvents> {
   private exiting: Promise<void> = Promise.resolve();
   /** Its program ended and what follows (state, events) is being settled. */
   private settlingExit = false;
+  /** Stops asked and not yet done: a start waits for them (`changing`), or their exit would take its runtime. */
+  private stopping = 0;
 
   constructor(
     public record: SessionRecord,
@@ -268,13 +270,12 @@ export class Session extends EventEmitter<SessionEvents> {
     this.record.reason = reason;
     this.save({ reason });
     const runtime = this.runtime;
-    if (runtime?.isRunning()) await runtime.stop(graceMs);
+    if (!runtime?.isRunning()) return;
+    this.stopping++;
+    await runtime.stop(graceMs).finally(() => this.stopping--);
   }
 
-  /**
-   * Ends its program as the controller stops. Its state, its undelivered messages and a create still waiting for
-   * the program to be ready all stay, on disk: the next controller starts the program again and delivers them.
-   */
+  /** Ends its program as the controller stops: its state, queue and waiting create stay for the next controller. */
   async stopWithController(graceMs?: number): Promise<void> {
     this.stoppingWithController = true;
     await this.stopProgram('the controller is stopping', graceMs);
@@ -307,9 +308,9 @@ export class Session extends EventEmitter<SessionEvents> {
     }
   }
 
-  /** A restart, or the settling of its program's end, is under way: meanwhile the session only looks asleep. */
+  /** A restart, a stop or the settling of its program's end is under way: the session only looks asleep. */
   get changing(): boolean {
-    return this.restarting || this.settlingExit;
+    return this.restarting || this.settlingExit || this.stopping > 0;
   }
 
   // ---------------------------------------------------------------------------------------------------------
