@@ -8,7 +8,7 @@ import { ReadinessProber } from '../shared/readiness.js';
 import { promptFor, suspensionIn, type AgentDefinition } from './agents/agent-catalog.js';
 import { AgentTick } from './agents/tick.js';
 import { AgentStartSteps, rigRootOf } from './agents/agent-start.js';
-import { heldBeadOf } from './agents/work-board.js';
+import { WorkHolding } from './agents/work-holding.js';
 import type { BeadStore } from './beads/bead-store.js';
 import { BeadsService } from './beads/beads-service.js';
 import { ConvoysService } from './beads/convoys.js';
@@ -109,6 +109,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
     timeoutMs: () => settings.config.daemon.setupTimeoutMs,
   });
   const beads = new BeadsService(o.store, log);
+  const holding = new WorkHolding(beads, logger);
   const sessions = new SessionService(
     {
       cityName: name,
@@ -120,7 +121,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
       provider: (provider) => providers.get(provider),
       env: sessionEnvironment(),
       ctlBin,
-      heldBead: (sessionId) => heldBeadOf(beads, sessionId),
+      heldBead: (session) => holding.atStart(session),
       agentPrompt: (record, bead) => {
         const agent = settings.agent(record.template);
         return (
@@ -160,6 +161,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
     log,
     beads,
     sessions,
+    holding,
     logger,
     agents: () => settings.agents,
     daemon: () => settings.config.daemon,
@@ -275,6 +277,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
     sessions,
     usage,
     tick,
+    holding,
     clock,
     commands,
     formulas,

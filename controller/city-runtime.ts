@@ -6,6 +6,7 @@ import type { CityPaths } from '../shared/paths.js';
 import type { ReadinessProber } from '../shared/readiness.js';
 import type { AgentDefinition } from './agents/agent-catalog.js';
 import type { AgentTick } from './agents/tick.js';
+import type { WorkHolding } from './agents/work-holding.js';
 import type { BeadsService } from './beads/beads-service.js';
 import type { ConvoysService } from './beads/convoys.js';
 import type { MailService } from './beads/mail.js';
@@ -59,6 +60,8 @@ export interface CityParts {
   usage: UsageLog;
   /** Starts, wakes and stops the agents' sessions and hands them their work. */
   tick: AgentTick;
+  /** Holding and releasing work: every hand-over of a bead to a session (sling, the tick) and its release. */
+  holding: WorkHolding;
   /** The time orders and gates go by. */
   clock: Clock;
   /** Shell commands of formulas and orders, killed when the city stops. */
@@ -107,6 +110,7 @@ export class CityRuntime implements CityParts {
   readonly sessions: SessionService;
   readonly usage: UsageLog;
   readonly tick: AgentTick;
+  readonly holding: WorkHolding;
   readonly clock: Clock;
   readonly commands: CommandRunner;
   readonly formulas: FormulaCatalog;
@@ -138,6 +142,7 @@ export class CityRuntime implements CityParts {
     this.sessions = parts.sessions;
     this.usage = parts.usage;
     this.tick = parts.tick;
+    this.holding = parts.holding;
     this.clock = parts.clock;
     this.commands = parts.commands;
     this.formulas = parts.formulas;

@@ -11,10 +11,9 @@ import type { MoleculeEngine } from '../molecules/molecule-engine.js';
 import type { RunViews } from '../molecules/run-views.js';
 import type { RunVars } from '../formulas/run-vars.js';
 import type { Session } from '../sessions/session.js';
-import { writeHeldBead } from '../sessions/session-environment.js';
 import { checkSlingBody, resolveSlingTarget, type SlingTarget } from './sling-input.js';
-import { workMessage } from './tick-apply.js';
 import { ASSIGNED_SESSION, MERGE_STRATEGY, ROUTED_TO } from './work-board.js';
+import type { WorkHolding } from './work-holding.js';
 
 /** What slinging needs of the city: its agents, rigs and open sessions, its work, formula runs, and the tick. */
 export interface SlingHost {
@@ -23,6 +22,8 @@ export interface SlingHost {
   /** An open session by id, name or alias. */
   openSession(idOrName: string): Session | undefined;
   beads: BeadsService;
+  /** Handing a bead straight to a session. */
+  holding: Pick<WorkHolding, 'hold'>;
   convoys: Pick<ConvoysService, 'create'>;
   formulas: FormulaCatalog;
   molecules: MoleculeEngine;
@@ -120,7 +121,7 @@ export async function sling(city: SlingHost, body: SlingInputBody): Promise<Slin
     );
     workflowId = convoy.id;
   }
-  city.tick.poke();
+  // No poke: every write above is a bead event the tick hears, and one more would only make a pass of its own.
   const mode =
     target.kind === 'session' ? 'session' : isConvoy ? 'convoy' : body.beads !== undefined ? 'batch' : 'direct';
   return {
@@ -194,18 +195,11 @@ async function handToSession(
   member: Bead,
   body: SlingInputBody,
 ): Promise<string> {
-  const { session } = target;
-  const taken = await city.beads.update(member.id, {
-    status: 'in_progress',
-    assignee: session.record.session_name,
-    metadata: {
-      [ASSIGNED_SESSION]: session.id,
-      ...(target.agent ? { [ROUTED_TO]: target.agent.name } : {}),
-      ...(body.merge ? { [MERGE_STRATEGY]: body.merge } : {}),
-    },
+  const taken = await city.holding.hold(target.session, member, {
+    routedTo: target.agent?.name,
+    merge: body.merge,
+    wake: `slung ${member.id}`,
   });
-  writeHeldBead(session.dir, taken.id);
-  session.enqueue(workMessage(taken), 'default', { wake: `slung ${taken.id}` });
   return taken.id;
 }
 

@@ -1,22 +1,21 @@
 import type { Logger } from 'pino';
 import type { Bead } from '../../shared/dto/beads.js';
 import type { EventLog } from '../../shared/events/event-log.js';
-import type { BeadsService } from '../beads/beads-service.js';
 import type { Session } from '../sessions/session.js';
 import type { SessionService } from '../sessions/session-service.js';
-import { writeHeldBead } from '../sessions/session-environment.js';
 import type { MailNotices } from './mail-notices.js';
 import type { TickAction, TickPlan } from './tick-facts.js';
-import { mergeNote } from './sling-input.js';
-import { ASSIGNED_SESSION, MERGE_STRATEGY, ROUTED_TO, type WorkBoard } from './work-board.js';
+import { ROUTED_TO, type WorkBoard } from './work-board.js';
+import { withNudge, type WorkHolding } from './work-holding.js';
 
 /** What applying a plan needs of the city. */
 export interface TickApplyHost {
   log: EventLog;
-  beads: BeadsService;
   sessions: SessionService;
   logger: Logger;
   board: WorkBoard;
+  /** Holding and releasing work (every hand-over and release goes through it, applied to the board). */
+  holding: Pick<WorkHolding, 'hold' | 'release'>;
   mail: MailNotices;
   /** Forgets a session's failures (its quarantine was lifted). */
   forgive(sessionId: string): void;
@@ -84,15 +83,7 @@ async function applyOne(
       const session = sessionOf(action.sessionId, host);
       if (stuck.has(action.bead.id)) throw new Error('its reopening failed');
       host.board.taken(action.agent, action.bead.id);
-      const taken = await host.beads.update(action.bead.id, {
-        assignee: session.record.session_name,
-        status: 'in_progress',
-        metadata: { [ASSIGNED_SESSION]: session.id },
-      });
-      host.board.held(session.id, taken);
-      // Before it is told: the shell its program runs for this work already sees it as CTL_BEAD.
-      writeHeldBead(session.dir, taken.id);
-      session.enqueue(withNudge(workMessage(action.bead), action.nudge), 'default');
+      await host.holding.hold(session, action.bead, { nudge: action.nudge, board: host.board });
       counts.assigned++;
       return;
     }
@@ -120,9 +111,7 @@ async function applyOne(
       return;
     }
     case 'reconfigure': {
-      const session = sessionOf(action.sessionId, host);
-      Object.assign(session.record, action.changes);
-      host.sessions.saveRecord(session, action.changes);
+      sessionOf(action.sessionId, host).saveFields(action.changes);
       return;
     }
     case 'restart':
@@ -148,12 +137,7 @@ async function applyOne(
 }
 
 async function reopen(bead: Bead, sessionId: string, message: string, host: TickApplyHost): Promise<void> {
-  const reopened = await host.beads.update(bead.id, {
-    status: 'open',
-    assignee: '',
-    metadata: { [ASSIGNED_SESSION]: '' },
-  });
-  host.board.released(sessionId, reopened);
+  const reopened = await host.holding.release(bead, sessionId, host.board);
   const routedTo = reopened.metadata?.[ROUTED_TO];
   await host.log.append({
     type: 'bead.dead_assignee_reopened',
@@ -188,17 +172,4 @@ function subjectOf(action: TickAction): Record<string, string> {
     default:
       return { session: action.sessionId };
   }
-}
-
-/** A line a session is told, with its agent's `nudge` after it (one line still: one turn). */
-export function withNudge(line: string, nudge: string | undefined): string {
-  return nudge ? `${line} ${nudge.replace(/\s+/g, ' ')}` : line;
-}
-
-/** What a session is told when it is handed a bead. */
-export function workMessage(bead: Bead): string {
-  // One line: a program that reads a line per turn takes it as one turn.
-  const title = bead.title.replace(/\s+/g, ' ');
-  const merge = mergeNote(bead.metadata?.[MERGE_STRATEGY]);
-  return `Work on bead ${bead.id}: ${title} (details: ctl bead show ${bead.id}; when it is done: ctl bead close ${bead.id}${merge})`;
 }

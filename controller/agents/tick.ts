@@ -8,7 +8,6 @@ import type { EventRecord } from '../../shared/events/record.js';
 import type { BeadsService } from '../beads/beads-service.js';
 import type { Session } from '../sessions/session.js';
 import type { SessionService } from '../sessions/session-service.js';
-import { writeHeldBead } from '../sessions/session-environment.js';
 import { suspensionOf, type AgentDefinition, type Suspension } from './agent-catalog.js';
 import { AgentChecks, type CheckResult } from './agent-checks.js';
 import { CrashTracker } from './crash-tracker.js';
@@ -18,6 +17,7 @@ import { emptyMemory, type AgentFacts, type SessionFacts, type TickMemory } from
 import { planTick } from './tick-plan.js';
 import { queriedWork } from './queried-work.js';
 import { WorkBoard } from './work-board.js';
+import type { WorkHolding } from './work-holding.js';
 
 export interface TickHost {
   cityName: string;
@@ -25,6 +25,8 @@ export interface TickHost {
   log: EventLog;
   beads: BeadsService;
   sessions: SessionService;
+  /** Holding and releasing work: the tick's hand-overs and releases, and the sessions' held-bead files. */
+  holding: Pick<WorkHolding, 'hold' | 'release' | 'syncFiles'>;
   logger: Logger;
   /** The agents as the configuration resolves them now. */
   agents(): AgentDefinition[];
@@ -91,8 +93,6 @@ export class AgentTick {
   /** How long its last runs took, for the city status. */
   private readonly runStats = new RunStats();
   private baseEnv: NodeJS.ProcessEnv | undefined;
-  /** The bead each session's held-bead file names, as last written (its shells' `CTL_BEAD`). */
-  private readonly heldWritten = new Map<string, string | undefined>();
 
   constructor(private readonly host: TickHost) {
     this.board = new WorkBoard(host.beads);
@@ -193,7 +193,6 @@ export class AgentTick {
     const agents = this.host.agents();
     const suspension = this.host.suspension();
     this.board.refresh(agents.map((a) => a.name));
-    this.syncHeldBeads();
 
     const facts: AgentFacts[] = [];
     // Routed beads, with the beads each agent's work_query names added after them.
@@ -241,13 +240,15 @@ export class AgentTick {
     if (plan.retickInMs !== undefined) this.retickIn(plan.retickInMs);
     const applied = await applyTickPlan(plan, {
       log: this.host.log,
-      beads: this.host.beads,
       sessions: this.host.sessions,
+      holding: this.host.holding,
       logger: this.host.logger,
       board: this.board,
       mail: this.mail,
       forgive: (id) => this.crashes.forget(id),
     });
+    // After the plan: the board has what others changed (read above) and what this tick handed over or let go.
+    this.host.holding.syncFiles(this.host.sessions.all(), (id) => this.board.heldBy(id)[0]?.id);
     return {
       ms: performance.now() - started,
       started: plan.started,
@@ -265,9 +266,10 @@ export class AgentTick {
   private heard(records: EventRecord[]): void {
     let relevant = false;
     for (const record of records) {
-      if (record.type.startsWith('bead.') || record.type.startsWith('convoy.')) {
-        this.board.changed();
-        relevant = true;
+      // A `convoy.*` event follows the `bead.*` event of the same change: it is not news twice. The tick's own
+      // hand-overs and releases are on its board already (`WorkBoard.heard`): only what others did is news.
+      if (record.type.startsWith('bead.')) {
+        if (this.board.heard(record)) relevant = true;
       } else if (record.type === 'mail.sent' || record.type === 'mail.replied') {
         const message = (record.payload as { message?: { id: string; to: string; from: string; subject: string } })
           .message;
@@ -325,23 +327,6 @@ export class AgentTick {
 
   // -------------------------------------------------------------------------------------------------------
   // Helpers
-
-  /** Each running session's held-bead file names the bead it holds now (closed, reopened, taken: none). */
-  private syncHeldBeads(): void {
-    const open = new Set<string>();
-    for (const session of this.host.sessions.all()) {
-      open.add(session.id);
-      const bead = this.board.heldBy(session.id)[0]?.id;
-      if (this.heldWritten.has(session.id) && this.heldWritten.get(session.id) === bead) continue;
-      try {
-        writeHeldBead(session.dir, bead);
-        this.heldWritten.set(session.id, bead);
-      } catch (err) {
-        this.host.logger.warn({ err, session: session.id }, 'could not record the bead a session holds');
-      }
-    }
-    for (const id of this.heldWritten.keys()) if (!open.has(id)) this.heldWritten.delete(id);
-  }
 
   private runChecks(agent: AgentDefinition, daemon: CityDaemonConfig): void {
     if (!agent.config.scale_check && !agent.config.work_query) return;

@@ -24,8 +24,11 @@ export interface SessionContext {
   env: NodeJS.ProcessEnv;
   /** The directory of the controller's `ctl` launcher, first on every program's PATH. */
   ctlBin?: string;
-  /** The bead a session holds now (`CTL_BEAD`, the `{{bead}}` of its prompt), if any. */
-  heldBead?(sessionId: string): string | undefined;
+  /**
+   * A session starting: the bead it holds now (`CTL_BEAD`, the `{{bead}}` of its prompt), if any, its held-bead
+   * file written to say so by whoever owns holding (controller/agents/work-holding.ts).
+   */
+  heldBead?(session: { id: string; dir: string }): string | undefined;
   /** An agent's session: its agent's prompt as it is now, its template filled in (the bead it holds now). */
   agentPrompt?(record: SessionRecord, bead: string | undefined): string | undefined;
   /** An agent's session: its agent's `env` as it is now. */

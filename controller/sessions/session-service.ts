@@ -507,11 +507,6 @@ export class SessionService {
     return this.sessions.get(id);
   }
 
-  /** Saves fields of a session's record the controller changed (an agent session's new configuration). */
-  saveRecord(session: Session, changed: Partial<SessionRecord>): void {
-    this.ctx.store.save(session.record, changed);
-  }
-
   /** Every open session. */
   all(): IterableIterator<Session> {
     return this.sessions.values();

@@ -16,7 +16,7 @@ import type { ProgramHook } from './program-hooks.js';
 import type { ProgramExit, RuntimeSink, SessionRuntime } from './runtime.js';
 import { canResume, createRuntime } from './runtimes.js';
 import { launchOptions } from './program-launch.js';
-import { ensureWorkDir, writeHeldBead } from './session-environment.js';
+import { ensureWorkDir } from './session-environment.js';
 import { SessionEventLog, type LifecycleEvent } from './session-events.js';
 import { nextState, requireTransition, wakesOnMessage, type SessionCommand } from './session-states.js';
 import type { SessionRecord } from './session-store.js';
@@ -61,6 +61,8 @@ export class Session extends EventEmitter<SessionEvents> {
   private exiting: Promise<void> = Promise.resolve();
   /** Its program ended and what follows (state, events) is being settled. */
   private settlingExit = false;
+  /** Stops asked and not yet done: a start waits for them (`changing`), or their exit would take its runtime. */
+  private stopping = 0;
 
   constructor(
     public record: SessionRecord,
@@ -219,8 +221,7 @@ export class Session extends EventEmitter<SessionEvents> {
       // Its own worktree, when it has one, made before the program starts (found again on later starts).
       const workDir = await this.ctx.worktrees.prepare(this.record, (base) => this.saveFields({ base }));
       await this.ctx.beforeProgram?.(this, workDir);
-      const bead = this.ctx.heldBead?.(this.id);
-      writeHeldBead(this.dir, bead);
+      const bead = this.ctx.heldBead?.(this);
       const options = this.options(provider);
       const [wrong] = optionProblems(provider, options);
       // Options checked when they were given, and a provider changed since: said, never passed on half-checked.
@@ -269,13 +270,12 @@ export class Session extends EventEmitter<SessionEvents> {
     this.record.reason = reason;
     this.save({ reason });
     const runtime = this.runtime;
-    if (runtime?.isRunning()) await runtime.stop(graceMs);
+    if (!runtime?.isRunning()) return;
+    this.stopping++;
+    await runtime.stop(graceMs).finally(() => this.stopping--);
   }
 
-  /**
-   * Ends its program as the controller stops. Its state, its undelivered messages and a create still waiting for
-   * the program to be ready all stay, on disk: the next controller starts the program again and delivers them.
-   */
+  /** Ends its program as the controller stops: its state, queue and waiting create stay for the next controller. */
   async stopWithController(graceMs?: number): Promise<void> {
     this.stoppingWithController = true;
     await this.stopProgram('the controller is stopping', graceMs);
@@ -308,9 +308,9 @@ export class Session extends EventEmitter<SessionEvents> {
     }
   }
 
-  /** A restart, or the settling of its program's end, is under way: meanwhile the session only looks asleep. */
+  /** A restart, a stop or the settling of its program's end is under way: the session only looks asleep. */
   get changing(): boolean {
-    return this.restarting || this.settlingExit;
+    return this.restarting || this.settlingExit || this.stopping > 0;
   }
 
   // ---------------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import { MailNotices } from '../../controller/agents/mail-notices.js';
 import { applyTickPlan, type TickApplyHost } from '../../controller/agents/tick-apply.js';
 import { emptyMemory, type TickAction, type TickPlan } from '../../controller/agents/tick-facts.js';
 import { WorkBoard } from '../../controller/agents/work-board.js';
+import { WorkHolding } from '../../controller/agents/work-holding.js';
 
 interface Logged {
   fields: Record<string, unknown>;
@@ -28,10 +29,10 @@ function host(parts: { sessions?: Partial<SessionService>; beads?: Partial<Beads
     warnings,
     host: {
       log: { append: () => Promise.resolve() } as unknown as EventLog,
-      beads,
       sessions: (parts.sessions ?? {}) as SessionService,
       logger,
       board: new WorkBoard(beads),
+      holding: new WorkHolding(beads, logger),
       mail: new MailNotices(),
       forgive: () => {},
     },
