@@ -1,7 +1,7 @@
 /**
  * Benchmarks, against a real supervisor and real controllers (build first: `npm run bench` does).
  *
- *   npx tsx bench/run.ts [cold|foundation|events|beads|sessions|sessions-acp|sessions-real-clis|agents|agents-loop|agents-loop-codex|workflows|config|extmsg|access|worktrees|ui|templates|all]   (default: all, one after the other)
+ *   npx tsx bench/run.ts [cold|foundation|events|beads|sessions|sessions-acp|sessions-real-clis|agents|agents-loop|agents-loop-codex|workflows|config|extmsg|access|worktrees|ui|ui-events|templates|all]   (default: all, one after the other)
  *   npm run bench -- beads                                  (builds, then runs one)
  *
  * cold (bench/cold.ts): issue 20's goals beside bare-Node baselines — `ctl version`/`help`/`bead list`, create → event,
@@ -22,7 +22,9 @@
  * extmsg (bench/extmsg.ts): inbound → session reply → adapter callback round trip, transcript pages of a 1,000-message conversation → .bench-out/extmsg.json
  * access (bench/access.ts): the access gate's added cost per kept-alive request and per new connection (with 1,000 other sockets open) → .bench-out/access.json
  * ui (bench/ui.ts): the dashboard in Chromium — bundle sizes, time to the first interactive view, frames while 500
- *   events/s arrive, the page's heap after an hour of a busy city → .bench-out/ui.json
+ *   events/s arrive, the page's heap after an hour of a busy city, the beads board's requests per 100 bead events
+ *   → .bench-out/ui.json
+ * ui-events (bench/ui-bead-events.ts): that last part alone (not in `all`)
  * config (bench/config.ts): composing 10 packs × 10 agents, the svc/* proxy vs the service directly, GET /rigs?git=true with 20 rigs → .bench-out/config.json
  * templates (bench/templates.ts): a 26-level doubling prompt template bomb — POST /sessions and prime refused (status,
  *   latency), /health latency meanwhile, controller VmRSS before/after → .bench-out/templates.json
@@ -41,6 +43,7 @@ import { runWorkflows } from './workflows.js';
 import { runConfig } from './config.js';
 import { runExtmsg } from './extmsg.js';
 import { runUi } from './ui.js';
+import { runUiEvents } from './ui-bead-events.js';
 import { runWorktrees } from './worktrees.js';
 import { runTemplates } from './templates.js';
 
@@ -61,13 +64,15 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   access: runAccess,
   worktrees: runWorktrees,
   ui: runUi,
+  'ui-events': runUiEvents,
   templates: runTemplates,
 };
 
 async function main(): Promise<void> {
   const which = process.argv[2] ?? 'all';
-  // A part run alone (agents-loop-codex) is in `all` already, as part of the whole.
-  const names = which === 'all' ? Object.keys(BENCHMARKS).filter((name) => name !== 'agents-loop-codex') : [which];
+  // A part run alone (agents-loop-codex, ui-events) is in `all` already, as part of the whole.
+  const parts = new Set(['agents-loop-codex', 'ui-events']);
+  const names = which === 'all' ? Object.keys(BENCHMARKS).filter((name) => !parts.has(name)) : [which];
   if (!names.every((name) => name in BENCHMARKS)) {
     console.error(`usage: tsx bench/run.ts [${Object.keys(BENCHMARKS).join('|')}|all]`);
     process.exitCode = 2;
