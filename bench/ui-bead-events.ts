@@ -7,13 +7,13 @@
 import { loadavg } from 'node:os';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium } from '../test/helpers/browser.js';
-import { CityApi, type Bead } from '../test/helpers/city-api.js';
+import { CityApi, idNumber, type Bead } from '../test/helpers/city-api.js';
 import { TestSupervisor } from '../test/helpers/supervisor.js';
 import { benchRoot } from './bench-root.js';
 import { formatTable, ms } from './table.js';
 
 const CITY = 'events';
-/** Beads the board holds before the changes: the open column's first page full, more beyond it. */
+/** Beads the city holds before the changes: the open column's first page (200) full, more past it. */
 const BEADS = 250;
 const EVENTS = 100;
 const RATE = 10;
@@ -57,8 +57,11 @@ function kindOf(url: URL): string {
   return `${path}${status ? `?status=${status}` : ''}${cursor}`;
 }
 
-/** 100 changes: creates, then updates (title, assignee, in progress) and closes of what was made. */
-async function makeEvents(api: CityApi): Promise<void> {
+/**
+ * 100 changes: creates, then updates (title, assignee, in progress) and closes of what was made; every tenth
+ * closes one of the oldest beads instead, past the open column's first page (the page cannot know its count).
+ */
+async function makeEvents(api: CityApi, oldest: Bead[]): Promise<void> {
   const made: Bead[] = [];
   const started = performance.now();
   for (let i = 0; i < EVENTS; i++) {
@@ -69,6 +72,7 @@ async function makeEvents(api: CityApi): Promise<void> {
     if (n === 0 || n === 1 || made.length === 0) made.push(await api.create({ title: `changed bead ${i}` }));
     else if (n === 2) await api.update(made.at(-1)!.id, { title: `retitled ${i}`, assignee: 'mayor' });
     else if (n === 3) await api.update(made.at(-2)!.id, { status: 'in_progress' });
+    else if (i % 10 === 9) await api.close(oldest.pop()!.id);
     else await api.close(made.at(-2)!.id);
   }
 }
@@ -77,9 +81,13 @@ async function makeEvents(api: CityApi): Promise<void> {
 export async function measureBeadEventRequests(sup: TestSupervisor, browser: Browser): Promise<BeadEventRequests> {
   await sup.createCity(CITY);
   const api = new CityApi(sup, CITY);
+  const resting: Bead[] = [];
   for (let i = 0; i < BEADS; i += 50) {
-    await Promise.all(Array.from({ length: 50 }, (_, k) => api.create({ title: `resting bead ${i + k}` })));
+    resting.push(
+      ...(await Promise.all(Array.from({ length: 50 }, (_, k) => api.create({ title: `resting bead ${i + k}` })))),
+    );
   }
+  resting.sort((a, b) => idNumber(b.id) - idNumber(a.id));
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   try {
     const page: Page = await context.newPage();
@@ -88,7 +96,7 @@ export async function measureBeadEventRequests(sup: TestSupervisor, browser: Bro
     await page.waitForFunction(`!document.querySelector('[aria-busy="true"], .card.placeholder')`);
     const requests: URL[] = [];
     page.on('request', (r) => requests.push(new URL(r.url())));
-    await makeEvents(api);
+    await makeEvents(api, resting.slice(-20));
     const ended = performance.now();
     const want = await expected(api);
     // Drawn as the API lists it: bounded by how long the page may take to catch up, generously.
