@@ -139,4 +139,36 @@ describe('dashboard in Chromium: the beads page kept live from the events’ pay
       requests.join('\n'),
     ).to.deep.equal([]);
   });
+
+  it('shows a bead’s changes and its neighbours’ on its page, reading the neighbours only when its edges change', async () => {
+    const { page } = watched;
+    const bead = await api.create({ title: 'looked at' });
+    const other = await api.create({ title: 'its neighbour' });
+    await page.goto(`${sup.base}/ui/city/${CITY}/bead/${bead.id}`);
+    await live(page);
+    await page.getByRole('heading', { level: 1, name: `${bead.id}: looked at` }).waitFor();
+    const history = page.locator('section[aria-labelledby="history-h"] li');
+    await history.first().waitFor();
+    const lines = await history.count();
+    const requests = countRequests(page);
+
+    await api.update(bead.id, { title: 'looked at again', assignee: 'mayor' });
+    await page.getByRole('heading', { level: 1, name: `${bead.id}: looked at again` }).waitFor();
+    await page.getByText('mayor', { exact: true }).waitFor();
+    await history.nth(lines).waitFor();
+    expect(await history.first().textContent()).to.contain('bead.updated');
+    expect(requests, requests.join('\n')).to.deep.equal([]);
+
+    // A new edge: who the neighbours are changed, and only they are read again.
+    await api.addDep(bead.id, other.id);
+    const deps = page.locator('section[aria-labelledby="deps-h"]');
+    await deps.getByText(`depends on ${other.id} its neighbour open`).waitFor();
+    expect(requests, requests.join('\n')).to.deep.equal([`/v0/city/${CITY}/bead/${bead.id}/deps`]);
+
+    // The neighbour closing changes its line, from the event alone.
+    await api.close(other.id);
+    await deps.getByText(`depends on ${other.id} its neighbour closed`).waitFor();
+    expect(requests, requests.join('\n')).to.deep.equal([`/v0/city/${CITY}/bead/${bead.id}/deps`]);
+    expect(watched.consoleErrors).to.deep.equal([]);
+  });
 });

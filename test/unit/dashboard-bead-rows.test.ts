@@ -1,10 +1,11 @@
 import { expect } from 'chai';
-import type { LiveEvent } from '../../ui/src/api.js';
+import type { LiveEvent, Schemas } from '../../ui/src/api.js';
+import { edgesOf, neighboursAfter, withEvent } from '../../ui/src/bead-neighbours.js';
 import { applyBeadEvent, beadOf, listed, waitingOn, type BeadFilter } from '../../ui/src/bead-rows.js';
 import type { Rows } from '../../ui/src/paged.js';
 import type { Bead } from '../helpers/city-api.js';
 
-// How the beads board takes a `bead.*` event's payload (the bead as it is now) into the rows it has loaded,
+// How the beads board (and a bead's page) takes a `bead.*` event's payload (the bead as it is now) into the rows it has loaded,
 // instead of asking the API for them again. Issue 31, point 6.
 
 const bead = (n: number, more: Partial<Bead> = {}): Bead => ({
@@ -116,5 +117,60 @@ describe('the beads board’s rows after a bead event', () => {
     expect(waitingOn(items, bead(2, { status: 'closed' }))).to.deep.equal(['ct-9']);
     expect(waitingOn(items, bead(2, { status: 'open' }))).to.deep.equal(['ct-8']);
     expect(waitingOn(items, bead(5, { status: 'closed' }))).to.deep.equal([]);
+  });
+});
+
+describe('the bead page after a bead event', () => {
+  const deps = (more: Partial<Schemas['BeadDepsResponse']> = {}): Schemas['BeadDepsResponse'] => ({
+    dependencies: [],
+    depends_on: [],
+    dependents: [],
+    children: [],
+    ...more,
+  });
+  const dependsOnMe = (n: number, more: Partial<Bead> = {}) =>
+    bead(n, { dependencies: [{ issue_id: `ct-${n}`, depends_on_id: 'ct-1', type: 'blocks' }], ...more });
+
+  it('puts a neighbour’s new state where it is shown, without reading the neighbours again', () => {
+    const before = deps({
+      depends_on: [bead(2)],
+      dependents: [dependsOnMe(3)],
+      children: [bead(4, { parent: 'ct-1' })],
+    });
+    const closed = neighboursAfter(before, 'ct-1', bead(2, { status: 'closed' }), false);
+    expect(closed?.depends_on.map((b) => b.status)).to.deep.equal(['closed']);
+    const retitled = neighboursAfter(before, 'ct-1', dependsOnMe(3, { title: 'new' }), false);
+    expect(retitled?.dependents.map((b) => b.title)).to.deep.equal(['new']);
+    const child = neighboursAfter(before, 'ct-1', bead(4, { parent: 'ct-1', status: 'in_progress' }), false);
+    expect(child?.children.map((b) => b.status)).to.deep.equal(['in_progress']);
+  });
+
+  it('asks for the neighbours again when who they are changed', () => {
+    const before = deps({ dependents: [dependsOnMe(3)], children: [bead(4, { parent: 'ct-1' })] });
+    // A new dependent, a new child, a dependent no more, a child moved away, a neighbour deleted.
+    expect(neighboursAfter(before, 'ct-1', dependsOnMe(5), false)).to.equal(undefined);
+    expect(neighboursAfter(before, 'ct-1', bead(6, { parent: 'ct-1' }), false)).to.equal(undefined);
+    expect(neighboursAfter(before, 'ct-1', bead(3), false)).to.equal(undefined);
+    expect(neighboursAfter(before, 'ct-1', bead(4), false)).to.equal(undefined);
+    expect(neighboursAfter(before, 'ct-1', dependsOnMe(3), true)).to.equal(undefined);
+  });
+
+  it('leaves the neighbours as they are for a bead that is none of them', () => {
+    const before = deps({ dependents: [dependsOnMe(3)] });
+    expect(neighboursAfter(before, 'ct-1', bead(7), false)).to.equal(before);
+  });
+
+  it('tells a change of the bead’s own edges from one that leaves them', () => {
+    const edged = dependsOnMe(3);
+    expect(edgesOf(edged)).to.equal(edgesOf({ ...edged, title: 'other' }));
+    expect(edgesOf(edged)).to.not.equal(edgesOf(bead(3)));
+  });
+
+  it('puts a new event on top of the history, once', () => {
+    const older = { ...event('bead.created', bead(1)), seq: 1 };
+    const newer = { ...event('bead.updated', bead(1)), seq: 2 };
+    expect(withEvent([older], newer)?.map((e) => e.seq)).to.deep.equal([2, 1]);
+    expect(withEvent([newer, older], newer)?.map((e) => e.seq)).to.deep.equal([2, 1]);
+    expect(withEvent(undefined, newer)).to.equal(undefined);
   });
 });
