@@ -1,9 +1,20 @@
 import { expect } from 'chai';
-import type { LiveEvent, Schemas } from '../../ui/src/api.js';
+import type { components } from '../../shared/generated/api-types.js';
 import { edgesOf, neighboursAfter, withEvent } from '../../ui/src/bead-neighbours.js';
 import { applyBeadEvent, beadOf, listed, waitingOn, type BeadFilter } from '../../ui/src/bead-rows.js';
-import type { Rows } from '../../ui/src/paged.js';
+import { replay, type Rows } from '../../ui/src/rows.js';
 import type { Bead } from '../helpers/city-api.js';
+
+type Deps = components['schemas']['BeadDepsResponse'];
+/** An event as the page's stream hands it over. */
+interface LiveEvent {
+  seq: number;
+  type: string;
+  ts: string;
+  actor: string;
+  subject?: string;
+  payload?: Record<string, unknown>;
+}
 
 // How the beads board (and a bead's page) takes a `bead.*` event's payload (the bead as it is now) into the rows it has loaded,
 // instead of asking the API for them again. Issue 31, point 6.
@@ -120,8 +131,29 @@ describe('the beads board’s rows after a bead event', () => {
   });
 });
 
+describe('a page answered after bead events it may not hold', () => {
+  // Made while the request ran: the answer may have been read before it or after it.
+  const made = event('bead.created', bead(10));
+  const change = (rows: Rows<Bead>) => applyBeadEvent(rows, made, open);
+
+  it('holds the bead either way, once', () => {
+    const before = replay({ items: [bead(9)], total: 1, loading: false }, [change]);
+    expect(ids(before.state.items)).to.deep.equal(['ct-10', 'ct-9']);
+    expect(before.state.total).to.equal(2);
+    const after = replay({ items: [bead(10), bead(9)], total: 2, loading: false }, [change]);
+    expect(ids(after.state.items)).to.deep.equal(['ct-10', 'ct-9']);
+    expect(after.state.total).to.equal(2);
+  });
+
+  it('says when an edit could not tell the count', () => {
+    const past = (rows: Rows<Bead>) => applyBeadEvent(rows, event('bead.updated', bead(3)), open);
+    expect(replay({ items: [bead(9)], total: 5, next: 'more', loading: false }, [past]).countKnown).to.equal(false);
+    expect(replay({ items: [bead(9)], total: 1, loading: false }, [past]).countKnown).to.equal(true);
+  });
+});
+
 describe('the bead page after a bead event', () => {
-  const deps = (more: Partial<Schemas['BeadDepsResponse']> = {}): Schemas['BeadDepsResponse'] => ({
+  const deps = (more: Partial<Deps> = {}): Deps => ({
     dependencies: [],
     depends_on: [],
     dependents: [],

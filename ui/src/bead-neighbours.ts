@@ -1,11 +1,11 @@
-import type { LiveEvent, Schemas } from './api.js';
+import type { components } from '../../shared/generated/api-types.js';
 
 // The bead page from the events' payloads: a `bead.*` event carries the bead as it is now, so the page takes
 // the bead, a neighbour's new state and the event for the history from it; only a change of who the neighbours
 // are (an edge added or removed) needs the API (`GET …/bead/{id}/deps` brings their beads).
 
-type Bead = Schemas['Bead'];
-type Deps = Schemas['BeadDepsResponse'];
+type Bead = components['schemas']['Bead'];
+type Deps = components['schemas']['BeadDepsResponse'];
 
 /** A bead's own edges: what it depends on, and on what terms. */
 export const edgesOf = (bead: Bead) =>
@@ -32,7 +32,7 @@ export function neighboursAfter(deps: Deps, id: string, changed: Bead, deleted: 
 }
 
 /** The history (newest first) with `event` on top, once. */
-export function withEvent(history: LiveEvent[] | undefined, event: LiveEvent): LiveEvent[] | undefined {
+export function withEvent<E extends { seq: number }>(history: E[] | undefined, event: E): E[] | undefined {
   if (!history) return history;
   if (history.some((e) => e.seq === event.seq)) return history;
   return [event, ...history];

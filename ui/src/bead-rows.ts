@@ -1,12 +1,18 @@
-import type { LiveEvent, Schemas } from './api.js';
-import type { Edited, Rows } from './paged.js';
+import type { components } from '../../shared/generated/api-types.js';
+import type { Edited, Rows } from './rows.js';
 
 // A `bead.*` event carries the bead as it is now (`payload.bead`: what `GET …/bead/{id}` answers), so a list of
 // beads the page has loaded can take the change itself instead of asking the API for its rows again. What the
 // payload cannot tell is left to the caller to ask: a list's count when the bead lies past the rows loaded (was
 // it counted before?), and the beads whose `is_blocked` may have changed with it.
 
-type Bead = Schemas['Bead'];
+type Bead = components['schemas']['Bead'];
+
+/** What the page reads of an event here (a `LiveEvent` is one). */
+export interface BeadEvent {
+  type: string;
+  payload?: Record<string, unknown>;
+}
 
 /** The filters of a list of beads, as `GET …/beads` takes them; `status` '' is every status. */
 export interface BeadFilter {
@@ -21,7 +27,7 @@ export interface BeadFilter {
 const ROW_EVENTS = new Set(['bead.created', 'bead.updated', 'bead.closed', 'bead.deleted']);
 
 /** The bead an event is about, when it is one that changes a row. */
-export function beadOf(event: LiveEvent): Bead | undefined {
+export function beadOf(event: BeadEvent): Bead | undefined {
   if (!ROW_EVENTS.has(event.type)) return undefined;
   const bead = (event.payload as { bead?: Bead } | undefined)?.bead;
   return bead && typeof bead.id === 'string' ? bead : undefined;
@@ -50,7 +56,7 @@ export const beadNumber = (id: string) => Number(id.slice(id.lastIndexOf('-') + 
  * page (the cursor continues below the last row), but whether it was counted before is unknown — a bead just
  * created was not, any other may have been.
  */
-export function applyBeadEvent(rows: Rows<Bead>, event: LiveEvent, filter: BeadFilter): Edited<Bead> | undefined {
+export function applyBeadEvent(rows: Rows<Bead>, event: BeadEvent, filter: BeadFilter): Edited<Bead> | undefined {
   const bead = beadOf(event);
   if (!bead) return undefined;
   const belongs = event.type !== 'bead.deleted' && listed(bead, filter);

@@ -60,7 +60,7 @@ function useBeads(city: string, filters: Filters, status: string, feed: BeadFeed
         asked.add(id);
         must(api.GET('/v0/city/{cityName}/bead/{id}', { params: { path: { cityName: city, id } } }))
           .then((fresh) => {
-            const event = { type: 'bead.updated', payload: { bead: fresh } } as unknown as LiveEvent;
+            const event = { type: 'bead.updated', payload: { bead: fresh } };
             current.current.list.edit((rows) => applyBeadEvent(rows, event, current.current.filter));
           })
           // Gone meanwhile: its own event says so.
