@@ -84,7 +84,11 @@ export function usePagedList<T>(
         const isReload = run.reload || current.loading;
         const more = current.items.length < run.want && current.next !== undefined;
         if (!isReload && !more && run.recount) {
-          // Only the count: one row, its total.
+          // Only the count: one row, its total; as seldom as reloads however fast events come.
+          const gap = run.lastReload + MIN_RELOAD_GAP_MS - performance.now();
+          if (gap > 0) await new Promise((resolve) => setTimeout(resolve, gap));
+          if (generation !== run.generation || run.reload) continue;
+          run.lastReload = performance.now();
           run.recount = false;
           run.edits = [];
           try {
