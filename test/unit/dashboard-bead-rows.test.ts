@@ -145,6 +145,13 @@ describe('a page answered after bead events it may not hold', () => {
     expect(after.state.total).to.equal(2);
   });
 
+  it('says when the edits moved the count, which the answer may already hold', () => {
+    const renamed = (rows: Rows<Bead>) => applyBeadEvent(rows, event('bead.updated', bead(9, { title: 'x' })), open);
+    const state = { items: [bead(9)], total: 1, loading: false };
+    expect(replay(state, [renamed]).countMoved).to.equal(false);
+    expect(replay(state, [renamed, change]).countMoved).to.equal(true);
+  });
+
   it('says when an edit could not tell the count', () => {
     const past = (rows: Rows<Bead>) => applyBeadEvent(rows, event('bead.updated', bead(3)), open);
     expect(replay({ items: [bead(9)], total: 5, next: 'more', loading: false }, [past]).countKnown).to.equal(false);

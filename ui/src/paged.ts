@@ -35,7 +35,7 @@ const MIN_RELOAD_GAP_MS = 250;
  * shown appears without losing the place. Requests run one at a time; reloads asked for while one runs fold into
  * one after it, at most four a second; an answer for older filters is dropped. `edit` changes the loaded rows
  * without a request; the edits made while a request runs are made again on its answer (which may have been read
- * before them), and the count is then asked for again (it may already hold them).
+ * before them), and the count is then asked for again if they moved it (it may already hold them).
  */
 export function usePagedList<T>(
   fetchPage: (limit: number, cursor: string | undefined) => Promise<Page<T>>,
@@ -52,7 +52,7 @@ export function usePagedList<T>(
     lastReload: 0,
     state,
     /** Edits made while the request in flight runs, to make again on its answer. */
-    edits: [] as Change<T>[],
+    edits: [] as { change: Change<T>; movedCount: boolean }[],
     /** The count is not known from the rows' edits: ask for it (one row). */
     recount: false,
   });
@@ -67,8 +67,13 @@ export function usePagedList<T>(
     if (generation !== run.generation) return;
     const edits = run.edits;
     run.edits = [];
-    const { state: next } = replay(answer, edits);
-    if (edits.length) run.recount = true;
+    // Rows are the same however often an edit is made again; a count an edit moved may hold it twice now, or
+    // (the answer's count with the rows edited before it came) not at all.
+    const { state: next } = replay(
+      answer,
+      edits.map((e) => e.change),
+    );
+    if (edits.some((e) => e.movedCount)) run.recount = true;
     run.state = next;
     setState(next);
   };
@@ -173,8 +178,8 @@ export function usePagedList<T>(
   }, []);
   const edit = useCallback((change: Change<T>) => {
     const run = r.current;
-    if (run.running) run.edits.push(change);
-    const { state: next, countKnown } = replay(run.state, [change]);
+    const { state: next, countKnown, countMoved } = replay(run.state, [change]);
+    if (run.running) run.edits.push({ change, movedCount: countMoved });
     if (next === run.state) return;
     run.state = next;
     setState(next);

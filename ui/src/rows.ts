@@ -26,14 +26,22 @@ export interface ListState<T> {
   loading: boolean;
 }
 
-/** `state` after `changes`, in order; `countKnown` false when one of them could not tell the count. */
-export function replay<T>(state: ListState<T>, changes: Change<T>[]): { state: ListState<T>; countKnown: boolean } {
+/**
+ * `state` after `changes`, in order; `countKnown` false when one of them could not tell the count, `countMoved`
+ * when one of them moved it or could not tell it (made again on an answer that may hold it, it may count twice).
+ */
+export function replay<T>(
+  state: ListState<T>,
+  changes: Change<T>[],
+): { state: ListState<T>; countKnown: boolean; countMoved: boolean } {
   let countKnown = true;
+  let countMoved = false;
   for (const change of changes) {
     const edited = change({ items: state.items, total: state.total, complete: !state.loading && !state.next });
     if (!edited) continue;
     countKnown &&= edited.countKnown;
+    countMoved ||= !edited.countKnown || edited.total !== state.total;
     state = { ...state, items: edited.items, total: edited.total };
   }
-  return { state, countKnown };
+  return { state, countKnown, countMoved };
 }
