@@ -1,7 +1,7 @@
 /**
  * Benchmarks, against a real supervisor and real controllers (build first: `npm run bench` does).
  *
- *   npx tsx bench/run.ts [cold|foundation|events|beads|sessions|sessions-acp|sessions-real-clis|agents|agents-loop|agents-loop-codex|workflows|config|extmsg|access|stream-opens|worktrees|ui|templates|all]   (default: all, one after the other)
+ *   npx tsx bench/run.ts [cold|foundation|events|beads|sessions|sessions-acp|sessions-real-clis|agents|agents-loop|agents-loop-codex|workflows|config|extmsg|access|stream-opens|worktrees|ui|ui-events|templates|all]   (default: all, one after the other)
  *   npm run bench -- beads                                  (builds, then runs one)
  *
  * cold (bench/cold.ts): issue 20's goals beside bare-Node baselines — `ctl version`/`help`/`bead list`, create → event,
@@ -24,7 +24,9 @@
  * stream-opens (bench/stream-opens.ts): 500 supervisor streams opened at once beside a busy city (12,000 events in its
  *   log, beads created and slung) — time until all are open, /health and POST p50/p99 meanwhile → .bench-out/stream-opens.json
  * ui (bench/ui.ts): the dashboard in Chromium — bundle sizes, time to the first interactive view, frames while 500
- *   events/s arrive, the page's heap after an hour of a busy city → .bench-out/ui.json
+ *   events/s arrive, the page's heap after an hour of a busy city, the beads board's requests per 100 bead events
+ *   → .bench-out/ui.json
+ * ui-events (bench/ui-bead-events.ts): that last part alone (not in `all`)
  * config (bench/config.ts): composing 10 packs × 10 agents, the svc/* proxy vs the service directly, GET /rigs?git=true with 20 rigs,
  *   API writes to city.toml, an edit on disk until it is in use → .bench-out/config.json
  * templates (bench/templates.ts): a 26-level doubling prompt template bomb — POST /sessions and prime refused (status,
@@ -45,6 +47,7 @@ import { runWorkflows } from './workflows.js';
 import { runConfig } from './config.js';
 import { runExtmsg } from './extmsg.js';
 import { runUi } from './ui.js';
+import { runUiEvents } from './ui-bead-events.js';
 import { runWorktrees } from './worktrees.js';
 import { runTemplates } from './templates.js';
 
@@ -66,13 +69,15 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   'stream-opens': runStreamOpens,
   worktrees: runWorktrees,
   ui: runUi,
+  'ui-events': runUiEvents,
   templates: runTemplates,
 };
 
 async function main(): Promise<void> {
   const which = process.argv[2] ?? 'all';
-  // A part run alone (agents-loop-codex) is in `all` already, as part of the whole.
-  const names = which === 'all' ? Object.keys(BENCHMARKS).filter((name) => name !== 'agents-loop-codex') : [which];
+  // A part run alone (agents-loop-codex, ui-events) is in `all` already, as part of the whole.
+  const parts = new Set(['agents-loop-codex', 'ui-events']);
+  const names = which === 'all' ? Object.keys(BENCHMARKS).filter((name) => !parts.has(name)) : [which];
   if (!names.every((name) => name in BENCHMARKS)) {
     console.error(`usage: tsx bench/run.ts [${Object.keys(BENCHMARKS).join('|')}|all]`);
     process.exitCode = 2;

@@ -9,7 +9,8 @@
  *    frames drawn and frames dropped (a frame taking more than one 60 Hz interval drops the ones it spans);
  *  - frames while 500 events/s arrive (5 s, appended to the city's log as any writer may): frames drawn and
  *    frames longer than 50 ms, on the events view (rendered once per animation frame) and the city overview;
- *  - the page's JS heap after 36,000 events (an hour of a busy city at 10 events/s), on the same two views.
+ *  - the page's JS heap after 36,000 events (an hour of a busy city at 10 events/s), on the same two views;
+ *  - the beads board's HTTP requests per 100 bead events (`ui-bead-events.ts`).
  * Prints tables and writes `.bench-out/ui.json`. Run with `npm run bench -- ui`.
  */
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -24,6 +25,7 @@ import { launchChromium } from '../test/helpers/browser.js';
 import { CityApi } from '../test/helpers/city-api.js';
 import { TestSupervisor } from '../test/helpers/supervisor.js';
 import { benchRoot } from './bench-root.js';
+import { measureBeadEventRequests, printBeadEventRequests } from './ui-bead-events.js';
 import { round, summarize, type Summary } from './stats.js';
 import { formatTable, ms } from './table.js';
 
@@ -342,6 +344,9 @@ export async function runUi(): Promise<void> {
         ['events', 'city overview'].map((v) => [v, heaps[`${v} (before)`].toFixed(1), heaps[v].toFixed(1)]),
       ),
     );
+    console.log('');
+    const beadEvents = await measureBeadEventRequests(sup, browser);
+    printBeadEventRequests(beadEvents);
     mkdirSync(dirname(OUT_FILE), { recursive: true });
     writeFileSync(
       OUT_FILE,
@@ -356,6 +361,7 @@ export async function runUi(): Promise<void> {
           board_scroll: scrolls,
           frames,
           heap_mib: Object.fromEntries(Object.entries(heaps).map(([k, v]) => [k, round(v, 1)])),
+          board_requests_per_bead_events: beadEvents,
         },
         null,
         2,

@@ -11,11 +11,20 @@ export interface Loaded<T> {
   reload: () => void;
 }
 
+/** A loaded value the view may also change itself (from an event's payload), without a request. */
+export interface Settable<T> extends Loaded<T> {
+  /**
+   * Replaces the value with what `change` makes of it. Were a load on its way (its answer may have been read
+   * before the change), one more follows it.
+   */
+  set: (change: (data: T | undefined) => T | undefined) => void;
+}
+
 /**
  * What `load` returns, loaded now and again on `reload()`. Reloads that come while one is in flight collapse into
  * one more after it (a burst of events costs two requests, not fifty), and an answer never overwrites a newer one.
  */
-export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Settable<T> {
   const [state, setState] = useState<{ data?: T; error?: string; loading: boolean }>({ loading: true });
   const run = useRef({ inFlight: false, again: false, generation: 0, lastStart: 0, timer: 0 });
   const loadRef = useRef(load);
@@ -67,7 +76,12 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
     reload();
     return () => clearTimeout(r.timer);
   }, deps);
-  return { ...state, reload };
+  const set = useCallback((change: (data: T | undefined) => T | undefined) => {
+    const r = run.current;
+    if (r.inFlight) r.again = true;
+    setState((s) => ({ ...s, data: change(s.data) }));
+  }, []);
+  return { ...state, reload, set };
 }
 
 /** A live stream for as long as the component shows; handlers may change between renders without reopening it. */

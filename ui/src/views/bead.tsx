@@ -1,6 +1,8 @@
 import { useRef, useState } from 'preact/hooks';
 import { api, CSRF, must, type LiveEvent, type Schemas } from '../api.js';
 import { ActionButton, ErrorNote, Loading, Page, StateBadge, Time } from '../components.js';
+import { beadOf } from '../bead-rows.js';
+import { edgesOf, neighboursAfter, withEvent } from '../bead-neighbours.js';
 import { useCityEvents, useLoad } from '../hooks.js';
 import { BeadComments, type CommentFeed } from './bead-comments.js';
 import { BeadEditor } from './bead-edit.js';
@@ -26,21 +28,33 @@ export function BeadView({ city, id }: { city: string; id: string }) {
     [city, id],
   );
   const comments = useRef<CommentFeed | undefined>(undefined);
+  // Each event's payload is taken as it is (the bead, a neighbour, the history's new line); the API is asked
+  // only for what it cannot tell: the neighbours' beads when the edges change, everything after a gap.
   const live = useCityEvents(
     city,
     (e) => {
       comments.current?.take(e);
+      const changed = beadOf(e);
+      const deleted = e.type === 'bead.deleted';
       if (e.subject === id || aboutBead(e, id)) {
-        history.reload();
+        history.set((shown) => withEvent(shown, e));
         // A comment changes neither the bead nor its neighbours.
         if (e.type.startsWith('bead.comment')) return;
-        bead.reload();
-        deps.reload();
+        if (changed?.id !== id || deleted) {
+          bead.reload();
+          deps.reload();
+          return;
+        }
+        const before = bead.data;
+        bead.set(() => changed);
+        if (!before || edgesOf(before) !== edgesOf(changed)) deps.reload();
         return;
       }
       // A neighbour changing (closing, say) changes its box in the graph.
-      const around = deps.data ? [...deps.data.depends_on, ...deps.data.dependents, ...deps.data.children] : [];
-      if (around.some((b) => e.subject === b.id || aboutBead(e, b.id))) deps.reload();
+      if (!changed || !deps.data) return;
+      const next = neighboursAfter(deps.data, id, changed, deleted);
+      if (!next) deps.reload();
+      else if (next !== deps.data) deps.set(() => next);
     },
     (resumed) => {
       if (!resumed) return;

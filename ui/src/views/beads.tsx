@@ -1,5 +1,6 @@
-import { useEffect, useState } from 'preact/hooks';
-import { api, cityPath, CSRF, must, type Schemas } from '../api.js';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, cityPath, CSRF, must, type LiveEvent, type Schemas } from '../api.js';
+import { applyBeadEvent, beadOf, waitingOn } from '../bead-rows.js';
 import { announce, cityUrl, Empty, ErrorNote, Loading, Page, StateBadge, Time } from '../components.js';
 import { useCityEvents, useQueryParam } from '../hooks.js';
 import { usePagedList, type PagedList } from '../paged.js';
@@ -22,17 +23,55 @@ interface Filters {
   rig: string;
 }
 
-/** The beads matching `filters` (and `status`, else all), newest first, paged through the API as rows are needed. */
-function useBeads(city: string, filters: Filters, status: string, version: number): PagedList<Bead> {
+/**
+ * The page's city events, handed to each list it shows (one stream for the page); `reopened` when the stream
+ * came back after a gap, whose events may be lost.
+ */
+interface BeadFeed {
+  lists: Set<{ take: (event: LiveEvent) => void; reopened: () => void }>;
+}
+
+/**
+ * The beads matching `filters` (and `status`, else all), newest first, paged through the API as rows are needed,
+ * and kept live from the events' payloads: a `bead.*` event's bead is put in, moved or taken out of the loaded rows
+ * without a request. Asked for: the count when the payload cannot tell it, rows waiting on a bead that closed or
+ * opened (their `is_blocked`), and everything again after the stream reopens.
+ */
+function useBeads(city: string, filters: Filters, status: string, feed: BeadFeed): PagedList<Bead> {
   const list = usePagedList<Bead>(
     (limit, cursor) => fetchBeads({ city, ...filters, status, limit, ...(cursor ? { cursor } : {}) }),
     (b) => b.id,
     [city, filters.type, filters.label, filters.assignee, filters.rig, status],
     BEAD_PAGE,
   );
+  const filter = { ...filters, status };
+  const current = useRef({ list, filter });
+  current.current = { list, filter };
   useEffect(() => {
-    if (version > 0) list.reload();
-  }, [version]);
+    const asked = new Set<string>();
+    const take = (event: LiveEvent) => {
+      const bead = beadOf(event);
+      if (!bead) return;
+      const { list, filter } = current.current;
+      list.edit((rows) => applyBeadEvent(rows, event, filter));
+      if (event.type === 'bead.deleted') return;
+      for (const id of waitingOn(list.items, bead)) {
+        if (asked.has(id)) continue;
+        asked.add(id);
+        must(api.GET('/v0/city/{cityName}/bead/{id}', { params: { path: { cityName: city, id } } }))
+          .then((fresh) => {
+            const event = { type: 'bead.updated', payload: { bead: fresh } };
+            current.current.list.edit((rows) => applyBeadEvent(rows, event, current.current.filter));
+          })
+          // Gone meanwhile: its own event says so.
+          .catch((err: Error) => console.warn(`reading ${id} again failed: ${err.message}`))
+          .finally(() => asked.delete(id));
+      }
+    };
+    const entry = { take, reopened: () => current.current.list.reload() };
+    feed.lists.add(entry);
+    return () => feed.lists.delete(entry);
+  }, [city, feed]);
   return list;
 }
 
@@ -43,12 +82,16 @@ export function BeadsView({ city }: { city: string }) {
   const [assignee, setAssignee] = useQueryParam('assignee');
   const [rig, setRig] = useQueryParam('rig');
   const [status, setStatus] = useQueryParam('status');
-  // One stream for the page; every list reloads what it shows when a bead changes (or the stream reopens).
-  const [version, setVersion] = useState(0);
+  // One stream for the page; every list takes what a bead event says (and reloads when the stream reopens).
+  const feed = useRef<BeadFeed>({ lists: new Set() }).current;
   const live = useCityEvents(
     city,
-    (e) => e.type.startsWith('bead.') && setVersion((v) => v + 1),
-    (resumed) => resumed && setVersion((v) => v + 1),
+    (e) => {
+      for (const list of feed.lists) list.take(e);
+    },
+    (resumed) => {
+      if (resumed) for (const list of feed.lists) list.reopened();
+    },
   );
   const filters = { type, label, assignee, rig };
   const board = view !== 'table';
@@ -82,13 +125,13 @@ export function BeadsView({ city }: { city: string }) {
       {board ? (
         <div class="board">
           {COLUMNS.filter((c) => !status || c === status).map((column) => (
-            <BoardColumn key={column} city={city} status={column} filters={filters} version={version} />
+            <BoardColumn key={column} city={city} status={column} filters={filters} feed={feed} />
           ))}
         </div>
       ) : (
-        <BeadTable city={city} filters={filters} status={status} version={version} />
+        <BeadTable city={city} filters={filters} status={status} feed={feed} />
       )}
-      <NewBead city={city} onDone={() => setVersion((v) => v + 1)} />
+      <NewBead city={city} />
     </Page>
   );
 }
@@ -108,15 +151,15 @@ function Filter({ label, value, set }: { label: string; value: string; set: (v: 
 }
 
 /** Asks for more pages once the drawn rows come near the end of what is loaded. */
-function useLoadAhead(list: PagedList<unknown>, lastDrawn: number | undefined) {
+function useLoadAhead(list: Pick<PagedList<unknown>, 'items' | 'loadUpTo'>, lastDrawn: number | undefined) {
   useEffect(() => {
     if (lastDrawn !== undefined && lastDrawn >= list.items.length - 20) list.loadUpTo(lastDrawn + 100);
   }, [lastDrawn, list.items.length]);
 }
 
-function BoardColumn(props: { city: string; status: string; filters: Filters; version: number }) {
+function BoardColumn(props: { city: string; status: string; filters: Filters; feed: BeadFeed }) {
   const { city, status } = props;
-  const list = useBeads(city, props.filters, status, props.version);
+  const list = useBeads(city, props.filters, status, props.feed);
   const { scrollRef, rows, totalHeight } = useVirtualRows(list.total, CARD_ROW);
   useLoadAhead(list, rows.at(-1)?.index);
   const name = status.replace('_', ' ');
@@ -163,9 +206,9 @@ function BoardColumn(props: { city: string; status: string; filters: Filters; ve
   );
 }
 
-function BeadTable(props: { city: string; filters: Filters; status: string; version: number }) {
+function BeadTable(props: { city: string; filters: Filters; status: string; feed: BeadFeed }) {
   const { city } = props;
-  const list = useBeads(city, props.filters, props.status, props.version);
+  const list = useBeads(city, props.filters, props.status, props.feed);
   const { scrollRef, rows, totalHeight } = useVirtualRows(list.total, TABLE_ROW);
   useLoadAhead(list, rows.at(-1)?.index);
   const before = rows[0]?.start ?? 0;
@@ -231,7 +274,8 @@ function BeadTable(props: { city: string; filters: Filters; status: string; vers
   );
 }
 
-function NewBead({ city, onDone }: { city: string; onDone: () => void }) {
+/** A new bead's form; the bead shows on the board with its `bead.created` event. */
+function NewBead({ city }: { city: string }) {
   const [title, setTitle] = useState('');
   const [type, setType] = useState('task');
   const [assignee, setAssignee] = useState('');
@@ -247,7 +291,6 @@ function NewBead({ city, onDone }: { city: string; onDone: () => void }) {
       );
       announce(`Created ${bead.id}`);
       setTitle('');
-      onDone();
     } catch (err) {
       announce(`Create failed: ${(err as Error).message}`, 'error');
     } finally {
