@@ -3,7 +3,7 @@ import { parseCursor, REPLAY_ALL, StreamPositions } from '../shared/events/curso
 import type { EventRecord } from '../shared/events/record.js';
 import type { StreamSettings } from '../shared/events/stream-settings.js';
 import { Problem } from '../shared/http/problem.js';
-import { sseFrame, sseRoute, SseStream } from '../shared/http/sse.js';
+import { SharedFrames, sseFrame, sseRoute, SseStream } from '../shared/http/sse.js';
 import { SUPERVISOR_SCOPE } from '../shared/paths.js';
 import type { EventHub, HubSubscriber } from './event-hub.js';
 import { mergeOrder, tagEvent, timed, type EventSource, type TimedEvent } from './event-view.js';
@@ -12,6 +12,18 @@ const REPLAY_BATCH = 500;
 
 /** Each record's frame data, serialised once however many subscribers it goes to. */
 const frameData = new WeakMap<EventRecord, string>();
+
+/**
+ * One fan-out's frames of a log's batch, keyed by the batch (the hub hands every subscriber the same array): a
+ * stream at the same cursor before it writes the same text, so it is made and encoded once for all of them.
+ */
+interface BatchFrames {
+  scope: string;
+  cursorBefore: string;
+  cursorAfter: number | undefined;
+  frames: SharedFrames;
+}
+const batchFrames = new WeakMap<EventRecord[], BatchFrames>();
 
 function dataOf(scope: string, record: EventRecord): string {
   let data = frameData.get(record);
@@ -62,9 +74,18 @@ export function supervisorEventStream(hub: EventHub, settings: StreamSettings): 
     // A batch of one log's records goes out in one write: the fan-out's cost is per batch and stream, and a
     // batch grows the busier the hub is (its tails read whatever arrived since their last read).
     const deliver = (scope: string, records: EventRecord[]) => {
+      const cursorBefore = positions.cursor();
+      const made = batchFrames.get(records);
+      if (made && made.scope === scope && made.cursorBefore === cursorBefore) {
+        if (made.cursorAfter !== undefined) positions.set(scope, made.cursorAfter);
+        stream.sendShared(made.frames);
+        return;
+      }
       const frames: string[] = [];
       for (const record of records) if (record.seq > (positions.get(scope) ?? 0)) frames.push(frame(scope, record));
-      stream.sendFrames(frames);
+      const shared = new SharedFrames(frames.join(''));
+      if (!made) batchFrames.set(records, { scope, cursorBefore, cursorAfter: positions.get(scope), frames: shared });
+      stream.sendShared(shared);
     };
     // While history replays, live records wait here (bounded), so nothing overtakes the replay.
     let queue: [string, EventRecord[]][] | undefined = [];

@@ -134,6 +134,18 @@ export class SseStream {
   }
 
   /**
+   * Writes frames made once for many streams (one fan-out's batch, the same for every stream at the same cursor):
+   * their bytes are encoded once, not once per stream — at hundreds of streams, encoding the same text again for
+   * each was the largest cost of a fan-out after the writes themselves.
+   */
+  sendShared(frames: SharedFrames): boolean {
+    if (this.closed) return false;
+    if (this.bodiless || frames.text === '') return true;
+    this.socket.write(this.chunked ? frames.chunkedBytes() : frames.bytes());
+    return true;
+  }
+
+  /**
    * Before live frames: hangs up (false) on a client that has not taken what it was sent before — more than
    * `maxBufferedBytes` still unread since an earlier batch. Checked per batch, not per frame, so a burst
    * written in one go never counts against a client that keeps up.
@@ -193,5 +205,25 @@ export class SseStream {
     // res.end() writes the closing chunk, so the response ends as node:http would have ended it.
     this.socket.write(this.chunked ? `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n` : text);
     return true;
+  }
+}
+
+/** Frames written alike to many streams: their bytes, plain and as one HTTP/1.1 chunk, made on first use. */
+export class SharedFrames {
+  private plain: Buffer | undefined;
+  private chunk: Buffer | undefined;
+
+  constructor(readonly text: string) {}
+
+  bytes(): Buffer {
+    return (this.plain ??= Buffer.from(this.text));
+  }
+
+  chunkedBytes(): Buffer {
+    if (!this.chunk) {
+      const body = this.bytes();
+      this.chunk = Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from('\r\n')]);
+    }
+    return this.chunk;
   }
 }
