@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Bead } from '../../shared/dto/beads.js';
 import { KeyedSerial } from '../../shared/serial.js';
 import type { AgentDefinition } from '../agents/agent-catalog.js';
-import { ASSIGNED_SESSION, MERGE_STRATEGY } from '../agents/work-board.js';
+import { ASSIGNED_SESSION, MERGE_STRATEGY } from '../beads/work-schema.js';
 import type { BeadsService } from '../beads/beads-service.js';
 import type { SessionRecord } from '../sessions/session-store.js';
 import { git, GIT_CHECKOUT_TIMEOUT_MS } from './git.js';
