@@ -13,8 +13,8 @@ import { Problem } from '../../shared/http/problem.js';
 import { TemplateError, TemplateLimitError } from './prompt-template.js';
 import { legacyPromptValues, renderTemplatedPrompt, type SessionPromptValues } from './prompt-render.js';
 import { isWithin, repositoryOf, worktreesRoot } from '../worktrees/repository.js';
-import { auditKeys, type KeyFinding } from '../config/key-audit.js';
-import { AGENT_TOML } from '../config/reference-keys.js';
+import { auditKeys, type KeyFinding } from '../config-schema/key-audit.js';
+import { AGENT_TOML } from '../config-schema/reference-keys.js';
 
 /** One agent as the controller runs it: its declaration, resolved against the city's providers and agents. */
 export interface AgentDefinition {

@@ -8,8 +8,8 @@ import { installedPackDir, readPackLock, type PackLockEntry } from '../packs/pac
 import { readPackFile, type PackAgentDefaults } from '../packs/pack-file.js';
 import { parsePackSource, PackSourceError } from '../packs/pack-source.js';
 import { applyAgentDefaults, applyPatches } from './patches.js';
-import { auditKeys, type KeyFinding } from './key-audit.js';
-import { CITY_TOML } from './reference-keys.js';
+import { auditKeys, type KeyFinding } from '../config-schema/key-audit.js';
+import { CITY_TOML } from '../config-schema/reference-keys.js';
 import type { NamedSession, PackDoctorEntry } from '../packs/pack-file.js';
 import type { PackCommand } from '../packs/pack-commands.js';
 import { applyPackPatches, applyRigOverrides } from './pack-patches.js';
