@@ -17,7 +17,8 @@ import type { ConfigErrorPlace } from '../../shared/config/config-error.js';
 import { PRESETS } from '../providers/presets.js';
 import { resolveProviders } from '../providers/resolve.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
-import type { ComposedConfig, ComposedPack } from './compose.js';
+import type { ComposedPack } from '../packs/composed-pack.js';
+import type { ComposedConfig } from './compose.js';
 
 /** What the configuration views read of the city: the configuration in use, how it composed, what it holds. */
 export interface ConfigViewsHost {
