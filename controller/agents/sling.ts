@@ -3,7 +3,7 @@ import type { SlingInputBody, SlingResponse } from '../../shared/dto/agents.js';
 import type { CityConfig } from '../../shared/config/city-config.js';
 import { Problem } from '../../shared/http/problem.js';
 import { compileForRun, launchFormula } from '../formulas/launch.js';
-import type { AgentDefinition } from './agent-catalog.js';
+import type { AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import type { BeadsService } from '../beads/beads-service.js';
 import type { ConvoysService } from '../beads/convoys.js';
 import type { FormulaCatalog } from '../formulas/formula-catalog.js';

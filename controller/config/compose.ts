@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { CityAgentConfig, CityConfig, PackImport } from '../../shared/config/city-config.js';
 import { ConfigError } from '../../shared/config/config-error.js';
-import { agentDirectories, declaredAgents } from '../agents/agent-catalog.js';
+import { agentDirectories, declaredAgents } from '../agent-catalog/agent-catalog.js';
 import { installedPackDir, readPackLock, type PackLockEntry } from '../packs/pack-cache.js';
 import { readPackFile, type PackAgentDefaults } from '../packs/pack-file.js';
 import { parsePackSource, PackSourceError } from '../packs/pack-source.js';

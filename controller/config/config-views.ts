@@ -10,7 +10,7 @@ import type {
 import type { CityConfig } from '../../shared/config/city-config.js';
 import { beadPrefix } from '../beads/prefix.js';
 import type { FormulaCatalog } from '../formulas/formula-catalog.js';
-import type { AgentDefinition } from '../agents/agent-catalog.js';
+import type { AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import type { OrderCatalog } from '../orders/order-catalog.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import type { ConfigErrorPlace } from '../../shared/config/config-error.js';

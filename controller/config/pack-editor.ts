@@ -2,7 +2,7 @@ import { BINDING_PATTERN, type PackImport } from '../../shared/config/city-confi
 import { ConfigError } from '../../shared/config/config-error.js';
 import type { PackAddInputBody, PackAddResponseBody, PackResponse } from '../../shared/dto/packs.js';
 import { Problem } from '../../shared/http/problem.js';
-import { agentDirectories, type AgentDefinition } from '../agents/agent-catalog.js';
+import { agentDirectories, type AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import type { ComposedConfig } from './compose.js';
 import { editConfigFile, type ConfigFileHost } from './config-file-edit.js';
 import { appendPlainTable, removePlainTable, type TableValue } from './toml-table-edit.js';

@@ -7,7 +7,7 @@ import {
 } from '../../shared/config/city-config.js';
 import { ConfigError } from '../../shared/config/config-error.js';
 import { LIFECYCLE_KEYS } from '../../shared/config/agent-lifecycle.js';
-import { qualifiedName } from '../agents/agent-catalog.js';
+import { qualifiedName } from '../agent-catalog/agent-catalog.js';
 import { PRESETS } from '../providers/presets.js';
 import type { ConfigProblem } from './compose.js';
 import {

@@ -10,8 +10,8 @@ import {
   TemplateError,
   TemplateLimitError,
   type TemplateSource,
-} from '../agents/prompt-template.js';
-import { renderTemplatedPrompt } from '../agents/prompt-render.js';
+} from '../agent-catalog/prompt-template.js';
+import { renderTemplatedPrompt } from '../agent-catalog/prompt-render.js';
 import type { ComposedPack } from '../packs/composed-pack.js';
 import type { ConfigProblem } from './compose.js';
 

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { actionsOf, agentFacts, planAt, sessionFacts } from './tick-fixtures.js';
 import type { CityAgentConfig } from '../../shared/config/city-config.js';
 import type { Bead } from '../../shared/dto/beads.js';
-import type { AgentDefinition } from '../../controller/agents/agent-catalog.js';
+import type { AgentDefinition } from '../../controller/agent-catalog/agent-catalog.js';
 import {
   type AgentFacts,
   type SessionFacts,
