@@ -1,25 +1,114 @@
+import { readdirSync } from 'node:fs';
 import eslint from '@eslint/js';
 import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 
-/** The controller's domain folders: one per family of the city (see docs/architecture/controller.md). */
-const CONTROLLER_DOMAINS = [
-  'agents',
+/**
+ * The controller's layers, lowest first: each imports only the layers below it (docs/architecture/controller.md,
+ * "Which folder may import which"). A layer is a folder, or files of the controller's root. One rule, made from
+ * this list, covers every file of the controller; a folder or root file missing from it fails the lint.
+ */
+const CONTROLLER_LAYERS = [
+  // Small parts of the process every layer may use.
+  [
+    'auto-rotate.ts',
+    'clock.ts',
+    'commands.ts',
+    'git-safety.ts',
+    'private-runtime-dir.ts',
+    'process-tether.ts',
+    'run-stats.ts',
+    'simple-git.ts',
+    'status-counts.ts',
+  ],
+  // The domains: the work schema and store, then each domain above what it uses.
   'beads',
-  'config',
-  'doctor',
-  'extmsg',
+  'config-schema',
+  'services',
+  'providers',
+  'packs',
+  'worktrees',
+  'usage',
+  'agent-catalog',
+  'sessions',
+  'waits',
   'formulas',
   'molecules',
   'orders',
-  'packs',
-  'providers',
+  'webhooks',
+  'extmsg',
+  'config',
+  'agents',
+  'doctor',
   'rigs',
-  'services',
-  'sessions',
-  'usage',
-  'worktrees',
+  // The parts of a running city as the root built them (types), then the routes and the server given it.
+  'city-runtime.ts',
+  'api',
+  'generated',
+  'http',
+  // The composition root, and the process that runs it.
+  'assemble-city.ts',
+  'main.ts',
 ];
+
+/** The domain folders: the layers between the process's small parts and city-runtime.ts. */
+const CONTROLLER_DOMAINS = CONTROLLER_LAYERS.slice(1, CONTROLLER_LAYERS.indexOf('city-runtime.ts'));
+
+const LAYER_OF = new Map(CONTROLLER_LAYERS.flatMap((layer, rank) => [layer].flat().map((name) => [name, rank])));
+for (const entry of readdirSync(new URL('./controller/', import.meta.url), { withFileTypes: true })) {
+  const name = entry.name;
+  if ((entry.isDirectory() || name.endsWith('.ts')) && !LAYER_OF.has(name)) {
+    throw new Error(`eslint.config.js: controller/${name} is in no layer of CONTROLLER_LAYERS`);
+  }
+}
+
+/** The import patterns a file `depth` folders below controller/ may not use: anything of a layer above `rank`'s. */
+function layerPatterns(rank, depth) {
+  const above = CONTROLLER_LAYERS.slice(rank + 1).flat();
+  const folders = above.filter((name) => !name.endsWith('.ts'));
+  const files = above.filter((name) => name.endsWith('.ts')).map((name) => name.replace(/\.ts$/, ''));
+  if (!above.length) return [];
+  const up = depth === 0 ? '\\./' : `(?:\\.\\./){${depth}}`;
+  const alternatives = [
+    ...(folders.length ? [`(?:${folders.join('|')})/`] : []),
+    ...(files.length ? [`(?:${files.join('|')})\\.js$`] : []),
+  ];
+  const name = [CONTROLLER_LAYERS[rank]].flat().join(', ');
+  return [
+    {
+      regex: `^${up}(?:${alternatives.join('|')})`,
+      message: `${name} may import only the controller's layers below it (CONTROLLER_LAYERS; docs/architecture/controller.md)`,
+    },
+  ];
+}
+
+/** What a layer forbids beyond the order. */
+const LAYER_EXTRAS = {
+  // The parts come through the root (CityRuntime); what goes on the wire, through the domains' views.
+  http: [
+    {
+      regex: `^\\.\\./(${CONTROLLER_DOMAINS.join('|')})/(?!(agent-views|transcript|config-warnings)\\.js$)`,
+      allowTypeImports: true,
+      message: 'http/ reaches a domain through CityRuntime (city-runtime.ts), or its wire views',
+    },
+  ],
+};
+
+/** One config object per layer and depth: a file's imports, checked against the layers above its own. */
+const CONTROLLER_LAYER_RULES = CONTROLLER_LAYERS.flatMap((layer, rank) =>
+  [layer].flat().flatMap((name) => {
+    const depths = name.endsWith('.ts') ? [0] : [1, 2, 3, 4];
+    return depths.map((depth) => ({
+      files: [depth === 0 ? `controller/${name}` : `controller/${name}/${'*/'.repeat(depth - 1)}*.ts`],
+      rules: {
+        '@typescript-eslint/no-restricted-imports': [
+          'error',
+          { patterns: [...layerPatterns(rank, depth), ...(depth === 1 ? (LAYER_EXTRAS[name] ?? []) : [])] },
+        ],
+      },
+    }));
+  }),
+);
 
 export default defineConfig(
   { ignores: ['dist/**', '**/generated/**', 'node_modules/**', '.bench-out/**', 'test/fixtures/reference-cities/**'] },
@@ -53,63 +142,8 @@ export default defineConfig(
       ],
     },
   },
-  // Inside the controller, folders depend one way: http/ (the server: app, proxies, streams) → api/ (routes) →
-  // the domains (one folder each) → shared/. The composition root (assemble-city.ts) builds the parts and
-  // main.ts runs them; nothing imports either but main.ts. Domains take narrow hosts, never the whole
-  // CityRuntime, and never reach up into api/ or http/.
-  {
-    files: [`controller/{${CONTROLLER_DOMAINS.join(',')}}/**/*.ts`],
-    rules: {
-      '@typescript-eslint/no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              regex: '^(\\.\\./)+(api|http|generated)/',
-              message: 'a domain never imports the HTTP layers (api/, http/)',
-            },
-            {
-              regex: '^(\\.\\./)+(city-runtime|assemble-city|main)\\.js$',
-              message: 'a domain takes a narrow host (an interface of what it needs), never the whole CityRuntime',
-            },
-          ],
-        },
-      ],
-    },
-  },
-  {
-    files: ['controller/api/**/*.ts'],
-    rules: {
-      '@typescript-eslint/no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            { regex: '^\\.\\./http/', message: 'routes do not import the server that mounts them (http/)' },
-            { regex: '^\\.\\./(assemble-city|main)\\.js$', message: 'routes get the city through api/ioc.ts' },
-          ],
-        },
-      ],
-    },
-  },
-  {
-    files: ['controller/http/**/*.ts'],
-    rules: {
-      '@typescript-eslint/no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              // The parts come through the root (CityRuntime); what goes on the wire, through the domains' views.
-              regex: `^\\.\\./(${CONTROLLER_DOMAINS.join('|')})/(?!(agent-views|transcript|config-warnings)\\.js$)`,
-              allowTypeImports: true,
-              message: 'http/ reaches a domain through CityRuntime (city-runtime.ts), or its wire views',
-            },
-            { regex: '^\\.\\./(assemble-city|main)\\.js$', message: 'http/ is given the city; it does not build it' },
-          ],
-        },
-      ],
-    },
-  },
+  // Inside the controller, each layer imports only those below it (CONTROLLER_LAYERS).
+  ...CONTROLLER_LAYER_RULES,
   {
     files: ['cli/**/*.ts'],
     rules: {

@@ -5,7 +5,7 @@ import type { EventLog } from '../shared/events/event-log.js';
 import type { LogTail } from '../shared/events/log-tail.js';
 import { ctlEntryPath, type CityPaths } from '../shared/paths.js';
 import { ReadinessProber } from '../shared/readiness.js';
-import { promptFor, suspensionIn, type AgentDefinition } from './agents/agent-catalog.js';
+import { promptFor, suspensionIn, type AgentDefinition } from './agent-catalog/agent-catalog.js';
 import { AgentTick } from './agents/tick.js';
 import { AgentStartSteps, rigRootOf } from './agents/agent-start.js';
 import { WorkHolding } from './agents/work-holding.js';

@@ -4,7 +4,7 @@ import type { EventLog } from '../shared/events/event-log.js';
 import type { LogTail } from '../shared/events/log-tail.js';
 import type { CityPaths } from '../shared/paths.js';
 import type { ReadinessProber } from '../shared/readiness.js';
-import type { AgentDefinition } from './agents/agent-catalog.js';
+import type { AgentDefinition } from './agent-catalog/agent-catalog.js';
 import type { AgentTick } from './agents/tick.js';
 import type { WorkHolding } from './agents/work-holding.js';
 import type { BeadsService } from './beads/beads-service.js';

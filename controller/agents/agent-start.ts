@@ -6,7 +6,7 @@ import { programDir, type SessionRecord } from '../sessions/session-store.js';
 import type { Session } from '../sessions/session.js';
 import type { SessionService } from '../sessions/session-service.js';
 import type { CommandResult, CommandRunner } from '../commands.js';
-import type { AgentDefinition } from './agent-catalog.js';
+import type { AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import { copyOverlay } from './overlay.js';
 
 /** The file in a session's directory where what its `pre_start` and `session_setup` commands printed is kept. */

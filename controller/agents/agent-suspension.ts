@@ -9,7 +9,7 @@ import type { EventLog } from '../../shared/events/event-log.js';
 import { Problem } from '../../shared/http/problem.js';
 import { AgentEditor, type AgentEditorHost } from '../config/agent-editor.js';
 import type { Session } from '../sessions/session.js';
-import type { AgentDefinition } from './agent-catalog.js';
+import type { AgentDefinition } from '../agent-catalog/agent-catalog.js';
 
 /** What suspending an agent needs of the controller: its config editor, its log, its tick and its sessions. */
 export interface AgentSuspensionHost extends AgentEditorHost {

@@ -5,7 +5,7 @@ import type { CityConfig } from '../../shared/config/city-config.js';
 import type { SessionService } from '../sessions/session-service.js';
 import type { Session } from '../sessions/session.js';
 import { conversation } from '../sessions/transcript.js';
-import { suspensionIn, suspensionOf, type AgentDefinition } from './agent-catalog.js';
+import { suspensionIn, suspensionOf, type AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import type { AgentTick } from './tick.js';
 
 /** An agent that held a bead and did something within this long is `working`; longer, `waiting`. */

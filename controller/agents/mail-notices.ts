@@ -1,5 +1,5 @@
 import type { SessionService } from '../sessions/session-service.js';
-import type { AgentDefinition } from './agent-catalog.js';
+import type { AgentDefinition } from '../agent-catalog/agent-catalog.js';
 
 /** A message an agent's session is to be told of. */
 export interface MailNotice {

@@ -6,7 +6,7 @@ import type { BeadReads } from '../beads/beads-service.js';
 import type { MailService } from '../beads/mail.js';
 import type { Session } from '../sessions/session.js';
 import type { SessionService } from '../sessions/session-service.js';
-import { promptFor, type AgentDefinition } from './agent-catalog.js';
+import { promptFor, type AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import { heldBeadOf } from './work-board.js';
 import { programDir } from '../sessions/session-store.js';
 

@@ -3,7 +3,7 @@ import type { ErrorDetail } from '../../shared/dto/errors.js';
 import type { CityRigConfig } from '../../shared/config/city-config.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { Session } from '../sessions/session.js';
-import type { AgentDefinition } from './agent-catalog.js';
+import type { AgentDefinition } from '../agent-catalog/agent-catalog.js';
 
 /** What a sling's `target` (with its `rig`) names: an agent, or an open session (and its agent, when it has one). */
 export type SlingTarget =

@@ -3,7 +3,7 @@ import type { SlingInputBody, SlingResponse } from '../../shared/dto/agents.js';
 import type { CityConfig } from '../../shared/config/city-config.js';
 import { Problem } from '../../shared/http/problem.js';
 import { compileForRun, launchFormula } from '../formulas/launch.js';
-import type { AgentDefinition } from './agent-catalog.js';
+import type { AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import type { BeadsService } from '../beads/beads-service.js';
 import type { ConvoysService } from '../beads/convoys.js';
 import type { FormulaCatalog } from '../formulas/formula-catalog.js';
@@ -12,7 +12,7 @@ import type { RunViews } from '../molecules/run-views.js';
 import type { RunVars } from '../formulas/run-vars.js';
 import type { Session } from '../sessions/session.js';
 import { checkSlingBody, resolveSlingTarget, type SlingTarget } from './sling-input.js';
-import { ASSIGNED_SESSION, MERGE_STRATEGY, ROUTED_TO } from './work-board.js';
+import { ASSIGNED_SESSION, MERGE_STRATEGY, ROUTED_TO } from '../beads/work-schema.js';
 import type { WorkHolding } from './work-holding.js';
 
 /** What slinging needs of the city: its agents, rigs and open sessions, its work, formula runs, and the tick. */

@@ -5,7 +5,8 @@ import type { Session } from '../sessions/session.js';
 import type { SessionService } from '../sessions/session-service.js';
 import type { MailNotices } from './mail-notices.js';
 import type { TickAction, TickPlan } from './tick-facts.js';
-import { ROUTED_TO, type WorkBoard } from './work-board.js';
+import { ROUTED_TO } from '../beads/work-schema.js';
+import type { WorkBoard } from './work-board.js';
 import { withNudge, type WorkHolding } from './work-holding.js';
 
 /** What applying a plan needs of the city. */

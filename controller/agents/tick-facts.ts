@@ -1,7 +1,7 @@
 import type { Bead } from '../../shared/dto/beads.js';
 import type { SessionState } from '../../shared/dto/sessions.js';
 import type { SessionRecord } from '../sessions/session-store.js';
-import type { AgentDefinition } from './agent-catalog.js';
+import type { AgentDefinition } from '../agent-catalog/agent-catalog.js';
 
 /*
  * What the tick's planner (tick-plan.ts) takes and gives: facts of agents and sessions, the memory it keeps

@@ -1,9 +1,9 @@
 import { idleLimitOf } from '../../shared/config/agent-lifecycle.js';
 import type { Bead } from '../../shared/dto/beads.js';
 import { formatDuration } from '../../shared/duration.js';
-import { dependencyOf, type AgentDefinition } from './agent-catalog.js';
+import { dependencyOf, type AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import type { AgentFacts, SessionFacts, TickAction, TickInput, TickMemory, TickPlan } from './tick-facts.js';
-import { ASSIGNED_SESSION, ROUTED_TO } from './work-board.js';
+import { ASSIGNED_SESSION, ROUTED_TO } from '../beads/work-schema.js';
 
 /** A pool session above the agent's minimum closes after being idle this long (unless `idle_timeout` says). */
 export const POOL_IDLE_CLOSE_MS = 60_000;

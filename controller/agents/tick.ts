@@ -8,7 +8,7 @@ import type { EventRecord } from '../../shared/events/record.js';
 import type { BeadsService } from '../beads/beads-service.js';
 import type { Session } from '../sessions/session.js';
 import type { SessionService } from '../sessions/session-service.js';
-import { suspensionOf, type AgentDefinition, type Suspension } from './agent-catalog.js';
+import { suspensionOf, type AgentDefinition, type Suspension } from '../agent-catalog/agent-catalog.js';
 import { AgentChecks, type CheckResult } from './agent-checks.js';
 import { CrashTracker } from './crash-tracker.js';
 import { MailNotices } from './mail-notices.js';

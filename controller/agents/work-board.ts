@@ -1,13 +1,7 @@
 import type { Bead } from '../../shared/dto/beads.js';
 import type { EventRecord } from '../../shared/events/record.js';
 import type { BeadReads, BeadsService } from '../beads/beads-service.js';
-
-/** The agent a bead is routed to (stamped by sling). */
-export const ROUTED_TO = 'ctl.routed_to';
-/** The session the tick handed a bead to (its id; the bead's assignee is its session name). */
-export const ASSIGNED_SESSION = 'ctl.assigned_session';
-/** How a slung bead's work gets into its base (`direct`, `local`, `mr`), as the reference names it. */
-export const MERGE_STRATEGY = 'merge_strategy';
+import { ASSIGNED_SESSION, ROUTED_TO } from '../beads/work-schema.js';
 
 /** Beads read per look at the store (per agent for routed work). */
 const READ_LIMIT = 5000;

@@ -4,7 +4,8 @@ import type { BeadsService } from '../beads/beads-service.js';
 import type { Session } from '../sessions/session.js';
 import { writeHeldBead } from '../sessions/session-environment.js';
 import { mergeNote } from './sling-input.js';
-import { ASSIGNED_SESSION, MERGE_STRATEGY, ROUTED_TO, heldBeadOf, type WorkBoard } from './work-board.js';
+import { ASSIGNED_SESSION, MERGE_STRATEGY, ROUTED_TO } from '../beads/work-schema.js';
+import { heldBeadOf, type WorkBoard } from './work-board.js';
 
 /** A session's held-bead file is in its directory: what the file needs of a session. */
 type SessionFiles = Pick<Session, 'id' | 'dir'>;

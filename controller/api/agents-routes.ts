@@ -29,7 +29,7 @@ import type { ErrorModel } from '../../shared/dto/errors.js';
 import { decodeToken, encodeToken, invalidToken } from '../../shared/http/page-token.js';
 import type { CityRuntime } from '../city-runtime.js';
 import { blockUntilChanged } from './blocking.js';
-import type { AgentDefinition } from '../agents/agent-catalog.js';
+import type { AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import { AgentEditor } from '../config/agent-editor.js';
 import { agentOutput, agentResponse, primarySession, requireAgent } from '../agents/agent-views.js';
 import { putSuspension, setAgentSuspended, suspensionView } from '../agents/agent-suspension.js';

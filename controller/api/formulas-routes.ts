@@ -33,7 +33,8 @@ import type { CityRuntime } from '../city-runtime.js';
 import { unknownAssignees } from '../formulas/formula-catalog.js';
 import { compileFormula } from '../formulas/formula-compile.js';
 import { FORMULA_NAME } from '../formulas/formula-file.js';
-import { formulaDetail, formulaSummary, recentRuns } from '../formulas/formula-views.js';
+import { formulaDetail } from '../formulas/formula-views.js';
+import { formulaSummary, recentRuns } from '../molecules/formula-runs.js';
 import { compileForRun, formulaErrors, formulaOrProblem, launchFormula } from '../formulas/launch.js';
 
 const FEED_LIMIT = 50;

@@ -20,7 +20,7 @@ import type {
   PackRemovedOutputBody,
 } from '../../shared/dto/packs.js';
 import type { CityRuntime } from '../city-runtime.js';
-import { PackEditor } from '../packs/pack-editor.js';
+import { PackEditor } from '../config/pack-editor.js';
 
 const packReplies = new IdempotentReplies<PackAddResponseBody>();
 

@@ -2,7 +2,7 @@ import { AGENT_NAME_PATTERN } from '../../shared/config/city-config.js';
 import type { AgentCreateInputBody, AgentUpdateInputBody } from '../../shared/dto/agents.js';
 import { parseDuration } from '../../shared/duration.js';
 import { Problem } from '../../shared/http/problem.js';
-import { qualifiedName, type AgentDefinition } from '../agents/agent-catalog.js';
+import { qualifiedName, type AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import { optionProblems } from '../providers/provider-options.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import { PatchEditor } from './patch-editor.js';

@@ -3,52 +3,19 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { CityAgentConfig, CityConfig, PackImport } from '../../shared/config/city-config.js';
 import { ConfigError } from '../../shared/config/config-error.js';
-import { agentDirectories, declaredAgents } from '../agents/agent-catalog.js';
+import { agentDirectories, declaredAgents } from '../agent-catalog/agent-catalog.js';
 import { installedPackDir, readPackLock, type PackLockEntry } from '../packs/pack-cache.js';
 import { readPackFile, type PackAgentDefaults } from '../packs/pack-file.js';
 import { parsePackSource, PackSourceError } from '../packs/pack-source.js';
 import { applyAgentDefaults, applyPatches } from './patches.js';
-import { auditKeys, type KeyFinding } from './key-audit.js';
-import { CITY_TOML } from './reference-keys.js';
+import { auditKeys, type KeyFinding } from '../config-schema/key-audit.js';
+import { CITY_TOML } from '../config-schema/reference-keys.js';
 import type { NamedSession, PackDoctorEntry } from '../packs/pack-file.js';
-import type { PackCommand } from '../packs/pack-commands.js';
+import type { ComposedPack } from '../packs/composed-pack.js';
 import { applyPackPatches, applyRigOverrides } from './pack-patches.js';
 import { PackOverlays } from './pack-overlays.js';
 import { stampPromptParts, type AgentOrigin } from './prompt-parts.js';
 import { resolveFallbackAgents, type ReplacedDefinition } from './fallback-agents.js';
-
-/** One import as the loader found it: where its files are, or why it could not be read. */
-export interface ComposedPack {
-  /** Its binding path: `review`, `review.lint` for a pack a pack imports, `web/review` for a rig's import. */
-  binding: string;
-  /**
-   * What its agents, orders and commands are named under (`namespace.agent`): its binding path, less the
-   * bindings of imports that re-export (`export = true`); empty for a pack the city includes (`[workspace]
-   * includes`), whose contents keep their own names.
-   */
-  namespace: string;
-  /** `[pack] description`. */
-  description?: string;
-  /** Its commands (`ctl <namespace> <command>`). */
-  commands?: PackCommand[];
-  source: string;
-  version?: string;
-  /** The file that declares it (`city.toml`, `pack.toml`, or the importing pack's). */
-  file: string;
-  /** Its directory (in place, or in the cache at the locked commit); absent when it is not readable. */
-  dir?: string;
-  gitBacked: boolean;
-  commit?: string;
-  /** `[pack] name` and `version` of its `pack.toml`. */
-  packName?: string;
-  packVersion?: string;
-  rig?: string;
-  /** Its `[[doctor]]` checks. */
-  doctors?: PackDoctorEntry[];
-  /** Imported by the city (`[imports.*]` of `city.toml` or `pack.toml`): what `GET /packs` lists. */
-  direct: boolean;
-  error?: string;
-}
 
 /** Something wrong that leaves the rest of the city running: what `GET /config/validate` reports. */
 export interface ConfigProblem {

@@ -6,7 +6,7 @@ import { ConfigError } from '../../shared/config/config-error.js';
 import { MAX_TOML_BYTES, readTomlText, tooLarge } from '../../shared/config/toml-file.js';
 import { parseToml } from '../../shared/config/toml-syntax.js';
 import { Problem } from '../../shared/http/problem.js';
-import { checkAgents } from '../agents/check-agents.js';
+import { checkAgents } from '../agent-catalog/check-agents.js';
 import { packCacheRoot } from '../packs/pack-cache.js';
 import { ProviderRegistry } from '../providers/provider-registry.js';
 import { TomlTableEditError } from './toml-table-edit.js';

@@ -7,8 +7,8 @@ import { ConfigError, type ConfigErrorPlace } from '../../shared/config/config-e
 import { readTomlText } from '../../shared/config/toml-file.js';
 import type { EventLog } from '../../shared/events/event-log.js';
 import type { CityPaths } from '../../shared/paths.js';
-import { resolveAgents, type AgentDefinition } from '../agents/agent-catalog.js';
-import { checkAgents } from '../agents/check-agents.js';
+import { resolveAgents, type AgentDefinition } from '../agent-catalog/agent-catalog.js';
+import { checkAgents } from '../agent-catalog/check-agents.js';
 import { packCacheRoot } from '../packs/pack-cache.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import { composeConfig, type ComposedConfig } from './compose.js';

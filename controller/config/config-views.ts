@@ -10,14 +10,15 @@ import type {
 import type { CityConfig } from '../../shared/config/city-config.js';
 import { beadPrefix } from '../beads/prefix.js';
 import type { FormulaCatalog } from '../formulas/formula-catalog.js';
-import type { AgentDefinition } from '../agents/agent-catalog.js';
+import type { AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import type { OrderCatalog } from '../orders/order-catalog.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';
 import type { ConfigErrorPlace } from '../../shared/config/config-error.js';
 import { PRESETS } from '../providers/presets.js';
 import { resolveProviders } from '../providers/resolve.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
-import type { ComposedConfig, ComposedPack } from './compose.js';
+import type { ComposedPack } from '../packs/composed-pack.js';
+import type { ComposedConfig } from './compose.js';
 
 /** What the configuration views read of the city: the configuration in use, how it composed, what it holds. */
 export interface ConfigViewsHost {

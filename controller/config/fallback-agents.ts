@@ -1,5 +1,5 @@
 import type { CityAgentConfig, CityRigConfig } from '../../shared/config/city-config.js';
-import { qualifiedName } from '../agents/agent-catalog.js';
+import { qualifiedName } from '../agent-catalog/agent-catalog.js';
 
 /** A definition of an agent that compose left out, and what replaced it. */
 export interface ReplacedDefinition {

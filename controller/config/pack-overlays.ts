@@ -2,8 +2,8 @@ import { statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { CityAgentConfig } from '../../shared/config/city-config.js';
 import { outsideTree } from '../../shared/fs/within.js';
-import type { KeyFinding } from './key-audit.js';
-import { PER_PROVIDER_OVERLAY } from './reference-keys.js';
+import type { KeyFinding } from '../config-schema/key-audit.js';
+import { PER_PROVIDER_OVERLAY } from '../config-schema/reference-keys.js';
 
 /**
  * The `overlay/` directories of the packs a city loads, as the reference gathers them: every pack loaded at the

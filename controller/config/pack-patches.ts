@@ -2,7 +2,7 @@ import type { CityAgentConfig, ConfigPatch } from '../../shared/config/city-conf
 import { ConfigError } from '../../shared/config/config-error.js';
 import type { ConfigProblem } from './compose.js';
 import { patchAgent } from './patches.js';
-import { REFERENCE_ONLY_AGENT_PATCH_KEYS } from './reference-keys.js';
+import { REFERENCE_ONLY_AGENT_PATCH_KEYS } from '../config-schema/reference-keys.js';
 
 /**
  * A pack's `[[patches.agent]]`, laid over the agents its load brought (`agents` from `first` on: its own and

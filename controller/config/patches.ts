@@ -7,10 +7,13 @@ import {
 } from '../../shared/config/city-config.js';
 import { ConfigError } from '../../shared/config/config-error.js';
 import { LIFECYCLE_KEYS } from '../../shared/config/agent-lifecycle.js';
-import { qualifiedName } from '../agents/agent-catalog.js';
+import { qualifiedName } from '../agent-catalog/agent-catalog.js';
 import { PRESETS } from '../providers/presets.js';
 import type { ConfigProblem } from './compose.js';
-import { REFERENCE_ONLY_AGENT_PATCH_KEYS, REFERENCE_ONLY_PROVIDER_PATCH_KEYS } from './reference-keys.js';
+import {
+  REFERENCE_ONLY_AGENT_PATCH_KEYS,
+  REFERENCE_ONLY_PROVIDER_PATCH_KEYS,
+} from '../config-schema/reference-keys.js';
 
 /** A patch's fields less the reference's keys ctl does not apply (the key audit names those). */
 function applicable(fields: Record<string, unknown>, referenceOnly: Record<string, string>): Record<string, unknown> {

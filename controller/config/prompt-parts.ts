@@ -10,9 +10,10 @@ import {
   TemplateError,
   TemplateLimitError,
   type TemplateSource,
-} from '../agents/prompt-template.js';
-import { renderTemplatedPrompt } from '../agents/prompt-render.js';
-import type { ComposedPack, ConfigProblem } from './compose.js';
+} from '../agent-catalog/prompt-template.js';
+import { renderTemplatedPrompt } from '../agent-catalog/prompt-render.js';
+import type { ComposedPack } from '../packs/composed-pack.js';
+import type { ConfigProblem } from './compose.js';
 
 /** Where an agent's names come from: the namespace it was loaded under and its name in its pack. */
 export interface AgentOrigin {

@@ -11,7 +11,7 @@ import type {
 } from '../../shared/dto/providers.js';
 import { Problem } from '../../shared/http/problem.js';
 import { Serial } from '../../shared/serial.js';
-import { checkAgents } from '../agents/check-agents.js';
+import { checkAgents } from '../agent-catalog/check-agents.js';
 import { IDEMPOTENCY_TTL_MS } from '../beads/bead-rules.js';
 import { bodyHash } from '../beads/beads-service.js';
 import type { ProviderTable } from './provider-table-edit.js';

@@ -11,8 +11,8 @@ import {
   type Finding,
 } from '../../shared/doctor.js';
 import { findOnPath, type ReadinessProber } from '../../shared/readiness.js';
-import type { AgentDefinition } from '../agents/agent-catalog.js';
-import type { ComposedPack } from '../config/compose.js';
+import type { AgentDefinition } from '../agent-catalog/agent-catalog.js';
+import type { ComposedPack } from '../packs/composed-pack.js';
 import { readPackLock, writePackLock } from '../packs/pack-cache.js';
 import { isTethered, starttimeOf } from '../process-tether.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';

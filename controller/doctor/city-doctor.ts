@@ -4,7 +4,7 @@ import { DEFAULT_ROTATION_MAX_BYTES } from '../auto-rotate.js';
 import type { CityConfig } from '../../shared/config/city-config.js';
 import type { CityPaths } from '../../shared/paths.js';
 import type { ReadinessProber } from '../../shared/readiness.js';
-import type { AgentDefinition } from '../agents/agent-catalog.js';
+import type { AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import type { CommandRunner } from '../commands.js';
 import type { ComposedConfig } from '../config/compose.js';
 import type { ProviderRegistry } from '../providers/provider-registry.js';

@@ -7,7 +7,7 @@ import type {
 } from '../../shared/dto/extmsg.js';
 import type { EventLog } from '../../shared/events/event-log.js';
 import { Problem } from '../../shared/http/problem.js';
-import type { AgentDefinition } from '../agents/agent-catalog.js';
+import type { AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import type { SessionService } from '../sessions/session-service.js';
 import { checkConversation, invalid } from './extmsg-checks.js';
 import { conversationKey, type ExtmsgStore } from './extmsg-store.js';

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { EventLog } from '../../shared/events/event-log.js';
-import type { AgentDefinition } from '../agents/agent-catalog.js';
+import type { AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import type { SessionService } from '../sessions/session-service.js';
 import { Adapters } from './adapters.js';
 import { Bindings } from './bindings.js';

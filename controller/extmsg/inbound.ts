@@ -7,7 +7,7 @@ import type {
   SessionBindingRecord,
 } from '../../shared/dto/extmsg.js';
 import type { EventLog } from '../../shared/events/event-log.js';
-import type { AgentDefinition } from '../agents/agent-catalog.js';
+import type { AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import type { Session } from '../sessions/session.js';
 import type { SessionService } from '../sessions/session-service.js';
 import type { Adapters } from './adapters.js';

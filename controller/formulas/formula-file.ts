@@ -1,8 +1,8 @@
 import { parse } from 'smol-toml';
 import { tomlSyntaxError } from '../../shared/config/toml-syntax.js';
 import { parseDuration } from '../../shared/duration.js';
-import { auditKeys } from '../config/key-audit.js';
-import { FORMULA } from '../config/reference-keys.js';
+import { auditKeys } from '../config-schema/key-audit.js';
+import { FORMULA } from '../config-schema/reference-keys.js';
 
 /** A variable of `[vars]`: `name = "default"` or a table `{ description, default, required, enum, pattern }`. */
 export interface VarDef {

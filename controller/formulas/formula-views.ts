@@ -1,16 +1,7 @@
-import type {
-  FormulaDetailResponse,
-  FormulaRecentRunResponse,
-  FormulaSummaryResponse,
-  FormulaVarDefResponse,
-} from '../../shared/dto/formulas.js';
-import type { RunViews } from '../molecules/run-views.js';
-import * as K from '../molecules/molecule-keys.js';
+import type { FormulaDetailResponse, FormulaVarDefResponse } from '../../shared/dto/formulas.js';
 import type { FormulaEntry } from './formula-catalog.js';
 import type { CompiledFormula } from './formula-compile.js';
 import type { FormulaDef } from './formula-file.js';
-
-const RECENT_RUNS = 5;
 
 export function varDefs(def: FormulaDef | undefined): FormulaVarDefResponse[] {
   return (def?.vars ?? []).map((v) => ({
@@ -22,37 +13,6 @@ export function varDefs(def: FormulaDef | undefined): FormulaVarDefResponse[] {
     ...(v.enum ? { enum: v.enum } : {}),
     ...(v.pattern ? { pattern: v.pattern } : {}),
   }));
-}
-
-export function recentRuns(
-  runs: RunViews,
-  name: string,
-  limit = RECENT_RUNS,
-): { count: number; recent: FormulaRecentRunResponse[] } {
-  const roots = runs.roots({ formula: name });
-  return {
-    count: roots.length,
-    recent: roots.slice(0, limit).map((root) => ({
-      workflow_id: root.id,
-      status: runs.status(root),
-      target: root.metadata?.[K.TARGET] ?? '',
-      started_at: root.created_at,
-      updated_at: root.updated_at ?? root.created_at,
-    })),
-  };
-}
-
-export function formulaSummary(entry: FormulaEntry, runs: RunViews): FormulaSummaryResponse {
-  const { count, recent } = recentRuns(runs, entry.name);
-  return {
-    name: entry.name,
-    description: entry.def?.description ?? '',
-    var_defs: varDefs(entry.def),
-    run_count: count,
-    recent_runs: recent,
-    source: entry.file,
-    ...(entry.errors.length ? { errors: entry.errors } : {}),
-  };
 }
 
 /** A formula's detail: its steps as compiled, the edges among them, and the same graph as a preview. */

@@ -1,6 +1,5 @@
 import type { Bead } from '../../shared/dto/beads.js';
 import { Problem } from '../../shared/http/problem.js';
-import type { MoleculeEngine, InstantiateOptions } from '../molecules/molecule-engine.js';
 import type { FormulaCatalog, FormulaEntry } from './formula-catalog.js';
 import { compileFormula, type CompiledFormula } from './formula-compile.js';
 import type { RunValues } from './run-vars.js';
@@ -53,13 +52,21 @@ export function compileForRun(
   return compiled;
 }
 
+/**
+ * What makes a run of a compiled formula: the molecule engine (molecules/molecule-engine.ts), given by the caller,
+ * so that formulas/ stays beneath the molecules that run them.
+ */
+export interface RunStarter<Options> {
+  instantiate(compiled: CompiledFormula, options: Options): Promise<{ root: Bead; members: Map<string, Bead> }>;
+}
+
 /** Compiles and instantiates a formula: a new run. */
-export async function launchFormula(
+export async function launchFormula<Options>(
   catalog: FormulaCatalog,
-  engine: MoleculeEngine,
+  engine: RunStarter<Options>,
   name: string,
   vars: Record<string, string>,
-  options: InstantiateOptions,
+  options: Options,
   run: RunValues = NO_RUN_VALUES,
 ): Promise<{ root: Bead; members: Map<string, Bead>; compiled: CompiledFormula }> {
   const compiled = compileForRun(catalog, name, vars, run);

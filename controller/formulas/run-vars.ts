@@ -1,7 +1,7 @@
 import { isAbsolute, join } from 'node:path';
 import type { Bead } from '../../shared/dto/beads.js';
 import type { CityRigConfig } from '../../shared/config/city-config.js';
-import type { AgentDefinition } from '../agents/agent-catalog.js';
+import type { AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import { repositoryOf } from '../worktrees/repository.js';
 import { defaultBranch } from '../worktrees/session-worktrees.js';
 import { GitError } from '../worktrees/git.js';

@@ -1,7 +1,7 @@
 import type { Bead } from '../../shared/dto/beads.js';
 import type { WorkflowDepResponse } from '../../shared/dto/beads.js';
 import type { LogicalNode, RunStepStatus, ScopeGroup } from '../../shared/dto/formulas.js';
-import { ROUTED_TO } from '../agents/work-board.js';
+import { ROUTED_TO } from '../beads/work-schema.js';
 import * as K from './molecule-keys.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { Bead } from '../../shared/dto/beads.js';
 import type { GraphNode } from '../formulas/formula-compile.js';
 import { UNTIL } from '../formulas/formula-file.js';
-import { ROUTED_TO } from '../agents/work-board.js';
+import { ROUTED_TO } from '../beads/work-schema.js';
 import * as K from './molecule-keys.js';
 
 /**

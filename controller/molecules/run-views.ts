@@ -12,7 +12,7 @@ import type {
 } from '../../shared/dto/formulas.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { BeadReads } from '../beads/beads-service.js';
-import { ROUTED_TO } from '../agents/work-board.js';
+import { ROUTED_TO } from '../beads/work-schema.js';
 import { logicalGraph } from './logical-graph.js';
 import * as K from './molecule-keys.js';
 import type { RunVersions } from './run-versions.js';

@@ -2,7 +2,7 @@ import { Cron } from 'croner';
 import { parse } from 'smol-toml';
 import { tomlSyntaxError } from '../../shared/config/toml-syntax.js';
 import { formatDuration, parseDuration } from '../../shared/duration.js';
-import { nearest } from '../config/key-audit.js';
+import { nearest } from '../config-schema/key-audit.js';
 
 export const TRIGGERS = ['cooldown', 'cron', 'condition', 'event', 'manual', 'webhook'] as const;
 export type Trigger = (typeof TRIGGERS)[number];

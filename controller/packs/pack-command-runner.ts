@@ -7,7 +7,7 @@ import type {
 import { parseDuration } from '../../shared/duration.js';
 import { Problem } from '../../shared/http/problem.js';
 import type { CommandRunner } from '../commands.js';
-import type { ComposedPack } from '../config/compose.js';
+import type { ComposedPack } from './composed-pack.js';
 import { commandOutsidePack, type PackCommand } from './pack-commands.js';
 
 const DEFAULT_TIMEOUT_MS = 120_000;

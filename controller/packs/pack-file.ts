@@ -16,8 +16,8 @@ import {
 } from '../../shared/config/city-config.js';
 import { ConfigError } from '../../shared/config/config-error.js';
 import { parseDuration } from '../../shared/duration.js';
-import { auditKeys, type KeyFinding } from '../config/key-audit.js';
-import { PACK_TOML } from '../config/reference-keys.js';
+import { auditKeys, type KeyFinding } from '../config-schema/key-audit.js';
+import { PACK_TOML } from '../config-schema/reference-keys.js';
 import { readPackCommands, type PackCommand } from './pack-commands.js';
 
 /** What a `pack.toml` declares (a pack's, or the city's own: the city is the root pack). */

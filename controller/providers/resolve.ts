@@ -8,7 +8,7 @@ import {
   type ProviderSpec,
   type ResolvedProvider,
 } from './provider-spec.js';
-import { REFERENCE_ONLY_PROVIDER_KEYS } from '../config/reference-keys.js';
+import { REFERENCE_ONLY_PROVIDER_KEYS } from '../config-schema/reference-keys.js';
 
 /** Provider names: what paths and `city.toml` keys carry unescaped. */
 export const PROVIDER_NAME_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9._-]*$/;

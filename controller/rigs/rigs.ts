@@ -7,7 +7,7 @@ import { AGENT_NAME_PATTERN } from '../../shared/config/city-config.js';
 import type { GitStatus, RigResponse, RigSessionWorktree, RigUpdateInputBody } from '../../shared/dto/rigs.js';
 import { Problem } from '../../shared/http/problem.js';
 import { checkRigPath } from './rig-placement.js';
-import type { AgentDefinition } from '../agents/agent-catalog.js';
+import type { AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import { editConfigFile, type ConfigFileHost } from '../config/config-file-edit.js';
 import type { SessionService } from '../sessions/session-service.js';
 import {

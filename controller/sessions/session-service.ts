@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import { promptRefused, type AgentDefinition } from '../agents/agent-catalog.js';
+import { promptRefused, type AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import type {
   AsyncAcceptedBody,
   CityPendingEntry,

@@ -2,9 +2,11 @@ import { join } from 'node:path';
 import type { Bead } from '../../shared/dto/beads.js';
 import type { SessionState } from '../../shared/dto/sessions.js';
 import type { BeadStore } from '../beads/bead-store.js';
+import type { SessionUsage } from '../usage/context-usage.js';
+import type { WorktreeFields } from '../worktrees/session-worktrees.js';
 
 /** What a session keeps in its bead (metadata, strings; `compactions` read back as a number), so that it outlives its controller. */
-export interface SessionRecord {
+export interface SessionRecord extends WorktreeFields {
   id: string;
   title: string;
   state: SessionState;
@@ -34,36 +36,10 @@ export interface SessionRecord {
    * when a person suspended it. Cleared when it leaves `suspended`.
    */
   suspended_by?: string;
-  /** Its own git worktree (an agent with `isolation = "worktree"`): the directory, under `.ctl/worktrees/`. */
-  worktree?: string;
-  /** The worktree's branch, `ctl/<agent>/<session name>`. */
-  branch?: string;
-  /** The branch the worktree starts from and merges into (set when configured, else when it is first made). */
-  base?: string;
-  /** The repository (its main working tree) the worktree is made from. */
-  worktree_repo?: string;
-  /** Where in the worktree its program works (the agent's directory inside the repository); absent: the top. */
-  worktree_subdir?: string;
   /** The options it was created with (over its agent's and provider's `option_defaults`). */
   options?: Record<string, string>;
   /** What its turns used and the model they ran on, as its provider reported them. */
   usage?: SessionUsage;
-}
-
-/** A session's tokens over all its turns, and its context as of its last turn that reported usage. */
-export interface SessionUsage {
-  turns: number;
-  input_tokens: number;
-  output_tokens: number;
-  cache_read_tokens: number;
-  cache_creation_tokens: number;
-  cost_usd?: number;
-  /** The model its last turn ran on, as the program said (else as chosen). */
-  model?: string;
-  /** The tokens of the context its last turn's model read (prompt and history). */
-  context_tokens?: number;
-  /** That model's context window, as the program reported it, else from its provider's table. */
-  context_window?: number;
 }
 
 /** The directory its program works in: its place in its own worktree, else its work dir. */

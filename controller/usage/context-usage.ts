@@ -1,5 +1,20 @@
-import type { SessionUsage } from '../sessions/session-store.js';
 import { usageOf } from './usage-log.js';
+
+/** A session's tokens over all its turns, and its context as of its last turn that reported usage. */
+export interface SessionUsage {
+  turns: number;
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens: number;
+  cache_creation_tokens: number;
+  cost_usd?: number;
+  /** The model its last turn ran on, as the program said (else as chosen). */
+  model?: string;
+  /** The tokens of the context its last turn's model read (prompt and history). */
+  context_tokens?: number;
+  /** That model's context window, as the program reported it, else from its provider's table. */
+  context_window?: number;
+}
 
 /** What is known of a session's context as a turn ends. */
 export interface TurnContext {

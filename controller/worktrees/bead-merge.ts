@@ -1,13 +1,18 @@
 import type { Logger } from 'pino';
 import type { Bead } from '../../shared/dto/beads.js';
 import { KeyedSerial } from '../../shared/serial.js';
-import type { AgentDefinition } from '../agents/agent-catalog.js';
-import { ASSIGNED_SESSION, MERGE_STRATEGY } from '../agents/work-board.js';
+import { ASSIGNED_SESSION, MERGE_STRATEGY } from '../beads/work-schema.js';
 import type { BeadsService } from '../beads/beads-service.js';
-import type { SessionRecord } from '../sessions/session-store.js';
 import { git, GIT_CHECKOUT_TIMEOUT_MS } from './git.js';
 import type { MergeJournal } from './merge-journal.js';
-import { distance, isComplete, reasonOf, type SessionWorktrees } from './session-worktrees.js';
+import {
+  distance,
+  isComplete,
+  reasonOf,
+  type AgentWorktree,
+  type SessionWorktrees,
+  type WorktreeRecord,
+} from './session-worktrees.js';
 
 /** Bead metadata a bead finished in a worktree carries. */
 export const BRANCH = 'ctl.branch';
@@ -20,13 +25,18 @@ export const MERGE_CONFLICT = 'ctl.merge_conflict';
 /** Why the merge failed for a reason the agent cannot mend (the base's checkout, git): the bead stays closed. */
 export const MERGE_ERROR = 'ctl.merge_error';
 
+/** A session's record as a merge reads it: its worktree's fields, and the agent it was created from. */
+export interface MergeRecord extends WorktreeRecord {
+  template: string;
+}
+
 export interface MergeHost {
   beads: BeadsService;
   worktrees: SessionWorktrees;
   /** A session's record, open or closed. */
-  sessionRecord(id: string): SessionRecord | undefined;
-  /** The agent called `name` now. */
-  agent(name: string): AgentDefinition | undefined;
+  sessionRecord(id: string): MergeRecord | undefined;
+  /** The agent called `name` now (its worktree settings). */
+  agent(name: string): { worktree?: AgentWorktree } | undefined;
   /** Tells an open session something (waking it when it sleeps); false when it is not open. */
   tell(sessionId: string, text: string): boolean;
   /** Where a close with a merge is recorded as begun until it is stored (none: a unit test). */
@@ -53,7 +63,7 @@ type Outcome =
 export class WorktreeMerges {
   private readonly merges = new KeyedSerial();
   /** Beads whose close found their branch could not go in: reopened for their session once the close is stored. */
-  private readonly reopens = new Map<string, { record: SessionRecord; reason: string }>();
+  private readonly reopens = new Map<string, { record: MergeRecord; reason: string }>();
 
   constructor(private readonly host: MergeHost) {
     host.beads.onClosing((bead) => this.closing(bead));
@@ -74,7 +84,7 @@ export class WorktreeMerges {
     }
   }
 
-  private async finish(bead: Bead, record: SessionRecord): Promise<Record<string, string> | undefined> {
+  private async finish(bead: Bead, record: MergeRecord): Promise<Record<string, string> | undefined> {
     const head = await this.host.worktrees.branchHead(record);
     if (!head) return undefined;
     const metadata: Record<string, string> = {
@@ -184,7 +194,7 @@ export class WorktreeMerges {
 }
 
 /** The branch into its base: fast-forward, after a rebase in its worktree when the base has moved on. */
-async function merge(record: SessionRecord, dirty: boolean, crashPoint?: () => void): Promise<Outcome> {
+async function merge(record: MergeRecord, dirty: boolean, crashPoint?: () => void): Promise<Outcome> {
   const repo = record.worktree_repo!;
   const branch = record.branch!;
   const base = record.base!;

@@ -2,17 +2,43 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:f
 import { isAbsolute, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { SessionWorktree, SessionWorktreeRelease } from '../../shared/dto/sessions.js';
-import type { AgentWorktree } from '../agents/agent-catalog.js';
-import type { SessionRecord } from '../sessions/session-store.js';
 import { git, GIT_CHECKOUT_TIMEOUT_MS, GitError } from './git.js';
 
-/** The record fields of a session with a worktree. */
-export type WorktreeFields = Pick<SessionRecord, 'worktree' | 'branch' | 'base' | 'worktree_repo' | 'worktree_subdir'>;
+/** An agent's worktree settings, resolved (by agent-catalog/ from its `isolation = "worktree"`). */
+export interface AgentWorktree {
+  /** The top of the git working tree its directory is in. */
+  repo: string;
+  /** Its directory inside that tree (`''` for the top): a session works in the same place of its worktree. */
+  subdir: string;
+  /** The branch to start from and merge into, when configured (the agent's `base_branch`, else its rig's). */
+  base?: string;
+  merge: 'none' | 'direct';
+}
+
+/** The record fields of a session with a worktree (a session's record, sessions/session-store.ts, has them). */
+export interface WorktreeFields {
+  /** Its own git worktree (an agent with `isolation = "worktree"`): the directory, under `.ctl/worktrees/`. */
+  worktree?: string;
+  /** The worktree's branch, `ctl/<agent>/<session name>`. */
+  branch?: string;
+  /** The branch the worktree starts from and merges into (set when configured, else when it is first made). */
+  base?: string;
+  /** The repository (its main working tree) the worktree is made from. */
+  worktree_repo?: string;
+  /** Where in the worktree its program works (the agent's directory inside the repository); absent: the top. */
+  worktree_subdir?: string;
+}
+
+/** A session's record as its worktree reads it: the session, where it works, and its worktree's fields. */
+export interface WorktreeRecord extends WorktreeFields {
+  id: string;
+  work_dir: string;
+}
 
 /** A record that has a worktree. */
-type WithWorktree = SessionRecord & { worktree: string; branch: string; worktree_repo: string };
+type WithWorktree = WorktreeRecord & { worktree: string; branch: string; worktree_repo: string };
 
-function hasWorktree(record: SessionRecord): record is WithWorktree {
+function hasWorktree(record: WorktreeRecord): record is WithWorktree {
   return record.worktree !== undefined && record.branch !== undefined && record.worktree_repo !== undefined;
 }
 
@@ -46,7 +72,7 @@ export class SessionWorktrees {
    * there — the first start, or a controller that died while making it — from its branch if that exists, else a
    * new branch from its base); `saveBase` records the base once it is known. Throws with git's reason.
    */
-  async prepare(record: SessionRecord, saveBase: (base: string) => void): Promise<string> {
+  async prepare(record: WorktreeRecord, saveBase: (base: string) => void): Promise<string> {
     if (!hasWorktree(record)) return record.work_dir;
     const { worktree, branch, worktree_repo: repo } = record;
     const state = stateOf(worktree);
@@ -93,7 +119,7 @@ export class SessionWorktrees {
   }
 
   /** The worktree as the API shows it; with `state`, its branch's state read with git (an `error` if it cannot be). */
-  async view(record: SessionRecord, state: boolean): Promise<SessionWorktree | undefined> {
+  async view(record: WorktreeRecord, state: boolean): Promise<SessionWorktree | undefined> {
     if (!hasWorktree(record)) return undefined;
     const view: SessionWorktree = {
       path: record.worktree,
@@ -118,7 +144,7 @@ export class SessionWorktrees {
   }
 
   /** The commit a session's branch is at, and whether its worktree has uncommitted changes. */
-  async branchHead(record: SessionRecord): Promise<{ commit: string; dirty: boolean } | undefined> {
+  async branchHead(record: WorktreeRecord): Promise<{ commit: string; dirty: boolean } | undefined> {
     if (!hasWorktree(record)) return undefined;
     const commit = (await git(record.worktree_repo, ['rev-parse', `refs/heads/${record.branch}`])).stdout.trim();
     const dirty = isComplete(record.worktree) ? (await changedFiles(record.worktree)).length > 0 : false;
@@ -130,7 +156,7 @@ export class SessionWorktrees {
    * change, no commit the base does not have — else kept, and the reason said. Never throws: a git failure keeps
    * the worktree and is the reason.
    */
-  async release(record: SessionRecord): Promise<SessionWorktreeRelease | undefined> {
+  async release(record: WorktreeRecord): Promise<SessionWorktreeRelease | undefined> {
     if (!hasWorktree(record)) return undefined;
     const note = { path: record.worktree, branch: record.branch };
     try {
@@ -150,7 +176,10 @@ export class SessionWorktrees {
    * between closing a session and removing its worktree), half-made ones removed, and each repository's records of
    * worktrees that are gone pruned. `closedRecord` finds a closed session by its session name.
    */
-  async prune(open: SessionRecord[], closedRecord: (sessionName: string) => SessionRecord | undefined): Promise<void> {
+  async prune(
+    open: WorktreeRecord[],
+    closedRecord: (sessionName: string) => WorktreeRecord | undefined,
+  ): Promise<void> {
     const held = new Set(open.filter(hasWorktree).map((r) => r.worktree));
     const repos = new Set(open.filter(hasWorktree).map((r) => r.worktree_repo));
     let names: string[];

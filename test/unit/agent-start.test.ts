@@ -6,7 +6,7 @@ import pino from 'pino';
 import { parseAgentTable } from '../../shared/config/city-config.js';
 import { ConfigError } from '../../shared/config/config-error.js';
 import { idleLimitOf } from '../../shared/config/agent-lifecycle.js';
-import type { AgentDefinition } from '../../controller/agents/agent-catalog.js';
+import type { AgentDefinition } from '../../controller/agent-catalog/agent-catalog.js';
 import { AgentStartSteps, fillIn, START_LOG_FILE } from '../../controller/agents/agent-start.js';
 import { copyOverlay } from '../../controller/agents/overlay.js';
 import { patchAgent } from '../../controller/config/patches.js';

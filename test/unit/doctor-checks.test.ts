@@ -8,7 +8,7 @@ import { logSizeCheck, nodeCheck, portFree, runChecks, writableCheck, type Check
 import { orphanCheck, packChecksOfLock, portCheck } from '../../controller/doctor/city-checks.js';
 import { packChecks, scriptFinding, type PackCheck } from '../../controller/doctor/pack-checks.js';
 import type { CommandResult } from '../../controller/commands.js';
-import type { ComposedPack } from '../../controller/config/compose.js';
+import type { ComposedPack } from '../../controller/packs/composed-pack.js';
 import { starttimeOf } from '../../controller/process-tether.js';
 
 describe('doctor checks', function () {

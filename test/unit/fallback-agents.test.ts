@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { expect } from 'chai';
 import { parseCityConfig } from '../../shared/config/city-config.js';
-import { resolveAgents } from '../../controller/agents/agent-catalog.js';
+import { resolveAgents } from '../../controller/agent-catalog/agent-catalog.js';
 import { composeConfig } from '../../controller/config/compose.js';
 import { explainView, type ConfigViewsHost } from '../../controller/config/config-views.js';
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import type { Bead } from '../../shared/dto/beads.js';
-import type { AgentDefinition } from '../../controller/agents/agent-catalog.js';
+import type { AgentDefinition } from '../../controller/agent-catalog/agent-catalog.js';
 import { FormulaCatalog } from '../../controller/formulas/formula-catalog.js';
 import { compileForRun } from '../../controller/formulas/launch.js';
 import { RunVars, type RunVarsHost } from '../../controller/formulas/run-vars.js';

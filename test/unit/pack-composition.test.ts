@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { expect } from 'chai';
 import { parseCityConfig } from '../../shared/config/city-config.js';
 import { composeConfig } from '../../controller/config/compose.js';
-import { promptFor, type AgentDefinition } from '../../controller/agents/agent-catalog.js';
+import { promptFor, type AgentDefinition } from '../../controller/agent-catalog/agent-catalog.js';
 import { OrderCatalog } from '../../controller/orders/order-catalog.js';
 
 // What packs bring beyond their agents: `[workspace] includes` (packs taken in whole, their agents bare), an

@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import pino from 'pino';
 import { parseCityConfig, type CityAgentConfig } from '../../shared/config/city-config.js';
 import { composeConfig } from '../../controller/config/compose.js';
-import type { AgentDefinition } from '../../controller/agents/agent-catalog.js';
+import type { AgentDefinition } from '../../controller/agent-catalog/agent-catalog.js';
 import { AgentStartSteps } from '../../controller/agents/agent-start.js';
 import { CommandRunner } from '../../controller/commands.js';
 import type { SessionRecord } from '../../controller/sessions/session-store.js';

@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { parseCityConfig } from '../../shared/config/city-config.js';
 import { Problem } from '../../shared/http/problem.js';
 import { composeConfig } from '../../controller/config/compose.js';
-import { promptFor, type AgentDefinition } from '../../controller/agents/agent-catalog.js';
+import { promptFor, type AgentDefinition } from '../../controller/agent-catalog/agent-catalog.js';
 import {
   MAX_DEPTH,
   MAX_RENDERED_CHARS,
@@ -13,7 +13,7 @@ import {
   recursiveDefines,
   renderPromptTemplate,
   TemplateLimitError,
-} from '../../controller/agents/prompt-template.js';
+} from '../../controller/agent-catalog/prompt-template.js';
 
 /** `levels` defines, each calling the one below twice: level n renders 2^n times what level 0 does. */
 function doublingBomb(levels: number, base = 'ha'): string {

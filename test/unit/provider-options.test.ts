@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { pino } from 'pino';
-import { resolveAgents } from '../../controller/agents/agent-catalog.js';
+import { resolveAgents } from '../../controller/agent-catalog/agent-catalog.js';
 import {
   effectiveOptions,
   optionProblems,

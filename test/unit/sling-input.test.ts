@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { checkSlingBody, mergeNote, resolveSlingTarget } from '../../controller/agents/sling-input.js';
-import type { AgentDefinition } from '../../controller/agents/agent-catalog.js';
+import type { AgentDefinition } from '../../controller/agent-catalog/agent-catalog.js';
 import type { Session } from '../../controller/sessions/session.js';
 import { Problem } from '../../shared/http/problem.js';
 

@@ -1,5 +1,5 @@
 import type { CityAgentConfig } from '../../shared/config/city-config.js';
-import type { AgentDefinition } from '../../controller/agents/agent-catalog.js';
+import type { AgentDefinition } from '../../controller/agent-catalog/agent-catalog.js';
 import {
   emptyMemory,
   type AgentFacts,

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { actionsOf, agentFacts, planAt, sessionFacts } from './tick-fixtures.js';
 import type { CityAgentConfig } from '../../shared/config/city-config.js';
 import type { Bead } from '../../shared/dto/beads.js';
-import type { AgentDefinition } from '../../controller/agents/agent-catalog.js';
+import type { AgentDefinition } from '../../controller/agent-catalog/agent-catalog.js';
 import {
   type AgentFacts,
   type SessionFacts,
@@ -10,7 +10,7 @@ import {
   type TickPlan,
 } from '../../controller/agents/tick-facts.js';
 import { DEFAULT_DRAIN_TIMEOUT_MS, jitterOf } from '../../controller/agents/tick-plan.js';
-import { ROUTED_TO } from '../../controller/agents/work-board.js';
+import { ROUTED_TO } from '../../controller/beads/work-schema.js';
 
 // The agent keys about a session's life the planner acts on: max_session_age (+ jitter), drain_timeout,
 // sleep_after_idle, nudge, and a quarantine that lifts by itself. Time is the `now` each plan is given.

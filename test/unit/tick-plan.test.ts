@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { actionsOf, agentFacts, planAt, sessionFacts } from './tick-fixtures.js';
 import type { CityAgentConfig } from '../../shared/config/city-config.js';
 import type { Bead } from '../../shared/dto/beads.js';
-import type { AgentDefinition } from '../../controller/agents/agent-catalog.js';
+import type { AgentDefinition } from '../../controller/agent-catalog/agent-catalog.js';
 import {
   emptyMemory,
   type AgentFacts,
@@ -12,7 +12,7 @@ import {
   type TickPlan,
 } from '../../controller/agents/tick-facts.js';
 import { POOL_IDLE_CLOSE_MS } from '../../controller/agents/tick-plan.js';
-import { ASSIGNED_SESSION, ROUTED_TO } from '../../controller/agents/work-board.js';
+import { ASSIGNED_SESSION, ROUTED_TO } from '../../controller/beads/work-schema.js';
 
 const NOW = Date.parse('2026-11-25T12:00:00Z');
 

@@ -3,8 +3,8 @@ import { bearerMatches, parseCidrs, sourceAllowed } from '../../controller/webho
 import { matchRule, renderTemplate } from '../../controller/webhooks/match.js';
 import { RateLimiter } from '../../controller/webhooks/rate.js';
 import { effectiveRateLimit, parseWebhooks, type WebhookRule } from '../../controller/webhooks/webhook-config.js';
-import { auditKeys } from '../../controller/config/key-audit.js';
-import { CITY_TOML } from '../../controller/config/reference-keys.js';
+import { auditKeys } from '../../controller/config-schema/key-audit.js';
+import { CITY_TOML } from '../../controller/config-schema/reference-keys.js';
 import { parse } from 'smol-toml';
 import { carriesApiToken } from '../../supervisor/api-tokens.js';
 

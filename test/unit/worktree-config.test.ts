@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { resolveAgents, type AgentDefinition } from '../../controller/agents/agent-catalog.js';
+import { resolveAgents, type AgentDefinition } from '../../controller/agent-catalog/agent-catalog.js';
 import { composeConfig } from '../../controller/config/compose.js';
 import { ConfigError } from '../../shared/config/config-error.js';
 import { parseCityConfig } from '../../shared/config/city-config.js';

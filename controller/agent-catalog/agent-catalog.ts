@@ -13,8 +13,9 @@ import { Problem } from '../../shared/http/problem.js';
 import { TemplateError, TemplateLimitError } from './prompt-template.js';
 import { legacyPromptValues, renderTemplatedPrompt, type SessionPromptValues } from './prompt-render.js';
 import { isWithin, repositoryOf, worktreesRoot } from '../worktrees/repository.js';
-import { auditKeys, type KeyFinding } from '../config/key-audit.js';
-import { AGENT_TOML } from '../config/reference-keys.js';
+import type { AgentWorktree } from '../worktrees/session-worktrees.js';
+import { auditKeys, type KeyFinding } from '../config-schema/key-audit.js';
+import { AGENT_TOML } from '../config-schema/reference-keys.js';
 
 /** One agent as the controller runs it: its declaration, resolved against the city's providers and agents. */
 export interface AgentDefinition {
@@ -41,17 +42,6 @@ export interface AgentDefinition {
   overlayDir?: string;
   /** `session_setup_script`, absolute. */
   setupScript?: string;
-}
-
-/** An agent's worktree settings, resolved. */
-export interface AgentWorktree {
-  /** The top of the git working tree its directory is in. */
-  repo: string;
-  /** Its directory inside that tree (`''` for the top): a session works in the same place of its worktree. */
-  subdir: string;
-  /** The branch to start from and merge into, when configured (the agent's `base_branch`, else its rig's). */
-  base?: string;
-  merge: 'none' | 'direct';
 }
 
 /** Where an agent directory keeps its declaration and its prompt. */

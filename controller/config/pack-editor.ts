@@ -2,10 +2,10 @@ import { BINDING_PATTERN, type PackImport } from '../../shared/config/city-confi
 import { ConfigError } from '../../shared/config/config-error.js';
 import type { PackAddInputBody, PackAddResponseBody, PackResponse } from '../../shared/dto/packs.js';
 import { Problem } from '../../shared/http/problem.js';
-import { agentDirectories, type AgentDefinition } from '../agents/agent-catalog.js';
-import type { ComposedConfig } from '../config/compose.js';
-import { editConfigFile, type ConfigFileHost } from '../config/config-file-edit.js';
-import { appendPlainTable, removePlainTable, type TableValue } from '../config/toml-table-edit.js';
+import { agentDirectories, type AgentDefinition } from '../agent-catalog/agent-catalog.js';
+import type { ComposedConfig } from './compose.js';
+import { editConfigFile, type ConfigFileHost } from './config-file-edit.js';
+import { appendPlainTable, removePlainTable, type TableValue } from './toml-table-edit.js';
 import {
   fetchPack,
   packCacheRoot,
@@ -13,8 +13,8 @@ import {
   readPackLock,
   writePackLock,
   type PackLockEntry,
-} from './pack-cache.js';
-import { readPackFile } from './pack-file.js';
+} from '../packs/pack-cache.js';
+import { readPackFile } from '../packs/pack-file.js';
 import {
   bindingFor,
   checkSourceAllowed,
@@ -22,7 +22,7 @@ import {
   parsePackSource,
   PackSourceError,
   type PackSourcePolicy,
-} from './pack-source.js';
+} from '../packs/pack-source.js';
 
 /** What git says when a repository wants credentials we do not have. */
 const CREDENTIALS =
