@@ -362,6 +362,17 @@ describe('session core: a session over an in-memory program', function () {
     expect(session.record.reason).to.match(/^its program exited with code 2 before it was ready: boom$/);
   });
 
+  it('crash: a program not ready within startTimeoutMs is stopped, and the create waiting on it fails', async function () {
+    // The start timeout is the core's one timer: a short one is a real wait of milliseconds, no clock needed.
+    const record = city.record();
+    const session = new Session({ ...record, create_request: 'req-create' }, { ...city.ctx, startTimeoutMs: 5 });
+    await session.wake('start', 'created');
+    await until('the create failed', () => city.events('request.failed').length === 1);
+    expect(city.programs[0].isRunning()).to.equal(false);
+    const failed = city.events('request.failed')[0].payload as { request_id?: string; error_code?: string };
+    expect(failed).to.include({ request_id: 'req-create', error_code: 'session_start_failed' });
+  });
+
   it('restart: a crashed session woken again resumes its conversation by its key', async function () {
     const { session, program } = await city.running('conv-42');
     expect(program.options.resumeKey).to.equal(undefined);
