@@ -35,6 +35,7 @@ import { INTERRUPTED, OrderDispatcher } from './orders/order-dispatch.js';
 import { OrderScheduler } from './orders/order-scheduler.js';
 import { ProviderRegistry } from './providers/provider-registry.js';
 import { ServiceRunner } from './services/service-runner.js';
+import { createRuntime } from './sessions/runtimes.js';
 import { SessionService } from './sessions/session-service.js';
 import { programDir, SessionStore } from './sessions/session-store.js';
 import { writeCtlLauncher } from './sessions/ctl-launcher.js';
@@ -121,6 +122,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
       provider: (provider) => providers.get(provider),
       env: sessionEnvironment(),
       ctlBin,
+      runtimes: createRuntime,
       heldBead: (session) => holding.atStart(session),
       agentPrompt: (record, bead) => {
         const agent = settings.agent(record.template);

@@ -4,6 +4,7 @@ import type { EventLog } from '../../shared/events/event-log.js';
 import type { EventRecord } from '../../shared/events/record.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import type { UsageFact } from '../usage/usage-log.js';
+import type { RuntimeOptions, RuntimeSink, SessionRuntime } from './runtime.js';
 import type { SessionWorktrees } from '../worktrees/session-worktrees.js';
 import type { SessionRecord, SessionStore } from './session-store.js';
 import type { MessageRequest } from './turns.js';
@@ -35,6 +36,11 @@ export interface SessionContext {
   agentEnv?(record: SessionRecord): Record<string, string> | undefined;
   /** An agent's session: its agent's `option_defaults` as they are now. */
   agentOptions?(record: SessionRecord): Record<string, string> | undefined;
+  /**
+   * Makes the runtime each start of a program runs in: `createRuntime` (runtimes.ts), which spawns it, in a
+   * city; an in-memory program in the unit tests that drive a session without any process.
+   */
+  runtimes(options: RuntimeOptions, sink: RuntimeSink): SessionRuntime;
   /** How long a program gets between SIGTERM and SIGKILL. */
   stopGraceMs: number;
   /** A program that is not ready this long after it started is taken to have failed. */

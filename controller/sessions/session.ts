@@ -14,7 +14,7 @@ import { effectiveOptions, optionProblems } from '../providers/provider-options.
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import type { ProgramHook } from './program-hooks.js';
 import type { ProgramExit, RuntimeSink, SessionRuntime } from './runtime.js';
-import { canResume, createRuntime } from './runtimes.js';
+import { canResume } from './runtimes.js';
 import { launchOptions } from './program-launch.js';
 import { ensureWorkDir } from './session-environment.js';
 import { SessionEventLog, type LifecycleEvent } from './session-events.js';
@@ -228,7 +228,7 @@ export class Session extends EventEmitter<SessionEvents> {
       if (wrong) throw new Error(`its option ${wrong.key} cannot be used: ${wrong.message}`);
       const resumeKey = canResume(provider) ? this.record.provider_session_key : undefined;
       const first = provider.prompt_mode !== 'stdin' ? this.turns.firstMessage() : undefined;
-      this.runtime = createRuntime(
+      this.runtime = this.ctx.runtimes(
         launchOptions({
           ctx: this.ctx,
           record: this.record,
