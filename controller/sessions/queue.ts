@@ -44,10 +44,24 @@ export class MessageQueue {
     this.save();
   }
 
-  shift(): QueuedMessage | undefined {
-    const first = this.items.shift();
+  /**
+   * Queues a message ahead of every waiting one that is not itself `interrupt_now` (those keep their order): it
+   * goes next. Never ahead of `inFlight`, the message being handed to the program.
+   */
+  pushAhead(message: QueuedMessage, inFlight?: QueuedMessage): void {
+    const from = inFlight && this.items[0] === inFlight ? 1 : 0;
+    let at = this.items.findIndex((m, i) => i >= from && m.intent !== 'interrupt_now');
+    if (at < 0) at = this.items.length;
+    this.items.splice(at, 0, message);
     this.save();
-    return first;
+  }
+
+  /** Takes one message out: the one delivered, wherever it now stands. */
+  take(message: QueuedMessage): QueuedMessage {
+    const at = this.items.indexOf(message);
+    if (at >= 0) this.items.splice(at, 1);
+    this.save();
+    return message;
   }
 
   /** Takes everything out (to fail their requests). */

@@ -243,7 +243,7 @@ export class Session extends EventEmitter<SessionEvents> {
         this.sink(),
       );
       await this.runtime.start();
-      if (first) await this.turns.deliveredWithStart();
+      if (first) await this.turns.deliveredWithStart(first);
       await this.writer.write({
         kind: 'start',
         actor: 'ctl',

@@ -65,6 +65,8 @@ export class Turns {
   private lastOutputTurn = 0;
   private delivering = false;
   private interruptWanted = false;
+  /** The message being handed to the program: nothing is queued ahead of it. */
+  private inFlight: QueuedMessage | undefined;
   /** When the session last went idle: no turn, nothing queued, nothing asked. */
   private idleAt = Date.now();
   private lastFailure: TurnFailureNote | undefined;
@@ -132,7 +134,9 @@ export class Turns {
       accepted_at: new Date().toISOString(),
       ...(request ? { request_id: request.id, operation: request.operation } : {}),
     };
-    this.queue.push(message);
+    // interrupt_now ends the turn in progress and goes next, ahead of what waits.
+    if (intent === 'interrupt_now') this.queue.pushAhead(message, this.inFlight);
+    else this.queue.push(message);
     if (intent === 'interrupt_now' && this.activityNow === 'in-turn') this.interruptWanted = true;
     void this.deliverNext();
     return message.message_id;
@@ -144,8 +148,8 @@ export class Turns {
   }
 
   /** The first message went in with the program's start: its turn is open. */
-  async deliveredWithStart(): Promise<void> {
-    await this.delivered(this.queue.shift()!);
+  async deliveredWithStart(first: QueuedMessage): Promise<void> {
+    await this.delivered(this.queue.take(first));
   }
 
   /** Hands queued messages to the program, one at a time, in order, as it becomes able to take them. */
@@ -169,18 +173,21 @@ export class Turns {
         }
         // A program that takes one turn at a time gets the next message when it has answered the last.
         if (busy && (next.intent === 'follow_up' || !runtime.capabilities.concurrentTurns)) return;
+        this.inFlight = next;
         try {
           await runtime.deliver({ id: next.message_id, text: next.text });
         } catch (err) {
           if (err instanceof DeliveryFailed && runtime.isRunning()) {
-            await this.deliveryFailed(this.queue.shift()!, err);
+            await this.deliveryFailed(this.queue.take(next), err);
             continue;
           }
           // The program went away: its exit fails what is left.
           this.host.logger.debug({ err, session: this.host.record.id }, 'a message could not be delivered');
           return;
+        } finally {
+          this.inFlight = undefined;
         }
-        await this.delivered(this.queue.shift()!);
+        await this.delivered(this.queue.take(next));
       }
     } finally {
       this.delivering = false;

@@ -252,6 +252,31 @@ describe('session core: a session over an in-memory program', function () {
     expect(ends.map((e) => (e.payload as { interrupted?: boolean }).interrupted)).to.deep.equal([true]);
   });
 
+  it('interrupt: interrupt_now behind a waiting message ends the turn in progress and goes ahead of it', async function () {
+    const { session, program } = await city.running();
+    session.enqueue('long task', 'default');
+    await until('the task delivered', () => program.delivered.length === 1);
+    session.enqueue('after it', 'follow_up');
+    session.enqueue('stop that', 'interrupt_now');
+    await until('the program interrupted', () => program.interrupts === 1);
+    await until('the interrupting message delivered', () => program.delivered.length === 2);
+    expect(program.delivered).to.deep.equal(['long task', 'stop that']);
+    program.endTurn();
+    await until('the waiting message delivered', () => program.delivered.length === 3);
+    program.endTurn();
+    const turnEnds = () => session.transcript.tail(100).entries.filter((e) => e.type === 'turn_end');
+    await until('three turns ended', () => turnEnds().length === 3);
+    expect(program.delivered).to.deep.equal(['long task', 'stop that', 'after it']);
+    // Only the turn in progress was interrupted, never the one after the interrupting message.
+    expect(program.interrupts).to.equal(1);
+    const ends = turnEnds();
+    expect(ends.map((e) => (e.payload as { interrupted?: boolean }).interrupted ?? false)).to.deep.equal([
+      true,
+      false,
+      false,
+    ]);
+  });
+
   it('interrupt: a default message waits for the turn; it interrupts nothing', async function () {
     const { session, program } = await city.running();
     session.enqueue('long task', 'default');
