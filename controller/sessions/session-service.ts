@@ -325,7 +325,7 @@ export class SessionService {
     if (session.state !== 'closed') {
       session.transition('close');
       await session.stopProgram('closed');
-      await session.failCreate('the session was closed before its program was ready');
+      await session.settleCreate('the session was closed before its program was ready');
       await session.failQueued('session_closed', `session ${session.id} was closed before the message was delivered`);
       // Removed when it holds nothing its base lacks; kept, and said why, when it does.
       worktree = await this.ctx.worktrees.release(session.record);

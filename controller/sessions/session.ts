@@ -50,6 +50,7 @@ export class Session extends EventEmitter<SessionEvents> {
   /** Why the program could not resume its conversation, when it said so: its end that follows is not a crash. */
   private resumeRefusal: string | undefined;
   private startTimer: NodeJS.Timeout | undefined;
+  private startTimedOut = false;
   /** When the program last became ready (ms since the epoch), or 0. */
   private readyAt = 0;
   /** Open session streams: a person watching (or typing into) it. */
@@ -118,7 +119,6 @@ export class Session extends EventEmitter<SessionEvents> {
     return this.runtime?.isRunning() === true;
   }
 
-  /** Its program's pid, while one runs. */
   get pid(): number | undefined {
     return this.runtime?.pid;
   }
@@ -132,7 +132,6 @@ export class Session extends EventEmitter<SessionEvents> {
     return this.running && this.ready && this.turns.settled;
   }
 
-  /** Its program is in a turn. */
   get inTurn(): boolean {
     return this.turns.inTurn;
   }
@@ -258,7 +257,9 @@ export class Session extends EventEmitter<SessionEvents> {
       return;
     }
     this.startTimer = setTimeout(() => {
-      if (this.state === 'creating') void this.runtime?.stop(this.ctx.stopGraceMs);
+      if (this.state !== 'creating') return;
+      this.startTimedOut = true; // its exit is the start's failure, not a stop someone asked for
+      void this.runtime?.stop(this.ctx.stopGraceMs);
     }, this.ctx.startTimeoutMs);
   }
 
@@ -480,6 +481,10 @@ export class Session extends EventEmitter<SessionEvents> {
       text: exit.signal ? `exited on ${exit.signal}` : `exited with code ${exit.code}`,
       data: { code: exit.code, signal: exit.signal, requested: exit.requested },
     });
+    if (this.startTimedOut) {
+      this.startTimedOut = false;
+      return this.startFailed(`its program was not ready within ${this.ctx.startTimeoutMs} ms`, exit, pid);
+    }
     if (exit.requested && this.stoppingWithController) {
       await this.recordLifecycle('session.stopped', this.record.reason);
       return;
@@ -487,7 +492,7 @@ export class Session extends EventEmitter<SessionEvents> {
     if (exit.requested) {
       // Whoever asked has set the state (asleep, suspended, closed) and the reason. A create still waiting for its
       // program to be ready ends with it.
-      if (!wasReady) await this.failCreate(`stopped before it was ready (${this.record.reason ?? 'asked to'})`);
+      if (!wasReady) await this.settleCreate(`stopped before it was ready (${this.record.reason ?? 'asked to'})`);
       if (this.state !== 'closed')
         await this.recordLifecycle(
           this.state === 'suspended' ? 'session.suspended' : 'session.stopped',
@@ -532,13 +537,8 @@ export class Session extends EventEmitter<SessionEvents> {
     await this.failQueued('session_start_failed', `session ${this.id} could not start: ${reason}`);
   }
 
-  /** Fails the create request still waiting, if there is one. */
-  failCreate(reason: string): Promise<void> {
-    return this.settleCreate(reason);
-  }
-
-  /** Ends the create request still waiting (with its result, or its failure). */
-  private async settleCreate(failure: string | undefined): Promise<void> {
+  /** Ends the create request still waiting, if there is one: with its result, or its failure. */
+  async settleCreate(failure: string | undefined): Promise<void> {
     const requestId = this.record.create_request;
     if (!requestId) return;
     this.record.create_request = undefined;

@@ -396,6 +396,11 @@ describe('session core: a session over an in-memory program', function () {
     expect(city.programs[0].isRunning()).to.equal(false);
     const failed = city.events('request.failed')[0].payload as { request_id?: string; error_code?: string };
     expect(failed).to.include({ request_id: 'req-create', error_code: 'session_start_failed' });
+    // A start that timed out failed: not left creating, and a crash, never a stop someone asked for.
+    await until('the session failed', () => session.state === 'failed-create');
+    expect(session.record.reason).to.equal('its program was not ready within 5 ms');
+    expect(city.events('session.crashed')).to.have.length(1);
+    expect(city.events('session.stopped')).to.have.length(0);
   });
 
   it('restart: a crashed session woken again resumes its conversation by its key', async function () {
