@@ -169,15 +169,15 @@ function boundsProblem(
     const names = circle.circle.map((n) => `"${n}"`).join(' → ');
     return { file: circle.file, why: `template "${circle.circle[0]}" calls itself (${names}), so it never ends` };
   }
-  const placeholder = 'x'.repeat(64);
+  const standIn = 'x'.repeat(64);
   try {
     renderTemplatedPrompt(agent.prompt!, parts, {
       city: cityName,
       agent: agent.dir ? `${agent.dir}/${agent.name}` : agent.name,
       rig: parts.values.RigName ?? '',
-      workDir: parts.values.RigRoot || placeholder,
-      session: placeholder,
-      bead: placeholder,
+      workDir: parts.values.RigRoot || standIn,
+      session: standIn,
+      bead: standIn,
     });
   } catch (err) {
     if (!(err instanceof TemplateLimitError)) return undefined; // the older `{{name}}` way renders it
