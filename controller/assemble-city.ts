@@ -258,6 +258,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
     paths,
     settings,
     log,
+    logger,
     tail,
     beads,
     mail,

@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { ConfigErrorPlace } from '../shared/config/config-error.js';
 import type { CityConfig } from '../shared/config/city-config.js';
 import type { EventLog } from '../shared/events/event-log.js';
@@ -41,6 +42,8 @@ export interface CityParts {
   /** The configuration in use and its reloads. */
   settings: ConfigInUse;
   log: EventLog;
+  /** The controller's own log (controller.log): what went wrong where no request waits to be told. */
+  logger: Logger;
   /** Follows the log for streams and blocking queries, whoever appends. */
   tail: LogTail;
   /** The city's work units, over its bead store. */
@@ -99,6 +102,7 @@ export class CityRuntime implements CityParts {
   readonly paths: CityPaths;
   readonly settings: ConfigInUse;
   readonly log: EventLog;
+  readonly logger: Logger;
   readonly tail: LogTail;
   readonly beads: BeadsService;
   readonly mail: MailService;
@@ -131,6 +135,7 @@ export class CityRuntime implements CityParts {
     this.paths = parts.paths;
     this.settings = parts.settings;
     this.log = parts.log;
+    this.logger = parts.logger;
     this.tail = parts.tail;
     this.beads = parts.beads;
     this.mail = parts.mail;

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
 import { canonicalJson } from '../../shared/canonical-json.js';
 import type {
   AgentSuspensionInputBody,
@@ -14,6 +15,7 @@ import type { AgentDefinition } from '../agent-catalog/agent-catalog.js';
 /** What suspending an agent needs of the controller: its config editor, its log, its tick and its sessions. */
 export interface AgentSuspensionHost extends AgentEditorHost {
   readonly log: Pick<EventLog, 'append'>;
+  readonly logger: Pick<Logger, 'error'>;
   readonly tick: { forgive(agent: string): void };
   readonly sessions: { agentSessions(name: string): Session[] };
 }
@@ -58,7 +60,9 @@ export async function setAgentSuspended(
     city.tick.forgive(agent.name);
     for (const session of city.sessions.agentSessions(agent.name)) {
       if (session.state === 'quarantined')
-        void session.wake('wake', 'woken: its agent was resumed').catch(() => undefined);
+        void session
+          .wake('wake', 'woken: its agent was resumed')
+          .catch((err: unknown) => city.logger.error({ err, session: session.id }, 'could not wake a resumed session'));
     }
   }
 }
