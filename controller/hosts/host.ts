@@ -1,0 +1,78 @@
+import type { Readable, Writable } from 'node:stream';
+
+/**
+ * The seam for where a session's programs run: this machine (`LocalHost`) or one reached over OpenSSH
+ * (`SshHost`). Every runtime (pipe, ACP, codex-exec, tmux) starts, signals, stages and runs through a host and
+ * nothing else, so a runtime never assumes shared paths, local pids or local signals. A pod host (Kubernetes)
+ * would be a third implementation: docs/architecture/hosts.md.
+ */
+export interface Host {
+  /** `local`, or the `[[host]]` table's name. */
+  readonly name: string;
+  /** Whether its programs run on another machine (paths and pids are the host's, not ours). */
+  readonly remote: boolean;
+  /**
+   * Starts `argv` in a process group of its own, with exactly `spec.env` added to the host's own login
+   * environment (remote) or as the whole environment (local), tethered so that it ends when this controller
+   * does. Rejects, with a reason for a person, when it cannot be started.
+   */
+  spawn(spec: HostSpawnSpec): Promise<HostProcess>;
+  /**
+   * Copies `files` (paths relative to `fromDir` on this machine, their modes kept) to `toDir` on the host, made
+   * when missing. The local host: nothing to do when `toDir` is `fromDir`.
+   */
+  stage(fromDir: string, files: string[], toDir: string): Promise<void>;
+  /** Runs a short command on the host, bounded by `timeoutMs`; resolves with how it ended, never rejects for it. */
+  run(argv: string[], options: HostRunOptions): Promise<HostCommandResult>;
+  /**
+   * The command a person runs on this machine to be in `argv` on the host with a terminal of their own (an
+   * attach): `argv` itself here, `ssh -tt … argv` there.
+   */
+  terminal(argv: string[]): string[];
+  /** Where a session's own files live on the host (its staged priming, shell start-up files, defaults). */
+  sessionDir(sessionId: string, localDir: string): string;
+  /** Where tmux keeps this city's server socket on the host. */
+  tmuxSocket(localSocket: string): string;
+}
+
+export interface HostSpawnSpec {
+  argv: string[];
+  /** The working directory, on the host. */
+  cwd: string;
+  /** The variables to set (a value `undefined` unsets an inherited one). */
+  env: NodeJS.ProcessEnv;
+  /** What it is, for the tether's log: `session program claude`. */
+  what: string;
+}
+
+/** A program a host started. */
+export interface HostProcess {
+  /** Its process id on the host, which leads its process group there. */
+  readonly pid: number;
+  readonly stdin: Writable;
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  /** Resolves once it has exited and its output has ended. */
+  readonly exited: Promise<{ code: number | null; signal: string | null }>;
+  /** Sends `signal` to its whole process group (what it started too); nothing when it is gone. */
+  signal(signal: NodeJS.Signals): void;
+}
+
+export interface HostRunOptions {
+  cwd?: string;
+  /** Written to its stdin, which is then closed (none: stdin is empty). */
+  input?: string;
+  env?: Record<string, string>;
+  timeoutMs: number;
+}
+
+export interface HostCommandResult {
+  /** Its exit code; null when it was ended by a signal, timed out, or could not be started. */
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+}
+
+/** The name of this machine among a city's hosts (`hosts = ["local", …]`). */
+export const LOCAL_HOST = 'local';
