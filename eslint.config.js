@@ -24,6 +24,7 @@ const CONTROLLER_LAYERS = [
   // The domains: the work schema and store, then each domain above what it uses.
   'beads',
   'config-schema',
+  'hosts',
   'services',
   'providers',
   'packs',
