@@ -83,6 +83,12 @@ provider = "tui"
     return join(city.dir, '.ctl', 'tmux.sock');
   }
 
+  /** A local session's place to join: its socket, its tmux session, and the command that joins it here. */
+  function attachOf(id: string): { socket: string; target: string; command: string[] } {
+    const target = `ctl-${id}`;
+    return { socket: socketOf(), target, command: ['tmux', '-S', socketOf(), 'attach-session', '-t', target] };
+  }
+
   it('starts in the city’s tmux server, answers two messages read off its screen, and can be peeked at and attached to', async function () {
     const { api } = city;
     const id = await createSession(api, { name: 'tui' });
@@ -104,7 +110,7 @@ provider = "tui"
     );
     expect(peeked.status).to.equal(200);
     expect(peeked.body.last_output?.split('\n')).to.deep.equal(['You said: and again', '', '❯']);
-    expect(peeked.body.attach).to.deep.equal({ socket: socketOf(), target: `ctl-${id}` });
+    expect(peeked.body.attach).to.deep.equal(attachOf(id));
     const panes = execFileSync('tmux', ['-S', socketOf(), 'list-sessions', '-F', '#{session_name}'], {
       encoding: 'utf8',
     });
@@ -185,7 +191,7 @@ provider = "tui"
     expect(noTerminal.code).to.equal(1);
     expect(noTerminal.stderr.trim()).to.equal('ctl session attach: attach needs a terminal (stdin is not one)');
     const asJson = await sup.ctl(['session', 'attach', id, '--city', 'tmux', '--json']);
-    expect(JSON.parse(asJson.stdout)).to.deep.equal({ socket: socketOf(), target: `ctl-${id}` });
+    expect(JSON.parse(asJson.stdout)).to.deep.equal(attachOf(id));
     const echo = await createSession(api, { name: 'echo' });
     const notTmux = await sup.ctl(['session', 'attach', echo, '--city', 'tmux']);
     expect(notTmux.code).to.equal(1);

@@ -252,14 +252,13 @@ const attach = command({
     }
     if (a.json) return json(s.attach);
     if (!process.stdin.isTTY) throw new CliError('attach needs a terminal (stdin is not one)');
-    // tmux itself, in this terminal: the socket is on this machine (the supervisor listens on loopback only).
+    // tmux itself, in this terminal (the supervisor listens on loopback only, so this is its machine): here, or
+    // through ssh on the session's host.
     const { spawnSync } = await import('node:child_process');
-    const result = spawnSync('tmux', ['-S', s.attach.socket, 'attach-session', '-t', s.attach.target], {
-      stdio: 'inherit',
-      env: { ...process.env, TMUX: '' },
-    });
-    if (result.error) throw new CliError(`cannot run tmux: ${result.error.message}`);
-    if (result.status !== 0) throw new CliError(`tmux attach exited with status ${result.status}`);
+    const [program, ...args] = s.attach.command;
+    const result = spawnSync(program!, args, { stdio: 'inherit', env: { ...process.env, TMUX: '' } });
+    if (result.error) throw new CliError(`cannot run ${program}: ${result.error.message}`);
+    if (result.status !== 0) throw new CliError(`${program} exited with status ${result.status}`);
   },
 });
 

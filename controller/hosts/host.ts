@@ -22,6 +22,21 @@ export interface Host {
    * when missing. The local host: nothing to do when `toDir` is `fromDir`.
    */
   stage(fromDir: string, files: string[], toDir: string): Promise<void>;
+  /**
+   * Tethers group `pid`, started on the host by a tool of ours rather than by `spawn` (a tmux pane's program),
+   * so that it too ends with the controller; `release` once it has ended.
+   */
+  tether(pid: number, what: string): Promise<void>;
+  release(pid: number): void;
+  /** Sends `signal` to group `pid` on the host; nothing when it is gone. */
+  signalGroup(pid: number, signal: NodeJS.Signals): Promise<void>;
+  /** Whether process `pid` still runs on the host. */
+  isAlive(pid: number): Promise<boolean>;
+  /**
+   * Ends what this city's controllers started on the host and no live controller holds any more (a controller
+   * killed with its watchdog); resolves with the process ids it ended.
+   */
+  reap(): Promise<number[]>;
   /** Runs a short command on the host, bounded by `timeoutMs`; resolves with how it ended, never rejects for it. */
   run(argv: string[], options: HostRunOptions): Promise<HostCommandResult>;
   /**

@@ -1,3 +1,4 @@
+import { localHost } from '../hosts/local-host.js';
 import { PERMISSION_MODE_OPTION } from '../providers/provider-options.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import type { RuntimeOptions } from './runtime.js';
@@ -40,6 +41,7 @@ export function launchOptions(l: Launch): RuntimeOptions {
   return {
     sessionId: l.record.id,
     provider: l.provider,
+    host: l.ctx.hostOf?.(l.record) ?? localHost,
     workDir: l.workDir,
     env,
     stateDir: l.dir,

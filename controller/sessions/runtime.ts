@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { PendingInteraction, SessionProgramStatus } from '../../shared/dto/sessions.js';
+import type { Host } from '../hosts/host.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import type { Priming } from './priming.js';
 import type { ProgramHook } from './program-hooks.js';
@@ -121,6 +122,8 @@ export class DeliveryFailed extends Error {
 export interface RuntimeOptions {
   sessionId: string;
   provider: ResolvedProvider;
+  /** Where its programs run; `workDir`, `env`'s paths and `stateDir` are that host's. */
+  host: Host;
   workDir: string;
   env: NodeJS.ProcessEnv;
   /** Where the runtime may keep files of its own (a pid file). */
@@ -164,7 +167,7 @@ export interface SessionRuntime {
   /** A terminal runtime's screen: its last `lines` lines (`peek`). */
   peek?(lines: number): Promise<string[]>;
   /** A terminal runtime's place for a person to join it. */
-  readonly attach?: { socket: string; target: string };
+  readonly attach?: { socket: string; target: string; command: string[] };
   /** A terminal runtime: how many terminals show its program now (people attached with tmux). */
   readonly clients?: number;
   /** A terminal runtime: what its program is doing, as its hooks or its screen say. */

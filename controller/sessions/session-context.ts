@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { PendingInteraction, SessionState } from '../../shared/dto/sessions.js';
 import type { EventLog } from '../../shared/events/event-log.js';
 import type { EventRecord } from '../../shared/events/record.js';
+import type { Host } from '../hosts/host.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import type { UsageFact } from '../usage/usage-log.js';
 import type { RuntimeOptions, RuntimeSink, SessionRuntime } from './runtime.js';
@@ -41,6 +42,8 @@ export interface SessionContext {
    * city; an in-memory program in the unit tests that drive a session without any process.
    */
   runtimes(options: RuntimeOptions, sink: RuntimeSink): SessionRuntime;
+  /** The host a session's programs run on (this machine when it names none, or in a unit test). */
+  hostOf?(record: SessionRecord): Host;
   /** How long a program gets between SIGTERM and SIGKILL. */
   stopGraceMs: number;
   /** A program that is not ready this long after it started is taken to have failed. */

@@ -199,10 +199,15 @@ export interface SessionResetResponse {
 
 /** Where to attach to a session's terminal. */
 export interface SessionAttach {
-  /** The city's tmux server socket. */
+  /** The city's tmux server socket, on the session's host. */
   socket: string;
   /** The tmux session. */
   target: string;
+  /**
+   * The command that joins it from the supervisor's machine: `tmux -S <socket> attach-session -t <target>`, or
+   * for a session on another host `ssh -tt … tmux …` over the city's connection to it.
+   */
+  command: string[];
 }
 
 /** Body of `POST /v0/city/{cityName}/sessions`. */

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { pino } from 'pino';
+import { localHost } from '../../controller/hosts/local-host.js';
 import { resolveAgents } from '../../controller/agent-catalog/agent-catalog.js';
 import {
   effectiveOptions,
@@ -28,7 +29,17 @@ function providers(city: Record<string, Record<string, unknown>> = {}): Map<stri
 }
 
 function runtimeOptions(provider: ResolvedProvider, options: Record<string, string>): RuntimeOptions {
-  return { sessionId: 's-1', provider, workDir: '/w', env: {}, stateDir: '/s', options, startTimeoutMs: 1000, logger };
+  return {
+    sessionId: 's-1',
+    provider,
+    host: localHost,
+    workDir: '/w',
+    env: {},
+    stateDir: '/s',
+    options,
+    startTimeoutMs: 1000,
+    logger,
+  };
 }
 
 describe('provider options: preset data to command-line flags', () => {

@@ -115,7 +115,8 @@ export class AcpRuntime implements SessionRuntime {
     // An ACP agent takes its first message as a prompt like any other, never on its command line.
     const argv = commandArgv(provider.command, programArgs(provider, { ...this.options, firstMessage: undefined }));
     const program: ChildProgram = await ChildProgram.start(
-      { argv, cwd: this.options.workDir, env: this.options.env, stateDir: this.options.stateDir },
+      this.options.host,
+      { argv, cwd: this.options.workDir, env: this.options.env },
       (lines) => {
         this.messages?.lines(lines);
         const behind = this.sink.behind();

@@ -136,11 +136,11 @@ export class CodexExecRuntime implements SessionRuntime {
     let turn: ChildProgram;
     try {
       turn = await ChildProgram.start(
+        this.options.host,
         {
           argv: commandArgv(provider.command, args),
           cwd: this.options.workDir,
           env: this.options.env,
-          stateDir: this.options.stateDir,
         },
         (lines) => {
           for (const line of lines) readCodexLine(line, this.turnSink, outcome);

@@ -1,5 +1,4 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { releaseGroup, tetherGroup } from '../../process-tether.js';
+import type { Host, HostProcess } from '../../hosts/host.js';
 import type { ProgramExit } from '../runtime.js';
 
 /** A stdout line longer than this is handed on in pieces: a program cannot make us hold unbounded text. */
@@ -21,80 +20,50 @@ export function commandArgv(command: string, args: string[]): string[] {
 
 export interface ChildSpec {
   argv: string[];
+  /** Where it runs, on its host. */
   cwd: string;
   env: NodeJS.ProcessEnv;
-  /** The session's state directory. */
-  stateDir: string;
+  /** What it is, for the tether's log. */
+  what?: string;
 }
 
 /**
- * A program run with our own pipes, in a process group of its own (so stopping it stops whatever it started),
- * its stdout read as lines, the end of its stderr kept, its exit reported once. No shell unless its command
- * needs one.
+ * A program run with our own pipes on its host, in a process group of its own there (so stopping it stops
+ * whatever it started), its stdout read as lines, the end of its stderr kept, its exit reported once. No shell
+ * unless its command needs one.
  */
 export class ChildProgram {
   readonly pid: number;
   /** Resolves when it has exited, with how. */
   readonly exited: Promise<ProgramExit>;
-  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly hostProcess: HostProcess;
   private stopRequested = false;
   private partial = '';
   private stderr = '';
   private running = true;
 
-  private constructor(child: ChildProcessWithoutNullStreams, pid: number, onLines: (lines: string[]) => void) {
-    this.child = child;
-    this.pid = pid;
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (chunk: string) => onLines(this.lines(chunk)));
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (chunk: string) => {
+  private constructor(hostProcess: HostProcess, onLines: (lines: string[]) => void) {
+    this.hostProcess = hostProcess;
+    this.pid = hostProcess.pid;
+    hostProcess.stdout.setEncoding('utf8');
+    hostProcess.stdout.on('data', (chunk: string) => onLines(this.lines(chunk)));
+    hostProcess.stderr.setEncoding('utf8');
+    hostProcess.stderr.on('data', (chunk: string) => {
       this.stderr = (this.stderr + chunk).slice(-STDERR_KEEP);
     });
-    // A program that stops reading makes our writes fail: the exit says what happened, not the write.
-    child.stdin.on('error', () => undefined);
-    child.once('exit', () => {
+    this.exited = hostProcess.exited.then(({ code, signal }) => {
       this.running = false;
-      // What it started goes with it (and lets go of the pipes it inherited, so 'close' can follow).
-      try {
-        process.kill(-pid, 'SIGKILL');
-      } catch {
-        // nothing else in its group
-      }
-    });
-    this.exited = new Promise((resolve) => {
-      child.once('close', (code, signal) => {
-        this.running = false;
-        if (this.partial) onLines([this.partial]);
-        this.partial = '';
-        releaseGroup(pid);
-        resolve({ code, signal, requested: this.stopRequested, stderrTail: this.stderr.trim().slice(-2000) });
-      });
+      if (this.partial) onLines([this.partial]);
+      this.partial = '';
+      return { code, signal, requested: this.stopRequested, stderrTail: this.stderr.trim().slice(-2000) };
     });
   }
 
-  /** Starts `spec`; resolves once it runs, rejects (with a reason for a person) when it cannot be started. */
-  static start(spec: ChildSpec, onLines: (lines: string[]) => void): Promise<ChildProgram> {
-    return new Promise((resolve, reject) => {
-      const [file, ...args] = spec.argv;
-      if (file === undefined) return reject(new Error('cannot start an empty command'));
-      const child = spawn(file, args, {
-        cwd: spec.cwd,
-        env: spec.env,
-        detached: true,
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
-      child.once('error', (err: NodeJS.ErrnoException) => {
-        const why = err.code === 'ENOENT' ? `${file} not found (is it installed and on PATH?)` : err.message;
-        reject(new Error(`cannot start ${spec.argv.join(' ')}: ${why}`));
-      });
-      child.once('spawn', () => {
-        const pid = child.pid!;
-        // Ends with the controller, however it ends (the one mechanism for every program a city runs).
-        tetherGroup(pid, `session program ${file}`);
-        resolve(new ChildProgram(child, pid, onLines));
-      });
-    });
+  /** Starts `spec` on `host`; resolves once it runs, rejects (with a reason for a person) when it cannot start. */
+  static async start(host: Host, spec: ChildSpec, onLines: (lines: string[]) => void): Promise<ChildProgram> {
+    const what = spec.what ?? `session program ${spec.argv[0] ?? ''}`;
+    const started = await host.spawn({ argv: spec.argv, cwd: spec.cwd, env: spec.env, what });
+    return new ChildProgram(started, onLines);
   }
 
   get isRunning(): boolean {
@@ -103,34 +72,30 @@ export class ChildProgram {
 
   /** Stops reading its stdout until `until` settles: it blocks on a full pipe meanwhile. */
   holdOutput(until: Promise<void>): void {
-    this.child.stdout.pause();
-    void until.finally(() => this.child.stdout.resume());
+    this.hostProcess.stdout.pause();
+    void until.finally(() => this.hostProcess.stdout.resume());
   }
 
   /** Writes to its stdin; resolves once the bytes are handed to the pipe. */
   write(text: string): Promise<void> {
     return new Promise((resolve, reject) => {
-      if (!this.running || this.child.stdin.destroyed) {
+      if (!this.running || this.hostProcess.stdin.destroyed) {
         reject(new Error('the program is not running'));
         return;
       }
-      this.child.stdin.write(text, (err) => (err ? reject(err) : resolve()));
+      this.hostProcess.stdin.write(text, (err) => (err ? reject(err) : resolve()));
     });
   }
 
   /** Closes its stdin: a program that reads input to its end (`codex exec`) goes on without waiting for more. */
   closeInput(): void {
-    this.child.stdin.end();
+    this.hostProcess.stdin.end();
   }
 
   /** Signals its whole group (what it started too). */
   signal(signal: NodeJS.Signals): void {
     if (!this.running) return;
-    try {
-      process.kill(-this.pid, signal);
-    } catch {
-      // gone already
-    }
+    this.hostProcess.signal(signal);
   }
 
   /**
@@ -140,17 +105,13 @@ export class ChildProgram {
   async stop(graceMs: number): Promise<ProgramExit> {
     this.stopRequested = true;
     if (this.running) {
-      this.child.stdin.end();
+      this.hostProcess.stdin.end();
       this.signal('SIGTERM');
       const timer = setTimeout(() => this.signal('SIGKILL'), graceMs);
       await this.exited;
       clearTimeout(timer);
     }
-    try {
-      process.kill(-this.pid, 'SIGKILL');
-    } catch {
-      // the group is empty
-    }
+    this.hostProcess.signal('SIGKILL');
     return this.exited;
   }
 

@@ -64,7 +64,8 @@ export class PipeRuntime implements SessionRuntime {
     const { provider } = this.options;
     const argv = commandArgv(provider.command, programArgs(provider, this.options));
     const program: ChildProgram = await ChildProgram.start(
-      { argv, cwd: this.options.workDir, env: this.options.env, stateDir: this.options.stateDir },
+      this.options.host,
+      { argv, cwd: this.options.workDir, env: this.options.env },
       (lines) => {
         this.protocol.lines(lines);
         const behind = this.sink.behind();

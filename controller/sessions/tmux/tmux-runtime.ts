@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { SessionProgramStatus } from '../../../shared/dto/sessions.js';
-import { releaseGroup, tetherGroup } from '../../process-tether.js';
 import { commandArgv } from '../pipe/child-program.js';
 import { programArgs } from '../pipe/pipe-runtime.js';
 import { sameToolCall, toolCallText, type ProgramHook } from '../program-hooks.js';
@@ -103,7 +102,7 @@ export class TmuxRuntime implements SessionRuntime {
     const { provider, workDir } = options;
     if (!provider.screen_rules) throw new Error(`provider ${provider.name} runs in tmux but names no screen_rules`);
     this.rules = loadScreenRules(provider.screen_rules, workDir);
-    this.server = new TmuxServer(tmuxSocketOf(options.stateDir));
+    this.server = new TmuxServer(options.host.tmuxSocket(tmuxSocketOf(options.stateDir)), options.host);
     this.target = `ctl-${options.sessionId}`;
     this.capabilities = {
       interrupt: true,
@@ -117,9 +116,16 @@ export class TmuxRuntime implements SessionRuntime {
     return this.panePid;
   }
 
-  /** Where a person joins it: the socket and the session's name. */
-  get attach(): { socket: string; target: string } {
-    return { socket: this.server.socket, target: this.target };
+  /** The pane's pid where its program's status file can be read here (a remote host's files are not ours). */
+  private get statusPid(): number | undefined {
+    return this.options.host.remote ? undefined : this.panePid;
+  }
+
+  /** Where a person joins it: the socket and the session's name (on its host), and the command that does. */
+  get attach(): { socket: string; target: string; command: string[] } {
+    const { socket } = this.server;
+    const command = this.options.host.terminal(['tmux', '-S', socket, 'attach-session', '-t', this.target]);
+    return { socket, target: this.target, command };
   }
 
   /** The tmux clients showing its session (`#{session_attached}`, read with every poll). */
@@ -171,7 +177,7 @@ export class TmuxRuntime implements SessionRuntime {
     }
     // The pane's program leads a process group of its own (tmux makes each pane a session): it ends with the
     // controller, however the controller ends.
-    tetherGroup(this.panePid, `session program in tmux ${this.target}`);
+    await this.options.host.tether(this.panePid, `session program in tmux ${this.target}`);
     this.running = true;
     this.poller = setInterval(() => void this.poll(), POLL_MS);
   }
@@ -270,14 +276,9 @@ export class TmuxRuntime implements SessionRuntime {
     // Closing its session hangs up its terminal (SIGHUP); a program that ignores it is killed after the grace.
     await this.server.run(['kill-session', '-t', this.target]).catch((err: unknown) => this.cleanupFailed(err));
     const deadline = Date.now() + graceMs;
-    while (alive(pid) && Date.now() < deadline) await sleep(50);
-    if (alive(pid)) {
-      try {
-        process.kill(-pid, 'SIGKILL');
-      } catch {
-        // gone
-      }
-    }
+    const { host } = this.options;
+    while ((await host.isAlive(pid)) && Date.now() < deadline) await sleep(50);
+    if (await host.isAlive(pid)) await host.signalGroup(pid, 'SIGKILL');
     this.ended({ code: null, signal: 'SIGHUP', requested: true, stderrTail: '' });
   }
 
@@ -292,7 +293,7 @@ export class TmuxRuntime implements SessionRuntime {
   private isAsking(screen: string[]): boolean {
     const permission = this.rules.permission;
     if (!permission) return false;
-    const status = statusOf(this.rules, this.options.env, this.panePid);
+    const status = statusOf(this.rules, this.options.env, this.statusPid);
     if (status !== undefined) return status === 'asking';
     const bottom = screen.filter((l) => l.trim() !== '').slice(-ASKING_LINES);
     return (
@@ -371,7 +372,7 @@ export class TmuxRuntime implements SessionRuntime {
     }
     // Its status file, where it keeps one, says better than the screen whether it works; the screen says when its
     // input line is empty.
-    const status = statusOf(this.rules, this.options.env, this.panePid);
+    const status = statusOf(this.rules, this.options.env, this.statusPid);
     const busy = status !== undefined ? status === 'busy' : (this.rules.busy?.test(tail) ?? false);
     const asking = this.isAsking(screen);
     const waiting = !busy && !asking && !dialog && inputLine(screen, this.rules)?.typed === '';
@@ -541,22 +542,10 @@ export class TmuxRuntime implements SessionRuntime {
     clearInterval(this.poller);
     if (this.panePid !== undefined) {
       // What it started goes with it, and the group is no longer tethered.
-      try {
-        process.kill(-this.panePid, 'SIGKILL');
-      } catch {
-        // nothing left in its group
-      }
-      releaseGroup(this.panePid);
+      const { host } = this.options;
+      const pid = this.panePid;
+      void host.signalGroup(pid, 'SIGKILL').finally(() => host.release(pid));
     }
     this.sink.exited(exit);
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }

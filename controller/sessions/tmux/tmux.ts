@@ -1,3 +1,5 @@
+import type { Host } from '../../hosts/host.js';
+
 /** No tmux command of ours may hang a session: each is bounded. */
 const TMUX_TIMEOUT_MS = 5000;
 
@@ -6,25 +8,23 @@ const TMUX_TIMEOUT_MS = 5000;
  * person's own tmux sessions are never touched, and the server exits by itself once its last session has ended.
  */
 export class TmuxServer {
-  constructor(readonly socket: string) {}
+  constructor(
+    /** On its host. */
+    readonly socket: string,
+    private readonly host: Host,
+  ) {}
 
-  /** Runs `tmux -S <socket> …args`; resolves with its stdout, rejects with its stderr. */
+  /** Runs `tmux -S <socket> …args` on its host; resolves with its stdout, rejects with its stderr. */
   async run(args: string[]): Promise<string> {
-    // Loaded by the first tmux command: a controller with no session in tmux never needs execa.
-    const { execa } = await import('execa');
     // `-f /dev/null`: our own settings only, never a person's ~/.tmux.conf (keys, status line, sizes).
-    const result = await execa('tmux', ['-f', '/dev/null', '-S', this.socket, ...args], {
-      reject: false,
-      timeout: TMUX_TIMEOUT_MS,
-      stdin: 'ignore',
+    const result = await this.host.run(['tmux', '-f', '/dev/null', '-S', this.socket, ...args], {
+      timeoutMs: TMUX_TIMEOUT_MS,
       // Run from inside a person's tmux, tmux would refuse to nest.
       env: { TMUX: '' },
     });
-    if (result.failed) {
-      const why = result.timedOut
-        ? `timed out after ${TMUX_TIMEOUT_MS} ms`
-        : String(result.stderr || result.message).trim();
-      throw new Error(`tmux ${args[0]}: ${why}`);
+    if (result.code !== 0) {
+      const why = result.timedOut ? `timed out after ${TMUX_TIMEOUT_MS} ms` : result.stderr.trim();
+      throw new Error(`tmux ${args[0]}: ${why || `exit ${result.code ?? 'by a signal'}`}`);
     }
     return result.stdout;
   }
