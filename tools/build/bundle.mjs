@@ -230,6 +230,16 @@ await Promise.all([
     plugins: [builtinsThroughRequire],
     banner: { js: REQUIRE_BANNER },
   }),
+  // What runs on a remote host beside the shipped ctl (controller/hosts/on-host/): each file alone, Node
+  // built-ins only, so a program's launch there loads one small file rather than the CLI.
+  build({
+    ...common,
+    entryPoints: {
+      'host/launch': 'controller/hosts/on-host/launch.ts',
+      'host/watchdog': 'controller/hosts/on-host/watchdog.ts',
+    },
+    outdir: dist,
+  }),
   build({
     ...common,
     // The event log alone too: writer processes outside ctl (test/fixtures/append-events.mjs,
