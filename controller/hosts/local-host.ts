@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, statSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { releaseGroup, tetherGroup } from '../process-tether.js';
 import {
@@ -124,10 +124,16 @@ export class LocalHost implements Host {
     return Promise.resolve();
   }
 
+  /** A zombie (ended, not yet reaped by whoever inherited it) is not alive: it runs nothing. */
   isAlive(pid: number): Promise<boolean> {
     try {
       process.kill(pid, 0);
-      return Promise.resolve(true);
+    } catch {
+      return Promise.resolve(false);
+    }
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return Promise.resolve(stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z');
     } catch {
       return Promise.resolve(false);
     }
