@@ -1,301 +1,564 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { promisify } from 'node:util';
-import { packageRoot } from '../../shared/paths.js';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { tempDir } from './temp-dir.js';
 import { waitUntil } from './wait.js';
+import { ipCommand, leaseSubnet, releaseSubnet, removeHostRemains, type SubnetLease } from './netns-subnets.js';
 
-// Remote hosts for tests, on this machine: each a network namespace with a veth pair and addresses only inside
-// 10.200.0.0/16 (blackholed as a whole, so nothing can leave by the default route), its own sshd with generated
-// keys, and its own pid, mount and uts namespaces, with the checkout's parent and /srv hidden under tmpfs — so a
-// runtime that assumes shared paths, local pids or local signals fails there. Modelled on
-// ../shared/reference/ssh-netns-host.sh.
+// Fake remote hosts on this machine for the runtimes that run sessions over OpenSSH. Each host is a network namespace
+// reached only through a veth pair of its own (no default route: it reaches nothing else), running its own sshd as
+// pid 1 of a pid namespace (its own process table: the controller's pids and signals mean nothing there), in a mount
+// namespace where the checkout's parent, /tmp, /root and /srv are empty tmpfs (a runtime that assumes the controller's
+// paths fails), with a hostname of its own. Faults are injected from outside: a partition drops every packet but
+// loopback's inside the namespace, a crash SIGKILLs the host's pid 1 so that everything on it dies at once.
 
-const run = promisify(execFile);
-const RANGE = '10.200.0.0/16';
-const PORT = 2222;
-/** Subnet leases across mocha's parallel workers: one file per /24 third octet, holding its owner's pid. */
-const LEASES = join(tmpdir(), 'ctl-netns-leases');
+const SSHD = '/usr/sbin/sshd';
+const SSH_PORT = 2222;
+/** The host's own work area: inside its private /srv, so nothing there survives a crash or is seen from here. */
+const WORK_ROOT = '/srv/ctl-work';
+const PARTITION_TABLE = 'ctl_partition';
+/** The environment of a command run on a host, as an ssh session would have it: none of the test's variables. */
+const HOST_ENV = {
+  PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+  HOME: '/root',
+  USER: 'root',
+  LOGNAME: 'root',
+  SHELL: '/bin/sh',
+  LANG: 'C.UTF-8',
+};
+const CHECKOUT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** Why remote test hosts cannot be made here, or undefined when they can. */
-export function hostsUnavailable(): string | undefined {
-  if (process.getuid?.() !== 0) return 'remote test hosts need root (network namespaces)';
-  for (const tool of ['/usr/sbin/sshd', '/usr/bin/ssh', '/usr/sbin/nft', '/usr/bin/unshare', '/usr/bin/nsenter']) {
-    if (!existsSync(tool)) return `remote test hosts need ${tool} (openssh-server, openssh-client, nftables)`;
+export interface HostOptions {
+  /** The `[[host]]` table's `slots` (default 1). */
+  slots?: number;
+  labels?: string[];
+}
+
+export interface ExecResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** One process of a host's own table: its pids as the host numbers them, `rootPid` as this machine does. */
+export interface HostProcess {
+  pid: number;
+  ppid: number;
+  pgid: number;
+  comm: string;
+  args: string;
+  rootPid: number;
+}
+
+/** Why these hosts cannot be made on this machine, or undefined if they can (a test skips, saying this). */
+export function hostsAvailable(): string | undefined {
+  if (process.getuid?.() !== 0) return 'test hosts need root (network namespaces, veth pairs, mounts)';
+  if (!existsSync(SSHD)) return `test hosts need ${SSHD} (Debian package openssh-server)`;
+  for (const [program, pkg] of [
+    ['ssh', 'openssh-client'],
+    ['ssh-keygen', 'openssh-client'],
+    ['nft', 'nftables'],
+    ['unshare', 'util-linux'],
+    ['nsenter', 'util-linux'],
+    ['ip', 'iproute2'],
+  ]) {
+    try {
+      execFileSync('sh', ['-c', `command -v ${program}`], { stdio: 'ignore' });
+    } catch {
+      return `test hosts need ${program} (Debian package ${pkg})`;
+    }
   }
   return undefined;
 }
 
-export interface TestHost {
-  name: string;
-  /** Its network namespace (`ip netns`). */
-  namespace: string;
-  ip: string;
-  port: number;
-  /** `ssh://root@ip:port`. */
-  address: string;
-  identityFile: string;
-  knownHostsFile: string;
-  /** Inside the host's own tmpfs. */
-  workRoot: string;
-  /** `ssh` options that reach it (keys checked, no prompts). */
-  sshOptions(): string[];
-  /** A shell command run inside the host's namespaces (not over ssh: it works while partitioned). */
-  exec(command: string): Promise<{ code: number; stdout: string; stderr: string }>;
-  /** The host's process table. */
-  processes(): Promise<{ pid: number; pgid: number; args: string }[]>;
-  partition(): Promise<void>;
-  heal(): Promise<void>;
-  /** SIGKILL of its pid 1: everything on it dies. */
-  crash(): Promise<void>;
+function quote(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
 }
 
-interface HostState extends TestHost {
-  ns: string;
-  veth: string;
-  lease: string;
-  init: ChildProcess | undefined;
-}
-
-export interface TestHosts {
-  hosts: TestHost[];
-  cleanup(): Promise<void>;
-}
-
-/** Makes `count` hosts; `cleanup` removes every namespace, process and file they made. */
-export async function makeHosts(count: number): Promise<TestHosts> {
-  const dir = tempDir('ctl-netns-');
-  const made: HostState[] = [];
-  try {
-    await run('ip', ['route', 'replace', 'blackhole', RANGE, 'metric', '4000']);
-    for (let i = 0; i < count; i++) made.push(await makeHost(dir, i));
-  } catch (err) {
-    await removeAll(made, dir);
-    throw err;
-  }
-  return { hosts: made, cleanup: () => removeAll(made, dir) };
-}
-
-async function makeHost(dir: string, index: number): Promise<HostState> {
-  const { octet, lease } = takeLease();
-  const ns = `ctlt${octet}`;
-  const veth = `ctlv${octet}`;
-  const ip = `10.200.${octet}.2`;
-  const home = join(dir, `h${index}`);
-  mkdirSync(home, { recursive: true });
-  await run('ip', ['netns', 'add', ns]);
-  await run('ip', ['link', 'add', veth, 'type', 'veth', 'peer', 'name', `${veth}p`]);
-  await run('ip', ['link', 'set', `${veth}p`, 'netns', ns]);
-  await run('ip', ['addr', 'add', `10.200.${octet}.1/30`, 'dev', veth]);
-  await run('ip', ['link', 'set', veth, 'up']);
-  await run('ip', ['netns', 'exec', ns, 'ip', 'link', 'set', 'lo', 'up']);
-  await run('ip', ['netns', 'exec', ns, 'ip', 'addr', 'add', `${ip}/30`, 'dev', `${veth}p`]);
-  await run('ip', ['netns', 'exec', ns, 'ip', 'link', 'set', `${veth}p`, 'up']);
-  await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(home, 'host_key')]);
-  await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(home, 'id')]);
-  writeFileSync(join(home, 'authorized_keys'), readFileSync(join(home, 'id.pub')));
-  const hostKey = readFileSync(join(home, 'host_key.pub'), 'utf8').split(' ').slice(0, 2).join(' ');
-  writeFileSync(join(home, 'known_hosts'), `[${ip}]:${PORT} ${hostKey}\n`);
-  writeFileSync(
-    join(home, 'sshd_config'),
-    [
-      `Port ${PORT}`,
-      `ListenAddress ${ip}`,
-      `HostKey ${join(home, 'host_key')}`,
-      'PidFile none',
-      `AuthorizedKeysFile ${join(home, 'authorized_keys')}`,
-      'PasswordAuthentication no',
-      'KbdInteractiveAuthentication no',
-      'UsePAM no',
-      'PermitRootLogin prohibit-password',
-      'StrictModes no',
-      'AllowTcpForwarding yes',
-      'AllowStreamLocalForwarding yes',
-      'LogLevel ERROR',
-      '',
-    ].join('\n'),
-  );
-  mkdirSync('/run/sshd', { recursive: true });
-  const state: HostState = {
-    name: `h${index}`,
-    namespace: ns,
-    ip,
-    port: PORT,
-    address: `ssh://root@${ip}:${PORT}`,
-    identityFile: join(home, 'id'),
-    knownHostsFile: join(home, 'known_hosts'),
-    workRoot: '/srv/ctl-work',
-    ns,
-    veth,
-    lease,
-    init: undefined,
-    sshOptions: () => [
-      '-F',
-      '/dev/null',
-      '-i',
-      join(home, 'id'),
-      '-o',
-      `UserKnownHostsFile=${join(home, 'known_hosts')}`,
-      '-o',
-      'StrictHostKeyChecking=yes',
-      '-o',
-      'BatchMode=yes',
-      '-o',
-      'ConnectTimeout=5',
-      '-o',
-      'LogLevel=ERROR',
-      '-p',
-      String(PORT),
-    ],
-    exec: (command) => inHost(state, command),
-    processes: async () => {
-      const { stdout } = await inHost(state, 'ps -eo pid=,pgid=,args=');
-      return stdout
-        .split('\n')
-        .filter((line) => line.trim() !== '')
-        .map((line) => {
-          const [pid, pgid, ...args] = line.trim().split(/\s+/);
-          return { pid: Number(pid), pgid: Number(pgid), args: args.join(' ') };
-        });
-    },
-    partition: async () => {
-      const rules = join(home, 'partition.nft');
-      writeFileSync(
-        rules,
-        [
-          'table inet ctl_partition {',
-          '  chain in { type filter hook input priority 0; policy drop; iif lo accept; }',
-          '  chain out { type filter hook output priority 0; policy drop; oif lo accept; }',
-          '}',
-          '',
-        ].join('\n'),
-      );
-      await run('ip', ['netns', 'exec', ns, 'nft', '-f', rules]);
-    },
-    heal: async () => {
-      await run('ip', ['netns', 'exec', ns, 'nft', 'delete', 'table', 'inet', 'ctl_partition']);
-    },
-    crash: async () => {
-      const init = state.init;
-      if (!init || init.exitCode !== null || init.signalCode !== null) return;
-      const gone = new Promise((resolve) => init.once('exit', resolve));
-      const child = childOf(init.pid!);
-      if (child !== undefined) process.kill(child, 'SIGKILL');
-      await gone;
-    },
-  };
-  await startSshd(state, home);
-  return state;
-}
-
-/** Starts the host's pid 1 (sshd, under unshare) and waits until it listens. */
-async function startSshd(state: HostState, home: string): Promise<void> {
-  const hide = dirname(packageRoot);
-  const script = `hostname ${state.name} && mount -t tmpfs tmpfs ${hide} && mount -t tmpfs tmpfs /srv && exec /usr/sbin/sshd -D -e -f ${join(home, 'sshd_config')}`;
-  state.init = spawn(
-    'ip',
-    ['netns', 'exec', state.ns, 'unshare', '--pid', '--fork', '--mount', '--mount-proc', '--uts', 'sh', '-c', script],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  let stderr = '';
-  state.init.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  await waitUntil(`the sshd of ${state.name} to listen (${stderr})`, async () => {
-    if (state.init!.exitCode !== null) throw new Error(`sshd exited: ${stderr}`);
-    const { stdout } = await run('ip', ['netns', 'exec', state.ns, 'ss', '-Hltn', `sport = :${PORT}`]);
-    return stdout.includes('LISTEN');
+function run(program: string, args: string[], input?: string): Promise<ExecResult> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(program, args, {
+      cwd: '/',
+      env: HOST_ENV,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolvePromise({ code: code ?? (signal ? 128 : 1), stdout, stderr }));
+    // A program that exits without reading all its input says why in its status; this says what it missed.
+    child.stdin.on('error', (err) => (stderr += `(its input could not be written: ${err.message})\n`));
+    if (input === undefined) child.stdin.end();
+    else child.stdin.end(input);
   });
 }
 
-/** The host's pid 1 as this machine sees it: `ip netns exec` execs unshare, whose forked child it is. */
-function childOf(pid: number): number | undefined {
-  try {
-    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/);
-    return children[0] ? Number(children[0]) : undefined;
-  } catch {
-    return undefined;
-  }
+async function runChecked(program: string, args: string[], input?: string): Promise<string> {
+  const result = await run(program, args, input);
+  if (result.code !== 0) throw new Error(`${program} ${args.join(' ')} exited ${result.code}: ${result.stderr.trim()}`);
+  return result.stdout;
 }
 
-async function inHost(state: HostState, command: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const init = childOf(state.init?.pid ?? -1);
-  if (init === undefined) return { code: 255, stdout: '', stderr: `${state.name} is not running` };
+/** Whether `pid` is a live (not zombie) process. */
+function running(pid: number): boolean {
   try {
-    const { stdout, stderr } = await run('nsenter', ['-t', String(init), '-n', '-p', '-m', '-u', 'sh', '-c', command]);
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof e.code === 'number' ? e.code : 1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
-  }
-}
-
-function takeLease(): { octet: number; lease: string } {
-  mkdirSync(LEASES, { recursive: true });
-  for (let octet = 1; octet < 250; octet++) {
-    const lease = join(LEASES, String(octet));
-    try {
-      const owner = Number(readFileSync(lease, 'utf8'));
-      if (owner > 0 && owner !== process.pid && isRunning(owner)) continue;
-      if (owner === process.pid) continue;
-      // Its owner died without cleaning up: what it left is reclaimed.
-      rmSync(lease, { force: true });
-      void removeLeftovers(octet);
-    } catch {
-      // no lease yet
-    }
-    try {
-      const fd = openSync(lease, 'wx');
-      writeFileSync(fd, String(process.pid));
-      closeSync(fd);
-      return { octet, lease };
-    } catch {
-      // another worker took it first
-    }
-  }
-  throw new Error('no free test subnet in 10.200.0.0/16');
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
   } catch {
     return false;
   }
 }
 
-/** Runs a clean-up step whose failure means there was nothing to clean (deleting what is not there). */
-async function removing(args: string[]): Promise<void> {
-  try {
-    await run('ip', args);
-  } catch {
-    // not there: nothing to remove
+/** What a host hides by a tmpfs: the checkout (its parent, so siblings go too), the test's files, root's home. */
+function hiddenPaths(): string[] {
+  const checkoutParent = dirname(CHECKOUT);
+  return [...new Set([checkoutParent === '/' ? CHECKOUT : checkoutParent, '/tmp', '/root', '/srv'])];
+}
+
+export class TestHost {
+  readonly name: string;
+  readonly ip: string;
+  readonly port = SSH_PORT;
+  readonly address: string;
+  /** The client key this machine logs in with. */
+  readonly identityFile: string;
+  /** One line: the host's key for `[ip]:2222`. */
+  readonly knownHostsFile: string;
+  readonly workRoot = WORK_ROOT;
+  /** This machine's address as the host reaches it (the veth pair's other end). */
+  readonly rootIp: string;
+  readonly slots: number;
+  readonly labels: string[];
+  /** The host's private files here: keys, sshd_config, sshd's log. */
+  readonly dir: string;
+  readonly lease: SubnetLease;
+  /** `unshare`, on this side of the pid namespace; it ends when the host's pid 1 does. */
+  private starter: ChildProcess | undefined;
+  private starterExited: Promise<void> = Promise.resolve();
+  private pid1 = 0;
+  private pidNamespace = '';
+
+  constructor(lease: SubnetLease, dir: string, options: HostOptions) {
+    this.lease = lease;
+    this.name = lease.namespace;
+    this.ip = lease.hostIp;
+    this.rootIp = lease.rootIp;
+    this.address = `ssh://root@${this.ip}:${SSH_PORT}`;
+    this.dir = dir;
+    this.identityFile = join(dir, 'id_ed25519');
+    this.knownHostsFile = join(dir, 'known_hosts');
+    this.slots = options.slots ?? 1;
+    this.labels = options.labels ?? [];
   }
-}
 
-async function removeLeftovers(octet: number): Promise<void> {
-  await removing(['netns', 'del', `ctlt${octet}`]);
-  await removing(['link', 'del', `ctlv${octet}`]);
-}
+  /** Namespace, veth pair, addresses, keys and sshd's config: everything but the running sshd. */
+  async create(): Promise<void> {
+    const { namespace, veth } = this.lease;
+    await runChecked('ip', ['netns', 'add', namespace]);
+    await runChecked(
+      'ip',
+      ['-batch', '-'],
+      [
+        `link add ${veth} type veth peer name eth0 netns ${namespace}`,
+        `addr add ${this.rootIp}/30 dev ${veth}`,
+        `link set ${veth} up`,
+      ].join('\n'),
+    );
+    await runChecked(
+      'ip',
+      ['-n', namespace, '-batch', '-'],
+      ['link set lo up', `addr add ${this.ip}/30 dev eth0`, 'link set eth0 up'].join('\n'),
+    );
+    const hostKey = join(this.dir, 'ssh_host_ed25519_key');
+    await Promise.all([
+      runChecked('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', `host ${this.name}`, '-f', hostKey]),
+      runChecked('ssh-keygen', [
+        '-q',
+        '-t',
+        'ed25519',
+        '-N',
+        '',
+        '-C',
+        `client of ${this.name}`,
+        '-f',
+        this.identityFile,
+      ]),
+    ]);
+    const hostPublic = readFileSync(`${hostKey}.pub`, 'utf8').split(' ').slice(0, 2).join(' ');
+    writeFileSync(this.knownHostsFile, `[${this.ip}]:${SSH_PORT} ${hostPublic}\n`);
+    writeFileSync(join(this.dir, 'authorized_keys'), readFileSync(`${this.identityFile}.pub`));
+    // No ClientAliveInterval: Debian's default (0), under which a silent session lives for hours — what the product
+    // must cope with by its own heartbeat.
+    writeFileSync(
+      join(this.dir, 'sshd_config'),
+      [
+        `Port ${SSH_PORT}`,
+        `ListenAddress ${this.ip}`,
+        'HostKey /etc/ssh/ssh_host_ed25519_key',
+        'PidFile none',
+        'AuthorizedKeysFile /etc/ssh/authorized_keys',
+        'PasswordAuthentication no',
+        'KbdInteractiveAuthentication no',
+        'UsePAM no',
+        'PermitRootLogin prohibit-password',
+        'StrictModes no',
+        'AllowTcpForwarding yes',
+        'AllowStreamLocalForwarding yes',
+        'Subsystem sftp internal-sftp',
+        'LogLevel INFO',
+        '',
+      ].join('\n'),
+    );
+    await this.start();
+  }
 
-async function removeAll(made: HostState[], dir: string): Promise<void> {
-  for (const state of made) {
-    const init = state.init;
-    if (init && init.exitCode === null && init.signalCode === null) {
-      const gone = new Promise((resolve) => init.once('exit', resolve));
-      const child = childOf(init.pid!);
-      if (child !== undefined) process.kill(child, 'SIGKILL');
-      else init.kill('SIGKILL');
-      await gone;
+  /** A fresh pid, mount and uts namespace in the host's network namespace, its sshd as pid 1, listening. */
+  private async start(): Promise<void> {
+    // sshd's files are copied into the host's own /etc/ssh before /tmp (where this machine keeps them) is hidden.
+    const script = [
+      'set -e',
+      `hostname ${this.name}`,
+      'mount -t tmpfs -o mode=0755 tmpfs /etc/ssh',
+      `cp ${['sshd_config', 'ssh_host_ed25519_key', 'authorized_keys'].map((file) => quote(join(this.dir, file))).join(' ')} /etc/ssh/`,
+      ...hiddenPaths().map(
+        (path) =>
+          `mount -t tmpfs -o mode=${path === '/tmp' ? '1777' : path === '/root' ? '0700' : '0755'} tmpfs ${quote(path)}`,
+      ),
+      `mkdir -p /run/sshd ${WORK_ROOT}`,
+      `exec ${SSHD} -D -e -f /etc/ssh/sshd_config`,
+    ].join('\n');
+    const log = openSync(join(this.dir, 'sshd.log'), 'a');
+    const starter = spawn(
+      'ip',
+      [
+        'netns',
+        'exec',
+        this.lease.namespace,
+        'unshare',
+        '--pid',
+        '--fork',
+        '--mount',
+        '--mount-proc',
+        '--uts',
+        'sh',
+        '-c',
+        script,
+      ],
+      { cwd: '/', env: HOST_ENV, stdio: ['ignore', log, log] },
+    );
+    closeSync(log);
+    // Nothing here keeps a test's process alive: cleanup ends the host, the exit safety net if cleanup never came.
+    starter.unref();
+    this.starter = starter;
+    this.starterExited = new Promise((resolveExit) => {
+      if (starter.exitCode !== null || starter.signalCode !== null) resolveExit();
+      else starter.once('exit', () => resolveExit());
+    });
+    const starterPid = starter.pid;
+    if (starterPid === undefined) throw new Error(`host ${this.name}: could not start ip netns exec unshare`);
+    const state = await waitUntil(`host ${this.name}'s sshd listening on ${this.ip}:${SSH_PORT}`, () => {
+      if (starter.exitCode !== null || starter.signalCode !== null) return 'ended';
+      const pid1 = Number(readFileSync(`/proc/${starterPid}/task/${starterPid}/children`, 'utf8').trim().split(' ')[0]);
+      if (!pid1 || readFileSync(`/proc/${pid1}/comm`, 'utf8').trim() !== 'sshd') return false;
+      this.pid1 = pid1;
+      return this.listening() && 'listening';
+    });
+    if (state === 'ended') {
+      throw new Error(
+        `host ${this.name}: sshd ended before listening: ${readFileSync(join(this.dir, 'sshd.log'), 'utf8').trim()}`,
+      );
     }
-    await removeLeftovers(Number(state.ns.slice(4)));
-    rmSync(state.lease, { force: true });
+    this.pidNamespace = readlinkSync(`/proc/${this.pid1}/ns/pid`);
   }
-  made.length = 0;
-  // The blackhole stays while another worker's hosts use the range.
-  if (!existsSync(LEASES) || readdirSync(LEASES).length === 0) {
-    await removing(['route', 'del', 'blackhole', RANGE]);
+
+  /** Whether the host's network namespace has a socket listening on the ssh port (its /proc/net/tcp, read from here). */
+  private listening(): boolean {
+    const port = `:${SSH_PORT.toString(16).toUpperCase().padStart(4, '0')}`;
+    return readFileSync(`/proc/${this.pid1}/net/tcp`, 'utf8')
+      .split('\n')
+      .slice(1)
+      .some((line) => {
+        const fields = line.trim().split(/\s+/);
+        return fields[1]?.endsWith(port) === true && fields[3] === '0A';
+      });
   }
-  rmSync(dir, { recursive: true, force: true });
+
+  /** Whether the host runs: its pid 1 is alive and still the one started. */
+  alive(): boolean {
+    if (!this.pid1 || !running(this.pid1)) return false;
+    try {
+      return readlinkSync(`/proc/${this.pid1}/ns/pid`) === this.pidNamespace;
+    } catch {
+      return false;
+    }
+  }
+
+  private requireAlive(what: string): void {
+    if (!this.alive()) throw new Error(`host ${this.name} is not running (crashed or cleaned up): cannot ${what}`);
+  }
+
+  /** Runs `command` (sh) in the host's namespaces from this side, not over ssh: it works while partitioned. */
+  async exec(command: string): Promise<ExecResult> {
+    this.requireAlive(`exec ${command}`);
+    return run('nsenter', ['-t', String(this.pid1), '-n', '-p', '-m', '-u', '--', 'sh', '-c', command]);
+  }
+
+  /** The host's process table, read from this machine's /proc: no process of the reading's own appears in it. */
+  processes(): HostProcess[] {
+    if (!this.pidNamespace) return [];
+    const seen: {
+      rootPid: number;
+      pid: number;
+      rootPpid: number;
+      rootPgid: number;
+      comm: string;
+      args: string;
+    }[] = [];
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        if (readlinkSync(`/proc/${entry}/ns/pid`) !== this.pidNamespace) continue;
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        if (fields[0] === 'Z') continue;
+        const nsPids = /^NSpid:\s+(.*)$/m
+          .exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1]
+          ?.trim()
+          .split(/\s+/);
+        seen.push({
+          rootPid: Number(entry),
+          pid: Number(nsPids?.at(-1)),
+          rootPpid: Number(fields[1]),
+          rootPgid: Number(fields[2]),
+          comm: readFileSync(`/proc/${entry}/comm`, 'utf8').trim(),
+          args: readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ').trim(),
+        });
+      } catch {
+        // ended meanwhile
+      }
+    }
+    // A parent or group outside the host (pid 1's parent, unshare) is 0, as the host itself sees it.
+    const inside = new Map(seen.map((process) => [process.rootPid, process.pid]));
+    return seen.map(({ rootPid, pid, rootPpid, rootPgid, comm, args }) => ({
+      pid,
+      ppid: inside.get(rootPpid) ?? 0,
+      pgid: inside.get(rootPgid) ?? 0,
+      comm,
+      args,
+      rootPid,
+    }));
+  }
+
+  /** Drops every packet but loopback's inside the host's network namespace; established connections stall. */
+  async partition(): Promise<void> {
+    await runChecked(
+      'ip',
+      ['netns', 'exec', this.lease.namespace, 'nft', '-f', '-'],
+      [
+        `table inet ${PARTITION_TABLE} {`,
+        '  chain in { type filter hook input priority 0; policy drop; iif lo accept; }',
+        '  chain out { type filter hook output priority 0; policy drop; oif lo accept; }',
+        '}',
+        '',
+      ].join('\n'),
+    );
+  }
+
+  /** Ends a partition. */
+  async heal(): Promise<void> {
+    await runChecked('ip', ['netns', 'exec', this.lease.namespace, 'nft', 'delete', 'table', 'inet', PARTITION_TABLE]);
+  }
+
+  /** SIGKILLs the host's pid 1: every process on it dies with it. Resolves once none is left. */
+  async crash(): Promise<void> {
+    this.requireAlive('crash');
+    process.kill(this.pid1, 'SIGKILL');
+    await this.untilStarterExits();
+    await waitUntil(`every process of host ${this.name} gone`, () => this.processes().length === 0);
+  }
+
+  /** Brings a crashed host back: the same namespace, keys and address, a fresh sshd with empty private mounts. */
+  async restart(): Promise<void> {
+    if (this.alive()) throw new Error(`host ${this.name} is running: crash it before restarting it`);
+    await this.untilStarterExits();
+    await this.start();
+  }
+
+  /** ssh's options for this host (no config file, its key, its known_hosts, host key checked, no prompt). */
+  sshOptions(connectTimeoutSeconds = 5): string[] {
+    return [
+      '-F',
+      '/dev/null',
+      '-i',
+      this.identityFile,
+      '-o',
+      `UserKnownHostsFile=${this.knownHostsFile}`,
+      '-o',
+      'StrictHostKeyChecking=yes',
+      '-o',
+      'BatchMode=yes',
+      '-o',
+      `ConnectTimeout=${connectTimeoutSeconds}`,
+      '-o',
+      'LogLevel=ERROR',
+      '-p',
+      String(SSH_PORT),
+      `root@${this.ip}`,
+    ];
+  }
+
+  /** The host as a `[[host]]` table of city.toml. */
+  tomlTable(): string {
+    return [
+      '[[host]]',
+      `name = ${JSON.stringify(this.name)}`,
+      `address = ${JSON.stringify(this.address)}`,
+      `identity_file = ${JSON.stringify(this.identityFile)}`,
+      `known_hosts = ${JSON.stringify(this.knownHostsFile)}`,
+      `slots = ${this.slots}`,
+      `labels = [${this.labels.map((label) => JSON.stringify(label)).join(', ')}]`,
+      `work_root = ${JSON.stringify(this.workRoot)}`,
+      '',
+    ].join('\n');
+  }
+
+  /** Ends the host's processes (SIGKILL) and waits for them; then removes its network. */
+  async stop(): Promise<void> {
+    this.killProcesses();
+    await this.untilStarterExits();
+    if (this.pidNamespace)
+      await waitUntil(`every process of host ${this.name} gone`, () => this.processes().length === 0);
+    this.removeNetwork();
+  }
+
+  /** Held while awaited: an unref'd child's exit alone would not keep the process waiting for it. */
+  private async untilStarterExits(): Promise<void> {
+    this.starter?.ref();
+    await this.starterExited;
+  }
+
+  private killProcesses(): void {
+    for (const pid of [this.pid1, this.starter?.pid]) {
+      if (!pid || !running(pid)) continue;
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // ended meanwhile
+      }
+    }
+  }
+
+  /** Without waiting: the exit safety net's way (a process on its way out cannot wait). */
+  stopNow(): void {
+    this.killProcesses();
+    removeHostRemains(this.lease);
+  }
+
+  private removeNetwork(): void {
+    ipCommand(['link', 'del', this.lease.veth], [/Cannot find device/]);
+    ipCommand(['netns', 'del', this.lease.namespace], [/No such file or directory/]);
+  }
+}
+
+export class TestHosts {
+  readonly hosts: TestHost[];
+  readonly dir: string;
+  private cleaning: Promise<void> | undefined;
+  private cleaned = false;
+
+  constructor(hosts: TestHost[], dir: string) {
+    this.hosts = hosts;
+    this.dir = dir;
+  }
+
+  /** Every host's processes ended, its namespace and veth gone, its subnet given back, the files removed. */
+  cleanup(): Promise<void> {
+    this.cleaning ??= (async () => {
+      await Promise.all(this.hosts.map((host) => host.stop()));
+      this.finish();
+    })();
+    return this.cleaning;
+  }
+
+  /** The exit safety net: everything cleanup does, without waiting for the processes to be reaped. */
+  cleanupNow(): void {
+    if (this.cleaned) return;
+    for (const host of this.hosts) host.stopNow();
+    this.finish();
+  }
+
+  private finish(): void {
+    if (this.cleaned) return;
+    this.cleaned = true;
+    for (const host of this.hosts) releaseSubnet(host.lease);
+    rmSync(this.dir, { recursive: true, force: true });
+    live.delete(this);
+  }
+}
+
+const live = new Set<TestHosts>();
+let safetyNetSet = false;
+
+/** A test that fails before its cleanup, or a worker that exits, never leaves namespaces or sshds behind. */
+function setSafetyNet(): void {
+  if (safetyNetSet) return;
+  safetyNetSet = true;
+  const cleanupAll = (): void => {
+    for (const hosts of [...live]) {
+      try {
+        hosts.cleanupNow();
+      } catch (err) {
+        // Exiting, nothing can be thrown to; what remains is swept by the next process that leases a subnet.
+        process.stderr.write(`test hosts in ${hosts.dir} not cleaned up: ${String(err)}\n`);
+      }
+    }
+  };
+  process.on('exit', cleanupAll);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(signal, () => {
+      cleanupAll();
+      // Dying of the signal stays the default unless someone else (mocha) handles it.
+      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+    });
+  }
+}
+
+/**
+ * `count` hosts, each with its own subnet, namespaces, keys and sshd, all listening. `options` is for every host or,
+ * as a list, one per host. Call `cleanup()` (in an `after`); a process exit cleans up what was left.
+ */
+export async function makeHosts(count: number, options: HostOptions | HostOptions[] = {}): Promise<TestHosts> {
+  const why = hostsAvailable();
+  if (why) throw new Error(why);
+  setSafetyNet();
+  const dir = tempDir('ctl-netns-');
+  const hosts: TestHost[] = [];
+  const made = new TestHosts(hosts, dir);
+  live.add(made);
+  try {
+    for (let i = 0; i < count; i++) {
+      const hostDir = join(dir, `host${i}`);
+      mkdirSync(hostDir, { mode: 0o700 });
+      const hostOptions = Array.isArray(options) ? (options[i] ?? {}) : options;
+      hosts.push(new TestHost(leaseSubnet(), hostDir, hostOptions));
+    }
+    await Promise.all(hosts.map((host) => host.create()));
+  } catch (err) {
+    await made.cleanup();
+    throw err;
+  }
+  return made;
 }
