@@ -52,7 +52,15 @@ export async function watchConfig(
     );
     trees = next;
     if (gone.length) watcher.unwatch(gone);
-    if (added.length || widened.length) watcher.add([...added, ...widened]);
+    if (added.length || widened.length) {
+      watcher.add([...added, ...widened]);
+      // An edit of a new source after the reload read it and before its watch is armed would go unheard: once
+      // chokidar lists its directory, the sources are read once more (an unchanged read changes nothing).
+      const fresh = [...added.flatMap((dir) => [...next.get(dir)!].map((name) => join(dir, name))), ...widened];
+      void _armed(watcher, [...new Set(fresh.map(dirname))], () => closed).then(() => {
+        if (!closed) heard(fresh[0]!);
+      });
+    }
   };
   let timer: NodeJS.Timeout | undefined;
   let last = '';
@@ -80,6 +88,19 @@ export async function watchConfig(
       await watcher.close();
     },
   };
+}
+
+/** How long a new source's watch may take to be listed before it is read again anyway. */
+const ARM_BOUND_MS = 5_000;
+
+/** Resolves once chokidar lists every one of `dirs` as watched (or after ARM_BOUND_MS, or once `stopped`). */
+async function _armed(watcher: FSWatcher, dirs: string[], stopped: () => boolean): Promise<void> {
+  const until = Date.now() + ARM_BOUND_MS;
+  while (!stopped() && Date.now() < until) {
+    const watched = watcher.getWatched();
+    if (dirs.every((dir) => dir in watched)) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 /** The sources by the directory they are in. */
