@@ -30,6 +30,7 @@ import { isDormant, wakesOnMessage } from './session-states.js';
 import type { SessionRecord } from './session-store.js';
 import { transcriptPage, type TranscriptQuery } from './transcript-page.js';
 import type { SessionWorktrees } from '../worktrees/session-worktrees.js';
+import { LOCAL_HOST } from '../hosts/host-config.js';
 
 /** `req-` + 24 lowercase hex characters, as every asynchronous request's id. */
 function newRequestId(): string {
@@ -444,9 +445,10 @@ export class SessionService {
 
   /**
    * A session of `agent` started by the controller itself (the tick): no request waits for it, and it begins
-   * with the agent's prompt. Resolves once its program is starting.
+   * with the agent's prompt, on `host` (placed by the tick; absent or `local`: this machine). Resolves once its
+   * program is starting.
    */
-  startAgentSession(agent: AgentDefinition, reason: string): Session {
+  startAgentSession(agent: AgentDefinition, reason: string, host?: string): Session {
     const record = this.ctx.store.create(
       {
         title: agent.name,
@@ -458,6 +460,8 @@ export class SessionService {
         config_hash: agent.fingerprint,
         managed: 'tick',
         reason,
+        // This machine is the default: a record names a host only when placement chose another.
+        ...(host !== undefined && host !== LOCAL_HOST ? { host } : {}),
       },
       (id) => sessionNameOf(agent.name, id),
       agent.worktree ? (sessionName) => this.ctx.worktrees.plan(agent.name, agent.worktree!, sessionName) : undefined,
