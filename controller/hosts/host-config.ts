@@ -26,6 +26,7 @@ export interface HostConfig {
 export interface HostProbe {
   /** It answered and has what ctl needs to run there (git; node is shipped). */
   ok: boolean;
+  /** How long it took to answer; absent when it did not (its git and tmux are then unknown, not missing). */
   rtt_ms?: number;
   /** Of the Node ctl runs there (shipped by ctl). */
   node_version?: string;

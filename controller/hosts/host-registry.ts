@@ -219,7 +219,8 @@ export class HostRegistry<C extends HostConnector = HostConnector> {
       ...(probe?.rtt_ms !== undefined ? { rtt_ms: Math.round(probe.rtt_ms) } : {}),
       ...(probe?.node_version !== undefined ? { node_version: probe.node_version } : {}),
       ...(probe?.ctl_version !== undefined ? { ctl_version: probe.ctl_version } : {}),
-      ...(probe ? { git: probe.git, tmux: probe.tmux } : {}),
+      // What it has is known only of a host that answered (a round trip was measured).
+      ...(probe?.rtt_ms !== undefined ? { git: probe.git, tmux: probe.tmux } : {}),
       ...(probe && !probe.ok && probe.error ? { last_error: probe.error } : {}),
       ...(entry.checkedAt ? { checked_at: entry.checkedAt } : {}),
     };

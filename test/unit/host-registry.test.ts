@@ -122,7 +122,9 @@ describe('host registry', function () {
     await again;
     const fails = registry.check('h1');
     h1.answer(down('ssh: connect to host h1.example port 22: Connection refused'));
-    expect((await fails)?.last_error).to.equal('ssh: connect to host h1.example port 22: Connection refused');
+    const failed = await fails;
+    expect(failed?.last_error).to.equal('ssh: connect to host h1.example port 22: Connection refused');
+    expect(failed, 'it never answered: its git and tmux are not known').not.to.have.property('git');
     const stillDown = registry.check('h1');
     h1.answer(down('ssh: connect to host h1.example port 22: Connection timed out'));
     expect((await stillDown)?.state).to.equal('down');
