@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import type { HostConfig } from '../controller/hosts/host-config.js';
 import type { HostProcess } from '../controller/hosts/host.js';
 import { SshHost } from '../controller/hosts/ssh-host.js';
+import { VERSION } from '../shared/version.js';
 import { hostConfigOf } from './helpers/host-config-of.js';
 import { hostsAvailable, makeHosts, type TestHost, type TestHosts } from './helpers/netns-hosts.js';
 import { UNASSIGNED_TEST_ADDRESS } from './helpers/netns-subnets.js';
@@ -69,6 +70,8 @@ describe('a host over OpenSSH (SshHost)', function () {
     const probe = await first.check();
     expect(probe).to.include({ ok: true, git: true, tmux: true, node_version: process.version });
     expect(probe.rtt_ms).to.be.a('number').above(0);
+    // An agent's shell there has this build's ctl, with no node_modules and nothing of this machine's.
+    expect(await first.run([first.ctl, '--version'], { timeoutMs: 20_000 })).to.include({ code: 0, stdout: VERSION });
     const listing = async () => (await made.exec('ls /srv/ctl-work/node /srv/ctl-work/ctl')).stdout;
     const shipped = await listing();
     await first.close();

@@ -238,6 +238,11 @@ export class SshHost implements Host {
     ];
   }
 
+  /** The host's `ctl` (ctl's shipped CLI on its shipped Node), once prepared. */
+  get ctl(): string {
+    return this._ready().install.ctl;
+  }
+
   sessionDir(sessionId: string): string {
     return posix.join(this._ready().cityDir, 'sessions', sessionId);
   }
