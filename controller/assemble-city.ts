@@ -45,11 +45,10 @@ import { WorktreeMerges } from './worktrees/bead-merge.js';
 import { MergeJournal, mergeCrashHook } from './worktrees/merge-journal.js';
 import { worktreesRoot } from './worktrees/repository.js';
 import { SessionWorktrees } from './worktrees/session-worktrees.js';
-import { LOCAL_HOST } from './hosts/host-config.js';
+import { LOCAL_HOST, type Host } from './hosts/host.js';
 import { HostRegistry } from './hosts/host-registry.js';
 import { localHost } from './hosts/local-host.js';
-import { SshProbe } from './hosts/ssh-probe.js';
-import type { Host } from './hosts/host.js';
+import { SshHost } from './hosts/ssh-host.js';
 import type { SessionRecord } from './sessions/session-store.js';
 
 /** A session's program gets this long after SIGTERM before SIGKILL (our own shutdown is bounded at 5 s). */
@@ -155,9 +154,17 @@ export function assembleCity(o: CityInputs): CityRuntime {
     },
   );
   startSteps.watch(sessions);
-  // The city's hosts, checked through SshProbe until SshHost (which runs sessions there) takes its place.
-  const hosts = new HostRegistry({
-    connect: (config) => new SshProbe(config),
+  // The city's hosts: each an SshHost, which the registry checks and the sessions placed there run on.
+  const hosts: HostRegistry<SshHost> = new HostRegistry<SshHost>({
+    connect: (config) => {
+      const host: SshHost = new SshHost(config, {
+        cityName: name,
+        cityRoot: root,
+        runtimeDir: paths.runtimeDir,
+        onLost: (why) => hosts.lost(host, why),
+      });
+      return host;
+    },
     used: (hostName) =>
       [...sessions.all()].filter(
         (s) =>
@@ -174,8 +181,9 @@ export function assembleCity(o: CityInputs): CityRuntime {
   const hostOf = (record: SessionRecord): Host => {
     const placed = record.host ?? LOCAL_HOST;
     if (placed === LOCAL_HOST) return localHost;
-    // No [[host]] is ever up before SshHost is the registry's connector, so no session is placed on one.
-    throw new Error(`host ${placed}: this ctl cannot run sessions over OpenSSH yet`);
+    const host = hosts.connector(placed);
+    if (!host) throw new Error(`its host ${placed} is no longer configured ([[host]] in city.toml)`);
+    return host;
   };
   // The configuration files as the API's editors write them: checked, written, then taken at once.
   const configFiles: ConfigFileHost = {

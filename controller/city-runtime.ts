@@ -29,6 +29,7 @@ import type { ProviderEditor } from './config/provider-editor.js';
 import type { ProviderRegistry } from './providers/provider-registry.js';
 import type { ServiceRunner } from './services/service-runner.js';
 import type { HostRegistry } from './hosts/host-registry.js';
+import type { SshHost } from './hosts/ssh-host.js';
 import type { Session } from './sessions/session.js';
 import type { SessionService } from './sessions/session-service.js';
 import type { StatusCounts } from './status-counts.js';
@@ -90,7 +91,7 @@ export interface CityParts {
   /** The city's program services (`[[service]]` with a command). */
   services: ServiceRunner;
   /** The machines sessions run on (`local` and each `[[host]]`), with their state as last checked. */
-  hosts: HostRegistry;
+  hosts: HostRegistry<SshHost>;
   /** The provider API's writes to `city.toml`. */
   providerEditor: ProviderEditor;
 }
@@ -131,7 +132,7 @@ export class CityRuntime implements CityParts {
   readonly maintenance: StoreMaintenance;
   readonly extmsg: ExtmsgService;
   readonly services: ServiceRunner;
-  readonly hosts: HostRegistry;
+  readonly hosts: HostRegistry<SshHost>;
   readonly providerEditor: ProviderEditor;
 
   constructor(parts: CityParts) {

@@ -3,6 +3,9 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import type { Host, HostProcess } from '../controller/hosts/host.js';
 import { localHost } from '../controller/hosts/local-host.js';
+import { SshHost } from '../controller/hosts/ssh-host.js';
+import { hostConfigOf } from './helpers/host-config-of.js';
+import { hostsAvailable, makeHosts } from './helpers/netns-hosts.js';
 import { tempDir } from './helpers/temp-dir.js';
 import { waitUntil } from './helpers/wait.js';
 
@@ -11,20 +14,40 @@ import { waitUntil } from './helpers/wait.js';
  * and exit, signals to the whole group, back-pressure, staged files, short commands, tethering and liveness.
  * Each implementation is run through `describeHost`; a remote host gets a directory of its own on that host.
  */
-function describeHost(name: string, make: () => { host: Host; dir: string; cleanup: () => void }): void {
+interface HostUnderTest {
+  host: Host;
+  /** A directory on the host, there for the suite's programs. */
+  dir: string;
+  /** A directory on this machine, where files to stage are written. */
+  localDir: string;
+  cleanup: () => Promise<void> | void;
+}
+
+function describeHost(name: string, make: () => Promise<HostUnderTest | string>): void {
   describe(`host conformance: ${name}`, function () {
+    this.timeout(60_000);
     let host: Host;
     let dir: string;
-    let cleanup: () => void;
+    let localDir: string;
+    let cleanup: (() => Promise<void> | void) | undefined;
     const spawned: HostProcess[] = [];
 
-    beforeEach(function () {
-      ({ host, dir, cleanup } = make());
+    before(async function () {
+      const made = await make();
+      // A host that cannot be made on this machine: the reason is the skip's.
+      if (typeof made === 'string') {
+        this.test!.parent!.title += ` (skipped: ${made})`;
+        return this.skip();
+      }
+      ({ host, dir, localDir, cleanup } = made);
     });
 
     afterEach(function () {
       for (const p of spawned.splice(0)) p.signal('SIGKILL');
-      cleanup();
+    });
+
+    after(async function () {
+      await cleanup?.();
     });
 
     async function spawn(argv: string[], env: NodeJS.ProcessEnv = { PATH: process.env.PATH }): Promise<HostProcess> {
@@ -99,11 +122,11 @@ function describeHost(name: string, make: () => { host: Host; dir: string; clean
     });
 
     it('stages files with their modes, and runs short commands bounded in time', async function () {
-      const from = join(dir, 'from');
+      const from = join(localDir, 'from');
       mkdirSync(join(from, 'zsh'), { recursive: true });
       writeFileSync(join(from, 'shell-env.sh'), 'export A=1\n', { mode: 0o600 });
       writeFileSync(join(from, 'zsh', '.zshenv'), 'A=2\n', { mode: 0o644 });
-      const to = host.sessionDir('s-1', join(dir, 'to'));
+      const to = host.sessionDir('s-1', join(localDir, 'to'));
       await host.stage(from, ['shell-env.sh', 'zsh/.zshenv'], to);
       const listed = await host.run(['sh', '-c', 'cat shell-env.sh zsh/.zshenv'], { cwd: to, timeoutMs: 10_000 });
       expect(listed).to.include({ code: 0, stdout: 'export A=1\nA=2', timedOut: false });
@@ -121,6 +144,11 @@ function describeHost(name: string, make: () => { host: Host; dir: string; clean
         timeoutMs: 10_000,
       });
       const pid = Number(started.stdout.trim());
+      // `$!` is known before setsid has made the group: a tool of ours tethers a group that exists.
+      await waitUntil('the group to be made', async () => {
+        const group = await host.run(['ps', '-o', 'pgid=', '-p', String(pid)], { timeoutMs: 10_000 });
+        return group.stdout.trim() === String(pid);
+      });
       await host.tether(pid, 'a pane');
       expect(await host.isAlive(pid)).to.equal(true);
       await host.signalGroup(pid, 'SIGKILL');
@@ -132,7 +160,38 @@ function describeHost(name: string, make: () => { host: Host; dir: string; clean
 
 describeHost('this machine (LocalHost)', () => {
   const dir = tempDir('ctl-host-');
-  return { host: localHost, dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+  return Promise.resolve({
+    host: localHost,
+    dir,
+    localDir: dir,
+    cleanup: () => rmSync(dir, { recursive: true, force: true }),
+  });
+});
+
+describeHost('a host over OpenSSH (SshHost, a network-namespace host)', async () => {
+  const why = hostsAvailable();
+  if (why) return why;
+  const hosts = await makeHosts(1);
+  const [made] = hosts.hosts;
+  const localDir = tempDir('ctl-ssh-host-');
+  const host = new SshHost(hostConfigOf(made), {
+    cityName: 'conformance',
+    cityRoot: localDir,
+    runtimeDir: join(localDir, '.ctl'),
+  });
+  await host.prepare();
+  const dir = '/srv/ctl-work/conformance-programs';
+  expect((await host.run(['mkdir', '-p', dir], { timeoutMs: 10_000 })).code).to.equal(0);
+  return {
+    host,
+    dir,
+    localDir,
+    cleanup: async () => {
+      await host.close();
+      await hosts.cleanup();
+      rmSync(localDir, { recursive: true, force: true });
+    },
+  };
 });
 
 describe('LocalHost', function () {

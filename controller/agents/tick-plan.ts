@@ -4,7 +4,7 @@ import { formatDuration } from '../../shared/duration.js';
 import { dependencyOf, type AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import type { AgentFacts, SessionFacts, TickAction, TickInput, TickMemory, TickPlan } from './tick-facts.js';
 import { ASSIGNED_SESSION, ROUTED_TO } from '../beads/work-schema.js';
-import { LOCAL_HOST } from '../hosts/host-config.js';
+import { LOCAL_HOST } from '../hosts/host.js';
 import { lacking, placeSession, PlacementLedger, type Placement } from '../hosts/placement.js';
 
 /** A pool session above the agent's minimum closes after being idle this long (unless `idle_timeout` says). */

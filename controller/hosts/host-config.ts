@@ -1,5 +1,6 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
+import { LOCAL_HOST } from './host.js';
 
 /** One `[[host]]` table of a city's configuration (or a pack's), as validated. */
 export interface HostConfig {
@@ -38,9 +39,6 @@ export interface HostProbe {
   /** Why it is not usable, for a person. */
   error?: string;
 }
-
-/** The name of this machine as a host: what an agent's `hosts` names it by, and what a session's `host` is by default. */
-export const LOCAL_HOST = 'local';
 
 /** A `[[host]]` name, or a label: one word, as URLs and `hosts = [...]` carry them. */
 export const HOST_NAME_PATTERN = /^[a-zA-Z0-9][a-zA-Z0-9._-]*$/;

@@ -1,7 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import type { HostEventPayload, HostResponse, HostState } from '../../shared/dto/hosts.js';
-import { LOCAL_HOST, type HostConfig, type HostProbe } from './host-config.js';
+import type { HostConfig, HostProbe } from './host-config.js';
+import { LOCAL_HOST } from './host.js';
 import type { HostConnector, HostConnectorFactory } from './host-connector.js';
 
 /** How often every host is checked (besides on demand and when its configuration changes). */
@@ -144,6 +145,22 @@ export class HostRegistry<C extends HostConnector = HostConnector> {
   /** What the last check of a host found (placement reads tmux), or undefined before one. */
   probe(name: string): HostProbe | undefined {
     return this.entries.get(name)?.probe;
+  }
+
+  /**
+   * A connector that lost its host between checks (its connection or its watchdog there ended): the host is
+   * `down` with `why` at once, recorded, rather than at the next check. A connector no longer in use says nothing.
+   */
+  lost(connector: C, why: string): void {
+    const entry = [...this.entries.values()].find((e) => e.connector === connector);
+    if (!entry || this.stopped) return;
+    const before = entry.state;
+    // What it had stays known; its round trip does not.
+    entry.probe = { ok: false, git: entry.probe?.git ?? false, tmux: entry.probe?.tmux ?? false, error: why };
+    entry.checkedAt = new Date().toISOString();
+    entry.state = 'down';
+    const recorded = before !== 'down' ? this.recordChange(entry) : Promise.resolve();
+    void recorded.then(() => this.changed());
   }
 
   private checkAll(): void {

@@ -12,6 +12,11 @@ export interface Host {
   /** Whether its programs run on another machine (paths and pids are the host's, not ours). */
   readonly remote: boolean;
   /**
+   * Readies the host: connects, ships what runs there, and tethers its runs (nothing to do for this machine).
+   * Every other operation does it first; `sessionDir` and `tmuxSocket` need it done. Rejects with a reason.
+   */
+  prepare(): Promise<void>;
+  /**
    * Starts `argv` in a process group of its own, with exactly `spec.env` added to the host's own login
    * environment (remote) or as the whole environment (local), tethered so that it ends when this controller
    * does. Rejects, with a reason for a person, when it cannot be started.

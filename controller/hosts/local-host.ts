@@ -22,6 +22,10 @@ export class LocalHost implements Host {
   readonly name = LOCAL_HOST;
   readonly remote = false;
 
+  prepare(): Promise<void> {
+    return Promise.resolve();
+  }
+
   spawn(spec: HostSpawnSpec): Promise<HostProcess> {
     return new Promise((resolveStart, reject) => {
       const [file, ...args] = spec.argv;

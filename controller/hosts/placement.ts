@@ -1,5 +1,5 @@
 import type { HostState } from '../../shared/dto/hosts.js';
-import { LOCAL_HOST } from './host-config.js';
+import { LOCAL_HOST } from './host.js';
 
 /** What placement sees of a host: the registry's state and counts of it. */
 export interface PlacementHost {

@@ -30,7 +30,7 @@ import { isDormant, wakesOnMessage } from './session-states.js';
 import type { SessionRecord } from './session-store.js';
 import { transcriptPage, type TranscriptQuery } from './transcript-page.js';
 import type { SessionWorktrees } from '../worktrees/session-worktrees.js';
-import { LOCAL_HOST } from '../hosts/host-config.js';
+import { LOCAL_HOST } from '../hosts/host.js';
 
 /** `req-` + 24 lowercase hex characters, as every asynchronous request's id. */
 function newRequestId(): string {

@@ -1,6 +1,6 @@
 import type { PendingInteraction, SessionResponse } from '../../shared/dto/sessions.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
-import { LOCAL_HOST } from '../hosts/host-config.js';
+import { LOCAL_HOST } from '../hosts/host.js';
 import { contextPct } from '../usage/context-usage.js';
 import type { SessionRuntime } from './runtime.js';
 import { programDir, type SessionRecord } from './session-store.js';

@@ -189,6 +189,25 @@ describe('host registry', function () {
     expect(events.map((e) => `${e.type} ${e.payload.host}`)).to.deep.equal(['host.up h1', 'host.up h2']);
   });
 
+  it('a connector that loses its host makes it down at once, recorded; one no longer in use says nothing', async function () {
+    registry.reconcile([hostConfig('h1')]);
+    const checked = registry.check('h1');
+    connectorOf('h1').answer(UP);
+    await checked;
+    const old = connectorOf('h1');
+    registry.lost(old, 'the connection to h1 ended (its keep-alive went unanswered)');
+    await waitUntil('host.down recorded', () => events.some((e) => e.type === 'host.down'));
+    expect(registry.status('h1')).to.include({
+      state: 'down',
+      last_error: 'the connection to h1 ended (its keep-alive went unanswered)',
+    });
+    expect(registry.status('h1'), 'no round trip was measured: what it has is not claimed').not.to.have.property('git');
+    registry.reconcile([hostConfig('h1', { slots: 3 })]);
+    registry.lost(old, 'late');
+    expect(registry.status('h1')).to.include({ state: 'unknown' });
+    expect(events.map((e) => e.type)).to.deep.equal(['host.up', 'host.down']);
+  });
+
   it('answers no such host as undefined, local as it is; stop closes every connection', async function () {
     registry.reconcile([hostConfig('h1'), hostConfig('h2')]);
     expect(await registry.check('nope')).to.equal(undefined);

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { LAUNCH_MARK, type LaunchSpec } from './launch-protocol.js';
 import { forgetGroup, recordGroup, signalGroups } from './process-groups.js';
 
 /**
@@ -9,18 +10,6 @@ import { forgetGroup, recordGroup, signalGroups } from './process-groups.js';
  * and records the group where the host's watchdog finds it. It says the program's pid, then how it ended, on
  * stderr as marked lines (see `LAUNCH_MARK`), and ends what the program left in its group behind it.
  */
-
-/** Begins the lines of stderr that are the launcher's, not the program's. */
-export const LAUNCH_MARK = '\u001bctl-launch ';
-
-export interface LaunchSpec {
-  argv: string[];
-  cwd: string;
-  /** Set (null: unset) over the host's own environment; a PATH goes before the host's own. */
-  env: Record<string, string | null>;
-  runDir: string;
-  what: string;
-}
 
 function main(): void {
   const spec = JSON.parse(Buffer.from(process.argv[2] ?? '', 'base64url').toString('utf8')) as LaunchSpec;

@@ -9,7 +9,7 @@ import { liveGroups, recordGroup, forgetGroup, signalGroups, starttimeOf } from 
  *
  * - `node watchdog.js watch <runDir> <deadlineMs> [tmuxSocket]`: hears a line from the controller at least every
  *   heartbeat (`+PID what` and `-PID` also tether and release a group a tool of ours started, such as a tmux
- *   pane); when the lines stop for `deadlineMs` (a partition: sshd's own keep-alives are off by default, and a
+ *   pane; `?TOKEN` is answered `!TOKEN`); when the lines stop for `deadlineMs` (a partition: sshd's own keep-alives are off by default, and a
  *   silent session would live for hours) or end (the controller or its connection died), it ends every group of
  *   the run directory — SIGTERM, then SIGKILL after a grace — and this city's tmux server, and removes the run
  *   directory.
@@ -57,7 +57,9 @@ function watch(runDir: string, deadlineMs: number, tmuxSocket: string | undefine
     clearTimeout(timer);
     timer = setTimeout(end, deadlineMs);
     const pid = Number(line.slice(1).split(' ')[0]);
-    if (line.startsWith('+') && pid > 1) recordGroup(runDir, pid, line.slice(line.indexOf(' ') + 1));
+    // `?TOKEN` is answered `!TOKEN`: the controller's measure of the round trip, and its proof the host is there.
+    if (line.startsWith('?')) process.stdout.write(`!${line.slice(1)}\n`);
+    else if (line.startsWith('+') && pid > 1) recordGroup(runDir, pid, line.slice(line.indexOf(' ') + 1));
     else if (line.startsWith('-') && pid > 1) forgetGroup(runDir, pid);
   });
   lines.on('close', end);
