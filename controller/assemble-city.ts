@@ -47,6 +47,7 @@ import { worktreesRoot } from './worktrees/repository.js';
 import { SessionWorktrees } from './worktrees/session-worktrees.js';
 import { LOCAL_HOST, type Host } from './hosts/host.js';
 import { HostRegistry } from './hosts/host-registry.js';
+import { placeSession, PlacementLedger } from './hosts/placement.js';
 import { localHost } from './hosts/local-host.js';
 import { SshHost } from './hosts/ssh-host.js';
 import type { SessionRecord } from './sessions/session-store.js';
@@ -151,6 +152,12 @@ export function assembleCity(o: CityInputs): CityRuntime {
       promptOf: (agent, record) =>
         promptFor(agent, { city: name, session: record.session_name, workDir: programDir(record) }),
       defaultProvider: () => providers.defaultProvider(),
+      place: (agent) =>
+        placeSession(
+          { hosts: agent.config.hosts, tmux: agent.provider?.runtime === 'tmux' },
+          hosts.list(),
+          new PlacementLedger(),
+        ),
     },
   );
   startSteps.watch(sessions);

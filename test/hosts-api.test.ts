@@ -170,6 +170,14 @@ min_active_sessions = 0
       `no host in its hosts = [refused] can take a session: refused is down (ssh: connect to host 127.0.0.1 port ${closedPort}: Connection refused)`,
     );
     expect(away.session_count).to.equal(0);
+    // A person asking for one is told the same, and no session is made.
+    const asked = expectProblem(
+      await city.api.post('/sessions', { kind: 'agent', name: 'away' }),
+      409,
+      'conflict-wrong-state',
+    );
+    expect(asked.detail).to.equal(`conflict: agent away cannot be placed: ${away.unplaceable_reason}`);
+    expect((await agent('away')).session_count).to.equal(0);
     const sessions = await waitUntil('here’s session', async () => {
       const s = await city.api.get<{ items: { template: string; host: string; id: string }[] }>('/sessions');
       return s.body.items.some((x) => x.template === 'here') ? s.body.items : undefined;
