@@ -1,10 +1,13 @@
 import type { HostResponse } from '../../shared/dto/hosts.js';
-import { call, CSRF } from '../_api.js';
+import { call, CSRF, patient } from '../_api.js';
 import { command, group } from '../_command.js';
 import { inCityFlags, limitFlag, listLimit } from '../_flags.js';
 import { fields, json, noteMore, table } from '../_output.js';
 import { collectPages } from '../_pages.js';
 import { cityPath, inCity } from '../_scope.js';
+
+/** How long the controller lets one check of a host run (its registry's HOST_CHECK_TIMEOUT_MS). */
+const CHECK_WAIT_MS = 30_000;
 
 const nameArg = {
   name: {
@@ -95,7 +98,9 @@ const check = command({
   examples: ['ctl host check build1'],
   args: { ...nameArg, ...inCityFlags },
   async run({ args: a }) {
-    const { api, city } = await inCity(a);
+    const { api: quick, city } = await inCity(a);
+    // A first check ships ctl's Node and tools to the host: the answer may take as long as the check may.
+    const api = patient(quick, CHECK_WAIT_MS);
     const { data } = await call(
       api,
       api.client.POST('/v0/city/{cityName}/hosts/{name}/check', {
