@@ -1,5 +1,5 @@
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
+import { request, type IncomingMessage } from 'node:http';
 import { dirname, join } from 'node:path';
 import { expect } from 'chai';
 import pino from 'pino';
@@ -293,8 +293,21 @@ describe('a remote session reaches its city, and only its city, through its host
     credentials.revoke(other);
   });
 
-  it('a revoked credential is refused (401): it ended with its session', async () => {
+  it('a revoked credential is refused (401), and what it had open ends: it ended with its session', async () => {
+    const stream = await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = request(
+        { socketPath, path: '/v0/city/alpha/events/stream', headers: { host: 'localhost', ...bearer() } },
+        (res) => (res.statusCode === 200 ? resolve(res) : reject(new Error(`stream answered ${res.statusCode}`))),
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    let ended = false;
+    stream.on('close', () => (ended = true));
+    stream.on('error', () => (ended = true));
+    stream.resume();
     expect(credentials.revoke(grant.sessionId)).to.equal(true);
+    await waitUntil('the stream it had open to end', () => ended);
     expectFailure(await remoteCtl(['whoami']), 'whoami', /unauthorized: unknown or revoked session credential/);
     expectFailure(await remoteCtl(['bead', 'list']), 'bead list', /unauthorized: /);
   });

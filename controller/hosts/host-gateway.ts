@@ -54,12 +54,21 @@ export interface HostGatewayOptions {
  * Streams pass through as they come, each on a connection of its own.
  */
 export class HostGateway {
+  /** The answers in progress of each session (its streams, mostly), ended when its credential is. */
+  private readonly answersOf = new Map<string, Set<ServerResponse>>();
+  private readonly stopListening: () => void;
+
   private constructor(
     private readonly o: HostGatewayOptions,
     private readonly server: Server,
     private readonly pool: Dispatcher,
     private readonly streamConnection: () => Dispatcher,
-  ) {}
+  ) {
+    this.stopListening = o.credentials.onRevoke((sessionId) => {
+      for (const res of this.answersOf.get(sessionId) ?? []) res.destroy();
+      this.answersOf.delete(sessionId);
+    });
+  }
 
   get socketPath(): string {
     return this.o.socketPath;
@@ -92,6 +101,7 @@ export class HostGateway {
       });
       chmodSync(o.socketPath, 0o600);
     } catch (err) {
+      gateway.stopListening();
       await pool.destroy();
       throw new Error(`cannot open the gateway of host ${o.host} at ${o.socketPath}: ${(err as Error).message}`, {
         cause: err,
@@ -102,6 +112,7 @@ export class HostGateway {
 
   /** Stops listening and ends every connection, streams too (the tunnel is gone or the host is). */
   async close(): Promise<void> {
+    this.stopListening();
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeAllConnections();
     await closed;
@@ -122,6 +133,7 @@ export class HostGateway {
 
   private async handle(req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
     const grant = this.grantOf(req);
+    this.track(grant.sessionId, res);
     const method = req.method ?? 'GET';
     const target = req.url ?? '/';
     const verdict = sessionScope(grant, method, target);
@@ -152,6 +164,16 @@ export class HostGateway {
       // Closing only ends the connection: it has nobody to report to.
       if (own) void own.destroy();
     }
+  }
+
+  private track(sessionId: string, res: ServerResponse): void {
+    let answers = this.answersOf.get(sessionId);
+    if (!answers) this.answersOf.set(sessionId, (answers = new Set()));
+    answers.add(res);
+    res.once('close', () => {
+      answers.delete(res);
+      if (answers.size === 0 && this.answersOf.get(sessionId) === answers) this.answersOf.delete(sessionId);
+    });
   }
 
   /** The session a request's credential stands for, when it may come through this host's gateway. */
@@ -252,32 +274,32 @@ export class HostGateway {
  * the per-user socket directory when the city's is too long for a socket, as the controller's own).
  */
 export class HostGateways {
-  private readonly open_ = new Map<string, Promise<HostGateway>>();
+  private readonly gateways = new Map<string, Promise<HostGateway>>();
 
   constructor(private readonly o: Omit<HostGatewayOptions, 'host' | 'socketPath'> & { runtimeDir: string }) {}
 
   /** Where `host`'s gateway listens, opened if it is not yet (once, however many ask at once). */
   async open(host: string): Promise<string> {
-    let gateway = this.open_.get(host);
+    let gateway = this.gateways.get(host);
     if (!gateway) {
       gateway = HostGateway.open({ ...this.o, host, socketPath: this.socketPathOf(host) });
-      this.open_.set(host, gateway);
-      gateway.catch(() => this.open_.delete(host));
+      this.gateways.set(host, gateway);
+      gateway.catch(() => this.gateways.delete(host));
     }
     return (await gateway).socketPath;
   }
 
   /** Closes `host`'s gateway and ends the credentials of its sessions (the host is gone, or no longer ours). */
   async close(host: string): Promise<void> {
-    const gateway = this.open_.get(host);
+    const gateway = this.gateways.get(host);
     this.o.credentials.revokeHost(host);
     if (!gateway) return;
-    this.open_.delete(host);
+    this.gateways.delete(host);
     await (await gateway.catch(() => undefined))?.close();
   }
 
   async closeAll(): Promise<void> {
-    await Promise.all([...this.open_.keys()].map((host) => this.close(host)));
+    await Promise.all([...this.gateways.keys()].map((host) => this.close(host)));
   }
 
   /** Where `host`'s gateway listens (or will). */

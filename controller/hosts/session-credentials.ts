@@ -19,6 +19,7 @@ const CREDENTIAL_SHAPE = /^ctls_[A-Za-z0-9_-]{43}$/;
 export class SessionCredentials {
   private readonly byHash = new Map<string, SessionGrant>();
   private readonly hashOfSession = new Map<string, string>();
+  private readonly revokeListeners = new Set<(sessionId: string) => void>();
 
   /** A new secret for `grant`'s session, the only one it has from now on; shown here once, never stored. */
   mint(grant: SessionGrant): string {
@@ -46,7 +47,18 @@ export class SessionCredentials {
     if (hash === undefined) return false;
     this.hashOfSession.delete(sessionId);
     this.byHash.delete(hash);
+    for (const listener of this.revokeListeners) listener(sessionId);
     return true;
+  }
+
+  /**
+   * Calls `listener` with each session whose credential ends (revoked, or replaced by a new one): a gateway ends
+   * what that session still has open (a stream), since its credential was checked only when it opened. Answers
+   * the function that stops the calls.
+   */
+  onRevoke(listener: (sessionId: string) => void): () => void {
+    this.revokeListeners.add(listener);
+    return () => this.revokeListeners.delete(listener);
   }
 
   /** Ends the credentials of every session on `host` (it was lost, or is no longer configured): how many. */

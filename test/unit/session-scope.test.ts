@@ -212,6 +212,21 @@ describe('session credentials', function () {
     expect(credentials.check(c).host).to.equal('box2');
   });
 
+  it('tells its listeners of each credential that ends, revoked or replaced, until they stop listening', function () {
+    const credentials = new SessionCredentials();
+    const ended: string[] = [];
+    const stop = credentials.onRevoke((id) => ended.push(id));
+    credentials.mint(GRANT);
+    credentials.mint(GRANT);
+    credentials.revoke('alp-7');
+    credentials.revoke('alp-7');
+    expect(ended).to.deep.equal(['alp-7', 'alp-7']);
+    stop();
+    credentials.mint(GRANT);
+    credentials.revoke('alp-7');
+    expect(ended).to.have.length(2);
+  });
+
   it('keeps a copy of the grant: changing what was minted from changes nothing', function () {
     const credentials = new SessionCredentials();
     const grant = { ...GRANT };
