@@ -189,6 +189,43 @@ describe('a remote session reaches its city, and only its city, through its host
     expectFailure(posing, 'mail send', /forbidden: session .* may send mail only as worker/);
   });
 
+  it("reads and answers mail to its agent, and no one else's", async () => {
+    const toWorker = await api.post<{ id: string }>('/mail', { to: 'worker', subject: 'Question', body: 'why?' });
+    const toHuman = await api.post<{ id: string }>('/mail', { to: 'human', from: 'ann', subject: 'Private' });
+    expect([toWorker.status, toHuman.status]).to.deep.equal([201, 201]);
+    expect(expectSuccess(await remoteCtl(['mail', 'read', toWorker.body.id])).join('\n')).to.include('why?');
+    expectSuccess(await remoteCtl(['mail', 'reply', toWorker.body.id, '--body', 'because']));
+    const thread = await api.get<{ items: { from: string; body: string }[] }>(`/mail/thread/${toWorker.body.id}`);
+    expect(thread.body.items.map((m) => [m.from, m.body])).to.deep.include(['worker', 'because']);
+    expectFailure(
+      await remoteCtl(['mail', 'read', toHuman.body.id]),
+      'mail read',
+      /forbidden: session .* may not change mail .*, which is not to it/,
+    );
+    expectFailure(await remoteCtl(['mail', 'reply', toHuman.body.id, '--body', 'x']), 'mail reply', /forbidden: /);
+    expect((await api.get<{ read: boolean }>(`/mail/${toHuman.body.id}`)).body.read).to.equal(false);
+  });
+
+  it("waits and cancels its own waits, not another session's", async () => {
+    const made = await remoteCtl(['wait', 'for', theirs.id, '--note', 'docs first', '--json']);
+    const wait = JSON.parse(expectSuccess(made).join('\n')) as { id: string; session_id: string };
+    expect(wait.session_id).to.equal(grant.sessionId);
+    expectSuccess(await remoteCtl(['wait', 'cancel', wait.id]));
+    expectFailure(
+      await remoteCtl(['wait', 'for', theirs.id, '--session', other]),
+      'wait for',
+      /forbidden: .* may act only as itself, not as session /,
+    );
+    const theirWait = await api.post<{ id: string }>(`/session/${other}/wait`, { on_beads: [mine.id, theirs.id] });
+    expect(theirWait.status, JSON.stringify(theirWait.body)).to.be.oneOf([200, 201]);
+    expectFailure(
+      await remoteCtl(['wait', 'cancel', theirWait.body.id]),
+      'wait cancel',
+      /forbidden: session .* may not change wait .*, another session's/,
+    );
+    expect((await api.get<{ state: string }>(`/wait/${theirWait.body.id}`)).body.state).to.equal('pending');
+  });
+
   it("is refused another session's bead (403), and changes nothing", async () => {
     expectFailure(
       await remoteCtl(['bead', 'comment', theirs.id, 'mine now']),
