@@ -148,6 +148,8 @@ export class HostGateway {
       if (!checked.ok) throw new Problem('forbidden', checked.detail);
       body = Buffer.from(checked.text, 'utf8');
     }
+    // Its credential ended while it was checked (the revocation destroyed the answer): nothing goes on.
+    if (res.destroyed) return;
     for (const name of ['authorization', 'cookie', ACTOR_HEADER, WEBHOOK_PEER_HEADER]) delete req.headers[name];
     req.headers[ACTOR_HEADER] = grant.actor;
     const stream = (method === 'GET' || method === 'HEAD') && target.split('?')[0]!.endsWith('/stream');
@@ -221,14 +223,21 @@ export class HostGateway {
               (v: Record<string, unknown>) => namesOf(grant).includes(v.to as string),
               `mail ${owns.mail}, which is not to it`,
             ];
-    const answer = await this.pool.request({
-      path,
-      method: 'GET',
-      headers: { host: 'localhost', [ACTOR_HEADER]: grant.actor, [REQUEST_ID_HEADER.toLowerCase()]: requestId },
-    });
-    const text = await answer.body.text();
-    if (answer.statusCode !== 200) return;
-    if (!mine(JSON.parse(text) as Record<string, unknown>)) {
+    let found: Record<string, unknown> | undefined;
+    try {
+      const answer = await this.pool.request({
+        path,
+        method: 'GET',
+        headers: { host: 'localhost', [ACTOR_HEADER]: grant.actor, [REQUEST_ID_HEADER.toLowerCase()]: requestId },
+      });
+      const text = await answer.body.text();
+      if (answer.statusCode === 200) found = JSON.parse(text) as Record<string, unknown>;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+      throw new Problem('bad-gateway', `bad_gateway: the controller of ${this.o.city} did not answer: ${code}`);
+    }
+    if (found === undefined) return;
+    if (!mine(found)) {
       throw new Problem(
         'forbidden',
         `forbidden: session ${grant.sessionName} (${grant.sessionId}) may not change ${what}`,
