@@ -308,6 +308,9 @@ describe('a remote session reaches its city, and only its city, through its host
       .filter((l) => l.startsWith('data: '))
       .map((l) => JSON.parse(l.slice(6)) as { type: string; subject: string; actor: string });
     expect(frames.find((f) => f.type === 'bead.closed')).to.include({ subject: mine.id, actor: 'worker' });
+    // And the CLI's own stream client, over the socket.
+    const watched = expectSuccess(await remoteCtl(['events', '--watch', '--type', 'bead.closed', '--after', '0']));
+    expect(JSON.parse(watched[0])).to.include({ type: 'bead.closed', subject: mine.id, actor: 'worker' });
   });
 
   it('refuses a request with no credential or a bad one (401, a Bearer challenge)', async () => {
