@@ -146,7 +146,7 @@ export const TOP_LEVEL: Record<string, [description: string, load: () => Promise
     () => import('./commands/tokens.js').then((m) => m.tokenCommand),
   ],
   whoami: [
-    'Who the supervisor takes you for: your account, or token:NAME with CTL_TOKEN — the author your comments and events record',
+    "Who the supervisor takes you for: your account, token:NAME with CTL_TOKEN, or on a remote host your session's agent — the author your comments and events record",
     () => import('./commands/whoami.js').then((m) => m.whoamiCommand),
   ],
   top: [

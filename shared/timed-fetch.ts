@@ -2,6 +2,7 @@ import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type In
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { formatDuration } from './duration.js';
+import { socketPathOf, UNIX_API_PROTOCOL } from './unix-api-url.js';
 
 /** How long a request may take: to connect, and (unless a stream) to be answered in full. */
 export interface FetchLimits {
@@ -33,7 +34,7 @@ const agents = new Map<string, HttpAgent>();
 /** node:http, or node:https (loaded only for an https API: TLS is slow to load and rarely needed). */
 async function transport(protocol: string): Promise<Transport> {
   // Named, not `* as http`: a bundle reads only what is named, and http's WebSocket getter loads Node's undici.
-  if (protocol === 'http:') return { request: httpRequest, Agent: HttpAgent };
+  if (protocol === 'http:' || protocol === UNIX_API_PROTOCOL) return { request: httpRequest, Agent: HttpAgent };
   if (protocol === 'https:') return import('node:https');
   throw new TypeError('fetch failed', { cause: new Error(`unsupported protocol ${protocol}`) });
 }
@@ -86,7 +87,8 @@ async function send(request: Request, limits: FetchLimits): Promise<Response> {
     };
     request.signal.addEventListener('abort', onAbort);
 
-    const req: ClientRequest = open(url, { method: request.method, headers, agent }, (answer) => {
+    const options = { method: request.method, headers, agent };
+    const onAnswer = (answer: IncomingMessage) => {
       res = answer;
       const status = answer.statusCode ?? 0;
       const headerList = new Headers();
@@ -109,7 +111,15 @@ async function send(request: Request, limits: FetchLimits): Promise<Response> {
       } catch (err) {
         end(err as Error);
       }
-    });
+    };
+    // A Unix socket's URL names the socket as its host; node:http is given the socket and the path apart.
+    const req: ClientRequest =
+      url.protocol === UNIX_API_PROTOCOL
+        ? open(
+            { ...options, socketPath: socketPathOf(url), path: `${url.pathname}${url.search}`, host: 'localhost' },
+            onAnswer,
+          )
+        : open(url, options, onAnswer);
     req.on('error', (err) => end(err));
     req.once('socket', (socket: Socket) => {
       // A kept-alive connection is connected already.

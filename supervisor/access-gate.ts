@@ -7,6 +7,7 @@ import { ACTOR_HEADER } from '../shared/http/peer-gate.js';
 import { Problem } from '../shared/http/problem.js';
 import { WEBHOOK_PEER_HEADER } from '../shared/http/webhook-path.js';
 import { answerProblem, refuseUpgradeWithProblem } from '../shared/http/refusal.js';
+import { bearerSecret } from '../shared/http/bearer.js';
 import { unauthorized, type ApiTokens } from './api-tokens.js';
 import { cookieValue, SESSION_COOKIE, type BrowserSessions } from './browser-sessions.js';
 import { actorOf, setCaller, type Caller } from './caller.js';
@@ -77,9 +78,7 @@ export class AccessGate {
     }
     const authorization = req.headers.authorization;
     if (authorization !== undefined) {
-      const match = /^Bearer +(\S+) *$/i.exec(authorization);
-      if (!match) throw unauthorized('unauthorized: Authorization must be "Bearer <token>"');
-      const token = this.o.tokens.check(match[1]!);
+      const token = this.o.tokens.check(bearerSecret(authorization));
       return { kind: 'token', name: token.name, readOnly: token.readOnly };
     }
     const session = cookieValue(req.headers.cookie, SESSION_COOKIE);

@@ -4,7 +4,10 @@ import { writeFileAtomic } from '../shared/atomic-write.js';
 import { ConfigError } from '../shared/config/config-error.js';
 import type { TokenCreateResponse, TokenInfo } from '../shared/dto/tokens.js';
 import { parseFlagDuration } from '../shared/duration.js';
+import { unauthorized } from '../shared/http/bearer.js';
 import { Problem } from '../shared/http/problem.js';
+
+export { unauthorized };
 
 /** `ctl_` and 43 base64url characters: 32 random bytes. */
 const TOKEN_SHAPE = /^ctl_[A-Za-z0-9_-]{43}$/;
@@ -184,14 +187,4 @@ function isStoredToken(t: unknown): t is StoredToken {
 
 function invalid(field: string, detail: string): Problem {
   return new Problem('validation-failed', detail, { errors: [{ location: `body.${field}`, message: detail }] });
-}
-
-/** A 401 with the challenge RFC 6750 asks for; `error="invalid_token"` tells a client to get a new one. */
-export function unauthorized(detail: string, why: 'invalid' | 'expired' | 'missing' = 'invalid'): Problem {
-  const description = why === 'expired' ? 'The token expired' : 'The token is malformed, unknown or revoked';
-  const challenge =
-    why === 'missing'
-      ? 'Bearer realm="ctl"'
-      : `Bearer realm="ctl", error="invalid_token", error_description="${description}"`;
-  return new Problem('unauthorized', detail, { headers: { 'WWW-Authenticate': challenge } });
 }

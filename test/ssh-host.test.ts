@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import type { HostConfig } from '../controller/hosts/host-config.js';
 import type { HostProcess } from '../controller/hosts/host.js';
 import { SshHost } from '../controller/hosts/ssh-host.js';
+import { TmuxServer } from '../controller/sessions/tmux/tmux.js';
 import { VERSION } from '../shared/version.js';
 import { hostConfigOf } from './helpers/host-config-of.js';
 import { hostsAvailable, makeHosts, type TestHost, type TestHosts } from './helpers/netns-hosts.js';
@@ -146,6 +147,41 @@ describe('a host over OpenSSH (SshHost)', function () {
     });
     // A terminal of its own there, as tmux attach needs.
     expect(output).to.match(/^\/dev\/pts\/\d+/);
+  });
+
+  it('runs tmux there over one control channel: a session made, typed into, read and ended', async function () {
+    const host = sshHost();
+    await host.prepare();
+    const tmux = new TmuxServer(host.tmuxSocket(), host);
+    await tmux.run([
+      'new-session',
+      '-d',
+      '-s',
+      'ctl-t1',
+      '-x',
+      '80',
+      '-y',
+      '24',
+      '--',
+      'cat',
+      ';',
+      'set-option',
+      '-t',
+      'ctl-t1',
+      'remain-on-exit',
+      'on',
+    ]);
+    await tmux.type('ctl-t1', "it's typed");
+    await tmux.sendKeys('ctl-t1', ['Enter']);
+    await waitUntil('the screen to show it', async () => (await tmux.capture('ctl-t1')).includes("it's typed"));
+    // One client for every command: the screen reads made no ssh command each.
+    // (The tmux server forked from the first client keeps its command line, and its parent is the host's init.)
+    expect(onHost('-C new-session').filter((p) => p.ppid !== 1)).to.have.length(1);
+    let refused: Error | undefined;
+    await tmux.capture('ctl-nosuch').catch((err: Error) => (refused = err));
+    expect(refused?.message).to.match(/can't find pane: ctl-nosuch/);
+    await tmux.run(['kill-session', '-t', 'ctl-t1']);
+    expect(await tmux.run(['list-sessions', '-F', '#{session_name}'])).to.equal('ctl-control');
   });
 
   it('says why a host cannot be used: a wrong host key, no answer, a key that is not there — never a hang', async function () {

@@ -5,10 +5,17 @@ export interface WhoamiResponse {
    * author delete it: the local user's name, or `token:NAME`.
    */
   actor: string;
-  /** `user`: a local account the same-user rule lets in (or `allow_users`/`allow_groups` name); `token`: an API token. */
-  kind: 'user' | 'token';
-  /** The account's or the token's name. */
+  /**
+   * `user`: a local account the same-user rule lets in (or `allow_users`/`allow_groups` name); `token`: an API token;
+   * `session`: the credential of a session running on a remote host, answered by that host's gateway.
+   */
+  kind: 'user' | 'token' | 'session';
+  /** The account's or the token's name; a session's id. */
   name: string;
+  /** A session credential: the session's name. */
+  session_name?: string;
+  /** A session credential: the one city it may use. */
+  city?: string;
   /** A read-only token: every mutation is refused (403). */
   read_only: boolean;
   /** Came with a browser session cookie (from `ctl ui`'s one-time link) standing for the caller. */

@@ -23,6 +23,8 @@ export interface ForwardOptions {
   connectTimeout?: { ms: number; detail: string };
   /** Who did not answer, in the 502's detail (`upstream`, `the service`). */
   upstreamName?: string;
+  /** The request's body, read already (a gate that had to look into it): sent instead of the request's stream. */
+  body?: Buffer;
 }
 
 /** What the client may retry on a fresh connection: the pooled one it got was closed under it. */
@@ -50,13 +52,14 @@ export function forwardRequest(
     }
     headers.host = o.hostHeader;
     headers[REQUEST_ID_HEADER.toLowerCase()] = o.requestId;
-    const length = req.headers['content-length'];
+    const length = o.body !== undefined ? String(o.body.length) : req.headers['content-length'];
     const hasBody =
-      !req.readableEnded && (length !== undefined ? length !== '0' : req.headers['transfer-encoding'] !== undefined);
+      o.body !== undefined ||
+      (!req.readableEnded && (length !== undefined ? length !== '0' : req.headers['transfer-encoding'] !== undefined));
     if (hasBody && length !== undefined) headers['content-length'] = length;
     // The body goes through a relay: undici destroys what it sends when the upstream stops reading, and the
     // client's request must outlive that (its connection carries its next request).
-    const relay = hasBody ? req.pipe(new PassThrough()) : null;
+    const relay = hasBody && o.body === undefined ? req.pipe(new PassThrough()) : null;
     res.setHeader(REQUEST_ID_HEADER, o.requestId);
 
     let settled = false;
@@ -154,7 +157,7 @@ export function forwardRequest(
     };
     const send = () => {
       try {
-        dispatcher.dispatch({ path: o.path, method, headers, body: relay }, handler);
+        dispatcher.dispatch({ path: o.path, method, headers, body: o.body ?? relay }, handler);
       } catch (err) {
         // undici refuses what it cannot send (a header value it does not take) before anything goes out.
         stopSending();

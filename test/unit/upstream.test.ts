@@ -59,6 +59,35 @@ describe('the one forwarder (shared/http/upstream.ts)', function () {
     expect(seen!.headers['x-ctl-request-id']).to.equal('rid-1');
   });
 
+  it('sends a body read already instead of the request stream, with its own length', async function () {
+    let seen: { body: string; length: string | undefined } | undefined;
+    const upstream = await listen((req, res) => {
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (chunk: string) => (body += chunk));
+      req.on('end', () => {
+        seen = { body, length: req.headers['content-length'] };
+        res.end('ok');
+      });
+    });
+    servers.push(upstream);
+    const base = await listen((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        forwardRequest(req, res, new UpstreamPools(1).get('up', { host: '127.0.0.1', port: portOf(upstream) }), {
+          path: req.url!,
+          hostHeader: 'upstream.test',
+          requestId: 'rid-1',
+          body: Buffer.from('{"checked":"é"}'),
+        }).catch((err: unknown) => answerProblem(req, res, err as Problem, 'rid-1'));
+      });
+    });
+    servers.push(base);
+    const res = await fetch(`http://127.0.0.1:${portOf(base)}/x`, { method: 'POST', body: '{"sent":1}' });
+    expect(await res.text()).to.equal('ok');
+    expect(seen).to.deep.equal({ body: '{"checked":"é"}', length: '16' });
+  });
+
   it('sends a GET once more on a fresh connection when its pooled one closes under it', async function () {
     const perSocket = new WeakMap<object, number>();
     let answered = 0;

@@ -1,4 +1,5 @@
 import type { Host } from '../../hosts/host.js';
+import { TmuxControl } from './tmux-control.js';
 
 /** No tmux command of ours may hang a session: each is bounded. */
 const TMUX_TIMEOUT_MS = 5000;
@@ -16,6 +17,14 @@ export class TmuxServer {
 
   /** Runs `tmux -S <socket> …args` on its host; resolves with its stdout, rejects with its stderr. */
   async run(args: string[]): Promise<string> {
+    // On a host over ssh: over the host's one control client, not an ssh command per screen read.
+    if (this.host.remote && TmuxControl.carries(args)) {
+      try {
+        return await _controlOf(this.host, this.socket).command(args, TMUX_TIMEOUT_MS);
+      } catch (err) {
+        throw new Error(`tmux ${args[0]}: ${(err as Error).message}`, { cause: err });
+      }
+    }
     // `-f /dev/null`: our own settings only, never a person's ~/.tmux.conf (keys, status line, sizes).
     const result = await this.host.run(['tmux', '-f', '/dev/null', '-S', this.socket, ...args], {
       timeoutMs: TMUX_TIMEOUT_MS,
@@ -45,4 +54,15 @@ export class TmuxServer {
   type(target: string, text: string): Promise<string> {
     return this.run(['send-keys', '-t', target, '-l', text]);
   }
+}
+
+/** Each host's control client of each tmux server there: one channel per host and city, whoever asks. */
+const controls = new WeakMap<Host, Map<string, TmuxControl>>();
+
+function _controlOf(host: Host, socket: string): TmuxControl {
+  let bySocket = controls.get(host);
+  if (!bySocket) controls.set(host, (bySocket = new Map<string, TmuxControl>()));
+  let control = bySocket.get(socket);
+  if (!control) bySocket.set(socket, (control = new TmuxControl(host, socket)));
+  return control;
 }
