@@ -14,6 +14,12 @@ export const HOST_CHECK_INTERVAL_MS = 30_000;
  */
 export const HOST_CHECK_TIMEOUT_MS = 30_000;
 
+/** What a host's connector is made from: a change of any of it is a new connection. */
+function connectionOf(config: HostConfig): unknown[] {
+  const { address, user, hostname, port, identity_file, known_hosts, work_root } = config;
+  return [address, user, hostname, port, identity_file, known_hosts, work_root];
+}
+
 export interface HostRegistryOptions<C extends HostConnector> {
   /** The connector of a host's configuration (made again when its configuration changes). */
   connect: HostConnectorFactory<C>;
@@ -54,17 +60,28 @@ export class HostRegistry<C extends HostConnector = HostConnector> {
 
   constructor(private readonly options: HostRegistryOptions<C>) {}
 
-  /** Takes the hosts the configuration has now; what changed is checked at once (once started). */
+  /**
+   * Takes the hosts the configuration has now. A host whose connection changed (its address, keys or work root)
+   * gets a new connector, `unknown` until checked, and one removed has its connector closed — which ends what runs
+   * there; a change of its slots or labels alone is taken in place, its connection and sessions left alone. What is
+   * new is checked at once (once started).
+   */
   reconcile(configs: readonly HostConfig[]): void {
     if (this.stopped) return;
     const wanted = new Map(configs.map((c) => [c.name, c]));
+    let changed = false;
     for (const [name, entry] of [...this.entries]) {
       const next = wanted.get(name);
-      if (next && isDeepStrictEqual(next, entry.config)) continue;
+      if (next && isDeepStrictEqual(connectionOf(next), connectionOf(entry.config))) {
+        if (!isDeepStrictEqual(next, entry.config)) {
+          entry.config = next;
+          changed = true;
+        }
+        continue;
+      }
       this.entries.delete(name);
       this.let(entry);
     }
-    let changed = false;
     for (const config of configs) {
       if (this.entries.has(config.name)) continue;
       const entry: Entry<C> = {
@@ -78,6 +95,12 @@ export class HostRegistry<C extends HostConnector = HostConnector> {
       if (this.timer) void this.checkEntry(entry);
     }
     if (changed) this.changed();
+    // The configuration's order, which `list` keeps.
+    const order = [...this.entries.values()].sort(
+      (a, b) => configs.findIndex((c) => c.name === a.config.name) - configs.findIndex((c) => c.name === b.config.name),
+    );
+    this.entries.clear();
+    for (const entry of order) this.entries.set(entry.config.name, entry);
   }
 
   /** Checks every host now and then every interval. */

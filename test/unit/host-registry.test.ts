@@ -160,22 +160,36 @@ describe('host registry', function () {
     expect(await thrown).to.include({ state: 'down', last_error: 'its check failed: spawn ssh ENOENT' });
   });
 
-  it('follows the configuration: a host added is checked, one removed or changed has its connection closed', async function () {
+  it('follows the configuration: a host added is checked, one removed or reconnected has its connection closed', async function () {
     registry.reconcile([hostConfig('h1')]);
     registry.start();
     const old = connectorOf('h1');
     old.answer(UP);
     await waitUntil('h1 up', () => registry.status('h1')?.state === 'up');
-    const before = changes;
+    let before = changes;
     // Unchanged: nothing happens to it.
     registry.reconcile([hostConfig('h1')]);
     expect(connectors.length).to.equal(1);
-    registry.reconcile([hostConfig('h1', { slots: 4 }), hostConfig('h2')]);
+    expect(changes).to.equal(before);
+    // Its slots and labels alone: taken in place, its connection (and what runs over it) left alone.
+    registry.reconcile([hostConfig('h1', { slots: 4, labels: ['big'] })]);
+    expect(connectors.length).to.equal(1);
+    expect(old.closed).to.equal(false);
+    expect(registry.status('h1')).to.include({ state: 'up', slots: 4 });
+    expect(registry.status('h1')?.labels).to.deep.equal(['big']);
+    expect(changes).to.be.greaterThan(before);
+    before = changes;
+    // Its address: a new connection, unknown until checked; an added host listed first keeps the file's order.
+    registry.reconcile([
+      hostConfig('h2'),
+      hostConfig('h1', { slots: 4, port: 2222, address: 'ssh://u@h1.example:2222' }),
+    ]);
     expect(changes).to.be.greaterThan(before);
     expect(old.closed).to.equal(true);
     const renewed = connectorOf('h1');
     expect(renewed).not.to.equal(old);
     expect(registry.status('h1')).to.include({ state: 'unknown', slots: 4 });
+    expect(registry.list().map((h) => h.name)).to.deep.equal(['local', 'h2', 'h1']);
     expect(renewed.waiting, 'the changed host is checked at once').to.equal(1);
     expect(connectorOf('h2').waiting, 'the added host is checked at once').to.equal(1);
     registry.reconcile([hostConfig('h2')]);
@@ -202,7 +216,7 @@ describe('host registry', function () {
       last_error: 'the connection to h1 ended (its keep-alive went unanswered)',
     });
     expect(registry.status('h1'), 'no round trip was measured: what it has is not claimed').not.to.have.property('git');
-    registry.reconcile([hostConfig('h1', { slots: 3 })]);
+    registry.reconcile([hostConfig('h1', { identity_file: '/keys/other' })]);
     registry.lost(old, 'late');
     expect(registry.status('h1')).to.include({ state: 'unknown' });
     expect(events.map((e) => e.type)).to.deep.equal(['host.up', 'host.down']);
