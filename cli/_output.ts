@@ -46,6 +46,9 @@ export function paint(text: string, colour: Colour | undefined, stream: NodeJS.W
 
 const STATUS_COLOURS: Record<string, Colour> = {
   running: 'green',
+  up: 'green',
+  down: 'red',
+  unknown: 'dim',
   reachable: 'green',
   unreachable: 'red',
   ready: 'green',

@@ -133,6 +133,10 @@ export const TOP_LEVEL: Record<string, [description: string, load: () => Promise
     'Workspace services: programs and URLs reached through /v0/city/<city>/svc/<name>/',
     () => import('./commands/services.js').then((m) => m.serviceCommand),
   ],
+  host: [
+    'Hosts: the machines a city’s sessions run on (this one, and [[host]] tables reached over OpenSSH)',
+    () => import('./commands/hosts.js').then((m) => m.hostCommand),
+  ],
   extmsg: [
     'External messaging: chat adapters, the conversations bound to sessions, their transcripts',
     () => import('./commands/extmsg.js').then((m) => m.extmsgCommand),
@@ -162,7 +166,7 @@ export const TOP_LEVEL: Record<string, [description: string, load: () => Promise
     () => import('./commands/help.js').then((m) => m.versionCommand),
   ],
   completion: [
-    'Print a shell completion script for bash, zsh or fish: commands, flags, and names (cities, agents, sessions, beads, formulas) from the running supervisor',
+    'Print a shell completion script for bash, zsh or fish: commands, flags, and names (cities, agents, sessions, beads, formulas, hosts) from the running supervisor',
     () => import('./commands/completion.js').then((m) => m.completionCommand),
   ],
 };

@@ -36,7 +36,7 @@ export type Flag = ArgDef & {
 };
 
 /** The things shell completion offers by name. */
-export type NameKind = 'cities' | 'agents' | 'sessions' | 'beads' | 'formulas';
+export type NameKind = 'cities' | 'agents' | 'sessions' | 'beads' | 'formulas' | 'hosts';
 
 export type Flags = Record<string, Flag>;
 

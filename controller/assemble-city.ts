@@ -45,6 +45,12 @@ import { WorktreeMerges } from './worktrees/bead-merge.js';
 import { MergeJournal, mergeCrashHook } from './worktrees/merge-journal.js';
 import { worktreesRoot } from './worktrees/repository.js';
 import { SessionWorktrees } from './worktrees/session-worktrees.js';
+import { LOCAL_HOST, type Host } from './hosts/host.js';
+import { HostRegistry } from './hosts/host-registry.js';
+import { placeSession, PlacementLedger } from './hosts/placement.js';
+import { localHost } from './hosts/local-host.js';
+import { SshHost } from './hosts/ssh-host.js';
+import type { SessionRecord } from './sessions/session-store.js';
 
 /** A session's program gets this long after SIGTERM before SIGKILL (our own shutdown is bounded at 5 s). */
 const SESSION_STOP_GRACE_MS = 3000;
@@ -84,6 +90,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
       taken: (config) => {
         maintenance.schedule(config.maintenanceIntervalMs);
         services.reconcile(config.services);
+        hosts.reconcile(settings.composed.hosts);
         o.onConfig?.(config);
       },
       changed: () => tick.poke(),
@@ -137,6 +144,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
       usage: (fact) => usage.record(fact),
       worktrees: new SessionWorktrees(worktreesRoot(root), logger),
       beforeProgram: (session, programDir) => startSteps.beforeProgram(session, programDir),
+      hostOf: (record) => hostOf(record),
     },
     // The city's configuration as it is now: edits on disk and provider writes reload it.
     {
@@ -144,9 +152,46 @@ export function assembleCity(o: CityInputs): CityRuntime {
       promptOf: (agent, record) =>
         promptFor(agent, { city: name, session: record.session_name, workDir: programDir(record) }),
       defaultProvider: () => providers.defaultProvider(),
+      place: (agent) =>
+        placeSession(
+          { hosts: agent.config.hosts, tmux: agent.provider?.runtime === 'tmux' },
+          hosts.list(),
+          new PlacementLedger(),
+        ),
     },
   );
   startSteps.watch(sessions);
+  // The city's hosts: each an SshHost, which the registry checks and the sessions placed there run on.
+  const hosts: HostRegistry<SshHost> = new HostRegistry<SshHost>({
+    connect: (config) => {
+      const host: SshHost = new SshHost(config, {
+        cityName: name,
+        cityRoot: root,
+        runtimeDir: paths.runtimeDir,
+        onLost: (why) => hosts.lost(host, why),
+      });
+      return host;
+    },
+    used: (hostName) =>
+      [...sessions.all()].filter(
+        (s) =>
+          (s.record.host ?? LOCAL_HOST) === hostName &&
+          (s.running || s.state === 'creating' || s.state === 'start-pending'),
+      ).length,
+    record: async (type, payload, message) => {
+      await log.append({ type, actor: 'ctl', subject: payload.host, message, payload });
+    },
+    logger,
+  });
+  hosts.reconcile(settings.composed.hosts);
+  /** The host a session's programs run on: this machine, or its `[[host]]`. */
+  const hostOf = (record: SessionRecord): Host => {
+    const placed = record.host ?? LOCAL_HOST;
+    if (placed === LOCAL_HOST) return localHost;
+    const host = hosts.connector(placed);
+    if (!host) throw new Error(`its host ${placed} is no longer configured ([[host]] in city.toml)`);
+    return host;
+  };
   // The configuration files as the API's editors write them: checked, written, then taken at once.
   const configFiles: ConfigFileHost = {
     root,
@@ -170,7 +215,9 @@ export function assembleCity(o: CityInputs): CityRuntime {
     suspension: () => suspensionIn(settings.config),
     env: process.env,
     programMissing: (agent) => programMissing(prober, agent),
+    hosts: () => hosts.list(),
   });
+  hosts.onChange(() => tick.poke());
   const clock = cityClock();
   const mail = new MailService(beads);
   const formulas = new FormulaCatalog(
@@ -316,12 +363,14 @@ export function assembleCity(o: CityInputs): CityRuntime {
       logger,
     }),
     services,
+    hosts,
     providerEditor: new ProviderEditor(configFiles),
   });
 }
 
 /** Starts what runs on its own once the controller serves its API: the tick, services, messaging, runs, orders. */
 export function startCity(city: CityRuntime): void {
+  city.hosts.start();
   city.tick.start();
   city.services.reconcile(city.config.services);
   city.extmsg.start();
@@ -343,7 +392,7 @@ export async function stopCity(city: CityRuntime): Promise<void> {
   city.commands.stop();
   city.clock.stop();
   city.extmsg.stop();
-  await city.services.stop();
+  await Promise.all([city.services.stop(), city.hosts.stop()]);
 }
 
 /** Why the agent's program is missing (installed or not only: no sign-in check, that runs the program). */

@@ -28,6 +28,8 @@ import type { SessionWaits } from './waits/session-waits.js';
 import type { ProviderEditor } from './config/provider-editor.js';
 import type { ProviderRegistry } from './providers/provider-registry.js';
 import type { ServiceRunner } from './services/service-runner.js';
+import type { HostRegistry } from './hosts/host-registry.js';
+import type { SshHost } from './hosts/ssh-host.js';
 import type { Session } from './sessions/session.js';
 import type { SessionService } from './sessions/session-service.js';
 import type { StatusCounts } from './status-counts.js';
@@ -88,6 +90,8 @@ export interface CityParts {
   extmsg: ExtmsgService;
   /** The city's program services (`[[service]]` with a command). */
   services: ServiceRunner;
+  /** The machines sessions run on (`local` and each `[[host]]`), with their state as last checked. */
+  hosts: HostRegistry<SshHost>;
   /** The provider API's writes to `city.toml`. */
   providerEditor: ProviderEditor;
 }
@@ -128,6 +132,7 @@ export class CityRuntime implements CityParts {
   readonly maintenance: StoreMaintenance;
   readonly extmsg: ExtmsgService;
   readonly services: ServiceRunner;
+  readonly hosts: HostRegistry<SshHost>;
   readonly providerEditor: ProviderEditor;
 
   constructor(parts: CityParts) {
@@ -161,6 +166,7 @@ export class CityRuntime implements CityParts {
     this.maintenance = parts.maintenance;
     this.extmsg = parts.extmsg;
     this.services = parts.services;
+    this.hosts = parts.hosts;
     this.providerEditor = parts.providerEditor;
   }
 

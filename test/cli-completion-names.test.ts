@@ -8,7 +8,7 @@ import { expectSuccess, runCtl } from './helpers/cli.js';
 import { createSession, startSessionCity, type SessionCity } from './helpers/sessions.js';
 import { freePort, tempDir } from './helpers/supervisor.js';
 
-// Shell completion offers names from the running supervisor — cities, agents, sessions, beads, formulas — and
+// Shell completion offers names from the running supervisor — cities, agents, sessions, beads, formulas, hosts — and
 // nothing, silently, when it is down (issue 19, point 22). The real scripts in the real shells (bash always;
 // zsh and fish where installed), calling the real `ctl` found on PATH.
 
@@ -55,7 +55,7 @@ describe('shell completion of names (the real scripts, shells and supervisor)', 
     return result.stdout.split('\n').filter(Boolean);
   }
 
-  it('bash: cities, agents, sessions, beads and formulas, as positionals and as flag values', function () {
+  it('bash: cities, agents, sessions, beads, formulas and hosts, as positionals and as flag values', function () {
     expect(bash('ctl city stop ')).to.deep.equal(['named']);
     expect(bash('ctl status na')).to.deep.equal(['named']);
     expect(bash('ctl bead list --city ')).to.deep.equal(['named']);
@@ -66,6 +66,7 @@ describe('shell completion of names (the real scripts, shells and supervisor)', 
     expect(bash('ctl --city named formula show ')).to.deep.equal(['tidy']);
     expect(bash('ctl --city named session show ')).to.include(session);
     expect(bash('ctl --city named sling worker x --formula ')).to.deep.equal(['tidy']);
+    expect(bash('ctl --city named host show ')).to.deep.equal(['local']);
     // In the city's directory, the city is the one in scope.
     const inside = spawnSync(
       'bash',

@@ -23,8 +23,8 @@ describe('ctl session and ctl provider (real binary, real supervisor, real agent
     expect(created[0]).to.match(/^Session \S+ \(first\) of echo is active$/);
     const id = created[0].split(' ')[1];
     const listed = expectSuccess(await ctl(['session', 'list']));
-    expect(listed[0]).to.match(/^ID\s+NAME\s+TEMPLATE\s+STATE\s+ACTIVITY\s+PID\s+TITLE$/);
-    expect(listed.find((l) => l.startsWith(id))).to.match(/first\s+echo\s+active\s+idle\s+\d+\s+a first one/);
+    expect(listed[0]).to.match(/^ID\s+NAME\s+TEMPLATE\s+STATE\s+HOST\s+ACTIVITY\s+PID\s+TITLE$/);
+    expect(listed.find((l) => l.startsWith(id))).to.match(/first\s+echo\s+active\s+local\s+idle\s+\d+\s+a first one/);
     const shown = expectSuccess(await ctl(['session', 'show', 'first']));
     expect(
       shown.some((l) => new RegExp(`^ID:\\s+${id}$`).test(l)),

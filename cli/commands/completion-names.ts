@@ -10,7 +10,7 @@ import type { CityInfo } from '../../shared/dto/cities.js';
 // each request is bounded (300 ms unless CTL_CONNECT_TIMEOUT / CTL_TIMEOUT say otherwise), and any failure
 // (the supervisor down, no city in scope) prints nothing.
 
-const KINDS: NameKind[] = ['cities', 'agents', 'sessions', 'beads', 'formulas'];
+const KINDS: NameKind[] = ['cities', 'agents', 'sessions', 'beads', 'formulas', 'hosts'];
 const QUICK = '300ms';
 
 async function inCityNames(api: Api, city: CityInfo, kind: NameKind): Promise<string[]> {
@@ -33,6 +33,10 @@ async function inCityNames(api: Api, city: CityInfo, kind: NameKind): Promise<st
       const { data } = await call(api, api.client.GET('/v0/city/{cityName}/formulas', { params: { path } }));
       return data.items.map((f) => f.name);
     }
+    case 'hosts': {
+      const { data } = await call(api, api.client.GET('/v0/city/{cityName}/hosts', { params: { path } }));
+      return data.items.map((h) => h.name);
+    }
     default:
       return [];
   }
@@ -40,7 +44,7 @@ async function inCityNames(api: Api, city: CityInfo, kind: NameKind): Promise<st
 
 export const namesCommand = command({
   name: 'names',
-  description: 'The names shell completion offers (cities, agents, sessions, beads, formulas), one a line',
+  description: 'The names shell completion offers (cities, agents, sessions, beads, formulas, hosts), one a line',
   examples: ['ctl completion names cities', 'ctl completion names agents --city alpha'],
   args: {
     kind: { type: 'positional', description: KINDS.join(', '), required: true, valueHint: 'KIND' },

@@ -269,7 +269,7 @@ export const completionCommand = withCommands(
   command({
     name: 'completion',
     description:
-      'Print a shell completion script for bash, zsh or fish: commands, flags, and names (cities, agents, sessions, beads, formulas) from the running supervisor',
+      'Print a shell completion script for bash, zsh or fish: commands, flags, and names (cities, agents, sessions, beads, formulas, hosts) from the running supervisor',
     examples: [
       'source <(ctl completion bash)                          # in ~/.bashrc',
       'ctl completion zsh > "${fpath[1]}/_ctl"                # zsh, then restart it',

@@ -18,7 +18,10 @@ export interface AgentViewsHost {
   agent(name: string): AgentDefinition | undefined;
   readonly config: CityConfig;
   sessions: Pick<SessionService, 'agentSessions' | 'list' | 'find'>;
-  tick: Pick<AgentTick, 'activeBead' | 'queuedWork' | 'isRestartPending' | 'programMissing' | 'waitReason'>;
+  tick: Pick<
+    AgentTick,
+    'activeBead' | 'queuedWork' | 'isRestartPending' | 'programMissing' | 'waitReason' | 'unplaceableReason'
+  >;
 }
 
 /** An agent by its qualified name, or the 404 the agents API answers. */
@@ -87,6 +90,8 @@ export function agentResponse(city: AgentViewsHost, agent: AgentDefinition, with
   if (active) view.active_bead = active.id;
   const wait = tick.waitReason(agent.name);
   if (wait && !suspended) view.wait_reason = wait;
+  const unplaceable = tick.unplaceableReason(agent.name);
+  if (unplaceable && !suspended) view.unplaceable_reason = unplaceable;
   if (agent.config.option_defaults) view.option_defaults = { ...agent.config.option_defaults };
   const usage = sumUsage(sessions.map((s) => s.view().usage));
   if (usage) view.usage = usage;

@@ -69,7 +69,7 @@ async function applyOne(
       return;
     }
     case 'start':
-      host.sessions.startAgentSession(action.agent, action.reason);
+      host.sessions.startAgentSession(action.agent, action.reason, action.host);
       return;
     case 'wait':
       await host.log.append({

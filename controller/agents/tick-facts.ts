@@ -2,6 +2,7 @@ import type { Bead } from '../../shared/dto/beads.js';
 import type { SessionState } from '../../shared/dto/sessions.js';
 import type { SessionRecord } from '../sessions/session-store.js';
 import type { AgentDefinition } from '../agent-catalog/agent-catalog.js';
+import type { PlacementHost } from '../hosts/placement.js';
 
 /*
  * What the tick's planner (tick-plan.ts) takes and gives: facts of agents and sessions, the memory it keeps
@@ -32,6 +33,8 @@ export interface SessionFacts {
   readySince: number;
   /** The tick suspended it with its agent (city, rig): resumed, it wakes again. A person's suspend does not. */
   suspendedByTick: boolean;
+  /** The host it was placed on (`local` when it names none). */
+  host?: string;
 }
 
 /** What the tick sees of an agent when it plans. */
@@ -70,6 +73,8 @@ export interface TickMemory {
   restartPending: Set<string>;
   /** Why each agent last waited (an `agent.waiting` is recorded only when it changes). */
   waitReasons: Map<string, string | undefined>;
+  /** Why a session each agent wants could not be placed on any of its hosts, as the last run found. */
+  unplaceable: Map<string, string>;
 }
 
 export function emptyMemory(): TickMemory {
@@ -79,6 +84,7 @@ export function emptyMemory(): TickMemory {
     drainSince: new Map(),
     restartPending: new Set(),
     waitReasons: new Map(),
+    unplaceable: new Map(),
   };
 }
 
@@ -97,6 +103,11 @@ export interface TickInput {
   mail: ReadonlyMap<string, number>;
   crashes: ReadonlyMap<string, CrashFacts>;
   memory: TickMemory;
+  /**
+   * The city's hosts (`local` and each `[[host]]`), for placing new sessions and waking placed ones; absent:
+   * every session runs here, unplaced.
+   */
+  hosts?: readonly PlacementHost[];
 }
 
 type ConfigChanges = Pick<SessionRecord, 'config_hash' | 'provider' | 'work_dir'>;
@@ -118,7 +129,8 @@ export type TickAction =
   /** A busy or attached session restarts once it is idle: recorded once. */
   | { kind: 'restart-pending'; sessionId: string; reason: string }
   | { kind: 'wake'; sessionId: string; reason: string }
-  | { kind: 'start'; agent: AgentDefinition; reason: string }
+  /** A new session of the agent, on `host` (placed; absent: this machine). */
+  | { kind: 'start'; agent: AgentDefinition; reason: string; host?: string }
   /** The agent waits for something (recorded as `agent.waiting` when the reason changes). */
   | { kind: 'wait'; agent: string; reason: string }
   /** The bead is handed to the session, which is told so (and its agent's `nudge`, when it has one). */

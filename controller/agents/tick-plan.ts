@@ -4,6 +4,8 @@ import { formatDuration } from '../../shared/duration.js';
 import { dependencyOf, type AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import type { AgentFacts, SessionFacts, TickAction, TickInput, TickMemory, TickPlan } from './tick-facts.js';
 import { ASSIGNED_SESSION, ROUTED_TO } from '../beads/work-schema.js';
+import { LOCAL_HOST } from '../hosts/host.js';
+import { lacking, placeSession, PlacementLedger, type Placement } from '../hosts/placement.js';
 
 /** A pool session above the agent's minimum closes after being idle this long (unless `idle_timeout` says). */
 export const POOL_IDLE_CLOSE_MS = 60_000;
@@ -41,6 +43,8 @@ class Planner {
   private readonly routed = new Map<string, Bead[]>();
   private readonly held = new Map<string, Bead[]>();
   private readonly mail: Map<string, number>;
+  /** Sessions placed or woken on each host by this run. */
+  private readonly ledger = new PlacementLedger();
   private retickInMs: number | undefined;
   private budget: number;
   private started = 0;
@@ -56,6 +60,7 @@ class Planner {
       drainSince: new Map(m.drainSince),
       restartPending: new Set(m.restartPending),
       waitReasons: new Map(m.waitReasons),
+      unplaceable: new Map(m.unplaceable),
     };
     // Copies: what this run does to a session (a wake, a drain) is seen by the decisions after it.
     this.sessions = input.sessions.map((s) => ({ ...s }));
@@ -85,6 +90,7 @@ class Planner {
 
   private planAgent(facts: AgentFacts): void {
     const { agent } = facts;
+    this.memory.unplaceable.delete(agent.name);
     // A session being restarted counts, but is left alone until it is back.
     const sessions = this.sessions.filter((s) => isOf(s, agent.name) && s.state !== 'closed');
     if (facts.suspended !== undefined) {
@@ -126,6 +132,12 @@ class Planner {
         this.deferred++;
         continue;
       }
+      const placed = this.place(agent);
+      if ('reason' in placed) {
+        this.memory.unplaceable.set(agent.name, placed.reason);
+        waitReason = `cannot place a session: ${placed.reason}`;
+        break;
+      }
       this.budget--;
       this.started++;
       const reason =
@@ -134,7 +146,7 @@ class Planner {
             ? 'scale_check asks for it'
             : 'work is routed to it'
           : 'min_active_sessions';
-      this.actions.push({ kind: 'start', agent, reason });
+      this.actions.push({ kind: 'start', agent, reason, ...('host' in placed ? { host: placed.host } : {}) });
     }
     this.waits.set(agent.name, waitReason);
     if (waitReason !== this.memory.waitReasons.get(agent.name)) {
@@ -180,6 +192,11 @@ class Planner {
       }
       if (this.budget <= 0) {
         this.deferred++;
+        continue;
+      }
+      const hostWait = this.hostWait(session);
+      if (hostWait) {
+        waitReason = `${session.sessionName} waits for its host: ${hostWait}`;
         continue;
       }
       this.budget--;
@@ -512,6 +529,28 @@ class Planner {
     return (this.input.crashes.get(session.id)?.count ?? 0) > 0
       ? 'restarted after it failed'
       : 'woken: min_active_sessions';
+  }
+
+  /** Where a new session of the agent runs: placed on its hosts when the city's hosts are given, else here. */
+  private place(agent: AgentDefinition): Placement | { local: true } {
+    if (!this.input.hosts) return { local: true };
+    const tmux = agent.provider?.runtime === 'tmux';
+    return placeSession({ hosts: agent.config.hosts, tmux }, this.input.hosts, this.ledger);
+  }
+
+  /**
+   * Why a dormant session cannot wake on the host it was placed on now (down, not checked, full, no longer
+   * configured), or undefined when it can (its slot then counted for this run). Its work stays with it there.
+   */
+  private hostWait(session: SessionFacts): string | undefined {
+    const name = session.host ?? LOCAL_HOST;
+    if (!this.input.hosts || name === LOCAL_HOST) return undefined;
+    const host = this.input.hosts.find((h) => h.name === name);
+    if (!host) return `${name} is no longer configured ([[host]])`;
+    const why = lacking(host, host.used + this.ledger.count(name), false);
+    if (why) return why;
+    this.ledger.add(name);
+    return undefined;
   }
 
   private heldBy(sessionId: string): readonly Bead[] {

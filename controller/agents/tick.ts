@@ -18,6 +18,7 @@ import { planTick } from './tick-plan.js';
 import { queriedWork } from './queried-work.js';
 import { WorkBoard } from './work-board.js';
 import type { WorkHolding } from './work-holding.js';
+import type { PlacementHost } from '../hosts/placement.js';
 
 export interface TickHost {
   cityName: string;
@@ -40,6 +41,8 @@ export interface TickHost {
    * when it is: starting it would only fail, again and again.
    */
   programMissing?(agent: AgentDefinition): Promise<string | undefined>;
+  /** The city's hosts as last checked, new sessions placed among them (absent: every session runs here). */
+  hosts?(): readonly PlacementHost[];
 }
 
 /** How soon an agent whose program is missing is looked at again (its probe is cached for 2 s). */
@@ -145,6 +148,11 @@ export class AgentTick {
     return this.planMemory.waitReasons.get(agent);
   }
 
+  /** Why a session the agent wants cannot be placed on any of its hosts, as the last tick found. */
+  unplaceableReason(agent: string): string | undefined {
+    return this.planMemory.unplaceable.get(agent);
+  }
+
   /** Routed ready beads not yet taken, for an agent. */
   queuedWork(agent: string): number {
     return this.board.routedReady(agent).length;
@@ -235,6 +243,7 @@ export class AgentTick {
       mail: this.mail.counts(),
       crashes: this.crashes.facts(),
       memory: this.planMemory,
+      ...(this.host.hosts ? { hosts: this.host.hosts() } : {}),
     });
     this.planMemory = plan.memory;
     if (plan.retickInMs !== undefined) this.retickIn(plan.retickInMs);
@@ -413,5 +422,6 @@ function factsOf(session: Session): SessionFacts {
     idleSince: session.idleSince,
     readySince: session.readySince,
     suspendedByTick: record.suspended_by === 'tick',
+    ...(record.host ? { host: record.host } : {}),
   };
 }

@@ -81,12 +81,16 @@ export class SessionsRoutes extends Controller {
    * Creates a session of a provider (`kind: provider`, the default) or an agent (`kind: agent`) and starts its
    * program. Answers 202 at once with the new session's id; `request.result.session.create` (`request_id`,
    * `session_id`) follows on the city log once its program is ready, or `request.failed` with the reason (a
-   * program that cannot be found or exits at once). A first `message` is delivered as its first turn.
+   * program that cannot be found or exits at once). A first `message` is delivered as its first turn. An agent's
+   * session runs on a host of its `hosts`, placed as the tick places its own (`host` in the session).
    * @summary Create a session (asynchronous)
    */
   @Post('sessions')
   @SuccessResponse(202, 'Accepted')
-  @Response<ErrorModel>(409, 'The alias already names another session')
+  @Response<ErrorModel>(
+    409,
+    'The alias already names another session; the agent is unavailable, or no host of its `hosts` can take a session (why, named)',
+  )
   @Response<ErrorModel>(
     422,
     'Invalid body, an unknown permission mode, a provider this controller cannot run, or an agent whose prompt template cannot be rendered (past a bound of rendering, or calling itself)',

@@ -8,7 +8,21 @@ import type { TableSpec } from './key-audit.js';
 
 const OPEN: TableSpec = { keys: {}, open: true };
 
-const SESSIONS_HERE = 'sessions run on this machine, in the runtime their provider names';
+const SESSIONS_HERE =
+  'sessions run on this machine or on [[host]] machines over OpenSSH; Kubernetes is not built until a cluster can be tested here';
+
+/** `[[host]]`: a machine sessions run on over OpenSSH (controller/hosts/host-config.ts checks the values). */
+const HOST: TableSpec = {
+  keys: {
+    name: true,
+    address: true,
+    identity_file: true,
+    known_hosts: true,
+    slots: true,
+    labels: true,
+    work_root: true,
+  },
+};
 
 /**
  * Keys of the reference's `[providers.<name>]` that ctl's providers do not have: the provider's parser passes over
@@ -104,6 +118,7 @@ export const AGENT_TABLE: TableSpec = {
     inject_fragments: true,
     append_fragments: true,
     fallback: true,
+    hosts: true,
   },
   unsupported: {
     args: 'a session’s arguments are its provider’s ([providers.<name>] args)',
@@ -384,6 +399,7 @@ export const CITY_TOML: TableSpec = {
       },
     },
     service: SERVICE,
+    host: HOST,
     orders: { keys: { skip: true, max_timeout: true, overrides: ORDER_OVERRIDE } },
     maintenance: { keys: { interval: true } },
     pricing: { keys: { provider: true, input: true, output: true, cache_read: true, cache_creation: true } },
@@ -484,6 +500,7 @@ export const PACK_TOML: TableSpec = {
     agent: AGENT_TABLE,
     providers: { each: PROVIDER },
     service: SERVICE,
+    host: HOST,
     agent_defaults: PACK_AGENT_DEFAULTS,
     doctor: { keys: { name: true, script: true, description: true, timeout: true } },
     named_session: { keys: { template: true, mode: true, scope: true } },

@@ -16,6 +16,7 @@ import { applyPackPatches, applyRigOverrides } from './pack-patches.js';
 import { PackOverlays } from './pack-overlays.js';
 import { stampPromptParts, type AgentOrigin } from './prompt-parts.js';
 import { resolveFallbackAgents, type ReplacedDefinition } from './fallback-agents.js';
+import { mergeHosts, parseHostTables, unknownHostNames, type HostConfig } from '../hosts/host-config.js';
 
 /** Something wrong that leaves the rest of the city running: what `GET /config/validate` reports. */
 export interface ConfigProblem {
@@ -55,6 +56,8 @@ export interface ComposedConfig {
   patched: { agents: Set<string>; providers: Set<string>; rigs: Set<string> };
   /** `city.toml`'s `[[webhook]]` tables (those that are valid; the others are `problems`) and `[webhooks]`. */
   webhooks: Pick<ParsedWebhooks, 'webhooks' | 'policy'>;
+  /** `[[host]]` tables of `city.toml` and of the packs loaded at the city (the bad ones are `problems`). */
+  hosts: HostConfig[];
 }
 
 export interface ComposeOptions {
@@ -114,6 +117,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
   const problems: ConfigProblem[] = [];
   const skipped: string[] = [];
   const packs: ComposedPack[] = [];
+  const hostSets = [parseHostTables(cityToml.document?.host, 'city.toml', root)];
   const findings: KeyFinding[] = cityToml.document ? auditKeys(cityToml.document, CITY_TOML, 'city.toml') : [];
   const config: CityConfig = {
     ...cityToml,
@@ -147,6 +151,7 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
   imports.sort((a, b) => (a.binding < b.binding ? -1 : a.binding > b.binding ? 1 : 0));
   for (const [name, spec] of Object.entries(rootPack.providers)) config.providers[name] ??= spec;
   config.services.push(...rootPack.services);
+  if (rootPack.hostTables !== undefined) hostSets.push(parseHostTables(rootPack.hostTables, 'pack.toml', root));
   const agents: CityAgentConfig[] = [
     ...declaredAgents(root, cityToml, skipped, options.edited, findings),
     ...rootPack.agents.map((a) => ({ ...a, source: 'pack.toml' })),
@@ -276,6 +281,8 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
       config.providers[name] = spec;
       packProviders.add(name);
     }
+    if (!rig && file.hostTables !== undefined)
+      hostSets.push(parseHostTables(file.hostTables, `${label}pack.toml`, root));
     if (!rig) {
       for (const service of file.services) {
         config.services.push({
@@ -346,6 +353,9 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     else unsupported.push({ file, key, message });
   }
   problems.push(...unknownKeys);
+  const hosts = mergeHosts(hostSets);
+  problems.push(...hosts.problems);
+  problems.push(...hostListProblems(agents, hosts.hosts));
   const webhooks = parseWebhooks(cityToml.document ?? {});
   problems.push(...webhooks.problems.map(({ key, message }) => ({ file: 'city.toml', key, message })));
   return {
@@ -368,7 +378,28 @@ export function composeConfig(root: string, cityToml: CityConfig, options: Compo
     replaced: resolved.replaced,
     patched,
     webhooks: { webhooks: webhooks.webhooks, policy: webhooks.policy },
+    hosts: hosts.hosts,
   };
+}
+
+/**
+ * An agent's `hosts` naming no host, label or `local`: a problem naming it (the agent stays; the tick says it
+ * cannot be placed there, as placement.ts does for any host it cannot use).
+ */
+function hostListProblems(agents: CityAgentConfig[], hosts: HostConfig[]): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const names = [...hosts.map((h) => h.name), ...new Set(hosts.flatMap((h) => h.labels))];
+  for (const agent of agents) {
+    const unknown = unknownHostNames(agent.hosts ?? [], hosts);
+    if (!unknown.length) continue;
+    const known = names.length ? `the city has ${['local', ...names].join(', ')}` : 'the city has no [[host]] tables';
+    problems.push({
+      file: agent.source,
+      key: 'hosts',
+      message: `agent ${agent.dir ? `${agent.dir}/` : ''}${agent.name}: hosts names ${unknown.join(', ')}, which no [[host]] is named or labelled (${known})`,
+    });
+  }
+  return problems;
 }
 
 /**

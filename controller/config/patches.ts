@@ -40,6 +40,7 @@ export const AGENT_PATCH_KEYS = [
   'isolation',
   'merge',
   'base_branch',
+  'hosts',
   ...Object.keys(LIFECYCLE_KEYS),
   'inject_fragments',
   'append_fragments',

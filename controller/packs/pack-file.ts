@@ -37,6 +37,8 @@ export interface PackFile {
   agents: CityAgentConfig[];
   providers: Record<string, Record<string, unknown>>;
   services: CityServiceConfig[];
+  /** `[[host]]` as written: compose.ts checks them (host-config.ts), as the city's own. */
+  hostTables?: unknown;
   /** `[[doctor]]`: checks `ctl doctor` runs for the pack. */
   doctors: PackDoctorEntry[];
   /** `[[named_session]]`: the sessions kept for its agents (compose.ts applies them). */
@@ -170,6 +172,7 @@ export function readPackFile(dir: string, label: string, edited?: string): PackF
       parseServiceTable(tableOf(service, `${label}: service[${i}]`), (k) => `${label}: service[${i}].${k}`),
     );
   }
+  if (doc.host !== undefined) out.hostTables = doc.host;
   const doctors = doc.doctor ?? [];
   if (!Array.isArray(doctors)) throw new ConfigError(`${label}: doctor must be an array of tables ([[doctor]])`);
   for (const [i, entry] of doctors.entries()) {

@@ -30,6 +30,8 @@ import { isDormant, wakesOnMessage } from './session-states.js';
 import type { SessionRecord } from './session-store.js';
 import { transcriptPage, type TranscriptQuery } from './transcript-page.js';
 import type { SessionWorktrees } from '../worktrees/session-worktrees.js';
+import { LOCAL_HOST } from '../hosts/host.js';
+import type { Placement } from '../hosts/placement.js';
 
 /** `req-` + 24 lowercase hex characters, as every asynchronous request's id. */
 function newRequestId(): string {
@@ -57,6 +59,11 @@ export interface SessionServiceOptions {
   promptOf(agent: AgentDefinition, record: SessionRecord): string | undefined;
   /** The city's default template: its `[workspace] provider`, or `default` for its start command. */
   defaultProvider(): string | undefined;
+  /**
+   * Where a new session of an agent a person asked for runs (placement.ts over the city's hosts, as the tick
+   * places its own); absent: this machine.
+   */
+  place?(agent: AgentDefinition): Placement;
 }
 
 /**
@@ -209,6 +216,11 @@ export class SessionService {
       providerName = agent.providerName;
       workDir = agent.workDir;
     }
+    const placed = agent && this.options.place?.(agent);
+    if (placed && 'reason' in placed) {
+      throw new Problem('conflict-wrong-state', `conflict: agent ${name} cannot be placed: ${placed.reason}`);
+    }
+    const host = placed && placed.host !== LOCAL_HOST ? placed.host : undefined;
     const isolated = agent?.worktree;
     const provider = this.ctx.provider(providerName);
     if (!provider) throw new Problem('provider-not-found', `not_found: provider not found: ${providerName}`);
@@ -241,6 +253,7 @@ export class SessionService {
         ...(mode ? { permission_mode: mode } : {}),
         ...(Object.keys(options).length > 0 ? { options } : {}),
         ...(agent ? { config_hash: agent.fingerprint } : {}),
+        ...(host ? { host } : {}),
       },
       (id) => sessionNameOf(name, id),
       isolated ? (sessionName) => this.ctx.worktrees.plan(agent!.name, isolated, sessionName) : undefined,
@@ -444,9 +457,10 @@ export class SessionService {
 
   /**
    * A session of `agent` started by the controller itself (the tick): no request waits for it, and it begins
-   * with the agent's prompt. Resolves once its program is starting.
+   * with the agent's prompt, on `host` (placed by the tick; absent or `local`: this machine). Resolves once its
+   * program is starting.
    */
-  startAgentSession(agent: AgentDefinition, reason: string): Session {
+  startAgentSession(agent: AgentDefinition, reason: string, host?: string): Session {
     const record = this.ctx.store.create(
       {
         title: agent.name,
@@ -458,6 +472,8 @@ export class SessionService {
         config_hash: agent.fingerprint,
         managed: 'tick',
         reason,
+        // This machine is the default: a record names a host only when placement chose another.
+        ...(host !== undefined && host !== LOCAL_HOST ? { host } : {}),
       },
       (id) => sessionNameOf(agent.name, id),
       agent.worktree ? (sessionName) => this.ctx.worktrees.plan(agent.name, agent.worktree!, sessionName) : undefined,

@@ -40,6 +40,8 @@ export interface SessionRecord extends WorktreeFields {
   options?: Record<string, string>;
   /** What its turns used and the model they ran on, as its provider reported them. */
   usage?: SessionUsage;
+  /** The `[[host]]` its programs run on, placed when it was created; absent: this machine (`local`). */
+  host?: string;
 }
 
 /** The directory its program works in: its place in its own worktree, else its work dir. */
@@ -63,6 +65,7 @@ const OPTIONAL: (keyof SessionRecord)[] = [
   'base',
   'worktree_repo',
   'worktree_subdir',
+  'host',
 ];
 
 /** Fields kept as JSON in their metadata value. */

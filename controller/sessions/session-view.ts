@@ -1,5 +1,6 @@
 import type { PendingInteraction, SessionResponse } from '../../shared/dto/sessions.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
+import { LOCAL_HOST } from '../hosts/host.js';
 import { contextPct } from '../usage/context-usage.js';
 import type { SessionRuntime } from './runtime.js';
 import { programDir, type SessionRecord } from './session-store.js';
@@ -34,6 +35,7 @@ export function sessionView(parts: ViewParts): SessionResponse {
     attached: parts.attached,
     created_at: r.created_at,
     kind: r.kind,
+    host: r.host ?? LOCAL_HOST,
     work_dir: r.work_dir,
     queued: parts.queued,
     submission_capabilities: { supports_follow_up: true, supports_interrupt_now: true },

@@ -76,6 +76,11 @@ export interface CityAgentConfig {
    * (never forced: a conflict reopens the bead); `none` (the default): the branch is left for a person.
    */
   merge?: 'none' | 'direct';
+  /**
+   * Where its sessions may run: `[[host]]` names or labels, `local` for this machine (the default). Each new
+   * session is placed on the least used of them with a free slot (controller/hosts/placement.ts).
+   */
+  hosts?: string[];
   /** The branch its worktrees start from and merge into (default: the rig's `default_branch`, else the repository's). */
   base_branch?: string;
   /** The file it was declared in (`city.toml`, or `agents/<name>/agent.toml`), relative to the city. */

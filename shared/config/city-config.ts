@@ -304,7 +304,7 @@ export function parseAgentTable(
   }
   if (dir !== undefined) config.dir = dir;
   if (optBool(agent, 'fallback', at('fallback')) === true) config.fallback = true;
-  for (const key of ['inject_fragments', 'append_fragments'] as const) {
+  for (const key of ['inject_fragments', 'append_fragments', 'hosts'] as const) {
     const names = optStringList(agent, key, at(key));
     if (names !== undefined) config[key] = names;
   }

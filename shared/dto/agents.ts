@@ -28,6 +28,11 @@ export interface AgentResponse {
   /** It can run: its provider exists and its `depends_on` names agents without a circle. */
   available: boolean;
   unavailable_reason?: string;
+  /**
+   * Why a session it wants cannot be placed on any host of its `hosts` (each host down, full, not checked yet,
+   * without tmux for a tmux agent, or naming nothing), as the last tick found; it starts once one can take it.
+   */
+  unplaceable_reason?: string;
   display_name?: string;
   description?: string;
   provider?: string;

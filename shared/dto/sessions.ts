@@ -62,6 +62,8 @@ export interface SessionResponse {
   created_at: string;
   /** `agent` or `provider`. */
   kind: string;
+  /** Where its programs run: `local` (this machine) or the `[[host]]` it was placed on. */
+  host: string;
   alias?: string;
   /** The program's working directory. */
   work_dir?: string;

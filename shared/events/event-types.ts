@@ -25,6 +25,7 @@ import type { WebhookReceivedPayload, WebhookRejectedPayload } from '../dto/webh
 import type { StoreMaintenancePayload } from '../dto/maintenance.js';
 import type { RigCreateSucceededPayload, RigProvisionProgressPayload } from '../dto/rigs.js';
 import type { ServiceEventPayload } from '../dto/services.js';
+import type { HostEventPayload } from '../dto/hosts.js';
 import type {
   AdapterEventPayload,
   BoundEventPayload,
@@ -86,6 +87,7 @@ export interface EventPayloadTypes {
   StoreMaintenancePayload: StoreMaintenancePayload;
   RigCreateSucceededPayload: RigCreateSucceededPayload;
   ServiceEventPayload: ServiceEventPayload;
+  HostEventPayload: HostEventPayload;
   AdapterEventPayload: AdapterEventPayload;
   BoundEventPayload: BoundEventPayload;
   UnboundEventPayload: UnboundEventPayload;
@@ -180,6 +182,8 @@ export const EVENT_PAYLOADS = {
   'service.ready': 'ServiceEventPayload',
   'service.exited': 'ServiceEventPayload',
   'service.stopped': 'ServiceEventPayload',
+  'host.up': 'HostEventPayload',
+  'host.down': 'HostEventPayload',
   'extmsg.adapter_added': 'AdapterEventPayload',
   'extmsg.adapter_removed': 'AdapterEventPayload',
   'extmsg.bound': 'BoundEventPayload',
