@@ -50,6 +50,8 @@ import { HostRegistry } from './hosts/host-registry.js';
 import { placeSession, PlacementLedger } from './hosts/placement.js';
 import { localHost } from './hosts/local-host.js';
 import { SshHost } from './hosts/ssh-host.js';
+import { HostGateways } from './hosts/host-gateway.js';
+import { SessionCredentials } from './hosts/session-credentials.js';
 import type { SessionRecord } from './sessions/session-store.js';
 
 /** A session's program gets this long after SIGTERM before SIGKILL (our own shutdown is bounded at 5 s). */
@@ -68,6 +70,8 @@ export interface CityInputs {
   logger: Logger;
   /** Called with each configuration taken after the first (a reload from disk or an edit through the API). */
   onConfig?: (config: CityConfig) => void;
+  /** Where this controller's API listens (a socket path, or a loopback port): the host gateways forward there. */
+  listen?: string;
 }
 
 /**
@@ -145,6 +149,15 @@ export function assembleCity(o: CityInputs): CityRuntime {
       worktrees: new SessionWorktrees(worktreesRoot(root), logger),
       beforeProgram: (session, programDir) => startSteps.beforeProgram(session, programDir),
       hostOf: (record) => hostOf(record),
+      credentialFor: (record, host) =>
+        credentials.mint({
+          city: name,
+          host: host.name,
+          sessionId: record.id,
+          sessionName: record.session_name,
+          actor: record.kind === 'agent' ? record.template : record.session_name,
+        }),
+      credentialEnded: (record) => credentials.revoke(record.id),
     },
     // The city's configuration as it is now: edits on disk and provider writes reload it.
     {
@@ -161,6 +174,17 @@ export function assembleCity(o: CityInputs): CityRuntime {
     },
   );
   startSteps.watch(sessions);
+  // A remote session's ctl reaches its city through its host's gateway, with a credential of its own.
+  const credentials = new SessionCredentials();
+  const listen = o.listen ?? paths.socket;
+  const gateways = new HostGateways({
+    city: name,
+    cityRoot: root,
+    runtimeDir: paths.runtimeDir,
+    upstream: /^\d+$/.test(listen) ? { host: '127.0.0.1', port: Number(listen) } : { socketPath: listen },
+    credentials,
+    logger,
+  });
   // The city's hosts: each an SshHost, which the registry checks and the sessions placed there run on.
   const hosts: HostRegistry<SshHost> = new HostRegistry<SshHost>({
     connect: (config) => {
@@ -168,7 +192,11 @@ export function assembleCity(o: CityInputs): CityRuntime {
         cityName: name,
         cityRoot: root,
         runtimeDir: paths.runtimeDir,
-        onLost: (why) => hosts.lost(host, why),
+        onLost: (why) => {
+          credentials.revokeHost(config.name);
+          hosts.lost(host, why);
+        },
+        gateway: () => gateways.open(config.name),
       });
       return host;
     },
@@ -364,6 +392,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
     }),
     services,
     hosts,
+    gateways,
     providerEditor: new ProviderEditor(configFiles),
   });
 }
@@ -393,12 +422,16 @@ export async function stopCity(city: CityRuntime): Promise<void> {
   city.clock.stop();
   city.extmsg.stop();
   await Promise.all([city.services.stop(), city.hosts.stop()]);
+  await city.gateways.closeAll();
 }
 
 /** Why the agent's program is missing (installed or not only: no sign-in check, that runs the program). */
 async function programMissing(prober: ReadinessProber, agent: AgentDefinition): Promise<string | undefined> {
   const provider = agent.provider;
   if (!provider) return undefined;
+  // An agent that runs only on other hosts needs its program there, not here: a start there says when it is not.
+  const hosts = agent.config.hosts ?? [];
+  if (hosts.length > 0 && !hosts.includes(LOCAL_HOST)) return undefined;
   // Cached by the prober for 2 s.
   const item = await prober.probeCommand({
     name: provider.name,

@@ -30,6 +30,7 @@ import type { ProviderRegistry } from './providers/provider-registry.js';
 import type { ServiceRunner } from './services/service-runner.js';
 import type { HostRegistry } from './hosts/host-registry.js';
 import type { SshHost } from './hosts/ssh-host.js';
+import type { HostGateways } from './hosts/host-gateway.js';
 import type { Session } from './sessions/session.js';
 import type { SessionService } from './sessions/session-service.js';
 import type { StatusCounts } from './status-counts.js';
@@ -92,6 +93,8 @@ export interface CityParts {
   services: ServiceRunner;
   /** The machines sessions run on (`local` and each `[[host]]`), with their state as last checked. */
   hosts: HostRegistry<SshHost>;
+  /** The socket each host's reverse tunnel ends in: its sessions' ctl, with their own credentials. */
+  gateways: HostGateways;
   /** The provider API's writes to `city.toml`. */
   providerEditor: ProviderEditor;
 }
@@ -133,6 +136,7 @@ export class CityRuntime implements CityParts {
   readonly extmsg: ExtmsgService;
   readonly services: ServiceRunner;
   readonly hosts: HostRegistry<SshHost>;
+  readonly gateways: HostGateways;
   readonly providerEditor: ProviderEditor;
 
   constructor(parts: CityParts) {
@@ -167,6 +171,7 @@ export class CityRuntime implements CityParts {
     this.extmsg = parts.extmsg;
     this.services = parts.services;
     this.hosts = parts.hosts;
+    this.gateways = parts.gateways;
     this.providerEditor = parts.providerEditor;
   }
 

@@ -143,6 +143,7 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     const running = assembleCity({
       name,
       paths,
+      listen,
       config,
       log,
       tail,

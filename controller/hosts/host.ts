@@ -12,6 +12,13 @@ export interface Host {
   /** Whether its programs run on another machine (paths and pids are the host's, not ours). */
   readonly remote: boolean;
   /**
+   * How long after the host stops answering a program of ours there is certainly gone (its watchdog's deadline and
+   * grace): what a lost session's beads wait for before they go back to the pool. 0 here.
+   */
+  readonly fenceMs: number;
+  /** Why the host stopped answering, while it has not answered since; undefined while it answers (or never has). */
+  lost(): string | undefined;
+  /**
    * Readies the host: connects, ships what runs there, and tethers its runs (nothing to do for this machine).
    * Every other operation does it first; `sessionDir` and `tmuxSocket` need it done. Rejects with a reason.
    */
@@ -51,6 +58,13 @@ export interface Host {
   terminal(argv: string[]): string[];
   /** Where a session's own files live on the host (its staged priming, shell start-up files, defaults). */
   sessionDir(sessionId: string, localDir: string): string;
+  /** The directory of the `ctl` a session's shells run there (`localBin`, the controller's launcher, here). */
+  ctlBin(localBin: string): string;
+  /**
+   * Where a session's `ctl` there reaches its city: the far end of the host's reverse tunnel to its gateway (a
+   * socket on the host), once prepared; undefined here, where `ctl` reaches the supervisor as the person does.
+   */
+  apiSocket(): string | undefined;
   /** Where tmux keeps this city's server socket on the host. */
   tmuxSocket(localSocket: string): string;
 }
@@ -72,8 +86,11 @@ export interface HostProcess {
   readonly stdin: Writable;
   readonly stdout: Readable;
   readonly stderr: Readable;
-  /** Resolves once it has exited and its output has ended. */
-  readonly exited: Promise<{ code: number | null; signal: string | null }>;
+  /**
+   * Resolves once it has exited and its output has ended. `lost`: the host stopped answering before it said how
+   * the program ended (its end is then the host's watchdog's to make), and why.
+   */
+  readonly exited: Promise<{ code: number | null; signal: string | null; lost?: string }>;
   /** Sends `signal` to its whole process group (what it started too); nothing when it is gone. */
   signal(signal: NodeJS.Signals): void;
 }

@@ -21,6 +21,11 @@ const RUN_OUTPUT_LIMIT = 4 * 1024 * 1024;
 export class LocalHost implements Host {
   readonly name = LOCAL_HOST;
   readonly remote = false;
+  readonly fenceMs = 0;
+
+  lost(): undefined {
+    return undefined;
+  }
 
   prepare(): Promise<void> {
     return Promise.resolve();
@@ -154,6 +159,14 @@ export class LocalHost implements Host {
 
   sessionDir(_sessionId: string, localDir: string): string {
     return localDir;
+  }
+
+  apiSocket(): undefined {
+    return undefined;
+  }
+
+  ctlBin(localBin: string): string {
+    return localBin;
   }
 
   tmuxSocket(localSocket: string): string {

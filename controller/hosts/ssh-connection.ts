@@ -111,6 +111,28 @@ export class SshConnection {
     });
   }
 
+  /** Asks the master to forward `remoteSocket` on the host to `localSocket` here; rejects with ssh's reason. */
+  async forwardRemote(remoteSocket: string, localSocket: string): Promise<void> {
+    const { execa } = await import('execa');
+    const result = await execa(
+      'ssh',
+      [
+        ...sshOptions(this.config, this.controlPath),
+        '-O',
+        'forward',
+        '-R',
+        `${remoteSocket}:${localSocket}`,
+        this.config.hostname,
+      ],
+      { reject: false, timeout: OPEN_BOUND_MS, stdin: 'ignore' },
+    );
+    if (result.exitCode !== 0) {
+      throw new Error(
+        `cannot open the tunnel to the city's API on the host: ${String(result.stderr).trim() || result.message}`,
+      );
+    }
+  }
+
   /** Ends the master (and with it every channel); the next use opens a new one. */
   async close(): Promise<void> {
     const master = this.master;

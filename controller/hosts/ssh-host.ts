@@ -30,6 +30,11 @@ export interface SshHostOptions {
   runtimeDir: string;
   /** Called when a prepared host stops answering (its connection or its watchdog ended): `why` for a person. */
   onLost?: (why: string) => void;
+  /**
+   * Opens the city's gateway for this host and resolves with its socket here: the reverse tunnel of the host's
+   * connection ends in it, so that a session's `ctl` there reaches its city (host-gateway.ts). None: no tunnel.
+   */
+  gateway?: () => Promise<string>;
   watchdogDeadlineMs?: number;
 }
 
@@ -57,6 +62,8 @@ interface Prepared {
  */
 export class SshHost implements Host {
   readonly remote = true;
+  readonly fenceMs: number;
+  private lostWhy: string | undefined;
   readonly name: string;
   private readonly conn: SshConnection;
   private prepared: Prepared | undefined;
@@ -68,7 +75,13 @@ export class SshHost implements Host {
     private readonly options: SshHostOptions,
   ) {
     this.name = config.name;
+    // Its deadline, the watchdog's grace between SIGTERM and SIGKILL, and a beat of slack either side.
+    this.fenceMs = (options.watchdogDeadlineMs ?? WATCHDOG_DEADLINE_MS) + 2000 + 2 * HEARTBEAT_MS;
     this.conn = new SshConnection(config, controlPathOf(options.runtimeDir, config.name), (why) => this._lost(why));
+  }
+
+  lost(): string | undefined {
+    return this.lostWhy;
   }
 
   /** Connects and readies the host (idempotent); rejects with a reason for a person. */
@@ -119,7 +132,7 @@ export class SshHost implements Host {
     return new Promise((resolve, reject) => {
       const stderr = new PassThrough();
       let pid: number | undefined;
-      let ended: { code: number | null; signal: string | null } | undefined;
+      let ended: { code: number | null; signal: string | null; lost?: string } | undefined;
       let sshSaid = '';
       let partial = '';
       const timer = setTimeout(() => {
@@ -160,7 +173,7 @@ export class SshHost implements Host {
           }
         }
       });
-      const exited = new Promise<{ code: number | null; signal: string | null }>((done) => {
+      const exited = new Promise<{ code: number | null; signal: string | null; lost?: string }>((done) => {
         ssh.once('close', (code) => {
           if (partial && pid !== undefined) stderr.write(partial);
           stderr.end();
@@ -170,7 +183,7 @@ export class SshHost implements Host {
             reject(new Error(`cannot start ${spec.argv.join(' ')} on ${this.name}: ${why}`));
           }
           // Without the launcher's word the connection went: the program's end is the watchdog's to make.
-          done(ended ?? { code: null, signal: 'SIGHUP' });
+          done(ended ?? { code: null, signal: 'SIGHUP', lost: this.lostWhy ?? `the connection to ${this.name} ended` });
         });
       });
     });
@@ -243,6 +256,14 @@ export class SshHost implements Host {
     return this._ready().install.ctl;
   }
 
+  apiSocket(): string | undefined {
+    return this.options.gateway ? posix.join(this._ready().cityDir, 'api.sock') : undefined;
+  }
+
+  ctlBin(): string {
+    return posix.dirname(this.ctl);
+  }
+
   sessionDir(sessionId: string): string {
     return posix.join(this._ready().cityDir, 'sessions', sessionId);
   }
@@ -301,8 +322,21 @@ export class SshHost implements Host {
     const pings = new Map<string, () => void>();
     const watchdog = await this._watch(ready, pings);
     const heartbeat = setInterval(() => watchdog.stdin!.write('.\n'), HEARTBEAT_MS).unref();
+    if (this.options.gateway) await this._tunnel(cityDir, await this.options.gateway());
     this.prepared = { ...ready, watchdog, heartbeat, pings };
+    this.lostWhy = undefined;
     return this.prepared;
+  }
+
+  /**
+   * The reverse tunnel from `<city dir>/api.sock` on the host to the gateway's socket here, over the host's
+   * connection: sshd makes the socket with its StreamLocalBindMask (0600 by default), and one left by an earlier
+   * connection is removed first (sshd would refuse to bind over it).
+   */
+  private async _tunnel(cityDir: string, gatewaySocket: string): Promise<void> {
+    const remote = posix.join(cityDir, 'api.sock');
+    await this.conn.run(`rm -f ${shellQuote(remote)}`, { timeoutMs: SHORT_MS });
+    await this.conn.forwardRemote(remote, gatewaySocket);
   }
 
   /** Starts the run's watchdog and resolves once it watches. */
@@ -391,6 +425,7 @@ export class SshHost implements Host {
     const ready = this.prepared;
     if (!ready) return;
     this.prepared = undefined;
+    this.lostWhy = why;
     clearInterval(ready.heartbeat);
     ready.watchdog.kill('SIGKILL');
     if (!this.closed) this.options.onLost?.(why);

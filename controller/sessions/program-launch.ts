@@ -32,7 +32,10 @@ export interface Launch {
 export function launchOptions(l: Launch): RuntimeOptions {
   const agent = l.record.kind === 'agent';
   const logger = l.ctx.logger.child({ session: l.record.id });
-  const env = sessionEnvironment(l.ctx, l.record, l.provider, {
+  const host = l.ctx.hostOf?.(l.record) ?? localHost;
+  // Only named variables travel to a host: never the controller's own environment (onHost translates the rest).
+  const place = host.remote ? { ...l.ctx, env: {} } : l.ctx;
+  const env = sessionEnvironment(place, l.record, l.provider, {
     dir: l.dir,
     bead: l.bead,
     ...(agent ? { agentEnv: l.ctx.agentEnv?.(l.record) } : {}),
@@ -41,7 +44,7 @@ export function launchOptions(l: Launch): RuntimeOptions {
   return {
     sessionId: l.record.id,
     provider: l.provider,
-    host: l.ctx.hostOf?.(l.record) ?? localHost,
+    host,
     workDir: l.workDir,
     env,
     stateDir: l.dir,

@@ -29,6 +29,8 @@ export interface ProgramExit {
   requested: boolean;
   /** The end of what it wrote on stderr. */
   stderrTail: string;
+  /** Its host stopped answering before it said how the program ended: why (the session is lost, not crashed). */
+  hostLost?: string;
 }
 
 /** What a program's output can be (each is a transcript entry kind). */

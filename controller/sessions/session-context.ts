@@ -44,6 +44,12 @@ export interface SessionContext {
   runtimes(options: RuntimeOptions, sink: RuntimeSink): SessionRuntime;
   /** The host a session's programs run on (this machine when it names none, or in a unit test). */
   hostOf?(record: SessionRecord): Host;
+  /**
+   * A session's program starting on a host over ssh: a credential minted for it alone, what its `ctl` there acts
+   * with; `credentialEnded` when that program has ended (session-credentials.ts).
+   */
+  credentialFor?(record: SessionRecord, host: Host): string;
+  credentialEnded?(record: SessionRecord): void;
   /** How long a program gets between SIGTERM and SIGKILL. */
   stopGraceMs: number;
   /** A program that is not ready this long after it started is taken to have failed. */

@@ -1,6 +1,7 @@
 import type { AsyncOperation } from '../../shared/dto/events.js';
 import type {
   SessionLifecyclePayload,
+  SessionLostPayload,
   SessionState,
   SessionWorktreeRelease,
   SubmitIntent,
@@ -83,6 +84,21 @@ export class SessionEventLog {
         ...(previous ? { previous_conversation: previous } : {}),
       },
     });
+  }
+
+  /** Its host stopped answering: `session.lost`, with the fence its beads wait for. */
+  async lost(host: string, reason: string, fenceUntil: string): Promise<void> {
+    const { record, state } = this.session;
+    const payload: SessionLostPayload = {
+      session_id: this.id,
+      template: record.template,
+      provider: record.provider,
+      state,
+      host,
+      reason,
+      fence_until: fenceUntil,
+    };
+    await this.log.append({ type: 'session.lost', actor: 'ctl', subject: this.id, message: reason, payload });
   }
 
   /** Its program ended when nobody asked, or could not be started (`exit` absent). */

@@ -11,6 +11,7 @@ export type SessionCommand =
   | 'ready' // creating → active
   | 'fail-create' // creating → failed-create: it could not be started, or exited before it was ready
   | 'exited' // active → asleep: its program ended (asked to, or not)
+  | 'lose' // its host stopped answering: lost, until a person wakes or closes it
   | 'wake' // a dormant session: its program starts again (resuming the conversation where it can)
   | 'suspend' // kept dormant: nothing wakes it but `wake`
   | 'quarantine'
@@ -20,13 +21,14 @@ export type SessionCommand =
   | 'archive'
   | 'close';
 
-const DORMANT: SessionState[] = ['asleep', 'suspended', 'quarantined', 'drained', 'archived', 'failed-create'];
+const DORMANT: SessionState[] = ['asleep', 'suspended', 'quarantined', 'drained', 'archived', 'failed-create', 'lost'];
 
 const TRANSITIONS: Record<SessionCommand, { from: SessionState[]; to: SessionState }> = {
   start: { from: ['start-pending'], to: 'creating' },
   ready: { from: ['creating'], to: 'active' },
   'fail-create': { from: ['creating', 'start-pending'], to: 'failed-create' },
   exited: { from: ['active', 'draining'], to: 'asleep' },
+  lose: { from: ['creating', 'active', 'draining'], to: 'lost' },
   wake: { from: DORMANT, to: 'creating' },
   suspend: {
     from: ['start-pending', 'creating', 'active', 'asleep', 'quarantined', 'draining', 'drained', 'failed-create'],
@@ -49,6 +51,7 @@ const TRANSITIONS: Record<SessionCommand, { from: SessionState[]; to: SessionSta
       'quarantined',
       'archived',
       'failed-create',
+      'lost',
     ],
     to: 'closed',
   },
@@ -79,8 +82,8 @@ export function isDormant(state: SessionState): boolean {
 
 /**
  * A message to a session in one of these states wakes it and is its first turn. A `quarantined` session is kept
- * from waking by itself: only an explicit `wake` starts it.
+ * from waking by itself, and a `lost` one is not started behind anyone's back: only an explicit `wake` starts them.
  */
 export function wakesOnMessage(state: SessionState): boolean {
-  return DORMANT.includes(state) && state !== 'quarantined';
+  return DORMANT.includes(state) && state !== 'quarantined' && state !== 'lost';
 }

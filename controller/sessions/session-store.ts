@@ -42,6 +42,8 @@ export interface SessionRecord extends WorktreeFields {
   usage?: SessionUsage;
   /** The `[[host]]` its programs run on, placed when it was created; absent: this machine (`local`). */
   host?: string;
+  /** Lost: when its program on its host is certainly gone; the beads it holds wait for it (`session.lost`). */
+  lost_until?: string;
 }
 
 /** The directory its program works in: its place in its own worktree, else its work dir. */
@@ -60,6 +62,7 @@ const OPTIONAL: (keyof SessionRecord)[] = [
   'config_hash',
   'managed',
   'suspended_by',
+  'lost_until',
   'worktree',
   'branch',
   'base',

@@ -16,6 +16,7 @@ import type { ProgramHook } from './program-hooks.js';
 import type { ProgramExit, RuntimeSink, SessionRuntime } from './runtime.js';
 import { canResume } from './runtimes.js';
 import { launchOptions } from './program-launch.js';
+import { onHost } from './remote-launch.js';
 import { ensureWorkDir } from './session-environment.js';
 import { SessionEventLog, type LifecycleEvent } from './session-events.js';
 import { nextState, requireTransition, wakesOnMessage, type SessionCommand } from './session-states.js';
@@ -227,7 +228,8 @@ export class Session extends EventEmitter<SessionEvents> {
       if (wrong) throw new Error(`its option ${wrong.key} cannot be used: ${wrong.message}`);
       const resumeKey = canResume(provider) ? this.record.provider_session_key : undefined;
       const first = provider.prompt_mode !== 'stdin' ? this.turns.firstMessage() : undefined;
-      this.runtime = this.ctx.runtimes(
+      // On a host over ssh: its files staged there and its paths the host's.
+      const launch = await onHost(
         launchOptions({
           ctx: this.ctx,
           record: this.record,
@@ -239,8 +241,10 @@ export class Session extends EventEmitter<SessionEvents> {
           firstMessage: first?.text,
           options,
         }),
-        this.sink(),
+        this.ctx.ctlBin,
+        this.ctx.credentialFor ? () => this.ctx.credentialFor!(this.record, this.ctx.hostOf!(this.record)) : undefined,
       );
+      this.runtime = this.ctx.runtimes(launch, this.sink());
       await this.runtime.start();
       if (first) await this.turns.deliveredWithStart(first);
       await this.writer.write({
@@ -251,6 +255,7 @@ export class Session extends EventEmitter<SessionEvents> {
       });
     } catch (err) {
       this.runtime = undefined;
+      this.ctx.credentialEnded?.(this.record);
       const why = err instanceof Problem ? err.detail : (err as Error).message;
       await this.startFailed(why);
       this.emit('ended', { crashed: true, ran_ms: 0 });
@@ -453,10 +458,12 @@ export class Session extends EventEmitter<SessionEvents> {
     const pid = this.runtime?.pid;
     const ranMs = wasReady ? Date.now() - this.readyAt : 0;
     this.runtime = undefined;
+    // What its ctl on a host acted with dies with the program.
+    this.ctx.credentialEnded?.(this.record);
     this.ready = false;
     this.turns.programEnded();
     this.subagents.closeAll();
-    const crashed = !exit.requested && !(refusal !== undefined && wasReady);
+    const crashed = !exit.requested && !(refusal !== undefined && wasReady) && exit.hostLost === undefined;
     // Until the state below is settled and its events written, the session only looks asleep: the tick leaves it
     // alone (`changing`), and hears that it ended only then — so a crash is counted, and a session that crashed
     // too often is quarantined, before anything could start it again.
@@ -501,6 +508,7 @@ export class Session extends EventEmitter<SessionEvents> {
       await this.failQueued('session_stopped', `session ${this.id} stopped before the message was delivered`);
       return;
     }
+    if (exit.hostLost !== undefined) return this.lost(exit.hostLost);
     const how = exit.signal ? `killed by ${exit.signal}` : `exited with code ${exit.code}`;
     if (refusal !== undefined && wasReady) {
       // It ended because its conversation was gone, and said so: not a crash. Asleep, the next message starts
@@ -523,6 +531,28 @@ export class Session extends EventEmitter<SessionEvents> {
     this.save({ reason });
     await this.events.crashed(reason, exit, pid);
     await this.failQueued('session_exited', `session ${this.id}'s program ${how} before the message was delivered`);
+  }
+
+  /**
+   * Its host stopped answering (decisions.md: nothing there is resurrected behind anyone's back): `lost` until a
+   * person wakes or closes it, not counted as a crash. The beads it holds stay held until `lost_until`, when the
+   * program there is certainly gone (the host's fence), and then go back to the pool (the tick's).
+   */
+  private async lost(why: string): Promise<void> {
+    const host = this.ctx.hostOf?.(this.record);
+    const hostName = host?.name ?? 'its host';
+    const fenceUntil = new Date(Date.now() + (host?.fenceMs ?? 0)).toISOString();
+    const reason = `its host ${hostName} stopped answering: ${why}`;
+    this.setState(nextState(this.state, 'lose') ?? this.state);
+    this.record.reason = reason;
+    this.record.lost_until = fenceUntil;
+    this.save({ reason, lost_until: fenceUntil });
+    await this.settleCreate(reason);
+    await this.events.lost(hostName, reason, fenceUntil);
+    await this.failQueued(
+      'session_lost',
+      `session ${this.id}'s host ${hostName} stopped answering before the message was delivered`,
+    );
   }
 
   /** The program could not be started, or ended before it was ready. */

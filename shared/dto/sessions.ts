@@ -15,8 +15,8 @@ export type {
 
 /**
  * A session's lifecycle state (stored in its session bead). `start-pending` → `creating` → `active`; `asleep`,
- * `suspended`, `quarantined` (no program running); `draining` → `drained`; `archived`, `failed-create`; `closed`
- * is terminal.
+ * `suspended`, `quarantined` (no program running); `draining` → `drained`; `archived`, `failed-create`; `lost` (its
+ * host stopped answering: nothing starts it again but a person's `wake`); `closed` is terminal.
  */
 export type SessionState =
   | 'start-pending'
@@ -29,6 +29,7 @@ export type SessionState =
   | 'quarantined'
   | 'archived'
   | 'failed-create'
+  | 'lost'
   | 'closed';
 
 /** What `POST …/submit` can do for this session besides delivering at once. */
@@ -468,6 +469,22 @@ export interface SessionCrashedPayload {
   signal: string | null;
   /** The end of what it wrote on stderr, when anything. */
   stderr_tail?: string;
+}
+
+/**
+ * Payload of `session.lost`: the host its program ran on stopped answering. The beads it holds stay held until
+ * `fence_until`, when the program there is certainly gone (its watchdog's deadline has passed), then go back to
+ * the pool.
+ */
+export interface SessionLostPayload {
+  session_id: string;
+  template: string;
+  provider: string;
+  state: SessionState;
+  host: string;
+  reason: string;
+  /** @format date-time */
+  fence_until: string;
 }
 
 /** Why a turn failed: the provider refused (rate limit, sign-in) or could not be reached, or something else. */

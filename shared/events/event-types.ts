@@ -36,6 +36,7 @@ import type {
 } from '../dto/extmsg.js';
 import type {
   SessionCrashedPayload,
+  SessionLostPayload,
   SessionCreateSucceededPayload,
   SessionLifecyclePayload,
   SessionMessageSucceededPayload,
@@ -67,6 +68,7 @@ export interface EventPayloadTypes {
   NoPayload: NoPayload;
   SessionLifecyclePayload: SessionLifecyclePayload;
   SessionCrashedPayload: SessionCrashedPayload;
+  SessionLostPayload: SessionLostPayload;
   SessionResetPayload: SessionResetPayload;
   SessionPendingPayload: SessionPendingPayload;
   SessionPendingClearedPayload: SessionPendingClearedPayload;
@@ -139,6 +141,7 @@ export const EVENT_PAYLOADS = {
   'session.woke': 'SessionLifecyclePayload',
   'session.stopped': 'SessionLifecyclePayload',
   'session.crashed': 'SessionCrashedPayload',
+  'session.lost': 'SessionLostPayload',
   'session.suspended': 'SessionLifecyclePayload',
   'session.closed': 'SessionLifecyclePayload',
   'session.updated': 'SessionLifecyclePayload',

@@ -1,6 +1,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import {
   closeSync,
+  cpSync,
   existsSync,
   mkdirSync,
   openSync,
@@ -314,6 +315,17 @@ export class TestHost {
   async exec(command: string): Promise<ExecResult> {
     this.requireAlive(`exec ${command}`);
     return run('nsenter', ['-t', String(this.pid1), '-n', '-p', '-m', '-u', '--', 'sh', '-c', command]);
+  }
+
+  /**
+   * Copies `localPath` (a file or directory here) to `hostPath` on the host, through the host's own root as
+   * /proc shows it: what a person would have installed there (an agent's program), not shipped by ctl.
+   */
+  put(localPath: string, hostPath: string): void {
+    this.requireAlive(`put ${hostPath}`);
+    const into = `/proc/${this.pid1}/root${hostPath}`;
+    mkdirSync(dirname(into), { recursive: true });
+    cpSync(localPath, into, { recursive: true });
   }
 
   /** The host's process table, read from this machine's /proc: no process of the reading's own appears in it. */

@@ -51,11 +51,12 @@ export class ChildProgram {
     hostProcess.stderr.on('data', (chunk: string) => {
       this.stderr = (this.stderr + chunk).slice(-STDERR_KEEP);
     });
-    this.exited = hostProcess.exited.then(({ code, signal }) => {
+    this.exited = hostProcess.exited.then(({ code, signal, lost }) => {
       this.running = false;
       if (this.partial) onLines([this.partial]);
       this.partial = '';
-      return { code, signal, requested: this.stopRequested, stderrTail: this.stderr.trim().slice(-2000) };
+      const stderrTail = this.stderr.trim().slice(-2000);
+      return { code, signal, requested: this.stopRequested, stderrTail, ...(lost ? { hostLost: lost } : {}) };
     });
   }
 

@@ -345,6 +345,12 @@ export class TmuxRuntime implements SessionRuntime {
       this.read(screen);
     } catch (err) {
       if (!this.running) return;
+      // Its host stopped answering: what runs there is its watchdog's to end, and the session is lost.
+      const lost = this.options.host.lost();
+      if (lost !== undefined) {
+        this.ended({ code: null, signal: 'SIGHUP', requested: this.stopRequested, stderrTail: '', hostLost: lost });
+        return;
+      }
       // Its session is gone (a person killed it in tmux): the program with it.
       if (/can't find|no server|not found/i.test((err as Error).message)) {
         this.ended({ code: null, signal: 'SIGHUP', requested: this.stopRequested, stderrTail: String(err) });
