@@ -96,6 +96,15 @@ min_active_sessions = 1
     await waitForTurn(city.api, id, 'assistant', /^run: [\s\S]*forbidden[\s\S]*exit 1$/);
   });
 
+  it('tells its shells there the bead it is handed while it runs', async function () {
+    const { id } = await worker();
+    const job = await city.api.create({ title: 'a job for the host' });
+    expect((await city.api.post('/sling', { target: 'worker', bead: job.id })).status).to.equal(200);
+    await waitForTurn(city.api, id, 'user', new RegExp(`^Work on bead ${job.id}`));
+    await deliver(city.api, id, 'run echo "bead=$CTL_BEAD"');
+    await waitForTurn(city.api, id, 'assistant', `run: bead=${job.id}`);
+  });
+
   it('leaves nothing running on the host once the city stops', async function () {
     await worker();
     const stopped = await city.sup.ctl(['city', 'stop', 'remote']);
