@@ -79,7 +79,7 @@ export function HostsView({ city }: { city: string }) {
                   <td class="actions">
                     <ActionButton
                       label="Check now"
-                      name={`Check ${h.name} now`}
+                      name={`Check now: ${h.name}`}
                       run={async () => {
                         const checked = await must(
                           api.POST('/v0/city/{cityName}/hosts/{name}/check', {
