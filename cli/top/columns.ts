@@ -1,4 +1,7 @@
-// How wide `ctl top`'s HOST column is drawn, apart from the view so that unit tests reach it without Ink.
+import type { SessionResponse } from '../../shared/dto/sessions.js';
+
+// What `ctl top`'s session line says beyond its fixed columns — its HOST column (how wide, how a long name is cut)
+// and its tail — apart from the view so that unit tests reach it without Ink.
 
 /** Below this many columns the HOST column is left out: the line's tail (its last output, a question) needs the room. */
 export const HOST_COLUMN_MIN_TERMINAL = 72;
@@ -21,3 +24,17 @@ export function hostCell(host: string, width: number): string {
 }
 
 export const isRemoteHost = (host: string): boolean => host !== LOCAL;
+
+/**
+ * The end of a session's line: the question or permission it waits on; for a lost one why (its host stopped
+ * answering: what a person must act on, since nothing starts it again by itself); else its last output or title.
+ */
+export function sessionTail(s: Pick<SessionResponse, 'pending' | 'state' | 'reason' | 'last_output' | 'title'>): {
+  text: string;
+  tone: 'asks' | 'lost' | 'output';
+} {
+  const flat = (text: string) => text.replace(/\s+/g, ' ');
+  if (s.pending) return { text: flat(`? ${s.pending.kind}: ${s.pending.prompt ?? ''}`), tone: 'asks' };
+  if (s.state === 'lost' && s.reason) return { text: flat(s.reason), tone: 'lost' };
+  return { text: flat(s.last_output ?? s.title), tone: 'output' };
+}

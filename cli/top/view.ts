@@ -2,7 +2,7 @@ import { createElement as h, useEffect, useState, type ReactNode } from 'react';
 import { Box, Text, useApp, useInput, useWindowSize } from 'ink';
 import type { WireEvent, WireTaggedEvent } from '../../shared/dto/events.js';
 import { attach, openPage, openRun, pageOf, respond, type Answer } from './actions.js';
-import { hostCell, hostColumnWidth, isRemoteHost } from './columns.js';
+import { hostCell, hostColumnWidth, isRemoteHost, sessionTail } from './columns.js';
 import {
   agentRowsOf,
   heldBeadOf,
@@ -68,12 +68,8 @@ function sessionLine(
   const s = row.session;
   const name = s.alias ?? s.session_name;
   const activity = s.pending ? 'waiting' : (s.activity ?? '');
-  // A lost session says why (its host stopped answering) where a running one shows its output.
-  const tail = s.pending
-    ? h(Text, { color: 'yellow' }, `? ${s.pending.kind}: ${(s.pending.prompt ?? '').replace(/\s+/g, ' ')}`)
-    : s.state === 'lost' && s.reason
-      ? h(Text, { color: 'yellow' }, s.reason.replace(/\s+/g, ' '))
-      : h(Text, { dimColor: true }, (s.last_output ?? s.title ?? '').replace(/\s+/g, ' '));
+  const said = sessionTail(s);
+  const tail = h(Text, said.tone === 'output' ? { dimColor: true } : { color: 'yellow' }, said.text);
   return line(
     `s${index}`,
     [

@@ -4,7 +4,7 @@ import type { Bead } from '../../shared/dto/beads.js';
 import type { CityInfo } from '../../shared/dto/cities.js';
 import type { SessionResponse } from '../../shared/dto/sessions.js';
 import { pageOf, runOf } from '../../cli/top/actions.js';
-import { hostCell, hostColumnWidth, isRemoteHost } from '../../cli/top/columns.js';
+import { hostCell, hostColumnWidth, isRemoteHost, sessionTail } from '../../cli/top/columns.js';
 import { heldBeadOf, type CityView } from '../../cli/top/model.js';
 
 // Which dashboard page `ctl top`'s o and r open for the selected row (the keys themselves: test/cli-top.test.ts).
@@ -42,8 +42,9 @@ describe('ctl top pages', () => {
   });
 });
 
-// The HOST column of `ctl top`'s sessions (drawn on a real terminal: test/cli-top.test.ts).
-describe('ctl top HOST column', () => {
+// What `ctl top`'s session lines say of hosts: the HOST column, and a lost session's reason (drawn on a real
+// terminal: test/cli-top.test.ts).
+describe('ctl top session lines: HOST column, lost sessions', () => {
   it('is as wide as the longest host (local at least), with its gap', () => {
     expect(hostColumnWidth(['local', 'local'], 100)).to.equal(6);
     expect(hostColumnWidth([], 100)).to.equal(6);
@@ -66,5 +67,20 @@ describe('ctl top HOST column', () => {
   it('marks every host but local remote', () => {
     expect(isRemoteHost('local')).to.equal(false);
     expect(isRemoteHost('build1')).to.equal(true);
+  });
+
+  it('ends a lost session’s line with why, a waiting one’s with what it asks, others with their output', () => {
+    const base = { state: 'active' as const, title: 'a title', last_output: 'built\n  3 files' };
+    expect(sessionTail(base)).to.deep.equal({ text: 'built 3 files', tone: 'output' });
+    expect(sessionTail({ ...base, last_output: undefined })).to.deep.equal({ text: 'a title', tone: 'output' });
+    const reason = 'its host build1 stopped answering: the connection to build1 ended';
+    expect(sessionTail({ ...base, state: 'lost', reason })).to.deep.equal({ text: reason, tone: 'lost' });
+    // A lost session without a reason (none recorded) shows what it last said, as any other.
+    expect(sessionTail({ ...base, state: 'lost' }).tone).to.equal('output');
+    const pending = { request_id: 'r1', kind: 'tool-approval', prompt: 'Allow Bash:\nls', created_at: '' };
+    expect(sessionTail({ ...base, pending })).to.deep.equal({
+      text: '? tool-approval: Allow Bash: ls',
+      tone: 'asks',
+    });
   });
 });
