@@ -161,6 +161,28 @@ name = "here"
     expect(watched.consoleErrors).to.deep.equal([]);
   });
 
+  it('fits a 390-pixel-wide phone screen, and has no serious accessibility violation dark (axe-core)', async () => {
+    const phone = await watchedPage(browser, { width: 390, height: 844 });
+    const dark = await browser.newContext({ colorScheme: 'dark', viewport: { width: 1280, height: 800 } });
+    try {
+      await phone.page.goto(`${city.sup.base}/ui/city/hosted/hosts`);
+      await live(phone.page);
+      await hostRow(phone.page, 'refused').waitFor();
+      const width = await phone.page.evaluate<number>('document.documentElement.scrollWidth');
+      expect(width, `the Hosts view is ${width}px wide`).to.be.at.most(390);
+      const page = await dark.newPage();
+      for (const path of ['/ui/city/hosted/hosts', '/ui/city/hosted']) {
+        await page.goto(`${city.sup.base}${path}`);
+        await live(page);
+        await page.locator('tbody tr').first().waitFor();
+        expect(await seriousViolations(page), `${path} (dark)`).to.deep.equal([]);
+      }
+    } finally {
+      await phone.context.close();
+      await dark.close();
+    }
+  });
+
   it('badges a local session local, on the city page and on the session page', async () => {
     const { page } = watched;
     const here = await waitUntil('here’s session', async () => {
@@ -242,6 +264,9 @@ hosts = ["${target.name}"]
       await remote.waitFor();
       expect((await remote.getAttribute('class'))?.split(' ')).to.include('host-remote');
       expect(await seriousViolations(page), 'axe-core, a remote badge').to.deep.equal([]);
+      await page.emulateMedia({ colorScheme: 'dark' });
+      expect(await seriousViolations(page), 'axe-core, a remote badge, dark').to.deep.equal([]);
+      await page.emulateMedia({ colorScheme: 'light' });
       // The badge leads to where the host's state is.
       await remote.click();
       await page.waitForURL(`${city.sup.base}/ui/city/faraway/hosts`);
