@@ -241,6 +241,35 @@ max_active_sessions = 1
     // The lost one was not started again behind anyone's back.
     expect((await session(city.api, first.id)).state).to.equal('lost');
   });
+
+  it('a partition: the session lost, its program ended on the host by the watchdog, nothing left, used again once healed', async function () {
+    const sessions = async () => (await city.api.get<{ items: Listed[] }>('/sessions')).body.items;
+    const running = await waitUntil('a worker running on the host', async () =>
+      (await sessions()).find((s) => s.template === 'worker' && s.state === 'active'),
+    );
+    const programs = () => host.processes().filter((p) => p.args.includes(ON_HOST));
+    await waitUntil('its program there', () => programs().length === 1);
+    await host.partition();
+    try {
+      await waitUntil('the session lost', async () => (await session(city.api, running.id)).state === 'lost', 60_000);
+      // Nothing answers the host's watchdog now: its deadline ends what ran there.
+      await waitUntil('its program ended on the host', () => programs().length === 0, 60_000);
+      // And then the watchdog itself: nothing of ctl's is left there.
+      await waitUntil('nothing of ctl left on the host', () =>
+        host.processes().every((p) => !p.args.includes('/srv/ctl-work')),
+      );
+    } finally {
+      await host.heal();
+    }
+    expect((await city.api.post<{ state: string }>(`/hosts/${host.name}/check`, {})).body.state).to.equal('up');
+    await waitUntil(
+      'a new worker running there',
+      async () =>
+        (await sessions()).some((s) => s.template === 'worker' && s.state === 'active' && s.id !== running.id),
+      60_000,
+    );
+    expect((await session(city.api, running.id)).state).to.equal('lost');
+  });
 });
 
 /** This machine's ssh processes to `ip`, by their command lines. */
