@@ -134,6 +134,17 @@ min_active_sessions = 1
     expect(onHost('watchdog.js watch')).to.have.length(1);
     expect((await session(city.api, again.id)).running).to.equal(true);
   });
+
+  it('leaves nothing running on the host when the supervisor stops (the last test: it stops the supervisor)', async function () {
+    await worker();
+    await waitUntil('its program on the host', () => onHost(ON_HOST).length === 1);
+    const stopped = await city.sup.ctl(['supervisor', 'stop']);
+    expect(stopped.code, stopped.stderr).to.equal(0);
+    await waitUntil(
+      'nothing of ctl on the host',
+      () => onHost('/srv/ctl-work').length === 0 && onHost(ON_HOST).length === 0,
+    );
+  });
 });
 
 interface BeadView {
