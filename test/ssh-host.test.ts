@@ -184,6 +184,18 @@ describe('a host over OpenSSH (SshHost)', function () {
     expect(await tmux.run(['list-sessions', '-F', '#{session_name}'])).to.equal('ctl-control');
   });
 
+  it('says a host without git cannot be used, and one without tmux that it has none', async function () {
+    // Hidden inside the host's own mounts: what a host without them is like.
+    await made.exec('mount --bind /dev/null /usr/bin/git && mount --bind /dev/null /usr/bin/tmux');
+    try {
+      const probe = await sshHost().check();
+      expect(probe).to.include({ ok: false, git: false, tmux: false });
+      expect(probe.error).to.equal('git is not installed on the host (ctl needs it there)');
+    } finally {
+      await made.exec('umount /usr/bin/git; umount /usr/bin/tmux');
+    }
+  });
+
   it('says why a host cannot be used: a wrong host key, no answer, a key that is not there — never a hang', async function () {
     // The other host's key under this host's address: what a host that was replaced (or an impostor) shows.
     const impostor = join(cityDir, 'impostor-known-hosts');
