@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { packageRoot } from '../shared/paths.js';
 import { controllerPid } from './helpers/controller-pid.js';
-import { hostsAvailable, makeHosts, type TestHost, type TestHosts } from './helpers/netns-hosts.js';
+import { hostsAvailable, makeHosts, type HostOptions, type TestHost, type TestHosts } from './helpers/netns-hosts.js';
 import { deliver, send, session, startSessionCity, waitForTurn, type SessionCity } from './helpers/sessions.js';
 import { waitUntil } from './helpers/wait.js';
 
@@ -44,26 +44,7 @@ describe('sessions on a host over OpenSSH (a real supervisor, a network-namespac
       this.test!.parent!.title += ` (skipped: ${why})`;
       return this.skip();
     }
-    hosts = await makeHosts(1, { slots: 2 });
-    [host] = hosts.hosts as [TestHost];
-    host.put(ECHO_AGENT, ON_HOST);
-    city = await startSessionCity(
-      'remote',
-      `
-${host.tomlTable()}
-[providers.remote-echo]
-command = "${ON_HOST}"
-ready_prompt_prefix = "ready>"
-env = { ECHO_READY = "ready>" }
-
-[[agent]]
-name = "worker"
-provider = "remote-echo"
-hosts = ["${host.name}"]
-min_active_sessions = 1
-`,
-      { CTL_TEST_SECRET: 'not-for-hosts' },
-    );
+    ({ hosts, host, city } = await remoteWorkerCity('remote', { slots: 2 }, '', { CTL_TEST_SECRET: 'not-for-hosts' }));
   });
 
   after(async function () {
@@ -169,26 +150,7 @@ describe('a host that dies mid-turn (a real supervisor, a network-namespace host
       this.test!.parent!.title += ` (skipped: ${why})`;
       return this.skip();
     }
-    hosts = await makeHosts(1);
-    [host] = hosts.hosts as [TestHost];
-    host.put(ECHO_AGENT, ON_HOST);
-    city = await startSessionCity(
-      'fenced',
-      `
-${host.tomlTable()}
-[providers.remote-echo]
-command = "${ON_HOST}"
-ready_prompt_prefix = "ready>"
-env = { ECHO_READY = "ready>" }
-
-[[agent]]
-name = "worker"
-provider = "remote-echo"
-hosts = ["${host.name}"]
-min_active_sessions = 1
-max_active_sessions = 1
-`,
-    );
+    ({ hosts, host, city } = await remoteWorkerCity('fenced', {}, 'max_active_sessions = 1\n'));
   });
 
   after(async function () {
@@ -282,6 +244,39 @@ max_active_sessions = 1
     expect((await session(city.api, running.id)).state).to.equal('lost');
   });
 });
+
+/**
+ * One network-namespace host with the echo agent installed, and a city whose agent `worker` (one session at least,
+ * `more` its further keys) runs there.
+ */
+async function remoteWorkerCity(
+  name: string,
+  options: HostOptions,
+  more: string,
+  env?: NodeJS.ProcessEnv,
+): Promise<{ hosts: TestHosts; host: TestHost; city: SessionCity }> {
+  const hosts = await makeHosts(1, options);
+  const [host] = hosts.hosts as [TestHost];
+  host.put(ECHO_AGENT, ON_HOST);
+  const city = await startSessionCity(
+    name,
+    `
+${host.tomlTable()}
+[providers.remote-echo]
+command = "${ON_HOST}"
+ready_prompt_prefix = "ready>"
+env = { ECHO_READY = "ready>" }
+
+[[agent]]
+name = "worker"
+provider = "remote-echo"
+hosts = ["${host.name}"]
+min_active_sessions = 1
+${more}`,
+    env,
+  );
+  return { hosts, host, city };
+}
 
 /** This machine's ssh processes to `ip`, by their command lines. */
 function sshProcessesTo(ip: string): string[] {
