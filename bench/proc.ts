@@ -37,6 +37,22 @@ export function cpuMs(pid: number): number {
   }
 }
 
+/**
+ * When a process started, in ms of the wall clock (clock-tick resolution): its start in ticks since boot (stat(5)
+ * field 22) set against the time since boot now (/proc/uptime); NaN when it is gone.
+ */
+export function startedAtMs(pid: number): number {
+  try {
+    const now = Date.now();
+    const uptimeMs = Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]) * 1000;
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return now - uptimeMs + (Number(fields[19]) / clockTicks()) * 1000;
+  } catch {
+    return NaN;
+  }
+}
+
 export interface MemoryKiB {
   /** Resident set size: every page mapped and resident, shared ones (the node binary, libraries) included. */
   rss: number;
