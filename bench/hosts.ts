@@ -31,7 +31,7 @@ import { hostsAvailable, makeHosts, type TestHost, type TestHosts } from '../tes
 import { ECHO_AGENT, startSessionCity, type SessionCity } from '../test/helpers/sessions.js';
 import { tempDir } from '../test/helpers/temp-dir.js';
 import { waitUntil } from '../test/helpers/wait.js';
-import { rssKiB, startedAtMs } from './proc.js';
+import { childPids, memoryKiB, rssKiB, startedAtMs } from './proc.js';
 import { createLatency, replyLatency } from './sessions.js';
 import { round, rounded, summarize, type Summary } from './stats.js';
 import { formatTable, mib, ms } from './table.js';
@@ -169,12 +169,33 @@ interface Pools {
   rssBeforeKib: number;
   rssAfterKib: number;
   allRunningMs: number;
+  /** The controller's ssh children (a ControlMaster per host, a client per channel on it) and their PSS summed. */
+  sshBefore: SshChildren;
+  sshAfter: SshChildren;
+}
+
+interface SshChildren {
+  count: number;
+  pssKib: number;
+}
+
+function sshChildrenOf(pid: number): SshChildren {
+  const ssh = childPids(pid).filter((child) => {
+    try {
+      return readFileSync(`/proc/${child}/comm`, 'utf8').trim() === 'ssh';
+    } catch {
+      return false;
+    }
+  });
+  // PSS: the ssh binary's and libraries' pages are shared among them, which summed RSS would count each time.
+  return { count: ssh.length, pssKib: ssh.reduce((sum, child) => sum + (memoryKiB(child).pss || 0), 0) };
 }
 
 /** 3. The pools added to city.toml: until all 30 sessions run on their hosts; the controller's RSS. */
 async function pools(city: SessionCity, hosts: TestHost[]): Promise<Pools> {
   const pid = controllerPid(city.dir);
   const rssBeforeKib = rssKiB(pid);
+  const sshBefore = sshChildrenOf(pid);
   const started = performance.now();
   const file = join(city.dir, 'city.toml');
   writeFileSync(file, readFileSync(file, 'utf8').replace(cityToml(hosts, false), cityToml(hosts, true)));
@@ -189,7 +210,7 @@ async function pools(city: SessionCity, hosts: TestHost[]): Promise<Pools> {
   );
   const allRunningMs = performance.now() - started;
   if (controllerPid(city.dir) !== pid) throw new Error('the controller was replaced while the pools started');
-  return { rssBeforeKib, rssAfterKib: rssKiB(pid), allRunningMs };
+  return { rssBeforeKib, rssAfterKib: rssKiB(pid), allRunningMs, sshBefore, sshAfter: sshChildrenOf(pid) };
 }
 
 /** 4. `READS` screen reads of a tmux session running `cat` on `host` (the first 20 not counted). */
@@ -416,6 +437,8 @@ export async function runHosts(): Promise<void> {
                 [`city.toml edit → all ${POOL_HOSTS * POOL_SESSIONS} running, ms`, ms(pool.allRunningMs, 0)],
                 ['controller RSS before (worker + here running), MiB', mib(pool.rssBeforeKib)],
                 [`controller RSS, ${POOL_HOSTS * POOL_SESSIONS} more running on hosts, MiB`, mib(pool.rssAfterKib)],
+                [`its ssh children before → then (count)`, `${pool.sshBefore.count} → ${pool.sshAfter.count}`],
+                [`their PSS summed before → then, MiB`, `${mib(pool.sshBefore.pssKib)} → ${mib(pool.sshAfter.pssKib)}`],
               ],
             ),
           ]

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 
 /** Resident set size of a process in KiB (`VmRSS` of /proc/<pid>/status); NaN when it is gone. */
 export function rssKiB(pid: number): number {
@@ -50,6 +50,17 @@ export function startedAtMs(pid: number): number {
     return now - uptimeMs + (Number(fields[19]) / clockTicks()) * 1000;
   } catch {
     return NaN;
+  }
+}
+
+/** The children of a process, as /proc/<pid>/task/<tid>/children lists them for each of its threads. */
+export function childPids(pid: number): number[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`).flatMap((tid) =>
+      readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim().split(' ').filter(Boolean).map(Number),
+    );
+  } catch {
+    return [];
   }
 }
 
