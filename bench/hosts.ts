@@ -2,12 +2,12 @@
  * Hosts benchmark (issue 32, "Measure"): sessions on hosts over OpenSSH against network-namespace hosts with their
  * own sshd (test/helpers/netns-hosts.ts), beside the same on this machine, in one city of a real supervisor:
  *   1. session start, POST /sessions → `session.woke`: on a host whose connection is open (warm) and here; and cold,
- *      the city started again (`ctl city start`), from its `controller.started` to the host's `host.up` (a first
- *      connection and the check that ctl is shipped there) and to its agents' sessions woke, there and here — and the
- *      very first start, which ships Node and ctl's tools to the host,
+ *      the city started again (`ctl city start`), from its controller's process start to the host's `host.up` (a
+ *      first connection and the check that ctl is shipped there) and to its agents' sessions woke, there and here —
+ *      and the very first start, which ships Node and ctl's tools to the host,
  *   2. a message → the first reply frame (session stream), a session there and one here,
  *   3. 10 sessions on each of 3 hosts (agents with min_active_sessions = 10, hosts with slots = 10): the time from the
- *      city.toml edit that adds them until all 30 run, and the controller's RSS before and then,
+ *      city.toml edit that adds them until all 30 run; the controller's RSS and its ssh children before and then,
  *   4. a tmux screen read (TmuxServer.capture) over a host (SshHost: its one control-mode client) and here,
  *   5. a host crashed (its pid 1 SIGKILLed, its 10 sessions holding a bead each) → each `session.lost`, and → each
  *      bead back in the pool (`bead.updated`, open and unassigned).
@@ -94,7 +94,7 @@ async function listSessions(city: SessionCity): Promise<Listed[]> {
   return reply.body.items;
 }
 
-/** The template of session `id` as its `session.woke` names it. */
+/** The agent (or provider) a session event's session was made from. */
 function templateOf(e: Envelope): string {
   return e.payload.template as string;
 }
@@ -115,7 +115,8 @@ interface Cold {
  * `host.up` and to each agent's session woke. (Its sessions start before its API, so before `controller.started`.)
  */
 async function startFigures(city: SessionCity, hostName: string, since: number) {
-  // The controller of this start, not the one before it (whose pid file may still be there): it started after `since`.
+  // The controller of this start, not the one before it (whose pid file may still be there): it started after
+  // `since`, give or take a clock tick (10 ms) of its start time.
   const controllerStart = await waitUntil("this start's controller", () => {
     try {
       const at = startedAtMs(controllerPid(city.dir));
@@ -138,12 +139,12 @@ async function startFigures(city: SessionCity, hostName: string, since: number) 
     120_000,
     200,
   );
-  const since0 = (e: Envelope) => Date.parse(e.ts) - controllerStart;
+  const fromStart = (e: Envelope) => Date.parse(e.ts) - controllerStart;
   return {
-    controllerStarted: since0(found.started),
-    hostUp: since0(found.up),
-    remoteWoke: since0(found.remote),
-    localWoke: since0(found.local),
+    controllerStarted: fromStart(found.started),
+    hostUp: fromStart(found.up),
+    remoteWoke: fromStart(found.remote),
+    localWoke: fromStart(found.local),
   };
 }
 
