@@ -121,7 +121,13 @@ export function assembleCity(o: CityInputs): CityRuntime {
     timeoutMs: () => settings.config.daemon.setupTimeoutMs,
   });
   const beads = new BeadsService(o.store, log);
-  const holding = new WorkHolding(beads, logger);
+  const holding = new WorkHolding(beads, logger, async (session, file) => {
+    const record = sessions.find(session.id).record;
+    const host = hostOf(record);
+    if (!host.remote || host.lost() !== undefined) return;
+    await host.prepare();
+    await host.stage(session.dir, [file], host.sessionDir(session.id, session.dir));
+  });
   const sessions = new SessionService(
     {
       cityName: name,

@@ -82,6 +82,8 @@ min_active_sessions = 0
     const screen = await pane!.waitFor(/ctl top — city town .*● live/);
     expect(screen).to.include(claude).and.include(tui);
     expect(screen).to.match(/session\.created +/);
+    // Each session's host, after its state: both run here.
+    for (const id of [claude, tui]) expect(screen).to.match(new RegExp(`${id} +\\S+ +\\S+ +local `));
   });
 
   it('puts a session waiting on a permission first, and a allows it: the program runs the tool', async () => {
@@ -139,7 +141,7 @@ min_active_sessions = 0
     await pane!.waitFor(new RegExp(`ctl top — city town[\\s\\S]*Back from ${tui}`));
   });
 
-  it('fits 80 columns and redraws when the terminal is resized', async () => {
+  it('fits 80 columns (70, without its HOST column) and redraws when the terminal is resized', async () => {
     pane!.resize(80, 24);
     const screen = await waitUntil('an 80-column screen', () => {
       const lines = pane!.screen().replace(/\n$/, '').split('\n');
@@ -148,6 +150,19 @@ min_active_sessions = 0
     expect(Math.max(...screen.map((l) => [...l].length))).to.be.at.most(80);
     expect(screen.join('\n')).to.match(/SESSIONS[\s\S]*AGENTS[\s\S]*EVENTS/);
     expect(screen[23]).to.match(/^↑↓ select/);
+    expect(screen.find((l) => l.slice(2).startsWith(`${claude} `))).to.match(/ local /);
+    // Narrower still, the HOST column makes room for what the sessions say.
+    pane!.resize(70, 24);
+    // Ink redraws once it hears of the new size: until then tmux shows the old screen cut at 70.
+    const row = await waitUntil('the session line redrawn without its host', () => {
+      const line = pane!
+        .screen()
+        .split('\n')
+        .find((l) => /^[▶ ] /.test(l) && l.slice(2).startsWith(`${claude} `));
+      return line !== undefined && !/ local /.test(line) ? line : undefined;
+    });
+    expect([...row].length).to.be.at.most(70);
+    expect(row).to.match(new RegExp(`${claude} +\\S+ +active `));
     pane!.resize(120, 30);
     await pane!.waitFor(/^↑↓ select/m);
   });

@@ -2,6 +2,7 @@ import { createElement as h, useEffect, useState, type ReactNode } from 'react';
 import { Box, Text, useApp, useInput, useWindowSize } from 'ink';
 import type { WireEvent, WireTaggedEvent } from '../../shared/dto/events.js';
 import { attach, openPage, openRun, pageOf, respond, type Answer } from './actions.js';
+import { hostCell, hostColumnWidth, isRemoteHost, sessionTail } from './columns.js';
 import {
   agentRowsOf,
   heldBeadOf,
@@ -49,18 +50,26 @@ function connectionText(c: Connection): ReactNode {
 
 function stateColour(state: string): string | undefined {
   if (/quarantined|failed|crashed/.test(state)) return 'red';
+  // Its host stopped answering: nothing starts it again until a person wakes or closes it.
+  if (state === 'lost') return 'yellow';
   if (/working|in-turn|active|awake/.test(state)) return 'green';
   if (/suspended|stopped|asleep|closed/.test(state)) return 'gray';
   return undefined;
 }
 
-function sessionLine(row: SessionRow, showCity: boolean, selected: boolean, index: number): ReactNode {
+/** `hostWidth`: the HOST column's width, 0 when the terminal is too narrow for it. */
+function sessionLine(
+  row: SessionRow,
+  showCity: boolean,
+  hostWidth: number,
+  selected: boolean,
+  index: number,
+): ReactNode {
   const s = row.session;
   const name = s.alias ?? s.session_name;
   const activity = s.pending ? 'waiting' : (s.activity ?? '');
-  const tail = s.pending
-    ? h(Text, { color: 'yellow' }, `? ${s.pending.kind}: ${(s.pending.prompt ?? '').replace(/\s+/g, ' ')}`)
-    : h(Text, { dimColor: true }, (s.last_output ?? s.title ?? '').replace(/\s+/g, ' '));
+  const said = sessionTail(s);
+  const tail = h(Text, said.tone === 'output' ? { dimColor: true } : { color: 'yellow' }, said.text);
   return line(
     `s${index}`,
     [
@@ -69,6 +78,13 @@ function sessionLine(row: SessionRow, showCity: boolean, selected: boolean, inde
       pad(s.id, 10),
       pad(name, 18),
       h(Text, { color: stateColour(s.state) }, pad(s.state, 11)),
+      ...(hostWidth
+        ? [
+            isRemoteHost(s.host)
+              ? h(Text, { color: 'cyan' }, hostCell(s.host, hostWidth))
+              : h(Text, { dimColor: true }, hostCell(s.host, hostWidth)),
+          ]
+        : []),
       h(Text, { color: s.pending ? 'yellow' : stateColour(activity) }, pad(activity, 9)),
       tail,
     ],
@@ -231,6 +247,10 @@ export function TopScreen({ model }: { model: TopModel }): ReactNode {
   });
 
   const waiting = sessions.filter((r) => r.session.pending).length;
+  const hostWidth = hostColumnWidth(
+    sessions.map((r) => r.session.host),
+    columns,
+  );
   const agentRows = agentLines(
     state.cities,
     showCity,
@@ -262,7 +282,9 @@ export function TopScreen({ model }: { model: TopModel }): ReactNode {
       ? [line('no-sessions', [h(Text, { dimColor: true }, '  No sessions.')])]
       : sessions
           .slice(first, first + sessionRoom)
-          .map((r, i) => sessionLine(r, showCity, focus === 'sessions' && first + i === selected, first + i))),
+          .map((r, i) =>
+            sessionLine(r, showCity, hostWidth, focus === 'sessions' && first + i === selected, first + i),
+          )),
     heading('AGENTS', focus === 'agents' ? '  ◀' : ''),
     ...(agentRows.length === 0
       ? [line('no-agents', [h(Text, { dimColor: true }, '  No agents.')])]

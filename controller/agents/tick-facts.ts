@@ -35,6 +35,11 @@ export interface SessionFacts {
   suspendedByTick: boolean;
   /** The host it was placed on (`local` when it names none). */
   host?: string;
+  /**
+   * Lost with its host (and closed since, or not): until when its program there may still run (ms since the
+   * epoch); its beads wait for it.
+   */
+  lostUntil?: number;
 }
 
 /** What the tick sees of an agent when it plans. */

@@ -92,7 +92,8 @@ class Planner {
     const { agent } = facts;
     this.memory.unplaceable.delete(agent.name);
     // A session being restarted counts, but is left alone until it is back.
-    const sessions = this.sessions.filter((s) => isOf(s, agent.name) && s.state !== 'closed');
+    // A lost session runs nothing and is started again only by a person: its agent's pool goes on without it.
+    const sessions = this.sessions.filter((s) => isOf(s, agent.name) && s.state !== 'closed' && s.state !== 'lost');
     if (facts.suspended !== undefined) {
       // An age restart under way becomes a suspension: nothing starts while its agent is suspended.
       for (const s of sessions)
@@ -225,12 +226,23 @@ class Planner {
           session.state !== 'closed' &&
           (session.running || ['creating', 'start-pending', 'draining'].includes(session.state));
         if (alive) continue;
+        // Lost with its host: its program there may still be working on the bead until the host's fence has
+        // passed (its watchdog ends it by then); handing the bead to another before would run it twice.
+        const fence = session?.lostUntil ?? 0;
+        if (fence > this.input.now) {
+          this.retickIn(fence - this.input.now);
+          continue;
+        }
         const routedTo = bead.metadata?.[ROUTED_TO];
+        const gone =
+          session?.lostUntil !== undefined
+            ? `${bead.assignee ?? sessionId} was lost with its host`
+            : `${bead.assignee ?? sessionId} is gone`;
         this.actions.push({
           kind: 'reopen',
           bead,
           sessionId,
-          message: `${bead.assignee ?? sessionId} is gone; the bead is open again${routedTo && this.byName.has(routedTo) ? ` for ${routedTo}` : ''}`,
+          message: `${gone}; the bead is open again${routedTo && this.byName.has(routedTo) ? ` for ${routedTo}` : ''}`,
         });
         const left = this.held.get(holder)!.filter((b) => b.id !== bead.id);
         if (left.length) this.held.set(holder, left);

@@ -423,5 +423,6 @@ function factsOf(session: Session): SessionFacts {
     readySince: session.readySince,
     suspendedByTick: record.suspended_by === 'tick',
     ...(record.host ? { host: record.host } : {}),
+    ...(record.lost_until ? { lostUntil: Date.parse(record.lost_until) } : {}),
   };
 }

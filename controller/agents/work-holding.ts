@@ -2,13 +2,19 @@ import type { Logger } from 'pino';
 import type { Bead } from '../../shared/dto/beads.js';
 import type { BeadsService } from '../beads/beads-service.js';
 import type { Session } from '../sessions/session.js';
-import { writeHeldBead } from '../sessions/session-environment.js';
+import { HELD_BEAD_FILE, writeHeldBead } from '../sessions/session-environment.js';
 import { mergeNote } from './sling-input.js';
 import { ASSIGNED_SESSION, MERGE_STRATEGY, ROUTED_TO } from '../beads/work-schema.js';
 import { heldBeadOf, type WorkBoard } from './work-board.js';
 
 /** A session's held-bead file is in its directory: what the file needs of a session. */
 type SessionFiles = Pick<Session, 'id' | 'dir'>;
+
+/**
+ * Copies a session's file just written where its program reads it, when that is another host (its shells there
+ * read `CTL_BEAD` from it); resolves once it is there.
+ */
+export type MirrorFile = (session: SessionFiles, file: string) => Promise<void>;
 
 /** How a bead is handed to a session. */
 export interface HoldOptions {
@@ -37,6 +43,7 @@ export class WorkHolding {
   constructor(
     private readonly beads: BeadsService,
     private readonly logger: Logger,
+    private readonly mirror?: MirrorFile,
   ) {}
 
   /**
@@ -57,6 +64,8 @@ export class WorkHolding {
     );
     o.board?.held(session.id, taken);
     this.writeFile(session, taken.id);
+    // On a host, the file is there before the work line is: the shell its program runs for it sees the bead.
+    await this.mirrored(session);
     session.enqueue(withNudge(workMessage(taken), o.nudge), 'default', o.wake !== undefined ? { wake: o.wake } : {});
     return taken;
   }
@@ -92,11 +101,22 @@ export class WorkHolding {
       if (this.written.has(session.id) && this.written.get(session.id) === bead) continue;
       try {
         this.writeFile(session, bead);
+        void this.mirrored(session);
       } catch (err) {
         this.logger.warn({ err, session: session.id }, 'could not record the bead a session holds');
       }
     }
     for (const id of this.written.keys()) if (!open.has(id)) this.written.delete(id);
+  }
+
+  /** The held-bead file copied to the session's host (a failure is logged: the next change copies it again). */
+  private async mirrored(session: SessionFiles): Promise<void> {
+    try {
+      await this.mirror?.(session, HELD_BEAD_FILE);
+    } catch (err) {
+      this.written.delete(session.id);
+      this.logger.warn({ err, session: session.id }, 'could not copy the bead a session holds to its host');
+    }
   }
 
   private writeFile(session: SessionFiles, bead: string | undefined): void {

@@ -17,6 +17,7 @@ import type { ProgramExit, RuntimeSink, SessionRuntime } from './runtime.js';
 import { canResume } from './runtimes.js';
 import { launchOptions } from './program-launch.js';
 import { onHost } from './remote-launch.js';
+import { LOCAL_HOST } from '../hosts/host.js';
 import { ensureWorkDir } from './session-environment.js';
 import { SessionEventLog, type LifecycleEvent } from './session-events.js';
 import { nextState, requireTransition, wakesOnMessage, type SessionCommand } from './session-states.js';
@@ -212,6 +213,8 @@ export class Session extends EventEmitter<SessionEvents> {
   async wake(command: 'start' | 'wake' | 'restart', reason: string): Promise<void> {
     if (command !== 'restart') this.transition(command);
     else this.setState('creating');
+    // A lost session a person wakes: its fence is over with it.
+    if (this.record.lost_until !== undefined) this.saveFields({ lost_until: undefined });
     this.record.reason = reason;
     this.save({ reason });
     let provider: ResolvedProvider;
@@ -540,19 +543,16 @@ export class Session extends EventEmitter<SessionEvents> {
    */
   private async lost(why: string): Promise<void> {
     const host = this.ctx.hostOf?.(this.record);
-    const hostName = host?.name ?? 'its host';
+    const hostName = host?.name ?? LOCAL_HOST;
     const fenceUntil = new Date(Date.now() + (host?.fenceMs ?? 0)).toISOString();
-    const reason = `its host ${hostName} stopped answering: ${why}`;
+    const reason = `its host ${host ? `${host.name} ` : ''}stopped answering: ${why}`;
     this.setState(nextState(this.state, 'lose') ?? this.state);
     this.record.reason = reason;
     this.record.lost_until = fenceUntil;
     this.save({ reason, lost_until: fenceUntil });
     await this.settleCreate(reason);
     await this.events.lost(hostName, reason, fenceUntil);
-    await this.failQueued(
-      'session_lost',
-      `session ${this.id}'s host ${hostName} stopped answering before the message was delivered`,
-    );
+    await this.failQueued('session_lost', `session ${this.id}'s ${reason} before the message was delivered`);
   }
 
   /** The program could not be started, or ended before it was ready. */

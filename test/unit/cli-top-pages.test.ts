@@ -4,6 +4,7 @@ import type { Bead } from '../../shared/dto/beads.js';
 import type { CityInfo } from '../../shared/dto/cities.js';
 import type { SessionResponse } from '../../shared/dto/sessions.js';
 import { pageOf, runOf } from '../../cli/top/actions.js';
+import { hostCell, hostColumnWidth, isRemoteHost, sessionTail } from '../../cli/top/columns.js';
 import { heldBeadOf, type CityView } from '../../cli/top/model.js';
 
 // Which dashboard page `ctl top`'s o and r open for the selected row (the keys themselves: test/cli-top.test.ts).
@@ -38,5 +39,48 @@ describe('ctl top pages', () => {
     expect(heldBeadOf(cities, { city: 'town', session: session('t-1', 'agent', 'worker') })).to.equal('t-9');
     expect(heldBeadOf(cities, { city: 'town', session: session('t-2', 'agent', 'idle') })).to.equal(undefined);
     expect(heldBeadOf(cities, { city: 'town', session: session('t-3', 'provider', 'worker') })).to.equal(undefined);
+  });
+});
+
+// What `ctl top`'s session lines say of hosts: the HOST column, and a lost session's reason (drawn on a real
+// terminal: test/cli-top.test.ts).
+describe('ctl top session lines: HOST column, lost sessions', () => {
+  it('is as wide as the longest host (local at least), with its gap', () => {
+    expect(hostColumnWidth(['local', 'local'], 100)).to.equal(6);
+    expect(hostColumnWidth([], 100)).to.equal(6);
+    expect(hostColumnWidth(['local', 'build1'], 100)).to.equal(7);
+  });
+
+  it('is cut at 12 characters, a cut name marked with an ellipsis', () => {
+    const width = hostColumnWidth(['gpu-box-in-the-basement'], 120);
+    expect(width).to.equal(13);
+    expect(hostCell('gpu-box-in-the-basement', width)).to.equal('gpu-box-in-… ');
+    expect(hostCell('gpu-box-in-t', width)).to.equal('gpu-box-in-t ');
+    expect(hostCell('local', width)).to.equal('local'.padEnd(13));
+  });
+
+  it('is left out on a terminal narrower than 72 columns, where the output needs the room', () => {
+    expect(hostColumnWidth(['build1'], 71)).to.equal(0);
+    expect(hostColumnWidth(['build1'], 72)).to.equal(7);
+  });
+
+  it('marks every host but local remote', () => {
+    expect(isRemoteHost('local')).to.equal(false);
+    expect(isRemoteHost('build1')).to.equal(true);
+  });
+
+  it('ends a lost session’s line with why, a waiting one’s with what it asks, others with their output', () => {
+    const base = { state: 'active' as const, title: 'a title', last_output: 'built\n  3 files' };
+    expect(sessionTail(base)).to.deep.equal({ text: 'built 3 files', tone: 'output' });
+    expect(sessionTail({ ...base, last_output: undefined })).to.deep.equal({ text: 'a title', tone: 'output' });
+    const reason = 'its host build1 stopped answering: the connection to build1 ended';
+    expect(sessionTail({ ...base, state: 'lost', reason })).to.deep.equal({ text: reason, tone: 'lost' });
+    // A lost session without a reason (none recorded) shows what it last said, as any other.
+    expect(sessionTail({ ...base, state: 'lost' }).tone).to.equal('output');
+    const pending = { request_id: 'r1', kind: 'tool-approval', prompt: 'Allow Bash:\nls', created_at: '' };
+    expect(sessionTail({ ...base, pending })).to.deep.equal({
+      text: '? tool-approval: Allow Bash: ls',
+      tone: 'asks',
+    });
   });
 });

@@ -368,6 +368,26 @@ describe('session core: a session over an in-memory program', function () {
     expect(texts(session, 'exit')).to.deep.equal(['exited with code 3']);
   });
 
+  it('lost: a program whose host stopped answering ends as lost, not a crash, with its fence; no message wakes it', async function () {
+    const { session, program } = await city.running();
+    const ended: { crashed: boolean }[] = [];
+    session.on('ended', (e) => ended.push(e));
+    const before = Date.now();
+    program.exit({ code: null, signal: 'SIGHUP', requested: false, stderrTail: '', hostLost: 'keep-alive timed out' });
+    await until('the exit settled', () => ended.length === 1);
+    expect(ended[0].crashed).to.equal(false);
+    expect(session.state).to.equal('lost');
+    expect(session.record.reason).to.equal('its host stopped answering: keep-alive timed out');
+    expect(city.events('session.crashed')).to.have.length(0);
+    const [lost] = city.events('session.lost').map((e) => e.payload as { fence_until: string; host: string });
+    expect(Date.parse(lost.fence_until)).to.be.at.least(before - 1000);
+    expect(city.ctx.store.get(session.id)!.lost_until).to.equal(lost.fence_until);
+    // Nothing starts it behind anyone's back: a message waits for a person's wake.
+    session.enqueue('are you there', 'default', { request: { id: 'req-3', operation: 'session.message' } });
+    expect(session.state).to.equal('lost');
+    expect(session.running).to.equal(false);
+  });
+
   it('crash: an exit asked for is no crash', async function () {
     const { session } = await city.running();
     const ended: { crashed: boolean }[] = [];

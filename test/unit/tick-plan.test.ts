@@ -360,6 +360,43 @@ describe('the tick planner (planTick)', () => {
     });
   });
 
+  describe('work held by a session lost with its host', () => {
+    const lostHolder = (until: number) =>
+      session('pool', { state: 'lost', running: false, idle: false, ready: false, host: 'far', lostUntil: until });
+    const heldBy = (holder: SessionFacts) =>
+      new Map([
+        [holder.id, [bead('b1', 'pool', { metadata: { [ROUTED_TO]: 'pool', [ASSIGNED_SESSION]: holder.id } })]],
+      ]);
+
+    it('stays held until the host’s fence has passed, with a tick asked for then', () => {
+      const lost = lostHolder(NOW + 4000);
+      const p = plan({ agents: [pool('pool', 0, 3)], sessions: [lost], held: heldBy(lost) });
+      expect(of(p, 'reopen')).to.deep.equal([]);
+      expect(p.retickInMs).to.be.at.most(4000);
+    });
+
+    it('goes back to the pool once the fence has passed, saying the holder was lost with its host', () => {
+      const lost = lostHolder(NOW - 1);
+      const p = plan({ agents: [pool('pool', 0, 3)], sessions: [lost], held: heldBy(lost) });
+      expect(of(p, 'reopen').map((a) => [a.bead.id, a.message])).to.deep.equal([
+        ['b1', `${lost.id} was lost with its host; the bead is open again for pool`],
+      ]);
+    });
+
+    it('is never woken by the tick, and its pool goes on without it: a new session takes its place', () => {
+      const lost = lostHolder(NOW - 1);
+      const p = plan({ agents: [pool('pool', 1, 1)], sessions: [lost] });
+      expect(of(p, 'wake')).to.deep.equal([]);
+      expect(of(p, 'start')).to.have.length(1);
+    });
+
+    it('closed since it was lost, its bead still waits for the fence', () => {
+      const closed = { ...lostHolder(NOW + 4000), state: 'closed' as const };
+      const p = plan({ agents: [pool('pool', 0, 3)], sessions: [closed], held: heldBy(closed) });
+      expect(of(p, 'reopen')).to.deep.equal([]);
+    });
+  });
+
   describe('crash back-off', () => {
     it('waits out a back-off, saying until when, and asks for a tick then; restarts after it', () => {
       const crashed = asleep('crasher');

@@ -17,6 +17,7 @@ const OrdersView = lazy(() => import('./views/orders.js').then((m) => m.OrdersVi
 const ConfigView = lazy(() => import('./views/config.js').then((m) => m.ConfigView));
 const MailView = lazy(() => import('./views/mail.js').then((m) => m.MailView));
 const ConvoysView = lazy(() => import('./views/convoys.js').then((m) => m.ConvoysView));
+const HostsView = lazy(() => import('./views/hosts.js').then((m) => m.HostsView));
 const EventsView = lazy(() => import('./views/events.js').then((m) => m.EventsView));
 
 function NotFound() {
@@ -72,6 +73,7 @@ function Nav() {
           {link(cityUrl(city, '/convoys'), 'Convoys')}
           {link(cityUrl(city, '/runs'), 'Runs')}
           {link(cityUrl(city, '/orders'), 'Orders')}
+          {link(cityUrl(city, '/hosts'), 'Hosts')}
           {link(cityUrl(city, '/config'), 'Config')}
         </ul>
       )}
@@ -107,6 +109,7 @@ export function App() {
           <Route path="/ui/city/:city/mail" component={MailView} />
           <Route path="/ui/city/:city/convoys" component={ConvoysView} />
           <Route path="/ui/city/:city/orders" component={OrdersView} />
+          <Route path="/ui/city/:city/hosts" component={HostsView} />
           <Route path="/ui/city/:city/config" component={ConfigView} />
           <Route default component={NotFound} />
         </Router>

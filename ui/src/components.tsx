@@ -1,6 +1,8 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ConfirmDialog } from './confirm-dialog.js';
+import { hostBadge } from './host-rows.js';
+import { cityUrl } from './urls.js';
 import type { StreamStatus } from './live.js';
 
 /** Messages for everyone, screen readers included (one polite live region for the whole page). */
@@ -200,4 +202,20 @@ export function Empty({ children }: { children: ComponentChildren }) {
   return <p class="muted">{children}</p>;
 }
 
-export { cityUrl } from './urls.js';
+export { cityUrl };
+
+/**
+ * Where a session's programs run: `local`, or a remote `[[host]]` — drawn apart (its own colour and a mark) and
+ * said apart ("remote host"), linking to the city's Hosts view, where its state is.
+ */
+export function HostBadge({ city, host }: { city: string; host: string | undefined }) {
+  const badge = hostBadge(host);
+  if (!badge.remote) return <span class="host-badge host-local">{badge.text}</span>;
+  return (
+    <a class="host-badge host-remote" href={cityUrl(city, '/hosts')}>
+      <span aria-hidden="true">⇄ </span>
+      {badge.text}
+      <span class="sr-only"> ({badge.said})</span>
+    </a>
+  );
+}

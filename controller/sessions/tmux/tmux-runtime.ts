@@ -139,11 +139,16 @@ export class TmuxRuntime implements SessionRuntime {
 
   async start(): Promise<void> {
     const { provider, workDir, env } = this.options;
-    const argv = commandArgv(provider.command, programArgs(provider, this.options));
+    let argv = commandArgv(provider.command, programArgs(provider, this.options));
+    // On a host, PATH is what goes before the host's own (the shipped ctl): `-e` would replace it outright.
+    const prependPath = this.options.host.remote ? env.PATH : undefined;
+    if (prependPath !== undefined) argv = ['sh', '-c', 'PATH="$0:$PATH"; export PATH; exec "$@"', prependPath, ...argv];
     // The program's environment goes on its command line (`-e`): a tmux server started by an earlier session
     // has its own, and would hand that on.
     const envFlags = Object.entries(env).flatMap(([key, value]) =>
-      value === undefined || key === 'TMUX' ? [] : ['-e', `${key}=${value}`],
+      value === undefined || key === 'TMUX' || (key === 'PATH' && prependPath !== undefined)
+        ? []
+        : ['-e', `${key}=${value}`],
     );
     try {
       await this.server.run([

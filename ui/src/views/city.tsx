@@ -1,6 +1,17 @@
 import { useState } from 'preact/hooks';
 import { api, cityPath, CSRF, must, type LiveEvent, type Schemas } from '../api.js';
-import { ActionButton, announce, cityUrl, Empty, ErrorNote, Loading, Page, StateBadge, Time } from '../components.js';
+import {
+  ActionButton,
+  announce,
+  cityUrl,
+  Empty,
+  ErrorNote,
+  HostBadge,
+  Loading,
+  Page,
+  StateBadge,
+  Time,
+} from '../components.js';
 import { useCityEvents, useFrameBatch, useLoad } from '../hooks.js';
 
 type Agent = Schemas['AgentResponse'];
@@ -189,6 +200,7 @@ function SessionTable({ city, sessions }: { city: string; sessions: Session[] })
             <th scope="col">Session</th>
             <th scope="col">Agent</th>
             <th scope="col">State</th>
+            <th scope="col">Host</th>
             <th scope="col">Last output</th>
           </tr>
         </thead>
@@ -204,6 +216,10 @@ function SessionTable({ city, sessions }: { city: string; sessions: Session[] })
                 <StateBadge state={s.pending ? 'waiting' : s.state} />{' '}
                 {s.activity === 'in-turn' && <StateBadge state="working" />}
                 {s.pending && <div class="small">asks: {s.pending.prompt ?? s.pending.kind}</div>}
+                {s.state === 'lost' && s.reason && <div class="small">{s.reason}</div>}
+              </td>
+              <td>
+                <HostBadge city={city} host={s.host} />
               </td>
               <td class="clip">{s.last_output ?? ''}</td>
             </tr>

@@ -1,6 +1,15 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, CSRF, must, type Schemas } from '../api.js';
-import { ActionButton, announce, cityUrl, ErrorNote, Page, StateBadge, type Confirmation } from '../components.js';
+import {
+  ActionButton,
+  announce,
+  cityUrl,
+  ErrorNote,
+  HostBadge,
+  Page,
+  StateBadge,
+  type Confirmation,
+} from '../components.js';
 import { useCityEvents, useLoad, useStream, type Loaded } from '../hooks.js';
 import { Transcript, type Entry } from './transcript.js';
 
@@ -104,6 +113,12 @@ export function SessionView({ city, id }: { city: string; id: string }) {
           <div>
             <dt>Provider</dt>
             <dd>{s.provider}</dd>
+          </div>
+          <div>
+            <dt>Host</dt>
+            <dd>
+              <HostBadge city={city} host={s.host} />
+            </dd>
           </div>
           {s.model && (
             <div>
