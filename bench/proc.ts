@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 
 /** Resident set size of a process in KiB (`VmRSS` of /proc/<pid>/status); NaN when it is gone. */
 export function rssKiB(pid: number): number {
@@ -34,6 +34,33 @@ export function cpuMs(pid: number): number {
     return ((Number(fields[11]) + Number(fields[12])) / clockTicks()) * 1000;
   } catch {
     return NaN;
+  }
+}
+
+/**
+ * When a process started, in ms of the wall clock (clock-tick resolution): its start in ticks since boot (stat(5)
+ * field 22) set against the time since boot now (/proc/uptime); NaN when it is gone.
+ */
+export function startedAtMs(pid: number): number {
+  try {
+    const now = Date.now();
+    const uptimeMs = Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]) * 1000;
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return now - uptimeMs + (Number(fields[19]) / clockTicks()) * 1000;
+  } catch {
+    return NaN;
+  }
+}
+
+/** The children of a process, as /proc/<pid>/task/<tid>/children lists them for each of its threads. */
+export function childPids(pid: number): number[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`).flatMap((tid) =>
+      readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim().split(' ').filter(Boolean).map(Number),
+    );
+  } catch {
+    return [];
   }
 }
 

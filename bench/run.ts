@@ -1,7 +1,7 @@
 /**
  * Benchmarks, against a real supervisor and real controllers (build first: `npm run bench` does).
  *
- *   npx tsx bench/run.ts [cold|foundation|events|beads|sessions|sessions-acp|sessions-real-clis|agents|agents-loop|agents-loop-codex|workflows|config|extmsg|access|stream-opens|worktrees|ui|ui-events|templates|all]   (default: all, one after the other)
+ *   npx tsx bench/run.ts [cold|foundation|events|beads|sessions|sessions-acp|sessions-real-clis|hosts|agents|agents-loop|agents-loop-codex|workflows|config|extmsg|access|stream-opens|worktrees|ui|ui-events|templates|all]   (default: all, one after the other)
  *   npm run bench -- beads                                  (builds, then runs one)
  *
  * cold (bench/cold.ts): issue 20's goals beside bare-Node baselines — `ctl version`/`help`/`bead list`, create → event,
@@ -12,6 +12,9 @@
  * sessions (bench/sessions.ts): session create → woke, message → reply frame, 100 idle sessions, a 100,000-entry transcript, the ACP example agent → .bench-out/sessions.json
  * sessions-acp (bench/sessions.ts): the ACP example agent's part alone → .bench-out/sessions-acp.json
  * sessions-real-clis (bench/sessions-real-clis.ts): the real Claude Code and Codex against the scripted model server → .bench-out/sessions-real-clis.json
+ * hosts (bench/hosts.ts): sessions on network-namespace hosts over OpenSSH beside local ones — session start warm and
+ *   cold, message → reply frame, 10 sessions on each of 3 hosts (time to all running, controller RSS), tmux screen reads
+ *   over a host, a host crash → session.lost and → its beads open again; root only → .bench-out/hosts.json
  * agents (bench/agents.ts): the tick with 50 agents and 500 beads, sling → first turn, 20 cities × 5 agents at idle → .bench-out/agents.json,
  *   then agents-loop
  * agents-loop (bench/agents-loop.ts): sling → bead closed by a real Claude Code agent and by a real Codex agent (scripted model,
@@ -40,6 +43,7 @@ import { runBeads } from './beads.js';
 import { runCold } from './cold.js';
 import { runEvents } from './events.js';
 import { runFoundation } from './foundation.js';
+import { runHosts } from './hosts.js';
 import { runStreamOpens } from './stream-opens.js';
 import { runSessionsRealClis } from './sessions-real-clis.js';
 import { runSessions, runSessionsAcp } from './sessions.js';
@@ -59,6 +63,7 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   sessions: runSessions,
   'sessions-acp': runSessionsAcp,
   'sessions-real-clis': runSessionsRealClis,
+  hosts: runHosts,
   agents: runAgents,
   'agents-loop': () => runAgentsLoop(),
   'agents-loop-codex': () => runAgentsLoop(['codex'], false),

@@ -21,6 +21,7 @@ import type { CityApi } from '../test/helpers/city-api.js';
 import { startSessionCity, type Accepted, type SessionCity } from '../test/helpers/sessions.js';
 import { SseStreamReader } from '../test/helpers/sse.js';
 import { tempDir } from '../test/helpers/supervisor.js';
+import { waitUntil } from '../test/helpers/wait.js';
 import { cpuMs, memoryKiB } from './proc.js';
 import { round, rounded, summarize, type Summary } from './stats.js';
 import { formatTable, mib, ms } from './table.js';
@@ -54,14 +55,21 @@ async function post(api: CityApi, path: string, body: unknown): Promise<Accepted
   return reply.body;
 }
 
-/** 1. POST /sessions → the `session.woke` frame of that session on the city stream. */
-async function createLatency(api: CityApi): Promise<number[]> {
+/**
+ * 1. POST /sessions with `body` → the `session.woke` frame of that session on the city stream, `runs` times, each
+ * session closed and deleted before the next (bench/hosts.ts measures an agent's sessions on a host with it).
+ */
+export async function createLatency(
+  api: CityApi,
+  body: Record<string, unknown> = { name: 'echo' },
+  runs = CREATES,
+): Promise<number[]> {
   const stream = await SseStreamReader.open(api.url('/events/stream'));
   const latencies: number[] = [];
   try {
-    for (let i = 0; i < CREATES; i++) {
+    for (let i = 0; i < runs; i++) {
       const sent = performance.now();
-      const { session_id } = await post(api, '/sessions', { name: 'echo' });
+      const { session_id } = await post(api, '/sessions', body);
       await stream.until((f) => {
         if (f.event !== 'event') return false;
         const event = JSON.parse(f.data) as { type: string; payload: { session_id?: string } };
@@ -76,14 +84,27 @@ async function createLatency(api: CityApi): Promise<number[]> {
   return latencies;
 }
 
-/** 2. POST …/messages → the first assistant `turn` frame on the session stream. */
-async function replyLatency(api: CityApi): Promise<number[]> {
-  const { session_id: id } = await post(api, '/sessions', { name: 'echo' });
+/**
+ * 2. POST …/messages → the first assistant `turn` frame on the session stream, in a session made with `body`:
+ * `messages` timed after `warmUp` that are not (they warm up both ends). The session is closed and deleted after.
+ */
+export async function replyLatency(
+  api: CityApi,
+  body: Record<string, unknown> = { name: 'echo' },
+  messages = MESSAGES,
+  warmUp = 20,
+): Promise<number[]> {
+  const { session_id: id } = await post(api, '/sessions', body);
+  // Its stream is a 404 until it has a transcript or runs: on a host, it runs only once connected there.
+  await waitUntil(
+    `session ${id} running`,
+    async () => (await api.get<{ running: boolean }>(`/session/${id}`)).body.running,
+  );
   const stream = await SseStreamReader.open(api.url(`/session/${id}/stream`));
   const latencies: number[] = [];
   try {
     await stream.until((f) => f.event === 'activity', 30_000);
-    for (let i = 0; i < MESSAGES + 20; i++) {
+    for (let i = 0; i < messages + warmUp; i++) {
       const text = `message ${i}`;
       const sent = performance.now();
       await post(api, `/session/${id}/messages`, { message: text });
@@ -92,12 +113,13 @@ async function replyLatency(api: CityApi): Promise<number[]> {
         const turn = JSON.parse(f.data) as { role: string; text: string };
         return turn.role === 'assistant' && turn.text === `echo: ${text}`;
       });
-      if (i >= 20) latencies.push(performance.now() - sent); // the first 20 warm up both ends
+      if (i >= warmUp) latencies.push(performance.now() - sent);
       await stream.until((f) => f.event === 'activity'); // idle again before the next
     }
   } finally {
     stream.close();
   }
+  await api.post(`/session/${id}/close?delete=true`);
   return latencies;
 }
 
