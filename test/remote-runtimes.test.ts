@@ -5,6 +5,7 @@ import { hostsAvailable, makeHosts, type TestHost, type TestHosts } from './help
 import {
   createSession,
   deliver,
+  send,
   session,
   sessionEvents,
   startSessionCity,
@@ -71,6 +72,7 @@ ${host.tomlTable()}
 [providers.h-echo]
 command = "${AGENTS}/echo.sh"
 ready_prompt_prefix = "ready>"
+pending_pattern = '^\\? (.*)$'
 env = { ECHO_READY = "ready>" }
 
 [providers.h-stream]
@@ -106,6 +108,23 @@ ${agent('r-tui', 'h-tui')}
   after(async function () {
     await city?.sup.cleanup();
     await hosts?.cleanup();
+  });
+
+  it('interrupts a turn and answers a question of a program on the host (text protocol)', async function () {
+    const { api } = city;
+    const id = await createSession(api, { kind: 'agent', name: 'r-echo' });
+    // Interrupt: SIGINT to its group on the host, by a command over the host's connection.
+    await send(api, id, 'sleep 30');
+    await waitUntil('the sleep in progress', async () => (await session(api, id)).activity === 'in-turn');
+    expect((await api.post<{ status: string }>(`/session/${id}/stop`)).body).to.deep.equal({ status: 'ok', id });
+    await waitForTurn(api, id, 'assistant', 'interrupted');
+    // Respond: the question it asks there is pending here, and the answer reaches it there.
+    await deliver(api, id, 'ask what is your name?');
+    const pending = await waitUntil('the question', async () => (await session(api, id)).pending);
+    expect(pending).to.include({ kind: 'question', prompt: 'what is your name?' });
+    expect((await api.post(`/session/${id}/respond`, { action: 'answer', text: 'Ada' })).status).to.equal(202);
+    await waitForTurn(api, id, 'assistant', 'answer: Ada');
+    await api.post(`/session/${id}/close`);
   });
 
   for (const runtime of RUNTIMES) {
