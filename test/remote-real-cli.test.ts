@@ -1,9 +1,19 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { realpathSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect } from 'chai';
+import { packageRoot } from '../shared/paths.js';
 import { startScriptedClaude, type ScriptedClaude } from './helpers/claude-city.js';
 import { hostsAvailable, makeHosts, type TestHost, type TestHosts } from './helpers/netns-hosts.js';
-import { startSessionCity, type SessionCity } from './helpers/sessions.js';
+import { startScriptedCodex, type ScriptedCodex } from './helpers/scripted-codex.js';
+import {
+  createSession,
+  deliver,
+  session,
+  startSessionCity,
+  waitForTurn,
+  type SessionCity,
+} from './helpers/sessions.js';
 import { waitUntil } from './helpers/wait.js';
 
 /** Where Claude Code is installed on each host, and the home it runs with there. */
@@ -131,5 +141,66 @@ max_active_sessions = 2
       const found = await host.exec('cat /srv/ctl-work/cities/*/sessions/*/work/*.txt');
       expect(found.stdout.trim()).to.match(/^(alpha|beta)$/);
     }
+  });
+});
+
+// Codex's exec runtime (a `codex exec` process per turn) with Codex installed on a host, its model reached through
+// the same kind of tunnel: a turn answered, and the next turn a new process there resuming the conversation.
+describe('Codex exec on a host (a real supervisor, a network-namespace host)', function () {
+  this.timeout(240_000);
+  let hosts: TestHosts;
+  let codex: ScriptedCodex;
+  let city: SessionCity;
+  let tunnel: ChildProcess | undefined;
+
+  before(async function () {
+    const why = hostsAvailable();
+    if (why) {
+      this.test!.parent!.title += ` (skipped: ${why})`;
+      return this.skip();
+    }
+    codex = await startScriptedCodex({ model: 'scripted' });
+    hosts = await makeHosts(1);
+    const [host] = hosts.hosts as [TestHost];
+    // The npm launcher and its platform package, where the launcher looks for it.
+    for (const pkg of ['@openai/codex', `@openai/codex-linux-${process.arch}`])
+      host.put(join(packageRoot, 'node_modules', pkg), `/srv/cli/node_modules/${pkg}`);
+    host.put(codex.codexHome, '/srv/codex-home');
+    tunnel = await modelTunnel(host, Number(new URL(codex.model.url).port));
+    city = await startSessionCity(
+      'remote-codex',
+      `
+${host.tomlTable()}
+[providers.codex-remote]
+base = "builtin:codex"
+command = "node /srv/cli/node_modules/@openai/codex/bin/codex.js"
+env = { HOME = "/srv", CODEX_HOME = "/srv/codex-home", MOCK_KEY = "test-key" }
+
+[[agent]]
+name = "coder"
+provider = "codex-remote"
+hosts = ["${host.name}"]
+min_active_sessions = 0
+`,
+    );
+    await waitUntil(`${host.name} up`, async () => {
+      return (await city.api.get<{ state: string }>(`/hosts/${host.name}`)).body.state === 'up';
+    });
+  });
+
+  after(async function () {
+    await city?.sup.cleanup();
+    tunnel?.kill();
+    await hosts?.cleanup();
+    await codex?.close();
+  });
+
+  it('answers each turn with a codex exec there', async function () {
+    const id = await createSession(city.api, { kind: 'agent', name: 'coder' });
+    expect((await session(city.api, id))).to.include({ host: hosts.hosts[0].name });
+    await deliver(city.api, id, 'hello from here');
+    await waitForTurn(city.api, id, 'assistant', 'You said: hello from here', 120_000);
+    await deliver(city.api, id, 'and again');
+    await waitForTurn(city.api, id, 'assistant', 'You said: and again', 120_000);
   });
 });

@@ -41,8 +41,8 @@ const RUNTIMES: RemoteRuntime[] = [
 
 // The session runtimes' shared behaviours with each program on a host over OpenSSH: started there (the host's process
 // table), a message a turn answered through the controller, a kill then a message that wakes it there again, and a
-// close that leaves nothing on the host. Codex's exec runtime is the pipe's spawn once per turn; its real CLI needs
-// its scripted model server, which a host (reaching nothing but the controller's connection) cannot reach.
+// close that leaves nothing on the host. Codex's exec runtime (the real Codex, its model server tunnelled to the host)
+// is in remote-real-cli.test.ts.
 describe('session runtimes on a host over OpenSSH (a real supervisor, a network-namespace host)', function () {
   this.timeout(180_000);
   let hosts: TestHosts;

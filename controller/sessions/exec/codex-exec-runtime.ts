@@ -57,21 +57,7 @@ export class CodexExecRuntime implements SessionRuntime {
 
   /** Ready at once once the program is found; a first message given on creation is the first turn. */
   async start(): Promise<void> {
-    const { provider, workDir, env } = this.options;
-    const program = commandProgram(provider.command);
-    const found =
-      program === undefined
-        ? undefined
-        : program.includes('/')
-          ? isAbsolute(program)
-            ? program
-            : join(workDir, program)
-          : findOnPath(program, env.PATH ?? '');
-    if (program === undefined || (program.includes('/') ? !(await isExecutable(found!)) : found === undefined)) {
-      throw new Error(
-        `cannot start ${provider.command}: ${program ?? 'the command'} not found (is it installed and on PATH?)`,
-      );
-    }
+    await this.findProgram();
     this.started = true;
     const first = this.options.firstMessage;
     // After the session has recorded the first message as its turn (it does so as `start` resolves).
@@ -82,6 +68,29 @@ export class CodexExecRuntime implements SessionRuntime {
         );
       this.sink.ready();
     });
+  }
+
+  /** Throws, saying so, when its program is not where it runs: on PATH or at its path, here or on its host. */
+  private async findProgram(): Promise<void> {
+    const { provider, workDir, env, host } = this.options;
+    const program = commandProgram(provider.command);
+    const missing = `cannot start ${provider.command}${host.remote ? ` on ${host.name}` : ''}: ${program ?? 'the command'} not found (is it installed and on PATH?)`;
+    if (program === undefined) throw new Error(missing);
+    if (host.remote) {
+      // The host's program: looked for there, on the host's own PATH and in its work dir there.
+      const there = await host.run(['sh', '-c', 'command -v -- "$0" >/dev/null', program], {
+        cwd: workDir,
+        timeoutMs: 10_000,
+      });
+      if (there.code !== 0) throw new Error(missing);
+      return;
+    }
+    const found = program.includes('/')
+      ? isAbsolute(program)
+        ? program
+        : join(workDir, program)
+      : findOnPath(program, env.PATH ?? '');
+    if (program.includes('/') ? !(await isExecutable(found!)) : found === undefined) throw new Error(missing);
   }
 
   async deliver(message: { id: string; text: string }): Promise<void> {
