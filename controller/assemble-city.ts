@@ -119,6 +119,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
     agent: (agentName) => settings.agent(agentName),
     rigRoot: (rig) => rigRootOf(root, settings.config.rigs, rig),
     timeoutMs: () => settings.config.daemon.setupTimeoutMs,
+    hostOf: (record) => hostOf(record),
   });
   const beads = new BeadsService(o.store, log);
   const holding = new WorkHolding(beads, logger);
@@ -146,7 +147,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
       stopGraceMs: SESSION_STOP_GRACE_MS,
       startTimeoutMs: SESSION_START_TIMEOUT_MS,
       usage: (fact) => usage.record(fact),
-      worktrees: new SessionWorktrees(worktreesRoot(root), logger),
+      worktrees: new SessionWorktrees(worktreesRoot(root), logger, (record) => hostOf(record)),
       beforeProgram: (session, programDir) => startSteps.beforeProgram(session, programDir),
       hostOf: (record) => hostOf(record),
       credentialFor: (record, host) =>
@@ -213,7 +214,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
   });
   hosts.reconcile(settings.composed.hosts);
   /** The host a session's programs run on: this machine, or its `[[host]]`. */
-  const hostOf = (record: SessionRecord): Host => {
+  const hostOf = (record: Pick<SessionRecord, 'host'>): Host => {
     const placed = record.host ?? LOCAL_HOST;
     if (placed === LOCAL_HOST) return localHost;
     const host = hosts.connector(placed);

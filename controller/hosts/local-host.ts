@@ -172,6 +172,10 @@ export class LocalHost implements Host {
   tmuxSocket(localSocket: string): string {
     return localSocket;
   }
+
+  gitRepository(): undefined {
+    return undefined;
+  }
 }
 
 /** The one local host of a controller process. */
