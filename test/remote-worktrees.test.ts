@@ -202,6 +202,28 @@ session_setup = ["echo setup $CTL_SESSION_NAME > setup.txt"]
     expect(() => git(repo, 'rev-parse', '--verify', '--quiet', `refs/heads/${tree.branch}`)).to.throw();
   });
 
+  it('rebases a branch behind the base in its worktree on the host, then merges it', async function () {
+    const id = await createSession(city.api, { kind: 'agent', name: 'web/lander' });
+    await active(id);
+    const tree = (await view(id)).worktree!;
+    await run(id, `printf 'second\\n' > second.txt && git add second.txt && ${COMMIT} 'second'`);
+    // The base moves on here while the session works there.
+    writeFileSync(join(repo, 'elsewhere.txt'), 'elsewhere\n');
+    git(repo, 'add', 'elsewhere.txt');
+    git(repo, 'commit', '-q', '-m', 'elsewhere');
+    const bead = await city.api.create({ title: 'land after main moved', metadata: { 'ctl.assigned_session': id } });
+    const closed = await city.api.post(`/bead/${bead.id}/close`);
+    expect(closed.status).to.equal(200);
+    const landed = await city.api.bead(bead.id);
+    expect(landed.metadata!['ctl.merged'], JSON.stringify(landed.metadata)).to.equal(git(repo, 'rev-parse', 'main'));
+    expect(git(repo, 'log', '--format=%s', '-2', 'main').split('\n')).to.deep.equal(['second', 'elsewhere']);
+    // The worktree there is on the rebased branch.
+    expect((await host.exec(`git -C ${hostPath(tree)} rev-parse HEAD`)).stdout.trim()).to.equal(
+      git(repo, 'rev-parse', 'main'),
+    );
+    await city.api.post(`/session/${id}/close`);
+  });
+
   it('keeps a worktree on the host that holds uncommitted work when its session closes', async function () {
     const id = await createSession(city.api, { kind: 'agent', name: 'web/lander' });
     await active(id);

@@ -72,6 +72,21 @@ export const REMOVE_WORKTREE = [
   'true',
 ].join('\n');
 
+/**
+ * The host's half of a rebase of a session's branch onto its base (`sh -c` with the worktree and the base): a
+ * committer of ctl's own when the host names none (commits keep their authors); a rebase git cannot finish is
+ * abandoned (exit 1), the branch left as it was.
+ */
+export const REBASE_WORKTREE = [
+  SAFE,
+  'work=$1 base=$2',
+  'set --',
+  'g -C "$work" config user.email >/dev/null || set -- -c user.name=ctl -c user.email=ctl@localhost',
+  'g -C "$work" "$@" rebase --quiet "$base" >/dev/null 2>&1 && exit 0',
+  'g -C "$work" rebase --abort >/dev/null 2>&1',
+  'exit 1',
+].join('\n');
+
 /** What a push of a session's start sends: the base, and the rig's copy of its branch when the rig has one. */
 export function pushRefspecs(base: string, branch: string, rigHasBranch: boolean): string[] {
   return [
@@ -148,6 +163,30 @@ export class RemoteWorktree {
         { env: remote.env, timeoutMs: GIT_CHECKOUT_TIMEOUT_MS },
       );
     });
+  }
+
+  /**
+   * The branch rebased onto the rig's `base` in the worktree there (that base pushed first), then fetched back:
+   * whether git could. Throws when the host cannot be reached.
+   */
+  async rebase(record: RemoteWorktreeRecord, base: string): Promise<boolean> {
+    await this.host.prepare();
+    const remote = this.repository(record);
+    await git(
+      record.worktree_repo,
+      ['push', '--quiet', '--no-verify', '--no-signed', remote.url, ...pushRefspecs(base, record.branch, false)],
+      {
+        env: remote.env,
+        timeoutMs: GIT_CHECKOUT_TIMEOUT_MS,
+      },
+    );
+    const work = workDirOnHost(this.host, { id: record.id });
+    const rebased = await this.host.run(['sh', '-c', REBASE_WORKTREE, 'sh', work, base], {
+      timeoutMs: GIT_CHECKOUT_TIMEOUT_MS,
+    });
+    if (rebased.code === null) throw hostFailure('rebase', rebased.stderr || 'no answer from the host');
+    await this.fetch(record);
+    return rebased.code === 0;
   }
 
   /** Files with uncommitted changes in the worktree there (none when it is not there). */

@@ -178,6 +178,16 @@ export class SessionWorktrees {
     }
   }
 
+  /**
+   * A remote session's branch rebased onto `base` in its worktree there (a merge whose base moved on), then
+   * fetched back: whether git could; undefined for a session on this machine. Throws when the host cannot be reached.
+   */
+  async rebaseOnHost(record: WorktreeRecord, base: string): Promise<boolean | undefined> {
+    const host = this.remoteOf(record);
+    if (!host || !hasWorktree(record)) return undefined;
+    return new RemoteWorktree(host).rebase(record, base);
+  }
+
   /** The worktree as the API shows it; with `state`, its branch's state read with git (an `error` if it cannot be). */
   async view(record: WorktreeRecord, state: boolean): Promise<SessionWorktree | undefined> {
     if (!hasWorktree(record)) return undefined;
