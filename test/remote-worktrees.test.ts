@@ -138,6 +138,7 @@ session_setup = ["echo setup $CTL_SESSION_NAME > setup.txt"]
     const where = hostPath(tree);
     expect(await run(id, 'pwd')).to.equal(where);
     expect(await run(id, 'git rev-parse --abbrev-ref HEAD')).to.equal(tree.branch);
+    expect(await run(id, 'echo "$CTL_WORKTREE $CTL_BRANCH"')).to.equal(`${where} ${tree.branch}`);
     expect(await run(id, 'git rev-parse HEAD')).to.equal(git(repo, 'rev-parse', 'main'));
     // pre_start ran on the host, in the work dir; the overlay is there, never replacing the worktree's own files.
     expect(await run(id, 'cat pre-start.txt')).to.match(new RegExp(`^pre-start \\S+ in ${where}$`));

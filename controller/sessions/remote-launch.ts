@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { remoteApiEnv } from '../hosts/host-gateway.js';
+import { workDirOnHost } from '../worktrees/remote-worktree.js';
 import { DEFAULTS_FILE } from './defaults-file.js';
 import { CONTEXT_DIR, SETTINGS_FILE, SYSTEM_PROMPT_FILE, type Priming } from './priming.js';
 import type { RuntimeOptions } from './runtime.js';
@@ -63,6 +64,8 @@ export async function onHost(
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(options.env)) env[name] = value === undefined ? value : translate(value);
   delete env.CTL_CITY_ROOT;
+  // Its worktree is the one on the host (SessionWorktrees.prepare made it there).
+  if (env.CTL_WORKTREE !== undefined) env.CTL_WORKTREE = workDirOnHost(host, { id: options.sessionId });
   // Its ctl reaches its city through the host's tunnel, as its session and nothing more.
   const apiSocket = host.apiSocket();
   if (apiSocket !== undefined && credential) {
