@@ -4,7 +4,15 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { packageRoot } from '../shared/paths.js';
 import { hostsAvailable, makeHosts, type TestHost, type TestHosts } from './helpers/netns-hosts.js';
-import { createSession, startSessionCity, waitForTurn, type SessionCity } from './helpers/sessions.js';
+import {
+  createSession,
+  sessionEvents,
+  startSessionCity,
+  terminalOf,
+  waitForTurn,
+  type Accepted,
+  type SessionCity,
+} from './helpers/sessions.js';
 import { tempDir } from './helpers/temp-dir.js';
 import { waitUntil } from './helpers/wait.js';
 
@@ -96,6 +104,13 @@ min_active_sessions = 0
 overlay_dir = "${overlay}"
 pre_start = ["echo pre-start {{.Session}} in $PWD > pre-start.txt; echo said-by-pre-start"]
 session_setup = ["echo setup $CTL_SESSION_NAME > setup.txt"]
+
+[[agent]]
+name = "refused"
+provider = "remote-echo"
+hosts = ["${host.name}"]
+min_active_sessions = 0
+pre_start = ["echo cannot prepare on $(hostname) >&2; exit 7"]
 `,
     );
   });
@@ -223,6 +238,25 @@ session_setup = ["echo setup $CTL_SESSION_NAME > setup.txt"]
       git(repo, 'rev-parse', 'main'),
     );
     await city.api.post(`/session/${id}/close`);
+  });
+
+  it('does not start a session whose pre_start fails on the host, and says why with its output', async function () {
+    const reply = await city.api.post<Accepted>('/sessions', { kind: 'agent', name: 'refused' });
+    expect(reply.status, JSON.stringify(reply.body)).to.equal(202);
+    expect((await terminalOf(city.api, reply.body.request_id)).type).to.equal('request.failed');
+    const id = reply.body.session_id;
+    const [crashed] = await waitUntil('its start to fail', async () => {
+      const events = await sessionEvents(city.api, 'session.crashed', id);
+      return events.length ? events : undefined;
+    });
+    // It ran there: the host's own hostname, not this machine's.
+    expect(String(crashed!.message)).to.match(
+      new RegExp(
+        `^pre_start\\[0\\] \`.*\` exited with code 7: cannot prepare on ${host.name} \\(its output: .*start-commands\\.log\\)$`,
+      ),
+    );
+    const log = readFileSync(join(city.dir, '.ctl', 'sessions', id, 'start-commands.log'), 'utf8');
+    expect(log).to.include(`cannot prepare on ${host.name}`);
   });
 
   it('keeps a worktree on the host that holds uncommitted work when its session closes', async function () {
