@@ -37,7 +37,7 @@ import { ProviderRegistry } from './providers/provider-registry.js';
 import { ServiceRunner } from './services/service-runner.js';
 import { createRuntime } from './sessions/runtimes.js';
 import { SessionService } from './sessions/session-service.js';
-import { programDir, SessionStore } from './sessions/session-store.js';
+import { SessionStore } from './sessions/session-store.js';
 import { writeCtlLauncher } from './sessions/ctl-launcher.js';
 import { StatusCounts } from './status-counts.js';
 import { UsageLog } from './usage/usage-log.js';
@@ -123,7 +123,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
   });
   const beads = new BeadsService(o.store, log);
   const holding = new WorkHolding(beads, logger);
-  const sessions = new SessionService(
+  const sessions: SessionService = new SessionService(
     {
       cityName: name,
       cityRoot: root,
@@ -139,7 +139,8 @@ export function assembleCity(o: CityInputs): CityRuntime {
       agentPrompt: (record, bead) => {
         const agent = settings.agent(record.template);
         return (
-          agent && promptFor(agent, { city: name, session: record.session_name, bead, workDir: programDir(record) })
+          agent &&
+          promptFor(agent, { city: name, session: record.session_name, bead, workDir: sessions.workDirOf(record) })
         );
       },
       agentEnv: (record) => settings.agent(record.template)?.config.env,
@@ -164,7 +165,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
     {
       agent: (agentName) => settings.agent(agentName),
       promptOf: (agent, record) =>
-        promptFor(agent, { city: name, session: record.session_name, workDir: programDir(record) }),
+        promptFor(agent, { city: name, session: record.session_name, workDir: sessions.workDirOf(record) }),
       defaultProvider: () => providers.defaultProvider(),
       place: (agent) =>
         placeSession(

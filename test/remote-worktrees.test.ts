@@ -117,6 +117,15 @@ pre_start = ["echo cannot prepare on $(hostname) >&2; exit 7"]
 
   before(async function () {
     if (!city) return;
+    // An agent of its own directory, whose prompt is a template naming where it works.
+    const home = join(city.dir, 'agents', 'templ');
+    mkdirSync(home, { recursive: true });
+    writeFileSync(join(home, 'prompt.template.md'), 'Work in {{work_dir}} as {{agent}}.');
+    writeFileSync(
+      join(home, 'agent.toml'),
+      `dir = "web"\nprovider = "remote-echo"\nisolation = "worktree"\nhosts = ["${host.name}"]\nmin_active_sessions = 0\n`,
+    );
+    await waitUntil('agent web/templ', async () => (await city.api.get('/agent/web/templ')).status === 200);
     await waitUntil('the host up', async () => {
       const shown = await city.api.get<{ state: string }>(`/hosts/${host.name}`);
       return shown.body.state === 'up';
@@ -237,6 +246,16 @@ pre_start = ["echo cannot prepare on $(hostname) >&2; exit 7"]
     expect((await host.exec(`git -C ${hostPath(tree)} rev-parse HEAD`)).stdout.trim()).to.equal(
       git(repo, 'rev-parse', 'main'),
     );
+    await city.api.post(`/session/${id}/close`);
+  });
+
+  it('a prompt template’s {{work_dir}} is its worktree on the host', async function () {
+    const id = await createSession(city.api, { kind: 'agent', name: 'web/templ' });
+    await active(id);
+    const where = hostPath((await view(id)).worktree!);
+    await waitForTurn(city.api, id, 'user', `Work in ${where} as web/templ.`);
+    const prime = await city.api.get<{ prompt?: string }>(`/session/${id}/prime`);
+    expect(prime.body.prompt).to.equal(`Work in ${where} as web/templ.`);
     await city.api.post(`/session/${id}/close`);
   });
 
