@@ -287,4 +287,30 @@ pre_start = ["echo cannot prepare on $(hostname) >&2; exit 7"]
     expect(closed.body.worktree).to.include({ removed: false, reason: 'uncommitted changes in unsaved.txt' });
     expect((await host.exec(`cat ${hostPath(tree)}/unsaved.txt`)).stdout).to.equal('unsaved\n');
   });
+  it('never waits on a host that does not answer: its view says so, and its close keeps the worktree', async function () {
+    const id = await createSession(city.api, { kind: 'agent', name: 'web/lander' });
+    await active(id);
+    const tree = (await view(id)).worktree!;
+    await run(id, `printf 'late\\n' > late.txt && git add late.txt && ${COMMIT} 'late'`);
+    await host.partition();
+    try {
+      await waitUntil(
+        'the host down',
+        async () => (await city.api.get<{ state: string }>(`/hosts/${host.name}`)).body.state === 'down',
+        30_000,
+      );
+      const started = Date.now();
+      const shown = await view(id);
+      expect(Date.now() - started).to.be.below(3000);
+      expect(shown.worktree!.error).to.match(new RegExp(`^its host ${host.name} does not answer`));
+      const closed = await city.api.post<{ worktree: { removed: boolean; reason?: string } }>(`/session/${id}/close`);
+      expect(closed.body.worktree.removed).to.equal(false);
+      expect(closed.body.worktree.reason).to.be.a('string').and.not.equal('');
+    } finally {
+      await host.heal();
+    }
+    // What it committed there is still there, and nothing was removed from the rig.
+    expect((await host.exec(`git -C ${hostPath(tree)} log -1 --format=%s`)).stdout.trim()).to.equal('late');
+    expect(git(repo, 'log', '-1', '--format=%s', tree.branch)).to.equal('late');
+  });
 });

@@ -144,12 +144,15 @@ export class RemoteWorktree {
     return dir;
   }
 
-  /** The session's branch fetched back into the rig (its `refs/heads/<branch>`). Throws with git's reason. */
+  /**
+   * The session's branch fetched back into the rig (its `refs/heads/<branch>`); nothing when the host has no such
+   * branch (its worktree was never made there). Throws with git's reason.
+   */
   fetch(record: RemoteWorktreeRecord): Promise<void> {
     return RemoteWorktree.fetches.run(record.id, async () => {
       await this.host.prepare();
       const remote = this.repository(record);
-      await git(
+      const fetched = await git(
         record.worktree_repo,
         [
           'fetch',
@@ -160,8 +163,11 @@ export class RemoteWorktree {
           remote.url,
           `+refs/heads/${record.branch}:refs/heads/${record.branch}`,
         ],
-        { env: remote.env, timeoutMs: GIT_CHECKOUT_TIMEOUT_MS },
+        { env: remote.env, timeoutMs: GIT_CHECKOUT_TIMEOUT_MS, allow: [128] },
       );
+      if (fetched.exitCode !== 0 && !/couldn't find remote ref/.test(fetched.stderr)) {
+        throw new GitError('fetch', saidBy(fetched.stderr), fetched.exitCode);
+      }
     });
   }
 
@@ -190,7 +196,7 @@ export class RemoteWorktree {
   }
 
   /** Files with uncommitted changes in the worktree there (none when it is not there). */
-  async changedFiles(record: RemoteWorktreeRecord): Promise<string[]> {
+  async changedFiles(record: RemoteWorktreeRecord, timeoutMs = SHORT_MS): Promise<string[]> {
     await this.host.prepare();
     const work = workDirOnHost(this.host, { id: record.id });
     const status = await this.host.run(
@@ -201,9 +207,9 @@ export class RemoteWorktree {
         'sh',
         work,
       ],
-      { timeoutMs: SHORT_MS },
+      { timeoutMs },
     );
-    if (status.code !== 0) throw hostFailure('status', status.stderr);
+    if (status.code !== 0) throw hostFailure('status', status.stderr || 'no answer from the host in time');
     return porcelainPaths(status.stdout);
   }
 
@@ -231,9 +237,14 @@ async function refExists(repo: string, ref: string): Promise<boolean> {
 }
 
 function hostFailure(command: string, said: string): GitError {
+  return new GitError(command, `on the host: ${saidBy(said)}`, undefined);
+}
+
+/** git's (or sh's) first line, without its `fatal:`. */
+function saidBy(said: string): string {
   const line = said
     .split('\n')
     .map((l) => l.trim())
     .find((l) => l !== '');
-  return new GitError(command, `on the host: ${(line ?? 'failed').replace(/^(fatal|error): /, '')}`, undefined);
+  return (line ?? 'failed').replace(/^(fatal|error): /, '');
 }

@@ -39,6 +39,9 @@ export interface WorktreeRecord extends WorktreeFields {
   host?: string;
 }
 
+/** How long a view waits for a host's `git status`. */
+const VIEW_MS = 5_000;
+
 /** A record that has a worktree. */
 type WithWorktree = WorktreeRecord & { worktree: string; branch: string; worktree_repo: string };
 
@@ -231,12 +234,15 @@ export class SessionWorktrees {
       ...(record.base ? { base: record.base } : {}),
     };
     if (!state) return view;
+    const lost = host.lost();
+    // A view never waits for a host that does not answer (a session's detail reads it).
+    if (lost) return { ...view, error: `its host ${host.name} does not answer: ${lost}` };
     try {
       if (!(await branchExists(record.worktree_repo, record.branch))) {
         return { ...view, error: `its branch is not fetched from ${host.name} yet` };
       }
       view.head = (await git(record.worktree_repo, ['rev-parse', `refs/heads/${record.branch}`])).stdout.trim();
-      view.dirty = (await remote.changedFiles(record)).length > 0;
+      view.dirty = (await remote.changedFiles(record, VIEW_MS)).length > 0;
       if (record.base) Object.assign(view, await distance(record.worktree_repo, record.base, record.branch));
     } catch (err) {
       view.error = reasonOf(err);
