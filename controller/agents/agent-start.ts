@@ -51,12 +51,13 @@ export interface StartingSession {
 }
 
 /**
- * What an agent's configuration runs around each start of one of its sessions, as the reference does: before
- * the program starts, its `overlay_dir` and its packs' `overlay/` laid into the work directory and its `pre_start` commands (one failing:
- * the session does not start, and says why); once the program is ready, its `session_setup` commands and
- * `session_setup_script` (a failure is recorded; the session runs on). Each command is a child of the
- * controller in its own process group, under `[session] setup_timeout`; what it printed is kept in the session
- * directory's `start-commands.log`, and a failure's last line goes into the session's reason or event.
+ * What an agent's configuration runs around each start of one of its sessions, as the reference does: before the
+ * program starts, its `overlay_dir` and its packs' `overlay/` laid into the work directory and its `pre_start`
+ * commands (one failing: the session does not start, and says why); once the program is ready, its `session_setup`
+ * commands and `session_setup_script` (a failure is recorded; the session runs on). Each command is a child of the
+ * controller in its own process group — or, for a session on a remote host, a command run there (`Host.run`) in its
+ * work directory there, with only named variables — under `[session] setup_timeout`; what it printed is kept in
+ * the session directory's `start-commands.log`, and a failure's last line goes into the session's reason or event.
  */
 export class AgentStartSteps {
   constructor(private readonly host: AgentStartHost) {}
@@ -78,7 +79,8 @@ export class AgentStartSteps {
       ...(agent.config.pack_overlays ?? []).toReversed().map((dir): [string, string] => ['pack overlay', dir]),
     ];
     const host = this.remoteHost(record);
-    // On a host: laid down here first (what is skipped and why is the same), then staged into its work dir there.
+    // On a host: laid down here first (a link leading out of an overlay skipped, as here), then staged into its work
+    // dir there, where a file it has already is kept (tar --skip-old-files).
     const overlayDir = host ? join(this.host.sessionsDir, record.id, OVERLAY_STAGING) : programDir;
     if (host) rmSync(overlayDir, { recursive: true, force: true });
     for (const [what, dir] of overlays) {
