@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { packageRoot } from '../shared/paths.js';
+import { controllerPid } from './helpers/controller-pid.js';
 import { hostsAvailable, makeHosts, type TestHost, type TestHosts } from './helpers/netns-hosts.js';
 import {
   createSession,
@@ -33,6 +34,7 @@ interface Worktree {
 interface View {
   id: string;
   state: string;
+  pid?: number;
   host?: string;
   worktree?: Worktree;
 }
@@ -269,7 +271,7 @@ pre_start = ["echo cannot prepare on $(hostname) >&2; exit 7"]
       return events.length ? events : undefined;
     });
     // It ran there: the host's own hostname, not this machine's.
-    expect(String(crashed!.message)).to.match(
+    expect(String(crashed.message)).to.match(
       new RegExp(
         `^pre_start\\[0\\] \`.*\` exited with code 7: cannot prepare on ${host.name} \\(its output: .*start-commands\\.log\\)$`,
       ),
@@ -287,11 +289,41 @@ pre_start = ["echo cannot prepare on $(hostname) >&2; exit 7"]
     expect(closed.body.worktree).to.include({ removed: false, reason: 'uncommitted changes in unsaved.txt' });
     expect((await host.exec(`cat ${hostPath(tree)}/unsaved.txt`)).stdout).to.equal('unsaved\n');
   });
+  it('a new controller finds its worktree on the host again, uncommitted work and all', async function () {
+    const id = await createSession(city.api, { kind: 'agent', name: 'web/lander' });
+    await active(id);
+    const tree = (await view(id)).worktree!;
+    await run(id, "printf 'in progress\\n' > wip.txt");
+    const before = (await view(id)).pid;
+    expect(before).to.be.a('number');
+    // Its pid is the host's: that program gone from the host's table, and a new one started there in its place.
+    expect(host.processes().some((p) => p.pid === before && p.args.includes(ON_HOST))).to.equal(true);
+    process.kill(controllerPid(city.dir), 'SIGKILL');
+    const after = await waitUntil('its program started again', async () => {
+      const shown = await view(id);
+      return shown.state === 'active' && shown.pid !== undefined && shown.pid !== before && shown.pid;
+    });
+    expect(host.processes().some((p) => p.pid === after && p.args.includes(ON_HOST))).to.equal(true);
+    await active(id);
+    expect(await run(id, 'pwd')).to.equal(hostPath(tree));
+    expect(await run(id, 'cat wip.txt')).to.equal('in progress');
+    await run(id, 'rm wip.txt');
+    await city.api.post(`/session/${id}/close`);
+  });
+
   it('never waits on a host that does not answer: its view says so, and its close keeps the worktree', async function () {
     const id = await createSession(city.api, { kind: 'agent', name: 'web/lander' });
     await active(id);
     const tree = (await view(id)).worktree!;
     await run(id, `printf 'late\\n' > late.txt && git add late.txt && ${COMMIT} 'late'`);
+    // Its turn's end brought the commit into the rig before the host stopped answering.
+    await waitUntil('the commit fetched into the rig', () => {
+      try {
+        return git(repo, 'log', '-1', '--format=%s', tree.branch) === 'late';
+      } catch {
+        return false;
+      }
+    });
     await host.partition();
     try {
       await waitUntil(
