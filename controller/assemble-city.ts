@@ -37,7 +37,7 @@ import { ProviderRegistry } from './providers/provider-registry.js';
 import { ServiceRunner } from './services/service-runner.js';
 import { createRuntime } from './sessions/runtimes.js';
 import { SessionService } from './sessions/session-service.js';
-import { programDir, SessionStore } from './sessions/session-store.js';
+import { SessionStore } from './sessions/session-store.js';
 import { writeCtlLauncher } from './sessions/ctl-launcher.js';
 import { StatusCounts } from './status-counts.js';
 import { UsageLog } from './usage/usage-log.js';
@@ -119,6 +119,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
     agent: (agentName) => settings.agent(agentName),
     rigRoot: (rig) => rigRootOf(root, settings.config.rigs, rig),
     timeoutMs: () => settings.config.daemon.setupTimeoutMs,
+    hostOf: (record) => hostOf(record),
   });
   const beads = new BeadsService(o.store, log);
   const holding = new WorkHolding(beads, logger, async (session, file) => {
@@ -128,7 +129,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
     await host.prepare();
     await host.stage(session.dir, [file], host.sessionDir(session.id, session.dir));
   });
-  const sessions = new SessionService(
+  const sessions: SessionService = new SessionService(
     {
       cityName: name,
       cityRoot: root,
@@ -144,7 +145,8 @@ export function assembleCity(o: CityInputs): CityRuntime {
       agentPrompt: (record, bead) => {
         const agent = settings.agent(record.template);
         return (
-          agent && promptFor(agent, { city: name, session: record.session_name, bead, workDir: programDir(record) })
+          agent &&
+          promptFor(agent, { city: name, session: record.session_name, bead, workDir: sessions.workDirOf(record) })
         );
       },
       agentEnv: (record) => settings.agent(record.template)?.config.env,
@@ -152,7 +154,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
       stopGraceMs: SESSION_STOP_GRACE_MS,
       startTimeoutMs: SESSION_START_TIMEOUT_MS,
       usage: (fact) => usage.record(fact),
-      worktrees: new SessionWorktrees(worktreesRoot(root), logger),
+      worktrees: new SessionWorktrees(worktreesRoot(root), logger, (record) => hostOf(record)),
       beforeProgram: (session, programDir) => startSteps.beforeProgram(session, programDir),
       hostOf: (record) => hostOf(record),
       credentialFor: (record, host) =>
@@ -169,7 +171,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
     {
       agent: (agentName) => settings.agent(agentName),
       promptOf: (agent, record) =>
-        promptFor(agent, { city: name, session: record.session_name, workDir: programDir(record) }),
+        promptFor(agent, { city: name, session: record.session_name, workDir: sessions.workDirOf(record) }),
       defaultProvider: () => providers.defaultProvider(),
       place: (agent) =>
         placeSession(
@@ -219,7 +221,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
   });
   hosts.reconcile(settings.composed.hosts);
   /** The host a session's programs run on: this machine, or its `[[host]]`. */
-  const hostOf = (record: SessionRecord): Host => {
+  const hostOf = (record: Pick<SessionRecord, 'host'>): Host => {
     const placed = record.host ?? LOCAL_HOST;
     if (placed === LOCAL_HOST) return localHost;
     const host = hosts.connector(placed);

@@ -130,6 +130,10 @@ function describeHost(name: string, make: () => Promise<HostUnderTest | string>)
       await host.stage(from, ['shell-env.sh', 'zsh/.zshenv'], to);
       const listed = await host.run(['sh', '-c', 'cat shell-env.sh zsh/.zshenv'], { cwd: to, timeoutMs: 10_000 });
       expect(listed).to.include({ code: 0, stdout: 'export A=1\nA=2', timedOut: false });
+      // Nothing to stage: the directory is made all the same.
+      const empty = host.sessionDir('s-2', join(localDir, 'empty'));
+      await host.stage(from, [], empty);
+      expect(await host.run(['test', '-d', empty], { timeoutMs: 10_000 })).to.include({ code: 0 });
       if (!host.remote) expect(statSync(join(to, 'shell-env.sh')).mode & 0o777).to.equal(0o600);
       const slow = await host.run(['sleep', '30'], { timeoutMs: 200 });
       expect(slow).to.include({ code: null, timedOut: true });

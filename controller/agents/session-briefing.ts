@@ -8,7 +8,6 @@ import type { Session } from '../sessions/session.js';
 import type { SessionService } from '../sessions/session-service.js';
 import { promptFor, type AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import { heldBeadOf } from './work-board.js';
-import { programDir } from '../sessions/session-store.js';
 
 /** Unread messages a briefing lists (the count says how many there are in all). */
 const MAIL_SHOWN = 20;
@@ -47,7 +46,7 @@ export function briefSession(sources: BriefingSources, idOrName: string): Sessio
       city: sources.cityName,
       session: record.session_name,
       bead: beadId,
-      workDir: programDir(record),
+      workDir: sources.sessions.workDirOf(record),
     });
   const recipients = [...new Set([record.kind === 'agent' ? record.template : undefined, record.session_name])];
   const unread: Message[] = [];

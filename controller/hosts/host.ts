@@ -67,6 +67,22 @@ export interface Host {
   apiSocket(): string | undefined;
   /** Where tmux keeps this city's server socket on the host. */
   tmuxSocket(localSocket: string): string;
+  /**
+   * A repository of this city's on the host (`name`: one per rig), as git on this machine reaches it over the
+   * host's own connection, once prepared: its path there, its URL and the environment git needs for it. Undefined
+   * here, where a worktree is made from the rig itself.
+   */
+  gitRepository(name: string): HostGitRepository | undefined;
+}
+
+/** A repository on a host, reached by this machine's git over the host's connection (push, fetch). */
+export interface HostGitRepository {
+  /** Its directory on the host (a bare repository). */
+  path: string;
+  /** What `git push` and `git fetch` here are given. */
+  url: string;
+  /** `GIT_SSH_COMMAND`: the host's ssh, through its connection's socket. */
+  env: Record<string, string>;
 }
 
 export interface HostSpawnSpec {

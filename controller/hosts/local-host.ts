@@ -83,6 +83,7 @@ export class LocalHost implements Host {
 
   stage(fromDir: string, files: string[], toDir: string): Promise<void> {
     if (resolve(fromDir) === resolve(toDir)) return Promise.resolve();
+    mkdirSync(toDir, { recursive: true, mode: 0o700 });
     for (const file of files) {
       const to = join(toDir, file);
       mkdirSync(dirname(to), { recursive: true, mode: 0o700 });
@@ -171,6 +172,10 @@ export class LocalHost implements Host {
 
   tmuxSocket(localSocket: string): string {
     return localSocket;
+  }
+
+  gitRepository(): undefined {
+    return undefined;
   }
 }
 

@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 import { PassThrough } from 'node:stream';
 import { LAUNCH_MARK, type LaunchSpec } from './on-host/launch-protocol.js';
 import type { HostConfig, HostProbe } from './host-config.js';
-import type { Host, HostCommandResult, HostProcess, HostRunOptions, HostSpawnSpec } from './host.js';
+import type { Host, HostCommandResult, HostGitRepository, HostProcess, HostRunOptions, HostSpawnSpec } from './host.js';
 import { installOnHost, type HostInstall } from './host-install.js';
 import { shellLine, shellQuote, sshOptions } from './ssh-command.js';
 import { SshConnection } from './ssh-connection.js';
@@ -195,7 +195,8 @@ export class SshHost implements Host {
     let tarError = '';
     tar.stderr.setEncoding('utf8').on('data', (chunk: string) => (tarError += chunk));
     const to = shellQuote(toDir);
-    const result = await this.conn.run(`mkdir -p -m 700 ${to} && tar -xpf - -C ${to}`, {
+    // No files: only the directory (tar refuses an empty archive).
+    const result = await this.conn.run(`mkdir -p -m 700 ${to}${files.length ? ` && tar -xpf - -C ${to}` : ''}`, {
       input: files.length ? tar.stdout : '',
       timeoutMs: 60_000,
     });
@@ -270,6 +271,14 @@ export class SshHost implements Host {
 
   tmuxSocket(): string {
     return posix.join(this._ready().cityDir, 'tmux.sock');
+  }
+
+  gitRepository(name: string): HostGitRepository {
+    const path = posix.join(this._ready().cityDir, 'repos', `${name}.git`);
+    const at = this.config.hostname.includes(':') ? `[${this.config.hostname}]` : this.config.hostname;
+    // A channel of the connection (never a master of its own): git's pack goes over the host's one connection.
+    const ssh = shellLine(['ssh', ...sshOptions(this.config, this.conn.controlPath), '-o', 'ControlMaster=no']);
+    return { path, url: `ssh://${at}${path}`, env: { GIT_SSH_COMMAND: ssh } };
   }
 
   /** Ends the watchdog channel (which ends every program of this run on the host) and the connection. */

@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { remoteApiEnv } from '../hosts/host-gateway.js';
+import { workDirOnHost } from '../worktrees/remote-worktree.js';
 import { DEFAULTS_FILE } from './defaults-file.js';
 import { CONTEXT_DIR, SETTINGS_FILE, SYSTEM_PROMPT_FILE, type Priming } from './priming.js';
 import type { RuntimeOptions } from './runtime.js';
@@ -21,14 +22,13 @@ const PROGRAM_FILES = [
 ];
 /** Where in a session's directory the host's copies are made before they are staged. */
 const STAGING_DIR = 'on-host';
-/** Where a session on a host works when it has no worktree there: a directory of its own. */
-export const HOST_WORK_DIR = 'work';
 
 /**
  * A start's options as its host needs them. This machine: unchanged. A host over ssh: prepared (connected, ctl
  * shipped), the session's program files copied into its directory there — each with this machine's paths (the
  * session's directory, the controller's `ctl` launcher) read as the host's — and the environment, the priming
- * files and the working directory said in the host's paths. The environment is already only named variables
+ * files said in the host's paths; its working directory is already the host's (`SessionWorktrees.prepare` made it
+ * there: its worktree, or a directory of its own). The environment is already only named variables
  * (program-launch.ts); the city's own directory is not on a host, so `CTL_CITY_ROOT` does not travel, and its
  * `ctl` reaches the city through the host's tunnel with a credential of the session's own (`CTL_API`, `CTL_TOKEN`).
  */
@@ -59,11 +59,13 @@ export async function onHost(
       files.push(file);
     }
   }
-  mkdirSync(join(staging, HOST_WORK_DIR), { recursive: true, mode: 0o700 });
-  await host.stage(staging, [...files, HOST_WORK_DIR], hostDir);
+  mkdirSync(staging, { recursive: true, mode: 0o700 });
+  await host.stage(staging, files, hostDir);
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(options.env)) env[name] = value === undefined ? value : translate(value);
   delete env.CTL_CITY_ROOT;
+  // Its worktree is the one on the host (SessionWorktrees.prepare made it there).
+  if (env.CTL_WORKTREE !== undefined) env.CTL_WORKTREE = workDirOnHost(host, { id: options.sessionId });
   // Its ctl reaches its city through the host's tunnel, as its session and nothing more.
   const apiSocket = host.apiSocket();
   if (apiSocket !== undefined && credential) {
@@ -72,7 +74,6 @@ export async function onHost(
   return {
     ...options,
     env,
-    workDir: join(hostDir, HOST_WORK_DIR),
     priming: _translatedPriming(options.priming, translate),
   };
 }

@@ -27,9 +27,10 @@ import { canRun } from './runtimes.js';
 import { Session, type SessionContext } from './session.js';
 import { resetSession } from './session-reset.js';
 import { isDormant, wakesOnMessage } from './session-states.js';
-import type { SessionRecord } from './session-store.js';
+import { programDir, type SessionRecord } from './session-store.js';
 import { transcriptPage, type TranscriptQuery } from './transcript-page.js';
 import type { SessionWorktrees } from '../worktrees/session-worktrees.js';
+import { workDirOnHost } from '../worktrees/remote-worktree.js';
 import { LOCAL_HOST } from '../hosts/host.js';
 import type { Placement } from '../hosts/placement.js';
 
@@ -503,6 +504,20 @@ export class SessionService {
   /** The sessions' git worktrees. */
   get worktrees(): SessionWorktrees {
     return this.ctx.worktrees;
+  }
+
+  /**
+   * Where a session's program works, as its prompt names it: on a remote host its directory there (its worktree
+   * there), once the host is connected; else its directory here.
+   */
+  workDirOf(record: SessionRecord): string {
+    if (record.host === undefined || !this.ctx.hostOf) return programDir(record);
+    try {
+      const host = this.ctx.hostOf(record);
+      return host.remote ? workDirOnHost(host, record) : programDir(record);
+    } catch {
+      return programDir(record);
+    }
   }
 
   /** A session's record by id, open or closed. */

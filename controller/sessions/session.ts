@@ -410,7 +410,11 @@ export class Session extends EventEmitter<SessionEvents> {
     return {
       ready: () => void this.becameReady(),
       output: (kind, text, data) => this.turns.output(kind, text, data),
-      turnEnded: (data, failure) => this.turns.turnEnded(data, failure),
+      turnEnded: (data, failure) => {
+        this.turns.turnEnded(data, failure);
+        // A session on a host: what it committed this turn is in the rig as the turn ends.
+        void this.ctx.worktrees.fetchBack(this.record);
+      },
       turnBegan: (reason) => this.turns.begunByProgram(reason),
       subagent: (output) => this.subagents.record(output),
       pending: (interaction) => this.turns.asked(interaction),

@@ -98,7 +98,7 @@ export class WorktreeMerges {
     if (!direct || !record.base) return metadata;
     this.host.journal?.begin({ bead: bead.id, session: record.id });
     const outcome = await this.serially(record.worktree_repo!, () =>
-      merge(record, head.dirty, this.host.crashBeforeFastForward),
+      merge(record, head.dirty, this.host.worktrees, this.host.crashBeforeFastForward),
     );
     if (outcome.kind === 'merged') {
       return {
@@ -194,7 +194,12 @@ export class WorktreeMerges {
 }
 
 /** The branch into its base: fast-forward, after a rebase in its worktree when the base has moved on. */
-async function merge(record: MergeRecord, dirty: boolean, crashPoint?: () => void): Promise<Outcome> {
+async function merge(
+  record: MergeRecord,
+  dirty: boolean,
+  worktrees: SessionWorktrees,
+  crashPoint?: () => void,
+): Promise<Outcome> {
   const repo = record.worktree_repo!;
   const branch = record.branch!;
   const base = record.base!;
@@ -210,14 +215,19 @@ async function merge(record: MergeRecord, dirty: boolean, crashPoint?: () => voi
         const files = check.stdout.trim().split('\n').slice(1).filter(Boolean);
         return { kind: 'refused', reason: `it conflicts with ${base} in ${files.join(', ') || 'some files'}` };
       }
-      if (!isComplete(record.worktree!)) return { kind: 'refused', reason: `it is ${behind} commits behind ${base}` };
-      const rebased = await git(record.worktree!, [...(await identity(repo)), 'rebase', '--quiet', base], {
-        allow: [1, 128],
-        timeoutMs: GIT_CHECKOUT_TIMEOUT_MS,
-      });
-      if (rebased.exitCode !== 0) {
-        await git(record.worktree!, ['rebase', '--abort'], { allow: [1, 128] });
-        return { kind: 'refused', reason: `it could not be rebased onto ${base}` };
+      // A session on a host: rebased in its worktree there, and fetched back.
+      const onHost = await worktrees.rebaseOnHost(record, base);
+      if (onHost === false) return { kind: 'refused', reason: `it could not be rebased onto ${base}` };
+      if (onHost === undefined) {
+        if (!isComplete(record.worktree!)) return { kind: 'refused', reason: `it is ${behind} commits behind ${base}` };
+        const rebased = await git(record.worktree!, [...(await identity(repo)), 'rebase', '--quiet', base], {
+          allow: [1, 128],
+          timeoutMs: GIT_CHECKOUT_TIMEOUT_MS,
+        });
+        if (rebased.exitCode !== 0) {
+          await git(record.worktree!, ['rebase', '--abort'], { allow: [1, 128] });
+          return { kind: 'refused', reason: `it could not be rebased onto ${base}` };
+        }
       }
       const after = await distance(repo, base, branch);
       if (after.behind > 0) return { kind: 'refused', reason: `it is ${after.behind} commits behind ${base}` };

@@ -29,7 +29,8 @@ export interface GitResult {
  * Runs the machine's git in `cwd`, bounded in time, with an environment that cannot redirect it (no inherited
  * `GIT_DIR` or `GIT_WORK_TREE`, never a terminal prompt, messages in English so a reason reads the same
  * everywhere), and none of the repository's own programs run (hooks, fsmonitor, and — for what checks out,
- * merges or reads status — its filters and merge drivers: git-safety.ts). With `allow`, those exit codes are
+ * merges or reads status — its filters and merge drivers: git-safety.ts). `env`: what one command is given on top
+ * (a host's `GIT_SSH_COMMAND`). With `allow`, those exit codes are
  * answers (merge-tree's 1: conflicts), not failures.
  *
  * execa rather than simple-git: worktree, merge-tree and update-ref have no typed wrapper there, and the exit
@@ -38,12 +39,17 @@ export interface GitResult {
 export async function git(
   cwd: string,
   args: string[],
-  options: { allow?: number[]; timeoutMs?: number } = {},
+  options: { allow?: number[]; timeoutMs?: number; env?: Record<string, string> } = {},
 ): Promise<GitResult> {
   const drivers = RUNS_DRIVERS.has(args.find((a, i) => !a.startsWith('-') && args[i - 1] !== '-c') ?? '')
     ? repositoryDriverOverrides((await spawnGit(cwd, REPOSITORY_DRIVERS_QUERY, GIT_TIMEOUT_MS)).stdout)
     : [];
-  const result = await spawnGit(cwd, [...configArgs(drivers), ...args], options.timeoutMs ?? GIT_TIMEOUT_MS);
+  const result = await spawnGit(
+    cwd,
+    [...configArgs(drivers), ...args],
+    options.timeoutMs ?? GIT_TIMEOUT_MS,
+    options.env,
+  );
   // Named by its subcommand and first operand (`worktree add`), not its `-c` settings or options.
   const command = args
     .filter((a, i) => !a.startsWith('-') && args[i - 1] !== '-c')
@@ -65,14 +71,14 @@ export async function git(
 /** The subcommands that check files out, merge or read status: what may run a filter or a merge driver. */
 const RUNS_DRIVERS = new Set(['worktree', 'merge', 'merge-tree', 'rebase', 'status', 'checkout']);
 
-async function spawnGit(cwd: string, args: readonly string[], timeoutMs: number) {
+async function spawnGit(cwd: string, args: readonly string[], timeoutMs: number, extra: Record<string, string> = {}) {
   // Loaded on first use: a city without worktree agents never runs git from here.
   const { execa } = await import('execa');
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('GIT_')) env[key] = value;
   return execa('git', [...configArgs(SAFE_GIT_CONFIG), ...args], {
     cwd,
-    env: { ...env, GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C', GIT_OPTIONAL_LOCKS: '0' },
+    env: { ...env, GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C', GIT_OPTIONAL_LOCKS: '0', ...extra },
     extendEnv: false,
     reject: false,
     stdin: 'ignore',
@@ -86,4 +92,12 @@ function reasonOf(stderr: string, stdout: string): string {
   const lines = `${stderr}\n${stdout}`.split('\n').map((l) => l.trim());
   const said = lines.find((l) => /^(fatal|error):/.test(l)) ?? lines.find((l) => l !== '') ?? 'git failed';
   return said.replace(/^(fatal|error): /, '');
+}
+
+/** The paths of `git status --porcelain=v1 -z`: files with uncommitted changes. */
+export function porcelainPaths(stdout: string): string[] {
+  return stdout
+    .split('\0')
+    .filter((entry) => entry.length > 3)
+    .map((entry) => entry.slice(3));
 }

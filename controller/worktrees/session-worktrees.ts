@@ -2,7 +2,9 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:f
 import { isAbsolute, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { SessionWorktree, SessionWorktreeRelease } from '../../shared/dto/sessions.js';
-import { git, GIT_CHECKOUT_TIMEOUT_MS, GitError } from './git.js';
+import type { Host } from '../hosts/host.js';
+import { git, GIT_CHECKOUT_TIMEOUT_MS, GitError, porcelainPaths } from './git.js';
+import { RemoteWorktree, workDirOnHost } from './remote-worktree.js';
 
 /** An agent's worktree settings, resolved (by agent-catalog/ from its `isolation = "worktree"`). */
 export interface AgentWorktree {
@@ -33,7 +35,12 @@ export interface WorktreeFields {
 export interface WorktreeRecord extends WorktreeFields {
   id: string;
   work_dir: string;
+  /** The `[[host]]` it runs on; absent: this machine. */
+  host?: string;
 }
+
+/** How long a view waits for a host's `git status`. */
+const VIEW_MS = 5_000;
 
 /** A record that has a worktree. */
 type WithWorktree = WorktreeRecord & { worktree: string; branch: string; worktree_repo: string };
@@ -54,7 +61,19 @@ export class SessionWorktrees {
     /** `<city>/.ctl/worktrees`. */
     readonly root: string,
     private readonly logger: Logger,
+    /**
+     * The host a session runs on (`SessionContext.hostOf`): on a remote one its worktree is there (RemoteWorktree),
+     * its branch fetched back into the rig. None: every session's is here.
+     */
+    private readonly hostOf?: (record: WorktreeRecord) => Host,
   ) {}
+
+  /** The remote host a session runs on, or undefined for this machine. */
+  private remoteOf(record: WorktreeRecord): Host | undefined {
+    if (!this.hostOf || record.host === undefined) return undefined;
+    const host = this.hostOf(record);
+    return host.remote ? host : undefined;
+  }
 
   /** The fields a new session of `agent` records: where its worktree will be and its branch. */
   plan(agentName: string, worktree: AgentWorktree, sessionName: string): WorktreeFields {
@@ -73,6 +92,8 @@ export class SessionWorktrees {
    * new branch from its base); `saveBase` records the base once it is known. Throws with git's reason.
    */
   async prepare(record: WorktreeRecord, saveBase: (base: string) => void): Promise<string> {
+    const host = this.remoteOf(record);
+    if (host) return this.prepareOnHost(host, record, saveBase);
     if (!hasWorktree(record)) return record.work_dir;
     const { worktree, branch, worktree_repo: repo } = record;
     const state = stateOf(worktree);
@@ -118,9 +139,63 @@ export class SessionWorktrees {
     return dir;
   }
 
+  /**
+   * A session on a remote host works there: in its worktree there (the rig's base pushed to the host first), or in
+   * a plain directory of its own when it has none (its agent's directory is this machine's).
+   */
+  private async prepareOnHost(host: Host, record: WorktreeRecord, saveBase: (base: string) => void): Promise<string> {
+    await host.prepare();
+    if (!hasWorktree(record)) {
+      const dir = workDirOnHost(host, record);
+      const made = await host.run(['mkdir', '-p', '-m', '700', dir], { timeoutMs: 30_000 });
+      if (made.code !== 0) throw new Error(`cannot make its directory ${dir} on ${host.name}: ${made.stderr.trim()}`);
+      return dir;
+    }
+    const base = record.base ?? (await defaultBranch(record.worktree_repo));
+    if (!(await branchExists(record.worktree_repo, base))) {
+      throw new GitError(
+        'worktree add',
+        `the base branch ${base} does not exist in ${record.worktree_repo}`,
+        undefined,
+      );
+    }
+    if (record.base !== base) saveBase(base);
+    return new RemoteWorktree(host).prepare(record, base);
+  }
+
+  /**
+   * A session on a remote host: its branch fetched back into the rig (each turn's end; a bead's close and the
+   * session's own do it themselves). Never throws: a host that does not answer is logged, and the rig keeps what
+   * it fetched last.
+   */
+  async fetchBack(record: WorktreeRecord): Promise<void> {
+    const host = this.remoteOf(record);
+    if (!host || !hasWorktree(record)) return;
+    try {
+      await new RemoteWorktree(host).fetch(record);
+    } catch (err) {
+      this.logger.warn(
+        { err, session: record.id, host: host.name },
+        'could not fetch a session’s branch from its host',
+      );
+    }
+  }
+
+  /**
+   * A remote session's branch rebased onto `base` in its worktree there (a merge whose base moved on), then
+   * fetched back: whether git could; undefined for a session on this machine. Throws when the host cannot be reached.
+   */
+  async rebaseOnHost(record: WorktreeRecord, base: string): Promise<boolean | undefined> {
+    const host = this.remoteOf(record);
+    if (!host || !hasWorktree(record)) return undefined;
+    return new RemoteWorktree(host).rebase(record, base);
+  }
+
   /** The worktree as the API shows it; with `state`, its branch's state read with git (an `error` if it cannot be). */
   async view(record: WorktreeRecord, state: boolean): Promise<SessionWorktree | undefined> {
     if (!hasWorktree(record)) return undefined;
+    const host = this.remoteOf(record);
+    if (host) return this.viewOnHost(host, record, state);
     const view: SessionWorktree = {
       path: record.worktree,
       branch: record.branch,
@@ -143,9 +218,51 @@ export class SessionWorktrees {
     return view;
   }
 
-  /** The commit a session's branch is at, and whether its worktree has uncommitted changes. */
+  /** A remote session's worktree: where it is there, its branch as last fetched, its changes as the host says. */
+  private async viewOnHost(host: Host, record: WithWorktree, state: boolean): Promise<SessionWorktree> {
+    const remote = new RemoteWorktree(host);
+    let path = record.worktree;
+    try {
+      if (!host.lost()) path = `${host.name}:${workDirOnHost(host, { id: record.id })}`;
+    } catch {
+      // not connected yet: the planned path here
+    }
+    const view: SessionWorktree = {
+      path,
+      branch: record.branch,
+      repository: record.worktree_repo,
+      ...(record.base ? { base: record.base } : {}),
+    };
+    if (!state) return view;
+    const lost = host.lost();
+    // A view never waits for a host that does not answer (a session's detail reads it).
+    if (lost) return { ...view, error: `its host ${host.name} does not answer: ${lost}` };
+    try {
+      if (!(await branchExists(record.worktree_repo, record.branch))) {
+        return { ...view, error: `its branch is not fetched from ${host.name} yet` };
+      }
+      view.head = (await git(record.worktree_repo, ['rev-parse', `refs/heads/${record.branch}`])).stdout.trim();
+      view.dirty = (await remote.changedFiles(record, VIEW_MS)).length > 0;
+      if (record.base) Object.assign(view, await distance(record.worktree_repo, record.base, record.branch));
+    } catch (err) {
+      view.error = reasonOf(err);
+    }
+    return view;
+  }
+
+  /**
+   * The commit a session's branch is at, and whether its worktree has uncommitted changes. A remote session's
+   * branch is fetched back first (its host not answering: what was fetched last, said in the log).
+   */
   async branchHead(record: WorktreeRecord): Promise<{ commit: string; dirty: boolean } | undefined> {
     if (!hasWorktree(record)) return undefined;
+    const host = this.remoteOf(record);
+    if (host) {
+      await this.fetchBack(record);
+      const commit = (await git(record.worktree_repo, ['rev-parse', `refs/heads/${record.branch}`])).stdout.trim();
+      const dirty = (await new RemoteWorktree(host).changedFiles(record).catch(() => [])).length > 0;
+      return { commit, dirty };
+    }
     const commit = (await git(record.worktree_repo, ['rev-parse', `refs/heads/${record.branch}`])).stdout.trim();
     const dirty = isComplete(record.worktree) ? (await changedFiles(record.worktree)).length > 0 : false;
     return { commit, dirty };
@@ -159,9 +276,14 @@ export class SessionWorktrees {
   async release(record: WorktreeRecord): Promise<SessionWorktreeRelease | undefined> {
     if (!hasWorktree(record)) return undefined;
     const note = { path: record.worktree, branch: record.branch };
+    const host = this.remoteOf(record);
     try {
-      const kept = await this.unmerged(record);
+      // On a host: its branch fetched back and its changes read there first; a host not answering keeps it all.
+      const remote = host ? new RemoteWorktree(host) : undefined;
+      if (remote) await remote.fetch(record);
+      const kept = await this.unmerged(record, remote ? () => remote.changedFiles(record) : undefined);
       if (kept) return { ...note, removed: false, reason: kept };
+      await remote?.remove(record);
       await this.remove(record);
       return { ...note, removed: true };
     } catch (err) {
@@ -218,9 +340,9 @@ export class SessionWorktrees {
   }
 
   /** Why the worktree must be kept (uncommitted changes, commits not in its base), or undefined. */
-  private async unmerged(record: WithWorktree): Promise<string | undefined> {
-    if (isComplete(record.worktree)) {
-      const changed = await changedFiles(record.worktree);
+  private async unmerged(record: WithWorktree, changedThere?: () => Promise<string[]>): Promise<string | undefined> {
+    if (changedThere || isComplete(record.worktree)) {
+      const changed = changedThere ? await changedThere() : await changedFiles(record.worktree);
       if (changed.length) return `uncommitted changes in ${describeFiles(changed)}`;
     }
     if (!(await branchExists(record.worktree_repo, record.branch))) return undefined;
@@ -326,10 +448,7 @@ export async function defaultBranch(repo: string): Promise<string> {
 /** Files with uncommitted changes, untracked ones included (what git ignores is not work). */
 async function changedFiles(worktree: string): Promise<string[]> {
   const status = await git(worktree, ['status', '--porcelain=v1', '-z', '--untracked-files=all']);
-  return status.stdout
-    .split('\0')
-    .filter((entry) => entry.length > 3)
-    .map((entry) => entry.slice(3));
+  return porcelainPaths(status.stdout);
 }
 
 /** Commits on `branch` its `base` lacks (ahead), and the reverse (behind). */
