@@ -1,6 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { realpathSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { expect } from 'chai';
 import { packageRoot } from '../shared/paths.js';
 import { startScriptedClaude, type ScriptedClaude } from './helpers/claude-city.js';
@@ -14,6 +14,7 @@ import {
   waitForTurn,
   type SessionCity,
 } from './helpers/sessions.js';
+import { tempDir } from './helpers/temp-dir.js';
 import { waitUntil } from './helpers/wait.js';
 
 /** Where Claude Code is installed on each host, and the home it runs with there. */
@@ -197,10 +198,159 @@ min_active_sessions = 0
 
   it('answers each turn with a codex exec there', async function () {
     const id = await createSession(city.api, { kind: 'agent', name: 'coder' });
-    expect((await session(city.api, id))).to.include({ host: hosts.hosts[0].name });
+    expect(await session(city.api, id)).to.include({ host: hosts.hosts[0].name });
     await deliver(city.api, id, 'hello from here');
     await waitForTurn(city.api, id, 'assistant', 'You said: hello from here', 120_000);
     await deliver(city.api, id, 'and again');
     await waitForTurn(city.api, id, 'assistant', 'You said: and again', 120_000);
+  });
+});
+
+/** Each bead writes and commits a file of its own, so that the three branches merge without conflict. */
+const LOOP_WORK = ['alpha', 'beta', 'gamma'].map((name) => ({
+  name,
+  file: `notes/${name}.md`,
+  title: `Write notes/${name}.md`,
+  description: `run: mkdir -p notes && printf '# ${name}\\n' > notes/${name}.md && git add notes/${name}.md && git commit -q -m 'Write notes/${name}.md'`,
+}));
+
+// The agents-at-work loop on two hosts: a rig here, a pool of three Claude Code sessions over two hosts, each in its
+// own worktree there; three beads slung at once; the person has one session ask before it runs its work and
+// approves it with ctl; every bead ends closed, its branch fetched back, recorded and merged into the rig's main here.
+describe('the loop on two hosts with Claude Code: three beads, three worktrees there, one approval', function () {
+  this.timeout(300_000);
+  let hosts: TestHosts;
+  let claude: ScriptedClaude;
+  let city: SessionCity;
+  let repo: string;
+  const tunnels: ChildProcess[] = [];
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: repo, encoding: 'utf8' }).trim();
+  const ctl = async (...args: string[]) => {
+    const result = await city.sup.ctl(['--city', 'remote-loop', ...args]);
+    expect(result.code, result.stderr).to.equal(0);
+    return result.stdout.trim();
+  };
+
+  before(async function () {
+    const why = hostsAvailable();
+    if (why) {
+      this.test!.parent!.title += ` (skipped: ${why})`;
+      return this.skip();
+    }
+    claude = await startScriptedClaude({ SHELL: '/bin/bash' });
+    hosts = await makeHosts(2, { slots: 2 });
+    const port = Number(new URL(claude.model.url).port);
+    for (const host of hosts.hosts) {
+      host.put(realpathSync(claude.cli.bin), CLAUDE_ON_HOST);
+      await host.exec(`mkdir -p ${HOME_ON_HOST}`);
+      tunnels.push(await modelTunnel(host, port));
+    }
+    repo = join(tempDir('ctl-remote-loop-rig-'), 'web');
+    mkdirSync(repo);
+    git('init', '-q', '-b', 'main');
+    git('config', 'user.email', 'dev@example.invalid');
+    git('config', 'user.name', 'dev');
+    writeFileSync(join(repo, 'README.md'), '# web\n');
+    git('add', '.');
+    git('commit', '-q', '-m', 'first');
+    // Its commits there are the agent's: who they are by is the agent's own env, as on any machine.
+    const env = {
+      ...claude.env,
+      HOME: HOME_ON_HOST,
+      GIT_AUTHOR_NAME: 'agent',
+      GIT_AUTHOR_EMAIL: 'agent@example.invalid',
+      GIT_COMMITTER_NAME: 'agent',
+      GIT_COMMITTER_EMAIL: 'agent@example.invalid',
+    };
+    const envToml = Object.entries(env)
+      .map(([k, v]) => `${k} = ${JSON.stringify(v)}`)
+      .join(', ');
+    city = await startSessionCity(
+      'remote-loop',
+      `
+${hosts.hosts.map((h) => h.tomlTable()).join('\n')}
+[providers.agent-cli]
+base = "builtin:claude"
+command = "${CLAUDE_ON_HOST}"
+env = { ${envToml} }
+default_permission_mode = "bypassPermissions"
+args_append = ["--allowedTools", "Bash(ctl bead show:*)"]
+`,
+    );
+    await ctl('rig', 'add', 'web', repo);
+    writeFileSync(
+      join(city.dir, 'city.toml'),
+      readFileSync(join(city.dir, 'city.toml'), 'utf8') +
+        `\n[[agent]]\nname = "coder"\ndir = "web"\nprovider = "agent-cli"\nisolation = "worktree"\nmerge = "direct"\n` +
+        `min_active_sessions = 3\nmax_active_sessions = 3\nhosts = [${hosts.hosts.map((h) => JSON.stringify(h.name)).join(', ')}]\n`,
+    );
+  });
+
+  after(async function () {
+    await city?.sup.cleanup();
+    for (const tunnel of tunnels) tunnel.kill();
+    await hosts?.cleanup();
+    await claude?.close();
+    if (repo) rmSync(dirname(repo), { recursive: true, force: true });
+  });
+
+  it('each session works one bead in its worktree on a host and closes it with ctl; the branches land on main', async function () {
+    const { api } = city;
+    type Listed = {
+      id: string;
+      session_name: string;
+      host: string;
+      state: string;
+      activity?: string;
+      running: boolean;
+    };
+    const sessions = async () => (await api.get<{ items: Listed[] }>('/sessions?template=web/coder')).body.items;
+    const running = await waitUntil(
+      'three sessions running over the two hosts',
+      async () => {
+        const items = (await sessions()).filter((s) => s.running && s.state === 'active' && s.activity === 'idle');
+        return items.length === 3 ? items : undefined;
+      },
+      120_000,
+    );
+    expect(new Set(running.map((s) => s.host))).to.deep.equal(new Set(hosts.hosts.map((h) => h.name)));
+    // The person wants to see what one of them runs before it runs it.
+    const watched = running[0].session_name;
+    await ctl('session', 'permission-mode', watched, 'default');
+    const ids: string[] = [];
+    for (const work of LOOP_WORK) {
+      const created = await ctl('bead', 'create', work.title, '--description', work.description);
+      ids.push(/^Created (\S+):/.exec(created)![1]);
+    }
+    await ctl('sling', 'web/coder', ...ids, '--no-convoy');
+    // It asks before its work command runs there; nothing of that work is done until the person answers.
+    const asked = await waitUntil(
+      'the watched session to ask to run its work',
+      async () => {
+        const pending = (await session(api, watched)).pending;
+        return pending && /git commit/.test(pending.prompt ?? '') ? pending : undefined;
+      },
+      120_000,
+    );
+    expect(asked.kind).to.equal('tool-approval');
+    await ctl('session', 'respond', watched, 'allow');
+    const closed = await waitUntil(
+      'all three beads closed, their branches merged',
+      async () => {
+        const now = await Promise.all(ids.map((id) => api.bead(id)));
+        return now.every((b) => b.status === 'closed' && b.metadata?.['ctl.merged']) ? now : undefined;
+      },
+      180_000,
+    );
+    const closers = new Set(closed.map((b) => String(b.metadata!.closed_by)));
+    expect(closers.size, 'one bead per session').to.equal(3);
+    for (const bead of closed) {
+      const work = LOOP_WORK.find((w) => w.title === bead.title)!;
+      expect(git('log', '-1', '--format=%s', String(bead.metadata!['ctl.commit']))).to.equal(`Write ${work.file}`);
+      expect(readFileSync(join(repo, work.file), 'utf8')).to.equal(`# ${work.name}\n`);
+    }
+    expect(git('log', '--format=%s', 'main').split('\n').sort()).to.deep.equal(
+      ['first', ...LOOP_WORK.map((w) => `Write ${w.file}`)].sort(),
+    );
   });
 });
