@@ -45,13 +45,7 @@ export class LocalHost implements Host {
         // Ends with the controller, however it ends (the one mechanism for every program a city runs).
         tetherGroup(pid, spec.what);
         let running = true;
-        const signalGroup = (signal: NodeJS.Signals) => {
-          try {
-            process.kill(-pid, signal);
-          } catch {
-            // nothing left in its group
-          }
-        };
+        const signalGroup = (signal: NodeJS.Signals) => _killGroup(pid, signal);
         // A program that stops reading makes our writes fail: the exit says what happened, not the write.
         child.stdin.on('error', () => undefined);
         child.once('exit', () => {
@@ -126,11 +120,7 @@ export class LocalHost implements Host {
   }
 
   signalGroup(pid: number, signal: NodeJS.Signals): Promise<void> {
-    try {
-      process.kill(-pid, signal);
-    } catch {
-      // gone
-    }
+    _killGroup(pid, signal);
     return Promise.resolve();
   }
 
@@ -176,6 +166,15 @@ export class LocalHost implements Host {
 
   gitRepository(): undefined {
     return undefined;
+  }
+}
+
+/** Sends `signal` to the process group `pid` leads; nothing when nothing is left in it. */
+function _killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // nothing left in its group
   }
 }
 
