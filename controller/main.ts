@@ -194,6 +194,8 @@ export async function run(options: ControllerRunOptions): Promise<void> {
     server.on('upgrade', gate.upgrades(serviceUpgrade(running)));
     answerClientErrors(server, logger);
     await listenOn(server, listen);
+    // A remote session's calls that came while its controller started go on now.
+    running.gateways.apiListening();
     completed.push('starting_api');
 
     await log.append({ type: 'controller.started', actor: 'ctl', subject: name, payload: {} });

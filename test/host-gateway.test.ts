@@ -119,6 +119,8 @@ describe('a remote session reaches its city, and only its city, through its host
       credentials,
       logger: pino({ level: 'silent' }),
     });
+    // Its controller listens already (as once a controller has started).
+    gateways.apiListening();
     socketPath = await gateways.open('box1');
     grant = { city: 'alpha', host: 'box1', sessionId: remote.id, sessionName: remote.name, actor: 'worker' };
     secret = credentials.mint(grant);

@@ -29,6 +29,9 @@ const CONNECTIONS = 64;
 const MAX_SOCKET_PATH = 100;
 const HOST_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
+/** How long a call made while this controller starts waits for its API to listen. */
+const UPSTREAM_WAIT_MS = 30_000;
+
 export interface HostGatewayOptions {
   /** The city's name, and its directory (what `GET /v0/cities` says of it). */
   city: string;
@@ -38,6 +41,11 @@ export interface HostGatewayOptions {
   socketPath: string;
   /** This controller's own API, where requests in scope go. */
   upstream: UpstreamAddress;
+  /**
+   * Resolves once this controller's API listens: a session's program started before that (a controller starting its
+   * sessions again) has its first calls wait for it rather than fail. None: it listens already.
+   */
+  upstreamListening?: Promise<void>;
   credentials: SessionCredentials;
   logger: Logger;
 }
@@ -141,6 +149,7 @@ export class HostGateway {
     if (verdict.kind === 'answer') {
       return answerJson(res, requestId, verdict.what === 'whoami' ? this.whoami(grant) : this.cities());
     }
+    await this.untilUpstreamListens();
     if (verdict.owns) await this.checkOwnership(grant, verdict.owns, requestId);
     let body: Buffer | undefined;
     if (verdict.body) {
@@ -165,6 +174,17 @@ export class HostGateway {
     } finally {
       // Closing only ends the connection: it has nobody to report to.
       if (own) void own.destroy();
+    }
+  }
+
+  private async untilUpstreamListens(): Promise<void> {
+    if (!this.o.upstreamListening) return;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), UPSTREAM_WAIT_MS)));
+    const outcome = await Promise.race([this.o.upstreamListening.then(() => 'listening' as const), late]);
+    clearTimeout(timer);
+    if (outcome === 'late') {
+      throw new Problem('bad-gateway', `bad_gateway: the controller of ${this.o.city} is not serving its API yet`);
     }
   }
 
@@ -285,13 +305,26 @@ export class HostGateway {
 export class HostGateways {
   private readonly gateways = new Map<string, Promise<HostGateway>>();
 
+  private listening: () => void = () => undefined;
+  private readonly upstreamListening = new Promise<void>((resolve) => (this.listening = resolve));
+
   constructor(private readonly o: Omit<HostGatewayOptions, 'host' | 'socketPath'> & { runtimeDir: string }) {}
+
+  /** This controller's API listens now: calls that waited for it go on. */
+  apiListening(): void {
+    this.listening();
+  }
 
   /** Where `host`'s gateway listens, opened if it is not yet (once, however many ask at once). */
   async open(host: string): Promise<string> {
     let gateway = this.gateways.get(host);
     if (!gateway) {
-      gateway = HostGateway.open({ ...this.o, host, socketPath: this.socketPathOf(host) });
+      gateway = HostGateway.open({
+        ...this.o,
+        host,
+        socketPath: this.socketPathOf(host),
+        upstreamListening: this.upstreamListening,
+      });
       this.gateways.set(host, gateway);
       gateway.catch(() => this.gateways.delete(host));
     }

@@ -48,6 +48,7 @@ describe('the host gateway, in process', function () {
       logger: pino({ level: 'silent' }),
     });
     socket = await gateways.open('box1');
+    gateways.apiListening();
     const secret = credentials.mint({
       city: 'alpha',
       host: 'box1',
@@ -80,6 +81,30 @@ describe('the host gateway, in process', function () {
     });
     expect(close.status).to.equal(502);
     expect(JSON.parse(close.body).detail).to.match(/^bad_gateway: the controller of alpha did not answer/);
+  });
+
+  it('holds a call made while its controller starts until the API listens, then forwards it', async function () {
+    const starting = new HostGateways({
+      city: 'alpha',
+      cityRoot: dir,
+      runtimeDir: join(dir, 'starting', '.ctl'),
+      upstream: { socketPath: join(dir, '.ctl', 'controller.sock') },
+      credentials,
+      logger: pino({ level: 'silent' }),
+    });
+    try {
+      const early = await starting.open('box1');
+      let answered = false;
+      const call = overSocket(early, 'GET', '/v0/city/alpha/status', auth).finally(() => (answered = true));
+      // Its own answers do not wait.
+      expect((await overSocket(early, 'GET', '/v0/whoami', auth)).status).to.equal(200);
+      expect(answered).to.equal(false);
+      starting.apiListening();
+      // Forwarded now (nothing listens in this test: the forward's own 502).
+      expect((await call).status).to.equal(502);
+    } finally {
+      await starting.closeAll();
+    }
   });
 
   it('opens one gateway per host however many ask, and a closed host loses its credentials', async function () {
