@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { packageRoot } from '../../shared/paths.js';
 import { CityApi, registerCity, type Envelope, type Reply } from './city-api.js';
-import { TestSupervisor, tempDir } from './supervisor.js';
+import { TestSupervisor } from './supervisor.js';
 import { WAIT_MS, waitUntil } from './wait.js';
 
 /** The example agents the project ships (examples/agents/). */
@@ -61,7 +61,9 @@ export async function startSessionCity(
   const sup = await TestSupervisor.start({ env, root });
   const dir = sup.cityDir(name);
   mkdirSync(dir, { recursive: true });
-  const state = tempDir('ctl-agent-state-');
+  // Inside the supervisor's root, so that its cleanup removes it too.
+  const state = join(sup.root, 'agent-state');
+  mkdirSync(state, { recursive: true });
   writeFileSync(join(dir, 'city.toml'), `[workspace]\nprovider = "echo"\n${providersToml(state)}${extra}`);
   return { sup, api: await registerCity(sup, name), dir };
 }
