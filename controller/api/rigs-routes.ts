@@ -13,6 +13,7 @@ import {
   Tags,
 } from '@tsoa/runtime';
 import type { OKResponseBody } from '../../shared/dto/common.js';
+import type { RigOverlapsResponse } from '../../shared/dto/overlaps.js';
 import type { ErrorModel } from '../../shared/dto/errors.js';
 import type {
   ListBodyRigResponse,
@@ -137,6 +138,22 @@ export class RigsRoutes extends Controller {
   @Get('rig/{name}')
   public async getRig(@Path() cityName: string, @Path() name: string, @Query() git?: boolean): Promise<RigResponse> {
     return rigResponse(this.city, rigOrProblem(this.city, name), git === true);
+  }
+
+  /**
+   * Pairs of the rig's open sessions whose worktrees changed the same files against their bases — committed on
+   * their branches since the merge-base, and (for a worktree on this machine) uncommitted — read now, with the files
+   * each pair shares. A session on a remote host counts with its branch as last fetched back (each turn's end).
+   * The same is read at every turn end of a session of the rig; a pair that begins is a `rig.overlap` event.
+   * @summary List a rig's overlapping worktrees
+   */
+  @Get('rigs/{name}/overlaps')
+  public async rigOverlaps(@Path() cityName: string, @Path() name: string): Promise<RigOverlapsResponse> {
+    const rig = rigOrProblem(this.city, name);
+    const read = await this.city.overlaps.compute(rig.name);
+    // Undefined: the rig was removed from city.toml while its sessions were read.
+    if (!read) throw new Problem('rig-not-found', `not_found: rig not found: ${name}`);
+    return read;
   }
 
   /**
