@@ -172,7 +172,15 @@ export class RigOverlaps {
     const key = `${head}:${baseHead}`;
     let committed = cache.get(s.id);
     if (committed?.key !== key) {
-      const diff = await git(repo, ['diff', '--name-only', '-z', '--no-renames', `${baseHead}...${head}`]);
+      const diff = await git(repo, [
+        'diff',
+        '--name-only',
+        '-z',
+        '--no-renames',
+        '--no-ext-diff',
+        '--no-textconv',
+        `${baseHead}...${head}`,
+      ]);
       committed = { key, files: diff.stdout.split('\0').filter(Boolean) };
     }
     fresh.set(s.id, committed);
