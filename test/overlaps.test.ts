@@ -15,6 +15,8 @@ interface Overlaps {
   rig: string;
   items: { sessions: string[]; session_ids: string[]; files: string[] }[];
   sessions_checked: number;
+  total: number;
+  next_cursor?: string;
   problems?: unknown[];
   computed_at: string;
 }
@@ -110,8 +112,8 @@ describe('overlapping worktrees of a rig', function () {
     const asked = Date.now();
     const read = await overlaps('web');
     expect(read.items).to.deep.equal([{ sessions: [nameA, nameB], session_ids: [a, b], files: ['shared.txt'] }]);
-    expect(read.sessions_checked).to.equal(2);
-    expect(read.problems).to.equal(undefined);
+    expect(read).to.include({ sessions_checked: 2, total: 1 });
+    expect(read).to.not.have.any.keys('problems', 'next_cursor');
     // Read for this request, not a read of an earlier turn end handed back.
     expect(Date.parse(read.computed_at)).to.be.at.least(asked);
 
@@ -146,6 +148,8 @@ describe('overlapping worktrees of a rig', function () {
 
   it('an unknown rig is a 404 rig-not-found, and one stderr line from ctl', async function () {
     expectProblem(await city.api.get('/rigs/nope/overlaps'), 404, 'rig-not-found');
+    expectProblem(await city.api.get('/rigs/web/overlaps?cursor=nonsense'), 400);
+    expectProblem(await city.api.get('/rigs/web/overlaps?limit=1001'), 422);
     expectFailure(await city.sup.ctl(['--city', 'overlaps', 'rig', 'overlaps', 'nope']), 'rig overlaps', /nope/);
   });
 });

@@ -200,7 +200,7 @@ const overlaps = command({
     const { data } = await call(
       api,
       api.client.GET('/v0/city/{cityName}/rigs/{name}/overlaps', {
-        params: { path: { ...cityPath(city), name: a.name } },
+        params: { path: { ...cityPath(city), name: a.name }, query: { limit: 1000 } },
       }),
     );
     if (a.json) return json(data);

@@ -51,6 +51,20 @@ export function newPairs(before: ReadonlySet<string>, now: RigOverlap[]): RigOve
   return now.filter((pair) => !before.has(pairKey(pair)));
 }
 
+/**
+ * A page of pairs in the order of their session names, after the pair keyed `after` (`''`: from the first): its
+ * pairs, and the key of its last when more follow. By key, not position, so that a pair ending between two pages
+ * shifts none of the rest.
+ */
+export function pageOfPairs(pairs: RigOverlap[], size: number, after: string): { items: RigOverlap[]; last?: string } {
+  const rest = pairs
+    .map((item) => ({ item, key: item.sessions.join('\0') }))
+    .filter((k) => k.key > after)
+    .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const page = rest.slice(0, size);
+  return { items: page.map((k) => k.item), ...(rest.length > size ? { last: page.at(-1)!.key } : {}) };
+}
+
 /** What the overlaps need of the city: a rig's open sessions, the rig a session is of, and the event log. */
 export interface OverlapsHost {
   /** The rig's open sessions (of its agents), oldest first; undefined when there is no such rig. */

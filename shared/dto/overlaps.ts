@@ -28,8 +28,15 @@ export interface RigOverlapProblem {
 /** Body of `GET /v0/city/{cityName}/rigs/{name}/overlaps`. */
 export interface RigOverlapsResponse {
   rig: string;
-  /** Every pair of the rig's open worktree sessions touching the same files. */
+  /** The pairs of the rig's open worktree sessions touching the same files (a page of them). */
   items: RigOverlap[];
+  /**
+   * How many pairs there are, on every page.
+   * @isInt
+   */
+  total?: number;
+  /** The next page's cursor, when there is one. */
+  next_cursor?: string;
   /**
    * How many of the rig's open sessions had a worktree whose changes were read.
    * @isInt

@@ -8,6 +8,7 @@ import type { RigOverlapPayload } from '../../shared/dto/overlaps.js';
 import {
   newPairs,
   overlapPairs,
+  pageOfPairs,
   pairKey,
   RigOverlaps,
   type OverlapSession,
@@ -59,6 +60,33 @@ describe('overlap pairs', function () {
       ['s2', 's3'],
       ['s1', 's3'],
     ]);
+  });
+});
+
+describe('pages of overlap pairs', function () {
+  const pairs = overlapPairs(['d', 'b', 'c', 'a'].map((name) => ({ id: `id-${name}`, name, files: ['f'] })));
+
+  it('pages in the order of the session names, each pair once, the last page without a key', function () {
+    const seen: string[][] = [];
+    let after = '';
+    for (let n = 0; n < 10; n++) {
+      const page = pageOfPairs(pairs, 4, after);
+      seen.push(...page.items.map((p) => p.sessions));
+      if (page.last === undefined) break;
+      expect(page.items).to.have.length(4);
+      after = page.last;
+    }
+    expect(seen).to.have.length(6);
+    const keys = seen.map((s) => s.join(' '));
+    expect(keys).to.deep.equal([...keys].sort());
+    expect(new Set(keys).size).to.equal(6);
+  });
+
+  it('a pair that ends between pages shifts none of the rest', function () {
+    const first = pageOfPairs(pairs, 2, '');
+    const without = pairs.filter((p) => p !== first.items[0]);
+    const second = pageOfPairs(without, 2, first.last!);
+    expect(second.items).to.deep.equal(pageOfPairs(pairs, 2, first.last!).items);
   });
 });
 
