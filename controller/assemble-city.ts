@@ -43,6 +43,7 @@ import { StatusCounts } from './status-counts.js';
 import { UsageLog } from './usage/usage-log.js';
 import { WorktreeMerges } from './worktrees/bead-merge.js';
 import { MergeJournal, mergeCrashHook } from './worktrees/merge-journal.js';
+import { RigOverlaps } from './worktrees/overlaps.js';
 import { worktreesRoot } from './worktrees/repository.js';
 import { SessionWorktrees } from './worktrees/session-worktrees.js';
 import { LOCAL_HOST, type Host } from './hosts/host.js';
@@ -328,6 +329,31 @@ export function assembleCity(o: CityInputs): CityRuntime {
     conditionEveryMs: () => settings.config.daemon.patrolIntervalMs,
     logger,
   });
+  // Which worktrees of a rig changed the same files: read at each turn end of its sessions, and on demand.
+  const overlaps = new RigOverlaps({
+    sessionsOf: (rig) =>
+      settings.config.rigs.some((r) => r.name === rig)
+        ? settings.agents
+            .filter((a) => a.rig === rig)
+            .flatMap((a) => sessions.agentSessions(a.name))
+            .map((s) => s.record)
+        : undefined,
+    rigOf: (record) => {
+      const template = sessions.recordOf(record.id)?.template;
+      return template === undefined ? undefined : settings.agent(template)?.rig;
+    },
+    record: async (payload) => {
+      await log.append({
+        type: 'rig.overlap',
+        actor: 'ctl',
+        subject: payload.rig,
+        message: `${payload.sessions.join(' and ')} both changed ${payload.files.join(', ')}`,
+        payload,
+      });
+    },
+    logger,
+  });
+  sessions.worktrees.onTurnEnded((record) => overlaps.turnEnded(record));
   const services = new ServiceRunner({
     cityName: name,
     cityRoot: root,
@@ -357,6 +383,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
       crashBeforeFastForward: mergeCrashHook(process.env),
       logger,
     }),
+    overlaps,
     statusCounts: new StatusCounts(() => ({ work: beads.workCounts(), mail: mail.count({}) }), log),
     providers,
     prober,

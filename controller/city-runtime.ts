@@ -36,6 +36,7 @@ import type { SessionService } from './sessions/session-service.js';
 import type { StatusCounts } from './status-counts.js';
 import type { UsageLog } from './usage/usage-log.js';
 import type { WorktreeMerges } from './worktrees/bead-merge.js';
+import type { RigOverlaps } from './worktrees/overlaps.js';
 
 /** The parts of a running city, as `assembleCity` builds them. */
 export interface CityParts {
@@ -55,6 +56,8 @@ export interface CityParts {
   convoys: ConvoysService;
   /** A bead finished in a session's worktree: its branch recorded, and merged when its agent says so. */
   merges: WorktreeMerges;
+  /** Which of a rig's open worktree sessions changed the same files. */
+  overlaps: RigOverlaps;
   /** What `GET /status` counts in the store, kept in memory between the events that change it. */
   statusCounts: StatusCounts;
   /** The providers sessions start from. */
@@ -115,6 +118,7 @@ export class CityRuntime implements CityParts {
   readonly mail: MailService;
   readonly convoys: ConvoysService;
   readonly merges: WorktreeMerges;
+  readonly overlaps: RigOverlaps;
   readonly statusCounts: StatusCounts;
   readonly providers: ProviderRegistry;
   readonly prober: ReadinessProber;
@@ -150,6 +154,7 @@ export class CityRuntime implements CityParts {
     this.mail = parts.mail;
     this.convoys = parts.convoys;
     this.merges = parts.merges;
+    this.overlaps = parts.overlaps;
     this.statusCounts = parts.statusCounts;
     this.providers = parts.providers;
     this.prober = parts.prober;

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { packageRoot } from '../shared/paths.js';
 import { controllerPid } from './helpers/controller-pid.js';
+import type { Envelope } from './helpers/city-api.js';
 import { hostsAvailable, makeHosts, type TestHost, type TestHosts } from './helpers/netns-hosts.js';
 import {
   createSession,
@@ -197,6 +198,27 @@ pre_start = ["echo cannot prepare on $(hostname) >&2; exit 7"]
       }
     });
     expect(git(repo, 'log', '-1', '--format=%s', tree.branch)).to.equal('a draft');
+  });
+
+  it('two sessions on the host committing one file are a rig overlap at the turn’s end; uncommitted work there is not', async function () {
+    const a = await createSession(city.api, { kind: 'agent', name: 'web/lander' });
+    const b = await createSession(city.api, { kind: 'agent', name: 'web/lander' });
+    await Promise.all([active(a), active(b)]);
+    await run(a, `printf 'a\\n' > collide.txt && git add collide.txt && ${COMMIT} 'a collides'`);
+    await run(a, `printf 'draft\\n' > loose.txt`);
+    await run(b, `printf 'b\\n' > collide.txt && git add collide.txt && ${COMMIT} 'b collides'`);
+    await run(b, `printf 'draft\\n' > loose.txt`);
+    const mine = (e: Envelope) => (e.payload.session_ids as string[]).join(' ') === `${a} ${b}`;
+    const [event] = await waitUntil('a rig.overlap for the two', async () => {
+      const found = (await city.api.eventsAbout('rig.overlap', 'web')).filter(mine);
+      return found.length ? found : undefined;
+    });
+    // Only what came back with their branches: loose.txt is uncommitted on the host.
+    expect(event.payload.files).to.deep.equal(['collide.txt']);
+    const read = await city.api.get<{ items: { session_ids: string[]; files: string[] }[] }>('/rigs/web/overlaps');
+    expect(read.body.items.find((i) => i.session_ids.join(' ') === `${a} ${b}`)?.files).to.deep.equal(['collide.txt']);
+    // The host's slots are for the tests after this one.
+    for (const id of [a, b]) expect((await city.api.post(`/session/${id}/close`)).status).to.equal(200);
   });
 
   it('a bead its ctl closes on the host records its branch and merges it into the rig’s base', async function () {

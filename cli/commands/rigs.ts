@@ -190,10 +190,44 @@ const status = command({
   },
 });
 
+const overlaps = command({
+  name: 'overlaps',
+  description: 'Pairs of a rig’s sessions whose worktrees changed the same files, read now',
+  examples: ['ctl rig overlaps frontend', 'ctl rig overlaps frontend --json'],
+  args: { ...nameArg, ...inCityFlags },
+  async run({ args: a }) {
+    const { api, city } = await inCity(a);
+    const { data } = await call(
+      api,
+      api.client.GET('/v0/city/{cityName}/rigs/{name}/overlaps', {
+        params: { path: { ...cityPath(city), name: a.name }, query: { limit: 1000 } },
+      }),
+    );
+    if (a.json) return json(data);
+    const checked = `${data.sessions_checked} worktree${data.sessions_checked === 1 ? '' : 's'} read`;
+    if (data.items.length === 0) line(`No overlaps in rig ${data.rig} (${checked}).`);
+    else {
+      table<(typeof data.items)[number]>(
+        [
+          { header: 'SESSIONS', value: (o) => o.sessions.join(' ↔ '), kind: 'id' },
+          { header: 'FILES', value: (o) => o.files.join(', '), kind: 'text' },
+        ],
+        data.items,
+      );
+    }
+    for (const p of data.problems ?? []) line(`could not read ${p.session}: ${p.error}`);
+  },
+});
+
 export const rigCommand = group({
   name: 'rig',
   description: 'Rigs: the project directories a city’s agents work in',
-  examples: ['ctl rig add frontend ~/src/frontend', 'ctl rig list --git', 'ctl rig status frontend'],
+  examples: [
+    'ctl rig add frontend ~/src/frontend',
+    'ctl rig list --git',
+    'ctl rig status frontend',
+    'ctl rig overlaps frontend',
+  ],
   commands: {
     list,
     add,
@@ -201,5 +235,6 @@ export const rigCommand = group({
     suspend: rigAction('suspend', 'Suspend a rig: its agents finish their turn, then stop', 'Suspended'),
     resume: rigAction('resume', 'Resume a rig: its agents start again', 'Resumed'),
     status,
+    overlaps,
   },
 });

@@ -13,6 +13,7 @@ import {
   Tags,
 } from '@tsoa/runtime';
 import type { OKResponseBody } from '../../shared/dto/common.js';
+import type { RigOverlapsResponse } from '../../shared/dto/overlaps.js';
 import type { ErrorModel } from '../../shared/dto/errors.js';
 import type {
   ListBodyRigResponse,
@@ -27,6 +28,7 @@ import { decodeToken, encodeToken, invalidToken } from '../../shared/http/page-t
 import type { CityRuntime } from '../city-runtime.js';
 import { blockUntilChanged } from './blocking.js';
 import { RigEditor, rigOrProblem, rigResponse } from '../rigs/rigs.js';
+import { pageOfPairs } from '../worktrees/overlaps.js';
 
 /** What `POST /rig/{name}/{action}` does; each has its own route above the one refusing the rest. */
 const RIG_ACTIONS = ['suspend', 'resume', 'restart'];
@@ -137,6 +139,46 @@ export class RigsRoutes extends Controller {
   @Get('rig/{name}')
   public async getRig(@Path() cityName: string, @Path() name: string, @Query() git?: boolean): Promise<RigResponse> {
     return rigResponse(this.city, rigOrProblem(this.city, name), git === true);
+  }
+
+  /**
+   * Pairs of the rig's open sessions whose worktrees changed the same files against their bases — committed on
+   * their branches since the merge-base, and (for a worktree on this machine) uncommitted — read now, with the files
+   * each pair shares. A session on a remote host counts with its branch as last fetched back (each turn's end).
+   * The same is read at every turn end of a session of the rig; a pair that begins is a `rig.overlap` event.
+   * Pages are in the order of the pairs' session names; each page is read anew.
+   * @summary List a rig's overlapping worktrees
+   * @param limit Page size, 1–1000 (default 100; 0 means the default).
+   * @param cursor `next_cursor` of the previous page.
+   * @isInt limit
+   * @minimum limit 0
+   * @maximum limit 1000
+   */
+  @Get('rigs/{name}/overlaps')
+  @Response<ErrorModel>(400, 'Invalid cursor')
+  public async rigOverlaps(
+    @Path() cityName: string,
+    @Path() name: string,
+    @Query() limit?: number,
+    @Query() cursor?: string,
+  ): Promise<RigOverlapsResponse> {
+    let after = '';
+    if (cursor !== undefined) {
+      const { pair } = decodeToken(cursor, 'ov');
+      if (typeof pair !== 'string') throw invalidToken();
+      after = pair;
+    }
+    const rig = rigOrProblem(this.city, name);
+    const read = await this.city.overlaps.compute(rig.name);
+    // Undefined: the rig was removed from city.toml while its sessions were read.
+    if (!read) throw new Problem('rig-not-found', `not_found: rig not found: ${name}`);
+    const { items, last } = pageOfPairs(read.items, limit || 100, after);
+    return {
+      ...read,
+      items,
+      total: read.items.length,
+      ...(last !== undefined ? { next_cursor: encodeToken('ov', { pair: last }) } : {}),
+    };
   }
 
   /**

@@ -412,8 +412,8 @@ export class Session extends EventEmitter<SessionEvents> {
       output: (kind, text, data) => this.turns.output(kind, text, data),
       turnEnded: (data, failure) => {
         this.turns.turnEnded(data, failure);
-        // A session on a host: what it committed this turn is in the rig as the turn ends.
-        void this.ctx.worktrees.fetchBack(this.record);
+        // A session on a host: what it committed this turn is in the rig as the turn ends; then overlaps are read.
+        void this.ctx.worktrees.turnEnded(this.record);
       },
       turnBegan: (reason) => this.turns.begunByProgram(reason),
       subagent: (output) => this.subagents.record(output),

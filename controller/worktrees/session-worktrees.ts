@@ -68,6 +68,8 @@ export class SessionWorktrees {
     private readonly hostOf?: (record: WorktreeRecord) => Host,
   ) {}
 
+  private readonly turnListeners: ((record: WorktreeRecord) => void)[] = [];
+
   /** The remote host a session runs on, or undefined for this machine. */
   private remoteOf(record: WorktreeRecord): Host | undefined {
     if (!this.hostOf || record.host === undefined) return undefined;
@@ -179,6 +181,27 @@ export class SessionWorktrees {
         'could not fetch a session’s branch from its host',
       );
     }
+  }
+
+  /**
+   * A session's turn has ended: a remote one's branch fetched back, then whoever listens told (overlaps.ts reads
+   * what every worktree of the rig changed). Never throws.
+   */
+  async turnEnded(record: WorktreeRecord): Promise<void> {
+    await this.fetchBack(record);
+    if (!hasWorktree(record)) return;
+    for (const listener of this.turnListeners) {
+      try {
+        listener(record);
+      } catch (err) {
+        this.logger.warn({ err, session: record.id }, 'a turn-end listener of the worktrees failed');
+      }
+    }
+  }
+
+  /** Calls `listener` after every turn end of a session with a worktree (its branch fetched back first). */
+  onTurnEnded(listener: (record: WorktreeRecord) => void): void {
+    this.turnListeners.push(listener);
   }
 
   /**
@@ -446,7 +469,7 @@ export async function defaultBranch(repo: string): Promise<string> {
 }
 
 /** Files with uncommitted changes, untracked ones included (what git ignores is not work). */
-async function changedFiles(worktree: string): Promise<string[]> {
+export async function changedFiles(worktree: string): Promise<string[]> {
   const status = await git(worktree, ['status', '--porcelain=v1', '-z', '--untracked-files=all']);
   return porcelainPaths(status.stdout);
 }

@@ -24,6 +24,7 @@ import type { OrderEventPayload } from '../dto/orders.js';
 import type { WebhookReceivedPayload, WebhookRejectedPayload } from '../dto/webhooks.js';
 import type { StoreMaintenancePayload } from '../dto/maintenance.js';
 import type { RigCreateSucceededPayload, RigProvisionProgressPayload } from '../dto/rigs.js';
+import type { RigOverlapPayload } from '../dto/overlaps.js';
 import type { ServiceEventPayload } from '../dto/services.js';
 import type { HostEventPayload } from '../dto/hosts.js';
 import type {
@@ -97,6 +98,7 @@ export interface EventPayloadTypes {
   InboundEventPayload: InboundEventPayload;
   OutboundEventPayload: OutboundEventPayload;
   RigProvisionProgressPayload: RigProvisionProgressPayload;
+  RigOverlapPayload: RigOverlapPayload;
   TokenEventPayload: TokenEventPayload;
 }
 
@@ -181,6 +183,7 @@ export const EVENT_PAYLOADS = {
   'ctl.store.maintenance.done': 'StoreMaintenancePayload',
   'ctl.store.maintenance.failed': 'StoreMaintenancePayload',
   'rig.provision.progress': 'RigProvisionProgressPayload',
+  'rig.overlap': 'RigOverlapPayload',
   'service.started': 'ServiceEventPayload',
   'service.ready': 'ServiceEventPayload',
   'service.exited': 'ServiceEventPayload',

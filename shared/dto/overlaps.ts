@@ -1,0 +1,65 @@
+// Overlaps: pairs of a rig's open sessions whose worktrees changed the same files, seen before either merges.
+
+/** Two sessions of a rig whose worktrees changed the same files against their bases. */
+export interface RigOverlap {
+  /**
+   * The two sessions' names, in order.
+   * @minItems 2
+   * @maxItems 2
+   */
+  sessions: string[];
+  /**
+   * Their ids, in the same order.
+   * @minItems 2
+   * @maxItems 2
+   */
+  session_ids: string[];
+  /** The files both changed (paths from the repository's top), sorted. */
+  files: string[];
+}
+
+/** A session whose changes could not be read (its branch gone, git failing): left out of the pairs. */
+export interface RigOverlapProblem {
+  session: string;
+  session_id: string;
+  error: string;
+}
+
+/** Body of `GET /v0/city/{cityName}/rigs/{name}/overlaps`. */
+export interface RigOverlapsResponse {
+  rig: string;
+  /** The pairs of the rig's open worktree sessions touching the same files (a page of them). */
+  items: RigOverlap[];
+  /**
+   * How many pairs there are, on every page.
+   * @isInt
+   */
+  total?: number;
+  /** The next page's cursor, when there is one. */
+  next_cursor?: string;
+  /**
+   * How many of the rig's open sessions had a worktree whose changes were read.
+   * @isInt
+   */
+  sessions_checked: number;
+  /** Sessions whose changes could not be read. */
+  problems?: RigOverlapProblem[];
+  /** When the changes were read (RFC 3339). */
+  computed_at: string;
+}
+
+/** Payload of `rig.overlap`: a pair of sessions that has just begun touching the same files. */
+export interface RigOverlapPayload {
+  rig: string;
+  /**
+   * @minItems 2
+   * @maxItems 2
+   */
+  sessions: string[];
+  /**
+   * @minItems 2
+   * @maxItems 2
+   */
+  session_ids: string[];
+  files: string[];
+}
