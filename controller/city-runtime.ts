@@ -1,3 +1,4 @@
+import type { ReviewService } from './reviews/review-service.js';
 import type { Logger } from 'pino';
 import type { ConfigErrorPlace } from '../shared/config/config-error.js';
 import type { CityConfig } from '../shared/config/city-config.js';
@@ -55,6 +56,7 @@ export interface CityParts {
   convoys: ConvoysService;
   /** A bead finished in a session's worktree: its branch recorded, and merged when its agent says so. */
   merges: WorktreeMerges;
+  reviews: ReviewService;
   /** What `GET /status` counts in the store, kept in memory between the events that change it. */
   statusCounts: StatusCounts;
   /** The providers sessions start from. */
@@ -115,6 +117,7 @@ export class CityRuntime implements CityParts {
   readonly mail: MailService;
   readonly convoys: ConvoysService;
   readonly merges: WorktreeMerges;
+  readonly reviews: ReviewService;
   readonly statusCounts: StatusCounts;
   readonly providers: ProviderRegistry;
   readonly prober: ReadinessProber;
@@ -150,6 +153,7 @@ export class CityRuntime implements CityParts {
     this.mail = parts.mail;
     this.convoys = parts.convoys;
     this.merges = parts.merges;
+    this.reviews = parts.reviews;
     this.statusCounts = parts.statusCounts;
     this.providers = parts.providers;
     this.prober = parts.prober;

@@ -26,6 +26,7 @@ import type { StoreMaintenancePayload } from '../dto/maintenance.js';
 import type { RigCreateSucceededPayload, RigProvisionProgressPayload } from '../dto/rigs.js';
 import type { ServiceEventPayload } from '../dto/services.js';
 import type { HostEventPayload } from '../dto/hosts.js';
+import type { ReviewEventPayload } from '../dto/reviews.js';
 import type {
   AdapterEventPayload,
   BoundEventPayload,
@@ -90,6 +91,7 @@ export interface EventPayloadTypes {
   RigCreateSucceededPayload: RigCreateSucceededPayload;
   ServiceEventPayload: ServiceEventPayload;
   HostEventPayload: HostEventPayload;
+  ReviewEventPayload: ReviewEventPayload;
   AdapterEventPayload: AdapterEventPayload;
   BoundEventPayload: BoundEventPayload;
   UnboundEventPayload: UnboundEventPayload;
@@ -187,6 +189,13 @@ export const EVENT_PAYLOADS = {
   'service.stopped': 'ServiceEventPayload',
   'host.up': 'HostEventPayload',
   'host.down': 'HostEventPayload',
+  'review.requested': 'ReviewEventPayload',
+  'review.commented': 'ReviewEventPayload',
+  'review.changes_requested': 'ReviewEventPayload',
+  'review.approved': 'ReviewEventPayload',
+  'review.merged': 'ReviewEventPayload',
+  'review.conflicted': 'ReviewEventPayload',
+  'review.abandoned': 'ReviewEventPayload',
   'extmsg.adapter_added': 'AdapterEventPayload',
   'extmsg.adapter_removed': 'AdapterEventPayload',
   'extmsg.bound': 'BoundEventPayload',
