@@ -383,7 +383,8 @@ export const slingCommand = command({
     rig: { type: 'string', description: 'The rig the target is in (a bare target is its agent)', valueHint: 'RIG' },
     merge: {
       type: 'string',
-      description: 'How the work gets into its base: direct, review, local or mr (stamped on the bead, told to the session)',
+      description:
+        'How the work gets into its base: direct, review, local or mr (stamped on the bead, told to the session)',
       valueHint: 'STRATEGY',
     },
     owned: { type: 'boolean', description: 'The convoy made for the work does not close by itself' },

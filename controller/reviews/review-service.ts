@@ -128,12 +128,11 @@ export class ReviewService {
       });
       return summaryOf(merged);
     }
-    const files = /in (.+)$/.exec(outcome.reason)?.[1];
     const conflicted: ReviewRecord = {
       ...approved,
       state: 'conflicted',
       conflict: outcome.reason,
-      conflict_files: outcome.reason.startsWith('it conflicts with') && files ? files.split(', ') : [],
+      conflict_files: outcome.kind === 'refused' ? (outcome.files ?? []) : [],
       updated_at: at,
     };
     this.host.store.put(conflicted);

@@ -55,7 +55,10 @@ export interface MergeHost {
 }
 
 export type MergeOutcome =
-  { kind: 'merged'; commit: string } | { kind: 'refused'; reason: string } | { kind: 'failed'; reason: string };
+  | { kind: 'merged'; commit: string }
+  /** `files`: those git found in conflict, when it named them. */
+  | { kind: 'refused'; reason: string; files?: string[] }
+  | { kind: 'failed'; reason: string };
 
 /**
  * What closing a bead finished in a session's worktree does, before the close is stored, so that the close itself
@@ -253,7 +256,7 @@ async function merge(
       });
       if (check.exitCode === 1) {
         const files = check.stdout.trim().split('\n').slice(1).filter(Boolean);
-        return { kind: 'refused', reason: `it conflicts with ${base} in ${files.join(', ') || 'some files'}` };
+        return { kind: 'refused', reason: `it conflicts with ${base} in ${files.join(', ') || 'some files'}`, files };
       }
       // A session on a host: rebased in its worktree there, and fetched back.
       const onHost = await worktrees.rebaseOnHost(record, base);

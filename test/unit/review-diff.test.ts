@@ -44,10 +44,10 @@ describe('review diffs', () => {
   it('cuts a file at its bound on a line end, and leaves out files past the whole bound', () => {
     const big = `diff --git a/big b/big\n--- a/big\n+++ b/big\n@@ -0,0 +1,200 @@\n${'+line\n'.repeat(200)}`;
     const cut = splitDiff(big + TWO_FILES, 300, 10_000);
-    expect(cut.files[0]!.path).to.equal('big');
-    expect(cut.files[0]!.truncated).to.equal(true);
-    expect(cut.files[0]!.diff.length).to.be.at.most(300);
-    expect(cut.files[0]!.diff.endsWith('\n')).to.equal(true);
+    expect(cut.files[0].path).to.equal('big');
+    expect(cut.files[0].truncated).to.equal(true);
+    expect(cut.files[0].diff.length).to.be.at.most(300);
+    expect(cut.files[0].diff.endsWith('\n')).to.equal(true);
     expect(cut.files).to.have.length(4);
     const whole = splitDiff(big + TWO_FILES, 300, 400);
     expect(whole.truncated).to.equal(true);
@@ -55,9 +55,9 @@ describe('review diffs', () => {
   });
 
   it("knows the new side's lines a file's diff shows: added and context, not removed", () => {
-    const a = splitDiff(TWO_FILES).files[0]!.diff;
+    const a = splitDiff(TWO_FILES).files[0].diff;
     expect([...newSideLines(a)].sort((x, y) => x - y)).to.deep.equal([1, 2, 3, 4, 11, 12]);
-    const gone = splitDiff(TWO_FILES).files[1]!.diff;
+    const gone = splitDiff(TWO_FILES).files[1].diff;
     expect(newSideLines(gone).size).to.equal(0);
   });
 
