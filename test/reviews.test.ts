@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { expectProblem, type Bead } from './helpers/city-api.js';
+import { expectFailure, expectSuccess } from './helpers/cli.js';
 import { createSession, startSessionCity, waitForTurn, type SessionCity } from './helpers/sessions.js';
 import { tempDir } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
@@ -197,5 +198,35 @@ describe('reviews of finished work (merge = "review")', function () {
     expect(abandoned.body.state).to.equal('abandoned');
     expectProblem(await city.api.post(`/reviews/${bead.id}/abandon`), 409, 'conflict-wrong-state');
     expectProblem(await city.api.get('/reviews/nope-1'), 404, 'review-not-found');
+  });
+
+  it('ctl review lists, shows, comments on a line and approves; a bad line or a second approval fails in one line', async function () {
+    const ctl = (...args: string[]) => city.sup.ctl(['--city', 'reviewed', 'review', ...args]);
+    const id = await createSession(city.api, { kind: 'agent', name: 'web/coder' });
+    await commitIn(id, 'cli.txt', 'alpha\\nbeta\\n');
+    const bead = await workBead(id, 'from the CLI');
+    await closeForReview(bead.id);
+
+    const listed = expectSuccess(await ctl('list', '--state', 'pending'));
+    expect(listed[0]).to.match(/^BEAD\s+STATE/);
+    expect(listed.slice(1).map((l) => l.split(/\s+/).slice(0, 2))).to.deep.equal([[bead.id, 'pending']]);
+    const shown = expectSuccess(await ctl('show', bead.id));
+    expect(shown).to.include('+beta');
+    expect(shown.some((l) => l.endsWith(' edit cli.txt'))).to.equal(true);
+
+    expect(expectSuccess(await ctl('comment', bead.id, '--file', 'cli.txt', '--line', '2', 'beta?'))[0]).to.match(
+      new RegExp(`^Commented on the review of ${bead.id} \\(#1\\)$`),
+    );
+    expectFailure(await ctl('comment', bead.id, '--file', 'cli.txt', '--line', '9', 'no'), 'review comment', 'line 9');
+    expectFailure(await ctl('comment', bead.id, '--line', '2', 'no'), 'review comment', '--line goes with --file');
+    expectFailure(await ctl('list', '--state', 'done'), 'review list', '--state is one of');
+    expect(expectSuccess(await ctl('show', bead.id)).some((l) => l.includes('cli.txt:2 beta?'))).to.equal(true);
+
+    expect(expectSuccess(await ctl('approve', bead.id))[0]).to.match(
+      /^Merged ctl\/web\/coder\/\S+ into main at [0-9a-f]{40}$/,
+    );
+    expect(readFileSync(join(repo, 'cli.txt'), 'utf8')).to.equal('alpha\nbeta\n');
+    expectFailure(await ctl('approve', bead.id), 'review approve', 'is merged, not pending');
+    expectFailure(await ctl('show', 'nope-9'), 'review show', 'no review of bead nope-9');
   });
 });
