@@ -198,6 +198,13 @@ describe('reviews of finished work (merge = "review")', function () {
     expect(abandoned.body.state).to.equal('abandoned');
     expectProblem(await city.api.post(`/reviews/${bead.id}/abandon`), 409, 'conflict-wrong-state');
     expectProblem(await city.api.get('/reviews/nope-1'), 404, 'review-not-found');
+
+    // A bead closed with nothing committed has nothing to review.
+    const idle = await createSession(city.api, { kind: 'agent', name: 'web/coder' });
+    const empty = await workBead(idle, 'nothing done');
+    expect((await city.api.post(`/bead/${empty.id}/close`)).status).to.equal(200);
+    expect((await city.api.bead(empty.id)).metadata?.['ctl.review']).to.equal(undefined);
+    expectProblem(await city.api.get(`/reviews/${empty.id}`), 404, 'review-not-found');
   });
 
   it('ctl review lists, shows, comments on a line and approves; a bad line or a second approval fails in one line', async function () {

@@ -124,7 +124,13 @@ export class WorktreeMerges {
     // A bead slung with a merge strategy says it for itself; otherwise its session's agent does.
     const strategy = bead.metadata?.[MERGE_STRATEGY];
     const chosen = strategy ?? this.host.agent(record.template)?.worktree?.merge;
-    if (chosen === 'review' && record.base && this.desk) {
+    // A branch with nothing its base lacks has nothing to review.
+    if (
+      chosen === 'review' &&
+      record.base &&
+      this.desk &&
+      (await distance(record.worktree_repo!, record.base, record.branch!)).ahead > 0
+    ) {
       this.toReview.set(bead.id, { record, commit: head.commit });
       return { ...metadata, [REVIEW]: 'pending' };
     }
