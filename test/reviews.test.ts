@@ -207,6 +207,29 @@ describe('reviews of finished work (merge = "review")', function () {
     expectProblem(await city.api.get(`/reviews/${empty.id}`), 404, 'review-not-found');
   });
 
+  it('changes asked after the session is gone send the bead back to its agent, the request on it', async function () {
+    const id = await createSession(city.api, { kind: 'agent', name: 'web/coder' });
+    await commitIn(id, 'later.txt', 'later\\n');
+    const bead = await workBead(id, 'done, then left');
+    await closeForReview(bead.id);
+    const closed = await city.api.post<{ worktree: { removed: boolean; reason?: string } }>(`/session/${id}/close`);
+    // The branch waits for review: its worktree stays.
+    expect(closed.body.worktree).to.include({ removed: false, reason: '1 commit not in main' });
+    expect(
+      (await city.api.post(`/reviews/${bead.id}/comments`, { text: 'rename it', path: 'later.txt', line: 1 })).status,
+    ).to.equal(201);
+
+    const sent = await city.api.post<Review>(`/reviews/${bead.id}/request-changes`, { text: 'one more thing' });
+    expect(sent.status, JSON.stringify(sent.body)).to.equal(200);
+    const back = await city.api.bead(bead.id);
+    expect(back.status).to.equal('open');
+    expect(back.metadata?.['ctl.assigned_session'] ?? '').to.equal('');
+    const comments = await city.api.get<{ items: { text: string }[] }>(`/bead/${bead.id}/comments`);
+    const told = comments.body.items.map((c) => c.text).join('\n');
+    expect(told).to.contain('one more thing');
+    expect(told).to.contain('later.txt:1: rename it');
+  });
+
   it('ctl review lists, shows, comments on a line and approves; a bad line or a second approval fails in one line', async function () {
     const ctl = (...args: string[]) => city.sup.ctl(['--city', 'reviewed', 'review', ...args]);
     const id = await createSession(city.api, { kind: 'agent', name: 'web/coder' });
