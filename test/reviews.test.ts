@@ -30,6 +30,8 @@ interface Review {
   conflict_files?: string[];
   comments?: { id: number; text: string; path?: string; line?: number }[];
   diff?: { path: string; diff: string; truncated: boolean }[];
+  diff_since_previous?: { path: string; diff: string; truncated: boolean }[];
+  previous_commit?: string;
   truncated?: boolean;
 }
 
@@ -161,6 +163,12 @@ describe('reviews of finished work (merge = "review")', function () {
     expect(again.round).to.equal(2);
     expect(again.commits.map((c) => c.subject)).to.deep.equal(['edit feature.txt', 'edit feature.txt']);
     expect(again.comments!.map((c) => c.text)).to.deep.equal(['say deux here', 'otherwise fine']);
+    // What changed since the person last looked, and the whole.
+    expect(again.previous_commit).to.equal(pending.commit);
+    expect(again.diff_since_previous!.map((f) => f.path)).to.deep.equal(['feature.txt']);
+    expect(again.diff_since_previous![0].diff).to.contain('-two\n+deux\n');
+    expect(again.diff![0].diff).to.contain('+deux\n');
+    expect(again.diff![0].diff).not.to.contain('two');
 
     const approved = await city.api.post<Review>(`/reviews/${bead.id}/approve`);
     expect(approved.status, JSON.stringify(approved.body)).to.equal(200);

@@ -58,16 +58,12 @@ export class ReviewService {
 
   async detail(bead: string): Promise<ReviewDetail> {
     const review = this.get(bead);
-    const unified = await git(review.repo, [
-      'diff',
-      '--no-color',
-      '--no-ext-diff',
-      '--no-textconv',
-      review.base_commit,
-      review.commit,
-    ]);
-    const { files, truncated } = splitDiff(unified.stdout);
-    return { ...summaryOf(review), comments: review.comments, diff: files, truncated };
+    const { files, truncated } = splitDiff(await diffOf(review.repo, review.base_commit, review.commit));
+    const detail: ReviewDetail = { ...summaryOf(review), comments: review.comments, diff: files, truncated };
+    if (review.previous_commit !== undefined && review.previous_commit !== review.commit) {
+      detail.diff_since_previous = splitDiff(await diffOf(review.repo, review.previous_commit, review.commit)).files;
+    }
+    return detail;
   }
 
   async comment(bead: string, input: ReviewCommentInputBody, author: string): Promise<ReviewComment> {
@@ -235,6 +231,7 @@ export class ReviewService {
           return { path: path.join('\t'), insertions: Number(added) || 0, deletions: Number(removed) || 0 };
         }),
       round: (earlier?.round ?? 0) + 1,
+      ...(earlier ? { previous_commit: earlier.commit } : {}),
       created_at: earlier?.created_at ?? at,
       updated_at: at,
       comments: earlier?.comments ?? [],
@@ -271,6 +268,11 @@ export class ReviewService {
       },
     });
   }
+}
+
+/** The unified diff between two commits, with no program of the repository run (no external diff, no textconv). */
+async function diffOf(repo: string, from: string, to: string): Promise<string> {
+  return (await git(repo, ['diff', '--no-color', '--no-ext-diff', '--no-textconv', from, to])).stdout;
 }
 
 /** What the agent is told when changes are asked: the request, then every comment with its file:line. */

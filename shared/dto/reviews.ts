@@ -51,6 +51,8 @@ export interface ReviewSummary {
    * @isInt
    */
   round: number;
+  /** From the second round: the commit the round before was finished at (what the person last saw). */
+  previous_commit?: string;
   /** When it was first requested (ISO 8601). */
   created_at: string;
   updated_at: string;
@@ -76,7 +78,8 @@ export interface ReviewDetail extends ReviewSummary {
   comments: ReviewComment[];
   diff: ReviewFileDiff[];
   /** Some files were left out: the whole diff is over its bound. */
-  truncated: boolean;
+  truncated: boolean; /** From the second round: what changed since the round before (`previous_commit` to `commit`), bounded alike. */
+  diff_since_previous?: ReviewFileDiff[];
 }
 
 export interface ListBodyReviewSummary {
