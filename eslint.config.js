@@ -29,6 +29,7 @@ const CONTROLLER_LAYERS = [
   'providers',
   'packs',
   'worktrees',
+  'reviews',
   'usage',
   'agent-catalog',
   'sessions',

@@ -133,6 +133,10 @@ export const TOP_LEVEL: Record<string, [description: string, load: () => Promise
     'Workspace services: programs and URLs reached through /v0/city/<city>/svc/<name>/',
     () => import('./commands/services.js').then((m) => m.serviceCommand),
   ],
+  review: [
+    'Reviews: finished work held for a person (merge = "review"), approved, sent back or abandoned',
+    () => import('./commands/reviews.js').then((m) => m.reviewCommand),
+  ],
   host: [
     'Hosts: the machines a city’s sessions run on (this one, and [[host]] tables reached over OpenSSH)',
     () => import('./commands/hosts.js').then((m) => m.hostCommand),

@@ -42,6 +42,8 @@ import { writeCtlLauncher } from './sessions/ctl-launcher.js';
 import { StatusCounts } from './status-counts.js';
 import { UsageLog } from './usage/usage-log.js';
 import { WorktreeMerges } from './worktrees/bead-merge.js';
+import { ReviewService } from './reviews/review-service.js';
+import { ReviewStore } from './reviews/review-store.js';
 import { MergeJournal, mergeCrashHook } from './worktrees/merge-journal.js';
 import { RigOverlaps } from './worktrees/overlaps.js';
 import { worktreesRoot } from './worktrees/repository.js';
@@ -362,6 +364,19 @@ export function assembleCity(o: CityInputs): CityRuntime {
     env: process.env,
     logger,
   });
+  // A bead finished in a session's worktree records its branch, and merges it when its agent says so.
+  // A bead finished in a session's worktree records its branch, and merges it (or holds it for review) as its
+  // agent or its sling says.
+  const merges = new WorktreeMerges({
+    beads,
+    worktrees: sessions.worktrees,
+    sessionRecord: (id) => sessions.recordOf(id),
+    agent: (agentName) => settings.agent(agentName),
+    tell: (id, text) => sessions.tell(id, text, 'woken: its bead was reopened'),
+    journal: new MergeJournal(join(paths.runtimeDir, 'merges')),
+    crashBeforeFastForward: mergeCrashHook(process.env),
+    logger,
+  });
   return new CityRuntime({
     name,
     paths,
@@ -372,15 +387,14 @@ export function assembleCity(o: CityInputs): CityRuntime {
     beads,
     mail,
     convoys: new ConvoysService(beads),
-    // A bead finished in a session's worktree records its branch, and merges it when its agent says so.
-    merges: new WorktreeMerges({
+    merges,
+    reviews: new ReviewService({
       beads,
-      worktrees: sessions.worktrees,
+      merges,
+      store: new ReviewStore(join(paths.runtimeDir, 'reviews')),
       sessionRecord: (id) => sessions.recordOf(id),
-      agent: (agentName) => settings.agent(agentName),
-      tell: (id, text) => sessions.tell(id, text, 'woken: its bead was reopened'),
-      journal: new MergeJournal(join(paths.runtimeDir, 'merges')),
-      crashBeforeFastForward: mergeCrashHook(process.env),
+      tell: (id, text) => sessions.tell(id, text, 'woken: changes were requested on its work'),
+      record: (event) => log.append(event),
       logger,
     }),
     overlaps,

@@ -1,3 +1,4 @@
+import type { ReviewService } from './reviews/review-service.js';
 import type { Logger } from 'pino';
 import type { ConfigErrorPlace } from '../shared/config/config-error.js';
 import type { CityConfig } from '../shared/config/city-config.js';
@@ -58,6 +59,7 @@ export interface CityParts {
   merges: WorktreeMerges;
   /** Which of a rig's open worktree sessions changed the same files. */
   overlaps: RigOverlaps;
+  reviews: ReviewService;
   /** What `GET /status` counts in the store, kept in memory between the events that change it. */
   statusCounts: StatusCounts;
   /** The providers sessions start from. */
@@ -119,6 +121,7 @@ export class CityRuntime implements CityParts {
   readonly convoys: ConvoysService;
   readonly merges: WorktreeMerges;
   readonly overlaps: RigOverlaps;
+  readonly reviews: ReviewService;
   readonly statusCounts: StatusCounts;
   readonly providers: ProviderRegistry;
   readonly prober: ReadinessProber;
@@ -155,6 +158,7 @@ export class CityRuntime implements CityParts {
     this.convoys = parts.convoys;
     this.merges = parts.merges;
     this.overlaps = parts.overlaps;
+    this.reviews = parts.reviews;
     this.statusCounts = parts.statusCounts;
     this.providers = parts.providers;
     this.prober = parts.prober;

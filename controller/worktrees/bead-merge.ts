@@ -25,6 +25,14 @@ export const MERGE_CONFLICT = 'ctl.merge_conflict';
 /** Why the merge failed for a reason the agent cannot mend (the base's checkout, git): the bead stays closed. */
 export const MERGE_ERROR = 'ctl.merge_error';
 
+/** With `merge = "review"`: the bead's branch is held for a person's review (controller/reviews/). */
+export const REVIEW = 'ctl.review';
+
+/** What holds a branch for review once its bead's close is stored (controller/reviews/review-service.ts). */
+export interface ReviewDesk {
+  requested(bead: Bead, record: MergeRecord, commit: string): Promise<void>;
+}
+
 /** A session's record as a merge reads it: its worktree's fields, and the agent it was created from. */
 export interface MergeRecord extends WorktreeRecord {
   template: string;
@@ -46,8 +54,11 @@ export interface MergeHost {
   logger?: Logger;
 }
 
-type Outcome =
-  { kind: 'merged'; commit: string } | { kind: 'refused'; reason: string } | { kind: 'failed'; reason: string };
+export type MergeOutcome =
+  | { kind: 'merged'; commit: string }
+  /** `files`: those git found in conflict, when it named them. */
+  | { kind: 'refused'; reason: string; files?: string[] }
+  | { kind: 'failed'; reason: string };
 
 /**
  * What closing a bead finished in a session's worktree does, before the close is stored, so that the close itself
@@ -64,10 +75,28 @@ export class WorktreeMerges {
   private readonly merges = new KeyedSerial();
   /** Beads whose close found their branch could not go in: reopened for their session once the close is stored. */
   private readonly reopens = new Map<string, { record: MergeRecord; reason: string }>();
+  /** Beads whose close holds their branch for review: handed to the review desk once the close is stored. */
+  private readonly toReview = new Map<string, { record: MergeRecord; commit: string }>();
+  private desk?: ReviewDesk;
 
   constructor(private readonly host: MergeHost) {
     host.beads.onClosing((bead) => this.closing(bead));
     host.beads.onClosed((bead) => this.closed(bead));
+  }
+
+  /** Where branches of beads closed with `merge = "review"` go (set once, by the review service). */
+  reviewWith(desk: ReviewDesk): void {
+    this.desk = desk;
+  }
+
+  /**
+   * A reviewed branch approved: into its base as `merge = "direct"` does (a rebase when the base moved on, a
+   * fast-forward, never forced), after every merge into its repository asked for before it.
+   */
+  async mergeApproved(record: MergeRecord): Promise<MergeOutcome> {
+    const head = await this.host.worktrees.branchHead(record);
+    if (!head) return { kind: 'failed', reason: `its branch ${record.branch} is gone` };
+    return this.serially(record.worktree_repo!, () => merge(record, head.dirty, this.host.worktrees));
   }
 
   /** Before the bead closes: what its close records (branch, commit, the merge's outcome). */
@@ -94,8 +123,18 @@ export class WorktreeMerges {
     };
     // A bead slung with a merge strategy says it for itself; otherwise its session's agent does.
     const strategy = bead.metadata?.[MERGE_STRATEGY];
-    const direct = strategy ? strategy === 'direct' : this.host.agent(record.template)?.worktree?.merge === 'direct';
-    if (!direct || !record.base) return metadata;
+    const chosen = strategy ?? this.host.agent(record.template)?.worktree?.merge;
+    // A branch with nothing its base lacks has nothing to review.
+    if (
+      chosen === 'review' &&
+      record.base &&
+      this.desk &&
+      (await distance(record.worktree_repo!, record.base, record.branch!)).ahead > 0
+    ) {
+      this.toReview.set(bead.id, { record, commit: head.commit });
+      return { ...metadata, [REVIEW]: 'pending' };
+    }
+    if (chosen !== 'direct' || !record.base) return metadata;
     this.host.journal?.begin({ bead: bead.id, session: record.id });
     const outcome = await this.serially(record.worktree_repo!, () =>
       merge(record, head.dirty, this.host.worktrees, this.host.crashBeforeFastForward),
@@ -117,6 +156,16 @@ export class WorktreeMerges {
 
   /** Once closed: a bead whose branch could not go in goes back to its session. */
   private async closed(bead: Bead): Promise<void> {
+    const review = this.toReview.get(bead.id);
+    if (review) {
+      this.toReview.delete(bead.id);
+      try {
+        await this.desk!.requested(bead, review.record, review.commit);
+      } catch (err) {
+        this.host.logger?.error({ err, bead: bead.id }, 'could not hold a closed bead for review');
+      }
+      return;
+    }
     const reopen = this.reopens.get(bead.id);
     if (!reopen) {
       if (this.host.journal?.has(bead.id)) this.host.journal.done(bead.id);
@@ -199,7 +248,7 @@ async function merge(
   dirty: boolean,
   worktrees: SessionWorktrees,
   crashPoint?: () => void,
-): Promise<Outcome> {
+): Promise<MergeOutcome> {
   const repo = record.worktree_repo!;
   const branch = record.branch!;
   const base = record.base!;
@@ -213,7 +262,7 @@ async function merge(
       });
       if (check.exitCode === 1) {
         const files = check.stdout.trim().split('\n').slice(1).filter(Boolean);
-        return { kind: 'refused', reason: `it conflicts with ${base} in ${files.join(', ') || 'some files'}` };
+        return { kind: 'refused', reason: `it conflicts with ${base} in ${files.join(', ') || 'some files'}`, files };
       }
       // A session on a host: rebased in its worktree there, and fetched back.
       const onHost = await worktrees.rebaseOnHost(record, base);

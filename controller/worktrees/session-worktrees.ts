@@ -14,7 +14,7 @@ export interface AgentWorktree {
   subdir: string;
   /** The branch to start from and merge into, when configured (the agent's `base_branch`, else its rig's). */
   base?: string;
-  merge: 'none' | 'direct';
+  merge: 'none' | 'direct' | 'review';
 }
 
 /** The record fields of a session with a worktree (a session's record, sessions/session-store.ts, has them). */

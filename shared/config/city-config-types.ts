@@ -73,9 +73,10 @@ export interface CityAgentConfig {
   isolation?: 'none' | 'worktree';
   /**
    * `direct`: when a bead finished in a session's worktree closes, its branch is fast-forwarded into the base
-   * (never forced: a conflict reopens the bead); `none` (the default): the branch is left for a person.
+   * (never forced: a conflict reopens the bead); `review`: it is held for a person's review, and approving it
+   * merges it as `direct` does (controller/reviews/); `none` (the default): the branch is left for a person.
    */
-  merge?: 'none' | 'direct';
+  merge?: 'none' | 'direct' | 'review';
   /**
    * Where its sessions may run: `[[host]]` names or labels, `local` for this machine (the default). Each new
    * session is placed on the least used of them with a free slot (controller/hosts/placement.ts).

@@ -311,7 +311,7 @@ export function parseAgentTable(
   if (Object.keys(optionDefaults).length > 0) config.option_defaults = optionDefaults as Record<string, string>;
   const isolation = optChoice(agent, 'isolation', ['none', 'worktree'] as const, at('isolation'));
   if (isolation !== undefined) config.isolation = isolation;
-  const merge = optChoice(agent, 'merge', ['none', 'direct'] as const, at('merge'));
+  const merge = optChoice(agent, 'merge', ['none', 'direct', 'review'] as const, at('merge'));
   if (merge !== undefined) config.merge = merge;
   const base = optString(agent, 'base_branch', at('base_branch'));
   if (base !== undefined) {

@@ -27,6 +27,7 @@ import type { RigCreateSucceededPayload, RigProvisionProgressPayload } from '../
 import type { RigOverlapPayload } from '../dto/overlaps.js';
 import type { ServiceEventPayload } from '../dto/services.js';
 import type { HostEventPayload } from '../dto/hosts.js';
+import type { ReviewEventPayload } from '../dto/reviews.js';
 import type {
   AdapterEventPayload,
   BoundEventPayload,
@@ -91,6 +92,7 @@ export interface EventPayloadTypes {
   RigCreateSucceededPayload: RigCreateSucceededPayload;
   ServiceEventPayload: ServiceEventPayload;
   HostEventPayload: HostEventPayload;
+  ReviewEventPayload: ReviewEventPayload;
   AdapterEventPayload: AdapterEventPayload;
   BoundEventPayload: BoundEventPayload;
   UnboundEventPayload: UnboundEventPayload;
@@ -190,6 +192,13 @@ export const EVENT_PAYLOADS = {
   'service.stopped': 'ServiceEventPayload',
   'host.up': 'HostEventPayload',
   'host.down': 'HostEventPayload',
+  'review.requested': 'ReviewEventPayload',
+  'review.commented': 'ReviewEventPayload',
+  'review.changes_requested': 'ReviewEventPayload',
+  'review.approved': 'ReviewEventPayload',
+  'review.merged': 'ReviewEventPayload',
+  'review.conflicted': 'ReviewEventPayload',
+  'review.abandoned': 'ReviewEventPayload',
   'extmsg.adapter_added': 'AdapterEventPayload',
   'extmsg.adapter_removed': 'AdapterEventPayload',
   'extmsg.bound': 'BoundEventPayload',

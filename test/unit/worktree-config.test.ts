@@ -138,7 +138,10 @@ isolation = "worktree"
       ConfigError,
       'city.toml: agent[0].isolation must be "none" or "worktree" (got "container")',
     );
-    expect(bad('merge = "squash"')).to.throw(ConfigError, 'city.toml: agent[0].merge must be "none" or "direct"');
+    expect(bad('merge = "squash"')).to.throw(
+      ConfigError,
+      'city.toml: agent[0].merge must be "none" or "direct" or "review"',
+    );
     expect(bad('base_branch = "-x"')).to.throw(ConfigError, 'city.toml: agent[0].base_branch must be a branch name');
     expect(bad('base_branch = "a..b"')).to.throw(ConfigError, 'must be a branch name');
   });
