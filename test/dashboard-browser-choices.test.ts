@@ -131,7 +131,8 @@ describe('dashboard in Chromium: deleting one’s comment, notification kinds', 
       expect(await seriousViolations(page), 'axe-core, the dialog open').to.deep.equal([]);
       await page.keyboard.press('Escape');
       await dialog.waitFor({ state: 'detached' });
-      expect(await focused()).to.equal('Kill');
+      // The dialog gives focus back once it has gone: a moment after it leaves the page.
+      await waitUntil('focus back on Kill', async () => (await focused()) === 'Kill');
       await kill.click();
       await dialog.getByRole('button', { name: 'Cancel' }).click();
       await dialog.waitFor({ state: 'detached' });
@@ -142,7 +143,8 @@ describe('dashboard in Chromium: deleting one’s comment, notification kinds', 
       await kill.click();
       await dialog.getByRole('button', { name: 'Kill', exact: true }).click();
       await dialog.waitFor({ state: 'detached' });
-      expect(await focused()).to.equal('Kill');
+      // The dialog gives focus back once it has gone: a moment after it leaves the page.
+      await waitUntil('focus back on Kill', async () => (await focused()) === 'Kill');
       await page.getByRole('status').getByText('Killed the program').waitFor();
       await waitUntil('the kill', async () => (await sessionEvents(api, 'session.stopped', id)).length > 0);
       expect((await sessionEvents(api, 'session.stopped', id))[0].payload.reason).to.equal('killed');
