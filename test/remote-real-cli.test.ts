@@ -53,6 +53,25 @@ async function modelTunnel(host: TestHost, port: number): Promise<ChildProcess> 
   return tunnel;
 }
 
+/**
+ * The scripted model server and `count` hosts (two slots each), each with Claude Code installed, its home made, and
+ * a tunnel (added to `tunnels`) from its loopback to the model server here.
+ */
+async function claudeOnHosts(
+  count: number,
+  tunnels: ChildProcess[],
+): Promise<{ claude: ScriptedClaude; hosts: TestHosts }> {
+  const claude = await startScriptedClaude({ SHELL: '/bin/bash' });
+  const hosts = await makeHosts(count, { slots: 2 });
+  const port = Number(new URL(claude.model.url).port);
+  for (const host of hosts.hosts) {
+    host.put(realpathSync(claude.cli.bin), CLAUDE_ON_HOST);
+    await host.exec(`mkdir -p ${HOME_ON_HOST}`);
+    tunnels.push(await modelTunnel(host, port));
+  }
+  return { claude, hosts };
+}
+
 // A real agent CLI doing slung work on two hosts: Claude Code (offline, against the scripted model server, reached
 // through a tunnel), installed on each host as a person would; a pool agent whose hosts are both takes two beads,
 // one session on each host; each session reads its bead with ctl, runs what it says in its directory there, and
@@ -70,14 +89,7 @@ describe('a real agent CLI on two hosts (Claude Code, a real supervisor, network
       this.test!.parent!.title += ` (skipped: ${why})`;
       return this.skip();
     }
-    claude = await startScriptedClaude({ SHELL: '/bin/bash' });
-    hosts = await makeHosts(2, { slots: 2 });
-    const port = Number(new URL(claude.model.url).port);
-    for (const host of hosts.hosts) {
-      host.put(realpathSync(claude.cli.bin), CLAUDE_ON_HOST);
-      await host.exec(`mkdir -p ${HOME_ON_HOST}`);
-      tunnels.push(await modelTunnel(host, port));
-    }
+    ({ claude, hosts } = await claudeOnHosts(2, tunnels));
     const env = { ...claude.env, HOME: HOME_ON_HOST };
     const envToml = Object.entries(env)
       .map(([k, v]) => `${k} = ${JSON.stringify(v)}`)
@@ -237,14 +249,7 @@ describe('the loop on two hosts with Claude Code: three beads, three worktrees t
       this.test!.parent!.title += ` (skipped: ${why})`;
       return this.skip();
     }
-    claude = await startScriptedClaude({ SHELL: '/bin/bash' });
-    hosts = await makeHosts(2, { slots: 2 });
-    const port = Number(new URL(claude.model.url).port);
-    for (const host of hosts.hosts) {
-      host.put(realpathSync(claude.cli.bin), CLAUDE_ON_HOST);
-      await host.exec(`mkdir -p ${HOME_ON_HOST}`);
-      tunnels.push(await modelTunnel(host, port));
-    }
+    ({ claude, hosts } = await claudeOnHosts(2, tunnels));
     repo = join(tempDir('ctl-remote-loop-rig-'), 'web');
     mkdirSync(repo);
     git('init', '-q', '-b', 'main');

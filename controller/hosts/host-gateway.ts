@@ -337,6 +337,7 @@ export class HostGateways {
     this.o.credentials.revokeHost(host);
     if (!gateway) return;
     this.gateways.delete(host);
+    // One that never opened has nothing to close; its failure was its opener's to say.
     await (await gateway.catch(() => undefined))?.close();
   }
 

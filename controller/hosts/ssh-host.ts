@@ -424,7 +424,8 @@ export class SshHost implements Host {
       stderr,
       exited,
       signal: (signal) => {
-        // After the exit only the group's stragglers are left (the launcher ended them already).
+        // After the exit only the group's stragglers are left (the launcher ended them already). A signal the host
+        // cannot be reached for is not lost: its watchdog ends the group at its deadline, and the host is lost.
         if (running || signal === 'SIGKILL') void this.signalGroup(pid, signal).catch(() => undefined);
       },
     };

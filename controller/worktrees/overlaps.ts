@@ -110,6 +110,7 @@ export class RigOverlaps {
   /** The rig's overlaps read now; undefined for an unknown rig. */
   compute(rig: string): Promise<RigOverlapsResponse | undefined> {
     const previous = this.running.get(rig) ?? Promise.resolve();
+    // One read at a time per rig; the one before failed for its own caller, who was told.
     const next = previous.catch(() => undefined).then(() => this.read(rig));
     this.running.set(rig, next);
     void next.finally(() => {
