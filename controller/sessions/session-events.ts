@@ -1,12 +1,10 @@
 import type { AsyncOperation } from '../../shared/dto/events.js';
+import type { SessionState, SessionWorktreeRelease, SubmitIntent } from '../../shared/dto/sessions.js';
 import type {
   SessionLifecyclePayload,
   SessionLostPayload,
-  SessionState,
-  SessionWorktreeRelease,
-  SubmitIntent,
   TurnFailureCategory,
-} from '../../shared/dto/sessions.js';
+} from '../../shared/dto/session-event-payloads.js';
 import type { EventLog } from '../../shared/events/event-log.js';
 import type { ProgramExit } from './runtime.js';
 import type { TurnFailure } from './turn-failure.js';

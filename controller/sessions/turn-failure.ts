@@ -1,4 +1,4 @@
-import type { TurnFailureCategory } from '../../shared/dto/sessions.js';
+import type { TurnFailureCategory } from '../../shared/dto/session-event-payloads.js';
 
 /** A turn the provider's service failed, as the program reported it: its words, and its API's status if any. */
 export interface TurnFailure {

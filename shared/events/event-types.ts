@@ -48,7 +48,7 @@ import type {
   SessionSubmitSucceededPayload,
   SessionTurnFailedPayload,
   SessionDeliveryPayload,
-} from '../dto/sessions.js';
+} from '../dto/session-event-payloads.js';
 
 /**
  * Every payload type an event of ours carries, by its name: the name is the OpenAPI component the typed envelopes
