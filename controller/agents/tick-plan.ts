@@ -4,6 +4,7 @@ import { formatDuration } from '../../shared/duration.js';
 import { dependencyOf, type AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import type { AgentFacts, SessionFacts, TickAction, TickInput, TickMemory, TickPlan } from './tick-facts.js';
 import { ASSIGNED_SESSION, ROUTED_TO } from '../beads/work-schema.js';
+import { byRunningThenAge, inDependencyOrder, isOf, wakeable } from './tick-order.js';
 import { LOCAL_HOST } from '../hosts/host.js';
 import { lacking, placeSession, PlacementLedger, type Placement } from '../hosts/placement.js';
 
@@ -590,42 +591,4 @@ export function jitterOf(sessionId: string, jitterMs: number): number {
   let hash = 0x811c9dc5; // FNV-1a
   for (let i = 0; i < sessionId.length; i++) hash = Math.imul(hash ^ sessionId.charCodeAt(i), 0x01000193) >>> 0;
   return Math.floor((hash / 2 ** 32) * jitterMs);
-}
-
-function isOf(session: SessionFacts, agent: string): boolean {
-  return session.kind === 'agent' && session.template === agent;
-}
-
-/** Agents in `depends_on` order: an agent comes after those it depends on. */
-function inDependencyOrder(agents: AgentFacts[], byName: Map<string, AgentDefinition>): AgentFacts[] {
-  const facts = new Map(agents.map((a) => [a.agent.name, a]));
-  const out: AgentFacts[] = [];
-  const seen = new Set<string>();
-  const visit = (agent: AgentDefinition, depth: number) => {
-    if (seen.has(agent.name) || depth > agents.length) return;
-    seen.add(agent.name);
-    for (const name of agent.config.depends_on) {
-      const dep = dependencyOf(agent, name, byName);
-      if (dep) visit(dep, depth + 1);
-    }
-    out.push(facts.get(agent.name)!);
-  };
-  for (const { agent } of agents) visit(agent, 0);
-  return out;
-}
-
-/** Running sessions first, then the others, oldest first within each. */
-function byRunningThenAge(a: SessionFacts, b: SessionFacts): number {
-  const rank = (s: SessionFacts) => (s.running || s.state === 'creating' || s.state === 'start-pending' ? 0 : 1);
-  return rank(a) - rank(b) || (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1);
-}
-
-/**
- * A session the tick may start: dormant, and not kept dormant by a person (suspended through the sessions API)
- * or by quarantine. One the tick suspended with its agent wakes once the agent is resumed.
- */
-function wakeable(session: SessionFacts): boolean {
-  if (session.running || session.changing) return false;
-  if (session.state === 'suspended') return session.suspendedByTick;
-  return ['asleep', 'failed-create', 'drained'].includes(session.state);
 }
