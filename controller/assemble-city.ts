@@ -208,6 +208,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
           hosts.lost(host, why);
         },
         gateway: () => gateways.open(config.name),
+        logger,
       });
       return host;
     },

@@ -72,6 +72,24 @@ async function claudeOnHosts(
   return { claude, hosts };
 }
 
+/**
+ * `[providers.agent-cli]`: Claude Code as installed on the hosts, with its scripted environment, its home there and
+ * `more` variables, asking nothing.
+ */
+function claudeProviderOnHosts(claude: ScriptedClaude, more: Record<string, string>): string {
+  const env = { ...claude.env, HOME: HOME_ON_HOST, ...more };
+  const envToml = Object.entries(env)
+    .map(([k, v]) => `${k} = ${JSON.stringify(v)}`)
+    .join(', ');
+  return [
+    '[providers.agent-cli]',
+    'base = "builtin:claude"',
+    `command = "${CLAUDE_ON_HOST}"`,
+    `env = { ${envToml} }`,
+    'default_permission_mode = "bypassPermissions"',
+  ].join('\n');
+}
+
 // A real agent CLI doing slung work on two hosts: Claude Code (offline, against the scripted model server, reached
 // through a tunnel), installed on each host as a person would; a pool agent whose hosts are both takes two beads,
 // one session on each host; each session reads its bead with ctl, runs what it says in its directory there, and
@@ -90,19 +108,11 @@ describe('a real agent CLI on two hosts (Claude Code, a real supervisor, network
       return this.skip();
     }
     ({ claude, hosts } = await claudeOnHosts(2, tunnels));
-    const env = { ...claude.env, HOME: HOME_ON_HOST };
-    const envToml = Object.entries(env)
-      .map(([k, v]) => `${k} = ${JSON.stringify(v)}`)
-      .join(', ');
     city = await startSessionCity(
       'remote-claude',
       `
 ${hosts.hosts.map((h) => h.tomlTable()).join('\n')}
-[providers.agent-cli]
-base = "builtin:claude"
-command = "${CLAUDE_ON_HOST}"
-env = { ${envToml} }
-default_permission_mode = "bypassPermissions"
+${claudeProviderOnHosts(claude, {})}
 
 [[agent]]
 name = "coder"
@@ -259,26 +269,17 @@ describe('the loop on two hosts with Claude Code: three beads, three worktrees t
     git('add', '.');
     git('commit', '-q', '-m', 'first');
     // Its commits there are the agent's: who they are by is the agent's own env, as on any machine.
-    const env = {
-      ...claude.env,
-      HOME: HOME_ON_HOST,
+    const author = {
       GIT_AUTHOR_NAME: 'agent',
       GIT_AUTHOR_EMAIL: 'agent@example.invalid',
       GIT_COMMITTER_NAME: 'agent',
       GIT_COMMITTER_EMAIL: 'agent@example.invalid',
     };
-    const envToml = Object.entries(env)
-      .map(([k, v]) => `${k} = ${JSON.stringify(v)}`)
-      .join(', ');
     city = await startSessionCity(
       'remote-loop',
       `
 ${hosts.hosts.map((h) => h.tomlTable()).join('\n')}
-[providers.agent-cli]
-base = "builtin:claude"
-command = "${CLAUDE_ON_HOST}"
-env = { ${envToml} }
-default_permission_mode = "bypassPermissions"
+${claudeProviderOnHosts(claude, author)}
 args_append = ["--allowedTools", "Bash(ctl bead show:*)"]
 `,
     );

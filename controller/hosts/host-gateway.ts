@@ -338,7 +338,11 @@ export class HostGateways {
     if (!gateway) return;
     this.gateways.delete(host);
     // One that never opened has nothing to close; its failure was its opener's to say.
-    await (await gateway.catch(() => undefined))?.close();
+    const opened = await gateway.catch((err: unknown) => {
+      this.o.logger.debug({ err, host }, 'a gateway closed before it opened');
+      return undefined;
+    });
+    await opened?.close();
   }
 
   async closeAll(): Promise<void> {

@@ -120,7 +120,9 @@ async function _ship(
     [
       'set -e',
       `mkdir -p ${parent}`,
-      `t=$(mktemp -d ${parent}/.incoming-XXXXXX)`,
+      // A name of this shell's own (its pid and the time), made by mkdir, which fails rather than share one.
+      `t=${parent}/.incoming-$$-$(date +%s%N)`,
+      'mkdir -m 700 "$t"',
       'tar -xf - -C "$t"',
       ...more,
       marker === 'ready' ? 'touch "$t/ready"' : `test -e "$t/${marker}"`,

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { Logger } from 'pino';
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join, posix } from 'node:path';
@@ -23,6 +24,8 @@ const SHORT_MS = 10_000;
 const MAX_CONTROL_PATH = 100 - 17;
 
 export interface SshHostOptions {
+  /** Where what goes wrong that nobody waits on is said (a signal the host could not be reached for). */
+  logger?: Logger;
   cityName: string;
   /** The city's directory on this machine (it names the city's own directory on the host). */
   cityRoot: string;
@@ -426,7 +429,10 @@ export class SshHost implements Host {
       signal: (signal) => {
         // After the exit only the group's stragglers are left (the launcher ended them already). A signal the host
         // cannot be reached for is not lost: its watchdog ends the group at its deadline, and the host is lost.
-        if (running || signal === 'SIGKILL') void this.signalGroup(pid, signal).catch(() => undefined);
+        if (running || signal === 'SIGKILL')
+          void this.signalGroup(pid, signal).catch((err: unknown) =>
+            this.options.logger?.info({ err, host: this.name, pid, signal }, 'could not signal a group on its host'),
+          );
       },
     };
   }

@@ -111,7 +111,9 @@ export class RigOverlaps {
   compute(rig: string): Promise<RigOverlapsResponse | undefined> {
     const previous = this.running.get(rig) ?? Promise.resolve();
     // One read at a time per rig; the one before failed for its own caller, who was told.
-    const next = previous.catch(() => undefined).then(() => this.read(rig));
+    const next = previous
+      .catch((err: unknown) => this.host.logger.debug({ err, rig }, 'the overlaps read before this one failed'))
+      .then(() => this.read(rig));
     this.running.set(rig, next);
     void next.finally(() => {
       if (this.running.get(rig) === next) this.running.delete(rig);
