@@ -13,7 +13,7 @@ import { waitUntil } from './helpers/wait.js';
 
 interface Overlaps {
   rig: string;
-  items: { sessions: string[]; session_ids: string[]; files: string[] }[];
+  items: { parties: unknown[]; sessions: string[]; session_ids: string[]; files: string[] }[];
   sessions_checked: number;
   total: number;
   next_cursor?: string;
@@ -111,7 +111,17 @@ describe('overlapping worktrees of a rig', function () {
     });
     const asked = Date.now();
     const read = await overlaps('web');
-    expect(read.items).to.deep.equal([{ sessions: [nameA, nameB], session_ids: [a, b], files: ['shared.txt'] }]);
+    expect(read.items).to.deep.equal([
+      {
+        parties: [
+          { kind: 'session', session: nameA, session_id: a },
+          { kind: 'session', session: nameB, session_id: b },
+        ],
+        sessions: [nameA, nameB],
+        session_ids: [a, b],
+        files: ['shared.txt'],
+      },
+    ]);
     expect(read).to.include({ sessions_checked: 2, total: 1 });
     expect(read).to.not.have.any.keys('problems', 'next_cursor');
     // Read for this request, not a read of an earlier turn end handed back.

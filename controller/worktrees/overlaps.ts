@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type {
+  OverlapParty,
   RigOverlap,
   RigOverlapPayload,
   RigOverlapProblem,
@@ -32,10 +33,19 @@ export function overlapPairs(changes: SessionChanges[]): RigOverlap[] {
       const shared = [...sets[i]!].filter((f) => sets[j]!.has(f)).sort();
       if (!shared.length) continue;
       const [a, b] = [changes[i]!, changes[j]!];
-      pairs.push({ sessions: [a.name, b.name], session_ids: [a.id, b.id], files: shared });
+      pairs.push({
+        parties: [partyOf(a), partyOf(b)],
+        sessions: [a.name, b.name],
+        session_ids: [a.id, b.id],
+        files: shared,
+      });
     }
   }
   return pairs;
+}
+
+function partyOf(changes: SessionChanges): OverlapParty {
+  return { kind: 'session', session: changes.name, session_id: changes.id };
 }
 
 /** A pair's identity while it lasts: its two sessions, whichever order they come in. */

@@ -1,7 +1,26 @@
 // Overlaps: pairs of a rig's open sessions whose worktrees changed the same files, seen before either merges.
 
-/** Two sessions of a rig whose worktrees changed the same files against their bases. */
+/**
+ * One side of an overlap: an open session's worktree, or a pending review's branch (work finished, not merged,
+ * that a session working now would collide with at merge).
+ */
+export interface OverlapParty {
+  kind: 'session' | 'review';
+  /** The session's name: the one working, or the one that finished the reviewed work. */
+  session: string;
+  session_id: string;
+  /** `review`: the reviewed bead (the review's key). */
+  bead?: string;
+}
+
+/** Two sides of a rig (sessions, or pending reviews) whose branches changed the same files against their bases. */
 export interface RigOverlap {
+  /**
+   * The two sides, in the order of `sessions`.
+   * @minItems 2
+   * @maxItems 2
+   */
+  parties: OverlapParty[];
   /**
    * The two sessions' names, in order.
    * @minItems 2

@@ -25,7 +25,17 @@ describe('overlap pairs', function () {
       { id: 's2', name: 'b', files: ['docs/y.md'] },
       { id: 's3', name: 'c', files: ['src/x.ts', 'src/z.ts'] },
     ]);
-    expect(pairs).to.deep.equal([{ sessions: ['a', 'c'], session_ids: ['s1', 's3'], files: ['src/x.ts', 'src/z.ts'] }]);
+    expect(pairs).to.deep.equal([
+      {
+        parties: [
+          { kind: 'session', session: 'a', session_id: 's1' },
+          { kind: 'session', session: 'c', session_id: 's3' },
+        ],
+        sessions: ['a', 'c'],
+        session_ids: ['s1', 's3'],
+        files: ['src/x.ts', 'src/z.ts'],
+      },
+    ]);
   });
 
   it('finds every pair among three sessions on one file, and none among disjoint ones', function () {
@@ -151,7 +161,17 @@ describe('a rig’s overlaps', function () {
     commit(b, 'app.txt', 'from b\n');
     commit(b, 'only-b.txt', 'b\n');
     const first = await overlaps.compute('r');
-    expect(first?.items).to.deep.equal([{ sessions: ['a', 'b'], session_ids: ['id-a', 'id-b'], files: ['app.txt'] }]);
+    expect(first?.items).to.deep.equal([
+      {
+        parties: [
+          { kind: 'session', session: 'a', session_id: 'id-a' },
+          { kind: 'session', session: 'b', session_id: 'id-b' },
+        ],
+        sessions: ['a', 'b'],
+        session_ids: ['id-a', 'id-b'],
+        files: ['app.txt'],
+      },
+    ]);
     expect(first?.sessions_checked).to.equal(2);
     expect(Date.parse(first!.computed_at)).to.be.a('number').and.not.NaN;
     expect(events).to.have.length(1);
