@@ -1,7 +1,7 @@
 /**
  * Benchmarks, against a real supervisor and real controllers (build first: `npm run bench` does).
  *
- *   npx tsx bench/run.ts [cold|foundation|events|beads|sessions|sessions-acp|sessions-real-clis|hosts|agents|agents-loop|agents-loop-codex|workflows|config|extmsg|access|stream-opens|worktrees|ui|ui-events|templates|all]   (default: all, one after the other)
+ *   npx tsx bench/run.ts [cold|foundation|events|beads|sessions|sessions-acp|sessions-real-clis|hosts|agents|agents-loop|agents-loop-codex|workflows|config|extmsg|access|stream-opens|worktrees|review|ui|ui-events|templates|all]   (default: all, one after the other)
  *   npm run bench -- beads                                  (builds, then runs one)
  *
  * cold (bench/cold.ts): issue 20's goals beside bare-Node baselines — `ctl version`/`help`/`bead list`, create → event,
@@ -34,6 +34,8 @@
  *   API writes to city.toml, an edit on disk until it is in use → .bench-out/config.json
  * templates (bench/templates.ts): a 26-level doubling prompt template bomb — POST /sessions and prime refused (status,
  *   latency), /health latency meanwhile, controller VmRSS before/after → .bench-out/templates.json
+ * review (bench/review.ts): a review of a 1,000-file change served (p50), the overlaps of 20 worktrees of a
+ *   10,000-file rig (through the API and cold), a merge queue of 10 approved reviews → .bench-out/review.json
  * worktrees (bench/worktrees.ts): session start with a new git worktree of a 10,000-file rig, close, 10 worktree sessions at once (time to all ready, disk) → .bench-out/worktrees.json
  */
 import { runAccess } from './access.js';
@@ -52,6 +54,7 @@ import { runConfig } from './config.js';
 import { runExtmsg } from './extmsg.js';
 import { runUi } from './ui.js';
 import { runUiEvents } from './ui-bead-events.js';
+import { runReview } from './review.js';
 import { runWorktrees } from './worktrees.js';
 import { runTemplates } from './templates.js';
 
@@ -73,6 +76,7 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   access: runAccess,
   'stream-opens': runStreamOpens,
   worktrees: runWorktrees,
+  review: runReview,
   ui: runUi,
   'ui-events': runUiEvents,
   templates: runTemplates,
