@@ -10,14 +10,11 @@ import type {
 } from '../../shared/dto/sessions.js';
 import type { EventRecord } from '../../shared/events/record.js';
 import { Problem } from '../../shared/http/problem.js';
-import { effectiveOptions, optionProblems } from '../providers/provider-options.js';
+import { effectiveOptions } from '../providers/provider-options.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import type { ProgramHook } from './program-hooks.js';
 import type { RuntimeSink, SessionRuntime } from './runtime.js';
-import { canResume } from './runtimes.js';
-import { launchOptions } from './program-launch.js';
-import { onHost } from './remote-launch.js';
-import { ensureWorkDir } from './session-environment.js';
+import { prepareLaunch } from './program-launch.js';
 import { ExitSettlement } from './session-exit.js';
 import { SessionEventLog, type LifecycleEvent } from './session-events.js';
 import { nextState, requireTransition, wakesOnMessage, type SessionCommand } from './session-states.js';
@@ -244,32 +241,8 @@ export class Session extends EventEmitter<SessionEvents> {
     let provider: ResolvedProvider;
     try {
       provider = this.provider();
-      ensureWorkDir(this.record.work_dir, this.ctx.cityRoot);
-      // Its own worktree, when it has one, made before the program starts (found again on later starts).
-      const workDir = await this.ctx.worktrees.prepare(this.record, (base) => this.saveFields({ base }));
-      await this.ctx.beforeProgram?.(this, workDir);
-      const bead = this.ctx.heldBead?.(this);
-      const options = this.options(provider);
-      const [wrong] = optionProblems(provider, options);
-      // Options checked when they were given, and a provider changed since: said, never passed on half-checked.
-      if (wrong) throw new Error(`its option ${wrong.key} cannot be used: ${wrong.message}`);
-      const resumeKey = canResume(provider) ? this.record.provider_session_key : undefined;
-      const first = provider.prompt_mode !== 'stdin' ? this.turns.firstMessage() : undefined;
-      // On a host over ssh: its files staged there and its paths the host's.
-      const launch = await onHost(
-        launchOptions({
-          ctx: this.ctx,
-          record: this.record,
-          dir: this.dir,
-          provider,
-          workDir,
-          bead,
-          resumeKey,
-          firstMessage: first?.text,
-          options,
-        }),
-        this.ctx.ctlBin,
-        this.ctx.credentialFor ? () => this.ctx.credentialFor!(this.record, this.ctx.hostOf!(this.record)) : undefined,
+      const { launch, resumeKey, first } = await prepareLaunch(this, this.ctx, provider, () =>
+        this.turns.firstMessage(),
       );
       this.runtime = this.ctx.runtimes(launch, this.sink());
       await this.runtime.start();
