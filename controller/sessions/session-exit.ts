@@ -61,9 +61,21 @@ export class ExitSettlement {
     return this.exiting;
   }
 
-  /** The program said it cannot resume its conversation: the end that follows is not a crash. */
-  resumeRefused(refusal: string): void {
+  /**
+   * The program said it cannot resume its conversation (`reason`): said once, the key dropped so the next start
+   * begins a new one, and the end that follows is not a crash.
+   */
+  resumeRefused(reason: string): void {
+    const host = this.host;
+    const key = host.record.provider_session_key;
+    const refusal = `could not resume conversation ${key ?? ''}: ${reason}; the next start begins a new one`;
     this.resumeRefusal = refusal;
+    host.record.provider_session_key = undefined;
+    host.save({ provider_session_key: undefined });
+    void host.writer.write({ kind: 'error', actor: 'ctl', text: refusal });
+    host
+      .recordLifecycle('session.updated', refusal)
+      .catch((err: unknown) => host.ctx.logger.error({ err, session: host.id }, 'could not record session.updated'));
   }
 
   /** The program was not ready in time and is being stopped: its exit is the start's failure. */

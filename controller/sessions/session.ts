@@ -422,17 +422,7 @@ export class Session extends EventEmitter<SessionEvents> {
         this.record.provider_session_key = key;
         this.save({ provider_session_key: key });
       },
-      resumeRefused: (reason) => {
-        const key = this.record.provider_session_key;
-        const refusal = `could not resume conversation ${key ?? ''}: ${reason}; the next start begins a new one`;
-        this.exits.resumeRefused(refusal);
-        this.record.provider_session_key = undefined;
-        this.save({ provider_session_key: undefined });
-        void this.writer.write({ kind: 'error', actor: 'ctl', text: refusal });
-        this.recordLifecycle('session.updated', refusal).catch((err: unknown) =>
-          this.ctx.logger.error({ err, session: this.id }, 'could not record session.updated'),
-        );
-      },
+      resumeRefused: (reason) => this.exits.resumeRefused(reason),
       exited: (exit) => this.exits.exited(exit),
       behind: () => this.writer.behind(),
     };
