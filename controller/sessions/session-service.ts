@@ -20,6 +20,7 @@ import { Problem } from '../../shared/http/problem.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import { takesSystemPrompt } from './priming.js';
 import { programHook } from './program-hooks.js';
+import { ClosedSessions } from './closed-sessions.js';
 import { Session, type SessionContext } from './session.js';
 import { planCreate } from './session-create.js';
 import { namesSession, requireFreeName, sessionNameOf, titleOf } from './session-names.js';
@@ -37,9 +38,6 @@ import type { Placement } from '../hosts/placement.js';
 function newRequestId(): string {
   return `req-${randomBytes(12).toString('hex')}`;
 }
-
-/** How many closed sessions stay at hand. */
-const CLOSED_KEPT = 32;
 
 /** Whether sessions of this provider can ask questions or request permissions (and so have `pending`). */
 function canAsk(provider: ResolvedProvider | undefined): boolean {
@@ -74,16 +72,15 @@ export class SessionService {
   private readonly sessions = new Map<string, Session>();
   /** Told of every session the service takes on (created, or found open at start). */
   private readonly openedListeners: ((session: Session) => void)[] = [];
-  /**
-   * Closed sessions lately asked about (their transcripts are read, their streams replayed), at most
-   * CLOSED_KEPT: each holds its transcript's file open.
-   */
-  private readonly closed = new Map<string, Session>();
+  /** Closed sessions lately asked about (closed-sessions.ts). */
+  private readonly closed: ClosedSessions;
 
   constructor(
     private readonly ctx: SessionContext,
     private readonly options: SessionServiceOptions,
-  ) {}
+  ) {
+    this.closed = new ClosedSessions((record) => new Session(record, this.ctx));
+  }
 
   /**
    * Takes charge of the city's open sessions as a controller starts: whatever a previous controller left running
@@ -136,24 +133,7 @@ export class SessionService {
     if (open) return open;
     const record = this.ctx.store.get(idOrName) ?? this.ctx.store.findByName(idOrName);
     if (!record) throw new Problem('session-not-found', `not_found: session not found: ${idOrName}`);
-    return this.closedSession(record);
-  }
-
-  /** A closed session's object, kept among the last few asked for (so their open transcripts stay few). */
-  private closedSession(record: SessionRecord): Session {
-    let session = this.closed.get(record.id);
-    if (session) {
-      this.closed.delete(record.id);
-    } else {
-      session = new Session(record, this.ctx);
-      if (this.closed.size >= CLOSED_KEPT) {
-        const [oldest, evicted] = this.closed.entries().next().value as [string, Session];
-        this.closed.delete(oldest);
-        evicted.transcript.close();
-      }
-    }
-    this.closed.set(record.id, session);
-    return session;
+    return this.closed.of(record);
   }
 
   /** One session's view; with a worktree, its branch's state read with git. */
@@ -303,12 +283,12 @@ export class SessionService {
     }
     this.sessions.delete(session.id);
     if (remove) {
-      this.closed.delete(session.id);
+      this.closed.forget(session.id);
       this.ctx.store.delete(session.id);
       session.transcript.close();
       rmSync(session.dir, { recursive: true, force: true });
     } else {
-      this.closedSession(session.record);
+      this.closed.of(session.record);
     }
     return { status: remove ? 'deleted' : 'closed', id: session.id, ...(worktree ? { worktree } : {}) };
   }
@@ -518,6 +498,6 @@ export class SessionService {
   }
 
   private viewOf(record: SessionRecord): SessionResponse {
-    return (this.sessions.get(record.id) ?? this.closedSession(record)).view();
+    return (this.sessions.get(record.id) ?? this.closed.of(record)).view();
   }
 }
