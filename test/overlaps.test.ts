@@ -1,14 +1,11 @@
 // Collisions seen before they happen: sessions of a pool with `isolation = "worktree"` over a real git repository
 // (a rig), their programs (the echo example agent, whose `run` runs a shell command in its worktree) committing;
 // what the rig's overlaps say at each turn end, through the API, the event log and `ctl rig overlaps`.
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { expect } from 'chai';
 import { expectProblem } from './helpers/city-api.js';
 import { expectFailure, expectSuccess } from './helpers/cli.js';
-import { createSession, startSessionCity, waitForTurn, type SessionCity } from './helpers/sessions.js';
-import { tempDir } from './helpers/supervisor.js';
+import { commitInSession, rigRepository, runInSession } from './helpers/rigs.js';
+import { createSession, startSessionCity, type SessionCity } from './helpers/sessions.js';
 import { waitUntil } from './helpers/wait.js';
 
 interface Overlaps {
@@ -21,23 +18,9 @@ interface Overlaps {
   computed_at: string;
 }
 
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, stdio: 'pipe', encoding: 'utf8' }).trim();
-}
-
 /** A repository on `main` with two files and a committer of its own. */
-function repository(name: string): string {
-  const repo = join(tempDir('ctl-overlap-rig-'), name);
-  mkdirSync(repo);
-  git(repo, 'init', '-q', '-b', 'main');
-  git(repo, 'config', 'user.email', 'dev@example.invalid');
-  git(repo, 'config', 'user.name', 'dev');
-  writeFileSync(join(repo, 'README'), 'hello\n');
-  writeFileSync(join(repo, 'shared.txt'), 'base\n');
-  git(repo, 'add', '.');
-  git(repo, 'commit', '-q', '-m', 'first');
-  return repo;
-}
+const repository = (name: string) =>
+  rigRepository({ README: 'hello\n', 'shared.txt': 'base\n' }, { prefix: 'ctl-overlap-rig-', name });
 
 const CITY = (web: string, api: string) => `
 [[rigs]]
@@ -74,14 +57,8 @@ describe('overlapping worktrees of a rig', function () {
   });
   after(async () => city?.sup.cleanup());
 
-  /** Has the session's program run `command` in its worktree, and waits for the turn to end. */
-  const run = async (id: string, command: string): Promise<void> => {
-    const mark = `${Date.now()}-${Math.random()}`;
-    await city.api.post(`/session/${id}/messages`, { message: `run ${command}; echo done-${mark}` });
-    await waitForTurn(city.api, id, 'assistant', new RegExp(`done-${mark}`));
-  };
-  const commitIn = (id: string, file: string, text: string) =>
-    run(id, `printf '${text}\\n' > ${file} && git add ${file} && git commit -q -m 'edit ${file}'`);
+  const run = (id: string, command: string) => runInSession(city.api, id, command);
+  const commitIn = (id: string, file: string, text: string) => commitInSession(city.api, id, file, `${text}\\n`);
   const nameOf = async (id: string) =>
     (await city.api.get<{ session_name: string }>(`/session/${id}`)).body.session_name;
   const overlaps = async (rig: string) => {

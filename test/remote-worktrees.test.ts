@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -6,6 +5,7 @@ import { packageRoot } from '../shared/paths.js';
 import { controllerPid } from './helpers/controller-pid.js';
 import type { Envelope } from './helpers/city-api.js';
 import { hostsAvailable, makeHosts, type TestHost, type TestHosts } from './helpers/netns-hosts.js';
+import { git, rigRepository, runInSession, type WorktreeView } from './helpers/rigs.js';
 import {
   createSession,
   sessionEvents,
@@ -23,40 +23,20 @@ const ON_HOST = '/srv/agents/echo.sh';
 /** A committer on the host, where nobody configured one (the host's home is its own). */
 const COMMIT = 'git -c user.name=agent -c user.email=agent@example.invalid commit -q -m';
 
-interface Worktree {
-  path: string;
-  branch: string;
-  base?: string;
-  head?: string;
-  dirty?: boolean;
-  error?: string;
-}
-
 interface View {
   id: string;
   state: string;
   pid?: number;
   host?: string;
-  worktree?: Worktree;
-}
-
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, stdio: 'pipe', encoding: 'utf8' }).trim();
+  worktree?: WorktreeView;
 }
 
 /** A rig on `main`, checked out, that ignores what the agent's start lays into a worktree. */
-function repository(): string {
-  const repo = join(tempDir('ctl-remote-rig-'), 'web');
-  mkdirSync(repo);
-  git(repo, 'init', '-q', '-b', 'main');
-  git(repo, 'config', 'user.email', 'dev@example.invalid');
-  git(repo, 'config', 'user.name', 'dev');
-  writeFileSync(join(repo, 'README'), 'hello\n');
-  writeFileSync(join(repo, '.gitignore'), 'from-overlay.txt\npre-start.txt\nsetup.txt\n');
-  git(repo, 'add', '.');
-  git(repo, 'commit', '-q', '-m', 'first');
-  return repo;
-}
+const repository = () =>
+  rigRepository(
+    { README: 'hello\n', '.gitignore': 'from-overlay.txt\npre-start.txt\nsetup.txt\n' },
+    { prefix: 'ctl-remote-rig-' },
+  );
 
 // A worktree session on a host, as a person uses one: the rig stays here, the session's worktree and branch are on
 // the host (the rig's base pushed there over the host's connection, which is all the host can reach), its agent's
@@ -143,17 +123,8 @@ pre_start = ["echo cannot prepare on $(hostname) >&2; exit 7"]
   const view = async (id: string): Promise<View> => (await city.api.get<View>(`/session/${id}`)).body;
   const active = (id: string) => waitUntil('the session to run', async () => (await view(id)).state === 'active');
   /** Has the session's program run `command` where it works (on the host); resolves with what it printed. */
-  const run = async (id: string, command: string): Promise<string> => {
-    const mark = `${Date.now()}-${Math.random()}`;
-    await city.api.post(`/session/${id}/messages`, { message: `run ${command}; echo done-${mark}` });
-    const turn = await waitForTurn(city.api, id, 'assistant', new RegExp(`done-${mark}`));
-    return turn.text
-      .split('\n')
-      .map((l) => l.replace(/^run: /, ''))
-      .filter((l) => l !== `done-${mark}`)
-      .join('\n');
-  };
-  const hostPath = (worktree: Worktree) => worktree.path.replace(`${host.name}:`, '');
+  const run = (id: string, command: string) => runInSession(city.api, id, command);
+  const hostPath = (worktree: WorktreeView) => worktree.path.replace(`${host.name}:`, '');
 
   it('works in its own worktree on the host, made from the rig’s base, with its start run there', async function () {
     const id = await createSession(city.api, { kind: 'agent', name: 'web/lander' });

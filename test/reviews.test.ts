@@ -1,14 +1,13 @@
 // Review before merge: an agent with `isolation = "worktree"` and `merge = "review"` over a real git repository
 // (a rig); its session's program is the echo example agent, whose `run` runs a shell command in its worktree.
 // What a review shows and what approving merges are read back from git itself.
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { expectProblem, type Bead } from './helpers/city-api.js';
 import { expectFailure, expectSuccess } from './helpers/cli.js';
+import { commitInSession, git, rigRepository } from './helpers/rigs.js';
 import { createSession, startSessionCity, waitForTurn, type SessionCity } from './helpers/sessions.js';
-import { tempDir } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
 
 interface Review {
@@ -35,21 +34,7 @@ interface Review {
   truncated?: boolean;
 }
 
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, stdio: 'pipe', encoding: 'utf8' }).trim();
-}
-
-function repository(): string {
-  const repo = join(tempDir('ctl-review-rig-'), 'web');
-  mkdirSync(repo);
-  git(repo, 'init', '-q', '-b', 'main');
-  git(repo, 'config', 'user.email', 'dev@example.invalid');
-  git(repo, 'config', 'user.name', 'dev');
-  writeFileSync(join(repo, 'shared.txt'), 'base\n');
-  git(repo, 'add', '.');
-  git(repo, 'commit', '-q', '-m', 'first');
-  return repo;
-}
+const repository = () => rigRepository({ 'shared.txt': 'base\n' }, { prefix: 'ctl-review-rig-' });
 
 const AGENTS = `
 [[rigs]]
@@ -76,13 +61,7 @@ describe('reviews of finished work (merge = "review")', function () {
   });
   after(async () => city?.sup.cleanup());
 
-  const run = async (id: string, command: string): Promise<void> => {
-    const mark = `${Date.now()}-${Math.random()}`;
-    await city.api.post(`/session/${id}/messages`, { message: `run ${command}; echo done-${mark}` });
-    await waitForTurn(city.api, id, 'assistant', new RegExp(`done-${mark}`));
-  };
-  const commitIn = (id: string, file: string, text: string) =>
-    run(id, `printf '${text}' > ${file} && git add ${file} && git commit -q -m 'edit ${file}'`);
+  const commitIn = (id: string, file: string, text: string) => commitInSession(city.api, id, file, text);
   const workBead = (sessionId: string, title: string): Promise<Bead> =>
     city.api.create({ title, metadata: { 'ctl.assigned_session': sessionId } });
   const review = async (bead: string): Promise<Review> => {

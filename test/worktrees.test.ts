@@ -1,7 +1,6 @@
 // One git worktree per session: agents with `isolation = "worktree"` over a real git repository (a rig), their
 // sessions' programs (the echo example agent, whose `run` runs a shell command where it works) in their own
 // worktrees; closes, bead closes and merges read back from git itself.
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -10,21 +9,10 @@ import { expectSuccess } from './helpers/cli.js';
 import { controllerPid } from './helpers/controller-pid.js';
 import { isAlive } from './helpers/processes.js';
 import { SseStreamReader } from './helpers/sse.js';
+import { commitInSession, git, rigRepository, runInSession, type WorktreeView } from './helpers/rigs.js';
 import { createSession, startSessionCity, terminalOf, waitForTurn, type SessionCity } from './helpers/sessions.js';
 import { tempDir } from './helpers/supervisor.js';
 import { waitUntil } from './helpers/wait.js';
-
-interface Worktree {
-  path: string;
-  branch: string;
-  base?: string;
-  repository: string;
-  head?: string;
-  dirty?: boolean;
-  ahead?: number;
-  behind?: number;
-  error?: string;
-}
 
 interface View {
   id: string;
@@ -32,24 +20,12 @@ interface View {
   state: string;
   running: boolean;
   work_dir?: string;
-  worktree?: Worktree;
-}
-
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, stdio: 'pipe', encoding: 'utf8' }).trim();
+  worktree?: WorktreeView;
 }
 
 /** A repository on `main` with two files, a committer of its own, and a change nobody committed. */
 function repository(): string {
-  const repo = join(tempDir('ctl-worktree-rig-'), 'web');
-  mkdirSync(repo);
-  git(repo, 'init', '-q', '-b', 'main');
-  git(repo, 'config', 'user.email', 'dev@example.invalid');
-  git(repo, 'config', 'user.name', 'dev');
-  writeFileSync(join(repo, 'README'), 'hello\n');
-  writeFileSync(join(repo, 'shared.txt'), 'base\n');
-  git(repo, 'add', '.');
-  git(repo, 'commit', '-q', '-m', 'first');
+  const repo = rigRepository({ README: 'hello\n', 'shared.txt': 'base\n' }, { prefix: 'ctl-worktree-rig-' });
   // A dirty base: worktrees do not need a clean one.
   writeFileSync(join(repo, 'README'), 'hello, not committed\n');
   return repo;
@@ -158,19 +134,8 @@ describe('one git worktree per session', function () {
       stream.close();
     }
   };
-  /** Has the session's program run `command` where it works; resolves with what it printed. */
-  const run = async (id: string, command: string): Promise<string> => {
-    const mark = `${Date.now()}-${Math.random()}`;
-    await city.api.post(`/session/${id}/messages`, { message: `run ${command}; echo done-${mark}` });
-    const turn = await waitForTurn(city.api, id, 'assistant', new RegExp(`done-${mark}`));
-    return turn.text
-      .split('\n')
-      .map((l) => l.replace(/^run: /, ''))
-      .filter((l) => l !== `done-${mark}`)
-      .join('\n');
-  };
-  const commitIn = (id: string, file: string, text: string) =>
-    run(id, `printf '${text}\\n' > ${file} && git add ${file} && git commit -q -m 'edit ${file}'`);
+  const run = (id: string, command: string) => runInSession(city.api, id, command);
+  const commitIn = (id: string, file: string, text: string) => commitInSession(city.api, id, file, `${text}\\n`);
   const workBead = async (sessionId: string, title: string): Promise<Bead> =>
     city.api.create({ title, metadata: { 'ctl.assigned_session': sessionId } });
 
@@ -407,9 +372,9 @@ describe('one git worktree per session', function () {
     writeFileSync(join(repo, 'README.more'), 'x\n');
     git(repo, 'add', 'README.more');
     git(repo, 'commit', '-q', '-m', 'main moves');
-    const rigs = await city.api.get<{ items: { name: string; worktrees?: (Worktree & { session_id: string })[] }[] }>(
-      '/rigs?git=true',
-    );
+    const rigs = await city.api.get<{
+      items: { name: string; worktrees?: (WorktreeView & { session_id: string })[] }[];
+    }>('/rigs?git=true');
     const web = rigs.body.items.find((r) => r.name === 'web')!;
     const mine = web.worktrees!.find((w) => w.session_id === id)!;
     expect(mine).to.include({

@@ -1,12 +1,16 @@
 import { localHost } from '../hosts/local-host.js';
-import { PERMISSION_MODE_OPTION } from '../providers/provider-options.js';
+import { optionProblems, PERMISSION_MODE_OPTION } from '../providers/provider-options.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
+import type { QueuedMessage } from './queue.js';
 import type { RuntimeOptions } from './runtime.js';
+import { canResume } from './runtimes.js';
 import { handDefaultsFile } from './defaults-file.js';
 import { preparePriming } from './priming.js';
-import { sessionEnvironment } from './session-environment.js';
+import { onHost } from './remote-launch.js';
+import { ensureWorkDir, sessionEnvironment } from './session-environment.js';
 import type { SessionContext } from './session-context.js';
 import type { SessionRecord } from './session-store.js';
+import type { Session } from './session.js';
 
 /** What one start of a session's program is, apart from where its output goes. */
 export interface Launch {
@@ -63,4 +67,53 @@ export function launchOptions(l: Launch): RuntimeOptions {
     startTimeoutMs: l.ctx.startTimeoutMs,
     logger,
   };
+}
+
+/** One start of a session's program, worked out: its runtime options, what it resumes, its first message. */
+export interface PreparedLaunch {
+  launch: RuntimeOptions;
+  resumeKey: string | undefined;
+  /** The queued message handed over on the command line, where the provider takes one there. */
+  first: QueuedMessage | undefined;
+}
+
+/**
+ * Works out one start of a session's program: its directory (its own worktree, when it has one, made before the
+ * program starts and found again on later starts) with what its agent lays there first, the bead it holds, its
+ * options checked again, the conversation it resumes; on a host over ssh, its files staged there and its paths the
+ * host's. What it throws fails the start.
+ */
+export async function prepareLaunch(
+  session: Session,
+  ctx: SessionContext,
+  provider: ResolvedProvider,
+  firstMessage: () => QueuedMessage | undefined,
+): Promise<PreparedLaunch> {
+  const record = session.record;
+  ensureWorkDir(record.work_dir, ctx.cityRoot);
+  const workDir = await ctx.worktrees.prepare(record, (base) => session.saveFields({ base }));
+  await ctx.beforeProgram?.(session, workDir);
+  const bead = ctx.heldBead?.(session);
+  const options = session.options(provider);
+  const [wrong] = optionProblems(provider, options);
+  // Options checked when they were given, and a provider changed since: said, never passed on half-checked.
+  if (wrong) throw new Error(`its option ${wrong.key} cannot be used: ${wrong.message}`);
+  const resumeKey = canResume(provider) ? record.provider_session_key : undefined;
+  const first = provider.prompt_mode !== 'stdin' ? firstMessage() : undefined;
+  const launch = await onHost(
+    launchOptions({
+      ctx,
+      record,
+      dir: session.dir,
+      provider,
+      workDir,
+      bead,
+      resumeKey,
+      firstMessage: first?.text,
+      options,
+    }),
+    ctx.ctlBin,
+    ctx.credentialFor ? () => ctx.credentialFor!(record, ctx.hostOf!(record)) : undefined,
+  );
+  return { launch, resumeKey, first };
 }

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import { promptRefused, type AgentDefinition } from '../agent-catalog/agent-catalog.js';
+import type { AgentDefinition } from '../agent-catalog/agent-catalog.js';
 import type {
   AsyncAcceptedBody,
-  CityPendingEntry,
   CityPendingListBody,
   ListBodySessionResponse,
   SessionCloseResponse,
@@ -17,16 +16,17 @@ import type {
   SessionTranscriptResponse,
   SubmitIntent,
 } from '../../shared/dto/sessions.js';
-import { decodeToken, encodeToken } from '../../shared/http/page-token.js';
 import { Problem } from '../../shared/http/problem.js';
-import { requestedOptions } from '../providers/provider-options.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import { takesSystemPrompt } from './priming.js';
 import { programHook } from './program-hooks.js';
-import { canRun } from './runtimes.js';
+import { ClosedSessions } from './closed-sessions.js';
 import { Session, type SessionContext } from './session.js';
+import { planCreate } from './session-create.js';
+import { namesSession, requireFreeName, sessionNameOf, titleOf } from './session-names.js';
+import { pendingPage, sessionsPage, type SessionListQuery } from './session-pages.js';
 import { resetSession } from './session-reset.js';
-import { isDormant, wakesOnMessage } from './session-states.js';
+import { wakesOnMessage } from './session-states.js';
 import { programDir, type SessionRecord } from './session-store.js';
 import { transcriptPage, type TranscriptQuery } from './transcript-page.js';
 import type { SessionWorktrees } from '../worktrees/session-worktrees.js';
@@ -38,9 +38,6 @@ import type { Placement } from '../hosts/placement.js';
 function newRequestId(): string {
   return `req-${randomBytes(12).toString('hex')}`;
 }
-
-/** How many closed sessions stay at hand. */
-const CLOSED_KEPT = 32;
 
 /** Whether sessions of this provider can ask questions or request permissions (and so have `pending`). */
 function canAsk(provider: ResolvedProvider | undefined): boolean {
@@ -75,16 +72,15 @@ export class SessionService {
   private readonly sessions = new Map<string, Session>();
   /** Told of every session the service takes on (created, or found open at start). */
   private readonly openedListeners: ((session: Session) => void)[] = [];
-  /**
-   * Closed sessions lately asked about (their transcripts are read, their streams replayed), at most
-   * CLOSED_KEPT: each holds its transcript's file open.
-   */
-  private readonly closed = new Map<string, Session>();
+  /** Closed sessions lately asked about (closed-sessions.ts). */
+  private readonly closed: ClosedSessions;
 
   constructor(
     private readonly ctx: SessionContext,
     private readonly options: SessionServiceOptions,
-  ) {}
+  ) {
+    this.closed = new ClosedSessions((record) => new Session(record, this.ctx));
+  }
 
   /**
    * Takes charge of the city's open sessions as a controller starts: whatever a previous controller left running
@@ -119,50 +115,25 @@ export class SessionService {
     await Promise.all([...this.sessions.values()].map((s) => s.stopWithController(graceMs)));
   }
 
-  list(query: { state?: string; template?: string; limit: number; cursor?: string }): ListBodySessionResponse {
-    const before = query.cursor === undefined ? undefined : pageAfter(query.cursor);
-    const metadata: Record<string, string> = {};
-    if (query.state !== undefined && query.state !== 'all' && query.state !== 'closed') metadata.state = query.state;
-    if (query.template !== undefined) metadata.template = query.template;
-    const includeClosed = query.state === 'closed' || query.state === 'all';
-    const page = this.ctx.store.page({ includeClosed, limit: query.limit, before, metadata });
-    let items = page.items;
-    if (query.state === 'closed') items = items.filter((r) => r.state === 'closed');
-    const body: ListBodySessionResponse = { items: items.map((r) => this.viewOf(r)), total: page.total };
-    if (page.more && page.items.length) body.next_cursor = encodeToken('ss', { b: page.items.at(-1)!.id });
-    return body;
+  list(query: SessionListQuery): ListBodySessionResponse {
+    return sessionsPage(this.ctx.store, query, (record) => this.viewOf(record));
   }
 
   /** An open session by id, alias or session name. */
   findOpen(idOrName: string): Session | undefined {
-    const open = this.sessions.get(idOrName) ?? [...this.sessions.values()].find((s) => matches(s.record, idOrName));
+    const open =
+      this.sessions.get(idOrName) ?? [...this.sessions.values()].find((s) => namesSession(s.record, idOrName));
     return open && open.state !== 'closed' ? open : undefined;
   }
 
   /** A session by id, alias or session name, open or closed; a 404 otherwise. */
   find(idOrName: string): Session {
-    const open = this.sessions.get(idOrName) ?? [...this.sessions.values()].find((s) => matches(s.record, idOrName));
+    const open =
+      this.sessions.get(idOrName) ?? [...this.sessions.values()].find((s) => namesSession(s.record, idOrName));
     if (open) return open;
     const record = this.ctx.store.get(idOrName) ?? this.ctx.store.findByName(idOrName);
     if (!record) throw new Problem('session-not-found', `not_found: session not found: ${idOrName}`);
-    return this.closedSession(record);
-  }
-
-  /** A closed session's object, kept among the last few asked for (so their open transcripts stay few). */
-  private closedSession(record: SessionRecord): Session {
-    let session = this.closed.get(record.id);
-    if (session) {
-      this.closed.delete(record.id);
-    } else {
-      session = new Session(record, this.ctx);
-      if (this.closed.size >= CLOSED_KEPT) {
-        const [oldest, evicted] = this.closed.entries().next().value as [string, Session];
-        this.closed.delete(oldest);
-        evicted.transcript.close();
-      }
-    }
-    this.closed.set(record.id, session);
-    return session;
+    return this.closed.of(record);
   }
 
   /** One session's view; with a worktree, its branch's state read with git. */
@@ -197,53 +168,16 @@ export class SessionService {
   }
 
   create(body: SessionCreateBody): AsyncAcceptedBody {
-    const kind = body.kind ?? 'provider';
-    const name = body.name ?? this.options.defaultProvider();
-    if (name === undefined) {
-      const message = 'name is required: this city has no default provider or start command';
-      throw new Problem('validation-failed', `invalid: ${message}`, { errors: [{ location: 'body.name', message }] });
-    }
-    let providerName = name;
-    let workDir = this.ctx.cityRoot;
-    let agent: AgentDefinition | undefined;
-    if (kind === 'agent') {
-      agent = this.options.agent(name);
-      if (!agent) throw new Problem('agent-not-found', `not_found: agent not found: ${name}`);
-      // A prompt that can never be rendered is a fault of the request's agent, not of its state: a 422.
-      if (agent.config.prompt_problem !== undefined) throw promptRefused(agent, agent.config.prompt_problem);
-      if (!agent.available || agent.providerName === undefined) {
-        throw new Problem('conflict-wrong-state', `conflict: agent ${name} is unavailable: ${agent.unavailableReason}`);
-      }
-      providerName = agent.providerName;
-      workDir = agent.workDir;
-    }
-    const placed = agent && this.options.place?.(agent);
-    if (placed && 'reason' in placed) {
-      throw new Problem('conflict-wrong-state', `conflict: agent ${name} cannot be placed: ${placed.reason}`);
-    }
-    const host = placed && placed.host !== LOCAL_HOST ? placed.host : undefined;
+    const plan = planCreate(body, this.ctx, this.options, (alias) =>
+      requireFreeName(this.sessions.values(), alias, undefined),
+    );
+    const { name, kind, agent, provider, workDir, host, options, permissionMode: mode } = plan;
     const isolated = agent?.worktree;
-    const provider = this.ctx.provider(providerName);
-    if (!provider) throw new Problem('provider-not-found', `not_found: provider not found: ${providerName}`);
-    if (!canRun(provider.protocol)) {
-      const message = `provider ${provider.name} speaks ${provider.protocol}, which this controller cannot run`;
-      throw new Problem('validation-failed', `invalid: ${message}`, {
-        errors: [{ location: 'body.name', message, value: name }],
-      });
-    }
-    if (body.alias !== undefined) this.requireFreeName(body.alias, undefined);
-    if (body.permission_mode !== undefined && !(body.permission_mode in provider.permission_modes)) {
-      const message = `${body.permission_mode} is not a permission mode of ${provider.name}`;
-      throw new Problem('validation-failed', `invalid: ${message}`, {
-        errors: [{ location: 'body.permission_mode', message, value: body.permission_mode }],
-      });
-    }
-    const { options, permissionMode: mode } = requestedOptions(provider, body.options, body.permission_mode);
     const cursor = this.ctx.log.head();
     const requestId = newRequestId();
     const record = this.ctx.store.create(
       {
-        title: body.title ?? (body.message ? firstWords(body.message) : name),
+        title: body.title ?? (body.message ? titleOf(body.message) : name),
         state: 'start-pending',
         template: name,
         kind,
@@ -257,7 +191,7 @@ export class SessionService {
         ...(host ? { host } : {}),
       },
       (id) => sessionNameOf(name, id),
-      isolated ? (sessionName) => this.ctx.worktrees.plan(agent!.name, isolated, sessionName) : undefined,
+      isolated ? (sessionName) => this.ctx.worktrees.plan(agent.name, isolated, sessionName) : undefined,
     );
     let prompt: string | undefined;
     try {
@@ -349,19 +283,19 @@ export class SessionService {
     }
     this.sessions.delete(session.id);
     if (remove) {
-      this.closed.delete(session.id);
+      this.closed.forget(session.id);
       this.ctx.store.delete(session.id);
       session.transcript.close();
       rmSync(session.dir, { recursive: true, force: true });
     } else {
-      this.closedSession(session.record);
+      this.closed.of(session.record);
     }
     return { status: remove ? 'deleted' : 'closed', id: session.id, ...(worktree ? { worktree } : {}) };
   }
 
   async update(idOrName: string, changes: { title?: string; alias?: string }): Promise<SessionResponse> {
     const session = this.open(idOrName);
-    if (changes.alias) this.requireFreeName(changes.alias, session.id);
+    if (changes.alias) requireFreeName(this.sessions.values(), changes.alias, session.id);
     session.rename(changes);
     const what = [changes.title !== undefined ? 'title' : '', changes.alias !== undefined ? 'alias' : '']
       .filter(Boolean)
@@ -402,33 +336,7 @@ export class SessionService {
 
   /** The city's pending interactions, oldest first, in pages. */
   cityPending(limit: number, cursor?: string): CityPendingListBody {
-    const items: (CityPendingEntry & { at: string })[] = [];
-    for (const session of this.sessions.values()) {
-      const pending = session.pending;
-      if (!pending) continue;
-      items.push({
-        session_id: session.id,
-        request_id: pending.request_id,
-        kind: pending.kind,
-        ...(pending.prompt ? { prompt: pending.prompt } : {}),
-        at: pending.created_at ?? '',
-      });
-    }
-    items.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.request_id < b.request_id ? -1 : 1));
-    // Keyset pages by (time asked, request id): an interaction answered meanwhile shifts nothing.
-    const key = (i: { at: string; request_id: string }) => `${i.at}\u0000${i.request_id}`;
-    let start = 0;
-    if (cursor !== undefined) {
-      const { k } = decodeToken(cursor, 'pd');
-      if (typeof k !== 'string')
-        throw new Problem('invalid-cursor', 'invalid_cursor: cursor is not a valid pagination token');
-      start = items.findIndex((i) => key(i) > k);
-      if (start < 0) start = items.length;
-    }
-    const taken = items.slice(start, start + limit);
-    const body: CityPendingListBody = { items: taken.map(({ at: _at, ...entry }) => entry), total: items.length };
-    if (start + limit < items.length) body.next_cursor = encodeToken('pd', { k: key(taken.at(-1)!) });
-    return body;
+    return pendingPage(this.sessions.values(), limit, cursor);
   }
 
   transcript(idOrName: string, query: TranscriptQuery): SessionTranscriptResponse {
@@ -590,39 +498,6 @@ export class SessionService {
   }
 
   private viewOf(record: SessionRecord): SessionResponse {
-    return (this.sessions.get(record.id) ?? this.closedSession(record)).view();
+    return (this.sessions.get(record.id) ?? this.closed.of(record)).view();
   }
-
-  /** An alias must not be another session's alias or session name (an open one's). */
-  private requireFreeName(name: string, self: string | undefined): void {
-    for (const session of this.sessions.values()) {
-      if (session.id !== self && !isDormant(session.state) && matches(session.record, name)) {
-        throw new Problem('conflict-wrong-state', `conflict: ${name} already names session ${session.id}`);
-      }
-      if (session.id !== self && session.state !== 'closed' && matches(session.record, name)) {
-        throw new Problem('conflict-wrong-state', `conflict: ${name} already names session ${session.id}`);
-      }
-    }
-  }
-}
-
-function matches(record: SessionRecord, name: string): boolean {
-  return record.id === name || record.alias === name || record.session_name === name;
-}
-
-/** `<agent or provider>-<bead number>`; a rig's agent `rig/base` gives `rig--base-<n>` (one path segment). */
-function sessionNameOf(template: string, id: string): string {
-  return `${template.replace('/', '--')}-${id.slice(id.lastIndexOf('-') + 1)}`;
-}
-
-function firstWords(text: string): string {
-  const line = text.trim().split('\n')[0]!;
-  return line.length > 60 ? `${line.slice(0, 59)}…` : line;
-}
-
-function pageAfter(cursor: string): string {
-  const { b } = decodeToken(cursor, 'ss');
-  if (typeof b !== 'string')
-    throw new Problem('invalid-cursor', 'invalid_cursor: cursor is not a valid pagination token');
-  return b;
 }

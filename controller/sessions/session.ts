@@ -10,15 +10,12 @@ import type {
 } from '../../shared/dto/sessions.js';
 import type { EventRecord } from '../../shared/events/record.js';
 import { Problem } from '../../shared/http/problem.js';
-import { effectiveOptions, optionProblems } from '../providers/provider-options.js';
+import { effectiveOptions } from '../providers/provider-options.js';
 import type { ResolvedProvider } from '../providers/provider-spec.js';
 import type { ProgramHook } from './program-hooks.js';
-import type { ProgramExit, RuntimeSink, SessionRuntime } from './runtime.js';
-import { canResume } from './runtimes.js';
-import { launchOptions } from './program-launch.js';
-import { onHost } from './remote-launch.js';
-import { LOCAL_HOST } from '../hosts/host.js';
-import { ensureWorkDir } from './session-environment.js';
+import type { RuntimeSink, SessionRuntime } from './runtime.js';
+import { prepareLaunch } from './program-launch.js';
+import { ExitSettlement } from './session-exit.js';
 import { SessionEventLog, type LifecycleEvent } from './session-events.js';
 import { nextState, requireTransition, wakesOnMessage, type SessionCommand } from './session-states.js';
 import type { SessionRecord } from './session-store.js';
@@ -34,8 +31,8 @@ export type { EnqueueOptions, SessionContext, SessionEvents } from './session-co
 
 /**
  * One session: its record (the session bead), its lifecycle and — while it runs — its program's runtime. Its
- * turns (turns.ts), transcript writes (transcript-writer.ts) and city-log events (session-events.ts) are its
- * parts. Every change of state goes through the transition table; every delivery, reply, question, start and
+ * turns (turns.ts), the settling of its program's end (session-exit.ts), transcript writes (transcript-writer.ts)
+ * and city-log events (session-events.ts) are its parts. Every change of state goes through the transition table; every delivery, reply, question, start and
  * exit is a transcript entry; every lifecycle change is an event on the city log.
  */
 export class Session extends EventEmitter<SessionEvents> {
@@ -49,21 +46,14 @@ export class Session extends EventEmitter<SessionEvents> {
   private runtime: SessionRuntime | undefined;
   /** The program can take a turn. */
   private ready = false;
-  /** Why the program could not resume its conversation, when it said so: its end that follows is not a crash. */
-  private resumeRefusal: string | undefined;
   private startTimer: NodeJS.Timeout | undefined;
-  private startTimedOut = false;
   /** When the program last became ready (ms since the epoch), or 0. */
   private readyAt = 0;
   /** Open session streams: a person watching (or typing into) it. */
   private watchers = 0;
   private restarting = false;
-  /** Its program is ending because the controller stops: what waits for it stays for the next controller. */
-  private stoppingWithController = false;
-  /** The handling of the program's last exit (a restart waits for it before it starts the next program). */
-  private exiting: Promise<void> = Promise.resolve();
-  /** Its program ended and what follows (state, events) is being settled. */
-  private settlingExit = false;
+  /** How its program's end is settled (session-exit.ts). */
+  private readonly exits: ExitSettlement;
   /** Stops asked and not yet done: a start waits for them (`changing`), or their exit would take its runtime. */
   private stopping = 0;
 
@@ -106,6 +96,37 @@ export class Session extends EventEmitter<SessionEvents> {
         const model = provider ? session.options(provider).model : session.record.options?.model;
         return { ...(model ? { model } : {}), windows: provider?.context_windows ?? {} };
       },
+    });
+    this.exits = new ExitSettlement({
+      get id() {
+        return session.id;
+      },
+      get record() {
+        return session.record;
+      },
+      get state() {
+        return session.state;
+      },
+      ctx,
+      writer: this.writer,
+      events: this.events,
+      programGone: () => {
+        clearTimeout(this.startTimer);
+        const wasReady = this.ready;
+        const gone = { wasReady, pid: this.runtime?.pid, ranMs: wasReady ? Date.now() - this.readyAt : 0 };
+        this.runtime = undefined;
+        // What its ctl on a host acted with dies with the program.
+        this.ctx.credentialEnded?.(this.record);
+        this.ready = false;
+        this.turns.programEnded();
+        this.subagents.closeAll();
+        return gone;
+      },
+      setState: (state) => this.setState(state),
+      save: (changed) => this.save(changed),
+      failQueued: (code, message) => this.failQueued(code, message),
+      recordLifecycle: (type, reason) => this.recordLifecycle(type, reason),
+      ended: (end) => this.emit('ended', end),
     });
   }
 
@@ -220,32 +241,8 @@ export class Session extends EventEmitter<SessionEvents> {
     let provider: ResolvedProvider;
     try {
       provider = this.provider();
-      ensureWorkDir(this.record.work_dir, this.ctx.cityRoot);
-      // Its own worktree, when it has one, made before the program starts (found again on later starts).
-      const workDir = await this.ctx.worktrees.prepare(this.record, (base) => this.saveFields({ base }));
-      await this.ctx.beforeProgram?.(this, workDir);
-      const bead = this.ctx.heldBead?.(this);
-      const options = this.options(provider);
-      const [wrong] = optionProblems(provider, options);
-      // Options checked when they were given, and a provider changed since: said, never passed on half-checked.
-      if (wrong) throw new Error(`its option ${wrong.key} cannot be used: ${wrong.message}`);
-      const resumeKey = canResume(provider) ? this.record.provider_session_key : undefined;
-      const first = provider.prompt_mode !== 'stdin' ? this.turns.firstMessage() : undefined;
-      // On a host over ssh: its files staged there and its paths the host's.
-      const launch = await onHost(
-        launchOptions({
-          ctx: this.ctx,
-          record: this.record,
-          dir: this.dir,
-          provider,
-          workDir,
-          bead,
-          resumeKey,
-          firstMessage: first?.text,
-          options,
-        }),
-        this.ctx.ctlBin,
-        this.ctx.credentialFor ? () => this.ctx.credentialFor!(this.record, this.ctx.hostOf!(this.record)) : undefined,
+      const { launch, resumeKey, first } = await prepareLaunch(this, this.ctx, provider, () =>
+        this.turns.firstMessage(),
       );
       this.runtime = this.ctx.runtimes(launch, this.sink());
       await this.runtime.start();
@@ -260,13 +257,13 @@ export class Session extends EventEmitter<SessionEvents> {
       this.runtime = undefined;
       this.ctx.credentialEnded?.(this.record);
       const why = err instanceof Problem ? err.detail : (err as Error).message;
-      await this.startFailed(why);
+      await this.exits.startFailed(why);
       this.emit('ended', { crashed: true, ran_ms: 0 });
       return;
     }
     this.startTimer = setTimeout(() => {
       if (this.state !== 'creating') return;
-      this.startTimedOut = true; // its exit is the start's failure, not a stop someone asked for
+      this.exits.timedOut(); // its exit is the start's failure, not a stop someone asked for
       void this.runtime?.stop(this.ctx.stopGraceMs);
     }, this.ctx.startTimeoutMs);
   }
@@ -286,7 +283,7 @@ export class Session extends EventEmitter<SessionEvents> {
 
   /** Ends its program as the controller stops: its state, queue and waiting create stay for the next controller. */
   async stopWithController(graceMs?: number): Promise<void> {
-    this.stoppingWithController = true;
+    this.exits.stoppingWithController();
     await this.stopProgram('the controller is stopping', graceMs);
   }
 
@@ -307,7 +304,7 @@ export class Session extends EventEmitter<SessionEvents> {
     this.restarting = true;
     try {
       await this.sleep(reason);
-      await this.exiting;
+      await this.exits.settled();
       Object.assign(this.record, changes);
       this.save(changes);
       await between?.();
@@ -319,7 +316,7 @@ export class Session extends EventEmitter<SessionEvents> {
 
   /** A restart, a stop or the settling of its program's end is under way: the session only looks asleep. */
   get changing(): boolean {
-    return this.restarting || this.settlingExit || this.stopping > 0;
+    return this.restarting || this.exits.settling || this.stopping > 0;
   }
 
   // ---------------------------------------------------------------------------------------------------------
@@ -425,20 +422,8 @@ export class Session extends EventEmitter<SessionEvents> {
         this.record.provider_session_key = key;
         this.save({ provider_session_key: key });
       },
-      resumeRefused: (reason) => {
-        const key = this.record.provider_session_key;
-        const refusal = `could not resume conversation ${key ?? ''}: ${reason}; the next start begins a new one`;
-        this.resumeRefusal = refusal;
-        this.record.provider_session_key = undefined;
-        this.save({ provider_session_key: undefined });
-        void this.writer.write({ kind: 'error', actor: 'ctl', text: refusal });
-        this.recordLifecycle('session.updated', refusal).catch((err: unknown) =>
-          this.ctx.logger.error({ err, session: this.id }, 'could not record session.updated'),
-        );
-      },
-      exited: (exit) => {
-        this.exiting = this.programExited(exit);
-      },
+      resumeRefused: (reason) => this.exits.resumeRefused(reason),
+      exited: (exit) => this.exits.exited(exit),
       behind: () => this.writer.behind(),
     };
   }
@@ -453,132 +438,13 @@ export class Session extends EventEmitter<SessionEvents> {
     this.record.reason = undefined;
     this.save({ reason: undefined });
     await this.recordLifecycle('session.woke');
-    await this.settleCreate(undefined);
+    await this.exits.settleCreate(undefined);
     await this.turns.deliverNext();
   }
 
-  private async programExited(exit: ProgramExit): Promise<void> {
-    clearTimeout(this.startTimer);
-    const wasReady = this.ready;
-    const refusal = this.resumeRefusal;
-    this.resumeRefusal = undefined;
-    const pid = this.runtime?.pid;
-    const ranMs = wasReady ? Date.now() - this.readyAt : 0;
-    this.runtime = undefined;
-    // What its ctl on a host acted with dies with the program.
-    this.ctx.credentialEnded?.(this.record);
-    this.ready = false;
-    this.turns.programEnded();
-    this.subagents.closeAll();
-    const crashed = !exit.requested && !(refusal !== undefined && wasReady) && exit.hostLost === undefined;
-    // Until the state below is settled and its events written, the session only looks asleep: the tick leaves it
-    // alone (`changing`), and hears that it ended only then — so a crash is counted, and a session that crashed
-    // too often is quarantined, before anything could start it again.
-    this.settlingExit = true;
-    try {
-      await this.settleExit(exit, wasReady, refusal, pid);
-    } finally {
-      this.settlingExit = false;
-      this.emit('ended', { crashed, ran_ms: ranMs });
-    }
-  }
-
-  private async settleExit(
-    exit: ProgramExit,
-    wasReady: boolean,
-    refusal: string | undefined,
-    pid: number | undefined,
-  ): Promise<void> {
-    await this.writer.write({
-      kind: 'exit',
-      actor: 'ctl',
-      text: exit.signal ? `exited on ${exit.signal}` : `exited with code ${exit.code}`,
-      data: { code: exit.code, signal: exit.signal, requested: exit.requested },
-    });
-    if (this.startTimedOut) {
-      this.startTimedOut = false;
-      return this.startFailed(`its program was not ready within ${this.ctx.startTimeoutMs} ms`, exit, pid);
-    }
-    if (exit.requested && this.stoppingWithController) {
-      await this.recordLifecycle('session.stopped', this.record.reason);
-      return;
-    }
-    if (exit.requested) {
-      // Whoever asked has set the state (asleep, suspended, closed) and the reason. A create still waiting for its
-      // program to be ready ends with it.
-      if (!wasReady) await this.settleCreate(`stopped before it was ready (${this.record.reason ?? 'asked to'})`);
-      if (this.state !== 'closed')
-        await this.recordLifecycle(
-          this.state === 'suspended' ? 'session.suspended' : 'session.stopped',
-          this.record.reason,
-        );
-      await this.failQueued('session_stopped', `session ${this.id} stopped before the message was delivered`);
-      return;
-    }
-    if (exit.hostLost !== undefined) return this.lost(exit.hostLost);
-    const how = exit.signal ? `killed by ${exit.signal}` : `exited with code ${exit.code}`;
-    if (refusal !== undefined && wasReady) {
-      // It ended because its conversation was gone, and said so: not a crash. Asleep, the next message starts
-      // it on a new conversation (the key rotation and its reason are in the transcript and session.updated).
-      const to = nextState(this.state, 'exited');
-      if (to !== undefined) this.setState(to);
-      this.record.reason = refusal;
-      this.save({ reason: refusal });
-      await this.failQueued('session_exited', `session ${this.id}'s program ${how} before the message was delivered`);
-      return;
-    }
-    const reason = wasReady ? `its program ${how}` : `its program ${how} before it was ready`;
-    if (!wasReady && this.state === 'creating') {
-      await this.startFailed(`${reason}${exit.stderrTail ? `: ${exit.stderrTail.split('\n').at(-1)}` : ''}`, exit, pid);
-      return;
-    }
-    const to = nextState(this.state, 'exited');
-    if (to !== undefined) this.setState(to);
-    this.record.reason = reason;
-    this.save({ reason });
-    await this.events.crashed(reason, exit, pid);
-    await this.failQueued('session_exited', `session ${this.id}'s program ${how} before the message was delivered`);
-  }
-
-  /**
-   * Its host stopped answering (decisions.md: nothing there is resurrected behind anyone's back): `lost` until a
-   * person wakes or closes it, not counted as a crash. The beads it holds stay held until `lost_until`, when the
-   * program there is certainly gone (the host's fence), and then go back to the pool (the tick's).
-   */
-  private async lost(why: string): Promise<void> {
-    const host = this.ctx.hostOf?.(this.record);
-    const hostName = host?.name ?? LOCAL_HOST;
-    const fenceUntil = new Date(Date.now() + (host?.fenceMs ?? 0)).toISOString();
-    const reason = `its host ${host ? `${host.name} ` : ''}stopped answering: ${why}`;
-    this.setState(nextState(this.state, 'lose') ?? this.state);
-    this.record.reason = reason;
-    this.record.lost_until = fenceUntil;
-    this.save({ reason, lost_until: fenceUntil });
-    await this.settleCreate(reason);
-    await this.events.lost(hostName, reason, fenceUntil);
-    await this.failQueued('session_lost', `session ${this.id}'s ${reason} before the message was delivered`);
-  }
-
-  /** The program could not be started, or ended before it was ready. */
-  private async startFailed(reason: string, exit?: ProgramExit, pid?: number): Promise<void> {
-    const to = nextState(this.state, 'fail-create') ?? nextState(this.state, 'exited');
-    if (to !== undefined) this.setState(to);
-    this.record.reason = reason;
-    this.save({ reason });
-    if (!exit) await this.writer.write({ kind: 'error', actor: 'ctl', text: reason });
-    await this.events.crashed(reason, exit, pid);
-    await this.settleCreate(reason);
-    await this.failQueued('session_start_failed', `session ${this.id} could not start: ${reason}`);
-  }
-
   /** Ends the create request still waiting, if there is one: with its result, or its failure. */
-  async settleCreate(failure: string | undefined): Promise<void> {
-    const requestId = this.record.create_request;
-    if (!requestId) return;
-    this.record.create_request = undefined;
-    this.save({ create_request: undefined });
-    if (failure === undefined) await this.events.created(requestId);
-    else await this.events.requestFailed(requestId, 'session.create', 'session_start_failed', failure);
+  settleCreate(failure: string | undefined): Promise<void> {
+    return this.exits.settleCreate(failure);
   }
 
   private setState(state: SessionState): void {
