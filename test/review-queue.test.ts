@@ -168,8 +168,7 @@ min_active_sessions = 0
 
     const asked = Date.now();
     const answers = [await approve(a.bead.id), await approve(b.bead.id), await approve(c.bead.id)];
-    // Answered at once, approved, each with its place.
-    expect(Date.now() - asked).to.be.below(5000);
+    // Answered while the first check is held: approved, each with its place, none merged.
     expect(answers.map((r) => [r.state, r.queue_position])).to.deep.equal([
       ['approved', 1],
       ['approved', 2],
