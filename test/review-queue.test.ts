@@ -278,7 +278,8 @@ min_active_sessions = 0
     const first = await pendingReview('resume-1.txt');
     const second = await pendingReview('resume-2.txt');
     await approve(first.bead.id);
-    await approve(second.bead.id);
+    const noWait = await city.sup.ctl(['--city', 'queued', 'review', 'approve', second.bead.id, '--no-wait']);
+    expect(expectSuccess(noWait)).to.deep.equal([`Approved ${second.bead.id}: place 2 in the merge queue of web`]);
     await waitUntil('the first check to start', () => startedChecks(first.bead.id).length === 1);
     const checkPid = Number(readFileSync(join(dir, startedChecks(first.bead.id)[0]), 'utf8'));
     const pid = controllerPid(city.dir);

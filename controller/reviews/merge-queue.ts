@@ -95,11 +95,17 @@ export class MergeQueue {
       try {
         done = await this.land(bead);
       } catch (err) {
-        // Never left approved by a failure that would fail again: the queue moves on, the reason recorded.
         this.host.logger?.error({ err, bead }, 'the merge queue could not land a review');
-        await this.host
-          .settle(bead, { kind: 'conflicted', reason: reasonOf(err), files: [] })
-          .catch((e: unknown) => this.host.logger?.error({ err: e, bead }, 'could not record a review’s failure'));
+        // Never left approved by a failure that would fail again: the queue moves on, the reason recorded — unless
+        // the review had moved on already (what failed came after its outcome was stored).
+        if (this.approved(bead)) {
+          try {
+            await this.host.settle(bead, { kind: 'conflicted', reason: reasonOf(err), files: [] });
+          } catch (e) {
+            this.host.logger?.error({ err: e, bead }, 'could not record a review’s failure: its queue stops');
+            done = false;
+          }
+        }
       } finally {
         this.steps.delete(bead);
       }
