@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { ReviewCheck, ReviewQueueStep } from '../../shared/dto/reviews.js';
 import type { ReviewConfig } from '../../shared/config/review-config.js';
 import type { CommandRunner } from '../commands.js';
-import type { WorktreeMerges } from '../worktrees/bead-merge.js';
+import type { MergeOutcome, WorktreeMerges } from '../worktrees/bead-merge.js';
 import { reasonOf } from '../worktrees/session-worktrees.js';
 import { headOf, queueOf, queuePositions, queues } from './queue-order.js';
 import { runCheck } from './review-check.js';
@@ -93,7 +93,7 @@ export class MergeQueue {
       }
       let done = true;
       try {
-        done = await this.land(bead);
+        done = await this.runThrough(bead);
       } catch (err) {
         this.host.logger?.error({ err, bead }, 'the merge queue could not land a review');
         // Never left approved by a failure that would fail again: the queue moves on, the reason recorded — unless
@@ -117,7 +117,7 @@ export class MergeQueue {
   }
 
   /** One review through the queue; false when the controller's stop interrupted it (it stays approved). */
-  private async land(bead: string): Promise<boolean> {
+  private async runThrough(bead: string): Promise<boolean> {
     const review = this.host.store.get(bead)!;
     const tree = join(this.host.treesDir, bead.replace(/[^A-Za-z0-9._-]/g, '_'));
     if (review.landing_commit && (await isAncestor(review.repo, review.landing_commit, `refs/heads/${review.base}`))) {
@@ -172,13 +172,7 @@ export class MergeQueue {
       this.steps.set(bead, 'landing');
       // Recorded before the base moves: a controller killed after it finds the review merged (above).
       this.host.store.put({ ...this.host.store.get(bead)!, landing_commit: prepared.commit });
-      const landed = await this.host.merges.fastForwardReviewed(
-        review.repo,
-        review.base,
-        prepared.onto,
-        prepared.commit,
-        review.branch,
-      );
+      const landed = await this.land(review, prepared);
       if (landed.kind === 'moved' && attempt < MOVED_ATTEMPTS) {
         this.host.logger?.info({ bead, base: review.base }, 'the base moved while a review was checked: again');
         continue;
@@ -194,6 +188,23 @@ export class MergeQueue {
       }
       return true;
     }
+  }
+
+  /**
+   * The step that lands a prepared review — its base fast-forwarded to the reviewed commit as rebased, while the
+   * base is still where it was rebased onto — and the one place another way of landing (a push) goes.
+   */
+  private land(
+    review: ReviewRecord,
+    prepared: { commit: string; onto: string },
+  ): Promise<MergeOutcome | { kind: 'moved'; to: string }> {
+    return this.host.merges.fastForwardReviewed(
+      review.repo,
+      review.base,
+      prepared.onto,
+      prepared.commit,
+      review.branch,
+    );
   }
 
   private approved(bead: string): boolean {
