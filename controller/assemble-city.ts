@@ -365,7 +365,6 @@ export function assembleCity(o: CityInputs): CityRuntime {
     env: process.env,
     logger,
   });
-  // A bead finished in a session's worktree records its branch, and merges it when its agent says so.
   // A bead finished in a session's worktree records its branch, and merges it (or holds it for review) as its
   // agent or its sling says.
   const merges = new WorktreeMerges({
@@ -392,8 +391,13 @@ export function assembleCity(o: CityInputs): CityRuntime {
     reviews: new ReviewService({
       beads,
       merges,
+      worktrees: sessions.worktrees,
       store: new ReviewStore(join(paths.runtimeDir, 'reviews')),
+      commands,
+      reviewConfig: () => settings.config.review,
+      env: commandEnv,
       sessionRecord: (id) => sessions.recordOf(id),
+      sessionOpen: (id) => sessions.findOpen(id)?.record.id === id,
       tell: (id, text) => sessions.tell(id, text, 'woken: changes were requested on its work'),
       record: (event) => log.append(event),
       logger,
@@ -455,8 +459,9 @@ export function startCity(city: CityRuntime): void {
   city.extmsg.start();
   // Runs that were in flight when the last controller stopped carry on (their checks, gates and finalize).
   city.molecules.resume();
-  // So do closes whose merge a dead controller began.
+  // So do closes whose merge a dead controller began, and the merge queues of approved reviews.
   void city.merges.resume();
+  city.reviews.resume();
   city.orderScheduler.start();
   // Waits whose beads closed while no controller ran are over now.
   city.waits.recheckSoon();
@@ -468,6 +473,7 @@ export async function stopCity(city: CityRuntime): Promise<void> {
   city.orderScheduler.stop();
   city.maintenance.stop();
   city.molecules.stop();
+  city.reviews.stop();
   city.commands.stop();
   city.clock.stop();
   city.extmsg.stop();

@@ -27,6 +27,7 @@ interface Review {
   merged?: string;
   conflict?: string;
   conflict_files?: string[];
+  queue_position?: number;
   comments?: { id: number; text: string; path?: string; line?: number }[];
   diff?: { path: string; diff: string; truncated: boolean }[];
   diff_since_previous?: { path: string; diff: string; truncated: boolean }[];
@@ -69,6 +70,11 @@ describe('reviews of finished work (merge = "review")', function () {
     expect(reply.status, JSON.stringify(reply.body)).to.equal(200);
     return reply.body;
   };
+  const settled = (bead: string, state: string): Promise<Review> =>
+    waitUntil(`the review of ${bead} to be ${state}`, async () => {
+      const r = await review(bead);
+      return r.state === state ? r : undefined;
+    });
   const closeForReview = async (bead: string): Promise<Review> => {
     expect((await city.api.post(`/bead/${bead}/close`)).status).to.equal(200);
     return waitUntil('the review to be pending', async () => {
@@ -149,13 +155,15 @@ describe('reviews of finished work (merge = "review")', function () {
     expect(again.diff![0].diff).to.contain('+deux\n');
     expect(again.diff![0].diff).not.to.contain('two');
 
+    // Approved at once, in its rig's merge queue; merged by the queue.
     const approved = await city.api.post<Review>(`/reviews/${bead.id}/approve`);
     expect(approved.status, JSON.stringify(approved.body)).to.equal(200);
-    expect(approved.body.state).to.equal('merged');
+    expect(approved.body).to.include({ state: 'approved', queue_position: 1 });
     expect(approved.body.decided_by).to.be.a('string');
+    const merged = await settled(bead.id, 'merged');
     const head = git(repo, 'rev-parse', tree.branch);
     expect(git(repo, 'rev-parse', 'main')).to.equal(head);
-    expect(approved.body.merged).to.equal(head);
+    expect(merged.merged).to.equal(head);
     expect(readFileSync(join(repo, 'feature.txt'), 'utf8')).to.equal('one\ndeux\nthree\n');
     expect((await city.api.bead(bead.id)).metadata).to.include({ 'ctl.review': 'merged', 'ctl.merged': head });
     expect((await city.api.eventsAbout('review.merged', bead.id)).length).to.equal(1);
@@ -176,8 +184,10 @@ describe('reviews of finished work (merge = "review")', function () {
 
     const approved = await city.api.post<Review>(`/reviews/${bead.id}/approve`);
     expect(approved.status, JSON.stringify(approved.body)).to.equal(200);
-    expect(approved.body).to.include({ state: 'conflicted', conflict: 'it conflicts with main in shared.txt' });
-    expect(approved.body.conflict_files).to.deep.equal(['shared.txt']);
+    expect(approved.body.state).to.equal('approved');
+    const conflicted = await settled(bead.id, 'conflicted');
+    expect(conflicted).to.include({ conflict: 'it conflicts with main in shared.txt' });
+    expect(conflicted.conflict_files).to.deep.equal(['shared.txt']);
     expect(git(repo, 'rev-parse', 'main')).to.equal(main);
     expect((await city.api.eventsAbout('review.conflicted', bead.id)).length).to.equal(1);
 

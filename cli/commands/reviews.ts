@@ -2,10 +2,12 @@ import type { ReviewDetail, ReviewState, ReviewSummary } from '../../shared/dto/
 import { call, CSRF } from '../_api.js';
 import { command, group } from '../_command.js';
 import { CliError } from '../_errors.js';
-import { inCityFlags, integer, limitFlag, listLimit } from '../_flags.js';
-import { fields, json, line, noteMore, paint, table } from '../_output.js';
+import { formatDuration } from '../../shared/duration.js';
+import { inCityFlags, integer, limitFlag, listLimit, timeout, timeoutFlag } from '../_flags.js';
+import { fields, json, line, noteMore, paint, progress, table } from '../_output.js';
 import { collectPages } from '../_pages.js';
 import { cityPath, inCity } from '../_scope.js';
+import { currentPosition, readEvents } from '../_stream.js';
 
 const STATES: readonly ReviewState[] = [
   'pending',
@@ -93,9 +95,17 @@ function showReview(r: ReviewDetail): void {
     ['Branch', `${r.branch} → ${r.base}`],
     ['Round', r.round],
     ['Decided', r.decided_by ? `${r.decided_by}, ${r.decided_at}` : undefined],
+    ['Queue', r.state === 'approved' ? `place ${r.queue_position ?? '?'}, ${r.queue_step ?? 'waiting'}` : undefined],
     ['Merged', r.merged],
     ['Conflict', r.conflict],
+    ['Files in the way', r.conflict_files?.length ? r.conflict_files.join(', ') : undefined],
+    ['Check', r.check ? checkLine(r.check) : undefined],
   ]);
+  if (r.check_output !== undefined && r.check && !r.check.passed) {
+    line('');
+    line(paint('Check output (its end):', 'bold'));
+    for (const text of r.check_output.replace(/\n$/, '').split('\n').slice(-40)) line(text);
+  }
   line('');
   for (const c of r.commits) line(`${paint(c.sha.slice(0, 12), 'yellow')} ${c.subject}`);
   for (const c of r.comments) {
@@ -108,6 +118,17 @@ function showReview(r: ReviewDetail): void {
     if (file.truncated) line(paint(`(the diff of ${file.path} is cut here)`, 'dim'));
   }
   if (r.truncated) line(paint('(more files are left out: the diff is over its bound)', 'dim'));
+}
+
+function checkLine(c: NonNullable<ReviewDetail['check']>): string {
+  const how = c.passed
+    ? 'passed'
+    : c.timed_out
+      ? 'timed out (killed)'
+      : c.exit_code !== undefined
+        ? `failed, exit ${c.exit_code}`
+        : `failed: ${c.error ?? 'killed'}`;
+  return `${how} in ${formatDuration(c.duration_ms)}: ${c.command}`;
 }
 
 function diffLine(text: string): string {
@@ -153,27 +174,89 @@ const comment = command({
   },
 });
 
+/** How long `approve` waits for the queue's outcome unless told: longer than the check's default time-out. */
+const APPROVE_WAIT_MS = 15 * 60_000;
+const OUTCOMES = new Set(['review.merged', 'review.conflicted', 'review.changes_requested', 'review.abandoned']);
+
 const approve = command({
   name: 'approve',
-  description: 'Approve a pending review: its branch goes into its base, or it is conflicted with the files named',
-  examples: ['ctl review approve alp-12'],
-  args: { ...beadArg, ...inCityFlags },
+  description:
+    'Approve a pending review: it joins its rig’s merge queue (rebased, checked, merged); waits for the outcome',
+  examples: [
+    'ctl review approve alp-12',
+    'ctl review approve alp-12 --no-wait',
+    'ctl review approve alp-12 --timeout 30m',
+  ],
+  args: {
+    ...beadArg,
+    wait: {
+      type: 'boolean',
+      description:
+        'Wait until the queue merged it, found it conflicted or sent it back (default; --no-wait returns at once)',
+      negatable: true,
+    },
+    ...timeoutFlag('How long to wait for the outcome (default 15m)'),
+    ...inCityFlags,
+  },
   async run({ args: a }) {
+    const wait = timeout(a.timeout, APPROVE_WAIT_MS);
     const { api, city } = await inCity(a);
+    const path = { ...cityPath(city), bead: a.bead };
+    // Read from before the approval: an outcome the queue records at once is not missed.
+    const position = a.wait === false ? undefined : await currentPosition(api, city);
     const { data } = await call(
       api,
-      api.client.POST('/v0/city/{cityName}/reviews/{bead}/approve', {
-        params: { header: CSRF, path: { ...cityPath(city), bead: a.bead } },
-      }),
+      api.client.POST('/v0/city/{cityName}/reviews/{bead}/approve', { params: { header: CSRF, path } }),
     );
-    if (a.json) return json(data);
-    if (data.state === 'merged') return line(`Merged ${data.branch} into ${data.base} at ${data.merged}`);
-    // Approved, not merged: what a person must act on, as a failure says it.
-    throw new CliError(
-      `review ${a.bead} is conflicted: ${data.branch} could not go into ${data.base}: ${data.conflict}`,
+    if (position === undefined) {
+      if (a.json) return json(data);
+      return line(
+        `Approved ${a.bead}: place ${data.queue_position ?? 1} in the merge queue of ${data.rig ?? data.base}`,
+      );
+    }
+    const deadline = AbortSignal.timeout(wait);
+    await readEvents(
+      api,
+      { city, after: position, reconnect: true, signal: deadline, note: (text) => progress(`  (${text})`) },
+      (envelope) => OUTCOMES.has(String(envelope.type)) && envelope.subject === a.bead,
     );
+    const { data: review } = await call(
+      api,
+      api.client.GET('/v0/city/{cityName}/reviews/{bead}', { params: { path } }),
+    );
+    if (a.json) return json(review);
+    printOutcome(review, wait);
   },
 });
+
+/** What the queue did with an approved review, as a person reads it: merged, or a failure in one line. */
+function printOutcome(r: ReviewDetail, waitedMs: number): void {
+  if (r.state === 'merged') return line(`Merged ${r.branch} into ${r.base} at ${r.merged}`);
+  if (r.state === 'conflicted') {
+    const files = r.conflict_files?.length ? ` (files: ${r.conflict_files.join(', ')})` : '';
+    throw new CliError(
+      `review ${r.bead} is conflicted: ${r.branch} could not go into ${r.base}: ${r.conflict}${files}`,
+    );
+  }
+  if (r.state === 'changes_requested' && r.check && !r.check.passed) {
+    const how = r.check.timed_out
+      ? 'timed out'
+      : r.check.exit_code !== undefined
+        ? `exited ${r.check.exit_code}`
+        : (r.check.error ?? 'was killed');
+    throw new CliError(
+      `review ${r.bead}: the check ${how} after ${formatDuration(r.check.duration_ms)}; sent back to ${r.agent} ` +
+        `(its output: ctl review show ${r.bead})`,
+    );
+  }
+  if (r.state === 'approved') {
+    throw new CliError(
+      `review ${r.bead} is still approved, place ${r.queue_position ?? '?'} in the merge queue, after ` +
+        `${formatDuration(waitedMs)} (ctl review show ${r.bead} tells when it is done)`,
+    );
+  }
+  throw new CliError(`review ${r.bead} is ${r.state}`);
+}
 
 const requestChanges = command({
   name: 'request-changes',

@@ -84,13 +84,18 @@ export class ReviewsRoutes extends Controller {
   }
 
   /**
-   * Approves a pending review: its branch goes into its base as `merge = "direct"` does (rebased when the base
-   * moved on, fast-forwarded, never forced). Answers the review `merged`, or `conflicted` with the reason and the
-   * files in the way. Records `review.approved`, then `review.merged` or `review.conflicted`.
+   * Approves a pending review: it joins its rig's merge queue and the answer comes at once, the review `approved`
+   * with its `queue_position` (1: landing now). The queue lands approved reviews one at a time in approval order,
+   * each rebased onto what landed before it (at exactly the reviewed commit, never later commits of its branch),
+   * checked with the city's `[review] check` when one is set, then fast-forwarded into its base. Outcomes are
+   * recorded: `merged` (`review.merged`), `conflicted` with the reason and the files in the way
+   * (`review.conflicted`), or — the check failed or timed out — `changes_requested` with its output sent to the
+   * agent (`review.checked`, `review.changes_requested`). A review that is not pending, a branch that is gone, or
+   * one force-moved so that the reviewed commit is no longer on it, is a 409.
    * @summary Approve a review
    */
   @Post('reviews/{bead}/approve')
-  @Response<ErrorModel>(409, 'The review is not pending')
+  @Response<ErrorModel>(409, 'The review is not pending, or its branch is gone or no longer holds the reviewed commit')
   public async approveReview(@Path('cityName') _cityName: string, @Path() bead: string): Promise<ReviewSummary> {
     return this.city.reviews.approve(bead, recordedActor('api'));
   }

@@ -402,6 +402,7 @@ export const CITY_TOML: TableSpec = {
     host: HOST,
     orders: { keys: { skip: true, max_timeout: true, overrides: ORDER_OVERRIDE } },
     maintenance: { keys: { interval: true } },
+    review: { keys: { check: true, check_timeout: true } },
     pricing: { keys: { provider: true, input: true, output: true, cache_read: true, cache_creation: true } },
     beads: {
       keys: { backend: true },

@@ -1,9 +1,12 @@
 import type { Logger } from 'pino';
 import type { Bead } from '../../shared/dto/beads.js';
+import { join } from 'node:path';
 import type {
+  ReviewCheck,
   ReviewComment,
   ReviewCommentInputBody,
   ReviewDetail,
+  ReviewEventPayload,
   ReviewState,
   ReviewSummary,
 } from '../../shared/dto/reviews.js';
@@ -11,17 +14,34 @@ import type { KnownNewEvent } from '../../shared/events/event-types.js';
 import { Problem } from '../../shared/http/problem.js';
 import { ASSIGNED_SESSION } from '../beads/work-schema.js';
 import type { BeadsService } from '../beads/beads-service.js';
+import type { ReviewConfig } from '../../shared/config/review-config.js';
+import type { CommandRunner } from '../commands.js';
 import { MERGED, REVIEW, type MergeRecord, type WorktreeMerges } from '../worktrees/bead-merge.js';
 import { git } from '../worktrees/git.js';
+import type { SessionWorktrees } from '../worktrees/session-worktrees.js';
+import { MergeQueue, type QueueOutcome } from './merge-queue.js';
+import { nextSeq } from './queue-order.js';
+import { checkFailedMessage, checkOutcome, keptOutput } from './review-check.js';
 import { newSideLines, splitDiff } from './review-diff.js';
+import { branchProblem } from './review-landing.js';
+import { releaseAfterReview } from './review-release.js';
 import type { ReviewRecord, ReviewStore } from './review-store.js';
 
 export interface ReviewHost {
   beads: BeadsService;
   merges: WorktreeMerges;
+  worktrees: SessionWorktrees;
   store: ReviewStore;
+  /** The city's shell commands: the merge queue's check runs through them. */
+  commands: CommandRunner;
+  /** `[review]` of the city's configuration as it is now. */
+  reviewConfig(): ReviewConfig | undefined;
+  /** What the check's environment starts from. */
+  env: NodeJS.ProcessEnv;
   /** A session's record, open or closed. */
   sessionRecord(id: string): MergeRecord | undefined;
+  /** Whether the session is open (its worktree in use). */
+  sessionOpen(id: string): boolean;
   /** Tells an open session something (waking it); false when it is not open. */
   tell(sessionId: string, text: string): boolean;
   record(event: KnownNewEvent): Promise<unknown>;
@@ -40,8 +60,35 @@ const COMMENT_LIMIT = 10_000;
  * closed again after changes comes back as the same review, one round later, its comments kept.
  */
 export class ReviewService {
+  private readonly queue: MergeQueue;
+
   constructor(private readonly host: ReviewHost) {
     host.merges.reviewWith({ requested: (bead, record, commit) => this.requested(bead, record, commit) });
+    this.queue = new MergeQueue({
+      store: host.store,
+      merges: host.merges,
+      commands: host.commands,
+      reviewConfig: () => host.reviewConfig(),
+      env: host.env,
+      treesDir: join(host.store.dir, 'trees'),
+      outputDir: host.store.dir,
+      fetchBack: async (review) => {
+        const record = host.sessionRecord(review.session);
+        if (record) await host.worktrees.fetchBack(record);
+      },
+      checked: (bead, check) => this.checked(bead, check),
+      settle: (bead, outcome) => this.settle(bead, outcome),
+      ...(host.logger ? { logger: host.logger } : {}),
+    });
+  }
+
+  /** At start: the merge queues go on with the reviews approved and not yet merged. */
+  resume(): void {
+    this.queue.resume();
+  }
+
+  stop(): void {
+    this.queue.stop();
   }
 
   list(filter: { agent?: string; rig?: string; state?: ReviewState } = {}): ReviewSummary[] {
@@ -53,13 +100,15 @@ export class ReviewService {
           (filter.rig === undefined || r.rig === filter.rig),
       )
       .filter((r) => filter.state === undefined || r.state === filter.state)
-      .map(summaryOf);
+      .map((r) => this.summaryOf(r));
   }
 
   async detail(bead: string): Promise<ReviewDetail> {
     const review = this.get(bead);
     const { files, truncated } = splitDiff(await diffOf(review.repo, review.base_commit, review.commit));
-    const detail: ReviewDetail = { ...summaryOf(review), comments: review.comments, diff: files, truncated };
+    const detail: ReviewDetail = { ...this.summaryOf(review), comments: review.comments, diff: files, truncated };
+    const output = review.check ? keptOutput(this.host.store.dir, bead) : undefined;
+    if (output !== undefined) detail.check_output = output;
     if (review.previous_commit !== undefined && review.previous_commit !== review.commit) {
       detail.diff_since_previous = splitDiff(await diffOf(review.repo, review.previous_commit, review.commit)).files;
     }
@@ -90,7 +139,9 @@ export class ReviewService {
       ...(input.path !== undefined ? { path: input.path } : {}),
       ...(input.line !== undefined ? { line: input.line } : {}),
     };
-    const next = { ...review, comments: [...review.comments, comment], updated_at: comment.at };
+    // Read again: the merge queue may have moved it on while the diff was read.
+    const current = this.get(bead);
+    const next = { ...current, comments: [...current.comments, comment], updated_at: comment.at };
     this.host.store.put(next);
     await this.event(next, 'review.commented', author, `${author} commented on the review of ${bead}`, {
       comment: comment.id,
@@ -98,51 +149,106 @@ export class ReviewService {
     return comment;
   }
 
-  /** Approves a pending review: its branch goes into its base, or the review is `conflicted` with the reason. */
+  /**
+   * Approves a pending review: it joins its rig's merge queue (`approved`, with its place in it) and the queue lands
+   * it in the background — rebased onto what landed before it, checked, fast-forwarded — recording `merged`,
+   * `conflicted` or, when the check fails, `changes_requested`. A branch that is gone, or was force-moved so that
+   * the reviewed commit is no longer on it, is a 409: a person approves what they saw.
+   */
   async approve(bead: string, actor: string): Promise<ReviewSummary> {
     const review = this.get(bead);
     if (review.state !== 'pending') {
       throw new Problem('conflict-wrong-state', `conflict: review ${bead} is ${review.state}, not pending`);
     }
     const record = this.host.sessionRecord(review.session);
-    const decided = { decided_by: actor, decided_at: new Date().toISOString() };
-    const approved: ReviewRecord = { ...review, ...decided, state: 'approved', updated_at: decided.decided_at };
-    this.host.store.put(approved);
-    await this.event(approved, 'review.approved', actor, `${actor} approved the review of ${bead}`);
-    const outcome = record?.worktree
-      ? await this.host.merges.mergeApproved(record)
-      : { kind: 'failed' as const, reason: `the session ${review.session} and its worktree are gone` };
+    if (record) await this.host.worktrees.fetchBack(record);
+    const problem = await branchProblem(review);
+    if (problem) throw new Problem('conflict-wrong-state', `conflict: review ${bead} cannot be approved: ${problem}`);
+    const current = this.get(bead);
+    if (current.state !== 'pending') {
+      throw new Problem('conflict-wrong-state', `conflict: review ${bead} is ${current.state}, not pending`);
+    }
     const at = new Date().toISOString();
+    const approved: ReviewRecord = {
+      ...current,
+      decided_by: actor,
+      decided_at: at,
+      state: 'approved',
+      updated_at: at,
+      queue_seq: nextSeq(this.host.store.all()),
+    };
+    delete approved.landing_commit;
+    this.host.store.put(approved);
+    const summary = this.summaryOf(approved);
+    await this.event(approved, 'review.approved', actor, `${actor} approved the review of ${bead}`, {
+      ...(summary.queue_position !== undefined ? { queue_position: summary.queue_position } : {}),
+    });
+    this.queue.enqueue(approved);
+    return summary;
+  }
+
+  /** The merge queue's check ran on a review: kept on it, and `review.checked`. */
+  private async checked(bead: string, check: ReviewCheck): Promise<void> {
+    const next: ReviewRecord = { ...this.get(bead), check, updated_at: check.at };
+    this.host.store.put(next);
+    const how = check.passed ? 'passed' : `failed: ${checkOutcome(check, this.host.reviewConfig()?.checkTimeoutMs)}`;
+    await this.event(next, 'review.checked', 'ctl', `the check of ${bead} ${how}`, { check });
+  }
+
+  /** An approved review left the merge queue: merged, conflicted, or sent back by its check. */
+  private async settle(bead: string, outcome: QueueOutcome): Promise<void> {
+    const review = this.get(bead);
+    const at = new Date().toISOString();
+    if (outcome.kind === 'check_failed') {
+      const message = checkFailedMessage(
+        review,
+        outcome.check,
+        outcome.output,
+        this.host.reviewConfig()?.checkTimeoutMs ?? 0,
+      );
+      await this.sendBack(review, message, 'ctl', `the check failed on ${bead}: it is sent back to ${review.agent}`);
+      return;
+    }
     if (outcome.kind === 'merged') {
-      const merged: ReviewRecord = { ...approved, state: 'merged', merged: outcome.commit, updated_at: at };
+      const merged: ReviewRecord = { ...review, state: 'merged', merged: outcome.commit, updated_at: at };
       delete merged.conflict;
       delete merged.conflict_files;
+      delete merged.landing_commit;
       this.host.store.put(merged);
-      await this.host.beads.update(bead, { metadata: { [REVIEW]: 'merged', [MERGED]: outcome.commit } }, actor);
-      await this.event(merged, 'review.merged', actor, `the branch of ${bead} went into ${review.base}`, {
+      await this.host.beads.update(bead, { metadata: { [REVIEW]: 'merged', [MERGED]: outcome.commit } }, 'ctl');
+      await this.event(merged, 'review.merged', 'ctl', `the branch of ${bead} went into ${review.base}`, {
         merged: outcome.commit,
       });
-      return summaryOf(merged);
+      await releaseAfterReview({
+        record: this.host.sessionRecord(review.session),
+        open: this.host.sessionOpen(review.session),
+        worktrees: this.host.worktrees,
+        review,
+        landed: outcome.commit,
+        ...(this.host.logger ? { logger: this.host.logger } : {}),
+      });
+      return;
     }
     const conflicted: ReviewRecord = {
-      ...approved,
+      ...review,
       state: 'conflicted',
       conflict: outcome.reason,
-      conflict_files: outcome.kind === 'refused' ? (outcome.files ?? []) : [],
+      conflict_files: outcome.files,
       updated_at: at,
     };
+    delete conflicted.landing_commit;
     this.host.store.put(conflicted);
-    await this.host.beads.update(bead, { metadata: { [REVIEW]: 'conflicted' } }, actor);
+    await this.host.beads.update(bead, { metadata: { [REVIEW]: 'conflicted' } }, 'ctl');
     await this.event(
       conflicted,
       'review.conflicted',
-      actor,
+      'ctl',
       `the branch of ${bead} could not go in: ${outcome.reason}`,
       {
-        files: conflicted.conflict_files,
+        files: outcome.files,
+        reason: outcome.reason,
       },
     );
-    return summaryOf(conflicted);
   }
 
   /**
@@ -158,24 +264,38 @@ export class ReviewService {
         `conflict: review ${bead} is ${review.state}: changes are asked of a pending or conflicted one`,
       );
     }
+    return this.sendBack(
+      review,
+      changesMessage(review, text.trim(), actor),
+      actor,
+      `${actor} asked for changes to ${bead}`,
+    );
+  }
+
+  /**
+   * `changes_requested`: the bead reopens for the session that did the work when it still lives (its context warm),
+   * told `message`; else it goes back to its agent's queue with `message` on it as a comment.
+   */
+  private async sendBack(review: ReviewRecord, message: string, actor: string, said: string): Promise<ReviewSummary> {
+    const bead = review.bead;
     const at = new Date().toISOString();
     const next: ReviewRecord = {
-      ...review,
+      ...this.get(bead),
       state: 'changes_requested',
       decided_by: actor,
       decided_at: at,
       updated_at: at,
     };
+    delete next.landing_commit;
     this.host.store.put(next);
-    const message = changesMessage(next, text.trim(), actor);
     await this.host.beads.update(bead, { status: 'in_progress', metadata: { [REVIEW]: 'changes_requested' } }, actor);
     if (!this.host.tell(review.session, message)) {
       // Its session is gone: the bead goes back to its agent's queue, the request on it for whoever takes it.
       await this.host.beads.update(bead, { status: 'open', assignee: '', metadata: { [ASSIGNED_SESSION]: '' } }, actor);
       await this.host.beads.comment(bead, message, actor);
     }
-    await this.event(next, 'review.changes_requested', actor, `${actor} asked for changes to ${bead}`);
-    return summaryOf(next);
+    await this.event(next, 'review.changes_requested', actor, said);
+    return this.summaryOf(next);
   }
 
   async abandon(bead: string, actor: string): Promise<ReviewSummary> {
@@ -188,7 +308,14 @@ export class ReviewService {
     this.host.store.put(next);
     await this.host.beads.update(bead, { metadata: { [REVIEW]: 'abandoned' } }, actor);
     await this.event(next, 'review.abandoned', actor, `${actor} abandoned the review of ${bead}`);
-    return summaryOf(next);
+    await releaseAfterReview({
+      record: this.host.sessionRecord(review.session),
+      open: this.host.sessionOpen(review.session),
+      worktrees: this.host.worktrees,
+      review,
+      ...(this.host.logger ? { logger: this.host.logger } : {}),
+    });
+    return this.summaryOf(next);
   }
 
   /** A bead's close held its branch: a new review, or the next round of the one sent back. */
@@ -240,6 +367,17 @@ export class ReviewService {
     await this.event(review, 'review.requested', 'ctl', `the branch of ${bead.id} waits for review`);
   }
 
+  /** The summary, with an approved review's place in its queue and what the queue is doing with it. */
+  private summaryOf(review: ReviewRecord): ReviewSummary {
+    const summary = summaryOf(review);
+    if (review.state === 'approved') {
+      const position = this.queue.positions().get(review.bead);
+      if (position !== undefined) summary.queue_position = position;
+      summary.queue_step = this.queue.stepOf(review.bead);
+    }
+    return summary;
+  }
+
   private get(bead: string): ReviewRecord {
     const review = this.host.store.get(bead);
     if (!review) throw new Problem('review-not-found', `not_found: no review of bead ${bead}`);
@@ -248,10 +386,12 @@ export class ReviewService {
 
   private async event(
     review: ReviewRecord,
-    type: `review.${'requested' | 'commented' | 'changes_requested' | 'approved' | 'merged' | 'conflicted' | 'abandoned'}`,
+    type: `review.${'requested' | 'commented' | 'changes_requested' | 'approved' | 'merged' | 'conflicted' | 'checked' | 'abandoned'}`,
     actor: string,
     message: string,
-    extra: { comment?: number; merged?: string; files?: string[] } = {},
+    extra: Partial<
+      Pick<ReviewEventPayload, 'comment' | 'merged' | 'files' | 'reason' | 'check' | 'queue_position'>
+    > = {},
   ): Promise<void> {
     await this.host.record({
       type,
@@ -288,10 +428,13 @@ export function changesMessage(review: ReviewRecord, text: string, actor: string
   return lines.join('\n');
 }
 
+/** A review as kept, without what only the controller reads (its comments are in the detail). */
 function summaryOf(review: ReviewRecord): ReviewSummary {
   const summary: Partial<ReviewRecord> = { ...review };
   delete summary.comments;
   delete summary.repo;
+  delete summary.queue_seq;
+  delete summary.landing_commit;
   return summary as ReviewSummary;
 }
 

@@ -8,6 +8,10 @@ export interface ReviewRecord extends ReviewSummary {
   comments: ReviewComment[];
   /** The repository (main working tree) the branch is in. */
   repo: string;
+  /** `approved`: its place in approval order, city-wide (the merge queue lands each rig's in this order). */
+  queue_seq?: number;
+  /** `approved`: the commit the queue is fast-forwarding its base to (so that a dead controller's is found). */
+  landing_commit?: string;
 }
 
 /**
@@ -18,7 +22,7 @@ export interface ReviewRecord extends ReviewSummary {
 export class ReviewStore {
   private readonly reviews = new Map<string, ReviewRecord>();
 
-  constructor(private readonly dir: string) {
+  constructor(readonly dir: string) {
     let files: string[];
     try {
       files = readdirSync(dir).filter((f) => f.endsWith('.json'));

@@ -90,13 +90,26 @@ export class WorktreeMerges {
   }
 
   /**
-   * A reviewed branch approved: into its base as `merge = "direct"` does (a rebase when the base moved on, a
-   * fast-forward, never forced), after every merge into its repository asked for before it.
+   * `base` of `repo` fast-forwarded to `commit` (an approved review's, rebased by the merge queue), after every merge
+   * into `repo` asked for before it — but only while `base` is still at `onto`, the commit `commit` was rebased
+   * onto: else `moved`, and the caller rebases again. Never forced.
    */
-  async mergeApproved(record: MergeRecord): Promise<MergeOutcome> {
-    const head = await this.host.worktrees.branchHead(record);
-    if (!head) return { kind: 'failed', reason: `its branch ${record.branch} is gone` };
-    return this.serially(record.worktree_repo!, () => merge(record, head.dirty, this.host.worktrees));
+  async fastForwardReviewed(
+    repo: string,
+    base: string,
+    onto: string,
+    commit: string,
+    label: string,
+  ): Promise<MergeOutcome | { kind: 'moved'; to: string }> {
+    return this.serially(repo, async () => {
+      try {
+        const now = await commitOf(repo, `refs/heads/${base}`);
+        if (now !== onto) return { kind: 'moved', to: now };
+        return await fastForward(repo, base, commit, label);
+      } catch (err) {
+        return { kind: 'failed', reason: reasonOf(err) };
+      }
+    });
   }
 
   /** Before the bead closes: what its close records (branch, commit, the merge's outcome). */
@@ -283,28 +296,35 @@ async function merge(
     }
     const commit = await commitOf(repo, `refs/heads/${branch}`);
     crashPoint?.();
-    const holder = await checkedOutAt(repo, base);
-    if (holder) {
-      // The base is someone's checkout (the rig's own, usually): its files move with it, as a person's pull would.
-      const moved = await git(holder, ['merge', '--ff-only', '--quiet', commit], {
-        allow: [1, 128],
-        timeoutMs: GIT_CHECKOUT_TIMEOUT_MS,
-      });
-      if (moved.exitCode !== 0) {
-        const why = (moved.stderr || moved.stdout).split('\n').find((l) => l.trim()) ?? 'git merge failed';
-        return {
-          kind: 'failed',
-          reason: `${base} is checked out at ${holder}, which refused it: ${why.replace(/^(error|fatal): /, '')}`,
-        };
-      }
-    } else {
-      const old = await commitOf(repo, `refs/heads/${base}`);
-      await git(repo, ['update-ref', '-m', `ctl: merge ${branch}`, `refs/heads/${base}`, commit, old]);
-    }
-    return { kind: 'merged', commit };
+    return await fastForward(repo, base, commit, branch);
   } catch (err) {
     return { kind: 'failed', reason: reasonOf(err) };
   }
+}
+
+/**
+ * `base` moved to `commit`, a descendant of it: in the checkout that has it (the rig's own, usually), whose files
+ * move with it as a person's pull would, else by its ref alone.
+ */
+async function fastForward(repo: string, base: string, commit: string, label: string): Promise<MergeOutcome> {
+  const holder = await checkedOutAt(repo, base);
+  if (holder) {
+    const moved = await git(holder, ['merge', '--ff-only', '--quiet', commit], {
+      allow: [1, 128],
+      timeoutMs: GIT_CHECKOUT_TIMEOUT_MS,
+    });
+    if (moved.exitCode !== 0) {
+      const why = (moved.stderr || moved.stdout).split('\n').find((l) => l.trim()) ?? 'git merge failed';
+      return {
+        kind: 'failed',
+        reason: `${base} is checked out at ${holder}, which refused it: ${why.replace(/^(error|fatal): /, '')}`,
+      };
+    }
+  } else {
+    const old = await commitOf(repo, `refs/heads/${base}`);
+    await git(repo, ['update-ref', '-m', `ctl: merge ${label}`, `refs/heads/${base}`, commit, old]);
+  }
+  return { kind: 'merged', commit };
 }
 
 async function commitOf(repo: string, ref: string): Promise<string> {
@@ -322,7 +342,7 @@ async function checkedOutAt(repo: string, branch: string): Promise<string | unde
 }
 
 /** A committer for the rebase when the repository and the machine name none (commits keep their authors). */
-async function identity(repo: string): Promise<string[]> {
+export async function identity(repo: string): Promise<string[]> {
   const email = await git(repo, ['config', 'user.email'], { allow: [1] });
   return email.exitCode === 0 ? [] : ['-c', 'user.name=ctl', '-c', 'user.email=ctl@localhost'];
 }

@@ -317,6 +317,37 @@ export class SessionWorktrees {
   }
 
   /**
+   * The worktree of a closed session whose review was abandoned: removed when it holds no uncommitted change, its
+   * branch kept (the work on it stays where it is). Kept, with the reason, otherwise — and on a remote host, whose
+   * worktree its own close released. Never throws.
+   */
+  async releaseKeepingBranch(record: WorktreeRecord): Promise<SessionWorktreeRelease | undefined> {
+    if (!hasWorktree(record)) return undefined;
+    const note = { path: record.worktree, branch: record.branch };
+    if (this.remoteOf(record)) return { ...note, removed: false, reason: 'it is on a remote host' };
+    try {
+      const state = stateOf(record.worktree);
+      if (state === 'missing') return { ...note, removed: true };
+      if (state === 'broken') return { ...note, removed: false, reason: `${record.worktree} is broken` };
+      if (state === 'complete') {
+        const changed = await changedFiles(record.worktree);
+        if (changed.length)
+          return { ...note, removed: false, reason: `uncommitted changes in ${describeFiles(changed)}` };
+        await git(record.worktree_repo, ['worktree', 'remove', '--force', record.worktree], {
+          timeoutMs: GIT_CHECKOUT_TIMEOUT_MS,
+        });
+      } else {
+        discard(record.worktree);
+        await git(record.worktree_repo, ['worktree', 'prune']);
+      }
+      return { ...note, removed: true };
+    } catch (err) {
+      this.logger.warn({ err, session: record.id, worktree: record.worktree }, 'could not release a worktree');
+      return { ...note, removed: false, reason: reasonOf(err) };
+    }
+  }
+
+  /**
    * As a controller starts: worktrees no open session holds are released as a close would (a controller that died
    * between closing a session and removing its worktree), half-made ones removed, and each repository's records of
    * worktrees that are gone pruned. `closedRecord` finds a closed session by its session name.

@@ -1,5 +1,7 @@
 // The shapes of a city's configuration as `city.toml` declares them; city-config.ts reads them from TOML.
 
+import type { ReviewConfig } from './review-config.js';
+
 /**
  * One agent as `[[agent]]` in `city.toml` or `agents/<name>/agent.toml` declares it: a template the controller
  * keeps sessions of (between `min_active_sessions` and `max_active_sessions`) and routes work to.
@@ -303,6 +305,8 @@ export interface CityConfig {
   eventsRotationMaxBytes?: number;
   /** `[events] max_archives`: how many rotated archives of the event log are kept (the oldest go first). */
   eventsMaxArchives?: number;
+  /** `[review]`: the merge queue's check (absent in configurations not read from a file: no check). */
+  review?: ReviewConfig;
   /** `[beads] backend`: `sqlite` (the default) or `journal`. */
   beadsBackend?: 'sqlite' | 'journal';
   /** The file as parsed, every key of it: what the controller audits for keys it does not act on. */

@@ -5,6 +5,7 @@ import { parseToml } from './toml-syntax.js';
 import { parseDuration } from '../duration.js';
 import { ConfigError } from './config-error.js';
 import { parseAgentLifecycle } from './agent-lifecycle.js';
+import { readReviewConfig } from './review-config.js';
 import {
   DEFAULT_DAEMON,
   type CityAgentConfig,
@@ -87,6 +88,7 @@ export function parseCityConfig(text: string, path: string, options: ParseOption
     agentDefaults: table(doc, 'agent_defaults', where),
     extmsgCallbackHosts: [],
     pricing: [],
+    review: readReviewConfig(doc.review, where),
     document: doc,
   };
   const extmsg = table(doc, 'extmsg', where);

@@ -64,6 +64,41 @@ export interface ReviewSummary {
   /** `conflicted`: why the branch could not go in, and the files in the way when git named them. */
   conflict?: string;
   conflict_files?: string[];
+  /**
+   * `approved`: its place in its rig's merge queue (1: the one being merged now), in approval order.
+   * @isInt
+   */
+  queue_position?: number;
+  /** `approved`: what the queue is doing with it (`waiting` its turn, `rebasing` onto the base, `checking`, `landing`). */
+  queue_step?: ReviewQueueStep;
+  /** The last run of the city's `[review] check` on it (the output is in the detail, `check_output`). */
+  check?: ReviewCheck;
+}
+
+/** What the merge queue is doing with an approved review. */
+export type ReviewQueueStep = 'waiting' | 'rebasing' | 'checking' | 'landing';
+
+/** A run of the city's `[review] check` command in an approved review's tree, before it lands. */
+export interface ReviewCheck {
+  /** The command, as `city.toml` said it then. */
+  command: string;
+  /** Exit code 0 within its time-out. */
+  passed: boolean;
+  /**
+   * Its exit code; absent when it was killed (its time-out) or could not start.
+   * @isInt
+   */
+  exit_code?: number;
+  /** Killed, with its whole process group, at `[review] check_timeout`. */
+  timed_out: boolean;
+  /** @isInt */
+  duration_ms: number;
+  /** When it ended (ISO 8601). */
+  at: string;
+  /** The commit it ran on: the reviewed commit, rebased onto the base when the base had moved on. */
+  commit: string;
+  /** Why it could not start. */
+  error?: string;
 }
 
 /** A file of a review's diff: its unified diff, cut at the size bound when `truncated`. */
@@ -78,8 +113,11 @@ export interface ReviewDetail extends ReviewSummary {
   comments: ReviewComment[];
   diff: ReviewFileDiff[];
   /** Some files were left out: the whole diff is over its bound. */
-  truncated: boolean; /** From the second round: what changed since the round before (`previous_commit` to `commit`), bounded alike. */
+  truncated: boolean;
+  /** From the second round: what changed since the round before (`previous_commit` to `commit`), bounded alike. */
   diff_since_previous?: ReviewFileDiff[];
+  /** The output of the last `check` (stdout and stderr as they came), its last 64 KiB. */
+  check_output?: string;
 }
 
 export interface ListBodyReviewSummary {
@@ -122,4 +160,13 @@ export interface ReviewEventPayload {
   /** `review.merged`: the base's commit; `review.conflicted`: the files in the way. */
   merged?: string;
   files?: string[];
+  /** `review.conflicted`: why. */
+  reason?: string;
+  /** `review.checked`: how the check went. */
+  check?: ReviewCheck;
+  /**
+   * `review.approved`: its place in its rig's merge queue.
+   * @isInt
+   */
+  queue_position?: number;
 }

@@ -198,6 +198,7 @@ export const EVENT_PAYLOADS = {
   'review.approved': 'ReviewEventPayload',
   'review.merged': 'ReviewEventPayload',
   'review.conflicted': 'ReviewEventPayload',
+  'review.checked': 'ReviewEventPayload',
   'review.abandoned': 'ReviewEventPayload',
   'extmsg.adapter_added': 'AdapterEventPayload',
   'extmsg.adapter_removed': 'AdapterEventPayload',
