@@ -22,6 +22,7 @@ import pino from 'pino';
 import { RigOverlaps, type OverlapSession } from '../controller/worktrees/overlaps.js';
 import type { CityApi } from '../test/helpers/city-api.js';
 import { createSession, startSessionCity, waitForTurn } from '../test/helpers/sessions.js';
+import { SseStreamReader } from '../test/helpers/sse.js';
 import { tempDir } from '../test/helpers/supervisor.js';
 import { waitUntil } from '../test/helpers/wait.js';
 import { round, rounded, summarize, type Summary } from './stats.js';
@@ -35,6 +36,7 @@ const PER_SESSION = 50;
 const SHARED_WITH_NEXT = 10;
 const OVERLAP_READS = 10;
 const COLD_READS = 5;
+const QUEUED = 10;
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const OUT_FILE = join(repoRoot, '.bench-out', 'review.json');
@@ -194,10 +196,68 @@ async function measureOverlaps(api: CityApi): Promise<OverlapFigures> {
   return { sessions: checked, pairs, api: summarize(times), cold: summarize(cold) };
 }
 
+interface QueueFigures {
+  reviews: number;
+  approveMs: Summary;
+  allMergedMs: number;
+  perLanding: Summary;
+}
+
+/**
+ * 3. `QUEUED` pending reviews, each of a file of its own, approved one after another as fast as the API takes
+ * them: each lands rebased on the ones before (the base moves every time), its check run first.
+ */
+async function measureQueue(api: CityApi): Promise<QueueFigures> {
+  const ids: string[] = [];
+  for (let i = 0; i < QUEUED; i++) ids.push(await createSession(api, { kind: 'agent', name: 'big/coder' }));
+  const beads: string[] = [];
+  for (let i = 0; i < ids.length; i++) {
+    await run(api, ids[i], `echo ${i} > queued-${i}.txt && git add queued-${i}.txt && git commit -q -m 'queued ${i}'`);
+    beads.push(await closeForReview(api, ids[i], `queued ${i}`));
+  }
+  const stream = await SseStreamReader.open(api.url('/events/stream'));
+  try {
+    const merged = new Map<string, number>();
+    const waiting = stream.until((f) => {
+      if (f.event !== 'event') return false;
+      const event = JSON.parse(f.data) as { type: string; subject?: string; message?: string };
+      if (event.subject === undefined || !beads.includes(event.subject)) return false;
+      if (event.type === 'review.conflicted' || event.type === 'review.changes_requested') {
+        throw new Error(`${event.subject}: ${event.type}: ${event.message}`);
+      }
+      if (event.type === 'review.merged') merged.set(event.subject, performance.now());
+      return merged.size === beads.length;
+    }, 600_000);
+    // Awaited once the approvals are in; a failure meanwhile must not go unhandled.
+    waiting.catch(() => undefined);
+    const approveMs: number[] = [];
+    const first = performance.now();
+    for (const bead of beads) {
+      const sent = performance.now();
+      const reply = await api.post(`/reviews/${bead}/approve`);
+      approveMs.push(performance.now() - sent);
+      if (reply.status !== 200) throw new Error(`approve ${bead}: HTTP ${reply.status}: ${JSON.stringify(reply.body)}`);
+    }
+    await waiting;
+    const at = beads.map((b) => merged.get(b)!);
+    const gaps = at.map((t, i) => t - (i === 0 ? first : at[i - 1]));
+    for (const id of ids) await api.post(`/session/${id}/close`);
+    return {
+      reviews: beads.length,
+      approveMs: summarize(approveMs),
+      allMergedMs: Math.max(...at) - first,
+      perLanding: summarize(gaps),
+    };
+  } finally {
+    stream.close();
+  }
+}
+
 /** What the review benchmark measures. */
 export interface ReviewFigures {
   diff: DiffFigures;
   overlaps: OverlapFigures;
+  queue: QueueFigures;
   loadAtStart: number[];
 }
 
@@ -217,18 +277,24 @@ isolation = "worktree"
 merge = "review"
 min_active_sessions = 0
 max_active_sessions = ${OVERLAP_SESSIONS + 2}
+
+[review]
+check = "git diff --check HEAD~1 HEAD"
 `;
   const city = await startSessionCity('review', agents);
   try {
-    console.log(`review 1/2 a review of a ${CHANGED}-file change, read ${READS} times…`);
+    console.log(`review 1/3 a review of a ${CHANGED}-file change, read ${READS} times…`);
     const diff = await measureDiff(city.api);
     console.log(`    p50 ${ms(diff.read.median)} ms, ${(diff.bytes / 1024).toFixed(0)} KiB`);
-    console.log(`review 2/2 overlaps of ${OVERLAP_SESSIONS} worktree sessions…`);
+    console.log(`review 2/3 overlaps of ${OVERLAP_SESSIONS} worktree sessions…`);
     const overlaps = await measureOverlaps(city.api);
     console.log(
       `    ${overlaps.pairs} pairs; API p50 ${ms(overlaps.api.median)} ms, cold p50 ${ms(overlaps.cold.median)} ms`,
     );
-    return { diff, overlaps, loadAtStart };
+    console.log(`review 3/3 a merge queue of ${QUEUED} approved reviews…`);
+    const queue = await measureQueue(city.api);
+    console.log(`    all merged ${ms(queue.allMergedMs, 0)} ms after the first approval`);
+    return { diff, overlaps, queue, loadAtStart };
   } finally {
     await city.sup.cleanup();
     rmSync(dirname(repo), { recursive: true, force: true });
@@ -251,6 +317,8 @@ export function reviewTables(f: ReviewFigures): string {
           f.overlaps.api,
         ),
         row(`  the same computed cold (nothing cached), in-process`, f.overlaps.cold),
+        row(`POST /reviews/{bead}/approve (queued: answers at once)`, f.queue.approveMs),
+        row(`  one review landing after the one before (rebase, check, fast-forward)`, f.queue.perLanding),
       ],
     ),
     '',
@@ -261,6 +329,7 @@ export function reviewTables(f: ReviewFigures): string {
         [`the review's body, KiB`, (f.diff.bytes / 1024).toFixed(1)],
         [`its diff truncated at the bound`, String(f.diff.truncated)],
         [`overlapping pairs among ${f.overlaps.sessions} sessions`, String(f.overlaps.pairs)],
+        [`${f.queue.reviews} approved reviews: first approval → last merged, ms`, ms(f.queue.allMergedMs, 0)],
       ],
     ),
   ].join('\n');
@@ -282,6 +351,12 @@ export function reviewJson(f: ReviewFigures): Record<string, unknown> {
       pairs: f.overlaps.pairs,
       api_ms: rounded(f.overlaps.api),
       cold_in_process_ms: rounded(f.overlaps.cold),
+    },
+    queue: {
+      reviews: f.queue.reviews,
+      approve_ms: rounded(f.queue.approveMs),
+      all_merged_ms: round(f.queue.allMergedMs),
+      per_landing_ms: rounded(f.queue.perLanding),
     },
     load_at_start: f.loadAtStart,
   };
