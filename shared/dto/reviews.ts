@@ -1,3 +1,5 @@
+import type { PartyOverlap } from './overlaps.js';
+
 /** Where a review is: waiting for a person, sent back, merged, or ended without merging. */
 export type ReviewState = 'pending' | 'changes_requested' | 'approved' | 'merged' | 'conflicted' | 'abandoned';
 
@@ -80,6 +82,11 @@ export interface ReviewDetail extends ReviewSummary {
   /** Some files were left out: the whole diff is over its bound. */
   truncated: boolean; /** From the second round: what changed since the round before (`previous_commit` to `commit`), bounded alike. */
   diff_since_previous?: ReviewFileDiff[];
+  /**
+   * While it waits to land (`pending`, `approved`, `conflicted`) in a rig: the rig's open sessions and other waiting
+   * reviews whose branches changed some of its files, with those files (read now, as `GET …/rigs/{name}/overlaps`).
+   */
+  overlaps?: PartyOverlap[];
 }
 
 export interface ListBodyReviewSummary {
