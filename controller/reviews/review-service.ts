@@ -244,6 +244,7 @@ export class ReviewService {
       round: (earlier?.round ?? 0) + 1,
       ...(earlier ? { previous_commit: earlier.commit } : {}),
       created_at: earlier?.created_at ?? at,
+      requested_at: at,
       updated_at: at,
       comments: earlier?.comments ?? [],
     };

@@ -57,6 +57,8 @@ export interface ReviewSummary {
   previous_commit?: string;
   /** When it was first requested (ISO 8601). */
   created_at: string;
+  /** When it last came for review (this round's request; ISO 8601): how long it has waited. */
+  requested_at?: string;
   updated_at: string;
   /** Who approved, requested changes or abandoned it, and when. */
   decided_by?: string;
