@@ -53,6 +53,10 @@ describe('[notify] of supervisor.toml', () => {
       readNotifyConfig({ on: ['quarantined'], command: ['/usr/bin/logger', '-t', 'ctl'], command_timeout: '3s' }, PATH),
     ).to.deep.equal({ kinds: ['quarantined'], command: { argv: ['/usr/bin/logger', '-t', 'ctl'], timeoutMs: 3_000 } });
     expect(readNotifyConfig({ on: ['question'], command: 'x' }, PATH)?.kinds).to.deep.equal(['question']);
+    expect(readNotifyConfig({ on: ['review', 'permission'], command: 'x' }, PATH)?.kinds).to.deep.equal([
+      'review',
+      'permission',
+    ]);
     expect(
       readNotifyConfig({ webhook: 'http://127.0.0.1:9/', allow_private_networks: true }, PATH)?.webhook
         ?.allowPrivateNetworks,
