@@ -183,6 +183,7 @@ async function measureOverlaps(api: CityApi): Promise<OverlapFigures> {
   for (let i = 0; i < COLD_READS; i++) {
     const overlaps = new RigOverlaps({
       sessionsOf: () => records,
+      reviewsOf: () => [],
       rigOf: () => 'big',
       record: async () => {},
       logger: pino({ level: 'silent' }),

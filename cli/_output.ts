@@ -39,9 +39,18 @@ export type Colour = keyof typeof SGR;
 
 /** `text` in `colour` when `stream` takes colour. */
 export function paint(text: string, colour: Colour | undefined, stream: NodeJS.WriteStream = process.stdout): string {
-  if (colour === undefined || !colourOn(stream)) return text;
+  return colour === undefined || !colourOn(stream) ? text : sgr(text, colour);
+}
+
+/** `text` in `colour`, whatever the stream (a command whose `--color` decided already). */
+export function sgr(text: string, colour: Colour): string {
   const reset = colour === 'dim' || colour === 'bold' ? 22 : 39;
   return `\u001b[${SGR[colour]}m${text}\u001b[${reset}m`;
+}
+
+/** What `--color=auto|always|never` says for `stream`: auto is `colourOn`'s answer (a terminal, NO_COLOR). */
+export function colourChosen(choice: string | undefined, stream: NodeJS.WriteStream = process.stdout): boolean {
+  return choice === 'always' ? true : choice === 'never' ? false : colourOn(stream);
 }
 
 const STATUS_COLOURS: Record<string, Colour> = {
@@ -156,9 +165,14 @@ export function table<R>(columns: Column<R>[], rows: R[]): void {
 
 /** `Key: value` lines on stdout, values aligned; pairs without a value are left out. */
 export function fields(pairs: [string, string | number | undefined][]): void {
+  process.stdout.write(fieldLines(pairs).join('\n') + '\n');
+}
+
+/** The lines `fields` prints. */
+export function fieldLines(pairs: [string, string | number | undefined][]): string[] {
   const present = pairs.filter(([, v]) => v !== undefined && v !== '') as [string, string | number][];
   const width = Math.max(0, ...present.map(([k]) => k.length + 1));
-  process.stdout.write(present.map(([k, v]) => `${`${k}:`.padEnd(width)}  ${v}`).join('\n') + '\n');
+  return present.map(([k, v]) => `${`${k}:`.padEnd(width)}  ${v}`);
 }
 
 // poll(2) on our stdout for POLLERR, and on stdin (a pipe from us) for its end when we are gone.

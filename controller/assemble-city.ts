@@ -44,8 +44,9 @@ import { UsageLog } from './usage/usage-log.js';
 import { WorktreeMerges } from './worktrees/bead-merge.js';
 import { ReviewService } from './reviews/review-service.js';
 import { ReviewStore } from './reviews/review-store.js';
+import { rigOfReview, waitingReviews, type ReviewPartiesCity } from './reviews/review-parties.js';
 import { MergeJournal, mergeCrashHook } from './worktrees/merge-journal.js';
-import { RigOverlaps } from './worktrees/overlaps.js';
+import { overlapMessage, RigOverlaps, WAITING_REVIEW_STATES } from './worktrees/overlaps.js';
 import { worktreesRoot } from './worktrees/repository.js';
 import { SessionWorktrees } from './worktrees/session-worktrees.js';
 import { LOCAL_HOST, type Host } from './hosts/host.js';
@@ -332,8 +333,16 @@ export function assembleCity(o: CityInputs): CityRuntime {
     conditionEveryMs: () => settings.config.daemon.patrolIntervalMs,
     logger,
   });
-  // Which worktrees of a rig changed the same files: read at each turn end of its sessions, and on demand.
+  const reviewStore = new ReviewStore(join(paths.runtimeDir, 'reviews'));
+  const reviewCity: ReviewPartiesCity = {
+    rigOfAgent: (agent) => settings.agent(agent)?.rig,
+    sessionName: (id) => sessions.recordOf(id)?.session_name,
+    bead: (id) => beads.find(id),
+  };
+  // Which worktrees and waiting reviews of a rig changed the same files: read at each turn end of its sessions, when
+  // a review moves, and on demand.
   const overlaps = new RigOverlaps({
+    reviewsOf: (rig) => waitingReviews(reviewStore, rig, reviewCity),
     sessionsOf: (rig) =>
       settings.config.rigs.some((r) => r.name === rig)
         ? settings.agents
@@ -350,7 +359,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
         type: 'rig.overlap',
         actor: 'ctl',
         subject: payload.rig,
-        message: `${payload.sessions.join(' and ')} both changed ${payload.files.join(', ')}`,
+        message: overlapMessage(payload),
         payload,
       });
     },
@@ -392,14 +401,25 @@ export function assembleCity(o: CityInputs): CityRuntime {
       beads,
       merges,
       worktrees: sessions.worktrees,
-      store: new ReviewStore(join(paths.runtimeDir, 'reviews')),
+      store: reviewStore,
       commands,
       reviewConfig: () => settings.config.review,
       env: commandEnv,
       sessionRecord: (id) => sessions.recordOf(id),
       sessionOpen: (id) => sessions.findOpen(id)?.record.id === id,
       tell: (id, text) => sessions.tell(id, text, 'woken: changes were requested on its work'),
-      record: (event) => log.append(event),
+      record: async (event) => {
+        await log.append(event);
+        // A review that began, came back or left its rig's waiting ones: the overlaps it is a side of change.
+        const review = event.type === 'review.commented' ? undefined : reviewStore.get(event.subject ?? '');
+        const rig = review && rigOfReview(review, reviewCity);
+        if (review && rig !== undefined) overlaps.reviewMoved(rig, review.bead);
+      },
+      overlapsOf: async (review) => {
+        const rig = rigOfReview(review, reviewCity);
+        if (rig === undefined || !WAITING_REVIEW_STATES.has(review.state)) return undefined;
+        return overlaps.of(rig, { kind: 'review', session_id: review.session, bead: review.bead });
+      },
       logger,
     }),
     overlaps,

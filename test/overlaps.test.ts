@@ -12,6 +12,7 @@ interface Overlaps {
   rig: string;
   items: { parties: unknown[]; sessions: string[]; session_ids: string[]; files: string[] }[];
   sessions_checked: number;
+  reviews_checked: number;
   total: number;
   next_cursor?: string;
   problems?: unknown[];
@@ -22,7 +23,19 @@ interface Overlaps {
 const repository = (name: string) =>
   rigRepository({ README: 'hello\n', 'shared.txt': 'base\n' }, { prefix: 'ctl-overlap-rig-', name });
 
-const CITY = (web: string, api: string) => `
+const CITY = (web: string, api: string, lib: string) => `
+[[rigs]]
+name = "lib"
+path = "${lib}"
+
+[[agent]]
+name = "coder"
+dir = "lib"
+provider = "echo"
+isolation = "worktree"
+merge = "review"
+min_active_sessions = 0
+
 [[rigs]]
 name = "web"
 path = "${web}"
@@ -53,7 +66,7 @@ describe('overlapping worktrees of a rig', function () {
   let city: SessionCity;
 
   before(async function () {
-    city = await startSessionCity('overlaps', CITY(repository('web'), repository('api')));
+    city = await startSessionCity('overlaps', CITY(repository('web'), repository('api'), repository('lib')));
   });
   after(async () => city?.sup.cleanup());
 
@@ -82,6 +95,10 @@ describe('overlapping worktrees of a rig', function () {
     expect(events).to.have.length(1);
     expect(events[0].payload).to.deep.equal({
       rig: 'web',
+      parties: [
+        { kind: 'session', session: nameA, session_id: a },
+        { kind: 'session', session: nameB, session_id: b },
+      ],
       sessions: [nameA, nameB],
       session_ids: [a, b],
       files: ['shared.txt'],
@@ -99,7 +116,7 @@ describe('overlapping worktrees of a rig', function () {
         files: ['shared.txt'],
       },
     ]);
-    expect(read).to.include({ sessions_checked: 2, total: 1 });
+    expect(read).to.include({ sessions_checked: 2, reviews_checked: 0, total: 1 });
     expect(read).to.not.have.any.keys('problems', 'next_cursor');
     // Read for this request, not a read of an earlier turn end handed back.
     expect(Date.parse(read.computed_at)).to.be.at.least(asked);
@@ -131,6 +148,58 @@ describe('overlapping worktrees of a rig', function () {
     expect(await city.api.eventsAbout('rig.overlap', 'api')).to.deep.equal([]);
     const shown = expectSuccess(await city.sup.ctl(['--city', 'overlaps', 'rig', 'overlaps', 'api']));
     expect(shown).to.deep.equal(['No overlaps in rig api (2 worktrees read).']);
+  });
+
+  it('a pending review and a session working on its files are an overlap: on the rig, the review, the session, ctl', async function () {
+    const a = await createSession(city.api, { kind: 'agent', name: 'lib/coder' });
+    const b = await createSession(city.api, { kind: 'agent', name: 'lib/coder' });
+    const [nameA, nameB] = [await nameOf(a), await nameOf(b)];
+    await commitIn(b, 'shared.txt', 'b works on it');
+    await commitIn(a, 'shared.txt', 'a finished it');
+    // Two sessions at work on one file, first.
+    await waitUntil('the sessions’ rig.overlap', async () =>
+      (await city.api.eventsAbout('rig.overlap', 'lib')).length === 1 ? true : undefined,
+    );
+    const bead = (await city.api.create({ title: 'finish shared', metadata: { 'ctl.assigned_session': a } })).id;
+    expect((await city.api.post(`/bead/${bead}/close`)).status).to.equal(200);
+
+    // The close holds a's branch for review: a's work is now the review's side, and that pair begins with no turn.
+    const reviewSide = { kind: 'review', session: nameA, session_id: a, bead };
+    const sessionB = { kind: 'session', session: nameB, session_id: b };
+    const events = await waitUntil('the review’s rig.overlap', async () => {
+      const found = await city.api.eventsAbout('rig.overlap', 'lib');
+      return found.length === 2 ? found : undefined;
+    });
+    expect(events.map((e) => e.payload)).to.deep.include({
+      rig: 'lib',
+      parties: [sessionB, reviewSide],
+      sessions: [nameB, nameA],
+      session_ids: [b, a],
+      files: ['shared.txt'],
+    });
+    const read = await overlaps('lib');
+    expect(read.items).to.deep.equal([
+      { parties: [sessionB, reviewSide], sessions: [nameB, nameA], session_ids: [b, a], files: ['shared.txt'] },
+    ]);
+    expect(read).to.include({ sessions_checked: 2, reviews_checked: 1 });
+
+    const review = await city.api.get<{ state: string; overlaps?: unknown[] }>(`/reviews/${bead}`);
+    expect(review.body.state).to.equal('pending');
+    expect(review.body.overlaps).to.deep.equal([{ party: sessionB, files: ['shared.txt'] }]);
+    type Session = { worktree: { overlaps?: unknown[] } };
+    expect((await city.api.get<Session>(`/session/${b}`)).body.worktree.overlaps).to.deep.equal([
+      { party: reviewSide, files: ['shared.txt'] },
+    ]);
+    // a's own review is the same work as a: no overlap of its own.
+    expect((await city.api.get<Session>(`/session/${a}`)).body.worktree.overlaps).to.deep.equal([]);
+
+    const shown = expectSuccess(await city.sup.ctl(['--city', 'overlaps', 'rig', 'overlaps', 'lib']));
+    expect(shown.join('\n')).to.match(new RegExp(`${nameB} ↔ review of ${bead} \\(${nameA}\\)\\s+shared\\.txt`));
+
+    // Merged, it waits no more: the pair ends, and the review shows no overlaps.
+    expect((await city.api.post<{ state: string }>(`/reviews/${bead}/approve`)).body.state).to.equal('merged');
+    expect((await overlaps('lib')).items).to.deep.equal([]);
+    expect((await city.api.get<{ overlaps?: unknown[] }>(`/reviews/${bead}`)).body).to.not.have.property('overlaps');
   });
 
   it('an unknown rig is a 404 rig-not-found, and one stderr line from ctl', async function () {

@@ -4,7 +4,8 @@ import { command, group } from '../_command.js';
 import { CliError } from '../_errors.js';
 import { formatDuration } from '../../shared/duration.js';
 import { inCityFlags, integer, limitFlag, listLimit, timeout, timeoutFlag } from '../_flags.js';
-import { fields, json, line, noteMore, paint, progress, table } from '../_output.js';
+import { colourChosen, fieldLines, json, line, noteMore, progress, sgr, table, type Colour } from '../_output.js';
+import { page } from '../_pager.js';
 import { collectPages } from '../_pages.js';
 import { cityPath, inCity } from '../_scope.js';
 import { currentPosition, readEvents } from '../_stream.js';
@@ -72,9 +73,32 @@ const list = command({
 
 const show = command({
   name: 'show',
-  description: 'A review: its state, commits, comments, and its diff per file (coloured on a terminal)',
-  examples: ['ctl review show alp-12', 'ctl review show alp-12 --json'],
-  args: { ...beadArg, ...inCityFlags },
+  description:
+    'A review: its state, commits, comments, overlaps, and its diff per file (through your pager and coloured on a terminal)',
+  examples: [
+    'ctl review show alp-12',
+    'ctl review show alp-12 --since-last   # only what changed since the round before',
+    'ctl review show alp-12 --no-pager --color=always | less -R',
+    'ctl review show alp-12 --json',
+  ],
+  args: {
+    ...beadArg,
+    'since-last': {
+      type: 'boolean',
+      description: 'The diff since the round before (what changed since you last looked), not the whole',
+    },
+    color: {
+      type: 'enum',
+      description: 'Colour: auto (on a terminal, unless NO_COLOR), always, never',
+      options: ['auto', 'always', 'never'],
+      valueHint: 'WHEN',
+    },
+    pager: {
+      type: 'boolean',
+      description: 'On a terminal, through $CTL_PAGER, else $PAGER, else less (--no-pager: straight to stdout)',
+    },
+    ...inCityFlags,
+  },
   async run({ args: a }) {
     const { api, city } = await inCity(a);
     const { data } = await call(
@@ -82,12 +106,20 @@ const show = command({
       api.client.GET('/v0/city/{cityName}/reviews/{bead}', { params: { path: { ...cityPath(city), bead: a.bead } } }),
     );
     if (a.json) return json(data);
-    showReview(data);
+    const since = a['since-last'] === true;
+    if (since && data.round === 1) {
+      throw new CliError(`review ${a.bead} is in its first round: there is no round before it to compare with`);
+    }
+    const colour = colourChosen(a.color);
+    await page(reviewText(data, since, colour ? sgr : (text) => text), a.pager);
   },
 });
 
-function showReview(r: ReviewDetail): void {
-  fields([
+type Painter = (text: string, colour: Colour) => string;
+
+/** What `ctl review show` prints: fields, commits, comments, overlaps, then the diff (`since`: the last round's). */
+export function reviewText(r: ReviewDetail, since: boolean, paint: Painter): string {
+  const out = fieldLines([
     ['Bead', r.bead],
     ['State', r.state],
     ['Agent', r.agent],
@@ -102,22 +134,30 @@ function showReview(r: ReviewDetail): void {
     ['Check', r.check ? checkLine(r.check) : undefined],
   ]);
   if (r.check_output !== undefined && r.check && !r.check.passed) {
-    line('');
-    line(paint('Check output (its end):', 'bold'));
-    for (const text of r.check_output.replace(/\n$/, '').split('\n').slice(-40)) line(text);
+    out.push('', paint('Check output (its end):', 'bold'));
+    out.push(...r.check_output.replace(/\n$/, '').split('\n').slice(-40));
   }
-  line('');
-  for (const c of r.commits) line(`${paint(c.sha.slice(0, 12), 'yellow')} ${c.subject}`);
+  out.push('');
+  for (const c of r.commits) out.push(`${paint(c.sha.slice(0, 12), 'yellow')} ${c.subject}`);
   for (const c of r.comments) {
     const where = c.path === undefined ? '' : `${c.path}${c.line === undefined ? '' : `:${c.line}`} `;
-    line(`${paint(`#${c.id}`, 'dim')} ${paint(c.author, 'cyan')} ${where}${c.text}`);
+    out.push(`${paint(`#${c.id}`, 'dim')} ${paint(c.author, 'cyan')} ${where}${c.text}`);
   }
-  for (const file of r.diff) {
-    line('');
-    for (const text of file.diff.replace(/\n$/, '').split('\n')) line(diffLine(text));
-    if (file.truncated) line(paint(`(the diff of ${file.path} is cut here)`, 'dim'));
+  for (const o of r.overlaps ?? []) {
+    const side = o.party.kind === 'review' ? `the review of ${o.party.bead} (${o.party.session})` : o.party.session;
+    out.push(`${paint('overlaps', 'yellow')} ${side}: ${o.files.join(', ')}`);
   }
-  if (r.truncated) line(paint('(more files are left out: the diff is over its bound)', 'dim'));
+  if (since) {
+    const nothing = (r.diff_since_previous ?? []).length === 0 ? ': nothing changed' : '';
+    out.push('', paint(`(the diff since round ${r.round - 1}, ${r.previous_commit ?? ''}${nothing})`, 'dim'));
+  }
+  for (const file of since ? (r.diff_since_previous ?? []) : r.diff) {
+    out.push('');
+    out.push(...diffLines(file.diff, paint));
+    if (file.truncated) out.push(paint(`(the diff of ${file.path} is cut here)`, 'dim'));
+  }
+  if (!since && r.truncated) out.push(paint('(more files are left out: the diff is over its bound)', 'dim'));
+  return out.join('\n') + '\n';
 }
 
 function checkLine(c: NonNullable<ReviewDetail['check']>): string {
@@ -131,12 +171,26 @@ function checkLine(c: NonNullable<ReviewDetail['check']>): string {
   return `${how} in ${formatDuration(c.duration_ms)}: ${c.command}`;
 }
 
-function diffLine(text: string): string {
-  if (text.startsWith('diff --git') || text.startsWith('+++') || text.startsWith('---')) return paint(text, 'bold');
-  if (text.startsWith('@@')) return paint(text, 'cyan');
-  if (text.startsWith('+')) return paint(text, 'green');
-  if (text.startsWith('-')) return paint(text, 'red');
-  return text;
+/**
+ * A file's unified diff in git's colours: its header (up to the first hunk) bold, hunk heads cyan, additions green,
+ * removals red — by where a line is, so that a removed `-- x` is red, not a header.
+ */
+function diffLines(diff: string, paint: Painter): string[] {
+  let inHunk = false;
+  return diff
+    .replace(/\n$/, '')
+    .split('\n')
+    .map((text) => {
+      if (text.startsWith('diff --git')) inHunk = false;
+      if (text.startsWith('@@')) {
+        inHunk = true;
+        return paint(text, 'cyan');
+      }
+      if (!inHunk) return paint(text, 'bold');
+      if (text.startsWith('+')) return paint(text, 'green');
+      if (text.startsWith('-')) return paint(text, 'red');
+      return text;
+    });
 }
 
 const comment = command({

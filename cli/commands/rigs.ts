@@ -192,7 +192,7 @@ const status = command({
 
 const overlaps = command({
   name: 'overlaps',
-  description: 'Pairs of a rig’s sessions whose worktrees changed the same files, read now',
+  description: 'Pairs of a rig’s sessions and waiting reviews whose branches changed the same files, read now',
   examples: ['ctl rig overlaps frontend', 'ctl rig overlaps frontend --json'],
   args: { ...nameArg, ...inCityFlags },
   async run({ args: a }) {
@@ -204,20 +204,30 @@ const overlaps = command({
       }),
     );
     if (a.json) return json(data);
-    const checked = `${data.sessions_checked} worktree${data.sessions_checked === 1 ? '' : 's'} read`;
+    const reviews = data.reviews_checked
+      ? ` and ${data.reviews_checked} review${data.reviews_checked === 1 ? '' : 's'}`
+      : '';
+    const checked = `${data.sessions_checked} worktree${data.sessions_checked === 1 ? '' : 's'}${reviews} read`;
     if (data.items.length === 0) line(`No overlaps in rig ${data.rig} (${checked}).`);
     else {
       table<(typeof data.items)[number]>(
         [
-          { header: 'SESSIONS', value: (o) => o.sessions.join(' ↔ '), kind: 'id' },
+          { header: 'SESSIONS', value: (o) => o.parties.map(sideLabel).join(' ↔ '), kind: 'id' },
           { header: 'FILES', value: (o) => o.files.join(', '), kind: 'text' },
         ],
         data.items,
       );
     }
-    for (const p of data.problems ?? []) line(`could not read ${p.session}: ${p.error}`);
+    for (const p of data.problems ?? []) {
+      line(`could not read ${p.bead === undefined ? p.session : `the review of ${p.bead}`}: ${p.error}`);
+    }
   },
 });
+
+/** One side of an overlap as a person reads it: a session's name, or the review of a bead and its session. */
+function sideLabel(party: { kind: 'session' | 'review'; session: string; bead?: string }): string {
+  return party.kind === 'review' ? `review of ${party.bead} (${party.session})` : party.session;
+}
 
 export const rigCommand = group({
   name: 'rig',

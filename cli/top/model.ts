@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { AgentResponse } from '../../shared/dto/agents.js';
 import type { CityInfo } from '../../shared/dto/cities.js';
+import type { ReviewSummary } from '../../shared/dto/reviews.js';
 import type { WireEvent, WireTaggedEvent } from '../../shared/dto/events.js';
 import type { SessionResponse } from '../../shared/dto/sessions.js';
 import { call } from '../_api.js';
@@ -20,13 +21,17 @@ const PAGE = 500;
 /** Events that arrive within this long of one another reload their city once. */
 const RELOAD_COALESCE_MS = 150;
 
-/** Event types after which a city's agents or sessions may look different. */
-const RELOADS = /^(session\.|agent\.|controller\.|city\.|config\.|bead\.|request\.result\.session\.)/;
+/** Event types after which a city's agents, sessions or pending reviews may look different. */
+const RELOADS = /^(session\.|agent\.|controller\.|city\.|config\.|bead\.|review\.|request\.result\.session\.)/;
 
 export interface CityView {
   info: CityInfo;
   agents: AgentResponse[];
   sessions: SessionResponse[];
+  /** Its reviews waiting for a person (`pending`), oldest first: a page of them. */
+  reviews: ReviewSummary[];
+  /** How many are pending in all (past the page too). */
+  reviewsPending: number;
   /** Why its agents and sessions could not be read (a city not running, a controller restarting). */
   problem?: string;
 }
@@ -142,21 +147,30 @@ export class TopModel extends EventEmitter<{ change: [] }> {
   }
 
   private async loadCity(info: CityInfo): Promise<CityView> {
-    if (!info.running) return { info, agents: [], sessions: [], problem: info.error ?? 'not running' };
+    const none = { agents: [], sessions: [], reviews: [], reviewsPending: 0 };
+    if (!info.running) return { info, ...none, problem: info.error ?? 'not running' };
     const { api } = this;
     const path = { cityName: info.name };
     try {
-      const [agents, sessions] = await Promise.all([
+      const [agents, sessions, reviews] = await Promise.all([
         call(api, api.client.GET('/v0/city/{cityName}/agents', { params: { path, query: { limit: PAGE } } })),
         call(api, api.client.GET('/v0/city/{cityName}/sessions', { params: { path, query: { limit: PAGE } } })),
+        call(
+          api,
+          api.client.GET('/v0/city/{cityName}/reviews', {
+            params: { path, query: { state: 'pending', limit: PAGE } },
+          }),
+        ),
       ]);
       return {
         info,
         agents: agents.data.items,
         sessions: sessions.data.items.filter((s) => s.state !== 'failed-create'),
+        reviews: reviews.data.items,
+        reviewsPending: reviews.data.total,
       };
     } catch (err) {
-      return { info, agents: [], sessions: [], problem: (err as Error).message };
+      return { info, ...none, problem: (err as Error).message };
     }
   }
 

@@ -13,9 +13,11 @@ import {
   type SessionRow,
   type TopModel,
 } from './model.js';
+import { reviewCells, reviewRows, reviewsSummary, type ReviewRow } from './reviews.js';
 
 // `ctl top`'s screen, drawn by Ink: a header (scope, connection), the sessions (waiting on a person first, one
-// selected), the agents, the recent events filling what is left, and a footer (the last outcome or a prompt, the
+// selected), the agents, the reviews waiting for a person (a count per city, the longest waiting listed when there
+// is room), the recent events filling what is left, and a footer (the last outcome or a prompt, the
 // keys). Everything is cut to the terminal's width and height, and drawn again when the terminal is resized.
 
 const KEYS = '↑↓ select  tab agents  a allow/answer  d deny  t attach  o page  r run  q quit';
@@ -126,7 +128,7 @@ function eventLine(e: WireEvent | WireTaggedEvent, showCity: boolean, index: num
   const time = new Date(e.ts).toTimeString().slice(0, 8);
   const colour = /(failed|crashed|quarantined|missing)$/.test(e.type)
     ? 'red'
-    : e.type === 'session.pending'
+    : e.type === 'session.pending' || e.type === 'review.requested'
       ? 'yellow'
       : 'cyan';
   const tail = [e.subject, e.message].filter((t) => t).join('  ');
@@ -138,20 +140,48 @@ function eventLine(e: WireEvent | WireTaggedEvent, showCity: boolean, index: num
   ]);
 }
 
+/** A pending review's line: its city, bead, agent, how long it has waited, what it changed. */
+function reviewLine(row: ReviewRow, showCity: boolean, now: number, index: number): ReactNode {
+  const cells = reviewCells(row.review, now);
+  return line(`r${index}`, [
+    '  ',
+    ...(showCity ? [pad(row.city, 12)] : []),
+    pad(cells.bead, 12),
+    pad(cells.agent, 18),
+    h(Text, { color: 'yellow' }, pad(cells.age, 8)),
+    h(Text, { dimColor: true }, cells.what),
+  ]);
+}
+
 function heading(text: string, extra = ''): ReactNode {
   return line(text, [h(Text, { bold: true }, text), h(Text, { dimColor: true }, extra)]);
 }
 
-/** How the rows left after the fixed lines are shared: sessions, then agents, then events take what is left. */
-function share(rows: number, sessions: number, agents: number): [number, number, number] {
-  const body = Math.max(rows - 3, 3);
-  const s = Math.min(sessions, Math.max(3, Math.floor(body * 0.45)));
-  const a = Math.min(agents, Math.max(2, Math.floor(body * 0.3)));
-  return [Math.max(s, 1), Math.max(a, 1), Math.max(body - Math.max(s, 1) - Math.max(a, 1), 1)];
+/**
+ * How the rows left after the fixed lines are shared: sessions, then agents, then pending reviews (a list only when
+ * there is room: their count is in their heading), then events take what is left.
+ */
+function share(rows: number, sessions: number, agents: number, reviews: number): [number, number, number, number] {
+  const body = Math.max(rows - 4, 3);
+  const s = Math.max(Math.min(sessions, Math.max(3, Math.floor(body * 0.45))), 1);
+  const a = Math.max(Math.min(agents, Math.max(2, Math.floor(body * 0.3))), 1);
+  const r = Math.max(Math.min(reviews, Math.floor(body * 0.2), body - s - a - 1), 0);
+  return [s, a, r, Math.max(body - s - a - r, 1)];
+}
+
+/** Draws again every `everyMs`: how long a review has waited grows with nothing to tell of it. */
+function useRedrawEvery(everyMs: number): void {
+  const [, setTick] = useState(0);
+  useEffect(() => {
+    const timer = setInterval(() => setTick((n) => n + 1), everyMs);
+    return () => clearInterval(timer);
+  }, [everyMs]);
 }
 
 export function TopScreen({ model }: { model: TopModel }): ReactNode {
   const state = useModel(model);
+  useRedrawEvery(15_000);
+  const now = Date.now();
   const { exit, suspendTerminal } = useApp();
   const { columns, rows } = useWindowSize();
   const [selectedId, setSelectedId] = useState<string | undefined>(undefined);
@@ -258,7 +288,13 @@ export function TopScreen({ model }: { model: TopModel }): ReactNode {
   );
   // A long outcome (a sign-in link to copy) wraps rather than being cut; the lists make room for it.
   const flashRows = flash && !prompt ? Math.max(Math.ceil(flash.text.length / Math.max(columns, 1)), 1) : 1;
-  const [sessionRoom, agentRoom, eventRoom] = share(rows - 3 - flashRows, sessions.length || 1, agentRows.length || 1);
+  const reviews = reviewRows(state.cities);
+  const [sessionRoom, agentRoom, reviewRoom, eventRoom] = share(
+    rows - 3 - flashRows,
+    sessions.length || 1,
+    agentRows.length || 1,
+    reviews.length,
+  );
   // The selected session stays in view: the window scrolls with it.
   const first = Math.min(Math.max(selected - sessionRoom + 1, 0), Math.max(sessions.length - sessionRoom, 0));
   // The same for the selected agent (after the lines of cities with a problem, which come first).
@@ -289,6 +325,8 @@ export function TopScreen({ model }: { model: TopModel }): ReactNode {
     ...(agentRows.length === 0
       ? [line('no-agents', [h(Text, { dimColor: true }, '  No agents.')])]
       : agentRows.slice(firstAgent, firstAgent + agentRoom)),
+    heading('REVIEWS', `  ${reviewsSummary(state.cities, showCity, now)}`),
+    ...reviews.slice(0, reviewRoom).map((r, i) => reviewLine(r, showCity, now, i)),
     heading('EVENTS'),
     ...state.events.slice(-eventRoom).map((e, i) => eventLine(e, showCity, i)),
     h(Box, { key: 'fill', flexGrow: 1 }),

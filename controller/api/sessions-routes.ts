@@ -105,7 +105,8 @@ export class SessionsRoutes extends Controller {
    * `pending` interaction and undelivered (`queued`) messages. With `peek`, `last_output` is what the program
    * shows now, its last `peek_lines` lines (a terminal session's screen; the latest output of the others). A
    * session with its own git worktree shows its branch's state (`worktree`: head, dirty, ahead and behind its
-   * base), read with git.
+   * base), read with git, and in a rig the other sessions and waiting reviews whose branches changed the same files
+   * (`worktree.overlaps`).
    * @summary Get a session
    * @param peek Read what the program shows now into `last_output`.
    * @param peek_lines How many lines `peek` reads (1–10000, default 5).
@@ -121,7 +122,13 @@ export class SessionsRoutes extends Controller {
     @Query() peek?: boolean,
     @Query() peek_lines?: number,
   ): Promise<SessionResponse> {
-    return peek ? this.city.sessions.peek(id, peek_lines ?? 5) : this.city.sessions.view(id);
+    const view = await (peek ? this.city.sessions.peek(id, peek_lines ?? 5) : this.city.sessions.view(id));
+    const record = view.worktree && view.state !== 'closed' ? this.city.sessions.recordOf(view.id) : undefined;
+    if (view.worktree && record) {
+      const overlaps = await this.city.overlaps.ofSession(record);
+      if (overlaps) view.worktree.overlaps = overlaps;
+    }
+    return view;
   }
 
   /**

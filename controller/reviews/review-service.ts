@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Bead } from '../../shared/dto/beads.js';
 import { join } from 'node:path';
+import type { PartyOverlap } from '../../shared/dto/overlaps.js';
 import type {
   ReviewCheck,
   ReviewComment,
@@ -45,6 +46,8 @@ export interface ReviewHost {
   /** Tells an open session something (waking it); false when it is not open. */
   tell(sessionId: string, text: string): boolean;
   record(event: KnownNewEvent): Promise<unknown>;
+  /** What a review waiting to land overlaps with in its rig, read now; undefined when it is no side of any. */
+  overlapsOf?(review: ReviewRecord): Promise<PartyOverlap[] | undefined>;
   logger?: Logger;
 }
 
@@ -103,7 +106,8 @@ export class ReviewService {
       .map((r) => this.summaryOf(r));
   }
 
-  async detail(bead: string): Promise<ReviewDetail> {
+  /** A review with its comments and diff; with `overlaps` (the default), what it overlaps in its rig, read now. */
+  async detail(bead: string, { overlaps: withOverlaps = true } = {}): Promise<ReviewDetail> {
     const review = this.get(bead);
     const { files, truncated } = splitDiff(await diffOf(review.repo, review.base_commit, review.commit));
     const detail: ReviewDetail = { ...this.summaryOf(review), comments: review.comments, diff: files, truncated };
@@ -112,6 +116,13 @@ export class ReviewService {
     if (review.previous_commit !== undefined && review.previous_commit !== review.commit) {
       detail.diff_since_previous = splitDiff(await diffOf(review.repo, review.previous_commit, review.commit)).files;
     }
+    if (!withOverlaps) return detail;
+    const overlaps = await this.host.overlapsOf?.(review).catch((err: unknown) => {
+      // The review is read all the same; what it overlaps is for the page, not the review itself.
+      this.host.logger?.warn({ err, bead }, 'could not read what a review overlaps');
+      return undefined;
+    });
+    if (overlaps) detail.overlaps = overlaps;
     return detail;
   }
 
@@ -125,7 +136,7 @@ export class ReviewService {
       throw new Problem('conflict-wrong-state', `conflict: review ${bead} is ${review.state}`);
     }
     if (input.path !== undefined) {
-      const file = (await this.detail(bead)).diff.find((f) => f.path === input.path);
+      const file = (await this.detail(bead, { overlaps: false })).diff.find((f) => f.path === input.path);
       if (!file) throw invalid('path', `${input.path} is not in the diff of ${bead}`);
       if (input.line !== undefined && !newSideLines(file.diff).has(input.line)) {
         throw invalid('line', `line ${input.line} of ${input.path} is not in the diff of ${bead}`);
@@ -360,6 +371,7 @@ export class ReviewService {
       round: (earlier?.round ?? 0) + 1,
       ...(earlier ? { previous_commit: earlier.commit } : {}),
       created_at: earlier?.created_at ?? at,
+      requested_at: at,
       updated_at: at,
       comments: earlier?.comments ?? [],
     };

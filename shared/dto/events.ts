@@ -78,7 +78,7 @@ export interface SupervisorStartedPayload {
 
 /** Payload of `notify.failed`: a notice (`[notify]` of supervisor.toml) that did not reach its webhook or command. */
 export interface NotifyFailedPayload {
-  /** `permission`, `question`, `run_failed` or `quarantined`. */
+  /** `permission`, `question`, `run_failed`, `quarantined` or `review`. */
   kind: string;
   /** `webhook` or `command`. */
   channel: 'webhook' | 'command';

@@ -1,3 +1,5 @@
+import type { PartyOverlap } from './overlaps.js';
+
 /** Where a review is: waiting for a person, sent back, merged, or ended without merging. */
 export type ReviewState = 'pending' | 'changes_requested' | 'approved' | 'merged' | 'conflicted' | 'abandoned';
 
@@ -55,6 +57,8 @@ export interface ReviewSummary {
   previous_commit?: string;
   /** When it was first requested (ISO 8601). */
   created_at: string;
+  /** When it last came for review (this round's request; ISO 8601): how long it has waited. */
+  requested_at?: string;
   updated_at: string;
   /** Who approved, requested changes or abandoned it, and when. */
   decided_by?: string;
@@ -118,6 +122,11 @@ export interface ReviewDetail extends ReviewSummary {
   diff_since_previous?: ReviewFileDiff[];
   /** The output of the last `check` (stdout and stderr as they came), its last 64 KiB. */
   check_output?: string;
+  /**
+   * While it waits to land (`pending`, `approved`, `conflicted`) in a rig: the rig's open sessions and other waiting
+   * reviews whose branches changed some of its files, with those files (read now, as `GET …/rigs/{name}/overlaps`).
+   */
+  overlaps?: PartyOverlap[];
 }
 
 export interface ListBodyReviewSummary {

@@ -1,4 +1,5 @@
 import type { Bead } from './beads.js';
+import type { PartyOverlap } from './overlaps.js';
 import type { Message } from './mail.js';
 import type { SessionUsageTotals } from './usage.js';
 
@@ -163,6 +164,11 @@ export interface SessionWorktree {
   behind?: number;
   /** Why its state could not be read (the worktree is gone, git failed). */
   error?: string;
+  /**
+   * In a rig (with the git state): its other open sessions and reviews waiting to land whose branches changed some
+   * of the same files, with those files (as `GET …/rigs/{name}/overlaps`).
+   */
+  overlaps?: PartyOverlap[];
 }
 
 /** What became of a session's worktree when it closed. */

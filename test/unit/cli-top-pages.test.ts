@@ -33,6 +33,8 @@ describe('ctl top pages', () => {
         info: { name: 'town' } as CityInfo,
         agents: [agent('worker', 't-9'), agent('idle')],
         sessions: [],
+        reviews: [],
+        reviewsPending: 0,
       },
     ];
     expect(heldBeadOf(cities, { city: 'town', agent: cities[0].agents[0] })).to.equal('t-9');

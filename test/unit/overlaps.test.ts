@@ -7,23 +7,34 @@ import pino from 'pino';
 import type { RigOverlapPayload } from '../../shared/dto/overlaps.js';
 import {
   newPairs,
+  overlapMessage,
   overlapPairs,
+  overlapsWith,
   pageOfPairs,
   pairKey,
+  reviewParty,
   RigOverlaps,
+  sessionParty,
+  type OverlapReview,
   type OverlapSession,
+  type PartyChanges,
 } from '../../controller/worktrees/overlaps.js';
 
 function git(cwd: string, ...args: string[]): string {
   return execFileSync('git', args, { cwd, stdio: 'pipe', encoding: 'utf8' }).trim();
 }
 
+/** A session's side with its changed files. */
+function side(id: string, name: string, files: string[]): PartyChanges {
+  return { party: sessionParty(id, name), files, branch: `ctl/w/${name}` };
+}
+
 describe('overlap pairs', function () {
   it('pairs sessions that changed a same file, with the shared files sorted', function () {
     const pairs = overlapPairs([
-      { id: 's1', name: 'a', files: ['src/z.ts', 'src/x.ts', 'README'] },
-      { id: 's2', name: 'b', files: ['docs/y.md'] },
-      { id: 's3', name: 'c', files: ['src/x.ts', 'src/z.ts'] },
+      side('s1', 'a', ['src/z.ts', 'src/x.ts', 'README']),
+      side('s2', 'b', ['docs/y.md']),
+      side('s3', 'c', ['src/x.ts', 'src/z.ts']),
     ]);
     expect(pairs).to.deep.equal([
       {
@@ -39,33 +50,20 @@ describe('overlap pairs', function () {
   });
 
   it('finds every pair among three sessions on one file, and none among disjoint ones', function () {
-    const all = overlapPairs([
-      { id: 's1', name: 'a', files: ['f'] },
-      { id: 's2', name: 'b', files: ['f'] },
-      { id: 's3', name: 'c', files: ['f', 'g'] },
-    ]);
+    const all = overlapPairs([side('s1', 'a', ['f']), side('s2', 'b', ['f']), side('s3', 'c', ['f', 'g'])]);
     expect(all.map((p) => p.sessions)).to.deep.equal([
       ['a', 'b'],
       ['a', 'c'],
       ['b', 'c'],
     ]);
-    expect(
-      overlapPairs([
-        { id: 's1', name: 'a', files: ['f'] },
-        { id: 's2', name: 'b', files: ['g'] },
-        { id: 's3', name: 'c', files: [] },
-      ]),
-    ).to.deep.equal([]);
+    expect(overlapPairs([side('s1', 'a', ['f']), side('s2', 'b', ['g']), side('s3', 'c', [])])).to.deep.equal([]);
   });
 
   it('takes a pair the same whichever order its sessions come in', function () {
-    expect(pairKey({ session_ids: ['s2', 's1'] })).to.equal(pairKey({ session_ids: ['s1', 's2'] }));
-    const now = overlapPairs([
-      { id: 's2', name: 'b', files: ['f'] },
-      { id: 's1', name: 'a', files: ['f'] },
-      { id: 's3', name: 'c', files: ['f'] },
-    ]);
-    const before = new Set([pairKey({ session_ids: ['s1', 's2'] })]);
+    const [s1, s2] = [sessionParty('s1', 'a'), sessionParty('s2', 'b')];
+    expect(pairKey({ parties: [s2, s1] })).to.equal(pairKey({ parties: [s1, s2] }));
+    const now = overlapPairs([side('s2', 'b', ['f']), side('s1', 'a', ['f']), side('s3', 'c', ['f'])]);
+    const before = new Set([pairKey({ parties: [s1, s2] })]);
     expect(newPairs(before, now).map((p) => p.session_ids)).to.deep.equal([
       ['s2', 's3'],
       ['s1', 's3'],
@@ -73,8 +71,81 @@ describe('overlap pairs', function () {
   });
 });
 
+describe('overlap pairs with reviews waiting to land', function () {
+  const review = (bead: string, sessionId: string, name: string, files: string[], holder?: string): PartyChanges => ({
+    party: reviewParty({ bead, session: name, session_id: sessionId }),
+    files,
+    branch: `ctl/w/${name}`,
+    ...(holder ? { holder } : {}),
+  });
+
+  it('pairs a working session with another session’s pending review, and two reviews with each other', function () {
+    const pairs = overlapPairs([
+      side('s1', 'a', ['app.ts']),
+      review('b-1', 's2', 'b', ['app.ts', 'lib.ts']),
+      review('c-1', 's3', 'c', ['lib.ts']),
+    ]);
+    expect(pairs).to.deep.equal([
+      {
+        parties: [
+          { kind: 'session', session: 'a', session_id: 's1' },
+          { kind: 'review', session: 'b', session_id: 's2', bead: 'b-1' },
+        ],
+        sessions: ['a', 'b'],
+        session_ids: ['s1', 's2'],
+        files: ['app.ts'],
+      },
+      {
+        parties: [
+          { kind: 'review', session: 'b', session_id: 's2', bead: 'b-1' },
+          { kind: 'review', session: 'c', session_id: 's3', bead: 'c-1' },
+        ],
+        sessions: ['b', 'c'],
+        session_ids: ['s2', 's3'],
+        files: ['lib.ts'],
+      },
+    ]);
+    expect(overlapMessage(pairs[0])).to.equal('a and review of b-1 (b) both changed app.ts');
+  });
+
+  it('never pairs one piece of work: a session with its own review, one branch, the session holding the bead', function () {
+    expect(overlapPairs([side('s1', 'a', ['f']), review('a-1', 's1', 'a', ['f'])]), 'its own review').to.deep.equal([]);
+    expect(
+      overlapPairs([review('a-1', 's1', 'a', ['f']), review('a-2', 's1', 'a', ['f'])]),
+      'two rounds of work of one session',
+    ).to.deep.equal([]);
+    expect(
+      overlapPairs([side('s9', 'z', ['f']), { ...review('x-1', 's2', 'x', ['f']), branch: 'ctl/w/z' }]),
+      'one branch',
+    ).to.deep.equal([]);
+    // Sent back, taken by another session (the one that finished it gone): that session is the same work.
+    expect(overlapPairs([side('s5', 'e', ['f']), review('b-1', 's2', 'b', ['f'], 's5')]), 'its holder').to.deep.equal(
+      [],
+    );
+    expect(overlapPairs([side('s6', 'g', ['f']), review('b-1', 's2', 'b', ['f'], 's5')])).to.have.length(1);
+  });
+
+  it('keys a review apart from its session’s worktree, and says what one side overlaps with', function () {
+    const pairs = overlapPairs([side('s1', 'a', ['f']), side('s2', 'b', ['f', 'g']), review('a-1', 's1', 'a', ['g'])]);
+    expect(pairs.map((p) => p.files)).to.deep.equal([['f'], ['g']]);
+    expect(new Set(pairs.map(pairKey)).size, 'the review of a and a itself are two sides').to.equal(2);
+    expect(overlapsWith(pairs, { kind: 'review', session_id: 's1', bead: 'a-1' })).to.deep.equal([
+      { party: sessionParty('s2', 'b'), files: ['g'] },
+    ]);
+    expect(overlapsWith(pairs, { kind: 'session', session_id: 's2' }).map((o) => o.party.kind)).to.deep.equal([
+      'session',
+      'review',
+    ]);
+    // Paged by names: a's worktree pair and a's review pair are two keys, both listed once.
+    const first = pageOfPairs(pairs, 1, '');
+    const second = pageOfPairs(pairs, 1, first.last!);
+    expect([...first.items, ...second.items]).to.have.members(pairs);
+    expect(second.last).to.equal(undefined);
+  });
+});
+
 describe('pages of overlap pairs', function () {
-  const pairs = overlapPairs(['d', 'b', 'c', 'a'].map((name) => ({ id: `id-${name}`, name, files: ['f'] })));
+  const pairs = overlapPairs(['d', 'b', 'c', 'a'].map((name) => side(`id-${name}`, name, ['f'])));
 
   it('pages in the order of the session names, each pair once, the last page without a key', function () {
     const seen: string[][] = [];
@@ -105,6 +176,7 @@ describe('a rig’s overlaps', function () {
   let root: string;
   let repo: string;
   let sessions: OverlapSession[];
+  let reviews: OverlapReview[];
   let events: RigOverlapPayload[];
   let overlaps: RigOverlaps;
 
@@ -139,9 +211,11 @@ describe('a rig’s overlaps', function () {
     git(repo, 'add', '.');
     git(repo, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'init');
     sessions = [];
+    reviews = [];
     events = [];
     overlaps = new RigOverlaps({
       sessionsOf: (rig) => (rig === 'r' ? sessions : undefined),
+      reviewsOf: () => reviews,
       rigOf: () => 'r',
       record: async (payload) => {
         events.push(payload);
@@ -177,6 +251,7 @@ describe('a rig’s overlaps', function () {
     expect(events).to.have.length(1);
     expect(events[0]).to.deep.equal({
       rig: 'r',
+      parties: first!.items[0].parties,
       sessions: ['a', 'b'],
       session_ids: ['id-a', 'id-b'],
       files: ['app.txt'],
@@ -252,6 +327,77 @@ describe('a rig’s overlaps', function () {
     expect(read?.items).to.deep.equal([]);
     expect(read?.problems?.map((p) => p.session)).to.deep.equal(['d']);
     expect(read?.problems?.[0]?.error).to.match(/git|directory|ENOENT|spawn/);
+  });
+
+  /** A review of what `s` finished: its branch's head against where it left main. */
+  function reviewOf(s: OverlapSession, bead: string): OverlapReview {
+    return {
+      bead,
+      session_id: s.id,
+      session: s.session_name,
+      branch: s.branch!,
+      repo,
+      base_commit: git(repo, 'merge-base', 'main', s.branch!),
+      commit: git(repo, 'rev-parse', s.branch!),
+    };
+  }
+
+  it('pairs a working session with a pending review of the same files, once, and not with its own work', async function () {
+    const [a, b] = [worktree('a'), worktree('b')];
+    commit(a, 'app.txt', 'finished by a\n');
+    commit(a, 'a-only.txt', 'a\n');
+    reviews = [reviewOf(a, 'bd-1')];
+    // a works on after its close, on the same branch: its worktree and its review are one piece of work.
+    writeFileSync(join(a.worktree!, 'README'), 'a goes on\n');
+    sessions = [a, b];
+    writeFileSync(join(b.worktree!, 'app.txt'), 'b, uncommitted\n');
+    const read = await overlaps.compute('r');
+    expect(read).to.include({ sessions_checked: 2, reviews_checked: 1 });
+    expect(read?.items).to.deep.equal([
+      {
+        parties: [
+          { kind: 'session', session: 'b', session_id: 'id-b' },
+          { kind: 'review', session: 'a', session_id: 'id-a', bead: 'bd-1' },
+        ],
+        sessions: ['b', 'a'],
+        session_ids: ['id-b', 'id-a'],
+        files: ['app.txt'],
+      },
+    ]);
+    expect(events).to.deep.equal([{ rig: 'r', ...read!.items[0] }]);
+    expect(await overlaps.of('r', { kind: 'review', session_id: 'id-a', bead: 'bd-1' })).to.deep.equal([
+      { party: { kind: 'session', session: 'b', session_id: 'id-b' }, files: ['app.txt'] },
+    ]);
+    expect(events, 'the same pair read again is no second event').to.have.length(1);
+
+    // The review is what was finished: a's commits after it are a's worktree's side, not the review's.
+    commit(a, 'later.txt', 'after the close\n');
+    writeFileSync(join(b.worktree!, 'later.txt'), 'b too\n');
+    const later = await overlaps.compute('r');
+    expect(later?.items.map((p) => [p.sessions, p.files])).to.deep.equal([
+      [['a', 'b'], ['later.txt']],
+      [['b', 'a'], ['app.txt']],
+    ]);
+
+    // Merged (no longer waiting): the review's pair ends, and a's worktree is counted whole again.
+    reviews = [];
+    expect((await overlaps.compute('r'))?.items.map((p) => [p.sessions, p.files])).to.deep.equal([
+      [
+        ['a', 'b'],
+        ['app.txt', 'later.txt'],
+      ],
+    ]);
+  });
+
+  it('says which review could not be read, keeping its pairs unannounced', async function () {
+    const a = worktree('a');
+    commit(a, 'app.txt', 'a\n');
+    sessions = [];
+    reviews = [{ ...reviewOf(a, 'bd-2'), commit: '0'.repeat(40) }];
+    const read = await overlaps.compute('r');
+    expect(read?.items).to.deep.equal([]);
+    expect(read?.reviews_checked).to.equal(0);
+    expect(read?.problems?.map((p) => [p.bead, p.session])).to.deep.equal([['bd-2', 'a']]);
   });
 
   it('answers undefined for a rig that is not there', async function () {
