@@ -94,6 +94,7 @@ function showReview(r: ReviewDetail): void {
     ['Round', r.round],
     ['Decided', r.decided_by ? `${r.decided_by}, ${r.decided_at}` : undefined],
     ['Merged', r.merged],
+    ['Pushed', r.pushed_ref ? `${r.pushed_remote ?? ''} ${r.pushed_ref} at ${r.pushed_commit}`.trim() : undefined],
     ['Conflict', r.conflict],
   ]);
   line('');
@@ -167,11 +168,14 @@ const approve = command({
       }),
     );
     if (a.json) return json(data);
+    if (data.state === 'merged' && data.pushed_ref) {
+      return line(
+        `Pushed ${data.branch} to ${data.pushed_remote ?? 'its remote'} ${data.pushed_ref} at ${data.pushed_commit}`,
+      );
+    }
     if (data.state === 'merged') return line(`Merged ${data.branch} into ${data.base} at ${data.merged}`);
     // Approved, not merged: what a person must act on, as a failure says it.
-    throw new CliError(
-      `review ${a.bead} is conflicted: ${data.branch} could not go into ${data.base}: ${data.conflict}`,
-    );
+    throw new CliError(`review ${a.bead} is conflicted: ${data.branch} could not land: ${data.conflict}`);
   },
 });
 

@@ -350,6 +350,7 @@ export const CITY_TOML: TableSpec = {
         model: 'the model is the provider’s (its args or env)',
       },
     },
+    review: { keys: { land: true } },
     daemon: {
       keys: {
         patrol_interval: true,
@@ -381,6 +382,7 @@ export const CITY_TOML: TableSpec = {
         path: true,
         prefix: true,
         default_branch: true,
+        remote: true,
         suspended: true,
         suspended_on_start: true,
         imports: { each: IMPORT },

@@ -13,6 +13,7 @@ import { ASSIGNED_SESSION } from '../beads/work-schema.js';
 import type { BeadsService } from '../beads/beads-service.js';
 import { MERGED, REVIEW, type MergeRecord, type WorktreeMerges } from '../worktrees/bead-merge.js';
 import { git } from '../worktrees/git.js';
+import { pushMetadata, type PushOutcome } from '../worktrees/bead-push.js';
 import { newSideLines, splitDiff } from './review-diff.js';
 import type { ReviewRecord, ReviewStore } from './review-store.js';
 
@@ -25,6 +26,8 @@ export interface ReviewHost {
   /** Tells an open session something (waking it); false when it is not open. */
   tell(sessionId: string, text: string): boolean;
   record(event: KnownNewEvent): Promise<unknown>;
+  /** What an approval does with the branch (`[review] land`): merge it into its base (the default), or push it. */
+  land?(): 'merge' | 'push';
   logger?: Logger;
 }
 
@@ -109,6 +112,7 @@ export class ReviewService {
     const approved: ReviewRecord = { ...review, ...decided, state: 'approved', updated_at: decided.decided_at };
     this.host.store.put(approved);
     await this.event(approved, 'review.approved', actor, `${actor} approved the review of ${bead}`);
+    if (this.host.land?.() === 'push') return this.landByPush(approved, actor);
     const outcome = record?.worktree
       ? await this.host.merges.mergeApproved(record)
       : { kind: 'failed' as const, reason: `the session ${review.session} and its worktree are gone` };
@@ -140,6 +144,72 @@ export class ReviewService {
       `the branch of ${bead} could not go in: ${outcome.reason}`,
       {
         files: conflicted.conflict_files,
+      },
+    );
+    return summaryOf(conflicted);
+  }
+
+  /**
+   * An approved review landed by a push (`[review] land = "push"`): its branch to its rig's remote as
+   * `merge = "push"` does, the review `merged` with the pushed ref — the spec's states have no other for work that
+   * left the machine, and `pushed_ref` says where it went — or `conflicted` with the push's reason. The merge queue
+   * calls the same push (`WorktreeMerges.pushFor`).
+   */
+  private async landByPush(approved: ReviewRecord, actor: string): Promise<ReviewSummary> {
+    const bead = approved.bead;
+    const record = this.host.sessionRecord(approved.session);
+    const found = this.host.beads.find(bead);
+    const outcome: PushOutcome =
+      record?.worktree && found
+        ? await this.host.merges.pushFor(record, found)
+        : {
+            kind: 'failed',
+            remote: '',
+            ref: `refs/heads/${approved.branch}`,
+            reason: `the session ${approved.session} and its worktree are gone`,
+          };
+    const at = new Date().toISOString();
+    if (outcome.kind === 'pushed') {
+      const merged: ReviewRecord = {
+        ...approved,
+        state: 'merged',
+        pushed_remote: outcome.remote,
+        pushed_ref: outcome.ref,
+        pushed_commit: outcome.commit,
+        updated_at: at,
+      };
+      delete merged.conflict;
+      delete merged.conflict_files;
+      this.host.store.put(merged);
+      await this.host.beads.update(bead, { metadata: { [REVIEW]: 'merged', ...pushMetadata(outcome) } }, actor);
+      await this.event(
+        merged,
+        'review.merged',
+        actor,
+        `the branch of ${bead} was pushed to ${outcome.remote} ${outcome.ref}`,
+        {
+          pushed_ref: outcome.ref,
+          pushed_commit: outcome.commit,
+        },
+      );
+      return summaryOf(merged);
+    }
+    const conflicted: ReviewRecord = {
+      ...approved,
+      state: 'conflicted',
+      conflict: outcome.remote ? `the push to ${outcome.remote} failed: ${outcome.reason}` : outcome.reason,
+      conflict_files: [],
+      updated_at: at,
+    };
+    this.host.store.put(conflicted);
+    await this.host.beads.update(bead, { metadata: { [REVIEW]: 'conflicted', ...pushMetadata(outcome) } }, actor);
+    await this.event(
+      conflicted,
+      'review.conflicted',
+      actor,
+      `the branch of ${bead} could not be pushed: ${conflicted.conflict}`,
+      {
+        files: [],
       },
     );
     return summaryOf(conflicted);
@@ -251,7 +321,7 @@ export class ReviewService {
     type: `review.${'requested' | 'commented' | 'changes_requested' | 'approved' | 'merged' | 'conflicted' | 'abandoned'}`,
     actor: string,
     message: string,
-    extra: { comment?: number; merged?: string; files?: string[] } = {},
+    extra: { comment?: number; merged?: string; pushed_ref?: string; pushed_commit?: string; files?: string[] } = {},
   ): Promise<void> {
     await this.host.record({
       type,
