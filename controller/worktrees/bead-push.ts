@@ -95,7 +95,7 @@ export async function pushBranch(request: PushRequest): Promise<PushOutcome> {
         request.remote,
         `${commit}:${ref}`,
       ],
-      { allow: [1, 128], timeoutMs: PUSH_TIMEOUT_MS },
+      { allow: [1, 128], timeoutMs: PUSH_TIMEOUT_MS, ownGroup: true },
     );
     const line = pushed.stdout.split('\n').find((l) => l.endsWith(`:${ref}`) || l.includes(`:${ref}\t`));
     if (pushed.exitCode !== 0 || !line || line.startsWith('!')) return failed(refusal(pushed.stdout, pushed.stderr));

@@ -39,7 +39,17 @@ export interface GitResult {
 export async function git(
   cwd: string,
   args: string[],
-  options: { allow?: number[]; timeoutMs?: number; env?: Record<string, string>; input?: string } = {},
+  options: {
+    allow?: number[];
+    timeoutMs?: number;
+    env?: Record<string, string>;
+    input?: string;
+    /**
+     * Run in a process group of its own, the whole group killed at the time-out: for what starts programs that
+     * outlive a killed git and hold its output open (a push's `git-remote-http`, `ssh`).
+     */
+    ownGroup?: boolean;
+  } = {},
 ): Promise<GitResult> {
   const drivers = RUNS_DRIVERS.has(args.find((a, i) => !a.startsWith('-') && args[i - 1] !== '-c') ?? '')
     ? repositoryDriverOverrides((await spawnGit(cwd, REPOSITORY_DRIVERS_QUERY, GIT_TIMEOUT_MS)).stdout)
@@ -50,6 +60,7 @@ export async function git(
     options.timeoutMs ?? GIT_TIMEOUT_MS,
     options.env,
     options.input,
+    options.ownGroup,
   );
   // Named by its subcommand and first operand (`worktree add`), not its `-c` settings or options.
   const command = args
@@ -78,20 +89,38 @@ async function spawnGit(
   timeoutMs: number,
   extra: Record<string, string> = {},
   input?: string,
+  ownGroup = false,
 ) {
   // Loaded on first use: a city without worktree agents never runs git from here.
   const { execa } = await import('execa');
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('GIT_')) env[key] = value;
-  return execa('git', [...configArgs(SAFE_GIT_CONFIG), ...args], {
+  const child = execa('git', [...configArgs(SAFE_GIT_CONFIG), ...args], {
     cwd,
     env: { ...env, GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C', GIT_OPTIONAL_LOCKS: '0', ...extra },
     extendEnv: false,
     reject: false,
     ...(input === undefined ? { stdin: 'ignore' as const } : { input }),
-    timeout: timeoutMs,
     maxBuffer: 16 * 1024 * 1024,
+    ...(ownGroup ? { detached: true } : { timeout: timeoutMs }),
   });
+  if (!ownGroup) return child;
+  // execa's time-out kills git alone, and waits for its output to close, which a surviving child holds open.
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }, timeoutMs);
+  try {
+    const result = await child;
+    return { ...result, timedOut: result.timedOut || timedOut };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** git's own reason: its `fatal:` or `error:` line, else its first line. */
