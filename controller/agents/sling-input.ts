@@ -75,7 +75,7 @@ export function mergeNote(strategy: string | undefined): string {
     case 'review':
       return '; merge: review (your worktree branch is held for a person to review when you close the bead)';
     case 'push':
-      return '; merge: push (your worktree branch is pushed to the rig\'s remote when you close the bead)';
+      return "; merge: push (your worktree branch is pushed to the rig's remote when you close the bead)";
     case 'local':
       return '; merge: local (commit on your branch and leave it unmerged: a person merges it)';
     case 'mr':
