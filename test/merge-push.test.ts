@@ -169,6 +169,26 @@ describe('branches pushed to the rig’s remote (merge = "push")', function () {
     expect(events.map((e) => (e.payload as { forced: boolean }).forced)).to.deep.equal([false, false, true]);
   });
 
+  it('a bead slung with --merge push is pushed though its agent says review', async function () {
+    const id = await createSession(city.api, { kind: 'agent', name: 'web/reviewed' });
+    const tree = await worktreeOf(id);
+    await commitIn(id, 'slung.txt', 'slung\\n');
+    const bead = await city.api.create({ title: 'slung work' });
+    const slung = await city.sup.ctl(['sling', id, bead.id, '--merge', 'push', '--no-convoy'], {
+      env: { CTL_CITY: 'pushing' },
+    });
+    expect(slung.code, slung.stderr).to.equal(0);
+    await waitUntil('the bead to be held by the session', async () => {
+      const held = await city.api.bead(bead.id);
+      return held.metadata?.['ctl.assigned_session'] === id && held.metadata?.merge_strategy === 'push';
+    });
+    const closed = await close(bead.id);
+    const ref = `refs/heads/${tree.branch}`;
+    expect(closed.metadata).to.include({ 'ctl.pushed': server.refOf('web', ref), 'ctl.pushed_ref': ref });
+    expect(closed.metadata!['ctl.review']).to.equal(undefined);
+    expect(trailerOf(ref)).to.equal(bead.id);
+  });
+
   it('a refused push is on the bead and told to its session, its branch and worktree kept', async function () {
     const id = await createSession(city.api, { kind: 'agent', name: 'web/coder' });
     const tree = await worktreeOf(id);
