@@ -4,7 +4,7 @@
 // credentials are only in the person's git configuration (the test HOME's `credential.helper store`): ctl is
 // given none. What was pushed is read back from the server's bare repository.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import type { Bead } from './helpers/city-api.js';
@@ -300,5 +300,25 @@ describe('branches pushed to the rig’s remote (merge = "push")', function () {
     const [merged] = await city.api.eventsAbout('review.merged', bead.id);
     expect(merged?.payload).to.deep.include({ pushed_ref: ref, pushed_commit: pushed });
     expect(await city.api.eventsAbout('bead.pushed', bead.id)).to.have.length(1);
+  });
+
+  it('a rig remote that is no remote of its repository is a configuration error naming the remotes', async function () {
+    const file = join(city.dir, 'city.toml');
+    const good = readFileSync(file, 'utf8');
+    const validate = async () =>
+      (await city.api.get<{ errors: { message: string }[] }>('/config/validate')).body.errors.map((e) => e.message);
+    try {
+      writeFileSync(file, good.replace('name = "web"\n', 'name = "web"\nremote = "fork"\n'));
+      const message = await waitUntil('the remote to be refused', async () =>
+        (await validate()).find((m) => m.startsWith('agent web/coder:')),
+      );
+      expect(message).to.equal(
+        `agent web/coder: its rig's remote = "fork", which is not a remote of ${repo} (its remotes are origin): ` +
+          `add it (git remote add fork URL) or set the rig's remote`,
+      );
+    } finally {
+      writeFileSync(file, good);
+      await waitUntil('the good configuration back', async () => (await validate()).length === 0);
+    }
   });
 });
