@@ -4,7 +4,7 @@
 // credentials are only in the person's git configuration (the test HOME's `credential.helper store`): ctl is
 // given none. What was pushed is read back from the server's bare repository.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import type { Bead } from './helpers/city-api.js';
@@ -61,6 +61,7 @@ describe('branches pushed to the rig’s remote (merge = "push")', function () {
   let city: SessionCity;
   let repo: string;
   let credentials: string;
+  let marker: string;
 
   before(async function () {
     server = await GitHttpServer.start();
@@ -75,6 +76,10 @@ describe('branches pushed to the rig’s remote (merge = "push")', function () {
     server.create('web', { repo, branch: 'main' });
     // The remote's URL carries no credentials: they are the person's, in HOME's git configuration.
     git(repo, 'remote', 'add', 'origin', server.url('web'));
+    // The repository's own programs — a pre-push hook, a credential helper of its own — are never run by ctl's push.
+    marker = join(repo, '..', 'ran-a-program-of-the-repository');
+    writeFileSync(join(repo, '.git', 'hooks', 'pre-push'), `#!/bin/sh\ntouch '${marker}'\n`, { mode: 0o755 });
+    git(repo, 'config', 'credential.helper', `!f() { touch '${marker}'; }; f`);
     const root = tempDir('ctl-push-');
     credentials = personsGitConfig(root, server.credentialLine());
     city = await startSessionCity(
@@ -85,8 +90,10 @@ describe('branches pushed to the rig’s remote (merge = "push")', function () {
     );
   });
   after(async () => {
+    const ran = marker !== undefined && existsSync(marker);
     await city?.sup.cleanup();
     await server?.cleanup();
+    expect(ran, 'a program of the repository ran').to.equal(false);
   });
 
   const run = async (id: string, command: string): Promise<void> => {
