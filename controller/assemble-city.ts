@@ -382,6 +382,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
     sessionRecord: (id) => sessions.recordOf(id),
     agent: (agentName) => settings.agent(agentName),
     tell: (id, text) => sessions.tell(id, text, 'woken: its bead was reopened'),
+    record: (event) => log.append(event),
     journal: new MergeJournal(join(paths.runtimeDir, 'merges')),
     crashBeforeFastForward: mergeCrashHook(process.env),
     logger,
@@ -420,6 +421,7 @@ export function assembleCity(o: CityInputs): CityRuntime {
         if (rig === undefined || !WAITING_REVIEW_STATES.has(review.state)) return undefined;
         return overlaps.of(rig, { kind: 'review', session_id: review.session, bead: review.bead });
       },
+      land: () => settings.config.review?.land ?? 'merge',
       logger,
     }),
     overlaps,

@@ -6,8 +6,10 @@
  * What the agent runs in its own shell is left alone: these are `-c` settings of ctl's commands, not the
  * repository's configuration or the session's environment.
  *
- * Not set, and why: `core.sshCommand`, credential helpers and proxies act only on network operations, and ctl
- * runs those only in repositories it made (a rig's clone, a pack's mirror) whose configuration it wrote; a pager,
+ * Not set, and why: `core.sshCommand`, credential helpers and proxies act only on network operations, which ctl
+ * runs in repositories it made (a rig's clone, a pack's mirror) whose configuration it wrote, and in a push of a
+ * session's branch (`merge = "push"`), where the person's own helpers and ssh keys are what must answer and only
+ * the repository's own are dropped (`repositoryTransportOverrides`); a pager,
  * an editor, `diff.external` and textconv drivers run only for a terminal, `rebase -i`, or `diff`/`log -p`,
  * none of which ctl runs.
  */
@@ -68,4 +70,48 @@ export function repositoryDriverOverrides(listing: string): string[] {
     ]),
     ...[...merges].map((name) => `merge.${name}.driver=`),
   ];
+}
+
+/**
+ * The arguments of `git config` that list what a push runs besides git: credential helpers (`credential.helper`,
+ * `credential.<url>.helper`), `core.sshCommand`, `core.askPass`, a remote's `receivepack` (run here for a remote
+ * that is a path), with the scope each comes from.
+ */
+export const TRANSPORT_PROGRAMS_QUERY = [
+  'config',
+  '--show-scope',
+  '--get-regexp',
+  '^(credential\\..*helper|core\\.sshcommand|core\\.askpass|remote\\..+\\.receivepack)$',
+];
+
+/**
+ * From the answer to `TRANSPORT_PROGRAMS_QUERY`, the settings that keep a push to the person's own programs: what
+ * the repository itself names (`local`, `worktree` scope) is dropped, what the user's or the system's
+ * configuration names stays — credential helpers are a list, so it is emptied and the user's and the system's
+ * given again in their order; a single setting falls back to the user's value, else git's default. A repository
+ * that names none (the usual case) gets nothing.
+ */
+export function repositoryTransportOverrides(listing: string): string[] {
+  const values = new Map<string, { scope: string; value: string }[]>();
+  for (const line of listing.split('\n')) {
+    const match = /^(\w+)\t(\S+) ?(.*)$/.exec(line);
+    if (!match) continue;
+    const key = match[2]!;
+    values.set(key, [...(values.get(key) ?? []), { scope: match[1]!, value: match[3]! }]);
+  }
+  const theirs = (scope: string) => scope === 'local' || scope === 'worktree';
+  const overrides: string[] = [];
+  for (const [key, entries] of values) {
+    if (!entries.some((e) => theirs(e.scope))) continue;
+    const kept = entries.filter((e) => !theirs(e.scope) && e.scope !== 'command').map((e) => e.value);
+    if (key.toLowerCase().startsWith('credential.')) overrides.push(`${key}=`, ...kept.map((v) => `${key}=${v}`));
+    else overrides.push(`${key}=${kept.at(-1) ?? defaultOf(key)}`);
+  }
+  return overrides;
+}
+
+function defaultOf(key: string): string {
+  if (key.toLowerCase() === 'core.sshcommand') return 'ssh';
+  if (key.endsWith('.receivepack')) return 'git-receive-pack';
+  return '';
 }

@@ -176,7 +176,7 @@ describe('sling: text, several beads, sessions, merge, owned, rig', function () 
     expectFailure(
       await city.sup.ctl(['sling', 'worker', a.id, '--merge', 'squash'], { env }),
       'sling',
-      /--merge is direct, review, local or mr/,
+      /--merge is direct, review, push, local or mr/,
     );
     expectFailure(
       await city.sup.ctl(['sling', 'worker', a.id, '--owned', '--no-convoy'], { env }),

@@ -438,7 +438,9 @@ describe('one git worktree per session', function () {
         const body = (await city.api.get<{ errors: { message: string }[] }>('/config/validate')).body;
         return body.errors.find((e) => e.message.includes('merge must be'));
       });
-      expect(report.message).to.include('agent[1].merge must be "none" or "direct" or "review" (got "squash")');
+      expect(report.message).to.include(
+        'agent[1].merge must be "none" or "direct" or "review" or "push" (got "squash")',
+      );
     } finally {
       writeFileSync(file, good);
       await waitUntil('the good configuration back', async () => {

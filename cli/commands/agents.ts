@@ -384,7 +384,7 @@ export const slingCommand = command({
     merge: {
       type: 'string',
       description:
-        'How the work gets into its base: direct, review, local or mr (stamped on the bead, told to the session)',
+        'How the work gets into its base: direct, review, push, local or mr (stamped on the bead, told to the session)',
       valueHint: 'STRATEGY',
     },
     owned: { type: 'boolean', description: 'The convoy made for the work does not close by itself' },
@@ -398,8 +398,8 @@ export const slingCommand = command({
   async run({ args: a, all, rest }) {
     const words = a.bead ? [a.bead, ...rest] : rest;
     const vars = keyValues(all('var'), 'var');
-    if (a.merge !== undefined && !['direct', 'review', 'local', 'mr'].includes(a.merge))
-      throw new CliError(`--merge is direct, review, local or mr (got ${JSON.stringify(a.merge)})`);
+    if (a.merge !== undefined && !['direct', 'review', 'push', 'local', 'mr'].includes(a.merge))
+      throw new CliError(`--merge is direct, review, push, local or mr (got ${JSON.stringify(a.merge)})`);
     if (a.owned && a['no-convoy']) throw new CliError('--owned marks the convoy: it cannot go with --no-convoy');
     const text = a.stdin ? await stdinText() : a.text;
     if (text !== undefined && words.length) throw new CliError('give the work as beads or as text, not both');
@@ -427,7 +427,7 @@ export const slingCommand = command({
           ...(a.formula ? { formula: a.formula } : {}),
           ...(vars ? { vars } : {}),
           ...(a.rig ? { rig: a.rig } : {}),
-          ...(a.merge ? { merge: a.merge as 'direct' | 'review' | 'local' | 'mr' } : {}),
+          ...(a.merge ? { merge: a.merge as 'direct' | 'review' | 'push' | 'local' | 'mr' } : {}),
           ...(a.owned ? { owned: true } : {}),
           ...(a['no-formula'] ? { no_formula: true } : {}),
           ...(a['no-convoy'] ? { no_convoy: true } : {}),

@@ -129,6 +129,7 @@ export function reviewText(r: ReviewDetail, since: boolean, paint: Painter): str
     ['Decided', r.decided_by ? `${r.decided_by}, ${r.decided_at}` : undefined],
     ['Queue', r.state === 'approved' ? `place ${r.queue_position ?? '?'}, ${r.queue_step ?? 'waiting'}` : undefined],
     ['Merged', r.merged],
+    ['Pushed', r.pushed_ref ? `${r.pushed_remote ?? ''} ${r.pushed_ref} at ${r.pushed_commit}`.trim() : undefined],
     ['Conflict', r.conflict],
     ['Files in the way', r.conflict_files?.length ? r.conflict_files.join(', ') : undefined],
     ['Check', r.check ? checkLine(r.check) : undefined],
@@ -285,12 +286,13 @@ const approve = command({
 
 /** What the queue did with an approved review, as a person reads it: merged, or a failure in one line. */
 function printOutcome(r: ReviewDetail, waitedMs: number): void {
+  if (r.state === 'merged' && r.pushed_ref) {
+    return line(`Pushed ${r.branch} to ${r.pushed_remote ?? 'its remote'} ${r.pushed_ref} at ${r.pushed_commit}`);
+  }
   if (r.state === 'merged') return line(`Merged ${r.branch} into ${r.base} at ${r.merged}`);
   if (r.state === 'conflicted') {
     const files = r.conflict_files?.length ? ` (files: ${r.conflict_files.join(', ')})` : '';
-    throw new CliError(
-      `review ${r.bead} is conflicted: ${r.branch} could not go into ${r.base}: ${r.conflict}${files}`,
-    );
+    throw new CliError(`review ${r.bead} is conflicted: ${r.branch} could not land: ${r.conflict}${files}`);
   }
   if (r.state === 'changes_requested' && r.check && !r.check.passed) {
     const how = r.check.timed_out

@@ -14,6 +14,8 @@ import { TemplateError, TemplateLimitError } from './prompt-template.js';
 import { legacyPromptValues, renderTemplatedPrompt, type SessionPromptValues } from './prompt-render.js';
 import { isWithin, repositoryOf, worktreesRoot } from '../worktrees/repository.js';
 import type { AgentWorktree } from '../worktrees/session-worktrees.js';
+import { DEFAULT_REMOTE } from '../worktrees/bead-push.js';
+import { remoteProblem, remotesOf } from '../worktrees/rig-remote.js';
 import { auditKeys, type KeyFinding } from '../config-schema/key-audit.js';
 import { AGENT_TOML } from '../config-schema/reference-keys.js';
 
@@ -162,6 +164,9 @@ export function resolveAgents(
   provider: (name: string) => ResolvedProvider | undefined,
   defaultProvider: string | undefined,
 ): AgentDefinition[] {
+  // Each repository's remotes read once per resolve, whichever of its agents asks.
+  const remoteCache = new Map<string, string[]>();
+  const remotes = (repo: string) => remoteCache.get(repo) ?? remoteCache.set(repo, remotesOf(repo)).get(repo)!;
   const definitions = agents.map((agent) => {
     const name = qualifiedName(agent, config.rigs);
     const providerName = agent.provider ?? defaultProvider;
@@ -195,7 +200,9 @@ export function resolveAgents(
       path.startsWith('//') ? join(root, path.slice(2)) : resolve(agent.pack_dir ?? root, path);
     if (agent.overlay_dir !== undefined) definition.overlayDir = place(agent.overlay_dir);
     if (agent.session_setup_script !== undefined) definition.setupScript = place(agent.session_setup_script);
-    if (agent.isolation === 'worktree') worktreeOf(definition, root, rig ? { branch: rig.default_branch } : undefined);
+    if (agent.isolation === 'worktree') {
+      worktreeOf(definition, root, rig ? { branch: rig.default_branch, remote: rig.remote } : undefined, remotes);
+    }
     if (providerName === undefined) {
       unavailable(definition, 'it names no provider, and the city has no default provider or start command');
     } else if (!resolved) {
@@ -216,7 +223,12 @@ export function resolveAgents(
  * `isolation = "worktree"`: the repository its directory is in, or the agent is unavailable saying why (not in a
  * git repository; a repository that holds the city's worktree directory, where worktrees would nest in it).
  */
-function worktreeOf(definition: AgentDefinition, root: string, rig: { branch: string | undefined } | undefined): void {
+function worktreeOf(
+  definition: AgentDefinition,
+  root: string,
+  rig: { branch: string | undefined; remote: string | undefined } | undefined,
+  remotes: (repo: string) => string[],
+): void {
   const repo = repositoryOf(definition.workDir);
   const where = definition.rig ? `rig ${definition.rig} (${definition.workDir})` : definition.workDir;
   if (repo === undefined) {
@@ -238,11 +250,19 @@ function worktreeOf(definition: AgentDefinition, root: string, rig: { branch: st
     );
     return;
   }
+  const merge = definition.config.merge ?? 'none';
+  const remote = { name: rig?.remote ?? DEFAULT_REMOTE, configured: rig?.remote !== undefined };
+  const wrongRemote = remoteProblem(repo, remote, merge === 'push', remotes);
+  if (wrongRemote) {
+    unavailable(definition, wrongRemote);
+    return;
+  }
   const base = definition.config.base_branch ?? rig?.branch;
   definition.worktree = {
     repo,
     subdir: relative(repo, definition.workDir),
-    merge: definition.config.merge ?? 'none',
+    merge,
+    remote: remote.name,
     ...(base ? { base } : {}),
   };
 }

@@ -23,8 +23,8 @@ export function checkSlingBody(body: SlingInputBody): void {
   if (body.no_formula && body.formula !== undefined) at('no_formula', 'no_formula conflicts with formula');
   if (body.attached_bead_id !== undefined && body.formula === undefined)
     at('attached_bead_id', 'attached_bead_id goes with formula (the bead its run is for)');
-  if (body.merge !== undefined && !['direct', 'review', 'mr', 'local'].includes(body.merge))
-    at('merge', 'merge is direct, review, mr or local');
+  if (body.merge !== undefined && !['direct', 'review', 'push', 'mr', 'local'].includes(body.merge))
+    at('merge', 'merge is direct, review, push, mr or local');
   if (errors.length) throw new Problem('validation-failed', `invalid: ${errors[0]!.message}`, { errors });
 }
 
@@ -74,6 +74,8 @@ export function mergeNote(strategy: string | undefined): string {
       return '; merge: direct (your worktree branch goes into its base when you close the bead)';
     case 'review':
       return '; merge: review (your worktree branch is held for a person to review when you close the bead)';
+    case 'push':
+      return "; merge: push (your worktree branch is pushed to the rig's remote when you close the bead)";
     case 'local':
       return '; merge: local (commit on your branch and leave it unmerged: a person merges it)';
     case 'mr':

@@ -381,6 +381,7 @@ export const CITY_TOML: TableSpec = {
         path: true,
         prefix: true,
         default_branch: true,
+        remote: true,
         suspended: true,
         suspended_on_start: true,
         imports: { each: IMPORT },
@@ -402,7 +403,7 @@ export const CITY_TOML: TableSpec = {
     host: HOST,
     orders: { keys: { skip: true, max_timeout: true, overrides: ORDER_OVERRIDE } },
     maintenance: { keys: { interval: true } },
-    review: { keys: { check: true, check_timeout: true } },
+    review: { keys: { check: true, check_timeout: true, land: true } },
     pricing: { keys: { provider: true, input: true, output: true, cache_read: true, cache_creation: true } },
     beads: {
       keys: { backend: true },

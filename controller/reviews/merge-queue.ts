@@ -4,6 +4,7 @@ import type { ReviewCheck, ReviewQueueStep } from '../../shared/dto/reviews.js';
 import type { ReviewConfig } from '../../shared/config/review-config.js';
 import type { CommandRunner } from '../commands.js';
 import type { MergeOutcome, WorktreeMerges } from '../worktrees/bead-merge.js';
+import type { PushOutcome } from '../worktrees/bead-push.js';
 import { reasonOf } from '../worktrees/session-worktrees.js';
 import { headOf, queueOf, queuePositions, queues } from './queue-order.js';
 import { runCheck } from './review-check.js';
@@ -13,6 +14,8 @@ import type { ReviewRecord, ReviewStore } from './review-store.js';
 /** How an approved review left the queue. */
 export type QueueOutcome =
   | { kind: 'merged'; commit: string }
+  /** `[review] land = "push"`: the reviewed commit, rebased and checked, went to the rig's remote. */
+  | { kind: 'pushed'; remote: string; ref: string; commit: string; forced: boolean; stamped: number }
   | { kind: 'conflicted'; reason: string; files: string[] }
   | { kind: 'check_failed'; check: ReviewCheck; output: string };
 
@@ -33,6 +36,10 @@ export interface MergeQueueHost {
   checked(bead: string, check: ReviewCheck): Promise<void>;
   /** The review left the queue: recorded by the review service. */
   settle(bead: string, outcome: QueueOutcome): Promise<void>;
+  /** What landing is (`[review] land`): the base fast-forwarded (`merge`), or the branch pushed (`push`). */
+  land(): 'merge' | 'push';
+  /** Pushes the review's branch at `commit` (the reviewed commit as rebased) to its rig's remote. */
+  push(review: ReviewRecord, commit: string): Promise<PushOutcome>;
   logger?: Logger;
 }
 
@@ -170,6 +177,21 @@ export class MergeQueue {
         return !this.stopped;
       }
       this.steps.set(bead, 'landing');
+      if (this.host.land() === 'push') {
+        const pushed = await this.host.push(review, prepared.commit);
+        await removeLanding(review.repo, tree);
+        await this.host.settle(
+          bead,
+          pushed.kind === 'pushed'
+            ? pushed
+            : {
+                kind: 'conflicted',
+                reason: `the push to ${pushed.remote || 'its remote'} failed: ${pushed.reason}`,
+                files: [],
+              },
+        );
+        return true;
+      }
       // Recorded before the base moves: a controller killed after it finds the review merged (above).
       this.host.store.put({ ...this.host.store.get(bead)!, landing_commit: prepared.commit });
       const landed = await this.land(review, prepared);
@@ -191,8 +213,8 @@ export class MergeQueue {
   }
 
   /**
-   * The step that lands a prepared review — its base fast-forwarded to the reviewed commit as rebased, while the
-   * base is still where it was rebased onto — and the one place another way of landing (a push) goes.
+   * The step that lands a prepared review into its base: fast-forwarded to the reviewed commit as rebased, while the
+   * base is still where it was rebased onto (`[review] land = "push"` pushes instead, above).
    */
   private land(
     review: ReviewRecord,

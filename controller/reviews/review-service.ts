@@ -23,6 +23,7 @@ import type { SessionWorktrees } from '../worktrees/session-worktrees.js';
 import { MergeQueue, type QueueOutcome } from './merge-queue.js';
 import { nextSeq } from './queue-order.js';
 import { checkFailedMessage, checkOutcome, keptOutput } from './review-check.js';
+import { pushMetadata, type PushOutcome } from '../worktrees/bead-push.js';
 import { newSideLines, splitDiff } from './review-diff.js';
 import { branchProblem } from './review-landing.js';
 import { releaseAfterReview } from './review-release.js';
@@ -48,6 +49,8 @@ export interface ReviewHost {
   record(event: KnownNewEvent): Promise<unknown>;
   /** What a review waiting to land overlaps with in its rig, read now; undefined when it is no side of any. */
   overlapsOf?(review: ReviewRecord): Promise<PartyOverlap[] | undefined>;
+  /** What an approval does with the branch (`[review] land`): merge it into its base (the default), or push it. */
+  land?(): 'merge' | 'push';
   logger?: Logger;
 }
 
@@ -81,6 +84,8 @@ export class ReviewService {
       },
       checked: (bead, check) => this.checked(bead, check),
       settle: (bead, outcome) => this.settle(bead, outcome),
+      land: () => host.land?.() ?? 'merge',
+      push: (review, commit) => this.push(review, commit),
       ...(host.logger ? { logger: host.logger } : {}),
     });
   }
@@ -198,6 +203,24 @@ export class ReviewService {
     return summary;
   }
 
+  /**
+   * `[review] land = "push"`: the reviewed commit as rebased and checked pushed to its rig's remote as
+   * `merge = "push"` does (the bead's trailer on its commits, the event recorded by the push).
+   */
+  private async push(review: ReviewRecord, commit: string): Promise<PushOutcome> {
+    const record = this.host.sessionRecord(review.session);
+    const bead = this.host.beads.find(review.bead);
+    if (!record?.worktree || !bead) {
+      return {
+        kind: 'failed',
+        remote: '',
+        ref: `refs/heads/${review.branch}`,
+        reason: `the session ${review.session} and its worktree are gone`,
+      };
+    }
+    return this.host.merges.pushFor(record, bead, commit);
+  }
+
   /** The merge queue's check ran on a review: kept on it, and `review.checked`. */
   private async checked(bead: string, check: ReviewCheck): Promise<void> {
     const next: ReviewRecord = { ...this.get(bead), check, updated_at: check.at };
@@ -218,6 +241,30 @@ export class ReviewService {
         this.host.reviewConfig()?.checkTimeoutMs ?? 0,
       );
       await this.sendBack(review, message, 'ctl', `the check failed on ${bead}: it is sent back to ${review.agent}`);
+      return;
+    }
+    if (outcome.kind === 'pushed') {
+      // The spec's states have no other for work that left the machine: `merged`, and `pushed_ref` says where.
+      const merged: ReviewRecord = {
+        ...review,
+        state: 'merged',
+        pushed_remote: outcome.remote,
+        pushed_ref: outcome.ref,
+        pushed_commit: outcome.commit,
+        updated_at: at,
+      };
+      delete merged.conflict;
+      delete merged.conflict_files;
+      delete merged.landing_commit;
+      this.host.store.put(merged);
+      await this.host.beads.update(bead, { metadata: { [REVIEW]: 'merged', ...pushMetadata(outcome) } }, 'ctl');
+      await this.event(
+        merged,
+        'review.merged',
+        'ctl',
+        `the branch of ${bead} was pushed to ${outcome.remote} ${outcome.ref}`,
+        { pushed_ref: outcome.ref, pushed_commit: outcome.commit },
+      );
       return;
     }
     if (outcome.kind === 'merged') {
@@ -402,7 +449,10 @@ export class ReviewService {
     actor: string,
     message: string,
     extra: Partial<
-      Pick<ReviewEventPayload, 'comment' | 'merged' | 'files' | 'reason' | 'check' | 'queue_position'>
+      Pick<
+        ReviewEventPayload,
+        'comment' | 'merged' | 'files' | 'reason' | 'check' | 'queue_position' | 'pushed_ref' | 'pushed_commit'
+      >
     > = {},
   ): Promise<void> {
     await this.host.record({

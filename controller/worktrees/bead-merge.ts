@@ -3,6 +3,9 @@ import type { Bead } from '../../shared/dto/beads.js';
 import { KeyedSerial } from '../../shared/serial.js';
 import { ASSIGNED_SESSION, MERGE_STRATEGY } from '../beads/work-schema.js';
 import type { BeadsService } from '../beads/beads-service.js';
+import type { KnownNewEvent } from '../../shared/events/event-types.js';
+import { LOCAL_HOST } from '../hosts/host.js';
+import { DEFAULT_REMOTE, previousPush, pushBranch, pushMetadata, type PushOutcome } from './bead-push.js';
 import { git, GIT_CHECKOUT_TIMEOUT_MS } from './git.js';
 import type { MergeJournal } from './merge-journal.js';
 import {
@@ -49,6 +52,8 @@ export interface MergeHost {
   tell(sessionId: string, text: string): boolean;
   /** Where a close with a merge is recorded as begun until it is stored (none: a unit test). */
   journal?: MergeJournal;
+  /** Records an event (`bead.pushed`, `bead.push_failed`); none: a unit test. */
+  record?: (event: KnownNewEvent) => Promise<unknown>;
   /** A test's crash point right before the base is fast-forwarded (`mergeCrashHook`). */
   crashBeforeFastForward?: () => void;
   logger?: Logger;
@@ -63,7 +68,9 @@ export type MergeOutcome =
 /**
  * What closing a bead finished in a session's worktree does, before the close is stored, so that the close itself
  * carries it (a read or a `bead.closed` event that sees the bead closed sees its branch): the bead records the
- * branch and the commit it was finished at; with `merge = "direct"` on the session's agent, the branch goes into
+ * branch and the commit it was finished at; with `merge = "push"` the branch goes to its rig's remote
+ * (bead-push.ts: a failure is recorded on the bead and told its session, the bead closed all the same); with
+ * `merge = "direct"` on the session's agent, the branch goes into
  * its base — fast-forward only, after rebasing it in its worktree when the base moved on and git finds no
  * conflict. Nothing is forced: a conflict, or uncommitted changes, close it with the reason
  * (`ctl.merge_conflict`) and then reopen it for its session; a failure the agent cannot mend (the base's own
@@ -77,6 +84,8 @@ export class WorktreeMerges {
   private readonly reopens = new Map<string, { record: MergeRecord; reason: string }>();
   /** Beads whose close holds their branch for review: handed to the review desk once the close is stored. */
   private readonly toReview = new Map<string, { record: MergeRecord; commit: string }>();
+  /** Beads whose close pushed their branch (or failed to): recorded, and a failure told, once the close is stored. */
+  private readonly pushes = new Map<string, { record: MergeRecord; outcome: PushOutcome }>();
   private desk?: ReviewDesk;
 
   constructor(private readonly host: MergeHost) {
@@ -110,6 +119,72 @@ export class WorktreeMerges {
         return { kind: 'failed', reason: reasonOf(err) };
       }
     });
+  }
+
+  /**
+   * A session's branch pushed for `bead` to its rig's remote (`merge = "push"`, or a review approved with
+   * `[review] land = "push"`), after every merge or push in its repository asked for before it. The bead's
+   * metadata is the caller's to write (`pushMetadata`); the outcome is recorded as an event here.
+   */
+  async pushFor(record: MergeRecord, bead: Bead, commit?: string): Promise<PushOutcome> {
+    const outcome = await this.push(record, bead, commit);
+    await this.recordPush(bead.id, record, outcome);
+    return outcome;
+  }
+
+  /** `commit`: what to push instead of the branch's head (a review's commit, rebased and checked). */
+  private push(record: MergeRecord, bead: Bead, commit?: string): Promise<PushOutcome> {
+    const remote = this.host.agent(record.template)?.worktree?.remote ?? DEFAULT_REMOTE;
+    return this.serially(record.worktree_repo!, () =>
+      pushBranch({
+        repo: record.worktree_repo!,
+        branch: record.branch!,
+        ...(record.base ? { base: record.base } : {}),
+        remote,
+        bead: bead.id,
+        ...(previousPush(bead.metadata, remote, record.branch!) !== undefined
+          ? { previous: previousPush(bead.metadata, remote, record.branch!)! }
+          : {}),
+        ...(commit !== undefined ? { head: commit } : {}),
+        // A session on a host: the rig's branch is the host's as last fetched, so only what is pushed is stamped;
+        // a review's rebased commit is not the branch's, which stays as the session left it.
+        moveBranch: commit === undefined && (record.host ?? LOCAL_HOST) === LOCAL_HOST,
+      }),
+    );
+  }
+
+  private async recordPush(bead: string, record: MergeRecord, outcome: PushOutcome): Promise<void> {
+    const payload = {
+      bead,
+      session: record.id,
+      branch: record.branch!,
+      remote: outcome.remote,
+      ref: outcome.ref,
+      ...(outcome.kind === 'pushed'
+        ? { commit: outcome.commit, forced: outcome.forced, stamped: outcome.stamped }
+        : { reason: outcome.reason }),
+    };
+    try {
+      await this.host.record?.(
+        outcome.kind === 'pushed'
+          ? {
+              type: 'bead.pushed',
+              actor: 'ctl',
+              subject: bead,
+              message: `the branch of ${bead} was pushed to ${outcome.remote} ${outcome.ref}`,
+              payload,
+            }
+          : {
+              type: 'bead.push_failed',
+              actor: 'ctl',
+              subject: bead,
+              message: `the branch of ${bead} could not be pushed to ${outcome.remote}: ${outcome.reason}`,
+              payload,
+            },
+      );
+    } catch (err) {
+      this.host.logger?.error({ err, bead }, 'could not record a push');
+    }
   }
 
   /** Before the bead closes: what its close records (branch, commit, the merge's outcome). */
@@ -147,6 +222,15 @@ export class WorktreeMerges {
       this.toReview.set(bead.id, { record, commit: head.commit });
       return { ...metadata, [REVIEW]: 'pending' };
     }
+    if (chosen === 'push') {
+      const outcome = await this.push(record, bead);
+      this.pushes.set(bead.id, { record, outcome });
+      return {
+        ...metadata,
+        ...(outcome.kind === 'pushed' ? { [COMMIT]: outcome.commit } : {}),
+        ...pushMetadata(outcome),
+      };
+    }
     if (chosen !== 'direct' || !record.base) return metadata;
     this.host.journal?.begin({ bead: bead.id, session: record.id });
     const outcome = await this.serially(record.worktree_repo!, () =>
@@ -167,8 +251,23 @@ export class WorktreeMerges {
     return { ...metadata, [MERGE_CONFLICT]: outcome.reason };
   }
 
-  /** Once closed: a bead whose branch could not go in goes back to its session. */
+  /** Once closed: a push is recorded (a failed one told its session); a bead whose branch could not go in goes back to its session. */
   private async closed(bead: Bead): Promise<void> {
+    const push = this.pushes.get(bead.id);
+    if (push) {
+      this.pushes.delete(bead.id);
+      await this.recordPush(bead.id, push.record, push.outcome);
+      if (push.outcome.kind === 'failed') {
+        // Closed all the same, its branch and worktree kept: what failed is rarely the agent's to mend.
+        const told = this.host.tell(
+          push.record.id,
+          `Bead ${bead.id} was closed, but its branch ${push.record.branch} could not be pushed to ` +
+            `${push.outcome.remote}: ${push.outcome.reason}. Your branch and worktree are kept; nothing was lost.`,
+        );
+        if (!told) this.host.logger?.info({ bead: bead.id }, 'a push failed for a bead whose session is closed');
+      }
+      return;
+    }
     const review = this.toReview.get(bead.id);
     if (review) {
       this.toReview.delete(bead.id);

@@ -30,7 +30,7 @@ export interface GitResult {
  * `GIT_DIR` or `GIT_WORK_TREE`, never a terminal prompt, messages in English so a reason reads the same
  * everywhere), and none of the repository's own programs run (hooks, fsmonitor, and — for what checks out,
  * merges or reads status — its filters and merge drivers: git-safety.ts). `env`: what one command is given on top
- * (a host's `GIT_SSH_COMMAND`). With `allow`, those exit codes are
+ * (a host's `GIT_SSH_COMMAND`, a rewritten commit's author); `input`: its standard input. With `allow`, those exit codes are
  * answers (merge-tree's 1: conflicts), not failures.
  *
  * execa rather than simple-git: worktree, merge-tree and update-ref have no typed wrapper there, and the exit
@@ -39,7 +39,17 @@ export interface GitResult {
 export async function git(
   cwd: string,
   args: string[],
-  options: { allow?: number[]; timeoutMs?: number; env?: Record<string, string> } = {},
+  options: {
+    allow?: number[];
+    timeoutMs?: number;
+    env?: Record<string, string>;
+    input?: string;
+    /**
+     * Run in a process group of its own, the whole group killed at the time-out: for what starts programs that
+     * outlive a killed git and hold its output open (a push's `git-remote-http`, `ssh`).
+     */
+    ownGroup?: boolean;
+  } = {},
 ): Promise<GitResult> {
   const drivers = RUNS_DRIVERS.has(args.find((a, i) => !a.startsWith('-') && args[i - 1] !== '-c') ?? '')
     ? repositoryDriverOverrides((await spawnGit(cwd, REPOSITORY_DRIVERS_QUERY, GIT_TIMEOUT_MS)).stdout)
@@ -49,6 +59,8 @@ export async function git(
     [...configArgs(drivers), ...args],
     options.timeoutMs ?? GIT_TIMEOUT_MS,
     options.env,
+    options.input,
+    options.ownGroup,
   );
   // Named by its subcommand and first operand (`worktree add`), not its `-c` settings or options.
   const command = args
@@ -71,20 +83,44 @@ export async function git(
 /** The subcommands that check files out, merge or read status: what may run a filter or a merge driver. */
 const RUNS_DRIVERS = new Set(['worktree', 'merge', 'merge-tree', 'rebase', 'status', 'checkout']);
 
-async function spawnGit(cwd: string, args: readonly string[], timeoutMs: number, extra: Record<string, string> = {}) {
+async function spawnGit(
+  cwd: string,
+  args: readonly string[],
+  timeoutMs: number,
+  extra: Record<string, string> = {},
+  input?: string,
+  ownGroup = false,
+) {
   // Loaded on first use: a city without worktree agents never runs git from here.
   const { execa } = await import('execa');
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('GIT_')) env[key] = value;
-  return execa('git', [...configArgs(SAFE_GIT_CONFIG), ...args], {
+  const child = execa('git', [...configArgs(SAFE_GIT_CONFIG), ...args], {
     cwd,
     env: { ...env, GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C', GIT_OPTIONAL_LOCKS: '0', ...extra },
     extendEnv: false,
     reject: false,
-    stdin: 'ignore',
-    timeout: timeoutMs,
+    ...(input === undefined ? { stdin: 'ignore' as const } : { input }),
     maxBuffer: 16 * 1024 * 1024,
+    ...(ownGroup ? { detached: true } : { timeout: timeoutMs }),
   });
+  if (!ownGroup) return child;
+  // execa's time-out kills git alone, and waits for its output to close, which a surviving child holds open.
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }, timeoutMs);
+  try {
+    const result = await child;
+    return { ...result, timedOut: result.timedOut || timedOut };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** git's own reason: its `fatal:` or `error:` line, else its first line. */

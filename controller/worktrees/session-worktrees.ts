@@ -14,7 +14,9 @@ export interface AgentWorktree {
   subdir: string;
   /** The branch to start from and merge into, when configured (the agent's `base_branch`, else its rig's). */
   base?: string;
-  merge: 'none' | 'direct' | 'review';
+  merge: 'none' | 'direct' | 'review' | 'push';
+  /** The remote its branches are pushed to (`merge = "push"`): its rig's `remote`, else `origin`. */
+  remote: string;
 }
 
 /** The record fields of a session with a worktree (a session's record, sessions/session-store.ts, has them). */

@@ -76,9 +76,11 @@ export interface CityAgentConfig {
   /**
    * `direct`: when a bead finished in a session's worktree closes, its branch is fast-forwarded into the base
    * (never forced: a conflict reopens the bead); `review`: it is held for a person's review, and approving it
-   * merges it as `direct` does (controller/reviews/); `none` (the default): the branch is left for a person.
+   * merges it as `direct` does (controller/reviews/); `push`: it is pushed to its rig's remote (`origin`, or the
+   * rig's `remote`), each commit carrying the bead's `Ctl-Bead` trailer; `none` (the default): the branch is left
+   * for a person.
    */
-  merge?: 'none' | 'direct' | 'review';
+  merge?: 'none' | 'direct' | 'review' | 'push';
   /**
    * Where its sessions may run: `[[host]]` names or labels, `local` for this machine (the default). Each new
    * session is placed on the least used of them with a free slot (controller/hosts/placement.ts).
@@ -171,6 +173,8 @@ export interface CityRigConfig {
   path?: string;
   prefix?: string;
   default_branch?: string;
+  /** The remote of its repository its sessions' branches are pushed to (`merge = "push"`); default `origin`. */
+  remote?: string;
   suspended: boolean;
   /** `[rigs.imports.<binding>]`: packs whose rig-scoped agents run in this rig (`rig/binding.agent`). */
   imports?: PackImport[];

@@ -145,6 +145,7 @@ export function parseCityConfig(text: string, path: string, options: ParseOption
       path: optString(rig, 'path', at('path')),
       prefix: optString(rig, 'prefix', at('prefix')),
       default_branch: optString(rig, 'default_branch', at('default_branch')),
+      ...remoteOf(rig, at),
       // `suspended` is what `ctl rig suspend` writes; `suspended_on_start` the reference's spelling.
       suspended:
         (optBool(rig, 'suspended', at('suspended')) ?? false) ||
@@ -313,7 +314,7 @@ export function parseAgentTable(
   if (Object.keys(optionDefaults).length > 0) config.option_defaults = optionDefaults as Record<string, string>;
   const isolation = optChoice(agent, 'isolation', ['none', 'worktree'] as const, at('isolation'));
   if (isolation !== undefined) config.isolation = isolation;
-  const merge = optChoice(agent, 'merge', ['none', 'direct', 'review'] as const, at('merge'));
+  const merge = optChoice(agent, 'merge', ['none', 'direct', 'review', 'push'] as const, at('merge'));
   if (merge !== undefined) config.merge = merge;
   const base = optString(agent, 'base_branch', at('base_branch'));
   if (base !== undefined) {
@@ -333,6 +334,16 @@ export function parseAgentTable(
   const idle = optDuration(agent, 'idle_timeout', at('idle_timeout'));
   if (idle !== undefined && idle > 0) config.idle_timeout_ms = idle;
   return { ...config, ...parseAgentLifecycle(agent, at) };
+}
+
+/** `[[rigs]] remote`: a remote's name as git takes one (no option, no URL, no path). */
+function remoteOf(rig: Record<string, unknown>, at: (key: string) => string): { remote?: string } {
+  const remote = optString(rig, 'remote', at('remote'));
+  if (remote === undefined) return {};
+  if (!/^[A-Za-z0-9_][A-Za-z0-9._-]*$/.test(remote) || remote.endsWith('.lock')) {
+    throw new ConfigError(`${at('remote')} must be the name of a git remote (got ${JSON.stringify(remote)})`);
+  }
+  return { remote };
 }
 
 /** Service names: one path segment of `svc/<name>/…`. */

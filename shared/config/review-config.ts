@@ -7,6 +7,11 @@ export interface ReviewConfig {
   check?: string;
   /** `check_timeout`: past this the check is killed, its whole process group, and the review sent back. */
   checkTimeoutMs: number;
+  /**
+   * `land`: what landing an approved review does with its branch — `merge` (the default) into its base, or `push`
+   * to its rig's remote as `merge = "push"` does.
+   */
+  land: 'merge' | 'push';
 }
 
 export const DEFAULT_CHECK_TIMEOUT_MS = 10 * 60_000;
@@ -15,7 +20,7 @@ const MAX_CHECK_TIMEOUT_MS = 24 * 3_600_000;
 
 /** Reads `[review]` (a TOML table, already parsed); `where` names a key in errors. */
 export function readReviewConfig(table: unknown, where: (key: string) => string): ReviewConfig {
-  const config: ReviewConfig = { checkTimeoutMs: DEFAULT_CHECK_TIMEOUT_MS };
+  const config: ReviewConfig = { checkTimeoutMs: DEFAULT_CHECK_TIMEOUT_MS, land: 'merge' };
   if (table === undefined) return config;
   if (typeof table !== 'object' || table === null || Array.isArray(table)) {
     throw new ConfigError(`${where('review')} must be a table`);
@@ -41,6 +46,12 @@ export function readReviewConfig(table: unknown, where: (key: string) => string)
       throw new ConfigError(`${where('review.check_timeout')} must be between 100ms and 24h`);
     }
     config.checkTimeoutMs = ms;
+  }
+  if (t.land !== undefined) {
+    if (t.land !== 'merge' && t.land !== 'push') {
+      throw new ConfigError(`${where('review.land')} must be "merge" or "push" (got ${JSON.stringify(t.land)})`);
+    }
+    config.land = t.land;
   }
   return config;
 }

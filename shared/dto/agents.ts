@@ -204,9 +204,11 @@ export interface SlingInputBody {
   /**
    * How the bead's work gets into its base branch, stamped on each routed bead as `merge_strategy` and told to the
    * session: `direct` (its worktree branch merged into the base when the bead closes), `local` (the branch stays,
-   * unmerged, for a person), `review` (the branch held for a person's review, merged once approved), or `mr` (the session opens a merge request; ctl merges nothing).
+   * unmerged, for a person), `review` (the branch held for a person's review, merged once approved), `push` (the branch pushed to the rig's
+   * remote when the bead closes, its commits carrying the bead's `Ctl-Bead` trailer), or `mr` (the session opens a
+   * merge request; ctl merges nothing).
    */
-  merge?: 'direct' | 'review' | 'mr' | 'local';
+  merge?: 'direct' | 'review' | 'push' | 'mr' | 'local';
   /** Do not create a convoy for the routed bead. */
   no_convoy?: boolean;
   /** Mark the convoy created for the work as owned: it is not closed by itself when its last bead closes. */

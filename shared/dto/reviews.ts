@@ -65,6 +65,14 @@ export interface ReviewSummary {
   decided_at?: string;
   /** `merged`: the base's commit once the branch was in it. */
   merged?: string;
+  /**
+   * `merged` by a push (`[review] land = "push"`): the branch went to its rig's remote instead of its base — the
+   * remote's name, the ref (`refs/heads/<branch>`) and the commit it is at there (the branch's commits with the
+   * bead's `Ctl-Bead` trailer).
+   */
+  pushed_remote?: string;
+  pushed_ref?: string;
+  pushed_commit?: string;
   /** `conflicted`: why the branch could not go in, and the files in the way when git named them. */
   conflict?: string;
   conflict_files?: string[];
@@ -168,6 +176,9 @@ export interface ReviewEventPayload {
   comment?: number;
   /** `review.merged`: the base's commit; `review.conflicted`: the files in the way. */
   merged?: string;
+  /** `review.merged` by a push: the remote's ref and the commit it is at. */
+  pushed_ref?: string;
+  pushed_commit?: string;
   files?: string[];
   /** `review.conflicted`: why. */
   reason?: string;

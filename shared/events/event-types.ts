@@ -28,6 +28,7 @@ import type { RigOverlapPayload } from '../dto/overlaps.js';
 import type { ServiceEventPayload } from '../dto/services.js';
 import type { HostEventPayload } from '../dto/hosts.js';
 import type { ReviewEventPayload } from '../dto/reviews.js';
+import type { BeadPushPayload } from '../dto/bead-pushes.js';
 import type {
   AdapterEventPayload,
   BoundEventPayload,
@@ -93,6 +94,7 @@ export interface EventPayloadTypes {
   ServiceEventPayload: ServiceEventPayload;
   HostEventPayload: HostEventPayload;
   ReviewEventPayload: ReviewEventPayload;
+  BeadPushPayload: BeadPushPayload;
   AdapterEventPayload: AdapterEventPayload;
   BoundEventPayload: BoundEventPayload;
   UnboundEventPayload: UnboundEventPayload;
@@ -200,6 +202,8 @@ export const EVENT_PAYLOADS = {
   'review.conflicted': 'ReviewEventPayload',
   'review.checked': 'ReviewEventPayload',
   'review.abandoned': 'ReviewEventPayload',
+  'bead.pushed': 'BeadPushPayload',
+  'bead.push_failed': 'BeadPushPayload',
   'extmsg.adapter_added': 'AdapterEventPayload',
   'extmsg.adapter_removed': 'AdapterEventPayload',
   'extmsg.bound': 'BoundEventPayload',

@@ -70,11 +70,15 @@ describe('the merge queue’s order', () => {
 });
 
 describe('[review] in city.toml', () => {
-  it('reads check and check_timeout, with a default time-out', () => {
-    expect(parseCityConfig('', 'city.toml').review).to.deep.equal({ checkTimeoutMs: DEFAULT_CHECK_TIMEOUT_MS });
+  it('reads check, check_timeout and land, with a default time-out and landing by merge', () => {
+    expect(parseCityConfig('', 'city.toml').review).to.deep.equal({
+      checkTimeoutMs: DEFAULT_CHECK_TIMEOUT_MS,
+      land: 'merge',
+    });
     expect(parseCityConfig('[review]\ncheck = "npm test"\ncheck_timeout = "90s"\n', 'city.toml').review).to.deep.equal({
       check: 'npm test',
       checkTimeoutMs: 90_000,
+      land: 'merge',
     });
   });
 

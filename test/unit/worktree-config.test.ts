@@ -50,8 +50,8 @@ isolation = "worktree"
 merge = "direct"
 base_branch = "release/1.0"
 `);
-    expect(web.worktree).to.deep.equal({ repo, subdir: '', base: 'trunk', merge: 'none' });
-    expect(app.worktree).to.deep.equal({ repo, subdir: 'app', base: 'release/1.0', merge: 'direct' });
+    expect(web.worktree).to.deep.equal({ repo, subdir: '', base: 'trunk', merge: 'none', remote: 'origin' });
+    expect(app.worktree).to.deep.equal({ repo, subdir: 'app', base: 'release/1.0', merge: 'direct', remote: 'origin' });
     expect(web.available && app.available).to.equal(true);
   });
 
@@ -73,7 +73,7 @@ work_dir = "${repo}"
 name = "b"
 isolation = "none"
 `);
-    expect(a.worktree).to.deep.equal({ repo, subdir: '', merge: 'direct' });
+    expect(a.worktree).to.deep.equal({ repo, subdir: '', merge: 'direct', remote: 'origin' });
     expect(b.worktree).to.equal(undefined);
     expect(b.available).to.equal(true);
   });
