@@ -24,7 +24,8 @@ function field(payload: unknown, name: string): string | undefined {
 
 /**
  * The notice an event of a city's log makes, if any: read from its type and the fields its payload declares
- * (session.pending — a question or a permission by its `kind` —, molecule.resolved with the outcome `fail`, session.quarantined) — the supervisor knows no more
+ * (session.pending — a question or a permission by its `kind` —, molecule.resolved with the outcome `fail`, session.quarantined,
+ * review.requested and review.conflicted) — the supervisor knows no more
  * of a city than its events say.
  */
 export function noticeOf(city: string, record: EventRecord, base: string): Notice | undefined {
@@ -66,6 +67,23 @@ export function noticeOf(city: string, record: EventRecord, base: string): Notic
         title: `${city}: ${agent} is quarantined (session ${session})`,
         text: record.message ?? 'it kept failing; wake it to try again',
         url: page(`session/${encodeURIComponent(session)}`),
+        event,
+      };
+    }
+    case 'review.requested':
+    case 'review.conflicted': {
+      // A review waits on a person: to decide it, or (conflicted) to send it back so its agent mends it.
+      const bead = field(record.payload, 'bead') ?? record.subject ?? '';
+      const base = field(record.payload, 'base') ?? 'its base';
+      const conflicted = record.type === 'review.conflicted';
+      return {
+        kind: 'review',
+        city,
+        title: conflicted
+          ? `${city}: the review of ${bead} conflicts with ${base}`
+          : `${city}: ${field(record.payload, 'agent') ?? 'an agent'} asks for a review of ${bead}`,
+        text: record.message ?? field(record.payload, 'branch') ?? bead,
+        url: page(`reviews/${encodeURIComponent(bead)}`),
         event,
       };
     }

@@ -2,7 +2,7 @@ import { parseDuration } from '../duration.js';
 import { ConfigError } from './config-error.js';
 
 /** What a person can be told about: each one something that waits on them or went wrong while nobody watched. */
-export const NOTICE_KINDS = ['permission', 'question', 'run_failed', 'quarantined'] as const;
+export const NOTICE_KINDS = ['permission', 'question', 'run_failed', 'quarantined', 'review'] as const;
 export type NoticeKind = (typeof NOTICE_KINDS)[number];
 
 /** `[notify]` of `supervisor.toml`: where notices go, and which. Absent (or neither channel set): none are sent. */

@@ -148,6 +148,15 @@ describe('notices', () => {
       record('session.pending', { session_id: 'alp-5', request_id: 'r2', kind: 'question', prompt: 'Which port?' }),
       record('molecule.resolved', { run_id: 'alp-9', outcome: 'fail' }),
       record('session.quarantined', { session_id: 'alp-4', template: 'crasher' }),
+      record('review.requested', { bead: 'alp-7', state: 'pending', agent: 'web/coder', branch: 'b', base: 'main' }),
+      record('review.conflicted', {
+        bead: 'alp-7',
+        state: 'conflicted',
+        agent: 'web/coder',
+        branch: 'b',
+        base: 'main',
+      }),
+      record('review.commented', { bead: 'alp-7', state: 'pending', agent: 'web/coder', branch: 'b', base: 'main' }),
       record('molecule.resolved', { run_id: 'alp-9', outcome: 'pass' }),
     ];
     const kinds = (make: (r: EventRecord) => { kind: string } | undefined) => events.map((r) => make(r)?.kind);
@@ -155,7 +164,25 @@ describe('notices', () => {
       pageNoticeOf({ ...r, seq: r.seq, city: 'alpha', payload: r.payload as Record<string, unknown> }),
     );
     expect(page).to.deep.equal(kinds((r) => noticeOf('alpha', r, base)));
-    expect(page).to.deep.equal(['permission', 'question', 'run_failed', 'quarantined', undefined]);
+    expect(page).to.deep.equal([
+      'permission',
+      'question',
+      'run_failed',
+      'quarantined',
+      'review',
+      'review',
+      undefined,
+      undefined,
+    ]);
+    // Both open the review's page.
+    const reviewPage = pageNoticeOf({
+      ...events[4],
+      seq: 5,
+      city: 'alpha',
+      payload: events[4].payload as Record<string, unknown>,
+    });
+    expect(reviewPage?.path).to.equal('/ui/city/alpha/reviews/alp-7');
+    expect(noticeOf('alpha', events[5], base)?.url).to.equal(`${base}/ui/city/alpha/reviews/alp-7`);
     // The kinds a person can turn on and off on the page are the kinds `[notify] on` takes.
     expect(PAGE_NOTICE_KINDS).to.deep.equal(NOTICE_KINDS);
   });

@@ -13,7 +13,7 @@ export interface TaggedEvent {
 }
 
 /** The same kinds as `[notify]` of supervisor.toml (shared/config/notify-config.ts; test/unit/notify.test.ts). */
-export const NOTICE_KINDS = ['permission', 'question', 'run_failed', 'quarantined'] as const;
+export const NOTICE_KINDS = ['permission', 'question', 'run_failed', 'quarantined', 'review'] as const;
 export type NoticeKind = (typeof NOTICE_KINDS)[number];
 
 /** Each kind as the page's checkboxes name it: what happened, in a person's words. */
@@ -22,6 +22,7 @@ export const KIND_LABELS: Record<NoticeKind, string> = {
   question: 'A session asks a question',
   run_failed: 'A run fails',
   quarantined: 'An agent is quarantined',
+  review: 'A review waits for you (requested, or conflicted)',
 };
 
 /**
@@ -48,7 +49,7 @@ export function storedKindsOff(off: ReadonlySet<NoticeKind>): string | null {
 }
 
 export interface PageNotice {
-  /** The same kinds as `[notify]`: `permission`, `question`, `run_failed`, `quarantined`. */
+  /** The same kinds as `[notify]`: `permission`, `question`, `run_failed`, `quarantined`, `review`. */
   kind: NoticeKind;
   title: string;
   body: string;
@@ -61,7 +62,7 @@ function text(payload: Record<string, unknown> | undefined, name: string): strin
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
-/** The notice an event makes, if it is one of the four kinds (the supervisor's `[notify]` makes the same). */
+/** The notice an event makes, if it is one of the kinds (the supervisor's `[notify]` makes the same). */
 export function noticeOf(e: TaggedEvent): PageNotice | undefined {
   const session = text(e.payload, 'session_id') ?? e.subject ?? '';
   const sessionPage = cityUrl(e.city, `/session/${encodeURIComponent(session)}`);
@@ -91,6 +92,19 @@ export function noticeOf(e: TaggedEvent): PageNotice | undefined {
       title: `${e.city}: ${agent} is quarantined`,
       body: e.message ?? '',
       path: sessionPage,
+    };
+  }
+  if (e.type === 'review.requested' || e.type === 'review.conflicted') {
+    const bead = text(e.payload, 'bead') ?? e.subject ?? '';
+    const agent = text(e.payload, 'agent') ?? '';
+    const conflicted = e.type === 'review.conflicted';
+    return {
+      kind: 'review',
+      title: conflicted
+        ? `${e.city}: the review of ${bead} conflicts with ${text(e.payload, 'base') ?? 'its base'}`
+        : `${e.city}: ${agent || 'an agent'} asks for a review of ${bead}`,
+      body: e.message ?? text(e.payload, 'branch') ?? '',
+      path: cityUrl(e.city, `/reviews/${encodeURIComponent(bead)}`),
     };
   }
   return undefined;

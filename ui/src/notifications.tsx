@@ -13,7 +13,7 @@ import {
 } from './notices.js';
 
 // Browser notifications, for a person who turns them on: a session waiting on them (a permission or a question),
-// a failed run, a quarantined agent — the kinds `[notify]` of supervisor.toml sends, read from the supervisor
+// a failed run, a quarantined agent, a review waiting — the kinds `[notify]` of supervisor.toml sends, read from the supervisor
 // stream (every city), each kind chosen apart. The browser's permission is asked only when the person clicks the
 // button; once granted, the choice (on, and the kinds turned off) is remembered here (localStorage), so a later
 // visit follows again without asking, and another tab of the page follows a change at once.
@@ -117,7 +117,7 @@ export function NotificationsToggle() {
       <button
         type="button"
         aria-pressed={on}
-        title="Browser notifications: a session waiting for you, a failed run, a quarantined agent"
+        title="Browser notifications: a session waiting for you, a failed run, a quarantined agent, a review to decide"
         onClick={() => void toggle()}
       >
         Notifications
