@@ -13,7 +13,7 @@ export type DiffMode = 'unified' | 'split';
 /** A file drawing more lines than this starts folded: a lock file or a generated one does not hold the page up. */
 const FOLD_LINES = 400;
 /** Past this many lines drawn at first across files, the rest start folded too (each opens with a click). */
-const OPEN_BUDGET = 3000;
+const OPEN_BUDGET = 1500;
 
 interface ShownFile {
   path: string;
