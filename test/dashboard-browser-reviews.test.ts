@@ -286,6 +286,33 @@ describe('dashboard in Chromium: reviewing what agents did', function () {
     ).to.equal(0);
   });
 
+  it('shows a second round since the last one, or whole', async () => {
+    const { page } = watched;
+    // Sent back above: the agent mends feature.ts and closes the bead again.
+    await run(
+      first.session,
+      `printf 'export const one = 1;\\nexport const deux = 2;\\n' > feature.ts && git commit -q -am 'deux'`,
+    );
+    expect((await city.api.post(`/bead/${first.bead.id}/close`)).status).to.equal(200);
+    await waitUntil('round 2 pending', async () => (await review(first.bead.id)).state === 'pending');
+    await page.goto(`${city.sup.base}/ui/city/${CITY}/reviews/${first.bead.id}`);
+    await live(page);
+    await page.getByRole('button', { name: 'Since last round', pressed: true }).waitFor();
+    const files = page.getByRole('navigation', { name: 'Files in this diff' }).getByRole('link');
+    expect(await files.allTextContents()).to.deep.equal(['feature.ts']);
+    expect(await page.getByRole('region', { name: 'feature.ts' }).locator('tr.line-del').count()).to.be.greaterThan(0);
+    await page.getByRole('button', { name: 'Whole' }).click();
+    await page.getByRole('button', { name: 'Whole', pressed: true }).waitFor();
+    await waitUntil('the whole diff', async () => (await files.count()) === 3);
+    // The comments of round 1 are kept: the one on line 2 is still under it.
+    await page
+      .getByRole('region', { name: 'feature.ts' })
+      .locator('tr.line-comments')
+      .filter({ hasText: 'Call it deux' })
+      .waitFor();
+    expect(watched.consoleErrors).to.deep.equal([]);
+  });
+
   it('notifies a review requested (kind review), opening its page, and lists it live', async () => {
     const { page, context, errors } = await notifyingPage(browser, `${city.sup.base}/ui/city/${CITY}/reviews`);
     try {
