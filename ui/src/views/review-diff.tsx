@@ -290,6 +290,17 @@ function DiffFile(props: {
             <caption class="sr-only">
               {file.path}, {mode === 'unified' ? 'unified' : 'side by side'}
             </caption>
+            {mode === 'split' && (
+              // A fixed layout takes its columns' widths from here: numbers and marks narrow, the two sides halves.
+              <colgroup>
+                <col class="no" />
+                <col class="mark" />
+                <col />
+                <col class="no" />
+                <col class="mark" />
+                <col />
+              </colgroup>
+            )}
             <thead class="sr-only">
               {mode === 'unified' ? (
                 <tr>
