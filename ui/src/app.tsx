@@ -18,6 +18,8 @@ const ConfigView = lazy(() => import('./views/config.js').then((m) => m.ConfigVi
 const MailView = lazy(() => import('./views/mail.js').then((m) => m.MailView));
 const ConvoysView = lazy(() => import('./views/convoys.js').then((m) => m.ConvoysView));
 const HostsView = lazy(() => import('./views/hosts.js').then((m) => m.HostsView));
+const ReviewsView = lazy(() => import('./views/reviews.js').then((m) => m.ReviewsView));
+const ReviewView = lazy(() => import('./views/review.js').then((m) => m.ReviewView));
 const EventsView = lazy(() => import('./views/events.js').then((m) => m.EventsView));
 
 function NotFound() {
@@ -69,6 +71,7 @@ function Nav() {
         <ul aria-label={`City ${city}`}>
           {link(cityUrl(city), city, true)}
           {link(cityUrl(city, '/beads'), 'Beads')}
+          {link(cityUrl(city, '/reviews'), 'Reviews')}
           {link(cityUrl(city, '/mail'), 'Mail')}
           {link(cityUrl(city, '/convoys'), 'Convoys')}
           {link(cityUrl(city, '/runs'), 'Runs')}
@@ -102,6 +105,8 @@ export function App() {
           <Route path="/ui/city/:city" component={CityView} />
           <Route path="/ui/city/:city/beads" component={BeadsView} />
           <Route path="/ui/city/:city/bead/:id" component={BeadView} />
+          <Route path="/ui/city/:city/reviews" component={ReviewsView} />
+          <Route path="/ui/city/:city/reviews/:bead" component={ReviewView} />
           <Route path="/ui/city/:city/session/:id" component={SessionView} />
           <Route path="/ui/city/:city/agent/:agent+" component={AgentView} />
           <Route path="/ui/city/:city/runs" component={RunsView} />

@@ -11,6 +11,8 @@ import {
   type Confirmation,
 } from '../components.js';
 import { useCityEvents, useLoad, useStream, type Loaded } from '../hooks.js';
+import { rigOfAgent } from '../review-rows.js';
+import { changesOverlaps, RigOverlaps } from './rig-overlaps.js';
 import { Transcript, type Entry } from './transcript.js';
 
 type Pending = Schemas['PendingInteraction'];
@@ -86,13 +88,21 @@ export function SessionView({ city, id }: { city: string; id: string }) {
     },
     [city, id],
   );
-  useCityEvents(city, (e) => {
-    if (e.payload?.session_id === id) {
-      session.reload();
-      if (e.type.startsWith('session.usage') || e.type.startsWith('session.turn')) usage.reload();
-    }
-  });
   const s: SessionWithModel | undefined = session.data;
+  // A session in a worktree of a rig: what else of the rig changed its files (the rig is its agent's prefix).
+  const rig = s?.worktree ? rigOfAgent(s.template) : undefined;
+  const [overlapChanges, setOverlapChanges] = useState(0);
+  useCityEvents(
+    city,
+    (e) => {
+      if (e.payload?.session_id === id) {
+        session.reload();
+        if (e.type.startsWith('session.usage') || e.type.startsWith('session.turn')) usage.reload();
+      }
+      if (rig && changesOverlaps(e, rig)) setOverlapChanges((n) => n + 1);
+    },
+    (resumed) => resumed && setOverlapChanges((n) => n + 1),
+  );
   const shownPending = pending === undefined ? s?.pending : (pending ?? undefined);
   const mine = usage.data?.by_session?.find((g) => g.name === id);
   return (
@@ -183,6 +193,7 @@ export function SessionView({ city, id }: { city: string; id: string }) {
       </div>
       {shownPending && <PendingPanel city={city} id={id} pending={shownPending} onAnswered={() => setPending(null)} />}
       {s?.attach && <ScreenPeek city={city} id={id} outputs={outputs} running={s.running} />}
+      {rig && <RigOverlaps city={city} rig={rig} self={{ session_id: id }} changes={overlapChanges} />}
       <Transcript entries={entries} />
       <MessageBox city={city} id={id} capabilities={s?.submission_capabilities} />
     </Page>
