@@ -145,6 +145,9 @@ function pageKeyOf(party: OverlapParty): string {
   return party.kind === 'review' ? `${party.session}\u0001${party.bead}` : party.session;
 }
 
+/** A read this recent answers a session's or a review's page: its worktrees' changes are seconds old at most. */
+export const RECENT_MS = 5_000;
+
 /**
  * What the overlaps need of the city: a rig's open sessions and waiting reviews, the rig a session is of, and the
  * event log.
@@ -183,7 +186,9 @@ export class RigOverlaps {
   /** By rig, by review's commits: what its finished branch changed (only waiting reviews kept). */
   private readonly reviewed = new Map<string, Map<string, string[]>>();
   private readonly seen = new Map<string, Set<string>>();
-  private readonly running = new Map<string, Promise<unknown>>();
+  private readonly running = new Map<string, Promise<RigOverlapsResponse | undefined>>();
+  /** By rig: the last read that ended, and when (performance.now()). */
+  private readonly lastRead = new Map<string, { at: number; read: RigOverlapsResponse }>();
 
   constructor(private readonly host: OverlapsHost) {}
 
@@ -199,13 +204,29 @@ export class RigOverlaps {
     this.readSoon(rig, { bead });
   }
 
-  /** What `party` overlaps with in its rig, read now; undefined for an unknown rig. */
+  /**
+   * What `party` overlaps with in its rig, as read at most `RECENT_MS` ago (else read now); undefined for an unknown
+   * rig. A page that shows a session or a review asks this on every load, and reads are also made at every turn end
+   * and review event: without reuse each view would `git status` every worktree of the rig.
+   */
   async of(
     rig: string,
     party: Pick<OverlapParty, 'kind' | 'session_id' | 'bead'>,
   ): Promise<PartyOverlap[] | undefined> {
-    const read = await this.compute(rig);
+    const read = await this.recent(rig);
     return read && overlapsWith(read.items, party);
+  }
+
+  /**
+   * The read under way (a turn end or a review event started it: it sees their change); else the last one when it
+   * ended under `RECENT_MS` ago; else a new one.
+   */
+  recent(rig: string): Promise<RigOverlapsResponse | undefined> {
+    const running = this.running.get(rig);
+    if (running) return running;
+    const last = this.lastRead.get(rig);
+    if (last && performance.now() - last.at < RECENT_MS) return Promise.resolve(last.read);
+    return this.compute(rig);
   }
 
   /** What an open session overlaps with in its rig, read now; undefined when it is of no rig. */
@@ -305,7 +326,7 @@ export class RigOverlaps {
       });
     }
     const sessionsChecked = changes.filter((c) => c.party.kind === 'session').length;
-    return {
+    const response: RigOverlapsResponse = {
       rig,
       items,
       sessions_checked: sessionsChecked,
@@ -313,6 +334,8 @@ export class RigOverlaps {
       ...(problems.length ? { problems } : {}),
       computed_at: computedAt,
     };
+    this.lastRead.set(rig, { at: performance.now(), read: response });
+    return response;
   }
 
   /**

@@ -13,6 +13,7 @@ import {
   pageOfPairs,
   pairKey,
   reviewParty,
+  RECENT_MS,
   RigOverlaps,
   sessionParty,
   type OverlapReview,
@@ -260,6 +261,39 @@ describe('a rig’s overlaps', function () {
     const second = await overlaps.compute('r');
     expect(second?.items[0]?.files).to.deep.equal(['app.txt', 'only-b.txt']);
     expect(events, 'no second event while the pair lasts').to.have.length(1);
+  });
+
+  it('answers a page from the read under way or one just made, and reads again once it is old', async function () {
+    const [a, b] = [worktree('a'), worktree('b')];
+    sessions = [a, b];
+    commit(a, 'app.txt', 'a\n');
+    commit(b, 'app.txt', 'b\n');
+    let reads = 0;
+    const counted = sessions;
+    sessions = new Proxy(counted, {
+      get(target, key, receiver) {
+        if (key === 'filter') reads += 1;
+        return Reflect.get(target, key, receiver) as unknown;
+      },
+    });
+    // A turn end's read under way: a page asking meanwhile shares it.
+    const turnEnd = overlaps.compute('r');
+    const page = overlaps.of('r', { kind: 'session', session_id: 'id-a' });
+    await turnEnd;
+    expect((await page)?.map((o) => o.party.session)).to.deep.equal(['b']);
+    expect(reads, 'one read for both').to.equal(1);
+    // Just made: reused.
+    await overlaps.of('r', { kind: 'session', session_id: 'id-b' });
+    expect(reads).to.equal(1);
+    // Old: read again (the clock moved past RECENT_MS).
+    const later = performance.now() + RECENT_MS + 1;
+    Object.defineProperty(performance, 'now', { value: () => later, configurable: true });
+    try {
+      await overlaps.of('r', { kind: 'session', session_id: 'id-b' });
+    } finally {
+      delete (performance as { now?: unknown }).now;
+    }
+    expect(reads).to.equal(2);
   });
 
   it('counts a local worktree’s uncommitted and untracked files', async function () {
