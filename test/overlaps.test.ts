@@ -197,7 +197,11 @@ describe('overlapping worktrees of a rig', function () {
     expect(shown.join('\n')).to.match(new RegExp(`${nameB} ↔ review of ${bead} \\(${nameA}\\)\\s+shared\\.txt`));
 
     // Merged, it waits no more: the pair ends, and the review shows no overlaps.
-    expect((await city.api.post<{ state: string }>(`/reviews/${bead}/approve`)).body.state).to.equal('merged');
+    expect((await city.api.post<{ state: string }>(`/reviews/${bead}/approve`)).body.state).to.equal('approved');
+    await waitUntil(
+      'the review to merge',
+      async () => (await city.api.get<{ state: string }>(`/reviews/${bead}`)).body.state === 'merged',
+    );
     expect((await overlaps('lib')).items).to.deep.equal([]);
     expect((await city.api.get<{ overlaps?: unknown[] }>(`/reviews/${bead}`)).body).to.not.have.property('overlaps');
   });

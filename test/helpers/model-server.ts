@@ -31,7 +31,10 @@ import { chatToolNames, readChat, streamChat } from './model-server-chat.js';
 //   - the work message an agent's session is handed (`Work on bead <id>: …`) is worked as a real agent would:
 //     first a tool call reading the bead (`ctl bead show <id>`); once that comes back, a tool call that runs the
 //     command its description names after `run:` (if it does: e.g. edit a file and commit it), prints the
-//     session's `CTL_BEAD` and `CTL_AGENT`, and closes the bead with `ctl`.
+//     session's `CTL_BEAD` and `CTL_AGENT`, and closes the bead with `ctl`;
+//   - a review sent back (`Changes were requested on bead <id> …`, or `The check of bead <id> failed …`) is mended
+//     the same way: a tool call running the command the message names after `run:` (a line of the check's output
+//     that starts so, else the first in a person's request) and closing the bead again.
 //
 // It records every request (path and body) so that a test can check what the CLI sent, e.g. that a resumed
 // conversation carries its earlier turns.
@@ -93,6 +96,13 @@ export function replyTo(
   }
   const slow = /^slow:\s*(.+)$/s.exec(text);
   if (slow) return { text: `You said: ${slow[1]}`, slow: true };
+  const changes = /^(?:Changes were requested on|The check of) bead (\S+)/.exec(text);
+  if (changes) {
+    // A line of its own (a check's output saying how to mend it) before one within a sentence (a person's words).
+    const mend = (/^run:\s*(.+)$/m.exec(text) ?? /\brun:\s*(.+)$/m.exec(text))?.[1]?.trim();
+    const close = `ctl bead close ${changes[1]} --reason done`;
+    return bash(api, mend ? `${mend} && ${close}` : close, 'Make the requested changes and close the bead');
+  }
   const work = /^Work on bead (\S+):/.exec(text);
   if (work) return bash(api, `ctl bead show ${work[1]}`, 'Read the bead');
   const say = /^say:\s*(.+)$/s.exec(text);
