@@ -99,7 +99,7 @@ min_active_sessions = 0
     expect(listed.map((l) => l.trim().split(/\s+/)[0])).to.deep.equal([first, second]);
 
     // Approved and merged: it waits no more, and the screen says so without being asked.
-    expect((await city.api.post<{ state: string }>(`/reviews/${first}/approve`)).body.state).to.equal('merged');
+    expect((await city.api.post<{ state: string }>(`/reviews/${first}/approve`)).body.state).to.equal('approved');
     const after = await pane!.waitFor(/^REVIEWS +1 pending, oldest \d+s$/m);
     expect(after).to.not.match(new RegExp(`^  ${first} `, 'm'));
     expect(after).to.match(new RegExp(`^  ${second} `, 'm'));

@@ -211,7 +211,10 @@ describe('dashboard in Chromium: reviewing what agents did', function () {
     await page.keyboard.press('c');
     const third = page.getByRole('textbox', { name: 'Comment on feature.ts line 3' });
     await third.waitFor();
-    expect(await page.evaluate<string>('document.activeElement.tagName')).to.equal('TEXTAREA');
+    // The form takes focus once drawn (asked from outside the page: its CSP refuses waitForFunction's eval).
+    await waitUntil('the comment form to take focus', async () =>
+      (await page.evaluate<string>('document.activeElement.tagName')) === 'TEXTAREA' ? true : undefined,
+    );
     await page.keyboard.type('Keyboard only');
     await page.keyboard.press('Control+Enter');
     await feature.locator('tr.line-comments').filter({ hasText: 'Keyboard only' }).waitFor();
