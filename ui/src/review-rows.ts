@@ -106,3 +106,33 @@ export function overlapsConcerning(items: RigOverlap[], self: OverlapSelf): Over
   }
   return [...byOther.values()].map((e) => ({ party: e.party, files: [...e.files].sort() }));
 }
+
+type ReviewCheck = components['schemas']['ReviewCheck'];
+type ReviewQueueStep = components['schemas']['ReviewQueueStep'];
+
+/** What the merge queue is doing with an approved review, in words. */
+export const QUEUE_STEP_WORDS: Record<ReviewQueueStep, string> = {
+  waiting: 'waiting its turn',
+  rebasing: 'rebasing onto its base',
+  checking: 'running the check',
+  landing: 'landing',
+};
+
+/** An approved review's place in its rig's queue, in words ("Queued: place 1 — running the check"). */
+export function queueWords(position: number | undefined, step: ReviewQueueStep | undefined): string {
+  const place = position !== undefined ? `place ${position}` : 'in the merge queue';
+  return `Queued: ${place}${step ? ` — ${QUEUE_STEP_WORDS[step]}` : ''}`;
+}
+
+/** How the last `[review] check` ended, in words: passed, failed exit N, timed out, or could not start. */
+export function checkOutcome(check: ReviewCheck): string {
+  if (check.passed) return 'passed';
+  if (check.timed_out) return 'timed out';
+  if (check.exit_code !== undefined) return `failed exit ${check.exit_code}`;
+  return `could not start${check.error ? `: ${check.error}` : ''}`;
+}
+
+/** A run's length as a person reads it: milliseconds under a second, else seconds with one decimal. */
+export function checkDuration(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+}

@@ -4,16 +4,15 @@ import { ActionButton, announce, cityUrl, ErrorNote, Loading, Page, Time } from 
 import { ConfirmDialog } from '../confirm-dialog.js';
 import { parseFileDiff } from '../diff-rows.js';
 import { useCityEvents, useLoad, useQueryParam } from '../hooks.js';
-import { allowedDecisions, REVIEW_STATE_WORDS, rigOfAgent, statTotals } from '../review-rows.js';
+import { allowedDecisions, queueWords, REVIEW_STATE_WORDS, rigOfAgent, statTotals } from '../review-rows.js';
 import { CommentList, ReviewDiff, type DiffMode } from './review-diff.js';
 import { ReviewBadge, useBeadTitles } from './reviews.js';
+import { CheckResult, QueueStatus } from './review-check.js';
 import { changesOverlaps, RigOverlaps } from './rig-overlaps.js';
 
 type Detail = Schemas['ReviewDetail'];
 type Summary = Schemas['ReviewSummary'];
 type Comment = Schemas['ReviewComment'];
-/** Fields the merge queue may add to a review (its place in the rig's queue): shown when present, never guessed. */
-type WithQueue = { queue_position?: number };
 
 const STORED_MODE = 'ctl.review.diff';
 const beadUrl = (city: string, id: string) => cityUrl(city, `/bead/${encodeURIComponent(id)}`);
@@ -36,18 +35,18 @@ function keepMode(mode: DiffMode): void {
 }
 
 /** What an approval's answer says, in words: merged at once, queued behind others, or refused by a conflict. */
-function approvedWords(r: Summary & WithQueue): string {
+function approvedWords(r: Summary): string {
+  if (r.state === 'merged' && r.pushed_ref) return `Pushed to ${r.pushed_remote ?? 'its remote'} ${r.pushed_ref}`;
   if (r.state === 'merged') return `Merged into ${r.base}`;
   if (r.state === 'conflicted') return `Not merged: ${r.conflict ?? 'it conflicts with its base'}`;
-  if (r.state === 'approved')
-    return `Approved: queued to merge${r.queue_position !== undefined ? ` (position ${r.queue_position})` : ''}`;
+  if (r.state === 'approved') return `Approved. ${queueWords(r.queue_position, r.queue_step)}`;
   return `Approved: ${REVIEW_STATE_WORDS[r.state]}`;
 }
 
 export function ReviewView({ city, bead }: { city: string; bead: string }) {
   const path = { cityName: city, bead };
   const review = useLoad(() => must(api.GET('/v0/city/{cityName}/reviews/{bead}', { params: { path } })), [city, bead]);
-  const r: (Detail & WithQueue) | undefined = review.data;
+  const r: Detail | undefined = review.data;
   const rig = r ? (r.rig ?? rigOfAgent(r.agent)) : undefined;
   const [overlapChanges, setOverlapChanges] = useState(0);
   const live = useCityEvents(
@@ -86,7 +85,7 @@ export function ReviewView({ city, bead }: { city: string; bead: string }) {
     );
     addComment(c);
   };
-  const decided = async (call: Promise<Summary>): Promise<Summary & WithQueue> => {
+  const decided = async (call: Promise<Summary>): Promise<Summary> => {
     const answer = await call;
     review.reload();
     return answer;
@@ -111,7 +110,6 @@ export function ReviewView({ city, bead }: { city: string; bead: string }) {
               <dt>State</dt>
               <dd>
                 <ReviewBadge state={r.state} />
-                {r.queue_position !== undefined && r.state === 'approved' && ` position ${r.queue_position}`}
               </dd>
             </div>
             <div>
@@ -155,6 +153,20 @@ export function ReviewView({ city, bead }: { city: string; bead: string }) {
                 </dd>
               </div>
             )}
+            {r.pushed_ref && (
+              <div>
+                <dt>Pushed</dt>
+                <dd>
+                  Pushed to {r.pushed_remote} <code>{r.pushed_ref}</code>
+                  {r.pushed_commit && (
+                    <>
+                      {' '}
+                      at <code>{r.pushed_commit.slice(0, 12)}</code>
+                    </>
+                  )}
+                </dd>
+              </div>
+            )}
             {r.merged && (
               <div>
                 <dt>Merged at</dt>
@@ -164,6 +176,8 @@ export function ReviewView({ city, bead }: { city: string; bead: string }) {
               </div>
             )}
           </dl>
+          <QueueStatus review={r} />
+          <CheckResult review={r} />
           {r.state === 'conflicted' && (
             <section class="conflict" aria-labelledby="conflict-h">
               <h2 id="conflict-h">Why it did not merge</h2>

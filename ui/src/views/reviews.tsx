@@ -5,6 +5,7 @@ import { cityUrl, Empty, ErrorNote, Loading, Page, Time } from '../components.js
 import { useCityEvents, useQueryParam } from '../hooks.js';
 import { usePagedList } from '../paged.js';
 import {
+  checkOutcome,
   DONE_STATES,
   OPEN_STATES,
   REVIEW_STATE_HEADINGS,
@@ -205,6 +206,10 @@ function ReviewSection(props: {
                     </th>
                     <td>
                       <ReviewBadge state={r.state} />
+                      {r.state === 'approved' && r.queue_position !== undefined && (
+                        <div class="small">place {r.queue_position}</div>
+                      )}
+                      {r.check && !r.check.passed && <div class="small">check {checkOutcome(r.check)}</div>}
                     </td>
                     <td>{r.agent}</td>
                     <td>{r.rig ?? '—'}</td>
