@@ -29,8 +29,8 @@ export function CheckResult({ review: r }: { review: Detail }) {
         <span class={check.passed ? 'badge badge-check-passed' : 'badge badge-check-failed'}>
           {check.passed ? 'Check passed' : `Check ${checkOutcome(check)}`}
         </span>{' '}
-        after {checkDuration(check.duration_ms)}, <Time iso={check.at} />, on <code>{check.commit.slice(0, 12)}</code>
-        : <code>{check.command}</code>
+        after {checkDuration(check.duration_ms)}, <Time iso={check.at} />, on <code>{check.commit.slice(0, 12)}</code>:{' '}
+        <code>{check.command}</code>
       </p>
       {!check.passed && output !== '' && (
         <pre class="check-output" role="region" aria-label="Check output" tabIndex={0}>
