@@ -12,7 +12,6 @@
  *      rebased on the ones before and its check run.
  * Prints tables and writes `.bench-out/review.json`. Run with `npm run bench -- review`.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -23,10 +22,10 @@ import { RigOverlaps, type OverlapSession } from '../controller/worktrees/overla
 import type { CityApi } from '../test/helpers/city-api.js';
 import { createSession, startSessionCity, waitForTurn } from '../test/helpers/sessions.js';
 import { SseStreamReader } from '../test/helpers/sse.js';
-import { tempDir } from '../test/helpers/supervisor.js';
 import { waitUntil } from '../test/helpers/wait.js';
 import { round, rounded, summarize, type Summary } from './stats.js';
 import { formatTable, ms } from './table.js';
+import { bigRepository } from './worktrees.js';
 
 const FILES = 10_000;
 const CHANGED = 1_000;
@@ -40,25 +39,6 @@ const QUEUED = 10;
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const OUT_FILE = join(repoRoot, '.bench-out', 'review.json');
-
-/** A repository on `main` with `FILES` small files in 100 directories (`src<d>/file<f>.ts`), one commit. */
-function bigRepository(): string {
-  const repo = join(tempDir('ctl-bench-review-'), 'big');
-  mkdirSync(repo);
-  const git = (...args: string[]) => execFileSync('git', args, { cwd: repo, stdio: 'pipe' });
-  git('init', '-q', '-b', 'main');
-  git('config', 'user.email', 'bench@example.invalid');
-  git('config', 'user.name', 'bench');
-  const perDir = FILES / 100;
-  for (let d = 0; d < 100; d++) {
-    const dir = join(repo, `src${d}`);
-    mkdirSync(dir);
-    for (let f = 0; f < perDir; f++) writeFileSync(join(dir, `file${f}.ts`), `export const v${d}_${f} = ${f};\n`);
-  }
-  git('add', '.');
-  git('commit', '-q', '-m', 'ten thousand files');
-  return repo;
-}
 
 /** The `n`th file of the repository (0 ≤ n < FILES), as its path from the top. */
 function fileAt(n: number): string {
@@ -229,8 +209,11 @@ async function measureQueue(api: CityApi): Promise<QueueFigures> {
       if (event.type === 'review.merged') merged.set(event.subject, performance.now());
       return merged.size === beads.length;
     }, 600_000);
-    // Awaited once the approvals are in; a failure meanwhile must not go unhandled.
-    waiting.catch(() => undefined);
+    // Settled into a value at once, so a failure during the approvals is kept (and thrown below), never unhandled.
+    const outcome = waiting.then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     const approveMs: number[] = [];
     const first = performance.now();
     for (const bead of beads) {
@@ -239,7 +222,8 @@ async function measureQueue(api: CityApi): Promise<QueueFigures> {
       approveMs.push(performance.now() - sent);
       if (reply.status !== 200) throw new Error(`approve ${bead}: HTTP ${reply.status}: ${JSON.stringify(reply.body)}`);
     }
-    await waiting;
+    const failure = await outcome;
+    if (failure !== undefined) throw failure instanceof Error ? failure : new Error(JSON.stringify(failure));
     const at = beads.map((b) => merged.get(b)!);
     const gaps = at.map((t, i) => t - (i === 0 ? first : at[i - 1]));
     for (const id of ids) await api.post(`/session/${id}/close`);
@@ -264,7 +248,7 @@ export interface ReviewFigures {
 
 export async function measureReview(): Promise<ReviewFigures> {
   const loadAtStart = loadavg().map((l) => round(l, 2));
-  const repo = bigRepository();
+  const repo = bigRepository('ctl-bench-review-');
   const agents = `
 [[rigs]]
 name = "big"

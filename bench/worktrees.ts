@@ -29,9 +29,9 @@ const GIT_ALONE = 3;
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const OUT_FILE = join(repoRoot, '.bench-out', 'worktrees.json');
 
-/** A repository on `main` with `FILES` small files in 100 directories, one commit. */
-function bigRepository(): string {
-  const repo = join(tempDir('ctl-bench-worktrees-'), 'big');
+/** A repository on `main` with `FILES` small files in 100 directories (`src<d>/file<f>.ts`), one commit. */
+export function bigRepository(prefix = 'ctl-bench-worktrees-'): string {
+  const repo = join(tempDir(prefix), 'big');
   mkdirSync(repo);
   const git = (...args: string[]) => execFileSync('git', args, { cwd: repo, stdio: 'pipe' });
   git('init', '-q', '-b', 'main');

@@ -128,14 +128,14 @@ export class MergeQueue {
     const review = this.host.store.get(bead)!;
     const tree = join(this.host.treesDir, bead.replace(/[^A-Za-z0-9._-]/g, '_'));
     if (review.landing_commit && (await isAncestor(review.repo, review.landing_commit, `refs/heads/${review.base}`))) {
-      await removeLanding(review.repo, tree);
+      await removeLanding(review.repo, tree, this.host.logger);
       await this.host.settle(bead, { kind: 'merged', commit: review.landing_commit });
       return true;
     }
     for (let attempt = 1; ; attempt++) {
       this.steps.set(bead, 'rebasing');
       await this.host.fetchBack(review);
-      const prepared = await prepareLanding(review, tree);
+      const prepared = await prepareLanding(review, tree, this.host.logger);
       if (prepared.kind === 'merged') {
         await this.host.settle(bead, prepared);
         return true;
@@ -166,20 +166,20 @@ export class MergeQueue {
         if (run.interrupted || this.stopped) return false;
         await this.host.checked(bead, run.check);
         if (!run.check.passed) {
-          await removeLanding(review.repo, tree);
+          await removeLanding(review.repo, tree, this.host.logger);
           await this.host.settle(bead, { kind: 'check_failed', check: run.check, output: run.output });
           return true;
         }
       }
       if (!this.approved(bead) || this.stopped) {
         // Abandoned while it was checked: nothing lands.
-        await removeLanding(review.repo, tree);
+        await removeLanding(review.repo, tree, this.host.logger);
         return !this.stopped;
       }
       this.steps.set(bead, 'landing');
       if (this.host.land() === 'push') {
         const pushed = await this.host.push(review, prepared.commit);
-        await removeLanding(review.repo, tree);
+        await removeLanding(review.repo, tree, this.host.logger);
         await this.host.settle(
           bead,
           pushed.kind === 'pushed'
@@ -199,7 +199,7 @@ export class MergeQueue {
         this.host.logger?.info({ bead, base: review.base }, 'the base moved while a review was checked: again');
         continue;
       }
-      await removeLanding(review.repo, tree);
+      await removeLanding(review.repo, tree, this.host.logger);
       if (landed.kind === 'merged') await this.host.settle(bead, landed);
       else {
         const reason =

@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { identity } from '../worktrees/bead-merge.js';
@@ -48,7 +49,7 @@ export async function branchProblem(review: Landable): Promise<string | undefine
  * reviewed commit rebased there onto its base when the base moved on and `git merge-tree` finds no conflict. A
  * tree a dead controller left (a rebase half-done in it) is aborted and removed first. A refusal leaves no tree.
  */
-export async function prepareLanding(review: Landable, tree: string): Promise<Preparation> {
+export async function prepareLanding(review: Landable, tree: string, logger?: Logger): Promise<Preparation> {
   const problem = await branchProblem(review);
   if (problem) return { kind: 'refused', reason: problem };
   const base = await git(review.repo, ['rev-parse', '--verify', '--quiet', `refs/heads/${review.base}^{commit}`], {
@@ -57,7 +58,7 @@ export async function prepareLanding(review: Landable, tree: string): Promise<Pr
   if (base.exitCode !== 0) return { kind: 'refused', reason: `its base ${review.base} no longer exists` };
   const onto = base.stdout.trim();
   if (await isAncestor(review.repo, review.commit, onto)) return { kind: 'merged', commit: onto };
-  await removeLanding(review.repo, tree);
+  await removeLanding(review.repo, tree, logger);
   mkdirSync(dirname(tree), { recursive: true, mode: 0o700 });
   await git(review.repo, ['worktree', 'add', '--quiet', '--detach', tree, review.commit], {
     timeoutMs: GIT_CHECKOUT_TIMEOUT_MS,
@@ -73,7 +74,7 @@ export async function prepareLanding(review: Landable, tree: string): Promise<Pr
     },
   );
   if (check.exitCode === 1) {
-    await removeLanding(review.repo, tree);
+    await removeLanding(review.repo, tree, logger);
     const files = check.stdout.trim().split('\n').slice(1).filter(Boolean);
     return {
       kind: 'refused',
@@ -86,25 +87,32 @@ export async function prepareLanding(review: Landable, tree: string): Promise<Pr
     timeoutMs: GIT_CHECKOUT_TIMEOUT_MS,
   });
   if (rebased.exitCode !== 0) {
-    await removeLanding(review.repo, tree);
+    await removeLanding(review.repo, tree, logger);
     return { kind: 'refused', reason: `it could not be rebased onto ${review.base}` };
   }
   const commit = (await git(tree, ['rev-parse', 'HEAD'])).stdout.trim();
   return { kind: 'prepared', commit, onto, rebased: true };
 }
 
-/** The review's tree removed (a rebase in it aborted first), and git's record of it with it. Never throws. */
-export async function removeLanding(repo: string, tree: string): Promise<void> {
+/**
+ * The review's tree removed (a rebase in it aborted first), and git's record of it with it. Never throws: a git
+ * that fails here is logged, the directory removed all the same, and the next `worktree prune` drops the record.
+ */
+export async function removeLanding(repo: string, tree: string, logger?: Logger): Promise<void> {
   try {
     if (isComplete(tree)) {
       await git(tree, ['rebase', '--abort'], { allow: [1, 128] });
       await git(repo, ['worktree', 'remove', '--force', tree], { allow: [128], timeoutMs: GIT_CHECKOUT_TIMEOUT_MS });
     }
-  } catch {
-    // removed below all the same
+  } catch (err) {
+    logger?.warn({ err, tree }, 'git could not remove a review’s tree: removing its directory');
   }
   if (existsSync(tree)) rmSync(tree, { recursive: true, force: true });
-  await git(repo, ['worktree', 'prune']).catch(() => undefined);
+  try {
+    await git(repo, ['worktree', 'prune']);
+  } catch (err) {
+    logger?.warn({ err, repo }, 'git could not prune a removed review tree’s record');
+  }
 }
 
 export async function isAncestor(repo: string, ancestor: string, of: string): Promise<boolean> {
