@@ -309,16 +309,25 @@ args_append = ["--allowedTools", "Bash(ctl bead show:*)"]
       state: string;
       activity?: string;
       running: boolean;
+      reason?: string;
     };
     const sessions = async () => (await api.get<{ items: Listed[] }>('/sessions?template=web/coder')).body.items;
+    let seen: Listed[] = [];
     const running = await waitUntil(
       'three sessions running over the two hosts',
       async () => {
-        const items = (await sessions()).filter((s) => s.running && s.state === 'active' && s.activity === 'idle');
+        seen = await sessions();
+        const items = seen.filter((s) => s.running && s.state === 'active' && s.activity === 'idle');
         return items.length === 3 ? items : undefined;
       },
       120_000,
-    );
+    ).catch((err: Error) => {
+      const states = seen.map(
+        (s) =>
+          `${s.session_name}@${s.host} ${s.state}/${s.activity ?? '-'}${s.running ? '' : ' (not running)'}${s.reason ? ` (${s.reason})` : ''}`,
+      );
+      throw new Error(`${err.message}; last seen: ${states.join(', ') || 'none'}`);
+    });
     expect(new Set(running.map((s) => s.host))).to.deep.equal(new Set(hosts.hosts.map((h) => h.name)));
     // The person wants to see what one of them runs before it runs it.
     const watched = running[0].session_name;

@@ -127,7 +127,10 @@ async function spawnGit(
 function reasonOf(stderr: string, stdout: string): string {
   const lines = `${stderr}\n${stdout}`.split('\n').map((l) => l.trim());
   const said = lines.find((l) => /^(fatal|error):/.test(l)) ?? lines.find((l) => l !== '') ?? 'git failed';
-  return said.replace(/^(fatal|error): /, '');
+  // A push says only "failed to push some refs" there; why each ref was refused is on its own `!` line.
+  const refused = lines.filter((l) => /^\s*! \[/.test(l)).map((l) => l.trim());
+  const reason = said.replace(/^(fatal|error): /, '');
+  return refused.length && /failed to push/.test(reason) ? `${reason}: ${refused.join('; ')}` : reason;
 }
 
 /** The paths of `git status --porcelain=v1 -z`: files with uncommitted changes. */

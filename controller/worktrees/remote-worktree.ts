@@ -105,6 +105,11 @@ export function pushRefspecs(base: string, branch: string, rigHasBranch: boolean
  */
 export class RemoteWorktree {
   private static readonly fetches = new KeyedSerial();
+  /**
+   * Pushes into one repository on one host go one at a time: two sessions of a rig starting there at once would
+   * otherwise race for the lock of its base ref, and the loser's start would fail.
+   */
+  private static readonly pushes = new KeyedSerial();
 
   constructor(private readonly host: Host) {}
 
@@ -112,24 +117,26 @@ export class RemoteWorktree {
   async prepare(record: RemoteWorktreeRecord, base: string): Promise<string> {
     await this.host.prepare();
     const remote = this.repository(record);
-    const made = await this.host.run(['sh', '-c', `[ -d "$1" ] || git init --bare --quiet "$1"`, 'sh', remote.path], {
-      timeoutMs: SHORT_MS,
+    await this.pushing(remote, async () => {
+      const made = await this.host.run(['sh', '-c', `[ -d "$1" ] || git init --bare --quiet "$1"`, 'sh', remote.path], {
+        timeoutMs: SHORT_MS,
+      });
+      if (made.code !== 0) throw hostFailure('init', made.stderr || made.stdout);
+      const rigHasBranch = await refExists(record.worktree_repo, `refs/heads/${record.branch}`);
+      await git(
+        record.worktree_repo,
+        [
+          'push',
+          '--quiet',
+          '--no-verify',
+          '--no-signed',
+          '--no-recurse-submodules',
+          remote.url,
+          ...pushRefspecs(base, record.branch, rigHasBranch),
+        ],
+        { env: remote.env, timeoutMs: GIT_CHECKOUT_TIMEOUT_MS },
+      );
     });
-    if (made.code !== 0) throw hostFailure('init', made.stderr || made.stdout);
-    const rigHasBranch = await refExists(record.worktree_repo, `refs/heads/${record.branch}`);
-    await git(
-      record.worktree_repo,
-      [
-        'push',
-        '--quiet',
-        '--no-verify',
-        '--no-signed',
-        '--no-recurse-submodules',
-        remote.url,
-        ...pushRefspecs(base, record.branch, rigHasBranch),
-      ],
-      { env: remote.env, timeoutMs: GIT_CHECKOUT_TIMEOUT_MS },
-    );
     const work = workDirOnHost(this.host, { id: record.id });
     const added = await this.host.run(['sh', '-c', MAKE_WORKTREE, 'sh', remote.path, work, record.branch, base], {
       timeoutMs: GIT_CHECKOUT_TIMEOUT_MS,
@@ -178,13 +185,12 @@ export class RemoteWorktree {
   async rebase(record: RemoteWorktreeRecord, base: string): Promise<boolean> {
     await this.host.prepare();
     const remote = this.repository(record);
-    await git(
-      record.worktree_repo,
-      ['push', '--quiet', '--no-verify', '--no-signed', remote.url, ...pushRefspecs(base, record.branch, false)],
-      {
-        env: remote.env,
-        timeoutMs: GIT_CHECKOUT_TIMEOUT_MS,
-      },
+    await this.pushing(remote, () =>
+      git(
+        record.worktree_repo,
+        ['push', '--quiet', '--no-verify', '--no-signed', remote.url, ...pushRefspecs(base, record.branch, false)],
+        { env: remote.env, timeoutMs: GIT_CHECKOUT_TIMEOUT_MS },
+      ),
     );
     const work = workDirOnHost(this.host, { id: record.id });
     const rebased = await this.host.run(['sh', '-c', REBASE_WORKTREE, 'sh', work, base], {
@@ -222,6 +228,10 @@ export class RemoteWorktree {
       timeoutMs: GIT_CHECKOUT_TIMEOUT_MS,
     });
     if (removed.code !== 0) throw hostFailure('worktree remove', removed.stderr);
+  }
+
+  private pushing<T>(remote: HostGitRepository, push: () => Promise<T>): Promise<T> {
+    return RemoteWorktree.pushes.run(`${this.host.name}\0${remote.path}`, push);
   }
 
   private repository(record: RemoteWorktreeRecord): HostGitRepository {

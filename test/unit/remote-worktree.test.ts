@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +8,7 @@ import {
   MAKE_WORKTREE,
   pushRefspecs,
   REMOVE_WORKTREE,
+  RemoteWorktree,
   repositoryName,
   workDirOnHost,
 } from '../../controller/worktrees/remote-worktree.js';
@@ -114,5 +115,52 @@ describe('a worktree on a host', function () {
     expect(onHost(REMOVE_WORKTREE, bare, work, 'ctl/a/s').code).to.equal(0);
     expect(existsSync(work)).to.equal(false);
     expect(git(bare, 'for-each-ref', '--format=%(refname)')).to.equal('refs/heads/main');
+  });
+});
+
+// Sessions of one rig starting on one host at once all push the rig's base into the host's one repository: each
+// start must find its worktree made, none losing the race for the base ref's lock.
+describe('worktrees on one host made at once', function () {
+  let root: string;
+
+  beforeEach(function () {
+    root = mkdtempSync(join(tmpdir(), 'ctl-unit-remote-worktrees-'));
+  });
+  afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+  it('makes six sessions’ worktrees from one rig there, every push of the base landing', async function () {
+    const rig = join(root, 'rig');
+    mkdirSync(rig);
+    git(rig, 'init', '-q', '-b', 'main');
+    for (let n = 0; n < 20; n++) writeFileSync(join(rig, `f${n}.txt`), `${n}\n`);
+    git(rig, 'add', '.');
+    git(rig, '-c', 'user.name=t', '-c', 'user.email=t@example.invalid', 'commit', '-q', '-m', 'first');
+    const bare = join(root, 'host', 'repos', 'rig.git');
+    // A host whose commands run here: the same sh and git scripts, without ssh between.
+    const host = {
+      name: 'h1',
+      prepare: async () => undefined,
+      sessionDir: (id: string) => join(root, 'host', 'sessions', id),
+      gitRepository: () => ({ path: bare, url: bare, env: {} }),
+      run: async (argv: string[]) => {
+        const [command, ...args] = argv;
+        const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+          const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+          let stdout = '';
+          let stderr = '';
+          child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+          child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+          child.on('close', (code) => resolve({ code, stdout, stderr }));
+        });
+        return result;
+      },
+    } as unknown as Host;
+    const worktree = new RemoteWorktree(host);
+    const dirs = await Promise.all(
+      ['s1', 's2', 's3', 's4', 's5', 's6'].map((id) =>
+        worktree.prepare({ id, branch: `ctl/coder/${id}`, worktree_repo: rig }, 'main'),
+      ),
+    );
+    for (const dir of dirs) expect(git(dir, 'rev-parse', 'HEAD')).to.equal(git(rig, 'rev-parse', 'main'));
   });
 });
