@@ -121,9 +121,12 @@ async function applyOne(
     case 'restart-pending':
       await sessionOf(action.sessionId, host).recordLifecycle('session.restart_pending', action.reason);
       return;
-    case 'wake':
-      background(sessionOf(action.sessionId, host).wake('wake', action.reason));
+    case 'wake': {
+      const session = sessionOf(action.sessionId, host);
+      if (action.host) session.saveFields({ host: action.host });
+      background(session.wake('wake', action.reason));
       return;
+    }
     case 'sleep':
       background(sessionOf(action.sessionId, host).sleep(action.reason));
       return;

@@ -35,6 +35,8 @@ export interface SessionFacts {
   suspendedByTick: boolean;
   /** The host it was placed on (`local` when it names none). */
   host?: string;
+  /** It has taken a turn (it may have work of its own where it runs); one that never did may move to another host. */
+  tookTurn: boolean;
   /**
    * Lost with its host (and closed since, or not): until when its program there may still run (ms since the
    * epoch); its beads wait for it.
@@ -133,7 +135,8 @@ export type TickAction =
   | { kind: 'restart'; sessionId: string; reason: string; changes: ConfigChanges }
   /** A busy or attached session restarts once it is idle: recorded once. */
   | { kind: 'restart-pending'; sessionId: string; reason: string }
-  | { kind: 'wake'; sessionId: string; reason: string }
+  /** A dormant session started again; on `host` when it moves there (it never took a turn where it was). */
+  | { kind: 'wake'; sessionId: string; reason: string; host?: string }
   /** A new session of the agent, on `host` (placed; absent: this machine). */
   | { kind: 'start'; agent: AgentDefinition; reason: string; host?: string }
   /** The agent waits for something (recorded as `agent.waiting` when the reason changes). */

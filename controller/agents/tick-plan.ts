@@ -197,17 +197,20 @@ class Planner {
         continue;
       }
       const hostWait = this.hostWait(session);
-      if (hostWait) {
+      const moveTo = hostWait ? this.moveTo(agent, session) : undefined;
+      if (hostWait && !moveTo) {
         waitReason = `${session.sessionName} waits for its host: ${hostWait}`;
         continue;
       }
       this.budget--;
       this.memory.sleptIdle.delete(session.id);
       this.woke++;
+      const reason = this.wakeReason(index, want.wanted, want.mail > 0, session);
       this.actions.push({
         kind: 'wake',
         sessionId: session.id,
-        reason: this.wakeReason(index, want.wanted, want.mail > 0, session),
+        reason: moveTo ? `${reason}, on ${moveTo} (${session.host}: ${hostWait})` : reason,
+        ...(moveTo ? { host: moveTo } : {}),
       });
       session.state = 'creating';
       session.suspendedByTick = false;
@@ -564,6 +567,17 @@ class Planner {
     if (why) return why;
     this.ledger.add(name);
     return undefined;
+  }
+
+  /**
+   * Another host for a session that failed to start on its own and cannot start there now: one that never took
+   * a turn has no work of its own there (what it holds is in the store, its branch is the rig's), so it starts
+   * wherever its agent's hosts have room, instead of waiting on a full or down host while another has a slot.
+   */
+  private moveTo(agent: AgentDefinition, session: SessionFacts): string | undefined {
+    if (session.state !== 'failed-create' || session.tookTurn) return undefined;
+    const placed = this.place(agent);
+    return 'host' in placed && placed.host !== session.host ? placed.host : undefined;
   }
 
   private heldBy(sessionId: string): readonly Bead[] {

@@ -422,6 +422,7 @@ function factsOf(session: Session): SessionFacts {
     idleSince: session.idleSince,
     readySince: session.readySince,
     suspendedByTick: record.suspended_by === 'tick',
+    tookTurn: record.last_active !== undefined,
     ...(record.host ? { host: record.host } : {}),
     ...(record.lost_until ? { lostUntil: Date.parse(record.lost_until) } : {}),
   };

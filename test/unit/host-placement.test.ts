@@ -147,4 +147,40 @@ describe('the tick places sessions', function () {
     const up = planAt(now, { agents: [agent], sessions: [asleep], hosts: [local, host('h1')] });
     expect(actionsOf(up, 'wake').map((a) => a.sessionId)).to.deep.equal([asleep.id]);
   });
+
+  it('a session that failed to start and never took a turn starts on another host when its own has no room', function () {
+    const failed = (tookTurn: boolean) =>
+      sessionFacts(now, 'w', {
+        host: 'h1',
+        running: false,
+        state: 'failed-create',
+        idle: false,
+        ready: false,
+        tookTurn,
+      });
+    const agent = pool(['h1', 'h2'], { max: 1 });
+    const hosts = [local, host('h1', { slots: 1, used: 1 }), host('h2')];
+    const fresh = failed(false);
+    const moved = planAt(now, { agents: [agent], sessions: [fresh], hosts });
+    expect(actionsOf(moved, 'wake').map((a) => [a.sessionId, a.host])).to.deep.equal([[fresh.id, 'h2']]);
+    expect(actionsOf(moved, 'wake')[0].reason).to.match(/, on h2 \(h1: h1 has no free slot \(1 of 1 used\)\)$/);
+    // One that worked there keeps its work there: it waits for its host.
+    const worked = failed(true);
+    const kept = planAt(now, { agents: [agent], sessions: [worked], hosts });
+    expect(actionsOf(kept, 'wake')).to.deep.equal([]);
+    expect(kept.waits.get('w')).to.equal(`${worked.sessionName} waits for its host: h1 has no free slot (1 of 1 used)`);
+    // So does one asleep, and one with no other host to go to.
+    const asleep = sessionFacts(now, 'w', {
+      host: 'h1',
+      running: false,
+      state: 'asleep',
+      idle: false,
+      ready: false,
+      tookTurn: false,
+    });
+    expect(actionsOf(planAt(now, { agents: [agent], sessions: [asleep], hosts }), 'wake')).to.deep.equal([]);
+    const only = failed(false);
+    const nowhere = planAt(now, { agents: [pool(['h1'], { max: 1 })], sessions: [only], hosts });
+    expect(actionsOf(nowhere, 'wake')).to.deep.equal([]);
+  });
 });

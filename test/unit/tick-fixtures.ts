@@ -58,6 +58,7 @@ export function sessionFacts(now: number, template: string, over: Partial<Sessio
     idleSince: now - 1000,
     readySince: now - 50_000,
     suspendedByTick: false,
+    tookTurn: true,
     ...over,
   };
 }
